@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--params", default=os.environ.get("MEDSIMP_PARAMS", "params.yaml"),
                         help="params file (default: ./params.yaml)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a param, e.g. --set notes.min_tokens=12 (repeatable)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -71,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        for noisy in ("apache_beam", "absl", "datasets", "transformers", "urllib3"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2

@@ -38,6 +38,7 @@ def pipeline_options(beam_params: Mapping[str, Any] | None = None,
         workers = int(beam_params.get("num_workers", 2))
         mode = beam_params.get("running_mode", "multi_processing" if workers > 1 else "in_memory")
         args += [f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"]
+    args.append(f"--default_sdk_harness_log_level={beam_params.get('log_level', 'WARNING')}")
     args += [str(a) for a in beam_params.get("options", [])]
     args += list(extra_args)
     return PipelineOptions(args)
