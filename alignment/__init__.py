@@ -1,1 +1,4 @@
-"""alignment."""
+"""Sentence aligners (neural CRF, Vecalign), encoders, gold readers, scorers and the overlap filter.
+
+Plain typed Python: no Beam import here (pipelines/align_job.py wraps it).
+"""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 # `abbr[full form]`: the abbreviation is the run of non-space characters before `[`.
-TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*)\]")
+TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*[^\s\[\]][^\[\]]*)\]")
 # A reference line: prefix 1-4, then an optional space (real files glue some prefixes).
 REF_RE = re.compile(r"^([1-4]) ?(.*)$")
 MAX_REFERENCES = 4

@@ -1,0 +1,351 @@
+"""Neural CRF sentence aligner (Jiang et al. 2020, "Neural CRF Model for Sentence Alignment
+in Text Simplification").
+
+For a document pair, each row sentence i (a simple sentence in the forward direction)
+takes a state a_i in {NULL, 1..m} (the column sentence it aligns to). The score of a
+labelling is sum_i E(i, a_i) + T(a_{i-1}, a_i):
+
+* emissions E: a small MLP over pairwise features (`alignment.features`: bi-encoder cosine
+  from a pluggable encoder plus lexical overlap, length ratio, shared numbers, relative
+  position); NULL has its own learned emission (a linear layer over the row's best
+  cosine/containment and a bias);
+* transitions T: features jump distance d = |a_i - a_{i-1} - 1| (capped at `jump_cap`),
+  d == 0, staying on the same state, and indicators NULL->NULL, aligned->NULL,
+  NULL->aligned, combined by a small learned layer (MLP). The first row jumps from a
+  virtual aligned state 0.
+
+Training minimises the CRF negative log-likelihood (forward algorithm, exact, in torch)
+of the gold labelling. Decoding is Viterbi; pair scores are posterior marginals
+(forward-backward). Because jumps are capped, every transition from a state farther
+than `jump_cap` costs the same, so decoding and marginals run exactly in
+O(n * m * jump_cap) time and O(n * m) memory with prefix/suffix max / logsumexp: a
+1000 x 1000 document is cheap.
+
+One pass finds 1 column -> N rows. `CRFAligner` trains a forward (rows = simple) and a
+reverse (rows = complex) model and merges their pairs (see docs/alignment.md).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
+from alignment.gold import Block, DocPair
+from alignment.score import pairs_to_blocks
+
+DEFAULTS: dict[str, Any] = {
+    "jump_cap": 8,
+    "hidden": 16,
+    "epochs": 40,
+    "lr": 0.01,
+    "seed": 13,
+    "merge": "union",  # union | forward | intersection
+}
+
+
+class CRFScorer(nn.Module):
+    """Emission and transition layers of one direction."""
+
+    def __init__(self, jump_cap: int = 8, hidden: int = 16):
+        super().__init__()
+        if jump_cap < 2:
+            raise ValueError("jump_cap must be >= 2")
+        self.jump_cap = jump_cap
+        self.emit = nn.Sequential(nn.Linear(len(PAIR_FEATURES), hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        self.null = nn.Linear(len(NULL_FEATURES), 1)
+        self.trans = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1))
+
+    def emissions(self, feats: torch.Tensor, nfeats: torch.Tensor) -> torch.Tensor:
+        """(n, m+1): column 0 is NULL."""
+        e = self.emit(feats).squeeze(-1)
+        return torch.cat([self.null(nfeats), e], dim=1)
+
+    def transition_table(self) -> dict[str, torch.Tensor]:
+        """`aa[d]` for aligned->aligned jumps d = 0..jump_cap, `same` for a_i == a_{i-1}, and the NULL moves."""
+        k = self.jump_cap
+        d = torch.arange(k + 1, dtype=torch.float32)
+        z = torch.zeros(k + 1)
+        aa = torch.stack([d / k, (d == 0).float(), z, z, z, z], dim=1)
+        other = torch.tensor([[1 / k, 0, 1, 0, 0, 0],   # same state (d = 1)
+                              [0, 0, 0, 1, 0, 0],        # NULL -> NULL
+                              [0, 0, 0, 0, 1, 0],        # aligned -> NULL
+                              [0, 0, 0, 0, 0, 1]])       # NULL -> aligned
+        out = self.trans(torch.cat([aa, other])).squeeze(-1)
+        return {"aa": out[:k + 1], "same": out[k + 1], "nn": out[k + 2], "an": out[k + 3], "na": out[k + 4]}
+
+    def full_transitions(self, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Dense (m+1, m+1) transition matrix [prev, cur] and the start vector (m+1)."""
+        t = self.transition_table()
+        pos = torch.arange(1, m + 1)
+        d = (pos[None, :] - pos[:, None] - 1).abs().clamp(max=self.jump_cap)
+        aa = t["aa"][d]
+        aa = torch.where(torch.eye(m, dtype=torch.bool), t["same"], aa)
+        top = torch.cat([t["nn"].view(1), t["na"].expand(m)]).view(1, m + 1)
+        body = torch.cat([t["an"].expand(m, 1), aa], dim=1)
+        start = torch.cat([t["an"].view(1), t["aa"][(pos - 1).clamp(max=self.jump_cap)]])
+        return torch.cat([top, body]), start
+
+    def nll(self, feats: torch.Tensor, nfeats: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """CRF negative log-likelihood of the gold labelling (0 = NULL, j = column j-1)."""
+        e = self.emissions(feats, nfeats)
+        n, m1 = e.shape
+        trans, start = self.full_transitions(m1 - 1)
+        alpha = start + e[0]
+        gold = start[labels[0]] + e[0, labels[0]]
+        for i in range(1, n):
+            alpha = e[i] + torch.logsumexp(alpha[:, None] + trans, dim=0)
+            gold = gold + trans[labels[i - 1], labels[i]] + e[i, labels[i]]
+        return torch.logsumexp(alpha, dim=0) - gold
+
+
+@dataclass
+class Lattice:
+    """Numpy view of one direction's scores for a document: emissions and transition table."""
+
+    emit: np.ndarray  # (n, m+1), column 0 NULL
+    aa: np.ndarray    # (jump_cap+1,)
+    same: float
+    nn: float
+    an: float
+    na: float
+
+    @property
+    def cap(self) -> int:
+        return len(self.aa) - 1
+
+    def _near(self, vec: np.ndarray, forward: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each offset, (index array of targets, source values + transition) of near moves."""
+        m, k = len(vec), self.cap
+        out = []
+        for o in range(2 - k, k + 1):  # o = cur - prev, d = |o - 1| < k
+            w = self.same if o == 0 else self.aa[abs(o - 1)]
+            if forward:  # cur j receives from prev j - o
+                j = np.arange(max(o, 0), min(m, m + o))
+                out.append((j, vec[j - o] + w))
+            else:  # prev k receives from next k + o
+                kk = np.arange(max(-o, 0), min(m, m - o))
+                out.append((kk, vec[kk + o] + w))
+        return out
+
+    def _far_bounds(self, m: int, forward: bool) -> tuple[np.ndarray, np.ndarray]:
+        j = np.arange(m)
+        if forward:  # prev k with k <= j-1-cap or k >= j-1+cap
+            return j - 1 - self.cap, j - 1 + self.cap
+        return j + 1 - self.cap, j + 1 + self.cap  # next j' for prev j
+
+    def _far(self, vec: np.ndarray, forward: bool, op) -> np.ndarray:
+        m = len(vec)
+        lo, hi = self._far_bounds(m, forward)
+        pre = op.accumulate(vec)
+        suf = op.accumulate(vec[::-1])[::-1]
+        out = np.full(m, -np.inf)
+        ok = lo >= 0
+        out[ok] = pre[lo[ok]]
+        ok = hi <= m - 1
+        out[ok] = op(out[ok], suf[hi[ok]])
+        return out + self.aa[self.cap]
+
+    def _start(self, m: int) -> np.ndarray:
+        return np.concatenate([[self.an], self.aa[np.minimum(np.arange(m), self.cap)]])
+
+    def forward_backward(self) -> tuple[np.ndarray, float]:
+        """Posterior marginals (n, m+1) and log Z, exactly, in O(n m cap)."""
+        e = self.emit.astype(np.float64)
+        n, m1 = e.shape
+        lse = np.logaddexp
+        alpha = np.empty_like(e)
+        alpha[0] = self._start(m1 - 1) + e[0]
+        for i in range(1, n):
+            prev = alpha[i - 1]
+            a = prev[1:]
+            cur = np.full(m1 - 1, -np.inf)
+            for j, v in self._near(a, True):
+                cur[j] = lse(cur[j], v)
+            cur = lse(lse(cur, self._far(a, True, lse)), prev[0] + self.na)
+            null = lse(prev[0] + self.nn, lse.reduce(a + self.an)) if m1 > 1 else prev[0] + self.nn
+            alpha[i] = e[i] + np.concatenate([[null], cur])
+        beta = np.zeros_like(e)
+        for i in range(n - 2, -1, -1):
+            g = e[i + 1] + beta[i + 1]
+            b = g[1:]
+            cur = np.full(m1 - 1, -np.inf)
+            for kk, v in self._near(b, False):
+                cur[kk] = lse(cur[kk], v)
+            cur = lse(lse(cur, self._far(b, False, lse)), g[0] + self.an)
+            null = lse(g[0] + self.nn, lse.reduce(b + self.na)) if m1 > 1 else g[0] + self.nn
+            beta[i] = np.concatenate([[null], cur])
+        logz = float(lse.reduce(alpha[-1]))
+        return np.exp(alpha + beta - logz), logz
+
+    def viterbi(self) -> list[int]:
+        """Best labelling (0 = NULL, j = column j-1), exactly, in O(n m cap)."""
+        e = self.emit.astype(np.float64)
+        n, m1 = e.shape
+        m, cap = m1 - 1, self.cap
+        score = self._start(m) + e[0]
+        back = np.zeros((n, m1), dtype=np.int64)
+        idx = np.arange(m)
+        lo, hi = self._far_bounds(m, True)
+        for i in range(1, n):
+            a = score[1:]
+            best = np.full(m, score[0] + self.na)
+            arg = np.zeros(m, dtype=np.int64)
+            for o in range(2 - cap, cap + 1):
+                w = self.same if o == 0 else self.aa[abs(o - 1)]
+                j = np.arange(max(o, 0), min(m, m + o))
+                v = a[j - o] + w
+                better = v > best[j]
+                best[j[better]] = v[better]
+                arg[j[better]] = j[better] - o + 1
+            if m:
+                pre = np.maximum.accumulate(a)
+                pre_arg = np.maximum.accumulate(np.where(a >= pre, idx, 0))
+                ra = a[::-1]
+                suf = np.maximum.accumulate(ra)[::-1]
+                suf_arg = (m - 1 - np.maximum.accumulate(np.where(ra >= np.maximum.accumulate(ra), idx, 0)))[::-1]
+                for ok, vals, args in ((lo >= 0, pre, pre_arg), (hi <= m - 1, suf, suf_arg)):
+                    pos = np.clip(np.where(ok, lo if vals is pre else hi, 0), 0, m - 1)
+                    v = np.where(ok, vals[pos] + self.aa[cap], -np.inf)
+                    better = v > best
+                    best[better] = v[better]
+                    arg[better] = args[pos][better] + 1
+            nulls = np.concatenate([[score[0] + self.nn], a + self.an])
+            back[i, 0] = int(np.argmax(nulls))
+            back[i, 1:] = arg
+            score = e[i] + np.concatenate([[nulls[back[i, 0]]], best])
+        path = [int(np.argmax(score))]
+        for i in range(n - 1, 0, -1):
+            path.append(int(back[i, path[-1]]))
+        return path[::-1]
+
+
+def _tensor(x: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+
+
+def lattice(scorer: CRFScorer, feats: np.ndarray) -> Lattice:
+    """Score one direction of a document with a trained scorer (no gradients)."""
+    with torch.no_grad():
+        emit = scorer.emissions(_tensor(feats), _tensor(null_features(feats))).numpy()
+        t = {k: v.numpy() for k, v in scorer.transition_table().items()}
+    return Lattice(emit, t["aa"].astype(np.float64), float(t["same"]), float(t["nn"]),
+                   float(t["an"]), float(t["na"]))
+
+
+def gold_labels(pairs: set[tuple[int, int]], n_rows: int, cosine: np.ndarray) -> list[int]:
+    """One state per row from gold (row, col) pairs; a row with several columns keeps its most similar one."""
+    by_row: dict[int, list[int]] = {}
+    for r, c in pairs:
+        by_row.setdefault(r, []).append(c)
+    return [0 if r not in by_row else 1 + max(sorted(by_row[r]), key=lambda c: cosine[r, c])
+            for r in range(n_rows)]
+
+
+def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Mapping[str, Any]) -> CRFScorer:
+    """Fit one direction by Adam on the summed per-document NLL (divided by rows)."""
+    torch.manual_seed(int(config["seed"]))
+    scorer = CRFScorer(int(config["jump_cap"]), int(config["hidden"]))
+    opt = torch.optim.Adam(scorer.parameters(), lr=float(config["lr"]))
+    data = [(_tensor(f), _tensor(null_features(f)), torch.tensor(y)) for f, y in examples if len(y) and f.shape[1]]
+    for _ in range(int(config["epochs"])):
+        for f, nf, y in data:
+            opt.zero_grad()
+            loss = scorer.nll(f, nf, y) / len(y)
+            loss.backward()
+            opt.step()
+    return scorer
+
+
+@dataclass
+class CRFResult:
+    pairs: dict[tuple[int, int], float]  # (complex, simple) -> posterior probability
+    blocks: list[Block]                  # (complex ids, simple ids) components, in order
+    block_scores: list[float]            # mean pair probability per block (0 for 1-0 / 0-1)
+
+
+class CRFAligner:
+    """Forward (simple rows) and reverse (complex rows) CRFs over one encoder, merged."""
+
+    def __init__(self, encoder, config: Mapping[str, Any], forward: CRFScorer, reverse: CRFScorer):
+        self.encoder = encoder
+        self.config = {**DEFAULTS, **dict(config)}
+        self.forward, self.reverse = forward, reverse
+
+    @staticmethod
+    def featurize(encoder, complex_: Sequence[str], simple: Sequence[str], lang: str | None = "en") -> np.ndarray:
+        """Features with rows = simple sentences, columns = complex sentences."""
+        if not complex_ or not simple:
+            return np.zeros((len(simple), len(complex_), len(PAIR_FEATURES)), np.float32)
+        cos = encoder.encode(list(simple), lang) @ encoder.encode(list(complex_), lang).T
+        return pair_features(simple, complex_, cos)
+
+    @classmethod
+    def train(cls, docs: Sequence[DocPair], encoder, config: Mapping[str, Any] | None = None) -> "CRFAligner":
+        config = {**DEFAULTS, **dict(config or {})}
+        fwd, rev = [], []
+        for d in docs:
+            f = cls.featurize(encoder, d.complex, d.simple)
+            cos = f[..., 0]
+            fwd.append((f, gold_labels({(s, c) for c, s in d.pairs}, len(d.simple), cos)))
+            rf = np.ascontiguousarray(pair_features(d.complex, d.simple, cos.T)) if f.size else \
+                np.zeros((len(d.complex), len(d.simple), len(PAIR_FEATURES)), np.float32)
+            rev.append((rf, gold_labels(set(d.pairs), len(d.complex), cos.T)))
+        return cls(encoder, config, train_scorer(fwd, config), train_scorer(rev, config))
+
+    def align(self, complex_: Sequence[str], simple: Sequence[str], lang: str | None = "en") -> CRFResult:
+        n_c, n_s = len(complex_), len(simple)
+        pairs: dict[tuple[int, int], float] = {}
+        if n_c and n_s:
+            f = self.featurize(self.encoder, complex_, simple, lang)
+            merge = self.config["merge"]
+            lat = lattice(self.forward, f)
+            marg, _ = lat.forward_backward()
+            fwd = {(a - 1, s): float(marg[s, a]) for s, a in enumerate(lat.viterbi()) if a}
+            rev: dict[tuple[int, int], float] = {}
+            if merge != "forward":
+                rlat = lattice(self.reverse, np.ascontiguousarray(pair_features(complex_, simple, f[..., 0].T)))
+                rmarg, _ = rlat.forward_backward()
+                rev = {(c, a - 1): float(rmarg[c, a]) for c, a in enumerate(rlat.viterbi()) if a}
+            if merge == "union":
+                keys = set(fwd) | set(rev)
+            elif merge == "intersection":
+                keys = set(fwd) & set(rev)
+            elif merge == "forward":
+                keys = set(fwd)
+            else:
+                raise ValueError(f"merge must be union, intersection or forward, got {merge!r}")
+            pairs = {k: max(fwd.get(k, 0.0), rev.get(k, 0.0)) for k in sorted(keys)}
+        blocks = pairs_to_blocks(pairs, n_c, n_s)
+        scores = [float(np.mean([pairs[(c, s)] for c in b[0] for s in b[1] if (c, s) in pairs]))
+                  if b[0] and b[1] else 0.0 for b in blocks]
+        return CRFResult(pairs, blocks, scores)
+
+    def save(self, out_dir: str | Path) -> None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        torch.save({"forward": self.forward.state_dict(), "reverse": self.reverse.state_dict()}, out / "model.pt")
+        cfg = {**self.config, "encoder": self.encoder.name}
+        (out / "config.json").write_text(json.dumps(cfg, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, model_dir: str | Path, encoder, overrides: Mapping[str, Any] | None = None) -> "CRFAligner":
+        """Load a trained aligner; `encoder.name` must match the one it was trained with."""
+        d = Path(model_dir)
+        if not (d / "model.pt").exists():
+            raise FileNotFoundError(f"no CRF model in {d} (run `medsimp align --train` / `dvc repro align_train`)")
+        cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        if cfg.get("encoder") != encoder.name:
+            raise ValueError(f"CRF model {d} was trained with encoder {cfg.get('encoder')!r}, not {encoder.name!r}")
+        cfg.update(dict(overrides or {}))
+        state = torch.load(d / "model.pt", map_location="cpu", weights_only=True)
+        fwd, rev = (CRFScorer(int(cfg["jump_cap"]), int(cfg["hidden"])) for _ in range(2))
+        fwd.load_state_dict(state["forward"])
+        rev.load_state_dict(state["reverse"])
+        return cls(encoder, cfg, fwd.eval(), rev.eval())

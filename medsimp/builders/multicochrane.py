@@ -1,0 +1,208 @@
+"""MultiCochrane builder: aligned Cochrane abstract -> plain-language sentence pairs per language.
+
+Inputs (params `build.multicochrane`): the filtered pairs (`out/filter/pairs`, see
+docs/architecture.md "Aligned pairs"), the Cochrane sentence table (sentence texts,
+used to place concept spans in joined multi-sentence sides) and the linked table
+(`out/linked/cochrane`: UMLS concepts and readability per sentence).
+
+Configs: `<lang>` holds every aligned pair of language `<lang>` with its overlap `r`
+and `keep` flag; `<lang>-filtered` holds only the pairs with `keep` true (the
+paper's filtered MultiCochrane). Splits are by review (DOI), the same in every
+language: seeded by `unit_hash`, or MC-CLEAN reviews as validation/test when
+`mc_human` points at MultiCochrane's `mc_human.json`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset, load_links,
+                                     load_texts, read_parquet_dir, seeded_split, side_annotations,
+                                     table_from_rows, unit_hash)
+
+PAIR_COLUMNS = ["pair_id", "doi", "language", "complex_ids", "simple_ids", "pivot_ids",
+                "complex_text", "simple_text", "pivot_text", "section", "method", "crf_score",
+                "vecalign_score", "overlap_r", "keep"]
+
+SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("doi", pa.string()), ("language", pa.string()),
+    ("complex_text", pa.string()), ("simple_text", pa.string()), ("pivot_text", pa.string()),
+    ("complex_ids", pa.list_(pa.string())), ("simple_ids", pa.list_(pa.string())),
+    ("pivot_ids", pa.list_(pa.string())), ("section", pa.string()), ("method", pa.string()),
+    ("crf_score", pa.float64()), ("vecalign_score", pa.float64()),
+    ("overlap_r", pa.float64()), ("keep", pa.bool_()),
+    ("complex_concepts", pa.list_(CONCEPT)), ("simple_concepts", pa.list_(CONCEPT)),
+    ("complex_readability", pa.list_(READABILITY)), ("simple_readability", pa.list_(READABILITY)),
+])
+
+FEATURES = {
+    "pair_id": "`<doi>:<language>:<n>`",
+    "doi": "normalised DOI of the Cochrane review (no `.pubN`)",
+    "language": "ISO 639-1 language of the simple side",
+    "complex_text": "English technical-abstract sentence(s), joined by a space",
+    "simple_text": "plain-language-summary sentence(s) in `language`, joined by a space",
+    "pivot_text": "English PLS sentence(s) a cross-lingual pair was bridged through ('' for en)",
+    "complex_ids": "sentence ids of the complex side (several for 1-N alignments)",
+    "simple_ids": "sentence ids of the simple side (several for N-1 alignments)",
+    "pivot_ids": "sentence ids of the English PLS pivot (empty for en)",
+    "section": "abstract section heading of the complex side",
+    "method": "`crf` (en) or `crf+vecalign` (bridged)",
+    "crf_score": "CRF alignment score (marginal probability of the pair)",
+    "vecalign_score": "Vecalign cost of the PLS-PLS step (null for en)",
+    "overlap_r": "overlap r of the English pair (bridged pairs inherit it)",
+    "keep": "true when the pair passes the overlap filter (r >= threshold); the `-filtered` "
+            "configs hold only these",
+    "complex_concepts": "UMLS concepts of the complex side; start/end index `complex_text`",
+    "simple_concepts": "UMLS concepts of the simple side; start/end index `simple_text`",
+    "complex_readability": "readability of each complex sentence, aligned with `complex_ids` "
+                           "(null where the link stage gave none)",
+    "simple_readability": "readability of each simple sentence, aligned with `simple_ids`",
+}
+
+CITATION = """@inproceedings{joseph-etal-2023-multilingual,
+  title = {Multilingual Simplification of Medical Texts},
+  author = {Joseph, Sebastian and Kazanas, Kathryn and Reina, Keziah and Ramanathan, Vishnesh J.
+    and Xu, Wei and Wallace, Byron C. and Li, Junyi Jessy},
+  booktitle = {Proceedings of the 2023 Conference on Empirical Methods in Natural Language
+    Processing},
+  year = {2023},
+  publisher = {Association for Computational Linguistics},
+  url = {https://aclanthology.org/2023.emnlp-main.1037}
+}"""
+
+ACCESS = """Text comes from Cochrane review abstracts and plain-language summaries
+(Cochrane Database of Systematic Reviews, (c) John Wiley & Sons / The Cochrane Collaboration).
+Abstracts and summaries are freely readable, but their reuse is governed by Cochrane's terms;
+redistribute only what those terms allow (MultiCochrane's authors released their corpus for
+research). The builder code and annotations added by medsimp (splits, concepts, readability)
+are Apache-2.0. UMLS-derived concept identifiers fall under the UMLS licence of whoever ran
+the link stage (the embedded default index is a small demo vocabulary, not UMLS)."""
+
+_PUB = re.compile(r"\.pub\d+$", re.IGNORECASE)
+
+
+def normalise_doi(doi: str) -> str:
+    """Key for matching DOIs: no URL prefix, no `.pubN` version, upper case."""
+    doi = doi.strip()
+    for prefix in ("https://doi.org/", "http://doi.org/", "doi:"):
+        if doi.lower().startswith(prefix):
+            doi = doi[len(prefix):]
+    return _PUB.sub("", doi).upper()
+
+
+def _records(obj: Any) -> list[dict]:
+    if isinstance(obj, dict):
+        if all(isinstance(v, dict) for v in obj.values()):
+            return [{"doi": k, **v} for k, v in obj.items()]
+        return [obj]
+    if isinstance(obj, list):
+        return [r for r in obj if isinstance(r, dict)]
+    raise BuildError("mc_human file must hold a JSON list or object")
+
+
+def mc_clean_split(path: str | Path, n_validation: int, seed: int) -> dict[str, str]:
+    """normalised DOI -> validation/test for the MC-CLEAN reviews of `mc_human.json`.
+
+    Records are objects with a `doi` (a list, or an object keyed by DOI). A record's
+    `split` field (`validation`/`val`/`dev` or `test`) wins; the other reviews are
+    ordered by `unit_hash` and the first `n_validation` go to validation, the rest to test.
+    """
+    records = _records(json.loads(Path(path).read_text(encoding="utf-8")))
+    given: dict[str, str] = {}
+    free: set[str] = set()
+    for rec in records:
+        if not rec.get("doi"):
+            continue
+        doi = normalise_doi(str(rec["doi"]))
+        split = str(rec.get("split", "")).lower()
+        if split in ("validation", "val", "dev"):
+            given[doi] = "validation"
+        elif split == "test":
+            given[doi] = "test"
+        else:
+            free.add(doi)
+    if not given and not free:
+        raise BuildError(f"{path} holds no record with a doi")
+    ordered = sorted(free - set(given), key=lambda d: (unit_hash(d, seed), d))
+    n_val = max(0, n_validation - sum(1 for s in given.values() if s == "validation"))
+    out = dict(given)
+    out.update({d: "validation" for d in ordered[:n_val]})
+    out.update({d: "test" for d in ordered[n_val:]})
+    return out
+
+
+def _pair_number(pair_id: str) -> int:
+    tail = pair_id.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def build(cfg: dict[str, Any]) -> BuiltDataset:
+    """Build the MultiCochrane dataset from the params section `build.multicochrane`."""
+    pairs = read_parquet_dir(cfg["pairs"], PAIR_COLUMNS).to_pylist()
+    texts = load_texts(cfg["sentences"])
+    links = load_links(cfg["linked"])
+    split_cfg = cfg.get("split", {})
+    seed = int(split_cfg.get("seed", 13))
+    if cfg.get("mc_human"):
+        clean = mc_clean_split(cfg["mc_human"], int(cfg.get("mc_clean_validation", 5)), seed)
+        split_of = {p["doi"]: clean.get(normalise_doi(p["doi"]), "train") for p in pairs}
+        scheme = f"MC-CLEAN reviews of {Path(cfg['mc_human']).name} -> validation/test, rest train"
+    else:
+        split_of = seeded_split((p["doi"] for p in pairs), float(split_cfg.get("validation", 0.1)),
+                                float(split_cfg.get("test", 0.1)), seed)
+        scheme = (f"seeded by review (seed {seed}, validation {split_cfg.get('validation', 0.1)}, "
+                  f"test {split_cfg.get('test', 0.1)})")
+
+    rows_by: dict[tuple[str, str], list[dict]] = {}
+    rejects: list[dict] = []
+    missing_links = 0
+    for pair in sorted(pairs, key=lambda p: (p["doi"], p["language"], _pair_number(p["pair_id"]),
+                                             p["pair_id"])):
+        ids = [*pair["complex_ids"], *pair["simple_ids"]]
+        unknown = [sid for sid in ids if sid not in texts]
+        if unknown:
+            rejects.append({"source": "multicochrane", "locator": pair["pair_id"],
+                            "reason": "unknown_sentence_id", "detail": unknown[0]})
+            continue
+        cc, cr, m1 = side_annotations(pair["complex_ids"], texts, links)
+        sc, sr, m2 = side_annotations(pair["simple_ids"], texts, links)
+        missing_links += m1 + m2
+        row = {**pair, "complex_concepts": cc, "simple_concepts": sc,
+               "complex_readability": cr, "simple_readability": sr}
+        rows_by.setdefault((pair["language"], split_of[pair["doi"]]), []).append(row)
+
+    configs: dict[str, dict[str, pa.Table]] = {}
+    descriptions: dict[str, str] = {}
+    languages = sorted({lang for lang, _ in rows_by})
+    for lang in languages:
+        full = {s: table_from_rows(rows_by.get((lang, s), []), SCHEMA)
+                for s in ("train", "validation", "test")}
+        configs[lang] = full
+        configs[f"{lang}-filtered"] = {s: t.filter(pc.field("keep")) for s, t in full.items()}
+        descriptions[lang] = f"all aligned en -> {lang} pairs, with overlap r and `keep`"
+        descriptions[f"{lang}-filtered"] = f"en -> {lang} pairs that pass the overlap filter"
+    kept = sum(len(v) for v in rows_by.values())
+    counts = {"read": len(pairs), "kept": kept, "filtered": 0, "rejected": len(rejects),
+              "overlap_keep": sum(1 for v in rows_by.values() for r in v if r["keep"]),
+              "reviews": len({p["doi"] for p in pairs}), "missing_links": missing_links,
+              "languages": len(languages)}
+    return BuiltDataset(
+        name="multicochrane", title="MultiCochrane (medsimp build)",
+        description=(
+            "Sentence-aligned pairs from Cochrane systematic reviews: English technical-abstract "
+            "sentences aligned to plain-language-summary sentences in English and, bridged "
+            "through the English summary, in every other language present (Joseph et al., 2023). "
+            "Each pair carries its alignment scores, the overlap filter's r and decision, UMLS "
+            "concepts and readability of both sides."),
+        citation=CITATION, license="other", access=ACCESS, configs=configs,
+        config_descriptions=descriptions, feature_descriptions=FEATURES, counts=counts,
+        default_config="en" if "en" in languages else (languages[0] if languages else ""),
+        rejects=rejects,
+        notes=[f"Splits: {scheme}; a review is in the same split in every language.",
+               "Rows are counted once in `kept` (unfiltered configs); `overlap_keep` of them "
+               "are also in the `-filtered` configs."])

@@ -1,0 +1,97 @@
+"""PLABA builder: gold sentence-aligned abstract -> plain-language adaptation pairs.
+
+Inputs (params `build.plaba`): the pairs `medsimp plaba` emits (`out/plaba/pairs`, see
+`pipelines.plaba.gold_pairs`), its sentence table and the linked table
+(`out/linked/plaba`). One config, `pairs`, with every pair including deletions
+(`alignment` 1-0); splits are seeded by question, so all abstracts of a question
+(and all adaptations of an abstract) land in one split.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from medsimp.builders.common import (CONCEPT, READABILITY, BuiltDataset, load_links, load_texts,
+                                     read_parquet_dir, seeded_split, side_annotations,
+                                     table_from_rows)
+
+PAIR_COLUMNS = ["pair_id", "question_id", "pmid", "adaptation", "sentence_number", "complex_id",
+                "complex_text", "simple_ids", "simple_text", "alignment"]
+SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("question_id", pa.string()), ("pmid", pa.string()),
+    ("adaptation", pa.int32()), ("sentence_number", pa.int32()), ("complex_id", pa.string()),
+    ("complex_text", pa.string()), ("simple_ids", pa.list_(pa.string())),
+    ("simple_text", pa.string()), ("alignment", pa.string()),
+    ("complex_concepts", pa.list_(CONCEPT)), ("simple_concepts", pa.list_(CONCEPT)),
+    ("complex_readability", READABILITY), ("simple_readability", pa.list_(READABILITY)),
+])
+FEATURES = {
+    "pair_id": "`<question_id>:<pmid>[:a<k>]:<sentence number>`",
+    "question_id": "PLABA question id", "pmid": "PubMed id of the abstract",
+    "adaptation": "which expert adaptation (1, 2, ...)",
+    "sentence_number": "number of the abstract sentence in PLABA",
+    "complex_id": "sentence id of the abstract sentence",
+    "complex_text": "the abstract sentence",
+    "simple_ids": "sentence ids of the adaptation (empty when the sentence was deleted)",
+    "simple_text": "the adaptation sentence(s), joined by a space ('' for a deletion)",
+    "alignment": "`1-0` (deleted), `1-1` or `1-N` (split)",
+    "complex_concepts": "UMLS concepts of the abstract sentence",
+    "simple_concepts": "UMLS concepts of the adaptation; start/end index `simple_text`",
+    "complex_readability": "readability of the abstract sentence (null if not linked)",
+    "simple_readability": "readability of each adaptation sentence, aligned with `simple_ids`",
+}
+CITATION = """@article{attal-etal-2023-plaba,
+  title = {A dataset for plain language adaptation of biomedical abstracts},
+  author = {Attal, Kush and Ondov, Brian and Demner-Fushman, Dina},
+  journal = {Scientific Data}, volume = {10}, number = {1}, pages = {8}, year = {2023},
+  doi = {10.1038/s41597-022-01920-3}
+}"""
+ACCESS = """The expert adaptations come from PLABA (U.S. National Library of Medicine); follow the
+terms stated in the PLABA repository. The abstracts are PubMed abstracts whose copyright stays with
+their publishers. medsimp's additions (splits, concepts, readability) are Apache-2.0; UMLS-derived
+concept identifiers fall under the UMLS licence of whoever ran the link stage."""
+
+
+def build(cfg: dict[str, Any]) -> BuiltDataset:
+    """Build PLABA from the params section `build.plaba`."""
+    pairs = read_parquet_dir(cfg["pairs"], PAIR_COLUMNS).to_pylist()
+    texts = load_texts(cfg["sentences"])
+    links = load_links(cfg["linked"])
+    split_cfg = cfg.get("split", {})
+    seed = int(split_cfg.get("seed", 13))
+    split_of = seeded_split((p["question_id"] for p in pairs),
+                            float(split_cfg.get("validation", 0.1)),
+                            float(split_cfg.get("test", 0.1)), seed)
+    rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
+    rejects: list[dict] = []
+    missing = 0
+    for pair in sorted(pairs, key=lambda p: (p["question_id"], p["pmid"], p["adaptation"],
+                                             p["sentence_number"], p["pair_id"])):
+        unknown = [s for s in [pair["complex_id"], *pair["simple_ids"]] if s not in texts]
+        if unknown:
+            rejects.append({"source": "plaba", "locator": pair["pair_id"],
+                            "reason": "unknown_sentence_id", "detail": unknown[0]})
+            continue
+        cc, cr, m1 = side_annotations([pair["complex_id"]], texts, links)
+        sc, sr, m2 = side_annotations(pair["simple_ids"], texts, links)
+        missing += m1 + m2
+        rows[split_of[pair["question_id"]]].append(
+            {**pair, "complex_concepts": cc, "simple_concepts": sc,
+             "complex_readability": cr[0], "simple_readability": sr})
+    kept = sum(len(r) for r in rows.values())
+    counts = {"read": len(pairs), "kept": kept, "filtered": 0, "rejected": len(rejects),
+              "questions": len(split_of), "missing_links": missing,
+              "deletions": sum(1 for r in rows.values() for p in r if p["alignment"] == "1-0")}
+    return BuiltDataset(
+        name="plaba", title="PLABA (medsimp build)",
+        description=(
+            "Plain Language Adaptation of Biomedical Abstracts (Attal et al., 2023): PubMed "
+            "abstract sentences with their expert plain-language adaptations, aligned sentence "
+            "by sentence (deletions and splits kept), with UMLS concepts and readability."),
+        citation=CITATION, license="other", access=ACCESS,
+        configs={"pairs": {s: table_from_rows(r, SCHEMA) for s, r in rows.items()}},
+        config_descriptions={"pairs": "gold abstract-sentence -> adaptation pairs"},
+        feature_descriptions=FEATURES, counts=counts, default_config="pairs", rejects=rejects,
+        notes=[f"Splits: seeded by question (seed {seed}, validation "
+               f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)})."])

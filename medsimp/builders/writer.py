@@ -1,0 +1,136 @@
+"""Write a built dataset as a Hugging Face dataset folder: parquet files + README.md card.
+
+Layout: `<config>/<split>.parquet`, `README.md` (YAML `configs:` so
+`datasets.load_dataset(folder, config)` works offline), `stats.json` and
+`dead_letter/part-00000.jsonl`. Files are written with pinned parquet settings
+and no timestamps, so the same inputs and params give byte-identical folders.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from medsimp.builders.common import SPLITS, BuiltDataset
+from medsimp.outputs import atomic_dir, check_reconciles, write_json, write_jsonl
+
+PARQUET_SETTINGS: dict[str, Any] = {
+    "compression": "zstd", "compression_level": 3, "use_dictionary": True,
+    "write_statistics": True, "row_group_size": 100_000, "version": "2.6",
+    "data_page_version": "1.0", "store_schema": True,
+}
+
+
+def git_revision(cwd: str | Path = ".") -> str:
+    """The commit the build ran at (`unknown` outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, check=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def split_counts(ds: BuiltDataset) -> dict[str, dict[str, int]]:
+    """Rows per config and split (0 for absent splits)."""
+    return {cfg: {s: (splits[s].num_rows if s in splits else 0) for s in _split_order(splits)}
+            for cfg, splits in sorted(ds.configs.items())}
+
+
+def _split_order(splits: dict[str, pa.Table]) -> list[str]:
+    return [s for s in SPLITS if s in splits] + sorted(set(splits) - set(SPLITS))
+
+
+def _yaml_header(ds: BuiltDataset, provenance: dict[str, Any]) -> dict[str, Any]:
+    configs = []
+    for cfg in sorted(ds.configs):
+        splits = ds.configs[cfg]
+        files = [{"split": s, "path": f"{cfg}/{s}.parquet"}
+                 for s in _split_order(splits) if splits[s].num_rows > 0]
+        if not files:
+            continue
+        entry: dict[str, Any] = {"config_name": cfg, "data_files": files}
+        if cfg == ds.default_config:
+            entry["default"] = True
+        configs.append(entry)
+    languages = sorted({str(v) for splits in ds.configs.values() for t in splits.values()
+                        if "language" in t.column_names
+                        for v in t.column("language").unique().to_pylist() if v})
+    header: dict[str, Any] = {"pretty_name": ds.title, "license": ds.license}
+    if languages:
+        header["language"] = languages
+    header["configs"] = configs
+    header["medsimp"] = {"builder": ds.name, "mimic_derived": ds.mimic_derived, **provenance}
+    return header
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _features_section(ds: BuiltDataset) -> str:
+    by_schema: dict[str, tuple[pa.Schema, list[str]]] = {}
+    for cfg in sorted(ds.configs):
+        tables = list(ds.configs[cfg].values())
+        if tables:
+            schema = tables[0].schema
+            by_schema.setdefault(str(schema), (schema, []))[1].append(cfg)
+    parts = []
+    for schema, cfgs in by_schema.values():
+        rows = [[f"`{f.name}`", f"`{f.type}`", ds.feature_descriptions.get(f.name, "")]
+                for f in schema]
+        parts.append(f"Configs {', '.join(f'`{c}`' for c in cfgs)}:\n\n"
+                     + _md_table(["feature", "type", "meaning"], rows))
+    return "\n\n".join(parts)
+
+
+def render_card(ds: BuiltDataset, provenance: dict[str, Any]) -> str:
+    """The README.md dataset card; every count in it comes from the tables."""
+    counts = split_counts(ds)
+    split_names = [s for s in SPLITS if any(s in c for c in counts.values())]
+    config_rows = [[f"`{cfg}`", ds.config_descriptions.get(cfg, "")]
+                   + [counts[cfg].get(s, 0) for s in split_names] for cfg in sorted(counts)]
+    body = [
+        "---", yaml.safe_dump(_yaml_header(ds, provenance), sort_keys=False,
+                              allow_unicode=True, width=100).rstrip(), "---", "",
+        f"# {ds.title}", "", ds.description.strip(), "",
+        "## Configs and splits", "",
+        _md_table(["config", "content"] + split_names, config_rows), "",
+        "Load a config offline with "
+        f"`datasets.load_dataset(\"builders/{ds.name}\", \"{ds.default_config}\")`.", "",
+        "## Features", "", _features_section(ds), "",
+        "## Source and citation", "", "```bibtex", ds.citation.strip(), "```", "",
+        "## License and access terms", "", ds.access.strip(), "",
+        "## How it was built", "",
+        _md_table(["what", "value"], [[k, f"`{v}`"] for k, v in provenance.items()]), "",
+        _md_table(["count", "value"], [[k, v] for k, v in sorted(ds.counts.items())]),
+    ]
+    if ds.notes:
+        body += ["", *[f"- {n}" for n in ds.notes]]
+    return "\n".join(body) + "\n"
+
+
+def write_builder(ds: BuiltDataset, out_dir: str | Path, provenance: dict[str, Any]) -> dict:
+    """Write the dataset folder atomically; return the stats written to `stats.json`."""
+    stats = {"builder": ds.name, **ds.counts, "splits": split_counts(ds)}
+    check_reconciles(ds.counts, "read", ["kept", "filtered", "rejected"])
+    with atomic_dir(out_dir) as tmp:
+        for cfg, splits in sorted(ds.configs.items()):
+            for split, table in sorted(splits.items()):
+                if table.num_rows == 0:
+                    continue
+                path = tmp / cfg / f"{split}.parquet"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(table, path, **PARQUET_SETTINGS)
+        (tmp / "README.md").write_text(render_card(ds, provenance), encoding="utf-8")
+        write_json(tmp / "stats.json", stats)
+        write_jsonl(tmp / "dead_letter" / "part-00000.jsonl",
+                    sorted(ds.rejects, key=lambda r: json.dumps(r, sort_keys=True)))
+    return stats

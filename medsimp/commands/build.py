@@ -1,0 +1,47 @@
+"""Build a Hugging Face dataset folder (parquet files + README.md card) from stage outputs.
+
+    medsimp build multicochrane --output builders/multicochrane --metrics metrics/build-multicochrane.json
+
+Inputs and options come from the params section `build.<name>` (override with
+`--set build.<name>.<key>=...`). The folder is written atomically and
+deterministically; `datasets.load_dataset(folder, config)` then works offline.
+"""
+from __future__ import annotations
+
+import argparse
+
+HELP = "build a Hugging Face dataset folder (multicochrane, medlane, msd, plaba)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", help="builder: multicochrane, medlane, msd or plaba")
+    parser.add_argument("--output", help="dataset folder to write (default: builders/<name>)")
+    parser.add_argument("--metrics", help="also write the stats JSON here (DVC metrics)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from medsimp.builders import BUILDERS, build_dataset
+    from medsimp.builders.common import BuildError
+    from medsimp.builders.writer import git_revision, write_builder
+    from medsimp.config import params_hash, section
+    from medsimp.outputs import print_summary, write_json
+
+    if args.name not in BUILDERS:
+        print(f"error: unknown builder {args.name!r}; known: {', '.join(sorted(BUILDERS))}")
+        return 2
+    cfg = section(section(args.params_data, "build"), args.name)
+    try:
+        dataset = build_dataset(args.name, cfg)
+    except BuildError as exc:
+        print(f"error: build {args.name}: {exc}")
+        return 1
+    provenance = {"stage": f"build@{args.name}", "command": f"medsimp build {args.name}",
+                  "git_revision": git_revision(),
+                  f"params_hash (build.{args.name})": params_hash(cfg)}
+    stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
+    if args.metrics:
+        write_json(args.metrics, stats)
+    flat = {k: v for k, v in stats.items() if k not in ("builder", "splits")}
+    flat.update({f"rows {cfg}": splits for cfg, splits in stats["splits"].items()})
+    print_summary(f"build {args.name}", flat)
+    return 0

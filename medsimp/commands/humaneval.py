@@ -1,0 +1,151 @@
+"""Human evaluation kit: `forms` writes offline HTML forms (expert, layperson with a
+Latin-square assignment, MultiCochrane) that export CSV, plus forms.xlsx and manifest.json;
+`analyze` validates the filled CSVs and writes Table 1 (means), Table 2 (severity MSE and
+accuracy by confidence), Table 3 (majority preference votes), agreement (Krippendorff's
+alpha with MASI, Randolph's kappa), metric-human correlations and PNG plots.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+
+HELP = "human-evaluation forms (HTML/xlsx) and analysis of the filled responses"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    f = sub.add_parser("forms", help="write the forms from (source, system outputs)")
+    f.add_argument("--input", help="CSV with sentence_id|item_id, variant|system, source, output "
+                   "(default: params humaneval.input)")
+    f.add_argument("--output", help="forms dir (default: params humaneval.forms)")
+    f.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    a = sub.add_parser("analyze", help="validate filled CSVs and compute tables/agreement/plots")
+    a.add_argument("--forms", help="forms dir holding manifest.json (default: params humaneval.forms)")
+    a.add_argument("--responses", help="dir of filled CSVs (default: params humaneval.responses)")
+    a.add_argument("--output", help="results dir (default: params humaneval.output)")
+    a.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    a.add_argument("--plots", help="dir for DVC plots data (votes.csv, scores.csv)")
+
+
+def run(args) -> int:
+    from medsimp.config import section
+
+    hp = section(args.params_data, "humaneval")
+    return _forms(args, hp) if args.action == "forms" else _analyze(args, hp)
+
+
+def _skip(out: str, metrics: str | None, reason: str) -> int:
+    from medsimp.outputs import atomic_dir, write_json
+
+    print(f"medsimp humaneval: skipped - {reason}", file=sys.stderr)
+    stats = {"skipped": True, "reason": reason, "read": 0, "kept": 0, "filtered": 0, "rejected": 0}
+    with atomic_dir(out) as tmp:
+        write_json(tmp / "stats.json", stats)
+    if metrics:
+        write_json(metrics, stats)
+    return 0
+
+
+def _forms(args, hp: dict) -> int:
+    from medsimp.humaneval.design import build_manifest, load_items
+    from medsimp.humaneval.forms import write_forms
+    from medsimp.outputs import atomic_dir, print_summary, write_json
+
+    src = Path(args.input or hp.get("input", "out/simplify/variants.csv"))
+    out = args.output or hp.get("forms", "out/humaneval/forms")
+    if not src.exists():
+        return _skip(out, args.metrics, f"{src} does not exist (is the simplify stage enabled?)")
+    try:
+        items, systems = load_items(src, hp.get("systems"))
+    except ValueError as exc:
+        print(f"medsimp humaneval forms: {exc}", file=sys.stderr)
+        return 2
+    manifest = build_manifest(items, systems, int(hp.get("n_laypeople", len(systems))),
+                              int(hp.get("seed", 0)))
+    with atomic_dir(out) as tmp:
+        files = write_forms(manifest, tmp)
+        stats = {"skipped": False, "read": len(items), "kept": len(items), "filtered": 0,
+                 "rejected": 0, "systems": len(systems), "files": len(files),
+                 "laypeople": len(manifest["layperson_assignment"])}
+        write_json(tmp / "stats.json", stats)
+    if args.metrics:
+        write_json(args.metrics, stats)
+    print_summary("humaneval forms", stats)
+    return 0
+
+
+def _metric_table(path: Path, columns: list[str]) -> dict[tuple[str, str], dict[str, float]]:
+    if not path.exists():
+        return {}
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            key = (row.get("item_id") or row["sentence_id"], row.get("system") or row["variant"])
+            out[key] = {c: float(row[c]) for c in columns if row.get(c) not in (None, "")}
+    return out
+
+
+def _csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
+def _analyze(args, hp: dict) -> int:
+    import json
+
+    from medsimp.humaneval import plots, tables
+    from medsimp.humaneval.ingest import IngestError, ingest
+    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
+
+    forms = Path(args.forms or hp.get("forms", "out/humaneval/forms"))
+    responses = Path(args.responses or hp.get("responses", "humaneval/responses"))
+    out = args.output or hp.get("output", "out/humaneval/results")
+    files = sorted(responses.glob("*.csv")) if responses.is_dir() else []
+    if not (forms / "manifest.json").exists() or not files:
+        return _skip(out, args.metrics, f"no {forms}/manifest.json or no filled CSVs in {responses}")
+    manifest = json.loads((forms / "manifest.json").read_text(encoding="utf-8"))
+    try:
+        answers = ingest(manifest, files)
+    except IngestError as exc:
+        print(f"medsimp humaneval analyze: {exc}", file=sys.stderr)
+        return 2
+    read = sum(sum(1 for _ in csv.DictReader(open(f, newline="", encoding="utf-8-sig")))
+               for f in files)
+    systems = manifest["systems"]
+    metric_cols = list(hp.get("metric_columns", ["fkgl", "gunning_fog", "ari"]))
+    t1, t2, t3 = tables.table1(answers), tables.table2(answers), tables.table3(answers, systems)
+    agree = tables.agreement(answers)
+    corr = tables.correlations(answers, _metric_table(Path(hp.get("input", "")), metric_cols))
+    raters = sorted({(a.form, a.rater_id) for a in answers})
+    stats = {"read": read, "kept": len(answers), "filtered": read - len(answers), "rejected": 0,
+             "files": len(files), "raters": {f: sum(1 for r in raters if r[0] == f)
+                                             for f in ("expert", "layperson", "multicochrane")},
+             "agreement": agree}
+    check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+    with atomic_dir(out) as tmp:
+        for name, rows in (("table1", t1), ("table2", t2), ("table3", t3), ("correlations", corr)):
+            (tmp / f"{name}.csv").write_text(_csv(rows), encoding="utf-8")
+        write_json(tmp / "agreement.json", agree)
+        plots.vote_bars(t3, tmp / "votes.png")
+        score_rows = []
+        for form in ("expert", "multicochrane"):
+            if any(a.form == form for a in answers):
+                score_rows += plots.score_distributions(answers, form, systems,
+                                                        tmp / f"scores-{form}.png")
+        write_json(tmp / "stats.json", stats)
+    if args.plots:
+        pdir = Path(args.plots)
+        pdir.mkdir(parents=True, exist_ok=True)
+        (pdir / "votes.csv").write_text(_csv(t3), encoding="utf-8")
+        (pdir / "scores.csv").write_text(_csv(score_rows), encoding="utf-8")
+    if args.metrics:
+        write_json(args.metrics, stats)
+    print_summary("humaneval analyze", {k: v for k, v in stats.items() if k != "agreement"})
+    return 0

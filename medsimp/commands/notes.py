@@ -1,0 +1,100 @@
+"""Run the notes Beam job: MIMIC-III NOTEEVENTS or MIMIC-IV-Note csv(.gz) -> every sentence of
+the target sections (History of Present Illness, Brief (Summary of) Hospital Course) with
+MedLane's Algorithm 1 features and keep flag.
+
+Writes DIR/sentences/part-*.parquet, DIR/dead_letter/part-*.jsonl (rejected rows with a
+reason) and DIR/stats.json (rows_read = notes_kept + notes_filtered + rows_rejected;
+sentences = sentences_selected + sentences_not_selected). Knobs: params `notes:` section.
+"""
+from __future__ import annotations
+
+import argparse
+
+HELP = "MIMIC notes -> section sentences flagged by MedLane's Algorithm 1 (Beam job)"
+
+FILTERED = ("notes_filtered_category", "notes_filtered_iserror")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pipelines.beam_io import add_beam_arguments
+
+    parser.add_argument("--input", help="note file(s): path or glob (default: params notes.input)")
+    parser.add_argument("--output", default=None, help="output directory (default: params "
+                                                       "notes.output or out/notes)")
+    parser.add_argument("--metrics", help="also write stats.json here (DVC metric)")
+    add_beam_arguments(parser)
+
+
+def stats_from_counters(counts: dict[str, int], inputs: list[str], params: dict) -> dict:
+    """The stats.json record from the job's counters (reconciliation is checked by the caller)."""
+    rejected = {k.removeprefix("rejected_"): v for k, v in sorted(counts.items())
+                if k.startswith("rejected_")}
+    get = lambda k: int(counts.get(k, 0))  # noqa: E731
+    return {
+        "inputs": inputs,
+        "categories": list(params.get("categories", ["Discharge summary"])),
+        "rows_read": get("rows_read"),
+        "notes_kept": get("notes_kept"),
+        "notes_filtered": sum(get(k) for k in FILTERED),
+        "notes_filtered_category": get("notes_filtered_category"),
+        "notes_filtered_iserror": get("notes_filtered_iserror"),
+        "rows_rejected": sum(rejected.values()),
+        "rejected": rejected,
+        "notes_with_sections": get("notes_with_sections"),
+        "notes_without_sections": get("notes_without_sections"),
+        "sections": get("sections"),
+        "sentences": get("sentences"),
+        "sentences_selected": get("sentences_selected"),
+        "sentences_not_selected": get("sentences_not_selected"),
+    }
+
+
+def check_stats(stats: dict) -> None:
+    from medsimp.outputs import check_reconciles
+
+    check_reconciles(stats, "rows_read", ["notes_kept", "notes_filtered", "rows_rejected"])
+    check_reconciles(stats, "notes_filtered", list(FILTERED))
+    check_reconciles(stats, "notes_kept", ["notes_with_sections", "notes_without_sections"])
+    check_reconciles(stats, "sentences", ["sentences_selected", "sentences_not_selected"])
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+
+    from medsimp.config import section
+    from medsimp.outputs import atomic_dir, print_summary, write_json
+    from pipelines import beam_io, notes_job
+    from pipelines.notes_core import SENTENCE_SCHEMA
+    from pipelines.selection import load_lexicons
+
+    params = section(args.params_data, "notes")
+    pattern = args.input or params.get("input")
+    output = args.output or params.get("output", "out/notes")
+    if not pattern:
+        raise SystemExit("medsimp notes: no --input and no params notes.input")
+    matches = sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path)
+    if not matches:
+        raise SystemExit(f"medsimp notes: no file matches {pattern!r}")
+    files = [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
+    lexicons = load_lexicons(params)
+    shards = int(params.get("num_shards", 4))
+    with atomic_dir(output) as tmp:
+        pipeline = beam.Pipeline(options=beam_io.pipeline_options(
+            section(args.params_data, "beam"), args.beam_arg))
+        notes_job.build(pipeline, files, str(tmp), params, lexicons)
+        result = pipeline.run()
+        result.wait_until_finish()
+        beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, SENTENCE_SCHEMA)
+        beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
+        stats = stats_from_counters(beam_io.counters(result, notes_job.NAMESPACE),
+                                    [name for _, name, _ in files], params)
+        check_stats(stats)
+        write_json(tmp / "stats.json", stats)
+    if args.metrics:
+        write_json(args.metrics, stats)
+    print_summary("medsimp notes", {k: v for k, v in stats.items()
+                                    if k not in ("inputs", "categories")})
+    return 0

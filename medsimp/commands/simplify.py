@@ -1,0 +1,128 @@
+"""Simplify radiology sentences with an LLM and the self-correction loop (four variants).
+
+For every input sentence: Plain, Plain+self-correction, CoT and CoT+self-correction, with
+the transcript of every round, rounds used, token counts and FKGL / Gunning fog / ARI.
+Answers are cached by prompt+model+parameters under params `cache.dir`, so an
+interrupted run resumes where it stopped. With `simplify.enabled: false` (the default)
+and no `--backend` flag, the stage writes an empty output and a metrics file saying it
+was skipped.
+
+Outputs (in --output): simplifications.jsonl (one record per sentence, with transcripts),
+variants.csv (one row per sentence and variant), dead_letter/part-00000.jsonl, stats.json.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+HELP = "LLM simplification with self-correction (Plain/CoT, +SC) of a sentence table"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("openai", "local"), default=None,
+                        help="chat backend (default: params simplify.backend; giving it enables the run)")
+    parser.add_argument("--input", default=None, help="sentence table: parquet dir/file, JSONL or CSV "
+                        "with sentence_id,text (default: params simplify.input)")
+    parser.add_argument("--output", default=None, help="output dir (default: params simplify.output)")
+    parser.add_argument("--metrics", default=None, help="also write stats here (DVC metrics)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences (by id)")
+
+
+def _backend(kind: str, params: dict[str, Any]):
+    from medsimp.selfcorrect.backends import LocalChat, OpenAIChat
+
+    if kind == "openai":
+        o = params.get("openai") or {}
+        return OpenAIChat(str(o.get("base_url") or ""), str(o.get("model") or ""),
+                          api_key_env=str(o.get("api_key_env", "OPENAI_API_KEY")),
+                          temperature=float(o.get("temperature", 0.0)),
+                          max_tokens=int(o.get("max_tokens", 512)), seed=o.get("seed", 0),
+                          timeout=float(o.get("timeout", 60)), max_retries=int(o.get("max_retries", 5)),
+                          backoff=float(o.get("backoff", 1.0)),
+                          max_backoff=float(o.get("max_backoff", 60)),
+                          requests_per_minute=float(o.get("requests_per_minute", 0)))
+    loc = params.get("local") or {}
+    if not loc.get("path"):
+        from medsimp.selfcorrect.backends import BackendError
+
+        raise BackendError("the local backend needs simplify.local.path (a model directory)")
+    return LocalChat(str(loc["path"]), temperature=float(loc.get("temperature", 0.0)),
+                     max_tokens=int(loc.get("max_tokens", 256)), seed=int(loc.get("seed", 0)))
+
+
+def _skip_reason(args, sp: dict[str, Any]) -> str:
+    if args.backend is None and not sp.get("enabled", False):
+        return ("simplify.enabled is false: set it (and simplify.openai.base_url/model or "
+                "simplify.local.path) or pass --backend to run the LLM stage")
+    return ""
+
+
+def run(args) -> int:
+    from medsimp.config import section
+    from medsimp.outputs import atomic_dir, write_json
+
+    sp = section(args.params_data, "simplify")
+    out_dir = args.output or sp.get("output", "out/simplify")
+    reason = _skip_reason(args, sp)
+    if reason:
+        print(f"medsimp simplify: skipped - {reason}", file=sys.stderr)
+        stats = {"skipped": True, "reason": reason, "read": 0, "kept": 0, "filtered": 0,
+                 "rejected": 0}
+        with atomic_dir(out_dir) as tmp:
+            write_json(tmp / "stats.json", stats)
+        if args.metrics:
+            write_json(args.metrics, stats)
+        return 0
+    return _run(args, sp, out_dir)
+
+
+def _run(args, sp: dict[str, Any], out_dir: str) -> int:
+    from tqdm import tqdm
+
+    from medsimp.config import section
+    from medsimp.outputs import (atomic_dir, check_reconciles, print_summary, write_json,
+                                 write_jsonl)
+    from medsimp.selfcorrect.backends import BackendError
+    from medsimp.selfcorrect.cache import CachedChat
+    from medsimp.selfcorrect.prompts import load_prompts
+    from medsimp.selfcorrect.runner import read_sentences, run_all, summary, variants_csv
+
+    kind = args.backend or sp.get("backend", "openai")
+    try:
+        backend = _backend(kind, sp)
+    except BackendError as exc:
+        print(f"medsimp simplify: {exc}", file=sys.stderr)
+        return 2
+    prompts = load_prompts(sp.get("prompts") or None)
+    rows = read_sentences(args.input or sp.get("input", "out/radiology/sentences"))
+    limit = args.limit if args.limit is not None else int(sp.get("limit", 0) or 0)
+    read = len(rows)
+    usable = [(s, t) for s, t in rows if t.strip()]
+    filtered = read - len(usable)
+    if limit:
+        usable = usable[:limit]
+        filtered = read - len(usable)
+    chat = CachedChat(backend, section(args.params_data, "cache").get("dir"))
+    with tqdm(total=len(usable), desc="simplify", unit="sent", file=sys.stderr) as bar:
+        records, failures = run_all(usable, chat, prompts, max_rounds=int(sp.get("max_rounds", 3)),
+                                    concurrency=int(sp.get("concurrency", 4)), progress=bar.update)
+    stats = {
+        "skipped": False, "backend": kind, "prompt_version": prompts.version,
+        "read": read, "kept": len(records), "filtered": filtered, "rejected": len(failures),
+        "cache_hits": chat.cache.hits, "cache_misses": chat.cache.misses,
+        "model_calls": sum(r["calls"] for r in records),
+        "variants": summary(records),
+    }
+    check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+    dead = [{"source": "simplify", "locator": f["sentence_id"], "reason": f["reason"],
+             "detail": f["detail"]} for f in failures]
+    with atomic_dir(out_dir) as tmp:
+        write_jsonl(tmp / "simplifications.jsonl", records)
+        (tmp / "variants.csv").write_text(variants_csv(records), encoding="utf-8")
+        write_jsonl(tmp / "dead_letter" / "part-00000.jsonl", dead)
+        write_json(tmp / "stats.json", stats)
+    if args.metrics:
+        write_json(args.metrics, stats)
+    print_summary("simplify", {k: v for k, v in stats.items() if k != "variants"})
+    return 0 if records or not usable else 1

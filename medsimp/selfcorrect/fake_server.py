@@ -1,0 +1,120 @@
+"""A canned OpenAI-compatible chat-completions server on 127.0.0.1 for tests and dry runs.
+
+It speaks the real protocol (POST /v1/chat/completions, JSON body with `model` and
+`messages`, a `choices[0].message` reply and `usage` token counts) and answers each role
+of the self-correction loop by recognising its system prompt: the Processor flags a
+critical comment until the text has been revised once. `fail_first` makes it answer the
+first requests with given HTTP statuses (e.g. 429, 500) to exercise retries.
+
+    python -m medsimp.selfcorrect.fake_server --port 8765   # then base_url http://127.0.0.1:8765/v1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def canned_reply(messages: list[dict[str, str]]) -> str:
+    """A deterministic answer per role (recognised from the system prompt)."""
+    system = messages[0]["content"].lower() if messages else ""
+    user = messages[-1]["content"]
+    if "radiologist" in system:
+        return "Severity is not explained." if "revised" not in user else "NO ISSUES"
+    if system.startswith("you are a patient"):
+        return "ALL CLEAR"
+    if "coordinate" in system:
+        if "revised" in user.split("Radiologist's review:")[0]:
+            return "VERDICT: NONE"
+        return "VERDICT: CRITICAL\nSUMMARY: Explain how serious the finding is."
+    if "improved rewrite" in user:
+        return "SIMPLIFIED: The scan shows a small problem, revised to say it is not serious."
+    if "step by step" in user:
+        return "1. Chest. 2. Fluid.\nSIMPLIFIED: There is a little fluid near the lung."
+    return "SIMPLIFIED: There is some fluid near the lung."
+
+
+class FakeChatServer:
+    """Run in a daemon thread; `url` is the base URL (ending in /v1)."""
+
+    def __init__(self, fail_first: list[int] | None = None, retry_after: str | None = None,
+                 fail_always: bool = False, port: int = 0):
+        self.requests: list[dict[str, Any]] = []
+        self.fail_first = list(fail_first or [])
+        self.retry_after, self.fail_always = retry_after, fail_always
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def _send(self, status: int, body: dict, headers: dict | None = None) -> None:
+                data = json.dumps(body).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self):
+                if self.path != "/v1/chat/completions":
+                    return self._send(404, {"error": {"type": "not_found", "code": "unknown_url"}})
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                    messages = body["messages"]
+                    assert isinstance(body["model"], str) and messages
+                    assert all(set(m) == {"role", "content"} for m in messages)
+                except (ValueError, KeyError, AssertionError, TypeError):
+                    return self._send(400, {"error": {"type": "invalid_request_error",
+                                                      "code": "bad_body"}})
+                with server._lock:
+                    server.requests.append({"body": body,
+                                            "authorization": self.headers.get("Authorization")})
+                    status = server.fail_first.pop(0) if server.fail_first else 0
+                if server.fail_always:
+                    status = 500
+                if status:
+                    extra = {"Retry-After": server.retry_after} if server.retry_after else {}
+                    return self._send(status, {"error": {"type": "server_error",
+                                                         "code": f"http_{status}"}}, extra)
+                reply = canned_reply(messages)
+                p_tok = sum(len(m["content"].split()) for m in messages)
+                c_tok = len(reply.split())
+                self._send(200, {
+                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
+                    "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": reply}}],
+                    "usage": {"prompt_tokens": p_tok, "completion_tokens": c_tok,
+                              "total_tokens": p_tok + c_tok}})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "FakeChatServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    server = FakeChatServer(port=parser.parse_args().port)
+    print(f"fake chat server on {server.url}", flush=True)
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

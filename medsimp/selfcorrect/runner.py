@@ -1,0 +1,150 @@
+"""Run the four variants (Plain, Plain+SC, CoT, CoT+SC) over a sentence table.
+
+Sentences run concurrently on a thread pool (the work is waiting on the model); every
+model answer is cached as soon as it arrives, so rerunning after a crash only pays for
+what is missing. Outputs are sorted by sentence id and deterministic given the cache.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from medsimp.selfcorrect.backends import BackendError
+from medsimp.selfcorrect.cache import CachedChat
+from medsimp.selfcorrect.loop import self_correct
+from medsimp.selfcorrect.prompts import PromptSet
+
+VARIANTS = ("plain", "plain_sc", "cot", "cot_sc")
+CSV_COLUMNS = ("sentence_id", "variant", "source", "output", "rounds_used", "revisions",
+               "stop_reason", "prompt_tokens", "completion_tokens", "fkgl", "gunning_fog", "ari")
+
+
+def readability(text: str) -> dict[str, float]:
+    """FKGL, Gunning fog and ARI (textstat), rounded to 4 decimals; zeros for empty text."""
+    import textstat
+
+    from medsimp.resources import ensure_nltk_data
+
+    ensure_nltk_data()
+    if not text.strip():
+        return {"fkgl": 0.0, "gunning_fog": 0.0, "ari": 0.0}
+    return {"fkgl": round(float(textstat.flesch_kincaid_grade(text)), 4),
+            "gunning_fog": round(float(textstat.gunning_fog(text)), 4),
+            "ari": round(float(textstat.automated_readability_index(text)), 4)}
+
+
+def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptSet,
+                 max_rounds: int) -> dict[str, Any]:
+    """The record of one sentence: four variants, transcripts, tokens, readability."""
+    record: dict[str, Any] = {"sentence_id": sentence_id, "source": text,
+                              "source_readability": readability(text), "variants": {},
+                              "transcripts": {}, "calls": 0,
+                              "prompt_version": prompts.version,
+                              "prompt_fingerprint": prompts.fingerprint}
+    for mode in ("plain", "cot"):
+        res = self_correct(text, mode, chat, prompts, max_rounds)
+        first = dict(res["first"], rounds_used=0, revisions=0, stop_reason="")
+        for name, variant in ((mode, first), (f"{mode}_sc", res["corrected"])):
+            record["variants"][name] = dict(variant, readability=readability(variant["text"]))
+        record["transcripts"][mode] = res["transcript"]
+        record["calls"] += res["calls"]
+    return record
+
+
+def run_all(rows: Iterable[tuple[str, str]], chat: CachedChat, prompts: PromptSet, *,
+            max_rounds: int, concurrency: int,
+            progress: Callable[[], None] | None = None) -> tuple[list[dict], list[dict]]:
+    """(records, failures) for (sentence_id, text) rows; failures carry a reason, no text."""
+    rows = list(rows)
+
+    def work(row: tuple[str, str]) -> tuple[str, dict | None, str]:
+        sid, text = row
+        try:
+            return sid, simplify_one(sid, text, chat, prompts, max_rounds), ""
+        except BackendError as exc:
+            return sid, None, str(exc)
+        finally:
+            if progress:
+                progress()
+
+    records, failures = [], []
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for sid, record, error in pool.map(work, rows):
+            if record is None:
+                failures.append({"sentence_id": sid, "reason": "backend_error", "detail": error})
+            else:
+                records.append(record)
+    records.sort(key=lambda r: r["sentence_id"])
+    failures.sort(key=lambda r: r["sentence_id"])
+    return records, failures
+
+
+def variants_csv(records: list[dict]) -> str:
+    """One row per (sentence, variant): the flat table humaneval and metrics read."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for rec in records:
+        for name in VARIANTS:
+            v = rec["variants"][name]
+            writer.writerow({"sentence_id": rec["sentence_id"], "variant": name,
+                             "source": rec["source"], "output": v["text"],
+                             "rounds_used": v["rounds_used"], "revisions": v["revisions"],
+                             "stop_reason": v["stop_reason"], "prompt_tokens": v["prompt_tokens"],
+                             "completion_tokens": v["completion_tokens"], **v["readability"]})
+    return buf.getvalue()
+
+
+def summary(records: list[dict]) -> dict[str, Any]:
+    """Means per variant (readability, rounds, tokens) for stats/metrics."""
+    out: dict[str, Any] = {}
+    for name in VARIANTS:
+        vs = [r["variants"][name] for r in records]
+        if not vs:
+            continue
+        n = len(vs)
+        out[name] = {
+            "mean_fkgl": round(sum(v["readability"]["fkgl"] for v in vs) / n, 4),
+            "mean_gunning_fog": round(sum(v["readability"]["gunning_fog"] for v in vs) / n, 4),
+            "mean_ari": round(sum(v["readability"]["ari"] for v in vs) / n, 4),
+            "mean_rounds_used": round(sum(v["rounds_used"] for v in vs) / n, 4),
+            "prompt_tokens": sum(v["prompt_tokens"] for v in vs),
+            "completion_tokens": sum(v["completion_tokens"] for v in vs),
+        }
+    return out
+
+
+def read_sentences(path: str | Path) -> list[tuple[str, str]]:
+    """(sentence_id, text) from parquet (file or dir of part-*.parquet), JSONL or CSV."""
+    import pandas as pd
+
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.glob("*.parquet")) or sorted(path.glob("*.jsonl"))
+        if not files:
+            raise FileNotFoundError(f"{path}: no *.parquet or *.jsonl files")
+    else:
+        files = [path]
+    frames = []
+    for f in files:
+        if f.suffix == ".parquet":
+            frames.append(pd.read_parquet(f, columns=["sentence_id", "text"]))
+        elif f.suffix == ".jsonl":
+            frames.append(pd.read_json(f, lines=True, dtype=False))
+        elif f.suffix == ".csv":
+            frames.append(pd.read_csv(f, dtype=str, keep_default_na=False))
+        else:
+            raise ValueError(f"{f}: expected .parquet, .jsonl or .csv")
+    rows: list[tuple[str, str]] = []
+    for frame in frames:
+        if frame.empty:
+            continue
+        missing = {"sentence_id", "text"} - set(frame.columns)
+        if missing:
+            raise ValueError(f"{path}: missing columns {sorted(missing)}")
+        rows += [(str(s), str(t)) for s, t in zip(frame["sentence_id"], frame["text"])]
+    return sorted(rows)

@@ -1,0 +1,129 @@
+"""Beam job: Cochrane reviews (canonical JSONL or Devaraj files) -> sentence table.
+
+Reads every record, joins the records of a review by normalised DOI, and writes the
+English abstract (side `complex`, section headings kept) and the PLS of every
+language present (side `simple`) as sentence rows carrying `doi` and `version`.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.beam_io import pipeline_options
+from pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefixes, join_reviews,
+                                        parse_canonical_line, read_devaraj)
+from pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
+from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+
+SOURCE = "cochrane"
+SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.int32()),
+                         pa.field("title", pa.string()))
+
+
+def input_specs(path: str) -> list[tuple[str, str]]:
+    """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple."""
+    if os.path.isfile(path) and not os.path.exists(path + ".source"):
+        return [("jsonl", path)]
+    return [("devaraj", prefix) for prefix in devaraj_prefixes(path)]
+
+
+def read_spec(spec: tuple[str, str]) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
+    kind, path = spec
+    if kind == "devaraj":
+        yield from read_devaraj(path)
+        return
+    name = os.path.basename(path)
+    with FileSystems.open(path) as fh:
+        for number, raw in enumerate(fh, start=1):
+            line = raw.decode("utf-8", errors="replace").strip()
+            if not line:
+                continue
+            locator = f"{name}:{number}"
+            try:
+                yield locator, parse_canonical_line(line, locator)
+            except FormatError as exc:
+                yield locator, exc
+
+
+@beam.typehints.with_output_types(Any)
+class ParseFn(beam.DoFn):
+    def setup(self):
+        self.count = Counter(SOURCE)
+
+    def process(self, item):
+        locator, value = item
+        self.count.inc("read")
+        if isinstance(value, FormatError):
+            self.count.inc("rejected")
+            self.count.inc(f"rejected.{value.reason}")
+            yield beam.pvalue.TaggedOutput("dead", dead_letter(SOURCE, locator, value.reason, value.detail))
+        else:
+            yield value.doi, value
+
+
+def review_rows(review) -> list[dict]:
+    """Sentence rows of a joined review: English abstract + PLS per language."""
+    def extra(rec: ReviewRecord) -> dict:
+        return {"doi": review.doi, "version": rec.version, "title": rec.title}
+
+    rec = review.abstract
+    rows = document_rows(SOURCE, review.doi, "complex", "en",
+                         [(s.heading, s.text) for s in rec.abstract], rec.locator, extra(rec))
+    for lang, pls in review.pls.items():
+        rows += document_rows(SOURCE, review.doi, "simple", lang,
+                              [(s.heading, s.text) for s in pls.pls], pls.locator, extra(pls))
+    return rows
+
+
+class JoinFn(beam.DoFn):
+    def setup(self):
+        self.count = Counter(SOURCE)
+
+    def process(self, element):
+        doi, records = element
+        records = list(records)
+        review, filtered, orphans = join_reviews(doi, records)
+        self.count.inc("filtered", len(filtered))
+        for rec in filtered:
+            self.count.inc("filtered.superseded_or_unused")
+        for rec in orphans:
+            self.count.inc("rejected")
+            self.count.inc("rejected.no_english_abstract")
+            yield beam.pvalue.TaggedOutput("dead", dead_letter(
+                SOURCE, rec.locator, "no_english_abstract", f"doi {doi} language {rec.language}"))
+        if review is None:
+            return
+        self.count.inc("kept", len(records) - len(filtered) - len(orphans))
+        self.count.inc("reviews")
+        rows = review_rows(review)
+        if len(review.pls) > 1:
+            self.count.inc("reviews_multilingual")
+        for row in rows:
+            self.count.inc("sentences")
+            self.count.inc(f"sentences.{row['side']}_{row['language']}")
+            yield row
+
+
+def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_args: list[str],
+        metrics_file: str | None) -> dict:
+    specs = input_specs(input_path)
+    num_shards = int(params.get("num_shards", 2))
+    tables = {"sentences": Table("sentences", SCHEMA, lambda r: r["doc_id"],
+                                 lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"])),
+              "dead": dead_letter_table()}
+    prepare_dirs(out_dir, tables)
+    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+        parsed = (p | "Specs" >> beam.Create(specs) | "Read" >> beam.FlatMap(read_spec)
+                  | "Reshuffle" >> beam.Reshuffle()
+                  | "Parse" >> beam.ParDo(ParseFn()).with_outputs("dead", main="records"))
+        joined = (parsed.records | "ByDoi" >> beam.GroupByKey()
+                  | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows"))
+        dead = (parsed.dead, joined.dead) | "Dead" >> beam.Flatten()
+        write_tables({"sentences": joined.rows, "dead": dead}, tables, out_dir, num_shards)
+    result = p.result
+    return finish(result, SOURCE, out_dir, tables, num_shards, metrics_file)

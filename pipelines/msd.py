@@ -1,0 +1,126 @@
+"""Beam job: MSD manuals (documented JSONL or the MSD dataset) -> sentence table + PCIO groups."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.beam_io import pipeline_options
+from pipelines.cochrane_formats import FormatError
+from pipelines.msd_formats import assemble, parse_line, pcio_lookup
+from pipelines.sentence_rows import dead_letter, sentence_schema
+from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+
+SOURCE = "msd"
+_CONCEPT = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32()),
+                      pa.field("term", pa.string()), pa.field("cui", pa.string())])
+SCHEMA = sentence_schema(pa.field("topic", pa.string()), pa.field("title", pa.string()),
+                         pa.field("pcio", pa.string()), pa.field("gold_concepts", pa.list_(_CONCEPT)))
+GROUP_SCHEMA = pa.schema([
+    pa.field("group_id", pa.string()), pa.field("doc_id", pa.string()), pa.field("topic", pa.string()),
+    pa.field("pcio", pa.string()), pa.field("complex_ids", pa.list_(pa.string())),
+    pa.field("simple_ids", pa.list_(pa.string())), pa.field("n_complex", pa.int32()),
+    pa.field("n_simple", pa.int32()),
+])
+
+
+def input_files(path: str) -> list[str]:
+    if os.path.isdir(path):
+        files = sorted(os.path.join(path, n) for n in os.listdir(path)
+                       if os.path.isfile(os.path.join(path, n)) and not n.startswith("."))
+        if not files:
+            raise FileNotFoundError(f"no files in {path}")
+        return files
+    if not os.path.exists(path):
+        raise FileNotFoundError(path)
+    return [path]
+
+
+def read_file(path: str, paired_markers: list[str]):
+    name = os.path.basename(path)
+    stem = os.path.splitext(name)[0]
+    paired = any(marker in stem for marker in paired_markers)
+    with FileSystems.open(path) as fh:
+        for number, raw in enumerate(fh, start=1):
+            line = raw.decode("utf-8", errors="replace").strip()
+            if not line:
+                continue
+            locator = f"{name}:{number}"
+            try:
+                yield locator, parse_line(line, stem, number, paired, locator)
+            except FormatError as exc:
+                yield locator, exc
+
+
+@beam.typehints.with_output_types(Any)
+class ParseFn(beam.DoFn):
+    def setup(self):
+        self.count = Counter(SOURCE)
+
+    def process(self, item):
+        locator, value = item
+        self.count.inc("read")
+        if isinstance(value, FormatError):
+            self.count.inc("rejected")
+            self.count.inc(f"rejected.{value.reason}")
+            yield beam.pvalue.TaggedOutput("dead", dead_letter(SOURCE, locator, value.reason, value.detail))
+        else:
+            yield value.doc_id, value
+
+
+class AssembleFn(beam.DoFn):
+    def __init__(self, pcio: dict):
+        self.pcio = pcio
+
+    def setup(self):
+        self.count = Counter(SOURCE)
+        self.lookup = pcio_lookup(self.pcio)
+
+    def process(self, element):
+        doc_id, records = element
+        records = list(records)
+        rows, groups, filtered, rejected = assemble(doc_id, records, self.lookup, SOURCE)
+        self.count.inc("filtered", len(filtered))
+        for rec in filtered:
+            self.count.inc("filtered.duplicate_side")
+        for rec, reason in rejected:
+            self.count.inc("rejected")
+            self.count.inc(f"rejected.{reason}")
+            yield beam.pvalue.TaggedOutput("dead", dead_letter(
+                SOURCE, rec.locator, reason, f"document {doc_id} has {len(records)} line(s)"))
+        self.count.inc("kept", len(records) - len(filtered) - len(rejected))
+        for row in rows:
+            self.count.inc(f"sentences.{row['side']}")
+            yield row
+        for group in groups:
+            self.count.inc("groups")
+            self.count.inc(f"groups.{group['pcio']}")
+            yield beam.pvalue.TaggedOutput("groups", group)
+
+
+def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_args: list[str],
+        metrics_file: str | None) -> dict:
+    files = input_files(input_path)
+    num_shards = int(params.get("num_shards", 1))
+    markers = list(params.get("paired_files", ["test"]))
+    tables = {
+        "sentences": Table("sentences", SCHEMA, lambda r: r["doc_id"],
+                           lambda r: (r["doc_id"], r["side"], r["sentence_index"])),
+        "pairs": Table("pairs", GROUP_SCHEMA, lambda r: r["doc_id"], lambda r: r["group_id"]),
+        "dead": dead_letter_table(),
+    }
+    prepare_dirs(out_dir, tables)
+    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+        parsed = (p | "Files" >> beam.Create(files)
+                  | "Read" >> beam.FlatMap(read_file, markers) | "Reshuffle" >> beam.Reshuffle()
+                  | "Parse" >> beam.ParDo(ParseFn()).with_outputs("dead", main="records"))
+        docs = (parsed.records | "ByDoc" >> beam.GroupByKey()
+                | "Assemble" >> beam.ParDo(AssembleFn(dict(params.get("pcio", {}))))
+                .with_outputs("dead", "groups", main="rows"))
+        dead = (parsed.dead, docs.dead) | "Dead" >> beam.Flatten()
+        write_tables({"sentences": docs.rows, "pairs": docs.groups, "dead": dead},
+                     tables, out_dir, num_shards)
+    return finish(p.result, SOURCE, out_dir, tables, num_shards, metrics_file)

@@ -1,0 +1,72 @@
+"""Per-note logic of the notes job (plain Python, no Beam): sections -> sentences -> Algorithm 1.
+
+`section_record(note, extractor)` gives a small picklable record (note provenance plus
+its target sections); `NoteProcessor.sentence_rows(record)` gives one row of the common
+sentence table (docs/architecture.md) per sentence, with provenance and the selection
+features. The Beam job and the benchmark baseline both call these.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+import pyarrow as pa
+
+from pipelines.noteevents import Note
+from pipelines.sections import SectionExtractor
+from pipelines.selection import Selector
+from pipelines.sentences import splitter
+
+SOURCE = "notes"
+
+SENTENCE_SCHEMA = pa.schema([
+    ("sentence_id", pa.string()), ("source", pa.string()), ("doc_id", pa.string()),
+    ("side", pa.string()), ("language", pa.string()), ("section", pa.string()),
+    ("sentence_index", pa.int32()), ("char_start", pa.int32()), ("char_end", pa.int32()),
+    ("text", pa.string()),
+    ("note_id", pa.string()), ("subject_id", pa.int64()), ("hadm_id", pa.int64()),
+    ("category", pa.string()), ("section_start", pa.int32()),
+    ("n", pa.int32()), ("abb", pa.int32()), ("unc", pa.int32()), ("ratio", pa.float64()),
+    ("keep", pa.bool_()),
+])
+
+
+def sentence_sort_key(row: Mapping) -> tuple:
+    return (row["doc_id"], row["sentence_index"])
+
+
+def section_record(note: Note, extractor: SectionExtractor) -> dict | None:
+    """Provenance and target sections of a note, or None when it has none."""
+    sections = [(s.name, s.text, s.start) for s in extractor.extract(note.text)]
+    if not sections:
+        return None
+    return {"note_id": note.note_id, "subject_id": note.subject_id, "hadm_id": note.hadm_id,
+            "category": note.category, "sections": sections}
+
+
+class NoteProcessor:
+    """Sentence splitting and Algorithm 1 configured by the `notes` params and lexicons."""
+
+    def __init__(self, params: Mapping, abbreviations: list[str], common_words: list[str]):
+        self.split = splitter(params.get("splitter", "rules"))
+        self.selector = Selector(abbreviations, common_words,
+                                 case_sensitive=bool(params.get("case_sensitive", True)),
+                                 min_tokens=int(params.get("min_tokens", 10)),
+                                 min_ratio=float(params.get("min_ratio", 0.1)),
+                                 max_ratio=float(params.get("max_ratio", 0.5)))
+
+    def sentence_rows(self, record: Mapping) -> list[dict]:
+        """Every sentence of the record's sections, numbered across sections."""
+        rows: list[dict] = []
+        doc = record["note_id"]
+        for name, text, start in record["sections"]:
+            for a, b in self.split(text):
+                sentence = text[a:b]
+                index = len(rows)
+                rows.append({
+                    "sentence_id": f"{SOURCE}:{doc}:complex:en:{index}", "source": SOURCE,
+                    "doc_id": doc, "side": "complex", "language": "en", "section": name,
+                    "sentence_index": index, "char_start": a, "char_end": b, "text": sentence,
+                    "note_id": doc, "subject_id": record["subject_id"],
+                    "hadm_id": record["hadm_id"], "category": record["category"],
+                    "section_start": start, **self.selector.features(sentence).as_dict(),
+                })
+        return rows

@@ -1,0 +1,191 @@
+"""MedLane sentence selection (Luo et al. 2022, Section 3.1, Algorithm 1) and its lexicons.
+
+For a sentence s, tokenised with NLTK's word tokenizer (`NLTKWordTokenizer`):
+
+- n   = word tokens (tokens with a letter or digit; punctuation does not count)
+- abb = word tokens in the abbreviation set A (case-sensitive unless `case_sensitive=False`)
+- unc = word tokens that are not abbreviations, not numbers, and whose lemma (lower-cased,
+  then spaCy's English lookup lemmatizer from spacy-lookups-data) is not in the common set T
+- keep iff n >= 10 and 0.1 <= (unc + abb) / n <= 0.5 (thresholds are params)
+
+A de-identification placeholder (``[**Hospital1 18**]``) is one token; it is a word token,
+never an abbreviation or a number, and its lemma is not a common word, so it counts in
+`unc`. Numbers: digits with optional sign, separators (. , : / -) and a trailing %.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import pickle
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.sentences import PLACEHOLDER
+
+_WORD = re.compile(r"[^\W_]")
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,:/-]\d+)*|\.\d+)%?")
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """Algorithm 1's counts and decision for one sentence."""
+
+    n: int
+    abb: int
+    unc: int
+    ratio: float
+    keep: bool
+
+    def as_dict(self) -> dict:
+        return {"n": self.n, "abb": self.abb, "unc": self.unc, "ratio": self.ratio,
+                "keep": self.keep}
+
+
+class _NoObjects(pickle.Unpickler):
+    """Unpickles plain containers only (MedLane's dict of lists); refuses any class."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a lexicon pickle")
+
+
+def _read_lines(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def load_abbreviations(path: str | Path) -> dict[str, list[str]]:
+    """Abbreviation -> expansions from JSON (dict or list), TSV (abbr<TAB>expansion[<TAB>...]),
+    a MedLane pickle (dict abbr -> list of expansions) or a plain list (one per line)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+    elif suffix in (".pkl", ".pickle"):
+        with path.open("rb") as fh:
+            data = _NoObjects(fh).load()
+    else:
+        data = {}
+        for line in _read_lines(path):
+            key, *rest = line.split("\t")
+            data.setdefault(key.strip(), []).extend(r.strip() for r in rest if r.strip())
+    if isinstance(data, (list, set, tuple)):
+        data = {str(k): [] for k in data}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: an abbreviation lexicon must map abbreviations to expansions")
+    return {str(k): [v] if isinstance(v, str) else [str(x) for x in v or []]
+            for k, v in data.items()}
+
+
+def load_common_words(path: str | Path) -> set[str]:
+    """Common-word set T from a plain list (one per line) or a JSON list; lower-cased."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        words = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        words = [ln.split("\t")[0] for ln in _read_lines(path)]
+    return {str(w).strip().lower() for w in words if str(w).strip()}
+
+
+@functools.lru_cache(maxsize=1)
+def lemma_lookup() -> dict[str, str]:
+    """spaCy's English lookup-lemmatizer table (spacy-lookups-data `en_lemma_lookup`), read
+    directly: the same table `spacy.lookups.load_lookups("en", ["lemma_lookup"])` gives,
+    without importing spaCy (seconds per Beam worker)."""
+    import gzip
+
+    import spacy_lookups_data
+
+    path = Path(spacy_lookups_data.__file__).parent / "data" / "en_lemma_lookup.json.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def lemmatize(word: str) -> str:
+    """Lower-case, then the lookup lemma (the word itself when unknown)."""
+    low = word.lower()
+    return lemma_lookup().get(low, low)
+
+
+@functools.lru_cache(maxsize=1)
+def _tokenizer():
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
+
+
+def tokenize(sentence: str) -> list[str]:
+    """NLTK word tokens, with each de-identification placeholder kept as one token."""
+    tok = _tokenizer().tokenize
+    out: list[str] = []
+    pos = 0
+    for m in PLACEHOLDER.finditer(sentence):
+        out += tok(sentence[pos:m.start()])
+        out.append(m.group())
+        pos = m.end()
+    out += tok(sentence[pos:])
+    return out
+
+
+class Selector:
+    """Algorithm 1 with fixed lexicons and thresholds."""
+
+    def __init__(self, abbreviations: Iterable[str], common_words: Iterable[str], *,
+                 case_sensitive: bool = True, min_tokens: int = 10,
+                 min_ratio: float = 0.1, max_ratio: float = 0.5):
+        self.case_sensitive = case_sensitive
+        self.abbreviations = frozenset(a if case_sensitive else a.lower() for a in abbreviations)
+        self.common = frozenset(w.lower() for w in common_words)
+        self.min_tokens, self.min_ratio, self.max_ratio = min_tokens, min_ratio, max_ratio
+        self._lemmas = lemma_lookup()
+
+    def is_abbreviation(self, token: str) -> bool:
+        return (token if self.case_sensitive else token.lower()) in self.abbreviations
+
+    def features(self, sentence: str) -> Features:
+        n = abb = unc = 0
+        lemmas, common = self._lemmas, self.common
+        for token in tokenize(sentence):
+            if not _WORD.search(token):
+                continue
+            n += 1
+            if self.is_abbreviation(token):
+                abb += 1
+            elif _NUMBER.fullmatch(token):
+                continue
+            else:
+                low = token.lower()
+                if lemmas.get(low, low) not in common:
+                    unc += 1
+        ratio = (unc + abb) / n if n else 0.0
+        keep = n >= self.min_tokens and self.min_ratio <= ratio <= self.max_ratio
+        return Features(n, abb, unc, ratio, keep)
+
+
+def load_lexicons(params: dict, root: str | Path = ".") -> tuple[list[str], list[str]]:
+    """(abbreviations A, common words T) named by the `notes` params, paths relative to `root`."""
+    root = Path(root)
+    abbreviations = load_abbreviations(root / params.get("abbreviations",
+                                                         "resources/abbreviations.json"))
+    common = load_common_words(root / params.get("common_words", "resources/common_words.txt"))
+    return sorted(abbreviations), sorted(common)
+
+
+def common_lemmas(count: int = 3000, lang: str = "en") -> list[str]:
+    """The `count` most frequent distinct alphabetic lemmas from wordfreq's ranked list
+    (each word lemmatised with the same lookup table), in frequency order."""
+    from wordfreq import top_n_list
+
+    out: list[str] = []
+    seen: set[str] = set()
+    for word in top_n_list(lang, count * 10):
+        if not word.isalpha():
+            continue
+        lemma = lemmatize(word)
+        if lemma not in seen:
+            seen.add(lemma)
+            out.append(lemma)
+            if len(out) == count:
+                break
+    return out

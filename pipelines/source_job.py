@@ -1,0 +1,98 @@
+"""Shared plumbing of the source jobs (cochrane, msd, plaba) and `link`.
+
+A job builds its PCollections, hands them to `write_tables`, runs, and `finish` turns
+Beam counters into a reconciled `stats.json` (plus an optional `--metrics` copy).
+Counter names may contain one dot (`rejected.bad_json`): they become nested maps.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from medsimp.outputs import check_reconciles, print_summary, write_json
+from pipelines.beam_io import WriteSorted, counters, fill_empty_shards
+from pipelines.sentence_rows import locator_key
+
+DEAD_LETTER = "dead_letter"
+
+
+@dataclass(frozen=True)
+class Table:
+    """One output table: sub-directory, schema (None -> jsonl), shard and sort keys."""
+    name: str
+    schema: pa.Schema | None
+    shard_key: Callable[[dict], str]
+    sort_key: Callable[[dict], Any]
+
+
+def dead_letter_table() -> Table:
+    return Table(DEAD_LETTER, None, lambda r: r["locator"],
+                 lambda r: (locator_key(r["locator"]), r["reason"], r["detail"]))
+
+
+class Counter:
+    """`Counter(ns).inc("kept")` without declaring every counter up front."""
+
+    def __init__(self, namespace: str):
+        self.namespace = namespace
+        self._counters: dict[str, Any] = {}
+
+    def inc(self, name: str, n: int = 1) -> None:
+        if name not in self._counters:
+            self._counters[name] = Metrics.counter(self.namespace, name)
+        self._counters[name].inc(n)
+
+
+def write_tables(pcolls: Mapping[str, Any], tables: Mapping[str, Table], out_dir: str,
+                 num_shards: int) -> None:
+    """Attach a sorted, sharded writer for every table."""
+    for name, table in tables.items():
+        fmt = "parquet" if table.schema is not None else "jsonl"
+        shards = num_shards if fmt == "parquet" else 1
+        _ = pcolls[name] | f"Write_{name}" >> WriteSorted(
+            FileSystems.join(out_dir, table.name), prefix="part", num_shards=shards,
+            shard_key=table.shard_key, sort_key=table.sort_key, schema=table.schema, fmt=fmt)
+
+
+def prepare_dirs(out_dir: str, tables: Mapping[str, Table]) -> None:
+    for table in tables.values():
+        FileSystems.mkdirs(FileSystems.join(out_dir, table.name))
+
+
+def nest(flat: Mapping[str, int]) -> dict[str, Any]:
+    """{"rejected.bad_json": 2} -> {"rejected_reasons": {"bad_json": 2}} beside plain counts."""
+    out: dict[str, Any] = {}
+    for key in sorted(flat):
+        if "." in key:
+            head, tail = key.split(".", 1)
+            out.setdefault(f"{head}_by", {})[tail] = flat[key]
+        else:
+            out[key] = flat[key]
+    return out
+
+
+def finish(result, namespace: str, out_dir: str, tables: Mapping[str, Table], num_shards: int,
+           metrics_file: str | None, extra: Mapping[str, Any] | None = None,
+           reconcile: tuple[str, list[str]] = ("read", ["kept", "filtered", "rejected"])) -> dict:
+    """Fill empty shards, reconcile counters and write stats.json (+ metrics copy)."""
+    for table in tables.values():
+        fmt = "parquet" if table.schema is not None else "jsonl"
+        fill_empty_shards(FileSystems.join(out_dir, table.name), "part",
+                          num_shards if fmt == "parquet" else 1, table.schema, fmt)
+    flat = counters(result, namespace)
+    for key in [reconcile[0], *reconcile[1]]:
+        flat.setdefault(key, 0)
+    stats = nest(flat)
+    stats.update(extra or {})
+    check_reconciles(stats, reconcile[0], reconcile[1])
+    write_json(FileSystems.join(out_dir, "stats.json"), stats)
+    if metrics_file:
+        write_json(metrics_file, stats)
+    print_summary(f"medsimp {namespace}", stats)
+    return stats

@@ -1,0 +1,160 @@
+"""QuickUMLS index building (with QuickUMLS's own installer) and concept linking. No Beam here.
+
+Offline setup: QuickUMLS loads the spaCy pipeline named in
+`quickumls.constants.SPACY_LANGUAGE_MAP` (and would `spacy download` it) and NLTK
+stopwords. It only needs tokenisation, so we save `spacy.blank(<lang>)` pipelines into the
+project cache and point the map at them; stopwords come from `ensure_nltk_data()`.
+An index directory holds one QuickUMLS installation per UMLS language (`ENG/`, `SPA/`, ...)
+and `index.json` (fingerprint, per-language term counts, installer options).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from medsimp.resources import cache_dir, ensure_nltk_data
+
+# ISO 639-1 -> UMLS LAT codes that QuickUMLS can tokenise.
+UMLS_LANGUAGE = {"en": "ENG", "es": "SPA", "fr": "FRE", "de": "GER", "it": "ITA", "pt": "POR",
+                 "nl": "DUT", "da": "DAN", "fi": "FIN", "sv": "SWE", "pl": "POL", "ru": "RUS",
+                 "tr": "TUR", "hu": "HUN", "no": "NOR", "el": "GRE"}
+SPACY_LANG = {lat: iso for iso, lat in UMLS_LANGUAGE.items()}
+MANIFEST = "index.json"
+
+
+def prepare_quickumls(lats: list[str]) -> None:
+    """Saved blank spaCy pipelines + NLTK stopwords, and QuickUMLS's model map pointed at them."""
+    import shutil
+
+    import spacy
+    from quickumls import constants
+
+    ensure_nltk_data()
+    for lat in lats:
+        iso = SPACY_LANG[lat]
+        path = cache_dir() / "spacy" / f"blank_{iso}"
+        if not (path / "config.cfg").exists():
+            tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            spacy.blank(iso).to_disk(tmp)
+            if path.exists():
+                shutil.rmtree(tmp)
+            else:
+                os.replace(tmp, path)
+        constants.SPACY_LANGUAGE_MAP[lat] = str(path)
+
+
+def file_digest(*paths: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def mrconso_languages(mrconso: str) -> Counter:
+    """Rows per LAT code in MRCONSO.RRF."""
+    counts: Counter = Counter()
+    with open(mrconso, encoding="utf-8") as fh:
+        for line in fh:
+            fields = line.split("|")
+            if len(fields) > 14:
+                counts[fields[1]] += 1
+    return counts
+
+
+def build_index(mrconso: str, mrsty: str, dest: str | Path, languages: list[str],
+                lowercase: bool = True, normalize_unicode: bool = False) -> dict[str, Any]:
+    """Run QuickUMLS's installer once per language present; write `index.json`; return it."""
+    from quickumls import install
+
+    dest = Path(dest)
+    present = mrconso_languages(mrconso)
+    unknown = sorted(set(languages) - set(SPACY_LANG))
+    if unknown:
+        raise ValueError(f"umls.languages {unknown} are not UMLS LAT codes QuickUMLS tokenises")
+    prepare_quickumls([l for l in languages if present[l]])
+    options = {"lowercase": lowercase, "normalize_unicode": normalize_unicode}
+    manifest: dict[str, Any] = {"fingerprint": "", "languages": {}, "options": options,
+                                "skipped_languages": sorted(l for l in languages if not present[l])}
+    with tempfile.TemporaryDirectory() as src:
+        os.symlink(os.path.abspath(mrconso), os.path.join(src, "MRCONSO.RRF"))
+        os.symlink(os.path.abspath(mrsty), os.path.join(src, "MRSTY.RRF"))
+        for lat in sorted(l for l in languages if present[l]):
+            target = dest / lat
+            target.mkdir(parents=True)  # the installer asks on stdin when it must create it
+            argv = ["quickumls-install", src, str(target), "-E", lat]
+            argv += ["-L"] if lowercase else []
+            argv += ["-U"] if normalize_unicode else []
+            saved, sys.argv = sys.argv, argv
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    install.main()
+            finally:
+                sys.argv = saved
+            manifest["languages"][lat] = {"terms": present[lat]}
+    manifest["fingerprint"] = hashlib.sha256(json.dumps(
+        [file_digest(mrconso, mrsty), options, sorted(manifest["languages"])]).encode()).hexdigest()[:16]
+    (dest / MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def read_manifest(index_dir: str | Path) -> dict[str, Any]:
+    path = Path(index_dir) / MANIFEST
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: build the index with `medsimp umls-index`")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class ConceptLinker:
+    """QuickUMLS matchers per language; `link(text, lang)` -> best concept per mention.
+
+    `params` (the `link` section): overlapping_criteria, threshold, similarity_name,
+    window, min_match_length, accepted_semtypes (a list, or null for all types).
+    """
+
+    def __init__(self, index_dir: str | Path, params: Mapping[str, Any]):
+        from quickumls import QuickUMLS
+
+        self.manifest = read_manifest(index_dir)
+        prepare_quickumls(sorted(self.manifest["languages"]))
+        semtypes = params.get("accepted_semtypes")
+        self.matchers = {}
+        with contextlib.redirect_stdout(io.StringIO()):
+            for lat in sorted(self.manifest["languages"]):
+                self.matchers[SPACY_LANG[lat]] = QuickUMLS(
+                    str(Path(index_dir) / lat),
+                    overlapping_criteria=params.get("overlapping_criteria", "score"),
+                    threshold=float(params.get("threshold", 0.7)),
+                    window=int(params.get("window", 5)),
+                    similarity_name=params.get("similarity_name", "jaccard"),
+                    min_match_length=int(params.get("min_match_length", 3)),
+                    accepted_semtypes=set(semtypes) if semtypes is not None else None)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.manifest["fingerprint"]
+
+    def has_language(self, language: str) -> bool:
+        return language in self.matchers
+
+    def link(self, text: str, language: str) -> list[dict]:
+        """Concepts {start, end, term, cui, semtypes, similarity}, one per mention, by start."""
+        matches = self.matchers[language].match(text, best_match=True, ignore_syntax=False)
+        out = []
+        for candidates in matches:
+            best = min(candidates, key=lambda m: (-(m["similarity"] + m["preferred"]), m["cui"]))
+            out.append({"start": int(best["start"]), "end": int(best["end"]), "term": best["term"],
+                        "cui": best["cui"], "semtypes": sorted(best["semtypes"]),
+                        "similarity": round(float(best["similarity"]), 6)})
+        return sorted(out, key=lambda c: (c["start"], c["end"], c["cui"]))

@@ -1,0 +1,143 @@
+#!/usr/bin/env python
+"""Alignment evaluation on the shared real data (skips cleanly when it is absent).
+
+PLABA dev (English abstract -> adaptation): pair P/R/F1 of the neural CRF and of the
+Jaccard- and TF-IDF-threshold baselines, in 2-fold cross-validation by question (the
+CRF is trained and the thresholds are tuned on one fold, scored on the other; the two
+test folds are pooled). Bleualign de-fr dev: Vecalign strict/lax P/R/F1, with embedding
+and DP time reported apart, a second run to show the cache, and documents per second.
+
+    python scripts/eval_alignment.py --data ../shared/data [--json metrics/eval_alignment.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from alignment import vecalign  # noqa: E402
+from alignment.crf import CRFAligner  # noqa: E402
+from alignment.encoders import make_encoder  # noqa: E402
+from alignment.gold import read_blocks, read_plaba  # noqa: E402
+from alignment.score import pair_prf, vecalign_scores  # noqa: E402
+from alignment.text import content_tokens  # noqa: E402
+
+
+def _jaccard(doc) -> np.ndarray:
+    c = [content_tokens(t) for t in doc.complex]
+    s = [content_tokens(t) for t in doc.simple]
+    return np.array([[len(a & b) / max(len(a | b), 1) for b in s] for a in c])
+
+
+def _tfidf_fn(train_docs):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(lowercase=True).fit([t for d in train_docs for t in d.complex + d.simple])
+
+    def sim(doc):
+        return (vec.transform(doc.complex) @ vec.transform(doc.simple).T).toarray()
+    return sim
+
+
+def _threshold_pairs(sim: np.ndarray, t: float) -> set[tuple[int, int]]:
+    return {(int(i), int(j)) for i, j in zip(*np.nonzero(sim >= t))}
+
+
+def _tune(docs, sims) -> float:
+    grid = np.round(np.arange(0.02, 0.95, 0.01), 2)
+    f1 = [pair_prf([set(d.pairs) for d in docs], [_threshold_pairs(s, t) for s in sims])["f1"] for t in grid]
+    return float(grid[int(np.argmax(f1))])
+
+
+def eval_plaba(path: Path, crf_params: dict, cache: str) -> dict:
+    docs = read_plaba(path)
+    groups = sorted({d.group for d in docs})
+    folds = [set(groups[0::2]), set(groups[1::2])]
+    encoder = make_encoder(crf_params.get("encoder", {"kind": "minilm"}), cache)
+    pred = {"crf": {}, "crf_forward": {}, "jaccard": {}, "tfidf": {}}
+    info = {"documents": len(docs), "gold_pairs": sum(len(d.pairs) for d in docs), "thresholds": {}}
+    t_align = 0.0
+    for k, test_groups in enumerate(folds):
+        train = [d for d in docs if d.group not in test_groups]
+        test = [d for d in docs if d.group in test_groups]
+        model = CRFAligner.train(train, encoder, crf_params)
+        t0 = time.perf_counter()
+        for d in test:
+            res = model.align(d.complex, d.simple)
+            pred["crf"][d.doc_id] = set(res.pairs)
+        t_align += time.perf_counter() - t0
+        model.config["merge"] = "forward"
+        for d in test:
+            pred["crf_forward"][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
+        for name, fn in (("jaccard", lambda _: _jaccard), ("tfidf", _tfidf_fn)):
+            sim = fn(train)
+            t = _tune(train, [sim(d) for d in train])
+            info["thresholds"][f"{name}_fold{k}"] = t
+            for d in test:
+                pred[name][d.doc_id] = _threshold_pairs(sim(d), t)
+    gold = [set(d.pairs) for d in docs]
+    for name, p in pred.items():
+        info[name] = pair_prf(gold, [p[d.doc_id] for d in docs])
+    info["crf_docs_per_s"] = len(docs) / t_align
+    return info
+
+
+def eval_bleualign(folder: Path, enc_spec: dict, vec_params: dict, cache: str) -> dict:
+    src = (folder / "dev.de").read_text(encoding="utf-8").splitlines()
+    tgt = (folder / "dev.fr").read_text(encoding="utf-8").splitlines()
+    gold = read_blocks(folder / "dev.defr")
+    encoder = make_encoder(enc_spec, cache)
+    runs = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        res = vecalign.align(src, tgt, encoder, src_lang="de", tgt_lang="fr", params=vec_params)
+        runs.append({"total_s": time.perf_counter() - t0, **res.timing})
+    out = vecalign_scores([gold], [res.blocks])
+    out.update({"src_sentences": len(src), "tgt_sentences": len(tgt), "first_run": runs[0],
+                "rerun": runs[1], "docs_per_s_first": 1 / runs[0]["total_s"],
+                "cache_hits": encoder.hits, "cache_misses": encoder.misses, "params": vec_params,
+                "encoder": encoder.name})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--only", choices=["plaba", "bleualign"])
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--cache", default=None, help="embedding cache dir (default: a fresh temp dir)")
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args(argv)
+    data = Path(args.data)
+    if not data.is_dir():
+        print(f"skip: {data} not found", file=sys.stderr)
+        return 0
+    from medsimp.config import load_params, section
+
+    align = section(load_params(args.params, args.overrides), "align")
+    cache = args.cache or tempfile.mkdtemp(prefix="eval-align-cache-")
+    results: dict = {"cache": "fresh temp dir" if args.cache is None else args.cache}
+    if args.only in (None, "plaba") and (data / "plaba" / "dev.json").exists():
+        results["plaba"] = eval_plaba(data / "plaba" / "dev.json", dict(align.get("crf", {})), cache)
+    if args.only in (None, "bleualign") and (data / "bleualign" / "dev.defr").exists():
+        va = dict(align.get("vecalign", {}))
+        results["bleualign_de_fr"] = eval_bleualign(data / "bleualign", va.pop("encoder", {"kind": "e5"}), va, cache)
+    text = json.dumps(results, indent=2, sort_keys=True)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""`medsimp build` on tiny upstream fixtures: deterministic folders that `datasets` loads offline."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from medsimp.cli import main
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
+import upstream  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+NAMES = ("multicochrane", "medlane", "msd", "plaba")
+SPLIT = {"seed": 13, "validation": 0.2, "test": 0.2}
+
+
+@pytest.fixture(scope="module")
+def params_file(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("out")
+    medlane_dir = root / "medlane"
+    shutil.copytree(REPO / "tests" / "fixtures" / "builders" / "medlane", medlane_dir)
+    build = {
+        "multicochrane": {**upstream.write_cochrane(root), "split": SPLIT},
+        "medlane": {"input": str(medlane_dir), "validation_size": 2,
+                    "candidates": upstream.write_notes(root)},
+        "msd": {**upstream.write_msd(root), "split": SPLIT},
+        "plaba": {**upstream.write_plaba(root), "split": SPLIT},
+    }
+    path = root / "params.yaml"
+    path.write_text(yaml.safe_dump({"build": build}), encoding="utf-8")
+    return path
+
+
+def _build(params: Path, name: str, out: Path) -> dict:
+    metrics = out.parent / f"{out.name}-metrics.json"
+    assert main(["--params", str(params), "build", name, "--output", str(out),
+                 "--metrics", str(metrics)]) == 0
+    return json.loads(metrics.read_text(encoding="utf-8"))
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _card(folder: Path) -> tuple[dict, str]:
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    head, body = text[4:].split("\n---\n", 1)
+    return yaml.safe_load(head), body
+
+
+@pytest.fixture(scope="module")
+def built(params_file, tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("builders")
+    for name in NAMES:
+        _build(params_file, name, out / name)
+    return {name: out / name for name in NAMES}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_build_twice_gives_identical_files(name, params_file, built, tmp_path):
+    stats = _build(params_file, name, tmp_path / name)
+    assert _digest(tmp_path / name) == _digest(built[name])
+    assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_config_loads_offline_with_documented_features(name, built, tmp_path):
+    from datasets import load_dataset
+
+    meta, body = _card(built[name])
+    stats = json.loads((built[name] / "stats.json").read_text(encoding="utf-8"))
+    assert meta["medsimp"]["builder"] == name
+    assert meta["medsimp"]["mimic_derived"] is (name == "medlane")
+    assert "params_hash (build." in body and "git_revision" in body
+    for entry in meta["configs"]:
+        ds = load_dataset(str(built[name]), entry["config_name"], cache_dir=str(tmp_path))
+        assert {f["split"] for f in entry["data_files"]} == set(ds)
+        for split, part in ds.items():
+            assert part.num_rows == stats["splits"][entry["config_name"]][split] > 0
+            for column in part.column_names:
+                assert f"| `{column}` |" in body
+            row = f"| `{entry['config_name']}` |"
+            assert row in body
+
+
+def test_multicochrane_configs_splits_and_annotations(built):
+    meta, _ = _card(built["multicochrane"])
+    assert sorted(c["config_name"] for c in meta["configs"]) == [
+        "en", "en-filtered", "es", "es-filtered", "fr", "fr-filtered"]
+    from datasets import load_dataset
+
+    es = load_dataset(str(built["multicochrane"]), "es")
+    es_filtered = load_dataset(str(built["multicochrane"]), "es-filtered")
+    en = load_dataset(str(built["multicochrane"]), "en")
+    for split in es:
+        assert set(es_filtered[split]["pair_id"]) == {
+            r["pair_id"] for r in es[split] if r["keep"]}
+        assert set(es[split]["doi"]) == set(en[split]["doi"])  # review-level split
+    dois = [set(es[s]["doi"]) for s in es]
+    assert not (dois[0] & dois[1] or dois[0] & dois[2] or dois[1] & dois[2])
+    multi = next(r for r in en["train"] if len(r["complex_ids"]) == 2)
+    for c in multi["complex_concepts"]:
+        assert multi["complex_text"][c["start"]:c["end"]] == c["term"]
+    assert len(multi["complex_readability"]) == 2
+    stats = json.loads((built["multicochrane"] / "stats.json").read_text(encoding="utf-8"))
+    assert stats["rejected"] == 1
+    dead = (built["multicochrane"] / "dead_letter" / "part-00000.jsonl").read_text().splitlines()
+    assert json.loads(dead[0])["reason"] == "unknown_sentence_id"
+
+
+def test_multicochrane_mc_clean_split(params_file, tmp_path):
+    data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+    mc = tmp_path / "mc_human.json"
+    mc.write_text(json.dumps([{"doi": "10.1002/14651858.CD000002.pub3", "input": "a"},
+                              {"doi": "https://doi.org/10.1002/14651858.CD000004"},
+                              {"doi": "10.1002/14651858.CD000005", "split": "test"}]))
+    data["build"]["multicochrane"].update({"mc_human": str(mc), "mc_clean_validation": 1})
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(data), encoding="utf-8")
+    stats = _build(params, "multicochrane", tmp_path / "mc")
+    from datasets import load_dataset
+
+    en = load_dataset(str(tmp_path / "mc"), "en", cache_dir=str(tmp_path / "cache"))
+    assert set(en["test"]["doi"]) | set(en["validation"]["doi"]) == {
+        "10.1002/14651858.CD000002", "10.1002/14651858.CD000004", "10.1002/14651858.CD000005"}
+    assert len(set(en["validation"]["doi"])) == 1
+    assert "10.1002/14651858.CD000005" in set(en["test"]["doi"])
+    assert stats["splits"]["en"]["train"] == 4
+
+
+def test_medlane_builder_is_flagged_and_splits_a_single_eval_file(built, tmp_path):
+    from datasets import load_dataset
+
+    meta, body = _card(built["medlane"])
+    assert meta["medsimp"]["mimic_derived"] is True
+    assert "PhysioNet" in body and "Data Use Agreement" in body
+    ds = load_dataset(str(built["medlane"]), "annotated", cache_dir=str(tmp_path))
+    # the fixture has no validation.txt: its 3 eval records split 2 (validation_size) / 1
+    assert (ds["validation"].num_rows, ds["test"].num_rows) == (2, 1)
+    assert ds["test"][0]["reference_labels"] == [1, 3]
+    cand = load_dataset(str(built["medlane"]), "mimic-candidates", cache_dir=str(tmp_path))
+    assert cand["train"].num_rows == 5
+
+
+def test_missing_input_is_a_clear_error(tmp_path, capsys):
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"build": {"msd": {"sentences": str(tmp_path / "nope"),
+                                                        "linked": str(tmp_path / "nope")}}}))
+    assert main(["--params", str(params), "build", "msd", "--output", str(tmp_path / "o")]) == 1
+    assert "no parquet files" in capsys.readouterr().out
+    assert not (tmp_path / "o").exists()

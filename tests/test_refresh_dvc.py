@@ -1,0 +1,242 @@
+"""`medsimp refresh` on a tiny real DVC project built in tmp_path (git + dvc + 3 toy stages)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from medsimp.refresh import EXIT_LOCK_HELD, EXIT_NOTHING_TO_DO, EXIT_OK, EXIT_STAGE_FAILED
+
+STAGE_SCRIPT = Path(__file__).parent / "fixtures" / "refresh" / "toy_stage.py"
+REVIEWS = [
+    {"doi": "10.1002/14651858.CD000001", "abstract": "Aspirin lowers risk. Harms were rare",
+     "pls": "Aspirin helps. Side effects were rare"},
+    {"doi": "10.1002/14651858.CD000002", "abstract": "Exercise improves mood. Evidence is weak",
+     "pls": "Exercise may help mood. We are unsure"},
+    {"doi": "10.1002/14651858.CD000003", "abstract": "No plain summary here", "pls": ""},
+]
+NEW_REVIEW = {"doi": "10.1002/14651858.CD000004", "abstract": "Zinc shortens colds. Data are few",
+              "pls": "Zinc may shorten colds. There is little data"}
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+                   cwd=root, check=True, capture_output=True)
+
+
+def _dvc_yaml(persist: bool) -> str:
+    py = f"{sys.executable} toy_stage.py"
+    builder = "builders/toy:\n          persist: true" if persist else "builders/toy"
+    return f"""stages:
+  extract:
+    cmd: {py} extract
+    deps: [toy_stage.py, data/reviews.jsonl]
+    outs: [out/extract]
+    metrics: [{{metrics/extract.json: {{cache: false}}}}]
+  align:
+    cmd: {py} align
+    deps: [toy_stage.py, out/extract]
+    outs: [out/align]
+    metrics: [{{metrics/align.json: {{cache: false}}}}]
+  build:
+    cmd: {py} build
+    deps: [toy_stage.py, out/align]
+    outs:
+      - {builder}
+    metrics: [{{metrics/build.json: {{cache: false}}}}]
+"""
+
+
+def write_reviews(root: Path, reviews: list[dict]) -> None:
+    (root / "data" / "reviews.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reviews))
+
+
+def make_project(root: Path, persist: bool = False) -> Path:
+    (root / "data").mkdir(parents=True)
+    shutil.copy(STAGE_SCRIPT, root / "toy_stage.py")
+    write_reviews(root, REVIEWS)
+    (root / "dvc.yaml").write_text(_dvc_yaml(persist))
+    (root / "params.yaml").write_text("refresh:\n  report_dir: reports/refresh\n")
+    (root / ".gitignore").write_text(".cache/\nreports/\nbuild.started\nhold-build\n")
+    _git(root, "init", "-q")
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, check=True)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "toy")
+    return root
+
+
+def refresh_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "medsimp.cli", "refresh", *args]
+
+
+def run_refresh(root: Path, *argv: str) -> tuple[int, str]:
+    """`medsimp ARGV` (default: refresh) in-process from `root`: (exit code, stdout + stderr)."""
+    from medsimp.cli import main
+
+    out, cwd = io.StringIO(), os.getcwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = main(list(argv) if argv and argv[0].startswith("--set") else ["refresh", *argv])
+    finally:
+        os.chdir(cwd)
+    return code, out.getvalue()
+
+
+def latest(root: Path) -> dict:
+    return json.loads((root / "reports" / "refresh" / "latest.json").read_text())
+
+
+def start_held_build(root: Path) -> subprocess.Popen:
+    """Start a refresh whose build stage pauses half-way; return once it is paused."""
+    (root / "build.started").unlink(missing_ok=True)
+    (root / "hold-build").touch()
+    proc = subprocess.Popen(refresh_cmd(), cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.time() + 60
+    while not (root / "build.started").exists():
+        assert proc.poll() is None, proc.communicate()[0]
+        assert time.time() < deadline, "build stage never started"
+        time.sleep(0.05)
+    return proc
+
+
+def load_builder(root: Path, cache: Path) -> int:
+    """Rows of the toy builder, loaded with a fresh datasets cache."""
+    import datasets
+
+    ds = datasets.load_dataset(str(root / "builders" / "toy"), "default",
+                               cache_dir=str(cache / str(time.monotonic_ns())))
+    return ds["train"].num_rows
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj")
+
+
+def test_first_run_then_noop_then_one_new_review(project: Path):
+    code, out = run_refresh(project)
+    assert code == EXIT_OK, out
+    report = latest(project)
+    assert report["status"] == "success"
+    assert {n: s["status"] for n, s in report["stages"].items()} == {
+        "extract": "ran", "align": "ran", "build": "ran"}
+    assert report["stages"]["align"]["cache"] == {"hits": 0, "misses": 2}
+    assert report["git"]["revision"] and len(report["params_hash"]) == 16
+    assert report["fingerprints"]["toy"]["files"] == 1
+    assert (project / "reports" / "refresh" / report["log"]).exists()
+
+    code, out = run_refresh(project)
+    assert code == EXIT_NOTHING_TO_DO, out
+    assert "nothing to do" in out
+    report = latest(project)
+    assert report["status"] == "nothing_to_do" and report["exit_code"] == EXIT_NOTHING_TO_DO
+    assert all(s["status"] == "skipped" and not s["changes"] for s in report["stages"].values())
+    assert report["stages"]["extract"]["counts"] == {"kept": 2, "read": 3, "rejected": 1}
+    assert report["cache"] == {"hits": 0, "misses": 0}
+    assert report["fingerprints_changed"] == []
+    assert report["previous_report"] and report["previous_report"] != report["report"]
+    assert "nothing to do" in (project / "reports" / "refresh" / "latest.md").read_text()
+
+    write_reviews(project, [*REVIEWS, NEW_REVIEW])
+    code, out = run_refresh(project)
+    assert code == EXIT_OK, out
+    report = latest(project)
+    stages = report["stages"]
+    assert {n: s["status"] for n, s in stages.items()} == {
+        "extract": "ran", "align": "ran", "build": "ran"}
+    assert stages["extract"]["changes"]["read"] == {"previous": 3, "current": 4, "delta": 1}
+    assert stages["align"]["changes"]["pairs"]["delta"] == 2
+    assert stages["align"]["cache"] == {"hits": 2, "misses": 1}
+    assert report["cache"] == {"hits": 2, "misses": 1}
+    assert report["fingerprints_changed"] == ["toy"]
+    md = (project / "reports" / "refresh" / "latest.md").read_text()
+    assert "| align | ran | cache_hits +2, cache_misses -1, pairs +2, reviews +1 | 2 / 1 |" in md
+
+
+def test_dry_run_and_targets(project: Path):
+    code, out = run_refresh(project, "--dry-run")
+    assert code == EXIT_OK and "would run: extract, align, build" in out
+    assert not (project / "reports").exists()
+    code, out = run_refresh(project, "--targets", "align")
+    assert code == EXIT_OK, out
+    assert {n: s["status"] for n, s in latest(project)["stages"].items()} == {
+        "extract": "ran", "align": "ran", "build": "not_run"}
+    assert run_refresh(project, "--targets", "align")[0] == EXIT_NOTHING_TO_DO
+    code, out = run_refresh(project, "--set", "align.x=1", "refresh")
+    assert code == 1 and "only refresh.* may be overridden" in out
+
+
+def test_stage_failure_exit_code_and_resume(project: Path):
+    assert run_refresh(project)[0] == EXIT_OK
+    (project / "toy_stage.py").write_text(
+        (project / "toy_stage.py").read_text().replace("def build():\n",
+                                                       "def build():\n    raise SystemExit(7)\n"))
+    code, out = run_refresh(project)
+    assert code == EXIT_STAGE_FAILED, out
+    report = latest(project)
+    assert report["status"] == "failed" and report["failed_stages"] == ["build"]
+    assert report["stages"]["extract"]["status"] == "ran"  # its dep (the script) changed
+    assert report["restored"] is True
+    assert (project / "builders" / "toy" / "data" / "train.jsonl").exists()
+    assert json.loads((project / "metrics" / "build.json").read_text()) == {"rows": 4}
+
+
+def test_second_concurrent_run_gets_lock_held(project: Path):
+    first = start_held_build(project)
+    try:
+        code, out = run_refresh(project)
+        assert code == EXIT_LOCK_HELD
+        assert "another refresh is running (pid" in out
+    finally:
+        (project / "hold-build").unlink()
+    out, _ = first.communicate(timeout=60)
+    assert first.returncode == EXIT_OK, out
+
+
+def test_sigterm_mid_stage_restores_builder_and_next_run_resumes(project: Path, tmp_path: Path):
+    assert run_refresh(project)[0] == EXIT_OK
+    assert load_builder(project, tmp_path / "hf") == 4
+    write_reviews(project, [*REVIEWS, NEW_REVIEW])
+    proc = start_held_build(project)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    (project / "hold-build").unlink()
+    assert proc.returncode == EXIT_STAGE_FAILED, out
+    report = latest(project)
+    assert report["status"] == "interrupted" and report["failed_stages"] == ["build"]
+    assert report["restored"] is True
+    assert load_builder(project, tmp_path / "hf") == 4  # the previous builder, loadable
+    assert report["stages"]["build"]["counts"] == {"rows": 4}  # its metrics put back too
+    code, out = run_refresh(project)
+    assert code == EXIT_OK, out
+    stages = latest(project)["stages"]
+    assert [stages[n]["status"] for n in ("extract", "align", "build")] == ["skipped", "skipped", "ran"]
+    assert load_builder(project, tmp_path / "hf") == 6
+
+
+def test_sigkill_of_everything_mid_stage_leaves_persisted_builder_loadable(tmp_path: Path):
+    project = make_project(tmp_path / "proj", persist=True)
+    assert run_refresh(project)[0] == EXIT_OK
+    write_reviews(project, [*REVIEWS, NEW_REVIEW])
+    proc = start_held_build(project)
+    stage_pgid = os.getpgid(int((project / "build.started").read_text()))
+    os.killpg(stage_pgid, signal.SIGKILL)  # dvc and the stage command
+    os.killpg(proc.pid, signal.SIGKILL)  # refresh itself
+    proc.communicate(timeout=30)
+    (project / "hold-build").unlink()
+    assert load_builder(project, tmp_path / "hf") == 4
+    code, out = run_refresh(project)
+    assert code == EXIT_OK, out
+    assert latest(project)["stages"]["build"]["status"] == "ran"
+    assert load_builder(project, tmp_path / "hf") == 6

@@ -1,0 +1,173 @@
+"""Self-correction loop and `medsimp simplify` against a local fake chat-completions server."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from medsimp.cli import main
+from medsimp.selfcorrect.backends import BackendError, OpenAIChat, RateLimiter
+from medsimp.selfcorrect.cache import CachedChat
+from medsimp.selfcorrect.fake_server import FakeChatServer
+from medsimp.selfcorrect.loop import extract_answer, parse_verdict, self_correct
+from medsimp.selfcorrect.prompts import load_prompts
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+MSG = [{"role": "system", "content": "You are a patient"}, {"role": "user", "content": "hi there"}]
+
+
+def _chat(url: str, **kw) -> OpenAIChat:
+    kw.setdefault("backoff", 0.01)
+    return OpenAIChat(url, "fake-model", timeout=5, **kw)
+
+
+def test_protocol_usage_and_auth(monkeypatch):
+    monkeypatch.setenv("MEDSIMP_TEST_KEY", "sk-test")
+    with FakeChatServer() as srv:
+        res = _chat(srv.url, api_key_env="MEDSIMP_TEST_KEY", temperature=0.3).complete(MSG)
+    assert res.text == "ALL CLEAR"
+    assert (res.prompt_tokens, res.completion_tokens) == (6, 2)
+    req = srv.requests[0]
+    assert req["authorization"] == "Bearer sk-test"
+    assert req["body"]["model"] == "fake-model" and req["body"]["temperature"] == 0.3
+    assert req["body"]["messages"] == MSG
+
+
+def test_retries_429_and_500_then_succeeds():
+    with FakeChatServer(fail_first=[429, 500, 503], retry_after="0") as srv:
+        chat = _chat(srv.url, max_retries=3)
+        assert chat.complete(MSG).text == "ALL CLEAR"
+    assert len(srv.requests) == 4 and chat.retries == 3
+
+
+def test_gives_up_with_clear_error_and_no_prompt_text():
+    with FakeChatServer(fail_always=True) as srv:
+        with pytest.raises(BackendError, match=r"gave up after 3 attempts \(last: HTTP 500\)") as e:
+            _chat(srv.url, max_retries=2).complete(MSG)
+    assert "hi there" not in str(e.value)
+
+
+def test_non_retryable_status_fails_fast():
+    with FakeChatServer() as srv:
+        with pytest.raises(BackendError, match="HTTP 404"):
+            _chat(srv.url + "/wrong").complete(MSG)
+    assert srv.requests == []
+
+
+def test_rate_limiter_spaces_calls():
+    now = [0.0]
+    slept: list[float] = []
+    lim = RateLimiter(120, clock=lambda: now[0], sleep=slept.append)
+    for _ in range(3):
+        lim.wait()
+    assert slept == [0.5, 1.0]
+
+
+def test_parsers():
+    assert extract_answer("step 1\nSIMPLIFIED:  A  b\nc") == "A b c"
+    assert extract_answer("just text") == "just text"
+    assert parse_verdict("VERDICT: CRITICAL\nSUMMARY: fix x") == (True, "fix x")
+    assert parse_verdict("verdict: none") == (False, "")
+    assert parse_verdict("unsure") == (None, "")
+
+
+def test_loop_revises_once_then_stops(tmp_path):
+    with FakeChatServer() as srv:
+        chat = CachedChat(_chat(srv.url), str(tmp_path))
+        res = self_correct("Small left pleural effusion.", "plain", chat, load_prompts(), 3)
+    assert res["first"]["text"] == "There is some fluid near the lung."
+    sc = res["corrected"]
+    assert sc["text"].endswith("revised to say it is not serious.")
+    assert (sc["rounds_used"], sc["revisions"], sc["stop_reason"]) == (2, 1, "no_critical_comment")
+    roles = [t["role"] for t in res["transcript"]]
+    assert roles == ["generator_plain", "radiologist", "patient", "processor", "generator_revise",
+                     "radiologist", "patient", "processor"]
+    assert sc["prompt_tokens"] == sum(t["prompt_tokens"] for t in res["transcript"])
+
+
+def test_max_rounds_bounds_the_loop(tmp_path):
+    with FakeChatServer() as srv:
+        chat = CachedChat(_chat(srv.url), None)
+        res = self_correct("Small left pleural effusion.", "cot", chat, load_prompts(), 1)
+    assert res["first"]["text"] == "There is a little fluid near the lung."
+    assert (res["corrected"]["rounds_used"], res["corrected"]["stop_reason"]) == (1, "max_rounds")
+
+
+def _params(tmp_path, url: str, extra: str = "") -> str:
+    p = tmp_path / "params.yaml"
+    p.write_text(f"""
+simplify:
+  enabled: true
+  backend: openai
+  max_rounds: 3
+  concurrency: 2
+  openai: {{base_url: "{url}", model: fake-model, backoff: 0.01, max_retries: 1, timeout: 5}}
+{extra}
+cache: {{dir: "{tmp_path / 'cache'}"}}
+""")
+    return str(p)
+
+
+def _input(tmp_path) -> str:
+    p = tmp_path / "sents.jsonl"
+    rows = [{"sentence_id": f"r:{i}", "text": t} for i, t in
+            enumerate(["Small left pleural effusion.", "No pneumothorax.", "  "])]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(p)
+
+
+def test_simplify_command_end_to_end_and_resume(tmp_path):
+    out, inp = tmp_path / "out", _input(tmp_path)
+    with FakeChatServer(fail_always=True) as srv:  # a run that dies: every call fails
+        params = _params(tmp_path, srv.url)
+        assert main(["--params", params, "simplify", "--input", inp, "--output", str(out)]) == 1
+    stats = json.loads((out / "stats.json").read_text())
+    assert (stats["read"], stats["kept"], stats["filtered"], stats["rejected"]) == (3, 0, 1, 2)
+    dead = [json.loads(x) for x in (out / "dead_letter" / "part-00000.jsonl").read_text().splitlines()]
+    assert [d["locator"] for d in dead] == ["r:0", "r:1"] and "effusion" not in json.dumps(dead)
+
+    with FakeChatServer() as srv:
+        params = _params(tmp_path, srv.url)
+        assert main(["--params", params, "simplify", "--input", inp, "--output", str(out),
+                     "--limit", "1"]) == 0
+        first_calls = len(srv.requests)
+        # 2 modes x 8 turns, minus the 3 round-2 turns both modes share (same revised text)
+        assert first_calls == 13
+        assert main(["--params", params, "simplify", "--input", inp, "--output", str(out),
+                     "--metrics", str(tmp_path / "m.json")]) == 0
+        # the first sentence came from the cache: only the second one was paid for, and its
+        # three Patient turns (which see only the simplification) were cache hits as well
+        assert len(srv.requests) - first_calls == 13 - 3
+        before = (out / "simplifications.jsonl").read_bytes()
+        assert main(["--params", params, "simplify", "--input", inp, "--output", str(out)]) == 0
+        assert len(srv.requests) - first_calls == 10  # fully cached rerun
+    assert (out / "simplifications.jsonl").read_bytes() == before
+    recs = [json.loads(x) for x in before.decode().splitlines()]
+    assert [r["sentence_id"] for r in recs] == ["r:0", "r:1"]
+    assert set(recs[0]["variants"]) == {"plain", "plain_sc", "cot", "cot_sc"}
+    assert recs[0]["variants"]["cot_sc"]["revisions"] == 1
+    assert set(recs[0]["variants"]["plain"]["readability"]) == {"fkgl", "gunning_fog", "ari"}
+    lines = (out / "variants.csv").read_text().splitlines()
+    assert lines[0].startswith("sentence_id,variant,source,output") and len(lines) == 9
+    m = json.loads((tmp_path / "m.json").read_text())
+    assert m["kept"] == 2 and m["cache_hits"] > 0 and m["variants"]["plain_sc"]["mean_rounds_used"] == 2
+
+
+def test_disabled_stage_skips_with_message(tmp_path, capsys):
+    p = tmp_path / "params.yaml"
+    p.write_text("simplify: {enabled: false}\n")
+    out = tmp_path / "out"
+    assert main(["--params", str(p), "simplify", "--output", str(out),
+                 "--metrics", str(tmp_path / "m.json")]) == 0
+    assert "skipped" in capsys.readouterr().err
+    assert json.loads((out / "stats.json").read_text())["skipped"] is True
+    assert json.loads((tmp_path / "m.json").read_text())["read"] == 0
+
+
+def test_enabled_without_endpoint_is_a_clear_error(tmp_path, capsys):
+    p = tmp_path / "params.yaml"
+    p.write_text("simplify: {enabled: true, backend: openai}\n")
+    assert main(["--params", str(p), "simplify", "--input", _input(tmp_path),
+                 "--output", str(tmp_path / "o")]) == 2
+    assert "base_url" in capsys.readouterr().err

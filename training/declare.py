@@ -1,0 +1,192 @@
+"""DECLARE (Luo et al., MedLane): complex word locator (CWL), dictionary-based neural lexical
+interpreter (DNLI, DCMN+-style multiple choice) and restricted syntactic simplification
+polisher (RSSP, transformer encoder + attention LSTM decoder, partial translation).
+
+The three modules share one pre-trained transformer encoder (loaded by name or path).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+NEG_INF = -1e4
+
+
+class CWL(nn.Module):
+    """Token classification modify / keep over encoder states."""
+
+    def __init__(self, hidden: int, dropout: float = 0.1):
+        super().__init__()
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden, 2)
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return self.out(self.drop(states))  # (B, T, 2)
+
+
+class BiMatch(nn.Module):
+    """DCMN+ bidirectional matching of two sequences, fused by a gate into one vector."""
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.bilinear = nn.Linear(hidden, hidden, bias=False)
+        self.proj = nn.Linear(2 * hidden, hidden)
+        self.gate_a = nn.Linear(hidden, hidden)
+        self.gate_b = nn.Linear(hidden, hidden, bias=False)
+
+    def _side(self, x: torch.Tensor, attended: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        s = F.relu(self.proj(torch.cat([attended - x, attended * x], dim=-1)))
+        s = s.masked_fill(~mask.unsqueeze(-1), NEG_INF)
+        return s.max(dim=1).values
+
+    def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor, b_mask: torch.Tensor) -> torch.Tensor:
+        g = torch.bmm(self.bilinear(a), b.transpose(1, 2))  # (N, La, Lb)
+        pair = a_mask.unsqueeze(2) & b_mask.unsqueeze(1)
+        g = g.masked_fill(~pair, NEG_INF)
+        a_att = torch.bmm(torch.softmax(g, dim=2), b)  # a attends to b
+        b_att = torch.bmm(torch.softmax(g, dim=1).transpose(1, 2), a)  # b attends to a
+        ma, mb = self._side(a, a_att, a_mask), self._side(b, b_att, b_mask)
+        gate = torch.sigmoid(self.gate_a(ma) + self.gate_b(mb))
+        return gate * ma + (1 - gate) * mb
+
+
+class DNLI(nn.Module):
+    """Multiple choice over dictionary expansions: (masked context, term, option) matching."""
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.po, self.qo, self.pq = BiMatch(hidden), BiMatch(hidden), BiMatch(hidden)
+        self.score = nn.Linear(3 * hidden, 1)
+
+    def forward(self, p, p_mask, q, q_mask, o, o_mask, option_mask) -> torch.Tensor:
+        """p: (N, Lp, H), q: (N, Lq, H), o: (N, K, Lo, H); option_mask (N, K) -> logits (N, K)."""
+        n, k = option_mask.shape
+        rep = lambda x: x.unsqueeze(1).expand(n, k, *x.shape[1:]).reshape(n * k, *x.shape[1:])  # noqa: E731
+        o_flat, om_flat = o.reshape(n * k, *o.shape[2:]), o_mask.reshape(n * k, -1)
+        pf, pmf, qf, qmf = rep(p), rep(p_mask), rep(q), rep(q_mask)
+        feats = torch.cat([self.po(pf, pmf, o_flat, om_flat), self.qo(qf, qmf, o_flat, om_flat),
+                           self.pq(pf, pmf, qf, qmf)], dim=-1)
+        logits = self.score(feats).view(n, k)
+        return logits.masked_fill(~option_mask, NEG_INF)
+
+
+class RSSP(nn.Module):
+    """Attention LSTM decoder over encoder states (Luong attention, input feeding, tied output)."""
+
+    def __init__(self, embeddings: nn.Embedding, hidden: int):
+        super().__init__()
+        self.embeddings = embeddings
+        dim = embeddings.embedding_dim
+        self.lstm = nn.LSTMCell(dim + hidden, hidden)
+        self.attn = nn.Linear(hidden, hidden, bias=False)
+        self.combine = nn.Linear(2 * hidden, hidden)
+        self.to_emb = nn.Linear(hidden, dim)
+        self.hidden = hidden
+
+    def init_state(self, memory: torch.Tensor, mask: torch.Tensor):
+        m = mask.unsqueeze(-1).to(memory.dtype)
+        mean = (memory * m).sum(1) / m.sum(1).clamp(min=1)
+        return mean, torch.zeros_like(mean), torch.zeros_like(mean)
+
+    def step(self, token: torch.Tensor, state, memory: torch.Tensor, mask: torch.Tensor):
+        """One decoder step: token (B,) -> (logits (B, V), new state)."""
+        h, c, feed = state
+        x = torch.cat([self.embeddings(token), feed], dim=-1)
+        h, c = self.lstm(x, (h, c))
+        scores = torch.bmm(memory, self.attn(h).unsqueeze(2)).squeeze(2)
+        scores = scores.masked_fill(~mask, NEG_INF)
+        ctx = torch.bmm(torch.softmax(scores, dim=1).unsqueeze(1), memory).squeeze(1)
+        feed = torch.tanh(self.combine(torch.cat([h, ctx], dim=-1)))
+        logits = self.to_emb(feed) @ self.embeddings.weight.t()
+        return logits, (h, c, feed)
+
+    def forward(self, dec_in: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: dec_in (B, T) -> logits (B, T, V)."""
+        state = self.init_state(memory, mask)
+        outs = []
+        for t in range(dec_in.shape[1]):
+            logits, state = self.step(dec_in[:, t], state, memory, mask)
+            outs.append(logits)
+        return torch.stack(outs, dim=1)
+
+
+class Declare(nn.Module):
+    """Encoder + CWL + DNLI + RSSP; `losses` gives Lp, Lq, Lr for the joint loss."""
+
+    def __init__(self, encoder: nn.Module, dropout: float = 0.1):
+        super().__init__()
+        self.encoder = encoder
+        hidden = encoder.config.hidden_size
+        self.cwl = CWL(hidden, dropout)
+        self.dnli = DNLI(hidden)
+        self.rssp = RSSP(encoder.get_input_embeddings(), hidden)
+
+    def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    def dnli_logits(self, batch: dict) -> torch.Tensor:
+        n, k, lo = batch["o_ids"].shape
+        p = self.encode(batch["p_ids"], batch["p_mask"])
+        q = self.encode(batch["q_ids"], batch["q_mask"])
+        o = self.encode(batch["o_ids"].view(n * k, lo), batch["o_mask"].view(n * k, lo)).view(n, k, lo, -1)
+        return self.dnli(p, batch["p_mask"].bool(), q, batch["q_mask"].bool(), o,
+                         batch["o_mask"].bool(), batch["option_mask"])
+
+    def losses(self, batch: dict) -> dict[str, torch.Tensor]:
+        states = self.encode(batch["src_ids"], batch["src_mask"])
+        lp = F.cross_entropy(self.cwl(states).flatten(0, 1), batch["cwl_labels"].flatten(), ignore_index=-100)
+        if "p_ids" in batch:
+            lq = F.cross_entropy(self.dnli_logits(batch), batch["dnli_labels"])
+        else:
+            lq = states.new_zeros(())
+        memory = self.encode(batch["mark_ids"], batch["mark_mask"])
+        logits = self.rssp(batch["dec_in"], memory, batch["mark_mask"].bool())
+        lr = F.cross_entropy(logits.flatten(0, 1), batch["dec_out"].flatten(), ignore_index=-100)
+        return {"lp": lp, "lq": lq, "lr": lr}
+
+
+def partial_translate(input_ids: Sequence[int], start_id: int, end_id: int,
+                      step: Callable[[int], int], bos_id: int, max_span: int = 16) -> list[tuple[str, list[int]]]:
+    """Appendix B partial translation over one marked input (no special tokens besides markers).
+
+    Outside marked spans the input token is copied (and fed to the decoder); at a start
+    marker the decoder generates greedily until it emits the end marker (or `max_span`
+    tokens), then the input resumes after the matching end marker. `step(prev)` feeds the
+    previous output token and returns the argmax of the next-token distribution.
+    Returns segments `("copy", [input positions])` and `("gen", [token ids])` in order.
+    """
+    segments: list[tuple[str, list[int]]] = []
+    prev = bos_id
+    i = 0
+    while i < len(input_ids):
+        tok = input_ids[i]
+        if tok == start_id:
+            step(prev)
+            prev = start_id
+            generated: list[int] = []
+            for _ in range(max_span):
+                nxt = step(prev)
+                prev = nxt
+                if nxt == end_id:
+                    break
+                generated.append(nxt)
+            else:
+                step(prev)
+                prev = end_id
+            segments.append(("gen", generated))
+            while i < len(input_ids) and input_ids[i] != end_id:
+                i += 1
+            i += 1
+            continue
+        step(prev)
+        prev = tok
+        if segments and segments[-1][0] == "copy":
+            segments[-1][1].append(i)
+        else:
+            segments.append(("copy", [i]))
+        i += 1
+    return segments
+

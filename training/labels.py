@@ -1,0 +1,99 @@
+"""Supervision for DECLARE's three modules, derived from a (source, target) word pair.
+
+Rule (CWL labels): align source and target words with difflib; a source word is
+`modify` (1) when it lies in a replaced or deleted block AND is a dictionary
+term; every other word is `keep` (0). A term's gold DNLI option is the
+dictionary expansion found inside the aligned target block (longest match
+wins); a term with no such expansion (or whose gold lies beyond the first
+`max_options` expansions) is still `modify` for the locator but yields no DNLI
+instance. The RSSP target marks the target block of each interpreted term.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SPAN_START = "[s_span]"
+SPAN_END = "[e_span]"
+KEEP, MODIFY = 0, 1
+
+
+@dataclass(frozen=True)
+class Term:
+    """A located source term: word index, dictionary options, gold option index and target span."""
+    index: int
+    word: str
+    options: tuple[str, ...]
+    gold: int | None
+    target_span: tuple[int, int] | None
+
+
+def _find(words: Sequence[str], phrase: Sequence[str], lo: int, hi: int) -> int | None:
+    n = len(phrase)
+    for i in range(lo, hi - n + 1):
+        if list(words[i:i + n]) == list(phrase):
+            return i
+    return None
+
+
+def derive(source: Sequence[str], target: Sequence[str], dictionary: dict[str, list[str]],
+           max_options: int = 8) -> tuple[list[int], list[Term]]:
+    """CWL labels per source word and the located terms (see the module docstring)."""
+    labels = [KEEP] * len(source)
+    terms: list[Term] = []
+    matcher = difflib.SequenceMatcher(a=list(source), b=list(target), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag not in ("replace", "delete"):
+            continue
+        in_block = [i for i in range(i1, i2) if source[i] in dictionary]
+        for i in in_block:
+            labels[i] = MODIFY
+            options = tuple(dictionary[source[i]][:max_options])
+            gold, span = None, None
+            if len(in_block) == 1 and j2 > j1:
+                span = (j1, j2)
+            best = -1
+            for k, opt in enumerate(options):
+                words = opt.split()
+                at = _find(target, words, j1, j2)
+                if at is not None and len(words) > best:
+                    best, gold = len(words), k
+                    if len(in_block) > 1:
+                        span = (at, at + len(words))
+            if gold is None:
+                span = None
+            terms.append(Term(i, source[i], options, gold, span))
+    return labels, terms
+
+
+def marked_source(source: Sequence[str], choices: dict[int, str]) -> list[str]:
+    """Source words with each chosen word index replaced by `[s_span] expansion [e_span]`."""
+    out: list[str] = []
+    for i, w in enumerate(source):
+        if i in choices:
+            out += [SPAN_START, *choices[i].split(), SPAN_END]
+        else:
+            out.append(w)
+    return out
+
+
+def marked_target(target: Sequence[str], spans: Sequence[tuple[int, int]]) -> list[str]:
+    """Target words with each (start, end) span wrapped in span markers (spans must not overlap)."""
+    starts = {s: e for s, e in spans}
+    ends = {e for _, e in spans}
+    out: list[str] = []
+    for j, w in enumerate(target):
+        if j in ends:
+            out.append(SPAN_END)
+        if j in starts:
+            out.append(SPAN_START)
+        out.append(w)
+    if len(target) in ends:
+        out.append(SPAN_END)
+    return out
+
+
+def masked_context(source: Sequence[str], index: int, mask_token: str) -> str:
+    """The sentence with the word at `index` replaced by the encoder's mask token."""
+    return " ".join(mask_token if i == index else w for i, w in enumerate(source))

@@ -1,0 +1,302 @@
+"""Simplification metrics as pure functions (MedLane / DECLARE evaluation suite).
+
+Token-level inputs are lists of strings; callers choose the tokenizer (see
+`training.scoring` for the two modes). Library-backed metrics follow the
+libraries MedLane's scorer used (nlg-eval = pycocoevalcap); SARI, HIT, CWR and
+AScore are written here from their papers. docs/metrics.md lists every
+difference from the authors' `bleu_eval_new.py`.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import math
+import re
+import shutil
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+Tokens = list[str]
+EPS = 1e-4  # the floor MedLane applies to BLEU, HIT and CWR before AScore
+
+
+class MetricUnavailable(RuntimeError):
+    """A metric whose external tool (e.g. Java for METEOR) is missing."""
+
+
+# ---------------------------------------------------------------- AScore
+def ascore(bleu: float, hit: float, cwr: float, alpha: float = 2.0, beta: float = 1.5,
+           eps: float = EPS) -> float:
+    """AScore = (1 + a^2 + b^2) / (a^2/BLEU + b^2/HIT + 1/CWR), inputs floored at `eps`."""
+    b, h, c = (max(float(x), eps) for x in (bleu, hit, cwr))
+    a2, b2 = alpha * alpha, beta * beta
+    return (1.0 + a2 + b2) / (a2 / b + b2 / h + 1.0 / c)
+
+
+# ---------------------------------------------------------------- BLEU
+def _ngrams(tokens: Sequence[str], n: int) -> Counter:
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def corpus_bleu_n(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], max_n: int = 4) -> list[float]:
+    """Cumulative corpus BLEU-1..max_n (Papineni et al. 2002), multi-reference, no smoothing.
+
+    Clipped n-gram counts and lengths are summed over the corpus; the brevity
+    penalty uses, per sentence, the closest reference length (ties -> shorter).
+    """
+    match = [0] * max_n
+    total = [0] * max_n
+    hyp_len = ref_len = 0
+    for hyp, rs in zip(hyps, refs, strict=True):
+        hyp_len += len(hyp)
+        ref_len += min((abs(len(r) - len(hyp)), len(r)) for r in rs)[1]
+        for n in range(1, max_n + 1):
+            counts = _ngrams(hyp, n)
+            best: Counter = Counter()
+            for r in rs:
+                best |= _ngrams(r, n)
+            match[n - 1] += sum(min(c, best[g]) for g, c in counts.items())
+            total[n - 1] += max(len(hyp) - n + 1, 0)
+    bp = 1.0 if hyp_len > ref_len else (math.exp(1 - ref_len / hyp_len) if hyp_len else 0.0)
+    scores = []
+    log_sum = 0.0
+    for n in range(1, max_n + 1):
+        if match[n - 1] == 0 or total[n - 1] == 0:
+            scores.extend([0.0] * (max_n - n + 1))
+            break
+        log_sum += math.log(match[n - 1] / total[n - 1])
+        scores.append(bp * math.exp(log_sum / n))
+    return scores
+
+
+def coco_bleu_n(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> list[float]:
+    """BLEU-1..4 as nlg-eval computes them: pycocoevalcap Bleu(4) on whitespace tokens."""
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    gts, res = _coco_inputs(hyps, refs)
+    with contextlib.redirect_stdout(io.StringIO()):
+        scores, _ = Bleu(4).compute_score(gts, res)
+    return [float(s) for s in scores]
+
+
+def _coco_inputs(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> tuple[dict, dict]:
+    gts = {i: [r.strip() for r in rs] for i, rs in enumerate(refs)}
+    res = {i: [h.strip()] for i, h in enumerate(hyps)}
+    return gts, res
+
+
+# ---------------------------------------------------------------- METEOR / ROUGE-L / CIDEr
+def meteor(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """METEOR 1.5 (Denkowski & Lavie 2014) through pycocoevalcap's jar; needs Java."""
+    if shutil.which("java") is None:
+        raise MetricUnavailable("METEOR needs a Java runtime (`java` on PATH, e.g. OpenJDK 17); "
+                                "install one or leave METEOR out")
+    gts, res = _coco_inputs(hyps, refs)
+    score, _ = _meteor_scorer().compute_score(gts, res)
+    return float(score)
+
+
+@functools.lru_cache(maxsize=1)
+def _meteor_scorer():
+    """One METEOR JVM per process (start-up loads the paraphrase table, ~15 s)."""
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    return Meteor()
+
+
+def coco_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """ROUGE-L as nlg-eval: pycocoevalcap Rouge (LCS F with beta=1.2, best reference), mean."""
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    gts, res = _coco_inputs(hyps, refs)
+    score, _ = Rouge().compute_score(gts, res)
+    return float(score)
+
+
+def rouge_l(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]) -> float:
+    """ROUGE-L F1 (Lin 2004) with rouge-score, best reference per sentence, averaged."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    class _Given:
+        def tokenize(self, text: str) -> list[str]:
+            return text.split(" ") if text else []
+
+    scorer = RougeScorer(["rougeL"], tokenizer=_Given())
+    vals = [scorer.score_multi([" ".join(r) for r in rs], " ".join(h))["rougeL"].fmeasure
+            for h, rs in zip(hyps, refs, strict=True)]
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def cider(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """CIDEr (Vedantam et al. 2015) as pycocoevalcap / nlg-eval compute it (whitespace tokens)."""
+    from pycocoevalcap.cider.cider import Cider
+
+    gts, res = _coco_inputs(hyps, refs)
+    score, _ = Cider().compute_score(gts, res)
+    return float(score)
+
+
+# ---------------------------------------------------------------- SARI
+def _sari_ngram(src: Counter, out: Counter, refs: list[Counter], numref: int) -> tuple[float, float, float]:
+    """keep F1, deletion precision, addition F1 for one n-gram order (Xu et al. 2016)."""
+    ref_all: Counter = Counter()
+    for r in refs:
+        ref_all.update(r)
+    src_rep = Counter({g: c * numref for g, c in src.items()})
+    out_rep = Counter({g: c * numref for g, c in out.items()})
+
+    keep = src_rep & out_rep
+    keep_good = keep & ref_all
+    keep_all = src_rep & ref_all
+    keep_p = sum(keep_good[g] / keep[g] for g in keep) / len(keep) if keep else 1.0
+    keep_r = sum(keep_good.values()) / sum(keep_all.values()) if keep_all else 1.0
+    keep_f = 2 * keep_p * keep_r / (keep_p + keep_r) if keep_p + keep_r > 0 else 0.0
+
+    dele = src_rep - out_rep
+    dele_good = dele - ref_all
+    del_p = sum(dele_good[g] / dele[g] for g in dele) / len(dele) if dele else 1.0
+
+    add = set(out) - set(src)
+    add_good = add & set(ref_all)
+    add_all = set(ref_all) - set(src)
+    add_p = len(add_good) / len(add) if add else 1.0
+    add_r = len(add_good) / len(add_all) if add_all else 1.0
+    add_f = 2 * add_p * add_r / (add_p + add_r) if add_p + add_r > 0 else 0.0
+    return keep_f, del_p, add_f
+
+
+def sari_sentence(src: Tokens, hyp: Tokens, refs: Sequence[Tokens], max_n: int = 4) -> dict[str, float]:
+    """Sentence SARI in [0, 1] with its keep / del / add parts, averaged over n = 1..4.
+
+    Follows Xu et al. (2016) as implemented in tensor2tensor / HF `evaluate`
+    (0/0 := 1; keep recall over reference-weighted counts).
+    """
+    parts = [_sari_ngram(_ngrams(src, n), _ngrams(hyp, n), [_ngrams(r, n) for r in refs], len(refs))
+             for n in range(1, max_n + 1)]
+    keep, dele, add = (sum(p[i] for p in parts) / max_n for i in range(3))
+    return {"sari": (keep + dele + add) / 3, "keep": keep, "del": dele, "add": add}
+
+
+def sari(srcs: Sequence[Tokens], hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]) -> dict[str, float]:
+    """Corpus SARI = mean of sentence SARI (0-100 scale, like HF `evaluate`)."""
+    rows = [sari_sentence(s, h, r) for s, h, r in zip(srcs, hyps, refs, strict=True)]
+    if not rows:
+        return {"sari": 0.0, "keep": 0.0, "del": 0.0, "add": 0.0}
+    return {k: 100.0 * sum(r[k] for r in rows) / len(rows) for k in ("sari", "keep", "del", "add")}
+
+
+# ---------------------------------------------------------------- FKGL
+def fkgl(sentences: Sequence[str]) -> float:
+    """Corpus Flesch-Kincaid grade: one sentence per line, textstat word and syllable counts."""
+    import textstat
+
+    from medsimp.resources import ensure_nltk_data
+
+    ensure_nltk_data()
+    lines = [s for s in sentences if s.strip()]
+    words = sum(textstat.lexicon_count(s) for s in lines)
+    syllables = sum(textstat.syllable_count(s) for s in lines)
+    if not lines or not words:
+        return 0.0
+    return 0.39 * words / len(lines) + 11.8 * syllables / words - 15.59
+
+
+# ---------------------------------------------------------------- BERTScore
+def bertscore_f1(hyps: Sequence[str], refs: Sequence[Sequence[str]], model_path: str,
+                 num_layers: int = 6, batch_size: int = 32) -> float:
+    """Mean BERTScore F1 (Zhang et al. 2020), best reference, no idf, no baseline rescaling."""
+    from bert_score import score
+
+    if not hyps:
+        return 0.0
+    _, _, f1 = score(list(hyps), [list(r) for r in refs], model_type=model_path,
+                     num_layers=num_layers, batch_size=batch_size, verbose=False)
+    return float(f1.mean())
+
+
+# ---------------------------------------------------------------- HIT
+def contains(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
+    n = len(phrase)
+    return n > 0 and any(list(tokens[i:i + n]) == list(phrase) for i in range(len(tokens) - n + 1))
+
+
+def hit(hyps: Sequence[Tokens], terms: Sequence[Sequence[tuple[str, Sequence[Tokens]]]]) -> float | None:
+    """HIT = correctly translated professional terms / professional terms in the source.
+
+    `terms[i]` lists, for sentence i, each source term with its accepted
+    expansions (token lists). A term counts as translated when one accepted
+    expansion occurs in the output as a whole-token sequence. Micro-averaged;
+    None when no sentence has a term.
+    """
+    found = total = 0
+    for hyp, ts in zip(hyps, terms, strict=True):
+        for _, expansions in ts:
+            total += 1
+            found += any(contains(hyp, e) for e in expansions)
+    return found / total if total else None
+
+
+def medlane_hit(hyp_texts: Sequence[str], ref_dicts: Sequence[Sequence[dict[str, str]]]) -> float:
+    """HIT as MedLane's `count_hit`: per sentence the max over references of the share of
+    that reference's bracketed expansions found (regex search, no word boundary) in the
+    space-joined tokenized output; a reference without brackets scores 1.0; mean over sentences.
+    """
+    if not hyp_texts:
+        return 0.0
+    total = 0.0
+    for txt, dics in zip(hyp_texts, ref_dicts, strict=True):
+        best = 0.0
+        for d in dics:
+            if not d:
+                score = 1.0
+            else:
+                score = sum(1 for v in d.values() if _regex_found(v, txt)) / len(d)
+            best = max(best, score)
+        total += best / len(hyp_texts)
+    return total
+
+
+def _regex_found(pattern: str, text: str) -> bool:
+    """`re.findall(pattern, text)` as the authors call it; an invalid regex is matched literally."""
+    try:
+        return bool(re.findall(pattern, text))
+    except re.error:
+        return pattern in text
+
+
+# ---------------------------------------------------------------- CWR
+def cwr(hyps: Sequence[Tokens], is_common: Callable[[str], bool]) -> float:
+    """Common word ratio: per sentence, common words / words (tokens with a letter), averaged
+    over sentences that have words. `is_common` decides on a lowercased word (lemma lookup)."""
+    ratios = []
+    for hyp in hyps:
+        words = [t.lower() for t in hyp if any(ch.isalpha() for ch in t)]
+        if words:
+            ratios.append(sum(1 for w in words if is_common(w)) / len(words))
+    return sum(ratios) / len(ratios) if ratios else 0.0
+
+
+_NUM_RE = re.compile(r"-?\d+\.?\d*e?-?\d*?")
+
+
+def medlane_cwr(hyp_texts: Sequence[str], tokenize: Callable[[str], list[str]],
+                lemma: Callable[[str], str], common: set[str], pro_words: set[str]) -> float:
+    """CWR as MedLane's `count_common`: numbers -> `num`, every token counts (punctuation and
+    numbers as common), dictionary terms and non-common alphabetic words as not common,
+    ratio (count - uncommon - pro) / (count + 1e-3), mean over sentences."""
+    if not hyp_texts:
+        return 0.0
+    total = 0.0
+    for text in hyp_texts:
+        tokens = tokenize(_NUM_RE.sub(" num ", text.lower()))
+        unc = pro = 0
+        for tok in tokens:
+            word = lemma(tok)
+            if word in pro_words:
+                pro += 1
+            elif word not in common and word.isalpha():
+                unc += 1
+        total += (len(tokens) - unc - pro) / (len(tokens) + 1e-3) / len(hyp_texts)
+    return total
+

@@ -1,0 +1,180 @@
+"""Score system outputs in two modes: `default` (corrected) and `medlane` (the authors' scorer).
+
+`default`: lowercased NLTK Treebank tokens for every metric, references with
+`abbr[full]` replaced by the full form, HIT over the source's annotated terms
+with whole-token matching, CWR over words only. `medlane`: reproduces
+`bleu_eval_new.py` of machinelearning4health/MedLane (see docs/metrics.md).
+"""
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from training import metrics as M
+
+# MedLane's scorer: an annotated pair is the non-space, non-bracket run right before `[...]`.
+_MEDLANE_PAIR_RE = re.compile(r"[^\[\] ]+\[[^\[\]]+\]")
+_BRACKET_RE = re.compile(r"\[[^\[\]]*\]")
+_TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*)\]")
+
+
+@dataclass
+class EvalItem:
+    """One evaluation sentence: its source (may be None) and raw references (may hold `abbr[full]`)."""
+    source: str | None
+    references: list[str]
+    terms: list[tuple[str, list[str]]] = field(default_factory=list)  # filled by `attach_terms`
+
+
+@functools.lru_cache(maxsize=1)
+def _treebank():
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased NLTK Treebank word tokens (`nltk.word_tokenize` without sentence splitting)."""
+    return _treebank().tokenize(text.lower())
+
+
+def expand(ref: str) -> str:
+    """Reference text with each `abbr[full]` replaced by `full`."""
+    return _TERM_RE.sub(lambda m: m.group(2).strip(), ref)
+
+
+def annotated_terms(ref: str) -> list[tuple[str, str]]:
+    """(abbreviation, expansion) pairs annotated in one reference, lowercased."""
+    return [(m.group(1).lower(), m.group(2).strip().lower()) for m in _TERM_RE.finditer(ref)]
+
+
+def attach_terms(items: Sequence[EvalItem], dictionary: dict[str, list[str]] | None = None) -> None:
+    """Set each item's source terms and accepted expansions.
+
+    Annotated references: a term is an annotated abbreviation that occurs (as whole
+    tokens) in the source; its accepted expansions are every reference's expansion for it.
+    Without any annotation in the set, a dictionary (if given) supplies the terms: each
+    dictionary key found in the source, accepting any of its expansions.
+    """
+    annotated = any(annotated_terms(r) for it in items for r in it.references)
+    for it in items:
+        src = tokenize(it.source) if it.source is not None else None
+        found: dict[str, list[str]] = {}
+        if annotated:
+            for ref in it.references:
+                for abbr, full in annotated_terms(ref):
+                    if src is None or M.contains(src, tokenize(abbr)):
+                        slot = found.setdefault(abbr, [])
+                        if full not in slot:
+                            slot.append(full)
+        elif dictionary and src is not None:
+            for i in range(len(src)):
+                if src[i] in dictionary and src[i] not in found:
+                    found[src[i]] = list(dictionary[src[i]])
+        it.terms = sorted(found.items())
+
+
+def _is_common(common: set[str]) -> Callable[[str], bool]:
+    from training.lexicon import lemma
+
+    return lambda w: w in common or lemma(w) in common
+
+
+def score_default(hyps: Sequence[str], items: Sequence[EvalItem], common: set[str],
+                  bertscore_model: str | None = None, with_meteor: bool = True) -> dict[str, float | None]:
+    """All metrics, corrected mode. Needs `attach_terms` first for HIT."""
+    h_tok = [tokenize(h) for h in hyps]
+    r_raw = [[expand(r) for r in it.references] for it in items]
+    r_tok = [[tokenize(r) for r in rs] for rs in r_raw]
+    out: dict[str, float | None] = {}
+    bleus = M.corpus_bleu_n(h_tok, r_tok)
+    for n, b in enumerate(bleus, 1):
+        out[f"bleu_{n}"] = b
+    out["bleu"] = sum(bleus) / 4
+    h_join = [" ".join(t) for t in h_tok]
+    r_join = [[" ".join(t) for t in rs] for rs in r_tok]
+    out["meteor"] = _meteor_or_none(h_join, r_join, with_meteor)
+    out["rouge_l"] = M.rouge_l(h_tok, r_tok)
+    out["cider"] = M.cider(h_join, r_join)
+    if all(it.source is not None for it in items):
+        out.update({f"sari{'' if k == 'sari' else '_' + k}": v for k, v in
+                    M.sari([tokenize(it.source or "") for it in items], h_tok, r_tok).items()})
+    out["fkgl"] = M.fkgl(list(hyps))
+    if bertscore_model:
+        out["bertscore_f1"] = M.bertscore_f1(list(hyps), r_raw, bertscore_model)
+    out["hit"] = M.hit(h_tok, [[(t, [tokenize(e) for e in exps]) for t, exps in it.terms] for it in items])
+    out["cwr"] = M.cwr(h_tok, _is_common(common))
+    out["ascore"] = None if out["hit"] is None else M.ascore(out["bleu"], out["hit"], out["cwr"])
+    return out
+
+
+def _meteor_or_none(hyps: list[str], refs: list[list[str]], enabled: bool) -> float | None:
+    if not enabled:
+        return None
+    try:
+        return M.meteor(hyps, refs)
+    except M.MetricUnavailable as exc:
+        import sys
+
+        print(f"warning: {exc}", file=sys.stderr)
+        return None
+
+
+# ------------------------------------------------------------------ MedLane-compatible mode
+@functools.lru_cache(maxsize=1)
+def _bert_basic():
+    from transformers.models.bert.tokenization_bert_legacy import BasicTokenizer
+
+    return BasicTokenizer(do_lower_case=True)
+
+
+def medlane_reference(raw: str) -> tuple[str, dict[str, str]]:
+    """A reference as `obtain()` prepares it: lowercased, brackets removed, BERT basic tokens,
+    every token equal to an annotated abbreviation replaced by its expansion."""
+    raw = raw.lower()
+    cudic: dict[str, str] = {}
+    for pair in _MEDLANE_PAIR_RE.findall(raw):
+        parts = re.split(r"[\[\]]", pair)
+        cudic[parts[0]] = parts[1]
+    words = _bert_basic().tokenize(_BRACKET_RE.sub("", raw))
+    return " ".join(cudic.get(w, w) for w in words), cudic
+
+
+def score_medlane(hyps: Sequence[str], items: Sequence[EvalItem], common: set[str],
+                  pro_words: set[str], with_meteor: bool = True) -> dict[str, float | None]:
+    """The authors' metric set computed as `bleu_eval_new.get_score` does."""
+    prepared = [[medlane_reference(r) for r in it.references] for it in items]
+    refs = [[p[0] for p in ps] for ps in prepared]
+    dics = [[p[1] for p in ps] for ps in prepared]
+    hyps = [h.strip() for h in hyps]
+    out: dict[str, float | None] = {}
+    bleus = M.coco_bleu_n(hyps, refs)
+    for n, b in enumerate(bleus, 1):
+        out[f"bleu_{n}"] = b
+    out["meteor"] = _meteor_or_none(hyps, refs, with_meteor)
+    out["rouge_l"] = M.coco_rouge_l(hyps, refs)
+    out["cider"] = M.cider(hyps, refs)
+    tok_txt = [" ".join(_treebank().tokenize(h)) for h in hyps]
+    bleu = max(sum(bleus) / 4, M.EPS)
+    hit = max(M.medlane_hit([t + " " for t in tok_txt], dics), M.EPS)
+    from training.lexicon import lemma, stopwords
+
+    cwr = max(M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words), M.EPS)
+    out.update({"bleu": bleu, "hit": hit, "cwr": cwr, "ascore": M.ascore(bleu, hit, cwr)})
+    return out
+
+
+def length_buckets(items: Sequence[EvalItem], edges: Sequence[int]) -> list[str]:
+    """Bucket label per item by source length in tokens: edges [0, 10, 20] -> '0-9', '10-19', '20+'."""
+    labels = []
+    for it in items:
+        n = len(tokenize(it.source or ""))
+        label = f"{edges[-1]}+"
+        for lo, hi in zip(edges, edges[1:]):
+            if lo <= n < hi:
+                label = f"{lo}-{hi - 1}"
+                break
+        labels.append(label)
+    return labels

@@ -1,0 +1,347 @@
+"""Train DECLARE (joint loss Lp + Lq + Lr) and run its three modules in sequence at inference.
+
+AdamW with linear warm-up, early stopping on the validation loss, the best
+checkpoint kept for test, resumable from the last checkpoint, seeded, AMP and
+the GPU when present, a tqdm bar showing the loss.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from training.declare import Declare, partial_translate
+from training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
+
+Pair = tuple[list[str], list[str]]
+
+
+@dataclass
+class Settings:
+    """The knobs of `params.yaml` `train` that DECLARE uses."""
+    encoder: str = "minilm"
+    max_length: int = 64
+    max_option_length: int = 16
+    max_options: int = 8
+    max_span: int = 16
+    batch_size: int = 16
+    epochs: int = 4
+    lr: float = 5e-5
+    head_lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    patience: int = 2
+    dropout: float = 0.1
+    seed: int = 13
+
+    @classmethod
+    def from_params(cls, cfg: dict) -> Settings:
+        known = {k: type(v) for k, v in cls().__dict__.items()}
+        return cls(**{k: known[k](cfg[k]) for k in known if k in cfg})
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def load_backbone(encoder: str):
+    """Tokenizer + encoder by name or path (`minilm` = the packaged MiniLM), span markers added."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from medsimp.resources import resolve_model
+
+    path = resolve_model(encoder)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path)
+    tokenizer.add_special_tokens({"additional_special_tokens": [SPAN_START, SPAN_END]})
+    model.resize_token_embeddings(len(tokenizer))
+    return tokenizer, model
+
+
+class Featurizer:
+    """Turns word pairs into tensors for the three modules."""
+
+    def __init__(self, tokenizer, dictionary: dict[str, list[str]], s: Settings):
+        self.tok, self.dict, self.s = tokenizer, dictionary, s
+        self.start_id, self.end_id = tokenizer.convert_tokens_to_ids([SPAN_START, SPAN_END])
+
+    def words(self, words: Sequence[str], max_length: int | None = None):
+        return self.tok(list(words), is_split_into_words=True, truncation=True,
+                        max_length=max_length or self.s.max_length)
+
+    def example(self, src: list[str], tgt: list[str]) -> dict:
+        labels, terms = derive(src, tgt, self.dict, self.s.max_options)
+        enc = self.words(src)
+        cwl, seen = [], set()
+        for w in enc.word_ids():
+            cwl.append(-100 if w is None or w in seen else labels[w])
+            if w is not None:
+                seen.add(w)
+        gold = [t for t in terms if t.gold is not None]
+        mark = self.words(marked_source(src, {t.index: t.options[t.gold] for t in gold}))
+        spans = sorted({t.target_span for t in gold if t.target_span})
+        spans = [sp for k, sp in enumerate(spans) if k == 0 or sp[0] >= spans[k - 1][1]]
+        tgt_ids = self.words(marked_target(tgt, spans))["input_ids"]
+        mc = [(masked_context(src, t.index, self.tok.mask_token), t.word, list(t.options), t.gold) for t in gold]
+        return {"src_ids": enc["input_ids"], "cwl": cwl, "mark_ids": mark["input_ids"],
+                "tgt_ids": tgt_ids, "mc": mc}
+
+    def _pad(self, seqs: list[list[int]], value: int) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(x) for x in seqs)
+        ids = torch.full((len(seqs), width), value, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, x in enumerate(seqs):
+            ids[i, :len(x)] = torch.tensor(x, dtype=torch.long)
+            mask[i, :len(x)] = 1
+        return ids, mask
+
+    def multiple_choice(self, mc: list[tuple[str, str, list[str], int | None]]) -> dict:
+        """Tensors for DNLI: context, question, options (padded to max_options, masked)."""
+        pad = self.tok.pad_token_id
+        k = self.s.max_options
+        p_ids, p_mask = self._pad([self.tok(c, truncation=True, max_length=self.s.max_length)["input_ids"]
+                                   for c, _, _, _ in mc], pad)
+        q_ids, q_mask = self._pad([self.tok(q, truncation=True, max_length=self.s.max_option_length)["input_ids"]
+                                   for _, q, _, _ in mc], pad)
+        opts = [self.tok(o, truncation=True, max_length=self.s.max_option_length)["input_ids"]
+                for _, _, options, _ in mc for o in (options + [""] * k)[:k]]
+        o_ids, o_mask = self._pad(opts, pad)
+        option_mask = torch.tensor([[j < len(options) for j in range(k)] for _, _, options, _ in mc])
+        return {"p_ids": p_ids, "p_mask": p_mask, "q_ids": q_ids, "q_mask": q_mask,
+                "o_ids": o_ids.view(len(mc), k, -1), "o_mask": o_mask.view(len(mc), k, -1),
+                "option_mask": option_mask,
+                "dnli_labels": torch.tensor([g if g is not None else -100 for *_, g in mc])}
+
+    def collate(self, examples: list[dict]) -> dict:
+        pad = self.tok.pad_token_id
+        src_ids, src_mask = self._pad([e["src_ids"] for e in examples], pad)
+        cwl, _ = self._pad([e["cwl"] for e in examples], -100)
+        mark_ids, mark_mask = self._pad([e["mark_ids"] for e in examples], pad)
+        dec_in, _ = self._pad([e["tgt_ids"][:-1] for e in examples], pad)
+        dec_out, _ = self._pad([e["tgt_ids"][1:] for e in examples], -100)
+        batch = {"src_ids": src_ids, "src_mask": src_mask, "cwl_labels": cwl, "mark_ids": mark_ids,
+                 "mark_mask": mark_mask, "dec_in": dec_in, "dec_out": dec_out}
+        mc = [m for e in examples for m in e["mc"]]
+        if mc:
+            batch.update(self.multiple_choice(mc))
+        return batch
+
+
+def _to(batch: dict, device: torch.device) -> dict:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def _rng_state() -> dict:
+    import numpy as np
+
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+
+
+def _set_rng_state(state: dict) -> None:
+    import numpy as np
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+
+
+def train(train_pairs: list[Pair], val_pairs: list[Pair], dictionary: dict[str, list[str]],
+          s: Settings, checkpoint_dir: Path, progress: bool = True) -> tuple[Declare, Featurizer, dict]:
+    """Train with the joint loss; returns the best model (lowest validation loss) and a log."""
+    from torch.utils.data import DataLoader
+    from tqdm import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    seed_everything(s.seed)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    use_amp = device.type == "cuda"
+    tokenizer, encoder = load_backbone(s.encoder)
+    feat = Featurizer(tokenizer, dictionary, s)
+    model = Declare(encoder, s.dropout).to(device)
+    train_ex = [feat.example(a, b) for a, b in train_pairs]
+    val_ex = [feat.example(a, b) for a, b in val_pairs]
+    gen = torch.Generator().manual_seed(s.seed)
+    loader = DataLoader(train_ex, batch_size=s.batch_size, shuffle=True, generator=gen, collate_fn=feat.collate)
+    val_loader = DataLoader(val_ex, batch_size=s.batch_size, shuffle=False, collate_fn=feat.collate)
+    enc_params = [p for n, p in model.named_parameters() if n.startswith("encoder.")]
+    head_params = [p for n, p in model.named_parameters() if not n.startswith("encoder.")]
+    optim = torch.optim.AdamW([{"params": enc_params, "lr": s.lr}, {"params": head_params, "lr": s.head_lr}],
+                              weight_decay=s.weight_decay)
+    total = max(1, len(loader) * s.epochs)
+    sched = get_linear_schedule_with_warmup(optim, int(s.warmup_ratio * total), total)
+    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    last, best_path = checkpoint_dir / "last.pt", checkpoint_dir / "best.pt"
+    log: dict = {"epochs": [], "best_epoch": None, "best_val_loss": None, "resumed_from": None,
+                 "device": device.type, "amp": use_amp}
+    start, bad = 0, 0
+    if last.exists():
+        ck = torch.load(last, map_location=device, weights_only=False)
+        model.load_state_dict(ck["model"])
+        optim.load_state_dict(ck["optim"])
+        sched.load_state_dict(ck["sched"])
+        scaler.load_state_dict(ck["scaler"])
+        gen.set_state(ck["gen"])
+        _set_rng_state(ck["rng"])
+        start, bad, log = ck["epoch"] + 1, ck["bad"], ck["log"]
+        log["resumed_from"] = ck["epoch"]
+    for epoch in range(start, s.epochs):
+        if bad > s.patience:
+            break
+        model.train()
+        bar = tqdm(loader, desc=f"declare epoch {epoch + 1}/{s.epochs}", disable=not progress, leave=False)
+        running = 0.0
+        for n, batch in enumerate(bar, 1):
+            with torch.autocast(device_type=device.type, enabled=use_amp):
+                parts = model.losses(_to(batch, device))
+                loss = parts["lp"] + parts["lq"] + parts["lr"]
+            optim.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optim)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optim)
+            scaler.update()
+            sched.step()
+            running += float(loss)
+            bar.set_postfix(loss=f"{running / n:.3f}", lp=f"{float(parts['lp']):.2f}",
+                            lq=f"{float(parts['lq']):.2f}", lr=f"{float(parts['lr']):.2f}")
+        val = evaluate_loss(model, val_loader, device, use_amp)
+        log["epochs"].append({"epoch": epoch + 1, "train_loss": round(running / max(1, len(loader)), 6),
+                              **{f"val_{k}": round(v, 6) for k, v in val.items()}})
+        if log["best_val_loss"] is None or val["loss"] < log["best_val_loss"]:
+            log["best_val_loss"], log["best_epoch"], bad = val["loss"], epoch + 1, 0
+            torch.save(model.state_dict(), best_path)
+        else:
+            bad += 1
+        torch.save({"model": model.state_dict(), "optim": optim.state_dict(), "sched": sched.state_dict(),
+                    "scaler": scaler.state_dict(), "gen": gen.get_state(), "rng": _rng_state(),
+                    "epoch": epoch, "bad": bad, "log": log}, last)
+    if best_path.exists():
+        model.load_state_dict(torch.load(best_path, map_location=device, weights_only=True))
+    return model, feat, log
+
+
+@torch.no_grad()
+def evaluate_loss(model: Declare, loader, device: torch.device, use_amp: bool) -> dict[str, float]:
+    model.eval()
+    sums = {"lp": 0.0, "lq": 0.0, "lr": 0.0}
+    n = 0
+    for batch in loader:
+        with torch.autocast(device_type=device.type, enabled=use_amp):
+            parts = model.losses(_to(batch, device))
+        for k in sums:
+            sums[k] += float(parts[k])
+        n += 1
+    out = {k: v / max(1, n) for k, v in sums.items()}
+    out["loss"] = out["lp"] + out["lq"] + out["lr"]
+    return out
+
+
+@torch.no_grad()
+def predict(model: Declare, feat: Featurizer, sources: list[list[str]], batch_size: int = 32) -> list[str]:
+    """CWL -> DNLI -> RSSP partial translation, one output sentence per source."""
+    model.eval()
+    device = next(model.parameters()).device
+    outputs = []
+    for lo in range(0, len(sources), batch_size):
+        chunk = sources[lo:lo + batch_size]
+        for src, choices in zip(chunk, _interpret(model, feat, chunk, device)):
+            outputs.append(_polish(model, feat, src, choices, device))
+    return outputs
+
+
+def _interpret(model: Declare, feat: Featurizer, chunk: list[list[str]], device) -> list[dict[int, str]]:
+    """Locate terms (CWL) and choose one expansion each (DNLI); unknown terms stay."""
+    encs = [feat.words(w) for w in chunk]
+    ids, mask = feat._pad([e["input_ids"] for e in encs], feat.tok.pad_token_id)
+    pred = model.cwl(model.encode(ids.to(device), mask.to(device))).argmax(-1).cpu()
+    located: list[tuple[int, int]] = []
+    for b, e in enumerate(encs):
+        seen = set()
+        for pos, w in enumerate(e.word_ids()):
+            if w is None or w in seen:
+                continue
+            seen.add(w)
+            if int(pred[b, pos]) == MODIFY and chunk[b][w] in feat.dict:
+                located.append((b, w))
+    choices: list[dict[int, str]] = [{} for _ in chunk]
+    multi = []
+    for b, w in located:
+        options = feat.dict[chunk[b][w]][:feat.s.max_options]
+        if len(options) == 1:
+            choices[b][w] = options[0]
+        else:
+            multi.append((b, w, options))
+    if multi:
+        mc = [(masked_context(chunk[b], w, feat.tok.mask_token), chunk[b][w], opts, None) for b, w, opts in multi]
+        batch = {k: v.to(device) for k, v in feat.multiple_choice(mc).items() if k != "dnli_labels"}
+        best = model.dnli_logits(batch).argmax(-1).cpu()
+        for (b, w, opts), k in zip(multi, best.tolist()):
+            choices[b][w] = opts[k]
+    return choices
+
+
+def _polish(model: Declare, feat: Featurizer, src: list[str], choices: dict[int, str], device) -> str:
+    """RSSP over the marked sentence: copy outside spans (source words), generate inside them."""
+    marked = marked_source(src, choices)
+    if not choices:
+        return " ".join(src)
+    enc = feat.words(marked)
+    ids = torch.tensor([enc["input_ids"]], device=device)
+    memory = model.encode(ids, torch.ones_like(ids))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    state = [model.rssp.init_state(memory, mask)]
+
+    def step(prev: int) -> int:
+        logits, state[0] = model.rssp.step(torch.tensor([prev], device=device), state[0], memory, mask)
+        return int(logits.argmax(-1))
+
+    body = enc["input_ids"][1:-1]
+    segments = partial_translate(body, feat.start_id, feat.end_id, step, enc["input_ids"][0], feat.s.max_span)
+    word_ids = enc.word_ids()[1:-1]
+    pieces: list[str] = []
+    last_word = -1
+    for kind, content in segments:
+        if kind == "gen":
+            text = feat.tok.decode(content, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+            pieces += text.split()
+            ends = [k for k in range(last_word + 1, len(marked)) if marked[k] == SPAN_END]
+            last_word = ends[0] if ends else len(marked) - 1
+        else:
+            for w in dict.fromkeys(word_ids[p] for p in content):
+                if w is not None and w > last_word:
+                    pieces.append(marked[w])
+                    last_word = w
+    rest = [w for w in marked[last_word + 1:] if w not in (SPAN_START, SPAN_END)]
+    return " ".join(pieces + rest)
+
+
+def save(model: Declare, feat: Featurizer, out: Path, log: dict) -> None:
+    """Encoder config + tokenizer, full state dict, dictionary and training log."""
+    model.encoder.config.save_pretrained(out / "encoder")
+    feat.tok.save_pretrained(out / "encoder")
+    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, out / "declare.pt")
+    (out / "settings.json").write_text(json.dumps(feat.s.__dict__, sort_keys=True, indent=2) + "\n")
+    (out / "dictionary.json").write_text(json.dumps(feat.dict, sort_keys=True, indent=1) + "\n")
+    (out / "train_log.json").write_text(json.dumps(log, sort_keys=True, indent=2) + "\n")
+
+
+def load(out: Path) -> tuple[Declare, Featurizer]:
+    """Rebuild a saved DECLARE model (no hub access: config and weights are local)."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(out / "encoder")
+    encoder = AutoModel.from_config(AutoConfig.from_pretrained(out / "encoder"))
+    s = Settings.from_params(json.loads((out / "settings.json").read_text()))
+    model = Declare(encoder, s.dropout)
+    model.load_state_dict(torch.load(out / "declare.pt", map_location="cpu", weights_only=True))
+    return model, Featurizer(tokenizer, json.loads((out / "dictionary.json").read_text()), s)
