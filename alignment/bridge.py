@@ -16,7 +16,11 @@ from alignment.crf import CRFAligner
 
 
 class DocumentError(ValueError):
-    """A document that cannot be aligned (reason is safe to log)."""
+    """A document that cannot be aligned; `reason` is a short code, the message is safe to log."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 def _side(rows: Sequence[Mapping], side: str, lang: str | None = None) -> list[Mapping]:
@@ -45,9 +49,9 @@ def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoder,
     complex_rows = _side(rows, "complex", "en")
     pls_en = _side(rows, "simple", "en")
     if not complex_rows:
-        raise DocumentError("no English complex (abstract) sentences")
+        raise DocumentError("no_english_complex", "no English complex (abstract) sentences")
     if not pls_en:
-        raise DocumentError("no English simple (PLS) sentences")
+        raise DocumentError("no_english_simple", "no English simple (PLS) sentences")
     res = crf.align([r["text"] for r in complex_rows], [r["text"] for r in pls_en], "en")
     en_blocks = [(b, s) for b, s in zip(res.blocks, res.block_scores) if b[0] and b[1]]
     out = [_row(doi, "en", n, [complex_rows[i] for i in b[0]], [pls_en[j] for j in b[1]], [], "crf", s, None)

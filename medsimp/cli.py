@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "stats": "stats",
     "publish": "publish",
     "refresh": "refresh",
+    "radiology": "radiology",
     "simplify": "simplify",
     "humaneval": "humaneval",
 }

@@ -119,18 +119,6 @@ def _dvc_env() -> dict[str, str]:
     return env
 
 
-def dvc_status(root: Path, targets: list[str]) -> dict[str, Any]:
-    """`dvc status --json`: {} when every stage (and its upstream) is up to date."""
-    proc = subprocess.run(dvc_command("status", "--json", *targets), cwd=root, env=_dvc_env(),
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        if DVC_LOCK_BUSY in proc.stderr:
-            raise LockHeld("DVC's repository lock is held by another dvc command")
-        raise DvcError(f"dvc status failed: {proc.stderr.strip()[-2000:]}")
-    text = proc.stdout.strip()
-    return json.loads(text) if text else {}
-
-
 @dataclass
 class StageOutcome:
     """What `dvc repro` did, parsed from its output."""
@@ -240,10 +228,15 @@ class Dag:
     scope: set[str]
 
 
-def dag_stages(root: Path, targets: list[str]) -> Dag:
-    """Read the DAG with DVC's own loader (params interpolation, foreach stages)."""
+def read_dag(root: Path, targets: list[str]) -> tuple[Dag, dict[str, Any]]:
+    """The DAG, read by DVC's own loader (params interpolation, foreach stages), and
+    `dvc status` of the targets with their upstream: {} when everything is up to date.
+
+    In-process: it saves a DVC start-up (most of a no-op refresh's time).
+    """
     import networkx as nx
     from dvc.exceptions import DvcException
+    from dvc.lock import LockError
     from dvc.repo import Repo
 
     try:
@@ -256,9 +249,12 @@ def dag_stages(root: Path, targets: list[str]) -> Dag:
             names = [s.addressing for s in order]
             scope = ({s.addressing for t in targets for s in repo.stage.collect(t, with_deps=True)}
                      if targets else set(names))
+            status = repo.status(targets=targets or None, with_deps=True)
+    except LockError as exc:
+        raise LockHeld("DVC's repository lock is held by another dvc command") from exc
     except DvcException as exc:
         raise DvcError(f"cannot read the DAG: {exc}") from exc
-    return Dag(names, metrics, upstream, scope)
+    return Dag(names, metrics, upstream, scope), status
 
 
 def stages_to_run(dag: Dag, changed: set[str]) -> list[str]:
@@ -320,8 +316,7 @@ def run_refresh(cfg: RefreshConfig, params: dict[str, Any], dry_run: bool = Fals
     started = utc_now()
     try:
         with refresh_lock(cfg.lock):
-            dag = dag_stages(cfg.root, cfg.targets)
-            status = dvc_status(cfg.root, cfg.targets)
+            dag, status = read_dag(cfg.root, cfg.targets)
             if dry_run:
                 would = stages_to_run(dag, set(status))
                 echo("nothing to do: every stage is up to date" if not would

@@ -2,8 +2,8 @@
 
 pysbd (rule-based, en/es/fr/fa and 20 more languages) does the splitting; a repair pass
 then re-joins pieces split inside open brackets ("(RR 2.34; 95% 1.19 to 4.61; 1 trial,
-285 participants)"), after a number or an abbreviation that continues ("95% CI 0." / "Aprox."),
-before a lowercase continuation, or after a one-word piece. Offsets are character offsets in the input text.
+285 participants)"), after a number or a lone abbreviation when a number follows ("95% CI 0."
+/ "Aprox. 3"), or before a lowercase continuation. Offsets are character offsets in the input text.
 """
 from __future__ import annotations
 
@@ -64,10 +64,10 @@ def _spans(text: str, pieces: list[str]) -> list[tuple[int, int]]:
 
 
 def _should_join(prev: str, nxt: str, language: str) -> bool:
-    if _depth(prev) > 0 or len(prev.split()) == 1:  # open bracket, or a lone abbreviation
+    if _depth(prev) > 0:
         return True
-    if _ENDS_NUMERIC_DOT.search(prev) and _STARTS_NUMERIC.match(nxt):
-        return True
+    if _STARTS_NUMERIC.match(nxt) and (_ENDS_NUMERIC_DOT.search(prev) or len(prev.split()) == 1):
+        return True  # "95% CI 0." + "14 to 0.68", or a lone abbreviation "Aprox." + "3 ensayos"
     if language not in _SCRIPTS_WITHOUT_CASE and _CONTINUES_LOWER.match(nxt):
         return True
     return False

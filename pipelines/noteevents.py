@@ -24,6 +24,7 @@ carry a byte offset, field names and lengths, never note text.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -35,6 +36,7 @@ from typing import BinaryIO
 
 CHUNK = 1 << 22  # bytes read at a time
 MAX_RECORD_BYTES = 1 << 24  # a longer record is rejected (guards memory on garbage input)
+csv.field_size_limit(max(csv.field_size_limit(), MAX_RECORD_BYTES))  # long notes are valid
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +135,6 @@ def detect_schema(header: bytes) -> Schema:
                         f"{', '.join(names[:12])}")
 
 
-def _open(path: str, opener: Callable[[str], BinaryIO]) -> BinaryIO:
-    raw = opener(path)
-    return gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
-
-
 def plan_ranges(path: str, size: int, parts: int) -> list[tuple[int, int | None]]:
     """Byte ranges for `parts` parallel readers (one range for gzip or tiny files)."""
     if path.endswith(".gz") or parts <= 1 or size < CHUNK:
@@ -163,8 +160,11 @@ class _Reader:
         self._wanted: dict[bytes, bool] = {}
 
     def records(self, start: int, end: int | None) -> Iterator[Record]:
-        with _open(self.path, self.opener) as fh:
-            header = fh.readline()
+        with contextlib.ExitStack() as stack:
+            fh = stack.enter_context(self.opener(self.path))
+            if self.path.endswith(".gz"):
+                fh = stack.enter_context(gzip.GzipFile(fileobj=fh, mode="rb"))
+            header = fh.readline(1 << 16)
             schema = detect_schema(header)
             data_start = len(header)
             if start > data_start:

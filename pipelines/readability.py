@@ -1,9 +1,17 @@
-"""Readability features with textstat, language-aware where textstat supports the language.
+"""Readability features: the published formulas over textstat's counts, language-aware.
 
-FKGL and Gunning fog count syllables, so they need textstat's language support (pyphen
-dictionaries); for other languages (e.g. fa) they are null. Coleman-Liau and ARI use
-letter and word counts only and are computed for every language. Token counts use NLTK's
-Treebank-style tokenizer (no data files) and count tokens holding a word character.
+textstat's own score functions re-count sentences with a regex that splits "0.55" and
+"95% CI 0.42 to 0.71" into several sentences; our sentence count is known (1 for a
+sentence, n for a document side), so the formulas are applied here to textstat's word
+(`lexicon_count`), syllable (`syllable_count`, language-aware via `set_lang`) and
+polysyllable counts:
+  FKGL = 0.39 W/S + 11.8 Y/W - 15.59 (Kincaid et al. 1975)
+  Gunning fog = 0.4 (W/S + 100 P/W), P = words of 3+ syllables (Gunning 1952)
+  Coleman-Liau = 0.0588 L - 0.296 S100 - 15.8, L / S100 = letters / sentences per 100 words
+  ARI = 4.71 C/W + 0.5 W/S - 21.43, C = letters and digits
+Syllable-based scores (FKGL, fog) need textstat's support for the language (pyphen);
+elsewhere (e.g. fa) they are null. `n_tokens` counts NLTK Treebank tokens holding a word
+character.
 """
 from __future__ import annotations
 
@@ -28,8 +36,8 @@ def _round(value) -> float:
     return round(float(value), 4)
 
 
-def scores(text: str, language: str, syllable_languages: Iterable[str]) -> dict:
-    """{fkgl, gunning_fog, coleman_liau, ari, n_tokens} for one text."""
+def scores(text: str, language: str, syllable_languages: Iterable[str], n_sentences: int = 1) -> dict:
+    """{fkgl, gunning_fog, coleman_liau, ari, n_tokens} of `text` holding `n_sentences` sentences."""
     import textstat
 
     from medsimp.resources import ensure_nltk_data
@@ -37,22 +45,23 @@ def scores(text: str, language: str, syllable_languages: Iterable[str]) -> dict:
     ensure_nltk_data()  # textstat 0.7.13 reads NLTK's cmudict for English syllables
     n_tokens = len(tokens(text))
     out = {"fkgl": None, "gunning_fog": None, "coleman_liau": None, "ari": None, "n_tokens": n_tokens}
-    if n_tokens == 0:
-        return out
     with _LOCK:
+        textstat.set_lang(language if language in set(syllable_languages) else "en")
+        words = textstat.lexicon_count(text)
+        if words == 0 or n_sentences == 0:
+            return out
+        chars = sum(ch.isalnum() for ch in text)
         if language in set(syllable_languages):
-            textstat.set_lang(language)
-            out["fkgl"] = _round(textstat.flesch_kincaid_grade(text))
-            out["gunning_fog"] = _round(textstat.gunning_fog(text))
-        else:
-            textstat.set_lang("en")
-        out["coleman_liau"] = _round(textstat.coleman_liau_index(text))
-        out["ari"] = _round(textstat.automated_readability_index(text))
+            syllables, poly = textstat.syllable_count(text), textstat.polysyllabcount(text)
+            out["fkgl"] = _round(0.39 * words / n_sentences + 11.8 * syllables / words - 15.59)
+            out["gunning_fog"] = _round(0.4 * (words / n_sentences + 100 * poly / words))
+    out["coleman_liau"] = _round(0.0588 * 100 * chars / words - 0.296 * 100 * n_sentences / words - 15.8)
+    out["ari"] = _round(4.71 * chars / words + 0.5 * words / n_sentences - 21.43)
     return out
 
 
 def document_scores(sentences: list[str], language: str, syllable_languages: Iterable[str]) -> dict:
     """Scores of a document side (its sentences joined) plus `n_sentences`."""
-    out = scores(" ".join(sentences), language, syllable_languages)
+    out = scores(" ".join(sentences), language, syllable_languages, len(sentences))
     out["n_sentences"] = len(sentences)
     return out

@@ -18,6 +18,7 @@ ending in "cont." to the next one (PyRuSH splits after it).
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -71,10 +72,12 @@ def _rush():
     from loguru import logger
 
     logger.disable("PyRuSH")
-    import medspacy
     from PyRuSH import RuSH
 
-    rules = Path(medspacy.__file__).resolve().parents[1] / "resources" / "en" / "rush_rules.tsv"
+    # medspaCy's English rules (what medspacy.load() gives its PyRuSH component), located
+    # without importing medspaCy/spaCy.
+    medspacy_dir = Path(importlib.util.find_spec("medspacy").origin).parent
+    rules = medspacy_dir.parent / "resources" / "en" / "rush_rules.tsv"
     return RuSH(str(rules), enable_logger=False)
 
 

@@ -24,7 +24,7 @@ DEAD_LETTER = "dead_letter"
 
 @dataclass(frozen=True)
 class Table:
-    """One output table: sub-directory, schema (None -> jsonl), shard and sort keys."""
+    """One output table: sub-directory ("" = the output dir), schema (None -> jsonl), keys."""
     name: str
     schema: pa.Schema | None
     shard_key: Callable[[dict], str]
@@ -56,13 +56,18 @@ def write_tables(pcolls: Mapping[str, Any], tables: Mapping[str, Table], out_dir
         fmt = "parquet" if table.schema is not None else "jsonl"
         shards = num_shards if fmt == "parquet" else 1
         _ = pcolls[name] | f"Write_{name}" >> WriteSorted(
-            FileSystems.join(out_dir, table.name), prefix="part", num_shards=shards,
+            _table_dir(out_dir, table), prefix="part", num_shards=shards,
             shard_key=table.shard_key, sort_key=table.sort_key, schema=table.schema, fmt=fmt)
+
+
+def _table_dir(out_dir: str, table: Table) -> str:
+    return FileSystems.join(out_dir, table.name) if table.name else out_dir
 
 
 def prepare_dirs(out_dir: str, tables: Mapping[str, Table]) -> None:
     for table in tables.values():
-        FileSystems.mkdirs(FileSystems.join(out_dir, table.name))
+        if table.name:
+            FileSystems.mkdirs(_table_dir(out_dir, table))
 
 
 def nest(flat: Mapping[str, int]) -> dict[str, Any]:
@@ -79,14 +84,15 @@ def nest(flat: Mapping[str, int]) -> dict[str, Any]:
 
 def finish(result, namespace: str, out_dir: str, tables: Mapping[str, Table], num_shards: int,
            metrics_file: str | None, extra: Mapping[str, Any] | None = None,
-           reconcile: tuple[str, list[str]] = ("read", ["kept", "filtered", "rejected"])) -> dict:
+           reconcile: tuple[str, list[str]] = ("read", ["kept", "filtered", "rejected"]),
+           zero: tuple[str, ...] = ()) -> dict:
     """Fill empty shards, reconcile counters and write stats.json (+ metrics copy)."""
     for table in tables.values():
         fmt = "parquet" if table.schema is not None else "jsonl"
-        fill_empty_shards(FileSystems.join(out_dir, table.name), "part",
+        fill_empty_shards(_table_dir(out_dir, table), "part",
                           num_shards if fmt == "parquet" else 1, table.schema, fmt)
     flat = counters(result, namespace)
-    for key in [reconcile[0], *reconcile[1]]:
+    for key in [reconcile[0], *reconcile[1], *zero]:
         flat.setdefault(key, 0)
     stats = nest(flat)
     stats.update(extra or {})

@@ -78,7 +78,8 @@ def test_every_config_loads_offline_with_documented_features(name, built, tmp_pa
     stats = json.loads((built[name] / "stats.json").read_text(encoding="utf-8"))
     assert meta["medsimp"]["builder"] == name
     assert meta["medsimp"]["mimic_derived"] is (name == "medlane")
-    assert "params_hash (build." in body and "git_revision" in body
+    assert meta["medsimp"]["params_section"] == f"build.{name}"
+    assert len(meta["medsimp"]["params_hash"]) == 16 and meta["medsimp"]["git_revision"]
     for entry in meta["configs"]:
         ds = load_dataset(str(built[name]), entry["config_name"], cache_dir=str(tmp_path))
         assert {f["split"] for f in entry["data_files"]} == set(ds)
@@ -149,6 +150,20 @@ def test_medlane_builder_is_flagged_and_splits_a_single_eval_file(built, tmp_pat
     assert cand["train"].num_rows == 5
 
 
+def test_msd_groups_and_paired_test_documents(built, tmp_path):
+    from datasets import load_dataset
+
+    sentences = load_dataset(str(built["msd"]), "sentences", cache_dir=str(tmp_path))
+    groups = load_dataset(str(built["msd"]), "groups", cache_dir=str(tmp_path))
+    assert "test-1" in set(sentences["test"]["doc_id"]) and "test-1" in set(groups["test"]["doc_id"])
+    for split in groups:  # a document's sentences and groups share a split
+        assert set(groups[split]["doc_id"]) <= set(sentences[split]["doc_id"])
+    row = next(r for r in groups["test"] if r["pcio"] == "test_pair")
+    c = row["simple_concepts"][0]
+    assert row["simple_text"][c["start"]:c["end"]].lower() == "hypertension"
+    assert {r["label"] for r in sentences["train"]} == {0, 1}
+
+
 def test_missing_input_is_a_clear_error(tmp_path, capsys):
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"build": {"msd": {"sentences": str(tmp_path / "nope"),
@@ -156,3 +171,16 @@ def test_missing_input_is_a_clear_error(tmp_path, capsys):
     assert main(["--params", str(params), "build", "msd", "--output", str(tmp_path / "o")]) == 1
     assert "no parquet files" in capsys.readouterr().out
     assert not (tmp_path / "o").exists()
+
+
+def test_cover_splits_gives_each_language_every_split():
+    from medsimp.builders.common import cover_splits, seeded_split
+
+    en = {f"d{i}" for i in range(20)}
+    fr = {"d1", "d2", "d3"}
+    base = seeded_split(en, 0.1, 0.1, 13)
+    covered = cover_splits(base, {"en": en, "fr": fr}, 13)
+    assert {covered[d] for d in fr} == {"train", "validation", "test"}
+    assert sum(base[d] != covered[d] for d in en) <= 2
+    big = seeded_split({f"r{i}" for i in range(200)}, 0.1, 0.1, 13)
+    assert cover_splits(big, {"en": set(big)}, 13) == big

@@ -145,7 +145,7 @@ def test_round_trip_tables(kit):
     # (optional) Q5/Q6 justifications are filtered: 2 raters x 2 items x 2
     assert stats["read"] == 2 * 26 + 2 * 22 + 2 * 12 and stats["filtered"] == 8
     assert (out / "votes.png").read_bytes()[:4] == b"\x89PNG"
-    assert (out / "scores-expert.png").exists() and (plots / "votes.csv").exists()
+    assert (out / "scores-expert.png").exists() and (plots / "votes.csv").read_text().startswith("system,preference,votes")
 
 
 def test_validation_reports_every_problem(kit):
@@ -164,7 +164,7 @@ def test_validation_reports_every_problem(kit):
     msg = str(err.value)
     assert "layperson-L01.csv:2: layperson rater 'L01', item 'i1', q1: answer 9 out of range 1..4" in msg
     assert "layperson-L01.csv:3: layperson rater 'L01', item 'i1', q2: missing answer" in msg
-    assert "layperson-L01.csv:28: duplicate answer for item 'i1' original - q3" in msg
+    assert "layperson-L01.csv:24: duplicate answer for item 'i1' original - q3" in msg
     assert "duplicate rater 'E1' on the expert form" in msg
     assert "unknown systems ['s9']" in msg
     assert len(err.value.problems) == 5

@@ -124,6 +124,19 @@ def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "proj")
 
 
+@pytest.fixture(scope="module")
+def built_template(tmp_path_factory) -> Path:
+    root = make_project(tmp_path_factory.mktemp("template") / "proj")
+    assert run_refresh(root)[0] == EXIT_OK
+    return root
+
+
+@pytest.fixture
+def built(built_template: Path, tmp_path: Path) -> Path:
+    """A copy of a project after one successful refresh (builder with 4 rows)."""
+    return Path(shutil.copytree(built_template, tmp_path / "proj", symlinks=True))
+
+
 def test_first_run_then_noop_then_one_new_review(project: Path):
     code, out = run_refresh(project)
     assert code == EXIT_OK, out
@@ -177,8 +190,8 @@ def test_dry_run_and_targets(project: Path):
     assert code == 1 and "only refresh.* may be overridden" in out
 
 
-def test_stage_failure_exit_code_and_resume(project: Path):
-    assert run_refresh(project)[0] == EXIT_OK
+def test_stage_failure_exit_code_and_restore(built: Path):
+    project = built
     (project / "toy_stage.py").write_text(
         (project / "toy_stage.py").read_text().replace("def build():\n",
                                                        "def build():\n    raise SystemExit(7)\n"))
@@ -204,8 +217,8 @@ def test_second_concurrent_run_gets_lock_held(project: Path):
     assert first.returncode == EXIT_OK, out
 
 
-def test_sigterm_mid_stage_restores_builder_and_next_run_resumes(project: Path, tmp_path: Path):
-    assert run_refresh(project)[0] == EXIT_OK
+def test_sigterm_mid_stage_restores_builder_and_next_run_resumes(built: Path, tmp_path: Path):
+    project = built
     assert load_builder(project, tmp_path / "hf") == 4
     write_reviews(project, [*REVIEWS, NEW_REVIEW])
     proc = start_held_build(project)

@@ -61,16 +61,17 @@ class DNLI(nn.Module):
         self.po, self.qo, self.pq = BiMatch(hidden), BiMatch(hidden), BiMatch(hidden)
         self.score = nn.Linear(3 * hidden, 1)
 
-    def forward(self, p, p_mask, q, q_mask, o, o_mask, option_mask) -> torch.Tensor:
-        """p: (N, Lp, H), q: (N, Lq, H), o: (N, K, Lo, H); option_mask (N, K) -> logits (N, K)."""
-        n, k = option_mask.shape
-        rep = lambda x: x.unsqueeze(1).expand(n, k, *x.shape[1:]).reshape(n * k, *x.shape[1:])  # noqa: E731
-        o_flat, om_flat = o.reshape(n * k, *o.shape[2:]), o_mask.reshape(n * k, -1)
-        pf, pmf, qf, qmf = rep(p), rep(p_mask), rep(q), rep(q_mask)
-        feats = torch.cat([self.po(pf, pmf, o_flat, om_flat), self.qo(qf, qmf, o_flat, om_flat),
+    def forward(self, p, p_mask, q, q_mask, o, o_mask, option_index, option_mask) -> torch.Tensor:
+        """Score the real options only; padded slots get a very negative logit.
+
+        p: (N, Lp, H), q: (N, Lq, H); o: (M, Lo, H) the M real options, option_index (M,)
+        the question each belongs to; option_mask (N, K) marks real slots -> logits (N, K).
+        """
+        pf, pmf, qf, qmf = p[option_index], p_mask[option_index], q[option_index], q_mask[option_index]
+        feats = torch.cat([self.po(pf, pmf, o, o_mask), self.qo(qf, qmf, o, o_mask),
                            self.pq(pf, pmf, qf, qmf)], dim=-1)
-        logits = self.score(feats).view(n, k)
-        return logits.masked_fill(~option_mask, NEG_INF)
+        logits = feats.new_full(option_mask.shape, NEG_INF)
+        return logits.masked_scatter(option_mask, self.score(feats).squeeze(-1).to(logits.dtype))
 
 
 class RSSP(nn.Module):
@@ -92,7 +93,7 @@ class RSSP(nn.Module):
         return mean, torch.zeros_like(mean), torch.zeros_like(mean)
 
     def step(self, token: torch.Tensor, state, memory: torch.Tensor, mask: torch.Tensor):
-        """One decoder step: token (B,) -> (logits (B, V), new state)."""
+        """One decoder step: token (B,) -> (attentional state (B, H), new state)."""
         h, c, feed = state
         x = torch.cat([self.embeddings(token), feed], dim=-1)
         h, c = self.lstm(x, (h, c))
@@ -100,17 +101,20 @@ class RSSP(nn.Module):
         scores = scores.masked_fill(~mask, NEG_INF)
         ctx = torch.bmm(torch.softmax(scores, dim=1).unsqueeze(1), memory).squeeze(1)
         feed = torch.tanh(self.combine(torch.cat([h, ctx], dim=-1)))
-        logits = self.to_emb(feed) @ self.embeddings.weight.t()
-        return logits, (h, c, feed)
+        return feed, (h, c, feed)
+
+    def logits(self, feed: torch.Tensor) -> torch.Tensor:
+        """Vocabulary logits through the (tied) input embeddings."""
+        return self.to_emb(feed) @ self.embeddings.weight.t()
 
     def forward(self, dec_in: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: dec_in (B, T) -> logits (B, T, V)."""
         state = self.init_state(memory, mask)
-        outs = []
+        feeds = []
         for t in range(dec_in.shape[1]):
-            logits, state = self.step(dec_in[:, t], state, memory, mask)
-            outs.append(logits)
-        return torch.stack(outs, dim=1)
+            feed, state = self.step(dec_in[:, t], state, memory, mask)
+            feeds.append(feed)
+        return self.logits(torch.stack(feeds, dim=1))
 
 
 class Declare(nn.Module):
@@ -128,12 +132,11 @@ class Declare(nn.Module):
         return self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
 
     def dnli_logits(self, batch: dict) -> torch.Tensor:
-        n, k, lo = batch["o_ids"].shape
         p = self.encode(batch["p_ids"], batch["p_mask"])
         q = self.encode(batch["q_ids"], batch["q_mask"])
-        o = self.encode(batch["o_ids"].view(n * k, lo), batch["o_mask"].view(n * k, lo)).view(n, k, lo, -1)
-        return self.dnli(p, batch["p_mask"].bool(), q, batch["q_mask"].bool(), o,
-                         batch["o_mask"].bool(), batch["option_mask"])
+        o = self.encode(batch["o_ids"], batch["o_mask"])
+        return self.dnli(p, batch["p_mask"].bool(), q, batch["q_mask"].bool(), o, batch["o_mask"].bool(),
+                         batch["option_index"], batch["option_mask"])
 
     def losses(self, batch: dict) -> dict[str, torch.Tensor]:
         states = self.encode(batch["src_ids"], batch["src_mask"])
@@ -149,13 +152,14 @@ class Declare(nn.Module):
 
 
 def partial_translate(input_ids: Sequence[int], start_id: int, end_id: int,
-                      step: Callable[[int], int], bos_id: int, max_span: int = 16) -> list[tuple[str, list[int]]]:
+                      step: Callable[[int, bool], int | None], bos_id: int,
+                      max_span: int = 16) -> list[tuple[str, list[int]]]:
     """Appendix B partial translation over one marked input (no special tokens besides markers).
 
     Outside marked spans the input token is copied (and fed to the decoder); at a start
     marker the decoder generates greedily until it emits the end marker (or `max_span`
-    tokens), then the input resumes after the matching end marker. `step(prev)` feeds the
-    previous output token and returns the argmax of the next-token distribution.
+    tokens), then the input resumes after the matching end marker. `step(prev, predict)`
+    feeds the previous output token and, when `predict`, returns the argmax next token.
     Returns segments `("copy", [input positions])` and `("gen", [token ids])` in order.
     """
     segments: list[tuple[str, list[int]]] = []
@@ -164,24 +168,25 @@ def partial_translate(input_ids: Sequence[int], start_id: int, end_id: int,
     while i < len(input_ids):
         tok = input_ids[i]
         if tok == start_id:
-            step(prev)
+            step(prev, False)
             prev = start_id
             generated: list[int] = []
             for _ in range(max_span):
-                nxt = step(prev)
+                nxt = step(prev, True)
+                assert nxt is not None
                 prev = nxt
                 if nxt == end_id:
                     break
                 generated.append(nxt)
             else:
-                step(prev)
+                step(prev, False)
                 prev = end_id
             segments.append(("gen", generated))
             while i < len(input_ids) and input_ids[i] != end_id:
                 i += 1
             i += 1
             continue
-        step(prev)
+        step(prev, False)
         prev = tok
         if segments and segments[-1][0] == "copy":
             segments[-1][1].append(i)
@@ -189,4 +194,3 @@ def partial_translate(input_ids: Sequence[int], start_id: int, end_id: int,
             segments.append(("copy", [i]))
         i += 1
     return segments
-

@@ -113,11 +113,12 @@ class Featurizer:
         q_ids, q_mask = self._pad([self.tok(q, truncation=True, max_length=self.s.max_option_length)["input_ids"]
                                    for _, q, _, _ in mc], pad)
         opts = [self.tok(o, truncation=True, max_length=self.s.max_option_length)["input_ids"]
-                for _, _, options, _ in mc for o in (options + [""] * k)[:k]]
+                for _, _, options, _ in mc for o in options[:k]]
         o_ids, o_mask = self._pad(opts, pad)
+        index = [i for i, (_, _, options, _) in enumerate(mc) for _ in options[:k]]
         option_mask = torch.tensor([[j < len(options) for j in range(k)] for _, _, options, _ in mc])
         return {"p_ids": p_ids, "p_mask": p_mask, "q_ids": q_ids, "q_mask": q_mask,
-                "o_ids": o_ids.view(len(mc), k, -1), "o_mask": o_mask.view(len(mc), k, -1),
+                "o_ids": o_ids, "o_mask": o_mask, "option_index": torch.tensor(index, dtype=torch.long),
                 "option_mask": option_mask,
                 "dnli_labels": torch.tensor([g if g is not None else -100 for *_, g in mc])}
 
@@ -211,7 +212,7 @@ def train(train_pairs: list[Pair], val_pairs: list[Pair], dictionary: dict[str, 
             scaler.step(optim)
             scaler.update()
             sched.step()
-            running += float(loss)
+            running += float(loss.detach())
             bar.set_postfix(loss=f"{running / n:.3f}", lp=f"{float(parts['lp']):.2f}",
                             lq=f"{float(parts['lq']):.2f}", lr=f"{float(parts['lr']):.2f}")
         val = evaluate_loss(model, val_loader, device, use_amp)
@@ -301,9 +302,9 @@ def _polish(model: Declare, feat: Featurizer, src: list[str], choices: dict[int,
     mask = torch.ones_like(ids, dtype=torch.bool)
     state = [model.rssp.init_state(memory, mask)]
 
-    def step(prev: int) -> int:
-        logits, state[0] = model.rssp.step(torch.tensor([prev], device=device), state[0], memory, mask)
-        return int(logits.argmax(-1))
+    def step(prev: int, want: bool) -> int | None:
+        feed, state[0] = model.rssp.step(torch.tensor([prev], device=device), state[0], memory, mask)
+        return int(model.rssp.logits(feed).argmax(-1)) if want else None
 
     body = enc["input_ids"][1:-1]
     segments = partial_translate(body, feat.start_id, feat.end_id, step, enc["input_ids"][0], feat.s.max_span)

@@ -121,6 +121,30 @@ def seeded_split(keys: Iterable[str], validation: float, test: float, seed: int)
     return out
 
 
+def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]], seed: int) -> dict[str, str]:
+    """Move keys so every group with >= 3 keys has one in validation and in test.
+
+    Groups are e.g. the reviews of each language: with few reviews a seeded split can leave
+    a language without a test review. Keys move in `unit_hash` order from a split that
+    keeps another key of the group (train first); large corpora are
+    left untouched (every group already covers every split).
+    """
+    out = dict(split_of)
+    for name in sorted(groups):
+        keys = sorted(groups[name], key=lambda k: (unit_hash(k, seed), k))
+        if len(keys) < 3:
+            continue
+        for split in ("test", "validation"):
+            if any(out[k] == split for k in keys):
+                continue
+            for donor in ("train", "validation", "test"):
+                pool = [k for k in keys if out[k] == donor]
+                if len(pool) > 1:
+                    out[pool[0]] = split
+                    break
+    return out
+
+
 def table_from_rows(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """Rows -> table with exactly `schema` (extra keys dropped, missing ones null)."""
     return pa.Table.from_pylist(rows, schema=schema)

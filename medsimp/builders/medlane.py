@@ -28,10 +28,12 @@ ANNOTATED = pa.schema([
 ])
 CANDIDATE_COLUMNS = ["sentence_id", "doc_id", "section", "sentence_index", "char_start",
                      "char_end", "text"]
+SELECTION_FIELDS = [("category", pa.string()), ("n", pa.int32()), ("abb", pa.int32()),
+                    ("unc", pa.int32()), ("ratio", pa.float64())]
 CANDIDATES = pa.schema([("sentence_id", pa.string()), ("doc_id", pa.string()),
                         ("section", pa.string()), ("sentence_index", pa.int32()),
                         ("char_start", pa.int32()), ("char_end", pa.int32()),
-                        ("text", pa.string())])
+                        ("text", pa.string()), *SELECTION_FIELDS])
 
 FEATURES = {
     "record_id": "`<split>:<n>`, n the 0-based record number in its file",
@@ -51,6 +53,9 @@ FEATURES = {
     "sentence_index": "0-based sentence position in the note",
     "char_start": "start offset in the section text", "char_end": "end offset",
     "text": "the candidate sentence (to be annotated)",
+    "category": "MIMIC note category", "n": "Algorithm 1: word tokens",
+    "abb": "Algorithm 1: abbreviation tokens", "unc": "Algorithm 1: uncommon tokens",
+    "ratio": "Algorithm 1: (unc + abb) / n",
 }
 
 CITATION = """@inproceedings{luo-etal-2022-benchmarking,
@@ -117,9 +122,13 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     read, kept, filtered = n_records + len(rejects), n_records, 0
     if cfg.get("candidates"):
         table = read_parquet_dir(cfg["candidates"], [*CANDIDATE_COLUMNS, "keep"])
-        selected = table.filter(pc.field("keep")).select(CANDIDATE_COLUMNS)
-        selected = selected.sort_by([("doc_id", "ascending"), ("sentence_index", "ascending"),
-                                     ("sentence_id", "ascending")]).cast(CANDIDATES)
+        selected = table.filter(pc.field("keep"))
+        for name, type_ in SELECTION_FIELDS:  # selection features, null when the job lacks them
+            if name not in selected.column_names:
+                selected = selected.append_column(name, pa.nulls(selected.num_rows, type_))
+        selected = selected.select(CANDIDATES.names).sort_by(
+            [("doc_id", "ascending"), ("sentence_index", "ascending"),
+             ("sentence_id", "ascending")]).cast(CANDIDATES)
         configs["mimic-candidates"] = {"train": selected}
         descriptions["mimic-candidates"] = ("sentences the notes job selected for annotation "
                                             "(Algorithm 1 `keep` true); the single split is "

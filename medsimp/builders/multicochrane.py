@@ -21,9 +21,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset, load_links,
-                                     load_texts, read_parquet_dir, seeded_split, side_annotations,
-                                     table_from_rows, unit_hash)
+from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset,
+                                     cover_splits, load_links, load_texts, read_parquet_dir,
+                                     seeded_split, side_annotations, table_from_rows, unit_hash)
 
 PAIR_COLUMNS = ["pair_id", "doi", "language", "complex_ids", "simple_ids", "pivot_ids",
                 "complex_text", "simple_text", "pivot_text", "section", "method", "crf_score",
@@ -155,8 +155,13 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     else:
         split_of = seeded_split((p["doi"] for p in pairs), float(split_cfg.get("validation", 0.1)),
                                 float(split_cfg.get("test", 0.1)), seed)
+        by_language: dict[str, set[str]] = {}
+        for p in pairs:
+            by_language.setdefault(p["language"], set()).add(p["doi"])
+        split_of = cover_splits(split_of, by_language, seed)
         scheme = (f"seeded by review (seed {seed}, validation {split_cfg.get('validation', 0.1)}, "
-                  f"test {split_cfg.get('test', 0.1)})")
+                  f"test {split_cfg.get('test', 0.1)}); in small corpora a language with >= 3 "
+                  "reviews but none in validation or test gets one moved there")
 
     rows_by: dict[tuple[str, str], list[dict]] = {}
     rejects: list[dict] = []

@@ -1,12 +1,17 @@
 """Write a built dataset as a Hugging Face dataset folder: parquet files + README.md card.
 
-Layout: `<config>/<split>.parquet`, `README.md` (YAML `configs:` so
+Layout: `<config>/<split>-<sha256[:16]>.parquet`, `README.md` (YAML `configs:` so
 `datasets.load_dataset(folder, config)` works offline), `stats.json` and
 `dead_letter/part-00000.jsonl`. Files are written with pinned parquet settings
 and no timestamps, so the same inputs and params give byte-identical folders.
+The content hash in each file name matters: `datasets` keys its cache of a local
+folder on the card's YAML (data file patterns), not on the files' content, so a
+rebuilt folder with unchanged names would load stale cached data.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import subprocess
 from pathlib import Path
@@ -46,12 +51,26 @@ def _split_order(splits: dict[str, pa.Table]) -> list[str]:
     return [s for s in SPLITS if s in splits] + sorted(set(splits) - set(SPLITS))
 
 
-def _yaml_header(ds: BuiltDataset, provenance: dict[str, Any]) -> dict[str, Any]:
+def parquet_files(ds: BuiltDataset) -> dict[tuple[str, str], tuple[str, bytes]]:
+    """(config, split) -> (relative path named by content hash, parquet bytes); empty splits left out."""
+    out = {}
+    for cfg, splits in sorted(ds.configs.items()):
+        for split, table in sorted(splits.items()):
+            if table.num_rows:
+                sink = io.BytesIO()
+                pq.write_table(table, sink, **PARQUET_SETTINGS)
+                data = sink.getvalue()
+                digest = hashlib.sha256(data).hexdigest()[:16]
+                out[(cfg, split)] = (f"{cfg}/{split}-{digest}.parquet", data)
+    return out
+
+
+def _yaml_header(ds: BuiltDataset, provenance: dict[str, Any],
+                 files_by: dict[tuple[str, str], tuple[str, bytes]]) -> dict[str, Any]:
     configs = []
     for cfg in sorted(ds.configs):
-        splits = ds.configs[cfg]
-        files = [{"split": s, "path": f"{cfg}/{s}.parquet"}
-                 for s in _split_order(splits) if splits[s].num_rows > 0]
+        files = [{"split": s, "path": files_by[(cfg, s)][0]}
+                 for s in _split_order(ds.configs[cfg]) if (cfg, s) in files_by]
         if not files:
             continue
         entry: dict[str, Any] = {"config_name": cfg, "data_files": files}
@@ -91,14 +110,15 @@ def _features_section(ds: BuiltDataset) -> str:
     return "\n\n".join(parts)
 
 
-def render_card(ds: BuiltDataset, provenance: dict[str, Any]) -> str:
+def render_card(ds: BuiltDataset, provenance: dict[str, Any],
+                files_by: dict[tuple[str, str], tuple[str, bytes]]) -> str:
     """The README.md dataset card; every count in it comes from the tables."""
     counts = split_counts(ds)
     split_names = [s for s in SPLITS if any(s in c for c in counts.values())]
     config_rows = [[f"`{cfg}`", ds.config_descriptions.get(cfg, "")]
                    + [counts[cfg].get(s, 0) for s in split_names] for cfg in sorted(counts)]
     body = [
-        "---", yaml.safe_dump(_yaml_header(ds, provenance), sort_keys=False,
+        "---", yaml.safe_dump(_yaml_header(ds, provenance, files_by), sort_keys=False,
                               allow_unicode=True, width=100).rstrip(), "---", "",
         f"# {ds.title}", "", ds.description.strip(), "",
         "## Configs and splits", "",
@@ -122,14 +142,12 @@ def write_builder(ds: BuiltDataset, out_dir: str | Path, provenance: dict[str, A
     stats = {"builder": ds.name, **ds.counts, "splits": split_counts(ds)}
     check_reconciles(ds.counts, "read", ["kept", "filtered", "rejected"])
     with atomic_dir(out_dir) as tmp:
-        for cfg, splits in sorted(ds.configs.items()):
-            for split, table in sorted(splits.items()):
-                if table.num_rows == 0:
-                    continue
-                path = tmp / cfg / f"{split}.parquet"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                pq.write_table(table, path, **PARQUET_SETTINGS)
-        (tmp / "README.md").write_text(render_card(ds, provenance), encoding="utf-8")
+        files_by = parquet_files(ds)
+        for relpath, data in files_by.values():
+            path = tmp / relpath
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        (tmp / "README.md").write_text(render_card(ds, provenance, files_by), encoding="utf-8")
         write_json(tmp / "stats.json", stats)
         write_jsonl(tmp / "dead_letter" / "part-00000.jsonl",
                     sorted(ds.rejects, key=lambda r: json.dumps(r, sort_keys=True)))

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     provenance = {"stage": f"build@{args.name}", "command": f"medsimp build {args.name}",
                   "git_revision": git_revision(),
-                  f"params_hash (build.{args.name})": params_hash(cfg)}
+                  "params_section": f"build.{args.name}", "params_hash": params_hash(cfg)}
     stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
     if args.metrics:
         write_json(args.metrics, stats)

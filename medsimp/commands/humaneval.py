@@ -37,16 +37,32 @@ def run(args) -> int:
     return _forms(args, hp) if args.action == "forms" else _analyze(args, hp)
 
 
-def _skip(out: str, metrics: str | None, reason: str) -> int:
+VOTE_COLUMNS = ("system", "preference", "votes", "majority_items")
+SCORE_COLUMNS = ("form", "question", "system", "score", "count")
+
+
+def _skip(out: str, metrics: str | None, reason: str, plots: str | None = None) -> int:
     from medsimp.outputs import atomic_dir, write_json
 
     print(f"medsimp humaneval: skipped - {reason}", file=sys.stderr)
     stats = {"skipped": True, "reason": reason, "read": 0, "kept": 0, "filtered": 0, "rejected": 0}
     with atomic_dir(out) as tmp:
         write_json(tmp / "stats.json", stats)
+    if plots:
+        _write_plots(Path(plots), [], [])
     if metrics:
         write_json(metrics, stats)
     return 0
+
+
+def _write_plots(pdir: Path, votes: list[dict], scores: list[dict]) -> None:
+    """DVC plots data: votes.csv (long: system, preference, votes, majority_items), scores.csv."""
+    pdir.mkdir(parents=True, exist_ok=True)
+    long = [{"system": r["system"], "preference": name, "votes": r[f"{name}_votes"],
+             "majority_items": r[f"{name}_majority_items"]}
+            for r in votes for name in ("most", "least")]
+    (pdir / "votes.csv").write_text(_csv(long, VOTE_COLUMNS), encoding="utf-8")
+    (pdir / "scores.csv").write_text(_csv(scores, SCORE_COLUMNS), encoding="utf-8")
 
 
 def _forms(args, hp: dict) -> int:
@@ -88,10 +104,11 @@ def _metric_table(path: Path, columns: list[str]) -> dict[tuple[str, str], dict[
     return out
 
 
-def _csv(rows: list[dict]) -> str:
+def _csv(rows: list[dict], columns: tuple[str, ...] | None = None) -> str:
     buf = io.StringIO()
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    fields = list(columns or (rows[0] if rows else ()))
+    if fields:
+        w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     return buf.getvalue()
@@ -109,7 +126,8 @@ def _analyze(args, hp: dict) -> int:
     out = args.output or hp.get("output", "out/humaneval/results")
     files = sorted(responses.glob("*.csv")) if responses.is_dir() else []
     if not (forms / "manifest.json").exists() or not files:
-        return _skip(out, args.metrics, f"no {forms}/manifest.json or no filled CSVs in {responses}")
+        return _skip(out, args.metrics, f"no {forms}/manifest.json or no filled CSVs in {responses}",
+                     args.plots)
     manifest = json.loads((forms / "manifest.json").read_text(encoding="utf-8"))
     try:
         answers = ingest(manifest, files)
@@ -141,10 +159,7 @@ def _analyze(args, hp: dict) -> int:
                                                         tmp / f"scores-{form}.png")
         write_json(tmp / "stats.json", stats)
     if args.plots:
-        pdir = Path(args.plots)
-        pdir.mkdir(parents=True, exist_ok=True)
-        (pdir / "votes.csv").write_text(_csv(t3), encoding="utf-8")
-        (pdir / "scores.csv").write_text(_csv(score_rows), encoding="utf-8")
+        _write_plots(Path(args.plots), t3, score_rows)
     if args.metrics:
         write_json(args.metrics, stats)
     print_summary("humaneval analyze", {k: v for k, v in stats.items() if k != "agreement"})

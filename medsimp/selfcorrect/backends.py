@@ -175,17 +175,19 @@ class LocalChat:
                 "config": self.model.config.to_diff_dict(), "temperature": self.temperature,
                 "max_tokens": self.max_tokens, "seed": self.seed}
 
-    def _prompt(self, messages: list[dict[str, str]]) -> str:
+    def _prompt(self, messages: list[dict[str, str]]) -> tuple[str, bool]:
+        """(prompt text, whether the tokenizer should still add special tokens)."""
         if getattr(self.tokenizer, "chat_template", None):
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                      tokenize=False)
+                                                      tokenize=False), False
         turns = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
-        return "\n\n".join(turns) + "\n\nAssistant:"
+        return "\n\n".join(turns) + "\n\nAssistant:", True
 
     def complete(self, messages: list[dict[str, str]]) -> Completion:
         import torch
 
-        enc = self.tokenizer(self._prompt(messages), return_tensors="pt").to(self.device)
+        text, special = self._prompt(messages)
+        enc = self.tokenizer(text, return_tensors="pt", add_special_tokens=special).to(self.device)
         pad = self.tokenizer.pad_token_id
         if pad is None:
             pad = self.tokenizer.eos_token_id

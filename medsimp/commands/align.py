@@ -1,0 +1,159 @@
+"""Sentence alignment: neural CRF (English complex -> simple) and Vecalign (cross-lingual).
+
+File mode (sentence-per-line files; prints Vecalign-style `[i, j]:[k]:score` lines, 0-based,
+`[]` for an insertion or deletion; with --gold, strict and lax P/R/F1 as Vecalign's scorer):
+    medsimp align --method vecalign --src doc.de --tgt doc.fr --src-lang de --tgt-lang fr [--gold g.txt]
+    medsimp align --method crf --src abstract.txt --tgt pls.txt [--model DIR]
+    medsimp align --method vecalign --batch pairs.tsv      # src<TAB>tgt<TAB>out per line, models load once
+Corpus mode (Beam; `--input` holds sentences/*.parquet from `medsimp cochrane`):
+    medsimp align --input out/cochrane --output out/align --metrics metrics/align.json
+Training the CRF on gold alignments (jsonl DocPairs, PLABA json, MC-CLEAN json, wiki-auto tsv):
+    medsimp align --train --gold data/sample/align_gold.jsonl --output out/models/crf_aligner
+For CRF the source is the complex side, the target the simple side. Knobs: params `align`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "align sentences (CRF / Vecalign): files, a corpus (Beam), or train the CRF"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pipelines.beam_io import add_beam_arguments
+
+    parser.add_argument("--method", choices=["crf", "vecalign"], default="crf", help="file mode aligner")
+    parser.add_argument("--src", help="source sentences, one per line (complex side for crf)")
+    parser.add_argument("--tgt", help="target sentences, one per line (simple side for crf)")
+    parser.add_argument("--src-lang", default="en")
+    parser.add_argument("--tgt-lang", default="en")
+    parser.add_argument("--gold", help="file mode: gold alignments (Vecalign format); "
+                                       "--train: gold document pairs (default: params align.gold)")
+    parser.add_argument("--gold-format", default=None, help="auto, jsonl, plaba, mc_clean, wiki_auto")
+    parser.add_argument("--batch", help="tsv of src path, tgt path, output path: align many pairs")
+    parser.add_argument("--model", help="CRF model directory (default: params align.model)")
+    parser.add_argument("--train", action="store_true", help="train the CRF on --gold into --output")
+    parser.add_argument("--input", help="corpus mode: stage output holding sentences/ (default: params)")
+    parser.add_argument("--output", help="corpus mode output dir, or the model dir with --train")
+    parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    add_beam_arguments(parser)
+
+
+def _lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as fh:
+        return [line.rstrip("\n") for line in fh]
+
+
+class _FileAligner:
+    """Loads the chosen model once and aligns sentence-per-line files."""
+
+    def __init__(self, method: str, params: dict, model_dir: str | None):
+        from alignment.crf import CRFAligner
+        from alignment.encoders import make_encoder
+
+        cache = (params.get("_cache") or None)
+        self.method = method
+        if method == "crf":
+            crf_p = dict(params.get("crf", {}))
+            enc = make_encoder(crf_p.get("encoder"), cache)
+            self.model = CRFAligner.load(model_dir or params.get("model", "out/models/crf_aligner"), enc,
+                                         {"merge": crf_p.get("merge", "union")})
+        else:
+            vec_p = dict(params.get("vecalign", {}))
+            self.encoder = make_encoder(vec_p.pop("encoder", {"kind": "e5"}), cache)
+            self.vec_params = vec_p
+
+    def align(self, src: list[str], tgt: list[str], src_lang: str, tgt_lang: str):
+        if self.method == "crf":
+            res = self.model.align(src, tgt, src_lang)
+            return res.blocks, res.block_scores
+        from alignment import vecalign
+
+        res = vecalign.align(src, tgt, self.encoder, src_lang=src_lang, tgt_lang=tgt_lang, params=self.vec_params)
+        return res.blocks, res.scores
+
+
+def _file_mode(args, params: dict) -> int:
+    from alignment.gold import read_blocks
+    from alignment.score import format_block, vecalign_scores
+
+    aligner = _FileAligner(args.method, params, args.model)
+    if args.batch:
+        n = 0
+        for lineno, line in enumerate(_lines(args.batch), 1):
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3:
+                print(f"error: {args.batch}:{lineno}: expected src<TAB>tgt<TAB>out", file=sys.stderr)
+                return 2
+            blocks, scores = aligner.align(_lines(parts[0]), _lines(parts[1]), args.src_lang, args.tgt_lang)
+            with open(parts[2], "w", encoding="utf-8") as fh:
+                fh.writelines(format_block(b, s) + "\n" for b, s in zip(blocks, scores))
+            n += 1
+        print(f"aligned {n} document pairs", file=sys.stderr)
+        return 0
+    if not (args.src and args.tgt):
+        print("error: file mode needs --src and --tgt (or --batch)", file=sys.stderr)
+        return 2
+    blocks, scores = aligner.align(_lines(args.src), _lines(args.tgt), args.src_lang, args.tgt_lang)
+    for b, s in zip(blocks, scores):
+        print(format_block(b, s))
+    if args.gold:
+        res = vecalign_scores([read_blocks(args.gold)], [blocks])
+        print(" ---------------------------------\n|             |  Strict |    Lax  |", file=sys.stderr)
+        for name in ("precision", "recall", "f1"):
+            print(f"| {name.capitalize():<11} |   {res[name + '_strict']:.3f} |   {res[name + '_lax']:.3f} |",
+                  file=sys.stderr)
+    return 0
+
+
+def _train(args, params: dict) -> int:
+    from alignment.crf import CRFAligner
+    from alignment.encoders import make_encoder
+    from alignment.gold import read_gold
+    from alignment.score import pair_prf
+    from medsimp.outputs import atomic_dir, print_summary, write_json
+
+    gold = args.gold or params.get("gold", "data/sample/align_gold.jsonl")
+    docs = read_gold(gold, args.gold_format or params.get("gold_format", "auto"))
+    if not docs:
+        print(f"error: no gold documents in {gold}", file=sys.stderr)
+        return 1
+    crf_p = dict(params.get("crf", {}))
+    enc = make_encoder(crf_p.get("encoder"), params.get("_cache") or None)
+    model = CRFAligner.train(docs, enc, crf_p)
+    fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
+    out = args.output or params.get("model", "out/models/crf_aligner")
+    stats = {"documents": len(docs), "gold_pairs": sum(len(d.pairs) for d in docs),
+             "train_f1": round(fit["f1"], 6), "train_precision": round(fit["precision"], 6),
+             "train_recall": round(fit["recall"], 6), "encoder": enc.name,
+             "cache_hits": enc.hits, "cache_misses": enc.misses}
+    with atomic_dir(out) as tmp:
+        model.save(tmp)
+        write_json(tmp / "stats.json", {k: v for k, v in stats.items() if not k.startswith("cache_")})
+    if args.metrics:
+        write_json(args.metrics, stats)
+    print_summary("medsimp align --train", stats)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from medsimp.config import section
+
+    params = dict(section(args.params_data, "align"))
+    params["_cache"] = section(args.params_data, "cache").get("dir")
+    if args.train:
+        return _train(args, params)
+    if args.src or args.batch:
+        return _file_mode(args, params)
+    from medsimp.outputs import atomic_dir
+    from pipelines import align_job
+
+    if args.model:
+        params["model"] = args.model
+    cache = params.pop("_cache")
+    with atomic_dir(args.output or params.get("output", "out/align")) as tmp:
+        align_job.run(args.input or params.get("input", "out/cochrane"), str(tmp), params,
+                      section(args.params_data, "beam"), args.beam_arg, args.metrics, cache)
+    return 0

@@ -1,0 +1,31 @@
+"""Overlap filter on aligned pairs (MultiCochrane Section 4): r = |Lc ∩ Ls| / |Ls| on lemma sets.
+
+    medsimp filter --input out/align --output out/filter --metrics metrics/filter.json
+Writes OUTPUT/pairs (every pair with `overlap_r` and `keep`), OUTPUT/kept (the filtered
+view) and stats.json. Bridged pairs inherit the decision of their English pair.
+Threshold: params `filter.threshold`.
+"""
+from __future__ import annotations
+
+HELP = "flag aligned pairs by lexical overlap r (keeps all rows; writes a kept-only view)"
+
+
+def add_arguments(parser) -> None:
+    from pipelines.beam_io import add_beam_arguments
+
+    parser.add_argument("--input", help="align output dir holding pairs/ (default: params filter.input)")
+    parser.add_argument("--output", help="output dir (default: params filter.output)")
+    parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    add_beam_arguments(parser)
+
+
+def run(args) -> int:
+    from medsimp.config import section
+    from medsimp.outputs import atomic_dir
+    from pipelines import filter_job
+
+    params = section(args.params_data, "filter")
+    with atomic_dir(args.output or params.get("output", "out/filter")) as tmp:
+        filter_job.run(args.input or params.get("input", "out/align"), str(tmp), params,
+                       section(args.params_data, "beam"), args.beam_arg, args.metrics)
+    return 0

@@ -1,0 +1,94 @@
+"""Radiology findings sentences for LLM simplification (Yang et al.): MIMIC-III NOTEEVENTS
+(category Radiology) and/or MIMIC-IV-Note radiology.csv(.gz) -> FINDINGS / IMPRESSION
+sentences that name a finding, de-duplicated, with body parts, finding words, negation and
+the exam description, so a balanced sample (like the paper's 40 sentences) can be drawn.
+
+Writes DIR/sentences/part-*.parquet (the common sentence table plus exam, body_parts,
+finding_words, negated, n_duplicates, duplicate_doc_ids), DIR/dead_letter/part-*.jsonl and
+DIR/stats.json. Knobs: params `radiology:` section.
+"""
+from __future__ import annotations
+
+import argparse
+
+HELP = "MIMIC radiology notes -> de-duplicated findings sentences with metadata (Beam job)"
+REASONS_PREFIX = "filtered_"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pipelines.beam_io import add_beam_arguments
+
+    parser.add_argument("--input", action="append", help="note file, glob or directory of "
+                        "*.csv / *.csv.gz (repeatable; default: params radiology.input)")
+    parser.add_argument("--output", help="output dir (default: params radiology.output)")
+    parser.add_argument("--metrics", help="also write stats.json here (DVC metric)")
+    add_beam_arguments(parser)
+
+
+def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) -> dict:
+    """stats.json: note counts (read = kept + filtered + rejected) and sentence counts
+    (sentences = kept + duplicates + filtered)."""
+    rejected = {k.removeprefix("rejected_"): v for k, v in sorted(notes.items())
+                if k.startswith("rejected_")}
+    filtered = {k.removeprefix(REASONS_PREFIX): v for k, v in sorted(rad.items())
+                if k.startswith(REASONS_PREFIX)}
+    return {
+        "inputs": inputs,
+        "read": notes.get("rows_read", 0),
+        "notes_kept": notes.get("notes_kept", 0),
+        "notes_filtered": notes.get("notes_filtered_category", 0) + notes.get("notes_filtered_iserror", 0),
+        "notes_rejected": sum(rejected.values()),
+        "rejected": rejected,
+        "sentences": rad.get("sentences", 0),
+        "kept": rad.get("kept", 0),
+        "duplicates": rad.get("duplicates", 0),
+        "filtered": sum(filtered.values()),
+        "filtered_reasons": filtered,
+    }
+
+
+def run(args) -> int:
+    import os
+
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+
+    from medsimp.config import section
+    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
+    from pipelines import beam_io, radiology
+    from pipelines.notes_job import NAMESPACE as NOTES_NS
+    from pipelines.radiology_core import SCHEMA, load_lexicons
+
+    params = section(args.params_data, "radiology")
+    patterns = args.input or ([params["input"]] if params.get("input") else [])
+    output = args.output or params.get("output", "out/radiology")
+    if not patterns:
+        raise SystemExit("medsimp radiology: no --input and no params radiology.input")
+    files = []
+    for pattern in patterns:
+        if os.path.isdir(pattern):
+            pattern = os.path.join(pattern, "*.csv*")
+        matches = FileSystems.match([pattern])[0].metadata_list
+        if not matches:
+            raise SystemExit(f"medsimp radiology: no file matches {pattern!r}")
+        files += [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
+    files.sort()
+    shards = int(params.get("num_shards", 1))
+    with atomic_dir(output) as tmp:
+        pipeline = beam.Pipeline(options=beam_io.pipeline_options(
+            section(args.params_data, "beam"), args.beam_arg))
+        radiology.build(pipeline, files, str(tmp), params, load_lexicons())
+        result = pipeline.run()
+        result.wait_until_finish()
+        beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, SCHEMA)
+        beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
+        stats = stats_from(beam_io.counters(result, NOTES_NS),
+                           beam_io.counters(result, radiology.NAMESPACE),
+                           [name for _, name, _ in files])
+        check_reconciles(stats, "read", ["notes_kept", "notes_filtered", "notes_rejected"])
+        check_reconciles(stats, "sentences", ["kept", "duplicates", "filtered"])
+        write_json(tmp / "stats.json", stats)
+    if args.metrics:
+        write_json(args.metrics, stats)
+    print_summary("medsimp radiology", {k: v for k, v in stats.items() if k != "inputs"})
+    return 0

@@ -1,0 +1,39 @@
+"""Build a QuickUMLS index from MRCONSO.RRF + MRSTY.RRF with QuickUMLS's own installer.
+
+One installation per UMLS language listed in params `umls.languages` that occurs in
+MRCONSO (ENG, SPA, FRE, ...), plus `index.json` (fingerprint, term counts). The embedded
+default is the demo starter vocabulary in data/sample/umls (NOT UMLS); point `umls.mrconso`
+and `umls.mrsty` at a licensed UMLS release (META/) to get the full vocabulary.
+"""
+from __future__ import annotations
+
+HELP = "build the QuickUMLS concept index (MRCONSO.RRF + MRSTY.RRF)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--mrconso", help="MRCONSO.RRF (default: params umls.mrconso)")
+    parser.add_argument("--mrsty", help="MRSTY.RRF (default: params umls.mrsty)")
+    parser.add_argument("--output", help="index directory (default: params umls.index)")
+    parser.add_argument("--metrics", help="also write the index summary here (DVC metrics)")
+
+
+def run(args) -> int:
+    from medsimp.config import section
+    from medsimp.outputs import atomic_dir, print_summary, write_json
+    from pipelines.umls import build_index
+
+    params = section(args.params_data, "umls")
+    output = args.output or params.get("index", "out/umls")
+    with atomic_dir(output) as tmp:
+        manifest = build_index(args.mrconso or params["mrconso"], args.mrsty or params["mrsty"], tmp,
+                               list(params.get("languages", ["ENG"])),
+                               lowercase=bool(params.get("lowercase", True)),
+                               normalize_unicode=bool(params.get("normalize_unicode", False)))
+        summary = {"fingerprint": manifest["fingerprint"],
+                   "terms": {lat: v["terms"] for lat, v in manifest["languages"].items()},
+                   "skipped_languages": manifest["skipped_languages"]}
+        write_json(tmp / "stats.json", summary)
+        if args.metrics:
+            write_json(args.metrics, summary)
+    print_summary("medsimp umls-index", summary["terms"])
+    return 0

@@ -1,0 +1,69 @@
+"""Corpus statistics of a linked table in the style of Cao et al. (2020), Table 2.
+
+Per side (expert = complex, layman = simple): sentences, vocabulary (distinct lowercased
+word tokens), concept vocabulary (distinct CUIs), mean tokens and concepts per sentence,
+and mean sentence-level readability; plus the layman/expert ratio of every row.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from statistics import fmean
+from typing import Any
+
+ROWS = ("sentences", "vocabulary", "concept_vocabulary", "tokens_per_sentence",
+        "concepts_per_sentence", "fkgl", "gunning_fog", "coleman_liau", "ari")
+SIDES = (("complex", "expert"), ("simple", "layman"))
+
+
+def load_rows(path: str, language: str | None = None) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    files = sorted(glob.glob(os.path.join(path, "part-*.parquet")))
+    if not files:
+        raise FileNotFoundError(f"no linked table (part-*.parquet) in {path}: run `medsimp link` first")
+    rows = [r for f in files for r in pq.read_table(f).to_pylist()]
+    return [r for r in rows if language is None or r["language"] == language]
+
+
+def side_stats(rows: list[dict]) -> dict[str, Any]:
+    from pipelines.readability import tokens
+
+    vocab: set[str] = set()
+    cuis: set[str] = set()
+    n_tokens = n_concepts = 0
+    for r in rows:
+        toks = [t.lower() for t in tokens(r["text"])]
+        vocab.update(toks)
+        n_tokens += len(toks)
+        n_concepts += len(r["concepts"])
+        cuis.update(c["cui"] for c in r["concepts"])
+    out: dict[str, Any] = {"sentences": len(rows), "vocabulary": len(vocab), "concept_vocabulary": len(cuis),
+                           "tokens_per_sentence": round(n_tokens / len(rows), 4) if rows else None,
+                           "concepts_per_sentence": round(n_concepts / len(rows), 4) if rows else None}
+    for name in ("fkgl", "gunning_fog", "coleman_liau", "ari"):
+        values = [r["readability"][name] for r in rows if r["readability"][name] is not None]
+        out[name] = round(fmean(values), 4) if values else None
+    return out
+
+
+def corpus_stats(rows: list[dict]) -> dict[str, Any]:
+    """{"expert": {...}, "layman": {...}, "ratio": {...}} (ratio = layman / expert)."""
+    table = {label: side_stats([r for r in rows if r["side"] == side]) for side, label in SIDES}
+    table["ratio"] = {k: (round(table["layman"][k] / table["expert"][k], 4)
+                          if table["expert"][k] and table["layman"][k] is not None else None)
+                      for k in ROWS}
+    return table
+
+
+def print_table(title: str, table: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(title=title)
+    for col in ("", "expert", "layman", "layman/expert"):
+        out.add_column(col, justify="right" if col else "left")
+    for key in ROWS:
+        out.add_row(key, *("-" if table[c][key] is None else str(table[c][key])
+                           for c in ("expert", "layman", "ratio")))
+    Console().print(out)

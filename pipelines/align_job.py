@@ -1,0 +1,104 @@
+"""Beam job: sentence table -> aligned pairs (CRF for English, CRF + Vecalign bridge for others).
+
+Reads `<input>/sentences/*.parquet`, groups sentences by document, and aligns each
+document in `AlignDocFn` (CRF model and encoders loaded once per worker in setup()).
+Counts documents: read = kept (aligned) + rejected (dead letter with the reason).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.beam_io import pipeline_options
+from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+
+NAMESPACE = "align"
+_FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text")
+
+PAIR_SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("doi", pa.string()), ("language", pa.string()),
+    ("complex_ids", pa.list_(pa.string())), ("simple_ids", pa.list_(pa.string())),
+    ("pivot_ids", pa.list_(pa.string())), ("complex_text", pa.string()), ("simple_text", pa.string()),
+    ("pivot_text", pa.string()), ("section", pa.string()), ("method", pa.string()),
+    ("crf_score", pa.float64()), ("vecalign_score", pa.float64()),
+])
+
+
+def pair_sort_key(row: Mapping[str, Any]):
+    doi, lang, n = row["pair_id"].rsplit(":", 2)
+    return (doi, lang, int(n))
+
+
+class AlignDocFn(beam.DoFn):
+    def __init__(self, params: Mapping[str, Any], cache_root: str | None):
+        self.params, self.cache_root = dict(params), cache_root
+
+    def setup(self):
+        from alignment.crf import CRFAligner
+        from alignment.encoders import make_encoder
+
+        crf_p = dict(self.params.get("crf", {}))
+        self.crf_encoder = make_encoder(crf_p.get("encoder"), self.cache_root)
+        self.crf = CRFAligner.load(self.params["model"], self.crf_encoder, {"merge": crf_p.get("merge", "union")})
+        vec_p = dict(self.params.get("vecalign", {}))
+        self.vec_spec = vec_p.pop("encoder", {"kind": "e5"})
+        self.vec_params = vec_p
+        self.vec_encoder = None  # built on the first multilingual document
+        self.count = Counter(NAMESPACE)
+
+    def process(self, element):
+        from alignment.bridge import DocumentError, align_document
+        from alignment.encoders import make_encoder
+
+        doi, rows = element
+        rows = sorted(rows, key=lambda r: r["sentence_id"])
+        self.count.inc("read")
+        if self.vec_encoder is None and any(r["language"] != "en" for r in rows):
+            self.vec_encoder = make_encoder(self.vec_spec, self.cache_root)
+        before = self._cache_counts()
+        try:
+            pairs = align_document(doi, rows, self.crf, self.vec_encoder, self.vec_params)
+        except DocumentError as exc:
+            self.count.inc("rejected")
+            self.count.inc(f"rejected.{exc.reason}")
+            yield beam.pvalue.TaggedOutput("dead_letter", {"source": "align", "locator": doi,
+                                                           "reason": exc.reason,
+                                                           "detail": str(exc)})
+            return
+        after = self._cache_counts()
+        self.count.inc("cache_hits", after[0] - before[0])
+        self.count.inc("cache_misses", after[1] - before[1])
+        self.count.inc("kept")
+        for p in pairs:
+            self.count.inc(f"pairs.{p['language']}")
+        self.count.inc("pairs_total", len(pairs))
+        yield from pairs
+
+    def _cache_counts(self) -> tuple[int, int]:
+        encs = [e for e in (self.crf_encoder, self.vec_encoder) if e is not None]
+        return sum(e.hits for e in encs), sum(e.misses for e in encs)
+
+
+def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Mapping[str, Any],
+        beam_args: list[str], metrics_file: str | None, cache_root: str | None) -> dict:
+    pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
+    if not FileSystems.match([pattern])[0].metadata_list:
+        raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
+    shards = int(params.get("num_shards", 1))
+    tables = {"pairs": Table("pairs", PAIR_SCHEMA, lambda r: r["doi"], pair_sort_key),
+              "dead_letter": dead_letter_table()}
+    prepare_dirs(out_dir, tables)
+    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+        rows = (p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))
+                  | "KeyByDoc" >> beam.Map(lambda r: (r["doc_id"], {k: r[k] for k in _FIELDS}))
+                  | "GroupByDoc" >> beam.GroupByKey())
+        out = rows | "Align" >> beam.ParDo(AlignDocFn(params, cache_root)).with_outputs("dead_letter",
+                                                                                          main="pairs")
+        write_tables({"pairs": out.pairs, "dead_letter": out.dead_letter}, tables, out_dir, shards)
+    result = p.result
+    return finish(result, NAMESPACE, out_dir, tables, shards, metrics_file,
+                  reconcile=("read", ["kept", "rejected"]), zero=("cache_hits", "cache_misses", "pairs_total"))

@@ -1,0 +1,57 @@
+"""Beam job: aligned pairs -> the same pairs with `overlap_r` and `keep`, plus a kept-only view.
+
+read = kept + filtered (+ rejected, always 0 here: every pair row gets a score).
+Writes `pairs/` (every row, flagged) and `kept/` (the filtered view).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.align_job import PAIR_SCHEMA, pair_sort_key
+from pipelines.beam_io import pipeline_options
+from pipelines.source_job import Counter, Table, finish, prepare_dirs, write_tables
+
+NAMESPACE = "filter"
+FILTER_SCHEMA = pa.schema(list(PAIR_SCHEMA) + [("overlap_r", pa.float64()), ("keep", pa.bool_())])
+
+
+class FilterFn(beam.DoFn):
+    def __init__(self, threshold: float):
+        self.threshold = float(threshold)
+
+    def setup(self):
+        from alignment.overlap import lemma_set
+
+        lemma_set("warm up", "en")  # load the spaCy lookup tables once per worker
+        self.count = Counter(NAMESPACE)
+
+    def process(self, row):
+        from alignment.overlap import filter_row
+
+        out = filter_row(dict(row), self.threshold)
+        self.count.inc("read")
+        self.count.inc("kept" if out["keep"] else "filtered")
+        self.count.inc(f"{'kept' if out['keep'] else 'filtered'}.{out['language']}")
+        yield out
+
+
+def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Mapping[str, Any],
+        beam_args: list[str], metrics_file: str | None) -> dict:
+    pattern = FileSystems.join(input_dir, "pairs", "*.parquet")
+    if not FileSystems.match([pattern])[0].metadata_list:
+        raise FileNotFoundError(f"no aligned pairs at {pattern} (run `medsimp align` first)")
+    shards = int(params.get("num_shards", 1))
+    tables = {n: Table(n, FILTER_SCHEMA, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
+    prepare_dirs(out_dir, tables)
+    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+        rows = (p | "Read" >> beam.io.ReadFromParquet(pattern)
+                  | "Score" >> beam.ParDo(FilterFn(params.get("threshold", 0.5))))
+        kept = rows | "KeptView" >> beam.Filter(lambda r: r["keep"])
+        write_tables({"pairs": rows, "kept": kept}, tables, out_dir, shards)
+    return finish(p.result, NAMESPACE, out_dir, tables, shards, metrics_file,
+                  extra={"threshold": float(params.get("threshold", 0.5))}, zero=("filtered", "rejected"))

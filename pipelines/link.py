@@ -1,0 +1,157 @@
+"""Beam job: sentence table -> UMLS concepts (QuickUMLS) + readability per sentence and document.
+
+Sentences are grouped by document side (doc_id, side, language); one DoFn per worker
+loads the QuickUMLS matchers in setup(). Results per document side go through DocCache
+(key: its sentences, the index fingerprint and the link/readability params).
+"""
+from __future__ import annotations
+
+import glob
+import os
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from medsimp.doccache import DocCache, content_key
+from pipelines.beam_io import pipeline_options
+from pipelines.sentence_rows import dead_letter
+from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+
+NAMESPACE = "link"
+CONCEPT = pa.struct([
+    pa.field("start", pa.int32()), pa.field("end", pa.int32()), pa.field("term", pa.string()),
+    pa.field("cui", pa.string()), pa.field("semtypes", pa.list_(pa.string())),
+    pa.field("similarity", pa.float64())])
+_SCORES = [pa.field(n, pa.float64()) for n in ("fkgl", "gunning_fog", "coleman_liau", "ari")]
+READABILITY = pa.struct(_SCORES + [pa.field("n_tokens", pa.int32())])
+DOC_READABILITY = pa.struct(_SCORES + [pa.field("n_tokens", pa.int32()), pa.field("n_sentences", pa.int32())])
+_KEYS = [pa.field(n, pa.string()) for n in ("source", "doc_id", "side", "language")]
+SCHEMA = pa.schema([pa.field("sentence_id", pa.string()), *_KEYS, pa.field("section", pa.string()),
+                    pa.field("sentence_index", pa.int32()), pa.field("text", pa.string()),
+                    pa.field("concepts", pa.list_(CONCEPT)), pa.field("readability", READABILITY)])
+DOC_SCHEMA = pa.schema([pa.field("doc_key", pa.string()), *_KEYS, pa.field("linked", pa.bool_()),
+                        pa.field("n_concepts", pa.int32()), pa.field("readability", DOC_READABILITY)])
+_NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")
+
+
+def sentence_files(path: str) -> list[str]:
+    """Parquet parts of a sentence table: `path/sentences/*.parquet` or `path/*.parquet`."""
+    for pattern in (os.path.join(path, "sentences", "*.parquet"), os.path.join(path, "*.parquet")):
+        files = sorted(glob.glob(pattern))
+        if files:
+            return files
+    raise FileNotFoundError(f"no sentence table (parquet) under {path}")
+
+
+def read_rows(path: str):
+    name = os.path.basename(path)
+    table = pq.read_table(path)
+    missing = [c for c in _NEEDED if c not in table.column_names]
+    if missing:
+        raise ValueError(f"{path}: not a sentence table, missing columns {missing}")
+    for i, row in enumerate(table.select(list(_NEEDED)).to_pylist()):
+        yield f"{name}:{i + 1}", row
+
+
+def compute(linker, texts: list[str], language: str, syllable_languages: list[str]) -> dict:
+    """Concepts + readability of one document side (cacheable, plain values)."""
+    from pipelines.readability import document_scores, scores
+
+    linked = linker.has_language(language)
+    return {
+        "linked": linked,
+        "concepts": [linker.link(t, language) if linked else [] for t in texts],
+        "readability": [scores(t, language, syllable_languages) for t in texts],
+        "document": document_scores(texts, language, syllable_languages),
+    }
+
+
+@beam.typehints.with_output_types(Any)
+class ValidateFn(beam.DoFn):
+    def setup(self):
+        self.count = Counter(NAMESPACE)
+
+    def process(self, item):
+        locator, row = item
+        self.count.inc("read")
+        bad = [c for c in _NEEDED if row.get(c) is None or (c == "text" and not str(row[c]).strip())]
+        if bad:
+            self.count.inc("rejected")
+            self.count.inc("rejected.missing_field")
+            yield beam.pvalue.TaggedOutput("dead", dead_letter(
+                NAMESPACE, locator, "missing_field", f"empty or null: {', '.join(bad)}"))
+            return
+        yield (row["source"], row["doc_id"], row["side"], row["language"]), row
+
+
+class LinkFn(beam.DoFn):
+    def __init__(self, index_dir: str, link_params: dict, syllable_languages: list[str],
+                 cache_root: str | None):
+        self.index_dir, self.link_params = index_dir, link_params
+        self.syllable_languages, self.cache_root = syllable_languages, cache_root
+
+    def setup(self):
+        from pipelines.umls import ConceptLinker
+
+        self.linker = ConceptLinker(self.index_dir, self.link_params)
+        self.cache = DocCache(self.cache_root, "link/quickumls")
+        self.count = Counter(NAMESPACE)
+
+    def process(self, element):
+        (source, doc_id, side, language), rows = element
+        rows = sorted(rows, key=lambda r: r["sentence_index"])
+        texts = [r["text"] for r in rows]
+        key = content_key("link-v1", texts, language, self.linker.fingerprint, self.link_params,
+                          self.syllable_languages)
+        result = self.cache.get(key)
+        if result is None:
+            self.count.inc("cache_misses")
+            result = compute(self.linker, texts, language, self.syllable_languages)
+            self.cache.put(key, result)
+        else:
+            self.count.inc("cache_hits")
+        self.count.inc("kept", len(rows))
+        self.count.inc("documents")
+        if not result["linked"]:
+            self.count.inc("sentences_without_index", len(rows))
+            self.count.inc(f"sentences_without_index.{language}", len(rows))
+        n_concepts = sum(len(c) for c in result["concepts"])
+        self.count.inc("concepts", n_concepts)
+        for row, concepts, readability in zip(rows, result["concepts"], result["readability"]):
+            yield {**{c: row[c] for c in _NEEDED}, "concepts": concepts, "readability": readability}
+        yield beam.pvalue.TaggedOutput("documents", {
+            "doc_key": f"{source}:{doc_id}:{side}:{language}", "source": source, "doc_id": doc_id,
+            "side": side, "language": language, "linked": result["linked"],
+            "n_concepts": n_concepts, "readability": result["document"]})
+
+
+def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readability_params: dict,
+        cache_root: str | None, num_shards: int, beam_params: dict, beam_args: list[str],
+        metrics_file: str | None) -> dict:
+    from pipelines.umls import read_manifest
+
+    files = sentence_files(input_path)
+    manifest = read_manifest(index_dir)  # fail early with a clear message
+    tables = {
+        "sentences": Table("", SCHEMA, lambda r: r["doc_id"],
+                           lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"])),
+        "documents": Table("documents", DOC_SCHEMA, lambda r: r["doc_id"], lambda r: r["doc_key"]),
+        "dead": dead_letter_table(),
+    }
+    prepare_dirs(out_dir, tables)
+    syllables = list(readability_params.get("syllable_languages", ["en"]))
+    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+        valid = (p | "Files" >> beam.Create(files) | "Read" >> beam.FlatMap(read_rows)
+                 | "Reshuffle" >> beam.Reshuffle()
+                 | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows"))
+        linked = (valid.rows | "ByDoc" >> beam.GroupByKey()
+                  | "Link" >> beam.ParDo(LinkFn(index_dir, dict(link_params), syllables, cache_root))
+                  .with_outputs("documents", main="rows"))
+        write_tables({"sentences": linked.rows, "documents": linked.documents, "dead": valid.dead},
+                     tables, out_dir, num_shards)
+    return finish(p.result, NAMESPACE, out_dir, tables, num_shards, metrics_file,
+                  extra={"index_fingerprint": manifest["fingerprint"],
+                         "index_languages": sorted(manifest["languages"])},
+                  zero=("cache_hits", "cache_misses", "sentences_without_index", "concepts"))

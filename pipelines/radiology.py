@@ -1,0 +1,70 @@
+"""The radiology Beam job: MIMIC-III NOTEEVENTS (category Radiology) and MIMIC-IV-Note
+radiology tables -> de-duplicated FINDINGS / IMPRESSION finding sentences with metadata.
+
+DAG::
+
+    ReadNotes (pipelines.notes_job, categories=[Radiology]) -> notes | rejects
+    notes -> Extract (radiology_core.RadiologyExtractor) -> key by dedup_key
+          -> GroupByKey -> merge_duplicates -> WriteSorted(sentences/)
+    rejects -> WriteSorted(dead_letter/)
+
+Counters: the reader's `notes` namespace (rows_read = notes_kept + notes_filtered_* +
+rejected_*) and `radiology` (sentences = kept + duplicates + filtered_*).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from pipelines.radiology_core import (SCHEMA, RadiologyExtractor, dedup_key, merge_duplicates,
+                                      row_order)
+
+NAMESPACE = "radiology"
+
+
+class _ExtractFn(beam.DoFn):
+    def __init__(self, params: Mapping, lexicons):
+        self.params, self.lexicons = dict(params), lexicons
+
+    def setup(self):
+        self.extractor = RadiologyExtractor(self.params, self.lexicons)
+
+    def process(self, note):
+        rows, counts = self.extractor.rows(note)
+        for name, value in counts.items():
+            Metrics.counter(NAMESPACE, name).inc(value)
+        for row in rows:
+            yield dedup_key(row["text"]), row
+
+
+def _merge(element):
+    _, rows = element
+    row = merge_duplicates(list(rows))
+    Metrics.counter(NAMESPACE, "kept").inc()
+    Metrics.counter(NAMESPACE, "duplicates").inc(row["n_duplicates"])
+    return row
+
+
+def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: str,
+          params: Mapping, lexicons) -> None:
+    """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/)."""
+    from pipelines.beam_io import WriteSorted
+    from pipelines.notes_job import ReadNotes, dead_letter_sort_key
+
+    read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], int(params.get("num_ranges", 2)))
+    (read.notes
+     | "Extract" >> beam.ParDo(_ExtractFn(params, lexicons))
+     | "GroupDuplicates" >> beam.GroupByKey()
+     | "Merge" >> beam.Map(_merge)
+     | "WriteSentences" >> WriteSorted(FileSystems.join(out_dir, "sentences"), prefix="part",
+                                       num_shards=int(params.get("num_shards", 1)),
+                                       shard_key=lambda r: r["doc_id"],
+                                       sort_key=row_order,
+                                       schema=SCHEMA))
+    (read.rejects
+     | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
+                                         num_shards=1, shard_key=lambda r: r["locator"],
+                                         sort_key=dead_letter_sort_key, fmt="jsonl"))

@@ -1,0 +1,144 @@
+"""Benchmark the notes Beam job against a naive single-process baseline on one synthetic file.
+
+    python scripts/bench_notes.py --rows 200000 [--gz] [--workdir /tmp/medsimp-bench]
+
+Both read the same generated MIMIC-III-format file (medsimp synth notes) and do the same
+work: keep discharge summaries (not ISERROR), extract sections, split sentences, score
+them with Algorithm 1, write parquet. The baseline is the obvious script: `csv.reader` on
+`io.TextIOWrapper(newline='')`, every row parsed, one process. Prints wall time, notes/s,
+the ratio, and peak memory (RSS summed over the whole process tree, sampled every 0.1 s).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def baseline(path: str, out: str) -> dict:
+    """The naive single-process version of the job."""
+    import pyarrow.parquet as pq
+    import pyarrow as pa
+    import yaml
+
+    from pipelines.noteevents import Note
+    from pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
+    from pipelines.sections import extractor_from_params
+    from pipelines.selection import load_lexicons
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())["notes"]
+    extractor = extractor_from_params(params)
+    processor = NoteProcessor(params, *load_lexicons(params, ROOT))
+    csv.field_size_limit(1 << 30)
+    raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    rows, read = [], 0
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+        reader = csv.reader(fh)
+        next(reader)
+        for r in reader:
+            read += 1
+            if len(r) != 11 or r[6].strip() != "Discharge summary" or r[9] == "1":
+                continue
+            note = Note(r[0], int(r[1]), int(r[2]) if r[2] else None, r[6], r[7], r[3], r[10], "")
+            record = section_record(note, extractor)
+            if record:
+                rows += processor.sentence_rows(record)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SENTENCE_SCHEMA), out)
+    return {"rows_read": read, "sentences": len(rows)}
+
+
+def measure(cmd: list[str]) -> tuple[float, float, float, str]:
+    """Run `cmd`; return (seconds, CPU seconds of the process tree, peak RSS MiB of the
+    process tree, stdout)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    peak = 0.0
+    done = threading.Event()
+
+    def sample():
+        nonlocal peak
+        root = psutil.Process(proc.pid)
+        while not done.is_set():
+            try:
+                procs = [root, *root.children(recursive=True)]
+                peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()) / 2**20)
+            except psutil.Error:
+                pass
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    out, _ = proc.communicate()
+    seconds = time.perf_counter() - start
+    done.set()
+    thread.join()
+    if proc.returncode:
+        raise SystemExit(f"{cmd[:3]} failed with exit code {proc.returncode}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return seconds, cpu, peak, out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--gz", action="store_true", help="gzip input (one reader; not splittable)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workdir", default="/tmp/medsimp-bench")
+    parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--beam-arg", action="append", default=[])
+    parser.add_argument("--_baseline", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args._baseline:
+        print(json.dumps(baseline(*args._baseline)))
+        return 0
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    data = work / f"notes-{args.rows}-{args.seed}.csv{'.gz' if args.gz else ''}"
+    if not data.exists():
+        from pipelines.synth_notes import write_file
+
+        t = time.perf_counter()
+        write_file(str(data), args.rows, args.seed)
+        print(f"generated {data} ({data.stat().st_size / 2**20:.0f} MiB) in "
+              f"{time.perf_counter() - t:.1f}s")
+    results = {}
+    load0 = os.getloadavg()
+    if not args.skip_baseline:
+        secs, cpu, peak, out = measure([sys.executable, __file__, "--_baseline", str(data),
+                                        str(work / "baseline.parquet")])
+        results["baseline"] = (secs, cpu, peak, json.loads(out.strip().splitlines()[-1]))
+    cmd = [sys.executable, "-m", "medsimp.cli", "notes", "--input", str(data), "--output",
+           str(work / "notes"), *[f"--beam-arg={a}" for a in args.beam_arg]]
+    secs, cpu, peak, _ = measure(cmd)
+    stats = json.loads((work / "notes" / "stats.json").read_text())
+    results["beam"] = (secs, cpu, peak, {"rows_read": stats["rows_read"],
+                                         "sentences": stats["sentences"]})
+    print(f"load average before/after: {load0} / {os.getloadavg()}")
+    for name, (secs, cpu, peak, counts) in results.items():
+        print(f"{name:9s} {secs:7.1f}s wall {cpu:7.1f}s CPU  {counts['rows_read'] / secs:9.0f} "
+              f"notes/s  peak RSS {peak:7.0f} MiB  rows_read={counts['rows_read']} "
+              f"sentences={counts['sentences']}")
+    if "baseline" in results:
+        print(f"speed-up beam/baseline: {results['baseline'][0] / results['beam'][0]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

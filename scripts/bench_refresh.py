@@ -1,0 +1,128 @@
+"""Benchmark `medsimp refresh` on the real DAG, in a scratch copy of the repository.
+
+1. copy the working tree (with .git, .dvc, out/, builders/, metrics/ and the document cache);
+2. warm-up refresh: brings the copy up to date (and lets DVC re-hash the copied files);
+3. timed refresh with nothing changed: target < 10 s and "nothing to do" (exit 3);
+4. append one new review (all its language versions) to the embedded Cochrane input,
+   refresh again, and read the cache hits/misses from the report: only that review's
+   documents should miss.
+
+Prints a JSON summary. The repository itself is never modified.
+    python scripts/bench_refresh.py [--repo .] [--workdir DIR] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+NEW_DOI = "10.1002/14651858.CD909999.pub1"
+TEMPLATE_DOI = "10.1002/14651858.CD900001.pub2"
+ADDED = " This sentence was added to make a new review for the refresh benchmark."
+IGNORE = shutil.ignore_patterns(".venv", "__pycache__", "*.egg-info", "reports", ".pytest_cache",
+                                "*.tmp-*", "rwlock", "medsimp-refresh.lock*")
+
+
+def timed_refresh(root: Path, timeout: float) -> dict:
+    """Run `medsimp refresh` in `root`; wall and CPU seconds, exit code, report."""
+    env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1", DVC_NO_ANALYTICS="1")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "medsimp.cli", "refresh"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    latest = root / "reports" / "refresh" / "latest.json"
+    report = json.loads(latest.read_text()) if latest.exists() else None
+    return {"exit_code": proc.returncode, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "stdout_tail": proc.stdout.strip().splitlines()[-3:], "report": report,
+            "stderr_tail": proc.stderr.strip().splitlines()[-5:] if proc.returncode not in (0, 3) else []}
+
+
+def add_review(input_path: Path) -> int:
+    """Append a copy of one review's records under a new DOI with changed text; -> records added."""
+    records = []
+    for line in input_path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("doi") == TEMPLATE_DOI:
+            records.append(row)
+
+    def change(value):
+        if isinstance(value, str):
+            return value + ADDED
+        if isinstance(value, list):
+            return [dict(v, text=v["text"] + ADDED) if isinstance(v, dict) and "text" in v else v
+                    for v in value]
+        return value
+
+    with input_path.open("a", encoding="utf-8") as fh:
+        for row in records:
+            new = {k: (change(v) if k in ("abstract", "pls") else v) for k, v in row.items()}
+            new["doi"] = NEW_DOI
+            fh.write(json.dumps(new, ensure_ascii=False) + "\n")
+    return len(records)
+
+
+def stage_view(report: dict | None) -> dict:
+    if not report:
+        return {}
+    return {name: {"status": s["status"], **({"cache": s["cache"]} if "cache" in s else {}),
+                   "changes": {k: v["delta"] for k, v in s["changes"].items()}}
+            for name, s in report["stages"].items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", default=str(Path(__file__).resolve().parents[1]))
+    parser.add_argument("--workdir", default=None, help="scratch dir (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds per refresh")
+    args = parser.parse_args()
+
+    repo = Path(args.repo).resolve()
+    stages = (yaml.safe_load((repo / "dvc.yaml").read_text()) or {}).get("stages") or {}
+    scratch = Path(args.workdir or tempfile.mkdtemp(prefix="bench-refresh-"))
+    root = scratch / "repo"
+    summary: dict = {"repo": str(repo), "dvc_yaml_stages": sorted(stages)}
+    try:
+        shutil.copytree(repo, root, symlinks=True, ignore=IGNORE)
+        warm = timed_refresh(root, args.timeout)
+        summary["warmup"] = {k: warm[k] for k in ("exit_code", "wall_s", "cpu_s", "stderr_tail")}
+        summary["warmup"]["stages"] = stage_view(warm["report"])
+        noop = timed_refresh(root, args.timeout)
+        summary["noop"] = {k: noop[k] for k in ("exit_code", "wall_s", "cpu_s", "stdout_tail")}
+        summary["noop"]["target_met"] = noop["exit_code"] == 3 and noop["wall_s"] < 10
+
+        params = yaml.safe_load((root / "params.yaml").read_text()) or {}
+        cochrane_input = root / ((params.get("cochrane") or {}).get("input") or
+                                 "data/sample/cochrane.jsonl")
+        summary["added_records"] = add_review(cochrane_input)
+        one = timed_refresh(root, args.timeout)
+        report = one["report"] or {}
+        summary["one_review"] = {k: one[k] for k in ("exit_code", "wall_s", "cpu_s", "stderr_tail")}
+        summary["one_review"].update(stages=stage_view(report), cache=report.get("cache"),
+                                     fingerprints_changed=report.get("fingerprints_changed"))
+    finally:
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            summary["workdir"] = str(root)
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The streaming MIMIC note reader: CSV edge cases, rejects with reasons, byte ranges, schemas."""
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pipelines import noteevents
+from pipelines.noteevents import Filtered, Note, NoteFileError, Reject, iter_records, plan_ranges
+
+HEADER = ('"ROW_ID","SUBJECT_ID","HADM_ID","CHARTDATE","CHARTTIME","STORETIME","CATEGORY",'
+          '"DESCRIPTION","CGID","ISERROR","TEXT"\n').encode()
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
+
+
+def row(rid: int, text: bytes, cat: str = "Discharge summary", iserror: str = "",
+        hadm: str = "123") -> bytes:
+    return (f'{rid},{1000 + rid},{hadm},2151-08-04,,,"{cat}","Report",,{iserror},').encode() \
+        + text + b"\n"
+
+
+def write(tmp_path: Path, *rows: bytes, name: str = "NOTEEVENTS.csv") -> str:
+    path = tmp_path / name
+    path.write_bytes(HEADER + b"".join(rows))
+    return str(path)
+
+
+def test_quoted_newlines_commas_and_escaped_quotes(tmp_path):
+    text = b'"Brief Hospital Course:\nPt, 67 y/o, said ""fine"",\n\n2. HTN: cont. meds\n"'
+    path = write(tmp_path, row(1, text), row(2, b'"second, note"', hadm=""))
+    notes = list(iter_records(path))
+    assert [type(n) for n in notes] == [Note, Note]
+    assert notes[0].text == 'Brief Hospital Course:\nPt, 67 y/o, said "fine",\n\n2. HTN: cont. meds\n'
+    assert (notes[0].note_id, notes[0].subject_id, notes[0].hadm_id) == ("1", 1001, 123)
+    assert notes[1].hadm_id is None and notes[1].text == "second, note"
+    assert notes[0].locator == f"NOTEEVENTS.csv@{len(HEADER)}"
+
+
+def test_crlf_line_endings(tmp_path):
+    path = write(tmp_path, row(1, b'"a\r\nb"')[:-1] + b"\r\n", row(2, b'"c"')[:-1] + b"\r\n")
+    assert [n.text for n in iter_records(path)] == ["a\r\nb", "c"]
+
+
+def test_each_broken_row_has_its_reason_and_the_rest_survive(tmp_path):
+    path = write(
+        tmp_path,
+        row(1, b'"ok one"'),
+        row(2, b'"He said "no" today"'),              # stray quotes inside a quoted field
+        row(3, b'"never closed\nIMPRESSION: none.'),  # unbalanced quote: ends at the next row
+        row(4, b'"fever 102\xff\xfe F"'),             # invalid UTF-8
+        row(5, b'""'),                                # empty TEXT
+        row(6, b'"  \n "'),                           # blank TEXT
+        row(7, b'"x","extra field"'),                 # 12 fields
+        row(8, b'"ok two"'),
+    )
+    got = [(type(r).__name__, getattr(r, "reason", "")) for r in iter_records(path)]
+    assert got == [("Note", ""), ("Reject", "unparseable"), ("Reject", "unparseable"),
+                   ("Reject", "bad_utf8"), ("Reject", "missing_text"), ("Reject", "missing_text"),
+                   ("Reject", "wrong_field_count"), ("Note", "")]
+
+
+def test_rejects_carry_offsets_and_field_names_never_text(tmp_path):
+    secret = b"SECRET-NOTE-TEXT"
+    path = write(tmp_path, row(1, b'"' + secret + b' \xff"'), row(2, b'"' + secret + b' "x" y"'),
+                 row(3, b'"' + secret))
+    rejects = [r for r in iter_records(path) if isinstance(r, Reject)]
+    assert len(rejects) == 3
+    bad = rejects[0]
+    assert bad.detail == {"byte_offset": len(HEADER) + len(row(1, b'"' + secret + b' ')) - 1,
+                          "fields": ["TEXT"]}
+    for r in rejects:
+        assert "SECRET" not in repr(r.as_dict())
+
+
+def test_category_and_iserror_filters(tmp_path):
+    path = write(tmp_path, row(1, b'"a"'), row(2, b'"b"', cat="Radiology"),
+                 row(3, b'"c"', iserror="1"), row(4, b'"d"', cat="Physician "),
+                 row(5, b'"e"', cat="discharge SUMMARY"))
+    kinds = [r.reason if isinstance(r, Filtered) else r.note_id for r in iter_records(path)]
+    assert kinds == ["1", "category", "iserror", "category", "5"]
+    radiology = [r.note_id for r in iter_records(path, categories=["radiology"])
+                 if isinstance(r, Note)]
+    assert radiology == ["2"]
+    everything = [r for r in iter_records(path, categories=None)]
+    assert [type(r) for r in everything] == [Note, Note, Filtered, Note, Note]
+
+
+def test_filtered_rows_skip_text_checks_but_not_quote_balance(tmp_path):
+    path = write(tmp_path, row(1, b'"bad \xff bytes"', cat="Radiology"),
+                 row(2, b'"open quote', cat="Radiology"), row(3, b'"fine"'))
+    got = [getattr(r, "reason", "note") for r in iter_records(path)]
+    assert got == ["category", "unparseable", "note"]
+
+
+@pytest.mark.parametrize("parts", [2, 3, 5, 11])
+def test_byte_ranges_yield_exactly_the_sequential_records(tmp_path, monkeypatch, parts):
+    monkeypatch.setattr(noteevents, "CHUNK", 64)  # tiny reads: exercise buffer refills too
+    rows = [row(i, b'"line one, with comma\n' + b"x" * (i * 7 % 50) + b'\n2. HTN:\n"') for i in range(1, 40)]
+    rows[10] = row(11, b'"unterminated\nstill inside')
+    rows[20] = row(21, b'"bad \xff"')
+    path = write(tmp_path, *rows)
+    size = Path(path).stat().st_size
+    sequential = [repr(r) for r in iter_records(path, categories=None)]
+    ranges = plan_ranges(path, size, parts)
+    assert len(ranges) == parts and ranges[0][0] == 0 and ranges[-1][1] is None
+    split = [repr(r) for rg in ranges for r in iter_records(path, categories=None, byte_range=rg)]
+    assert split == sequential and len(sequential) == 39
+
+
+def test_gzip_is_one_range_and_reads_the_same(tmp_path):
+    plain = write(tmp_path, row(1, b'"a\nb"'), row(2, b'"c"'))
+    gz = tmp_path / "NOTEEVENTS.csv.gz"
+    gz.write_bytes(gzip.compress(Path(plain).read_bytes()))
+    assert plan_ranges(str(gz), 10**9, 4) == [(0, None)]
+    assert [n.text for n in iter_records(str(gz))] == ["a\nb", "c"]
+
+
+def test_mimic4_discharge_sample():
+    notes = list(iter_records(str(SAMPLE / "mimic4" / "discharge.csv.gz")))
+    assert len(notes) == 4 and all(isinstance(n, Note) for n in notes)
+    assert notes[0].note_id == "10000032-DS-21" and notes[0].category == "Discharge summary"
+    assert notes[0].hadm_id == 22590853 and notes[0].chartdate == "2180-05-01"
+    radiology = list(iter_records(str(SAMPLE / "mimic4" / "discharge.csv.gz"),
+                                  categories=["Radiology"]))
+    assert radiology == [Filtered("category")] * 4
+
+
+def test_embedded_sample_outcomes():
+    counts = Counter(type(r).__name__ + ":" + getattr(r, "reason", "")
+                     for r in iter_records(str(SAMPLE / "NOTEEVENTS.csv")))
+    assert counts == {"Note:": 10, "Filtered:category": 12, "Filtered:iserror": 1,
+                      "Reject:unparseable": 2, "Reject:bad_utf8": 1, "Reject:missing_text": 1,
+                      "Reject:wrong_field_count": 1}
+
+
+def test_unknown_header_is_a_clear_error(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"a,b,c\n1,2,3\n")
+    with pytest.raises(NoteFileError, match="unknown note table header"):
+        list(iter_records(str(path)))
+
+
+def test_oversized_record_is_rejected_and_reading_resumes(tmp_path, monkeypatch):
+    monkeypatch.setattr(noteevents, "CHUNK", 64)
+    monkeypatch.setattr(noteevents, "MAX_RECORD_BYTES", 200)
+    path = write(tmp_path, row(1, b'"' + b"y" * 1000 + b'"'), row(2, b'"ok"'))
+    got = [getattr(r, "reason", "note") for r in iter_records(path)]
+    assert got == ["record_too_large", "note"]

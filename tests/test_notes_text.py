@@ -1,0 +1,144 @@
+"""Sections, clinical sentence splitting and Algorithm 1 (hand-computed) for the notes job."""
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from pipelines.sections import SectionExtractor, extractor_from_params
+from pipelines.selection import (Selector, load_abbreviations, load_common_words, tokenize)
+from pipelines.sentences import splitter
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NOTE = """Admission Date:  [**2151-7-16**]     Discharge Date:  [**2151-8-4**]
+
+History of Present Illness:
+Line one of the HPI.
+Line two, wrapped.
+Past Medical History:
+1. HTN
+
+BRIEF HOSPITAL COURSE: Inline start.
+# CHF: diuresed.
+1. Afib: rate controlled.
+Medications on Admission:
+1. ASA
+"""
+
+
+def test_sections_default_headers_end_at_next_header():
+    got = [(s.name, s.text) for s in SectionExtractor().extract(NOTE)]
+    assert got == [("History of Present Illness", "Line one of the HPI.\nLine two, wrapped."),
+                   ("Brief Hospital Course", "Inline start.\n# CHF: diuresed.\n1. Afib: rate controlled.")]
+    for s in SectionExtractor().extract(NOTE):
+        assert NOTE[s.start:s.start + len(s.text)] == s.text
+
+
+@pytest.mark.parametrize("header,name", [
+    ("HPI:", "History of Present Illness"),
+    ("history of the present illness :", "History of Present Illness"),
+    ("  HISTORY OF PRESENT ILLNESS:", "History of Present Illness"),
+    ("Brief Summary of Hospital Course:", "Brief Summary of Hospital Course"),
+    ("Brief  Hospital  Course:", "Brief Hospital Course"),
+])
+def test_section_header_variants(header, name):
+    text = f"{header}\nThe body.\nALLERGIES:\nNKDA\n"
+    assert [(s.name, s.text) for s in SectionExtractor().extract(text)] == [(name, "The body.")]
+
+
+def test_non_target_headers_and_custom_patterns():
+    text = "Hospital Course:\nNot a target.\nHPI:\nTarget.\nBrief Hospital Course:\nNext.\n"
+    got = [(s.name, s.text) for s in SectionExtractor().extract(text)]
+    assert got == [("History of Present Illness", "Target."), ("Brief Hospital Course", "Next.")]
+    custom = extractor_from_params({"headers": {"Course": r"hospital\s+course"}})
+    text = "Hospital Course:\nNot a target.\nSocial History:\nLives alone.\n"
+    assert [(s.name, s.text) for s in custom.extract(text)] == [("Course", "Not a target.")]
+    assert SectionExtractor().extract("HPI:\n\nPast Medical History:\nx") == []
+
+
+SPLIT_TEXT = ("Pt is a 67 y/o M seen at [**Hospital. 18**] on [**2151-7-16**]. Dr. "
+              "[**Last Name (STitle) 12**] was consulted. Lasix was cont. at home dose.\n\n"
+              "1. CHF: diuresed.\n2. Afib: rate controlled\n \n")
+
+
+@pytest.mark.parametrize("name", ["rules", "rush"])
+def test_sentences_keep_placeholders_and_fix_cont(name):
+    spans = splitter(name)(SPLIT_TEXT)
+    got = [SPLIT_TEXT[a:b] for a, b in spans]
+    assert got == ["Pt is a 67 y/o M seen at [**Hospital. 18**] on [**2151-7-16**].",
+                   "Dr. [**Last Name (STitle) 12**] was consulted.",
+                   "Lasix was cont. at home dose.",
+                   "1. CHF: diuresed.", "2. Afib: rate controlled"]
+
+
+def test_unknown_splitter_is_an_error():
+    with pytest.raises(ValueError, match="unknown sentence splitter"):
+        splitter("nope")
+
+
+def test_tokenize_keeps_placeholder_as_one_token():
+    assert tokenize("Seen at [**Hospital1 18**], BP 120/80.") == \
+        ["Seen", "at", "[**Hospital1 18**]", ",", "BP", "120/80", "."]
+
+
+A = {"Pt", "ASA", "PO", "b.i.d", "CHF"}
+T = {"the", "be", "start", "on", "and", "daily", "with", "a", "patient"}
+
+
+@pytest.mark.parametrize("sentence,expected", [
+    # Pt* was started on ASA* 325# mg? PO* daily and metoprolol? 25# mg? PO* b.i.d* .
+    # n=15 (the final "." is punctuation), abb=5, unc=3 (mg, metoprolol, mg) -> 8/15 > 0.5
+    ("Pt was started on ASA 325 mg PO daily and metoprolol 25 mg PO b.i.d.", (15, 5, 3, 8 / 15, False)),
+    # n=8 < 10: abb=1 (CHF), unc=1 (lasix)
+    ("The patient with CHF was started on lasix.", (8, 1, 1, 2 / 8, False)),
+    # n=16, abb=1 (CHF), unc=4 (lasix, seen->see, by, the placeholder) -> 5/16
+    ("The patient with CHF was started on lasix and the patient was seen by "
+     "[**Doctor 12**] daily.", (16, 1, 4, 5 / 16, True)),
+    # numbers (120/80, 88, 97) are neither; "%", "--", "...", ":" are not word tokens;
+    # BP, HR, 2L, ok, fine are uncommon here: n=9, unc=5
+    ("BP 120/80, HR 88 -- 97% on 2L ... ok: fine", (9, 0, 5, 5 / 9, False)),
+    ("", (0, 0, 0, 0.0, False)),
+])
+def test_algorithm1_hand_computed(sentence, expected):
+    f = Selector(A, T).features(sentence)
+    assert (f.n, f.abb, f.unc, f.keep) == (expected[0], expected[1], expected[2], expected[4])
+    assert f.ratio == pytest.approx(expected[3])
+
+
+def test_algorithm1_case_switch_and_thresholds():
+    s = "pt was started on asa."
+    assert Selector(A, T).features(s).as_dict() == {"n": 5, "abb": 0, "unc": 2, "ratio": 0.4,
+                                                     "keep": False}
+    assert Selector(A, T, case_sensitive=False).features(s).abb == 2
+    assert Selector(A, T, min_tokens=5).features(s).keep is True
+    assert Selector(A, T, min_tokens=5, max_ratio=0.3).features(s).keep is False
+
+
+def test_lexicon_loaders(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps({"CHF": ["congestive heart failure"], "PO": "by mouth"}))
+    (tmp_path / "a.tsv").write_text("# comment\nCHF\tcongestive heart failure\nHTN\thypertension\textra\n")
+    (tmp_path / "a.txt").write_text("CHF\nHTN\n\n")
+    (tmp_path / "a.pkl").write_bytes(pickle.dumps({"chf": ["congestive heart failure"]}))
+    assert load_abbreviations(tmp_path / "a.json") == {"CHF": ["congestive heart failure"],
+                                                        "PO": ["by mouth"]}
+    assert load_abbreviations(tmp_path / "a.tsv")["HTN"] == ["hypertension", "extra"]
+    assert set(load_abbreviations(tmp_path / "a.txt")) == {"CHF", "HTN"}
+    assert load_abbreviations(tmp_path / "a.pkl") == {"chf": ["congestive heart failure"]}
+    (tmp_path / "evil.pkl").write_bytes(pickle.dumps({"x": Path("y")}))
+    with pytest.raises(pickle.UnpicklingError, match="refusing"):
+        load_abbreviations(tmp_path / "evil.pkl")
+    (tmp_path / "t.txt").write_text("The\nbe\n")
+    (tmp_path / "t.json").write_text('["The", "be"]')
+    assert load_common_words(tmp_path / "t.txt") == load_common_words(tmp_path / "t.json") == {"the", "be"}
+
+
+def test_shipped_lexicons():
+    abbreviations = load_abbreviations(ROOT / "resources" / "abbreviations.json")
+    assert len(abbreviations) >= 300 and all(abbreviations.values())
+    for a in ("CHF", "HTN", "s/p", "ED", "BP", "IV", "ICU", "CXR", "y/o", "NS", "PO", "tid"):
+        assert a in abbreviations
+    common = load_common_words(ROOT / "resources" / "common_words.txt")
+    assert len(common) == 3000 and {"the", "be", "patient"} <= common

@@ -1,0 +1,95 @@
+"""The cochrane / msd / plaba Beam jobs on the embedded samples: tables, dead letters, counts."""
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from medsimp.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = Path(__file__).parent / "fixtures" / "sources"
+BASE = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1"]
+
+
+def run_job(name: str, input_path: Path, out: Path) -> dict:
+    assert main(BASE + [name, "--input", str(input_path), "--output", str(out),
+                        "--metrics", str(out.parent / f"{out.name}.json")]) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats == json.loads((out.parent / f"{out.name}.json").read_text())
+    assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+    return stats
+
+
+def table(path: Path) -> list[dict]:
+    return [r for f in sorted(path.glob("part-*.parquet")) for r in pq.read_table(f).to_pylist()]
+
+
+def dead(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "dead_letter" / "part-00000-of-00001.jsonl").read_text().splitlines()]
+
+
+def test_cochrane_sample(tmp_path):
+    out = tmp_path / "cochrane"
+    stats = run_job("cochrane", ROOT / "data/sample/cochrane.jsonl", out)
+    assert (stats["read"], stats["kept"], stats["filtered"], stats["rejected"]) == (17, 11, 1, 5)
+    assert {d["reason"] for d in dead(out)} == {"bad_json", "missing_doi", "bad_language", "empty_record",
+                                               "no_english_abstract"}
+    assert all(d["locator"].startswith("cochrane.jsonl:") for d in dead(out))
+    rows = table(out / "sentences")
+    assert stats["sentences"] == len(rows)
+    doi = "10.1002/14651858.CD900001"
+    review = [r for r in rows if r["doi"] == doi]
+    assert {r["language"] for r in review if r["side"] == "simple"} == {"en", "es", "fr", "fa"}
+    assert {r["language"] for r in review if r["side"] == "complex"} == {"en"}
+    abstract = sorted((r for r in review if r["side"] == "complex"), key=lambda r: r["sentence_index"])
+    assert abstract[0]["section"] == "Background" and abstract[-1]["section"] == "Authors' conclusions"
+    assert any(r["text"].endswith("(RR 1.02; 95% 0.71 to 1.46; 4 trials, 980 participants).")
+               for r in abstract)
+    assert abstract[0]["sentence_id"] == f"cochrane:{doi}:complex:en:0"
+    versions = {r["version"] for r in rows if r["doi"] == "10.1002/14651858.CD900002"}
+    assert versions == {3}  # .pub2 superseded by .pub3
+
+
+def test_cochrane_devaraj_and_determinism(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    stats = run_job("cochrane", FIX / "devaraj", a)
+    run_job("cochrane", FIX / "devaraj" / "val", b)
+    assert (stats["read"], stats["kept"], stats["rejected"]) == (4, 2, 2)
+    for f in sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file()):
+        assert (a / f).read_bytes() == (b / f).read_bytes(), f
+    texts = [r["text"] for r in table(a / "sentences")]
+    assert "Pain fell (MD -1.2, 95% CI -2.0 to -0.4; 3 trials, 300 participants)." in texts
+
+
+def test_msd_sample_and_dataset_format(tmp_path):
+    out = tmp_path / "msd"
+    stats = run_job("msd", ROOT / "data/sample/msd.jsonl", out)
+    assert (stats["read"], stats["kept"], stats["filtered"], stats["rejected"]) == (11, 7, 1, 3)
+    groups = table(out / "pairs")
+    assert "asthma:symptoms" in {g["group_id"] for g in groups}
+    assert {g["pcio"] for g in groups} >= {"cause", "symptoms", "diagnosis", "treatment"}
+    assert {r["side"] for r in table(out / "sentences")} == {"complex", "simple"}
+    out2 = tmp_path / "msd2"
+    stats = run_job("msd", FIX / "msd_test.jsonl", out2)
+    assert (stats["read"], stats["kept"], stats["rejected"]) == (5, 2, 3)
+    assert sorted(d["reason"] for d in dead(out2)) == ["bad_label", "bad_pair", "bad_pair"]
+
+
+def test_plaba_sample(tmp_path):
+    out = tmp_path / "plaba"
+    stats = run_job("plaba", ROOT / "data/sample/plaba.json", out)
+    assert (stats["read"], stats["kept"], stats["rejected"]) == (5, 2, 3)
+    assert stats["pairs_by"] == {"1-0": 3, "1-1": 9, "1-N": 5}
+    pairs = table(out / "pairs")
+    deleted = [p for p in pairs if p["pair_id"] == "101:90000001:6"][0]
+    assert deleted["alignment"] == "1-0" and deleted["simple_ids"] == []
+    sentences = {r["sentence_id"]: r for r in table(out / "sentences")}
+    for p in pairs:
+        assert all(sid in sentences for sid in p["simple_ids"]) and p["complex_id"] in sentences
+
+
+def test_bad_input_path_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        main(BASE + ["cochrane", "--input", str(tmp_path / "missing"), "--output", str(tmp_path / "o")])
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,98 @@
+"""Starter QuickUMLS index (real installer + matcher), linking job, readability, stats table."""
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from medsimp.cli import main
+from pipelines.readability import document_scores, scores
+from pipelines.sentence_rows import document_rows, sentence_schema
+from pipelines.umls import ConceptLinker, build_index
+
+ROOT = Path(__file__).resolve().parents[1]
+UMLS = ROOT / "data" / "sample" / "umls"
+PARAMS = {"overlapping_criteria": "score", "threshold": 0.7, "similarity_name": "jaccard", "window": 5,
+          "min_match_length": 3, "accepted_semtypes": None}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("umls") / "index"
+    manifest = build_index(str(UMLS / "MRCONSO.RRF"), str(UMLS / "MRSTY.RRF"), dest, ["ENG", "SPA", "GER"])
+    assert sorted(manifest["languages"]) == ["ENG", "SPA"] and manifest["skipped_languages"] == ["GER"]
+    return dest
+
+
+def test_concept_spans_on_a_known_sentence(index):
+    linker = ConceptLinker(index, PARAMS)
+    text = "Patients with type 2 diabetes and high blood pressure had dyspnea, chest pain and diarrhoea."
+    got = [(text[c["start"]:c["end"]], c["cui"], c["semtypes"]) for c in linker.link(text, "en")]
+    assert got == [("type 2 diabetes", "C0011860", ["T047"]), ("high blood pressure", "C0020538", ["T047"]),
+                   ("dyspnea", "C0013404", ["T184"]), ("chest pain", "C0008031", ["T184"]),
+                   ("diarrhoea", "C0011991", ["T184"])]
+    spanish = linker.link("Los niños con asma tuvieron tos y fiebre.", "es")
+    assert [c["cui"] for c in spanish] == ["C0004096", "C0010200", "C0015967"]
+    assert not linker.has_language("fa") and not linker.has_language("fr")
+
+
+def test_accepted_semtypes_filter(index):
+    linker = ConceptLinker(index, {**PARAMS, "accepted_semtypes": ["T184"]})
+    concepts = linker.link("Metformin caused nausea in patients with diabetes.", "en")
+    assert [c["cui"] for c in concepts] == ["C0027497"]
+
+
+def test_readability_formulas():
+    s = scores("The cat sat on the mat.", "en", ["en"])
+    # 6 words, 6 syllables, 1 sentence, 17 letters
+    assert s == {"fkgl": round(0.39 * 6 + 11.8 - 15.59, 4), "gunning_fog": 2.4,
+                 "coleman_liau": round(0.0588 * 100 * 17 / 6 - 0.296 * 100 / 6 - 15.8, 4),
+                 "ari": round(4.71 * 17 / 6 + 3 - 21.43, 4), "n_tokens": 6}
+    fa = scores("آسم یک بیماری شایع ریه در کودکان است.", "fa", ["en"])
+    assert fa["fkgl"] is None and fa["gunning_fog"] is None and fa["ari"] is not None
+    doc = document_scores(["The cat sat on the mat.", "It slept."], "en", ["en"])
+    assert doc["n_sentences"] == 2 and doc["n_tokens"] == 8
+
+
+def _sentence_table(path: Path) -> None:
+    rows = []
+    for doc, side, lang, text in [("d1", "complex", "en", "Dyspnea and chest pain occurred. Metformin was given."),
+                                  ("d1", "simple", "en", "Shortness of breath and chest pain happened."),
+                                  ("d1", "simple", "fa", "آسم یک بیماری شایع است."),
+                                  ("d1", "simple", "es", "Tuvieron tos.")]:
+        rows += document_rows("msd", doc, side, lang, [("", text)], "t:1")
+    rows.append({**rows[0], "sentence_id": "msd:d1:complex:en:9", "sentence_index": 9, "text": " "})
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=sentence_schema()), path / "part-00000-of-00001.parquet")
+
+
+def test_link_job_cache_and_stats(index, tmp_path, capsys):
+    _sentence_table(tmp_path / "src" / "sentences")
+    base = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1",
+            "--set", f"cache.dir={tmp_path / 'cache'}", "--set", "link.accepted_semtypes=null"]
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        assert main(base + ["link", "--input", str(tmp_path / "src"), "--output", str(out),
+                            "--index", str(index)]) == 0
+        outs.append(json.loads((out / "stats.json").read_text()))
+    first, second = outs
+    assert (first["read"], first["kept"], first["rejected"]) == (6, 5, 1)
+    assert (first["cache_hits"], first["cache_misses"]) == (0, 4)
+    assert (second["cache_hits"], second["cache_misses"]) == (4, 0)
+    assert first["sentences_without_index_by"] == {"fa": 1}
+    for f in sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.parquet")):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+    rows = {r["sentence_id"]: r for f in sorted((tmp_path / "a").glob("part-*.parquet"))
+            for r in pq.read_table(f).to_pylist()}
+    assert [c["cui"] for c in rows["msd:d1:complex:en:0"]["concepts"]] == ["C0013404", "C0008031"]
+    assert rows["msd:d1:simple:fa:0"]["concepts"] == []
+    dead = (tmp_path / "a" / "dead_letter" / "part-00000-of-00001.jsonl").read_text()
+    assert '"reason": "missing_field"' in dead and "text" in dead
+    capsys.readouterr()
+    assert main(["stats", "--input", str(tmp_path / "a"), "--language", "en", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert table["expert"]["sentences"] == 2 and table["layman"]["sentences"] == 1
+    assert table["expert"]["concept_vocabulary"] == 3 and table["layman"]["concept_vocabulary"] == 2
+    assert table["ratio"]["sentences"] == 0.5
