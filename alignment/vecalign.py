@@ -3,7 +3,7 @@
 The DP, normalisation and deletion penalty are Thompson's code as packaged by `sentalign`
 (`sentalign.dp_utils.vecalign`); this module builds the overlap embeddings itself so that
 only the overlap levels the alignment types need are embedded (`alignment_max_size - 1`;
-sentalign's wrapper embeds one more), all levels go to the encoder in one cached call,
+sentalign's wrapper embeds one more), each level is one cached encoder call,
 and the embedding time is measured apart from the DP time.
 
 `overlap_mode`: `encode` embeds each concatenation of k consecutive sentences, as the
@@ -50,9 +50,8 @@ def overlap_embeddings(sentences: Sequence[str], levels: int, encoder: Encoder, 
     clean = [preprocess_line(s) for s in sentences]
     n = len(clean)
     if mode == "encode":
-        texts = [t[:10000] for k in range(1, levels + 1) for t in layer(clean, k)]
-        flat = encoder.encode(texts, lang)
-        return np.ascontiguousarray(flat.reshape(levels, n, -1), dtype=np.float32)
+        layers = [encoder.encode([t[:10000] for t in layer(clean, k)], lang) for k in range(1, levels + 1)]
+        return np.ascontiguousarray(np.stack(layers), dtype=np.float32)
     if mode != "mean":
         raise ValueError(f"overlap_mode must be 'encode' or 'mean', got {mode!r}")
     base = np.asarray(encoder.encode(clean, lang), dtype=np.float32)

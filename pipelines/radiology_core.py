@@ -36,7 +36,6 @@ SCHEMA = sentence_schema(
     pa.field("n_duplicates", pa.int32()),
     pa.field("duplicate_doc_ids", pa.list_(pa.string())),
 )
-REASONS = ("too_short", "too_long", "fragment", "placeholder", "no_finding")
 
 
 def _lines(path: Path) -> list[str]:

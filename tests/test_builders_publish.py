@@ -56,7 +56,8 @@ class _FakeHub(BaseHTTPRequestHandler):
             self._reply({"files": [{"path": f["path"], "uploadMode": "regular",
                                     "shouldIgnore": False} for f in files]})
         elif "/commit/" in self.path:
-            self._reply({"commitUrl": f"http://{host}/datasets/me/ds/commit/{'0' * 40}", "commitOid": "0" * 40, "success": True})
+            self._reply({"commitUrl": f"http://{host}/datasets/me/ds/commit/{'0' * 40}",
+                         "commitOid": "0" * 40, "success": True})
         else:
             self._reply({})
 

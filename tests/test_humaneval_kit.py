@@ -9,7 +9,7 @@ import pytest
 
 from medsimp.cli import main
 from medsimp.humaneval.agreement import alpha_masi, randolph_kappa
-from medsimp.humaneval.design import build_manifest, latin_square
+from medsimp.humaneval.design import latin_square
 from medsimp.humaneval.forms import form_spec
 from medsimp.humaneval.ingest import IngestError, ingest
 from medsimp.humaneval.schema import CSV_COLUMNS

@@ -79,6 +79,21 @@ def test_unknown_splitter_is_an_error():
         splitter("nope")
 
 
+TRICKY = ['He said "hi" -- and left... can\'t won\'t (ok) [x] {y} <z> \u201cq\u201d \u2018r\u2019 1,000.5 $5',
+          "gonna 'tis wanna lemme", "Pt's BP: 120/80; HR 88 - 97%... T 98.6F. s/p CABG x3 b.i.d.",
+          "The 'quoted' bit, and ``ticks'' \u2013 dash \u2014 end?!", "e.g. Dr. Smith's pt. (n=3)."]
+
+
+def test_tokenizer_matches_stock_nltk():
+    from nltk.tokenize import NLTKWordTokenizer
+
+    from pipelines.selection import _tokenizer
+
+    stock = NLTKWordTokenizer()
+    for text in TRICKY + [SPLIT_TEXT, NOTE]:
+        assert _tokenizer().tokenize(text) == stock.tokenize(text)
+
+
 def test_tokenize_keeps_placeholder_as_one_token():
     assert tokenize("Seen at [**Hospital1 18**], BP 120/80.") == \
         ["Seen", "at", "[**Hospital1 18**]", ",", "BP", "120/80", "."]

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from medsimp.refresh import EXIT_LOCK_HELD, EXIT_NOTHING_TO_DO, EXIT_OK, EXIT_STAGE_FAILED
@@ -249,6 +250,11 @@ def test_sigkill_of_everything_mid_stage_leaves_persisted_builder_loadable(tmp_p
     proc.communicate(timeout=30)
     (project / "hold-build").unlink()
     assert load_builder(project, tmp_path / "hf") == 4
+    # the orphaned DVC process (group leader) must be reaped by init before DVC's own
+    # rwlock stops naming it as a holder
+    deadline = time.time() + 60
+    while psutil.pid_exists(stage_pgid) and time.time() < deadline:
+        time.sleep(0.1)
     code, out = run_refresh(project)
     assert code == EXIT_OK, out
     assert latest(project)["stages"]["build"]["status"] == "ran"

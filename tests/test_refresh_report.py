@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from medsimp import refresh_report as rr
-from medsimp.refresh import Dag, LockHeld, ReproParser, refresh_lock, stages_to_run
+from medsimp.refresh import refresh_lock
+from medsimp.refresh_dvc import Dag, LockHeld, ReproParser, stages_to_run
 
 DVC_OUTPUT = """\
 Stage 'notes' didn't change, skipping

@@ -92,10 +92,10 @@ class RSSP(nn.Module):
         mean = (memory * m).sum(1) / m.sum(1).clamp(min=1)
         return mean, torch.zeros_like(mean), torch.zeros_like(mean)
 
-    def step(self, token: torch.Tensor, state, memory: torch.Tensor, mask: torch.Tensor):
-        """One decoder step: token (B,) -> (attentional state (B, H), new state)."""
+    def step(self, emb: torch.Tensor, state, memory: torch.Tensor, mask: torch.Tensor):
+        """One decoder step: embedded previous token (B, D) -> (attentional state (B, H), new state)."""
         h, c, feed = state
-        x = torch.cat([self.embeddings(token), feed], dim=-1)
+        x = torch.cat([emb, feed], dim=-1)
         h, c = self.lstm(x, (h, c))
         scores = torch.bmm(memory, self.attn(h).unsqueeze(2)).squeeze(2)
         scores = scores.masked_fill(~mask, NEG_INF)
@@ -110,9 +110,10 @@ class RSSP(nn.Module):
     def forward(self, dec_in: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: dec_in (B, T) -> logits (B, T, V)."""
         state = self.init_state(memory, mask)
+        emb = self.embeddings(dec_in)
         feeds = []
         for t in range(dec_in.shape[1]):
-            feed, state = self.step(dec_in[:, t], state, memory, mask)
+            feed, state = self.step(emb[:, t], state, memory, mask)
             feeds.append(feed)
         return self.logits(torch.stack(feeds, dim=1))
 

@@ -1,13 +1,11 @@
 """Lexical resources for DECLARE and the metrics: the abbreviation dictionary,
-the common-word list and an offline English lemmatizer."""
+the common-word list and an offline English lemmatizer (the last two shared
+with the notes selection in `pipelines.selection`)."""
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
-
-COMMON_WORDS_N = 3000
 
 
 def load_dictionary(paths: Sequence[str | Path]) -> dict[str, list[str]]:
@@ -33,42 +31,21 @@ def load_dictionary(paths: Sequence[str | Path]) -> dict[str, list[str]]:
     return {k: v for k, v in sorted(merged.items()) if v}
 
 
-@functools.lru_cache(maxsize=1)
-def _lemma_table():
-    from spacy.lookups import load_lookups
-
-    return load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
-
-
 def lemma(word: str) -> str:
     """Lowercased lookup lemma (spaCy's English lemma table; no POS needed, works offline)."""
+    from pipelines.selection import lemma_lookup
+
     w = word.lower()
-    return _lemma_table().get(w, w)
-
-
-def build_common_words(n: int = COMMON_WORDS_N) -> list[str]:
-    """The `n` most frequent English lemmas by wordfreq (alphabetic words, lookup lemmas)."""
-    import wordfreq
-
-    out: list[str] = []
-    seen: set[str] = set()
-    for word in wordfreq.top_n_list("en", n * 10):
-        lem = lemma(word)
-        if lem.isalpha() and lem not in seen:
-            seen.add(lem)
-            out.append(lem)
-            if len(out) == n:
-                break
-    return out
+    return lemma_lookup().get(w, w)
 
 
 def load_common_words(path: str | Path) -> set[str]:
-    """The common-word list (one word per line, `#` comments allowed), lowercased."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"common-word list {p} not found (top-{COMMON_WORDS_N} wordfreq lemmas)")
-    return {line.strip().lower() for line in p.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")}
+    """The common-word list (top-3000 wordfreq lemmas, resources/common_words.txt), lowercased."""
+    from pipelines.selection import load_common_words as load
+
+    if not Path(path).exists():
+        raise FileNotFoundError(f"common-word list {path} not found")
+    return load(path)
 
 
 def stopwords() -> set[str]:

@@ -303,7 +303,8 @@ def _polish(model: Declare, feat: Featurizer, src: list[str], choices: dict[int,
     state = [model.rssp.init_state(memory, mask)]
 
     def step(prev: int, want: bool) -> int | None:
-        feed, state[0] = model.rssp.step(torch.tensor([prev], device=device), state[0], memory, mask)
+        emb = model.rssp.embeddings(torch.tensor([prev], device=device))
+        feed, state[0] = model.rssp.step(emb, state[0], memory, mask)
         return int(model.rssp.logits(feed).argmax(-1)) if want else None
 
     body = enc["input_ids"][1:-1]

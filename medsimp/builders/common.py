@@ -121,7 +121,8 @@ def seeded_split(keys: Iterable[str], validation: float, test: float, seed: int)
     return out
 
 
-def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]], seed: int) -> dict[str, str]:
+def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]],
+                 seed: int) -> dict[str, str]:
     """Move keys so every group with >= 3 keys has one in validation and in test.
 
     Groups are e.g. the reviews of each language: with few reviews a seeded split can leave

@@ -142,7 +142,8 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     for g in sorted(groups, key=lambda g: (g["doc_id"], g["group_id"])):
         group_rows[split_of[g["doc_id"]]].append(g)
     kept = sum(len(v) for v in rows.values()) + len(groups)
-    counts = {"read": len(sentences) + groups_read, "kept": kept, "filtered": 0, "rejected": len(rejects),
+    counts = {"read": len(sentences) + groups_read, "kept": kept, "filtered": 0,
+              "rejected": len(rejects),
               "documents": len(split_of), "paired_test_documents": len(paired),
               "groups": len(groups), "missing_links": missing,
               "expert": sum(1 for v in rows.values() for r in v if r["label"] == 0),
@@ -151,7 +152,8 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     descriptions = {"sentences": "professional and consumer sentences with labels"}
     if cfg.get("groups"):
         configs["groups"] = {s: table_from_rows(v, GROUP_SCHEMA) for s, v in group_rows.items()}
-        descriptions["groups"] = "candidate parallel groups: both versions' sentences per PCIO element"
+        descriptions["groups"] = ("candidate parallel groups: both versions' sentences per PCIO "
+                                  "element")
     return BuiltDataset(
         name="msd", title="MSD expertise style transfer (medsimp build)",
         description=(

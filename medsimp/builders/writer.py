@@ -42,8 +42,8 @@ def git_revision(cwd: str | Path = ".") -> str:
 
 
 def split_counts(ds: BuiltDataset) -> dict[str, dict[str, int]]:
-    """Rows per config and split (0 for absent splits)."""
-    return {cfg: {s: (splits[s].num_rows if s in splits else 0) for s in _split_order(splits)}
+    """Rows per config and split."""
+    return {cfg: {s: splits[s].num_rows for s in _split_order(splits)}
             for cfg, splits in sorted(ds.configs.items())}
 
 
@@ -52,7 +52,7 @@ def _split_order(splits: dict[str, pa.Table]) -> list[str]:
 
 
 def parquet_files(ds: BuiltDataset) -> dict[tuple[str, str], tuple[str, bytes]]:
-    """(config, split) -> (relative path named by content hash, parquet bytes); empty splits left out."""
+    """(config, split) -> (path named by content hash, parquet bytes); empty splits left out."""
     out = {}
     for cfg, splits in sorted(ds.configs.items()):
         for split, table in sorted(splits.items()):

@@ -1,6 +1,7 @@
 """Build a Hugging Face dataset folder (parquet files + README.md card) from stage outputs.
 
-    medsimp build multicochrane --output builders/multicochrane --metrics metrics/build-multicochrane.json
+    medsimp build multicochrane --output builders/multicochrane \
+        --metrics metrics/build-multicochrane.json
 
 Inputs and options come from the params section `build.<name>` (override with
 `--set build.<name>.<key>=...`). The folder is written atomically and

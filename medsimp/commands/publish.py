@@ -69,8 +69,9 @@ def check_publishable(meta: dict[str, Any], private: bool, accept_dua: bool) -> 
     if flag and not (private and accept_dua):
         missing = [m for m, ok in (("--private", private), ("--i-accept-physionet-dua", accept_dua))
                    if not ok]
-        raise PublishRefused("this dataset derives from MIMIC (PhysioNet credentialed access): "
-                             f"it may only go to a private repository; missing {' and '.join(missing)}")
+        raise PublishRefused("this dataset derives from MIMIC (PhysioNet credentialed access): it "
+                             "may only go to a private repository; missing "
+                             + " and ".join(missing))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -32,7 +32,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.config import load_params, section
-    from medsimp.refresh import EXIT_ERROR, DvcError, RefreshConfig, run_refresh
+    from medsimp.refresh import EXIT_ERROR, RefreshConfig, run_refresh
+    from medsimp.refresh_dvc import DvcError
 
     foreign = [o for o in args.overrides if not o.strip().startswith("refresh.")]
     if foreign:

@@ -1,0 +1,90 @@
+"""Train one simplifier (DECLARE or a baseline) and write its predictions.
+
+`medsimp train --model declare --out out/models/declare` trains DECLARE on
+`train.data` (MedLane-format files or a parquet of English pairs), keeps the
+checkpoint with the lowest validation loss, and writes
+`predictions/{validation,test}.txt` (one output per evaluation sentence), the
+model files and `stats.json`. Baselines (`dictionary`, `copy`) only predict.
+Interrupted DECLARE runs resume from the last checkpoint under
+`<cache.dir>/checkpoints/` (keyed by the params and data).
+"""
+from __future__ import annotations
+
+import argparse
+
+HELP = "train DECLARE or a baseline (dictionary, copy) and write predictions"
+MODELS = ("declare", "dictionary", "copy")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", choices=MODELS, required=True, help="which simplifier")
+    parser.add_argument("--out", required=True, help="output directory (out/models/<model>)")
+    parser.add_argument("--metrics", help="also write the stats here (metrics/train_<model>.json)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _data_key(cfg: dict, model: str) -> str:
+    """Params hash of the train section, the model and the bytes of every input file."""
+    import hashlib
+    from pathlib import Path
+
+    from medsimp.config import params_hash
+
+    files = sorted({*(cfg.get("dictionaries") or []),
+                    *(str(v) for k, v in (cfg.get("data") or {}).items() if k in ("train", "validation", "test"))})
+    digests = {f: hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files if Path(f).is_file()}
+    return params_hash({"train": cfg, "model": model, "files": digests})
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from medsimp.config import section
+    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
+    from training import baselines
+    from training.data import load_splits
+    from training.lexicon import load_dictionary
+
+    cfg = section(args.params_data, "train")
+    splits = load_splits(cfg)
+    dictionary = load_dictionary(cfg.get("dictionaries") or [])
+    sources = {name: [tokens_of(it.source) for it in items] for name, items in splits.eval.items()}
+    stats: dict = {"model": args.model, "dictionary_terms": len(dictionary),
+                   "read": sum(v for k, v in splits.counts.items() if k != "files"),
+                   "kept": splits.counts["train"] + splits.counts["validation"] + splits.counts["test"],
+                   "filtered": 0, "rejected": splits.counts["rejected"], "splits": dict(splits.counts)}
+    with atomic_dir(args.out) as tmp:
+        if args.model == "declare":
+            from training import trainer
+
+            settings = trainer.Settings.from_params(cfg)
+            cache = Path((args.params_data.get("cache") or {}).get("dir", ".cache/medsimp"))
+            ckpt = cache / "checkpoints" / f"declare-{_data_key(cfg, args.model)}"
+            model, feat, log = trainer.train(splits.train, splits.validation, dictionary, settings, ckpt,
+                                             progress=not args.no_progress)
+            preds = {name: trainer.predict(model, feat, srcs) for name, srcs in sources.items()}
+            trainer.save(model, feat, tmp, log)
+            stats["best_epoch"] = log["best_epoch"]
+            stats["best_val_loss"] = round(log["best_val_loss"], 6) if log["best_val_loss"] is not None else None
+            stats["epochs_run"] = len(log["epochs"])
+        elif args.model == "dictionary":
+            preds = {name: baselines.dictionary_baseline(srcs, dictionary) for name, srcs in sources.items()}
+        else:
+            preds = {name: baselines.copy_source(srcs) for name, srcs in sources.items()}
+        (tmp / "predictions").mkdir()
+        for name, lines in sorted(preds.items()):
+            (tmp / "predictions" / f"{name}.txt").write_text("".join(line + "\n" for line in lines),
+                                                             encoding="utf-8")
+            stats[f"predictions_{name}"] = len(lines)
+        check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+        write_json(tmp / "stats.json", stats)
+    if args.metrics:
+        write_json(args.metrics, stats)
+    print_summary(f"train {args.model}", {k: v for k, v in stats.items() if k != "model"})
+    return 0
+
+
+def tokens_of(text: str | None) -> list[str]:
+    from training.scoring import tokenize
+
+    return tokenize(text or "")
