@@ -89,8 +89,7 @@ class JoinFn(beam.DoFn):
         records = list(records)
         review, filtered, orphans = join_reviews(doi, records)
         self.count.inc("filtered", len(filtered))
-        for rec in filtered:
-            self.count.inc("filtered.superseded_or_unused")
+        self.count.inc("filtered.superseded_or_unused", len(filtered))
         for rec in orphans:
             self.count.inc("rejected")
             self.count.inc("rejected.no_english_abstract")

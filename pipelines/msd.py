@@ -84,8 +84,7 @@ class AssembleFn(beam.DoFn):
         records = list(records)
         rows, groups, filtered, rejected = assemble(doc_id, records, self.lookup, SOURCE)
         self.count.inc("filtered", len(filtered))
-        for rec in filtered:
-            self.count.inc("filtered.duplicate_side")
+        self.count.inc("filtered.duplicate_side", len(filtered))
         for rec, reason in rejected:
             self.count.inc("rejected")
             self.count.inc(f"rejected.{reason}")

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pipelines.cochrane_formats import FormatError
+from pipelines.sentence_rows import document_rows, locator_key
 
 AUDIENCE_SIDE = {"professional": "complex", "consumer": "simple"}
 LABEL_SIDE = {0: "complex", 1: "simple"}
@@ -130,8 +131,6 @@ def assemble(doc_id: str, records: list[MsdRecord], lookup: Mapping[str, str], s
     per side (by locator) is kept and later duplicates are filtered. Candidate groups pair
     the sentences of both sides that share a PCIO element (a paired document is one group).
     """
-    from pipelines.sentence_rows import document_rows, locator_key
-
     records = sorted(records, key=lambda r: (r.pair_index, locator_key(r.locator)))
     if any(r.pair_index for r in records):
         if len(records) != 2 or {r.side for r in records} != {"complex", "simple"}:

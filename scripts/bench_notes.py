@@ -27,8 +27,9 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def baseline(path: str, out: str) -> dict:
-    """The naive single-process version of the job."""
+def baseline(path: str, out: str, tokenizer: str) -> dict:
+    """The naive single-process version of the job (`tokenizer`: "stock" = NLTK's
+    NLTKWordTokenizer as shipped, "fast" = the job's stdlib-re build of it)."""
     import pyarrow.parquet as pq
     import pyarrow as pa
     import yaml
@@ -38,6 +39,13 @@ def baseline(path: str, out: str) -> dict:
     from pipelines.sections import extractor_from_params
     from pipelines.selection import load_lexicons
 
+    if tokenizer == "stock":
+        from nltk.tokenize import NLTKWordTokenizer
+
+        from pipelines import selection
+
+        stock = NLTKWordTokenizer()
+        selection._tokenizer = lambda: stock
     params = yaml.safe_load((ROOT / "params.yaml").read_text())["notes"]
     extractor = extractor_from_params(params)
     processor = NoteProcessor(params, *load_lexicons(params, ROOT))
@@ -103,7 +111,9 @@ def main() -> int:
     parser.add_argument("--workdir", default="/tmp/medsimp-bench")
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument("--beam-arg", action="append", default=[])
-    parser.add_argument("--_baseline", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-tokenizer", choices=["stock", "fast"], default="stock",
+                        help="stock: NLTK as shipped (the naive script); fast: the job's build")
+    parser.add_argument("--_baseline", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._baseline:
         print(json.dumps(baseline(*args._baseline)))
@@ -122,8 +132,8 @@ def main() -> int:
     load0 = os.getloadavg()
     if not args.skip_baseline:
         secs, cpu, peak, out = measure([sys.executable, __file__, "--_baseline", str(data),
-                                        str(work / "baseline.parquet")])
-        results["baseline"] = (secs, cpu, peak, json.loads(out.strip().splitlines()[-1]))
+                                        str(work / "baseline.parquet"), args.baseline_tokenizer])
+        results[f"baseline-{args.baseline_tokenizer}"] = (secs, cpu, peak, json.loads(out.strip().splitlines()[-1]))
     cmd = [sys.executable, "-m", "medsimp.cli", "notes", "--input", str(data), "--output",
            str(work / "notes"), *[f"--beam-arg={a}" for a in args.beam_arg]]
     secs, cpu, peak, _ = measure(cmd)
@@ -132,11 +142,12 @@ def main() -> int:
                                          "sentences": stats["sentences"]})
     print(f"load average before/after: {load0} / {os.getloadavg()}")
     for name, (secs, cpu, peak, counts) in results.items():
-        print(f"{name:9s} {secs:7.1f}s wall {cpu:7.1f}s CPU  {counts['rows_read'] / secs:9.0f} "
+        print(f"{name:15s} {secs:7.1f}s wall {cpu:7.1f}s CPU  {counts['rows_read'] / secs:9.0f} "
               f"notes/s  peak RSS {peak:7.0f} MiB  rows_read={counts['rows_read']} "
               f"sentences={counts['sentences']}")
-    if "baseline" in results:
-        print(f"speed-up beam/baseline: {results['baseline'][0] / results['beam'][0]:.2f}x")
+    for name in results:
+        if name != "beam":
+            print(f"speed-up beam/{name}: wall {results[name][0] / results['beam'][0]:.2f}x")
     return 0
 
 

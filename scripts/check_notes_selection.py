@@ -6,7 +6,8 @@ sentences the MedLane authors selected with their lexicons).
 Reports (counts only, never text): how many MedLane source sentences our selection keeps
 (MedLane's text is lower-cased, so abbreviations match case-insensitively), why the rest
 fail, and how many abbreviation types annotated in the references (``abbr[full form]``)
-our abbreviation dictionary holds. Skips cleanly when the data folder is absent.
+our abbreviation dictionary holds, and whether the job's tokenizer (NLTK's rules on stdlib
+`re`) tokenises every sentence exactly as stock NLTK does. Skips cleanly when the data folder is absent.
 """
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def main() -> int:
         f = selector.features(s)
         why["kept" if f.keep else "n<10" if f.n < 10 else
             "ratio<0.1" if f.ratio < 0.1 else "ratio>0.5"] += 1
+    from nltk.tokenize import NLTKWordTokenizer
+
+    from pipelines.selection import _tokenizer
+
+    stock = NLTKWordTokenizer()
+    differ = sum(_tokenizer().tokenize(s) != stock.tokenize(s) for s in sources)
     lower = {a.lower() for a in abbreviations}
     covered = sum(a in lower for a in annotated)
     print(f"MedLane test sample: {len(sources)} source sentences")
@@ -49,6 +56,7 @@ def main() -> int:
           ", ".join(f"{k}={v}" for k, v in sorted(why.items())))
     print(f"  annotated abbreviation types: {len(annotated)}; in resources/abbreviations.json: "
           f"{covered} ({covered / max(len(annotated), 1):.0%})")
+    print(f"  sentences tokenised differently by the job's tokenizer and stock NLTK: {differ}")
     return 0
 
 

@@ -1,5 +1,7 @@
 """Parse the real Devaraj Cochrane validation files and the PLABA dev file; print counts.
 
+Also reports how many MultiCochrane gold sentences the sentence splitter keeps whole.
+
     python scripts/check_real_data.py --data ../shared/data
 
 Uses the same core parsers as `medsimp cochrane` / `medsimp plaba`; exits 0 and says so
@@ -21,7 +23,7 @@ from pipelines.plaba import document_sentence_rows, gold_pairs, iter_documents  
 from pipelines.sentence_rows import document_rows  # noqa: E402
 
 # A sentence that ends inside a statistic: an open bracket, or "95% CI 0." / "RR 2." left dangling.
-_BROKEN = re.compile(r"(\([^)]*$)|(\b(?:CI|RR|OR|MD|SMD|HR|to)\s+-?\d+\.$)")
+_BROKEN = re.compile(r"(\([^)]*$)|(\b(?:CI|RR|OR|MD|SMD|HR)\s+-?\d+\.$)")
 
 
 def check_cochrane(folder: str) -> Counter:
@@ -72,6 +74,24 @@ def check_plaba(path: str) -> Counter:
     return counts
 
 
+def check_multicochrane(folder: str) -> Counter:
+    """How many MultiCochrane gold sentences (aligned by the authors) our splitter keeps whole."""
+    from pipelines.multilingual_sentences import split_sentences
+
+    counts: Counter = Counter()
+    for name, fields, language in (("en-test-with-doi.json", ("input", "gold"), "en"),
+                                   ("fr-test.json", ("gold",), "fr")):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            for item in json.load(fh):
+                for field in fields:
+                    counts[f"{language}.sentences"] += 1
+                    counts[f"{language}.kept_whole"] += len(split_sentences(item[field], language)) == 1
+    return counts
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="../shared/data")
@@ -81,7 +101,9 @@ def main() -> int:
         print(f"{args.data}: no real data here, skipping")
         return 0
     rejected = 0
-    for name, check, path in (("cochrane (Devaraj)", check_cochrane, cochrane), ("plaba", check_plaba, plaba)):
+    checks = (("cochrane (Devaraj)", check_cochrane, cochrane), ("plaba", check_plaba, plaba),
+              ("multicochrane splitting", check_multicochrane, os.path.join(args.data, "multicochrane")))
+    for name, check, path in checks:
         if not os.path.exists(path):
             print(f"{name}: {path} absent, skipped")
             continue

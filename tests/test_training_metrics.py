@@ -1,0 +1,209 @@
+"""Metrics on hand-computed examples and published reference values."""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+
+import pytest
+
+from training import metrics as M
+from training import scoring as S
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+# ---------------------------------------------------------------- AScore
+def test_ascore_hand_values():
+    assert M.ascore(0.5, 0.5, 0.5) == pytest.approx(0.5)  # weighted harmonic mean of equal values
+    assert M.ascore(1, 1, 1) == pytest.approx(1.0)
+    # (1 + 4 + 2.25) / (4/0.4 + 2.25/0.8 + 1/0.9)
+    assert M.ascore(0.4, 0.8, 0.9) == pytest.approx(7.25 / (10 + 2.8125 + 1 / 0.9))
+    assert M.ascore(0.4, 0.8, 0.9, alpha=1, beta=1) == pytest.approx(3 / (2.5 + 1.25 + 1 / 0.9))
+
+
+def test_ascore_floors_inputs_at_eps():
+    assert M.ascore(0.0, 1.0, 1.0) == pytest.approx(7.25 / (4 / 1e-4 + 2.25 + 1))
+    assert M.ascore(-1.0, 0.0, 0.0) == pytest.approx(1e-4)
+
+
+def test_ascore_matches_the_authors_formula():
+    # bleu_eval_new.py: Ascore = (1 + 2.25 + 4) / (4 / BLEU + 2.25 / hit + 1 / com)
+    for bleu, hit, com in [(0.62, 0.71, 0.83), (0.31, 0.95, 0.77), (0.05, 0.2, 0.9)]:
+        assert M.ascore(bleu, hit, com) == pytest.approx((1 + 2.25 + 4) / (4 / bleu + 2.25 / hit + 1 / com))
+
+
+# ---------------------------------------------------------------- BLEU
+def test_bleu_hand_example():
+    hyp = "the cat sat on the mat".split()
+    ref = "the cat sat on a mat".split()
+    b = M.corpus_bleu_n([hyp], [[ref]])
+    assert b[0] == pytest.approx(5 / 6)
+    assert b[1] == pytest.approx(math.sqrt(5 / 6 * 3 / 5))
+    assert b[3] == pytest.approx((5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25)
+    assert M.corpus_bleu_n([["a", "b", "c", "d"]], [[["a", "b", "x", "d"]]])[3] == 0.0  # no smoothing
+
+
+def test_bleu_brevity_penalty_uses_closest_reference():
+    hyp = "a b c".split()
+    b = M.corpus_bleu_n([hyp], [["a b c d e f".split(), "a b c d".split()]], max_n=1)
+    assert b[0] == pytest.approx(math.exp(1 - 4 / 3))
+
+
+def test_bleu_matches_sacrebleu():
+    from sacrebleu.metrics import BLEU
+
+    hyps = ["the patient was given iv fluids and antibiotics .", "blood pressure was low on arrival .",
+            "he denies chest pain or shortness of breath ."]
+    refs = [["the patient was given fluids through the vein and antibiotics .",
+             "the patient got fluids in the vein and antibiotics ."],
+            ["his blood pressure was low on arrival .", "blood pressure was low when he arrived ."],
+            ["he denies chest pain or trouble breathing .", "he says he has no chest pain or shortness of breath ."]]
+    ours = M.corpus_bleu_n([h.split() for h in hyps], [[r.split() for r in rs] for rs in refs])
+    for n in range(1, 5):
+        sb = BLEU(tokenize="none", max_ngram_order=n, smooth_method="none", effective_order=False)
+        got = sb.corpus_score(hyps, [list(x) for x in zip(*refs)]).score / 100
+        assert ours[n - 1] == pytest.approx(got, abs=1e-9)
+    coco = M.coco_bleu_n(hyps, refs)
+    assert coco == pytest.approx(ours, abs=1e-6)
+
+
+# ---------------------------------------------------------------- SARI
+def _13a(text: str) -> list[str]:
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()(text.lower()).split()
+
+
+def test_sari_matches_published_example():
+    # HF `evaluate` SARI card (tensor2tensor implementation of Xu et al. 2016):
+    # {'sari': 26.953601953601954, 'keep': 22.527472527472526, 'del': 50.0, 'add': 8.333333333333332}
+    src = ["About 95 species are currently accepted."]
+    hyp = ["About 95 you now get in."]
+    refs = [["About 95 species are currently known.", "About 95 species are now accepted.",
+             "95 species are now accepted."]]
+    got = M.sari([_13a(s) for s in src], [_13a(h) for h in hyp], [[_13a(r) for r in rs] for rs in refs])
+    assert got["sari"] == pytest.approx(26.953601953601954)
+    assert got["keep"] == pytest.approx(22.527472527472526)
+    assert got["del"] == pytest.approx(50.0)
+    assert got["add"] == pytest.approx(8.333333333333332)
+
+
+def test_sari_perfect_match_is_100():
+    s = _13a("About 95 species are currently accepted .")
+    assert M.sari([s], [s], [[s]])["sari"] == pytest.approx(100.0)
+
+
+# ---------------------------------------------------------------- ROUGE-L, CIDEr, METEOR, FKGL, BERTScore
+def test_rouge_l_hand_example():
+    # LCS("a b c d", "a c d e") = 3 -> P = R = F1 = 3/4; best of two references
+    assert M.rouge_l([["a", "b", "c", "d"]], [[["x"], ["a", "c", "d", "e"]]]) == pytest.approx(0.75)
+
+
+def test_coco_rouge_l_uses_beta_1_2():
+    # P = 3/4, R = 3/5: F = (1 + b^2) P R / (R + b^2 P), b = 1.2
+    p, r, b2 = 3 / 4, 3 / 5, 1.44
+    assert M.coco_rouge_l(["a b c d"], [["a c d e f"]]) == pytest.approx((1 + b2) * p * r / (r + b2 * p))
+
+
+def test_cider_perfect_match_is_10():
+    hyps = ["the patient was discharged home", "blood pressure was low"]
+    assert M.cider(hyps, [[h] for h in hyps]) == pytest.approx(10.0)
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="METEOR needs Java")
+def test_meteor_identical_and_disjoint():
+    same = M.meteor(["the patient was discharged home ."], [["the patient was discharged home ."]])
+    assert 0.99 < same <= 1.0
+    assert M.meteor(["zebra quantum"], [["the patient was discharged home ."]]) == pytest.approx(0.0)
+
+
+def test_meteor_without_java_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(M.MetricUnavailable, match="Java"):
+        M.meteor(["a"], [["a"]])
+
+
+def test_fkgl_is_the_corpus_formula_over_lines():
+    import textstat
+
+    lines = ["the cat sat on the mat .", "patient recovered well"]
+    words = [textstat.lexicon_count(x) for x in lines]
+    syll = [textstat.syllable_count(x) for x in lines]
+    assert words == [6, 3]  # punctuation is not a word
+    assert M.fkgl(lines[:1]) == pytest.approx(0.39 * 6 + 11.8 * syll[0] / 6 - 15.59)
+    assert M.fkgl(lines) == pytest.approx(0.39 * 9 / 2 + 11.8 * sum(syll) / 9 - 15.59)
+    assert M.fkgl([]) == 0.0
+
+
+def test_bertscore_local_minilm():
+    from medsimp.resources import minilm_path
+
+    path = minilm_path()
+    same = M.bertscore_f1(["the patient went home ."], [["the patient went home ."]], path)
+    other = M.bertscore_f1(["the patient went home ."], [["stock prices fell sharply today ."]], path)
+    assert same == pytest.approx(1.0, abs=1e-4)
+    assert other < same
+
+
+# ---------------------------------------------------------------- HIT and CWR
+def test_hit_counts_whole_token_matches_over_source_terms():
+    hyps = [S.tokenize("the patient had high blood pressure ."), S.tokenize("outpatient visit .")]
+    terms = [[("pt", [["patient"]]), ("htn", [["high", "blood", "pressure"]]), ("cp", [["chest", "pain"]])],
+             [("pt", [["patient"]])]]
+    assert M.hit(hyps, terms) == pytest.approx(2 / 4)  # "outpatient" does not count
+    assert M.hit(hyps, [[], []]) is None  # no terms: undefined, not a free 1.0
+
+
+def test_medlane_hit_reproduces_the_authors_quirks():
+    txts = ["the outpatient had htn . ", "nothing changed . "]
+    dics = [[{"pt": "patient", "htn": "high blood pressure"}, {"pt": "patient"}],
+            [{"cp": "chest pain"}, {}]]
+    # sentence 1: best reference is the second (1/1, "patient" found inside "outpatient");
+    # sentence 2: a reference without brackets scores 1.0
+    assert M.medlane_hit(txts, dics) == pytest.approx((1.0 + 1.0) / 2)
+    assert M.medlane_hit(["a b . "], [[{"x": "zz"}]]) == 0.0
+
+
+def test_cwr_words_only():
+    common = {"the", "be", "low", "blood", "pressure"}
+    is_common = S._is_common(common)
+    # words: the, patient, was(be), hypotensive -> 2 common of 4; "120" and "." ignored
+    assert M.cwr([S.tokenize("The patient was hypotensive 120 .")], is_common) == pytest.approx(2 / 4)
+    assert M.cwr([["."], S.tokenize("blood pressure low")], is_common) == pytest.approx(1.0)
+
+
+def test_medlane_cwr_counts_punctuation_and_numbers_like_the_authors():
+    from training.lexicon import lemma
+
+    common = {"the", "be"}
+    # "bp was 120 ." -> tokens bp / was / num / . : bp pro, num uncommon, '.' common, was common
+    got = M.medlane_cwr(["bp was 120 ."], S._treebank().tokenize, lemma, common, {"bp"})
+    assert got == pytest.approx(2 / (4 + 1e-3))
+
+
+# ---------------------------------------------------------------- references and modes
+def test_medlane_reference_uses_bert_tokens_and_token_replacement():
+    text, cudic = S.medlane_reference("pt[patient] was s/p[status post] cabg , pt stable .")
+    # s/p is split by BERT basic tokenization, so its expansion is never substituted
+    assert text == "patient was s / p cabg , patient stable ."
+    assert cudic == {"pt": "patient", "s/p": "status post"}
+
+
+def test_default_mode_terms_and_expansion():
+    items = [S.EvalItem("pt had htn .", ["pt[patient] had htn[high blood pressure] .",
+                                         "the pt[person] had high blood pressure ."])]
+    S.attach_terms(items)
+    assert items[0].terms == [("htn", ["high blood pressure"]), ("pt", ["patient", "person"])]
+    assert S.expand(items[0].references[0]) == "patient had high blood pressure ."
+
+
+def test_attach_terms_falls_back_to_the_dictionary():
+    items = [S.EvalItem("pt had htn .", ["the patient had high blood pressure ."])]
+    S.attach_terms(items, {"htn": ["hypertension", "high blood pressure"]})
+    assert items[0].terms == [("htn", ["hypertension", "high blood pressure"])]
+
+
+def test_length_buckets():
+    items = [S.EvalItem(" ".join(["w"] * n), ["x"]) for n in (3, 10, 19, 25)]
+    assert S.length_buckets(items, [0, 10, 20]) == ["0-9", "10-19", "10-19", "20+"]

@@ -1,0 +1,159 @@
+"""DECLARE: label derivation, module shapes and masking, partial translation, a tiny training run."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from training.declare import NEG_INF, partial_translate
+from training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "medlane"
+DICT = {"pt": ["patient", "physical therapy"], "htn": ["hypertension", "high blood pressure"],
+        "or": ["operating room"], "iv": ["through the vein", "intravenous"], "abx": ["antibiotics"]}
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory) -> str:
+    """A 1-layer, 32-dim BERT with a word-level vocabulary of the embedded sample."""
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    words: set[str] = set()
+    for name in ("train", "validation", "test"):
+        text = (SAMPLE / f"{name}.txt").read_text(encoding="utf-8").lower()
+        words |= set(text.replace("[", " ").replace("]", " ").split())
+    for values in json.loads((SAMPLE / "dictionary.json").read_text()).values():
+        words |= {w for v in values for w in v.split()}
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "/", "-", *sorted(words)]
+    out = tmp_path_factory.mktemp("tiny_bert")
+    BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(vocab))}).save_pretrained(out)
+    cfg = BertConfig(vocab_size=len(dict.fromkeys(vocab)), hidden_size=32, num_hidden_layers=1,
+                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    BertModel(cfg).save_pretrained(out)
+    return str(out)
+
+
+# ---------------------------------------------------------------- labels
+def test_derive_labels_terms_and_gold_options():
+    src = "pt was given iv abx or fluids for htn .".split()
+    tgt = "patient was given antibiotics through the vein or fluids for high blood pressure .".split()
+    labels, terms = derive(src, tgt, DICT)
+    assert [src[i] for i, lab in enumerate(labels) if lab == MODIFY] == ["pt", "iv", "abx", "htn"]
+    by_word = {t.word: t for t in terms}
+    assert by_word["pt"].gold == 0 and by_word["pt"].target_span == (0, 1)
+    assert by_word["iv"].gold == 0 and by_word["iv"].target_span == (4, 7)  # found inside a 2-term block
+    assert by_word["abx"].target_span == (3, 4)
+    assert by_word["htn"].options == ("hypertension", "high blood pressure") and by_word["htn"].gold == 1
+    assert "or" not in by_word  # unchanged dictionary words stay keep
+
+
+def test_derive_term_without_gold_is_located_but_not_interpreted():
+    labels, terms = derive("pt is stable".split(), "the person is stable".split(), DICT)
+    assert labels[0] == MODIFY and terms[0].gold is None and terms[0].target_span is None
+
+
+def test_derive_caps_options():
+    labels, terms = derive(["x"], ["o9"], {"x": [f"o{i}" for i in range(12)]}, max_options=8)
+    assert len(terms[0].options) == 8 and terms[0].gold is None
+
+
+def test_marking():
+    assert marked_source(["pt", "had", "htn"], {2: "high blood pressure"}) == \
+        ["pt", "had", SPAN_START, "high", "blood", "pressure", SPAN_END]
+    assert marked_target(["a", "b", "c", "d"], [(0, 1), (1, 2), (3, 4)]) == \
+        [SPAN_START, "a", SPAN_END, SPAN_START, "b", SPAN_END, "c", SPAN_START, "d", SPAN_END]
+    assert masked_context(["pt", "had", "htn"], 2, "[MASK]") == "pt had [MASK]"
+
+
+# ---------------------------------------------------------------- partial translation
+def _scripted(outputs: list[int]):
+    """A decoder stand-in that records what it is fed and emits `outputs` when asked."""
+    fed: list[int] = []
+    queue = list(outputs)
+
+    def step(prev: int, want: bool):
+        fed.append(prev)
+        return queue.pop(0) if want else None
+
+    return step, fed
+
+
+def test_partial_translation_copies_outside_and_generates_inside():
+    S, E, BOS = 100, 101, 99
+    step, fed = _scripted([7, 8, E])
+    segs = partial_translate([1, 2, S, 50, 51, E, 3], S, E, step, BOS)
+    assert segs == [("copy", [0, 1]), ("gen", [7, 8]), ("copy", [6])]
+    # the decoder consumes the copied tokens, the start marker, its own outputs, then the end marker
+    assert fed == [BOS, 1, 2, S, 7, 8, E]
+
+
+def test_partial_translation_stops_at_max_span():
+    S, E = 100, 101
+    step, fed = _scripted([5] * 10)
+    segs = partial_translate([S, 9, E, 4], S, E, step, 0, max_span=3)
+    assert segs == [("gen", [5, 5, 5]), ("copy", [3])]
+    assert fed[-2:] == [5, E]  # the end marker is forced after the cut
+
+
+# ---------------------------------------------------------------- modules
+@pytest.fixture(scope="module")
+def model_and_feat(tiny_encoder):
+    from training.declare import Declare
+    from training.trainer import Featurizer, Settings, load_backbone, seed_everything
+
+    seed_everything(0)
+    s = Settings(encoder=tiny_encoder, max_options=4)
+    tok, enc = load_backbone(tiny_encoder)
+    return Declare(enc), Featurizer(tok, DICT, s)
+
+
+def test_module_shapes_and_option_masking(model_and_feat):
+    model, feat = model_and_feat
+    pairs = [("pt was given iv abx .".split(), "patient was given antibiotics through the vein .".split()),
+             ("bp stable .".split(), "blood pressure stable .".split())]
+    batch = feat.collate([feat.example(a, b) for a, b in pairs])
+    B, T = batch["src_ids"].shape
+    states = model.encode(batch["src_ids"], batch["src_mask"])
+    assert model.cwl(states).shape == (B, T, 2)
+    n_q = batch["option_mask"].shape[0]
+    assert batch["option_mask"].shape == (n_q, 4) and n_q == 3  # pt, iv, abx have gold options
+    logits = model.dnli_logits(batch)
+    assert logits.shape == (n_q, 4)
+    assert torch.all(logits[~batch["option_mask"]] == NEG_INF)
+    probs = torch.softmax(logits, -1)
+    assert torch.all(probs[~batch["option_mask"]] < 1e-6)
+    memory = model.encode(batch["mark_ids"], batch["mark_mask"])
+    out = model.rssp(batch["dec_in"], memory, batch["mark_mask"].bool())
+    assert out.shape == (*batch["dec_in"].shape, len(feat.tok))
+    losses = model.losses(batch)
+    assert set(losses) == {"lp", "lq", "lr"} and all(torch.isfinite(v) for v in losses.values())
+    # CWL labels: only the first sub-token of each word is supervised, specials ignored
+    assert batch["cwl_labels"][0, 0] == -100 and int((batch["cwl_labels"][0] == MODIFY).sum()) == 3
+
+
+def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
+    from training.data import load_medlane
+    from training.trainer import Settings, load, predict, save, train
+
+    splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
+    d = json.loads((SAMPLE / "dictionary.json").read_text())
+    s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
+    ck = tmp_path / "ck"
+    model, feat, log = train(splits.train[:24], splits.validation[:8], d, s, ck, progress=False)
+    assert log["best_epoch"] == 1 and (ck / "last.pt").exists()
+    s2 = Settings(encoder=tiny_encoder, epochs=2, batch_size=8, head_lr=5e-3)
+    model, feat, log = train(splits.train[:24], splits.validation[:8], d, s2, ck, progress=False)
+    assert log["resumed_from"] == 0 and [e["epoch"] for e in log["epochs"]] == [1, 2]
+    sources = [src for src, _ in splits.validation[:6]]
+    preds = predict(model, feat, sources)
+    assert len(preds) == 6 and all(p.strip() for p in preds)
+    out = tmp_path / "model"
+    out.mkdir()
+    save(model, feat, out, log)
+    again, feat2 = load(out)
+    assert predict(again, feat2, sources) == preds
