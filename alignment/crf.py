@@ -120,19 +120,22 @@ class Lattice:
     def cap(self) -> int:
         return len(self.aa) - 1
 
-    def _near(self, vec: np.ndarray, forward: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For each offset, (index array of targets, source values + transition) of near moves."""
-        m, k = len(vec), self.cap
-        out = []
-        for o in range(2 - k, k + 1):  # o = cur - prev, d = |o - 1| < k
-            w = self.same if o == 0 else self.aa[abs(o - 1)]
-            if forward:  # cur j receives from prev j - o
-                j = np.arange(max(o, 0), min(m, m + o))
-                out.append((j, vec[j - o] + w))
-            else:  # prev k receives from next k + o
-                kk = np.arange(max(-o, 0), min(m, m - o))
-                out.append((kk, vec[kk + o] + w))
-        return out
+    def _weights(self, forward: bool) -> np.ndarray:
+        """Transition weight of each window position of `_windows` (near moves, d < cap)."""
+        k = self.cap
+        offsets = [k - p for p in range(2 * k - 1)] if forward else [2 - k + p for p in range(2 * k - 1)]
+        return np.array([self.same if o == 0 else self.aa[abs(o - 1)] for o in offsets])
+
+    def _windows(self, vec: np.ndarray, forward: bool) -> np.ndarray:
+        """(m, 2cap-1) view: row j holds the aligned states within jump distance < cap of j.
+
+        Forward: previous states k = j-cap .. j+cap-2; backward: next states j+2-cap .. j+cap.
+        """
+        k, m = self.cap, len(vec)
+        padded = np.full(m + 2 * k, -np.inf)
+        padded[k:k + m] = vec
+        start = 0 if forward else 2
+        return np.lib.stride_tricks.sliding_window_view(padded, 2 * k - 1)[start:start + m]
 
     def _far_bounds(self, m: int, forward: bool) -> tuple[np.ndarray, np.ndarray]:
         j = np.arange(m)
@@ -140,48 +143,44 @@ class Lattice:
             return j - 1 - self.cap, j - 1 + self.cap
         return j + 1 - self.cap, j + 1 + self.cap  # next j' for prev j
 
-    def _far(self, vec: np.ndarray, forward: bool, op) -> np.ndarray:
+    def _far(self, vec: np.ndarray, forward: bool) -> np.ndarray:
         m = len(vec)
         lo, hi = self._far_bounds(m, forward)
-        pre = op.accumulate(vec)
-        suf = op.accumulate(vec[::-1])[::-1]
+        pre = np.logaddexp.accumulate(vec)
+        suf = np.logaddexp.accumulate(vec[::-1])[::-1]
         out = np.full(m, -np.inf)
         ok = lo >= 0
         out[ok] = pre[lo[ok]]
         ok = hi <= m - 1
-        out[ok] = op(out[ok], suf[hi[ok]])
+        out[ok] = np.logaddexp(out[ok], suf[hi[ok]])
         return out + self.aa[self.cap]
 
     def _start(self, m: int) -> np.ndarray:
         return np.concatenate([[self.an], self.aa[np.minimum(np.arange(m), self.cap)]])
 
+    def _aligned_step(self, vec: np.ndarray, from_null: float, forward: bool) -> np.ndarray:
+        """log-sum over moves into (forward) / out of (backward) each aligned state."""
+        near = _lse_rows(self._windows(vec, forward) + self._weights(forward))
+        return np.logaddexp(np.logaddexp(near, self._far(vec, forward)), from_null)
+
     def forward_backward(self) -> tuple[np.ndarray, float]:
         """Posterior marginals (n, m+1) and log Z, exactly, in O(n m cap)."""
         e = self.emit.astype(np.float64)
         n, m1 = e.shape
-        lse = np.logaddexp
         alpha = np.empty_like(e)
         alpha[0] = self._start(m1 - 1) + e[0]
         for i in range(1, n):
             prev = alpha[i - 1]
-            a = prev[1:]
-            cur = np.full(m1 - 1, -np.inf)
-            for j, v in self._near(a, True):
-                cur[j] = lse(cur[j], v)
-            cur = lse(lse(cur, self._far(a, True, lse)), prev[0] + self.na)
-            null = lse(prev[0] + self.nn, lse.reduce(a + self.an)) if m1 > 1 else prev[0] + self.nn
+            cur = self._aligned_step(prev[1:], prev[0] + self.na, True)
+            null = np.logaddexp(prev[0] + self.nn, np.logaddexp.reduce(prev[1:] + self.an))
             alpha[i] = e[i] + np.concatenate([[null], cur])
         beta = np.zeros_like(e)
         for i in range(n - 2, -1, -1):
             g = e[i + 1] + beta[i + 1]
-            b = g[1:]
-            cur = np.full(m1 - 1, -np.inf)
-            for kk, v in self._near(b, False):
-                cur[kk] = lse(cur[kk], v)
-            cur = lse(lse(cur, self._far(b, False, lse)), g[0] + self.an)
-            null = lse(g[0] + self.nn, lse.reduce(b + self.na)) if m1 > 1 else g[0] + self.nn
+            cur = self._aligned_step(g[1:], g[0] + self.an, False)
+            null = np.logaddexp(g[0] + self.nn, np.logaddexp.reduce(g[1:] + self.na))
             beta[i] = np.concatenate([[null], cur])
-        logz = float(lse.reduce(alpha[-1]))
+        logz = float(np.logaddexp.reduce(alpha[-1]))
         return np.exp(alpha + beta - logz), logz
 
     def viterbi(self) -> list[int]:
@@ -193,29 +192,27 @@ class Lattice:
         back = np.zeros((n, m1), dtype=np.int64)
         idx = np.arange(m)
         lo, hi = self._far_bounds(m, True)
+        w = self._weights(True)
         for i in range(1, n):
             a = score[1:]
-            best = np.full(m, score[0] + self.na)
-            arg = np.zeros(m, dtype=np.int64)
-            for o in range(2 - cap, cap + 1):
-                w = self.same if o == 0 else self.aa[abs(o - 1)]
-                j = np.arange(max(o, 0), min(m, m + o))
-                v = a[j - o] + w
-                better = v > best[j]
-                best[j[better]] = v[better]
-                arg[j[better]] = j[better] - o + 1
-            if m:
-                pre = np.maximum.accumulate(a)
-                pre_arg = np.maximum.accumulate(np.where(a >= pre, idx, 0))
-                ra = a[::-1]
-                suf = np.maximum.accumulate(ra)[::-1]
-                suf_arg = (m - 1 - np.maximum.accumulate(np.where(ra >= np.maximum.accumulate(ra), idx, 0)))[::-1]
-                for ok, vals, args in ((lo >= 0, pre, pre_arg), (hi <= m - 1, suf, suf_arg)):
-                    pos = np.clip(np.where(ok, lo if vals is pre else hi, 0), 0, m - 1)
-                    v = np.where(ok, vals[pos] + self.aa[cap], -np.inf)
-                    better = v > best
-                    best[better] = v[better]
-                    arg[better] = args[pos][better] + 1
+            win = self._windows(a, True) + w
+            p = np.argmax(win, axis=1)
+            best = win[idx, p]
+            arg = idx - cap + p + 1  # window position p holds previous state k = j - cap + p
+            from_null = score[0] + self.na
+            better = from_null > best
+            best[better], arg[better] = from_null, 0
+            pre = np.maximum.accumulate(a)
+            pre_arg = np.maximum.accumulate(np.where(a >= pre, idx, 0))
+            ra = a[::-1]
+            suf = np.maximum.accumulate(ra)[::-1]
+            suf_arg = (m - 1 - np.maximum.accumulate(np.where(ra >= np.maximum.accumulate(ra), idx, 0)))[::-1]
+            for ok, vals, args, bound in ((lo >= 0, pre, pre_arg, lo), (hi <= m - 1, suf, suf_arg, hi)):
+                pos = np.clip(bound, 0, m - 1)
+                v = np.where(ok, vals[pos] + self.aa[cap], -np.inf)
+                better = v > best
+                best[better] = v[better]
+                arg[better] = args[pos][better] + 1
             nulls = np.concatenate([[score[0] + self.nn], a + self.an])
             back[i, 0] = int(np.argmax(nulls))
             back[i, 1:] = arg
@@ -224,6 +221,14 @@ class Lattice:
         for i in range(n - 1, 0, -1):
             path.append(int(back[i, path[-1]]))
         return path[::-1]
+
+
+def _lse_rows(x: np.ndarray) -> np.ndarray:
+    """logsumexp over axis 1; rows of -inf give -inf."""
+    mx = x.max(axis=1)
+    safe = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.exp(x - safe[:, None]).sum(axis=1))
 
 
 def _tensor(x: np.ndarray) -> torch.Tensor:

@@ -10,9 +10,9 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 @functools.lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from spacy.lang.en.stop_words import STOP_WORDS
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # light import (spaCy's is not)
 
-    return frozenset(STOP_WORDS)
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def tokens(text: str) -> list[str]:

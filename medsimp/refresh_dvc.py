@@ -63,32 +63,25 @@ class ReproParser:
     def __init__(self) -> None:
         self.outcome = StageOutcome()
         self._current: str | None = None
+        self._from_run_cache = False
 
     def feed(self, line: str) -> None:
         line = line.rstrip("\n")
         stages = self.outcome.stages
-        if m := _RUNNING.match(line):
+        if m := _RUNNING.match(line) or _CACHED.match(line):
             self._current = m["stage"]
+            self._from_run_cache = m.re is _CACHED
             stages[self._current] = "failed"  # until its lock entry is written
-        elif m := _CACHED.match(line):
-            self._current = m["stage"]
-            stages[self._current] = "failed"
         elif m := _SKIPPED.match(line):
             stages[m["stage"]] = "skipped"
         elif _LOCK_WRITTEN.match(line) and self._current:
-            stages[self._current] = "ran"
+            stages[self._current] = "restored" if self._from_run_cache else "ran"
             self._current = None
         elif m := _FAILED.search(line):
             stages[m["stage"]] = "failed"
         if DVC_LOCK_BUSY in line:
             self.outcome.lock_busy = True
         self.outcome.tail = (self.outcome.tail + [line])[-20:]
-
-    def mark_restored(self, lines: list[str]) -> None:
-        """Stages restored from DVC's run-cache did not recompute."""
-        for line in lines:
-            if (m := _CACHED.match(line)) and self.outcome.stages.get(m["stage"]) == "ran":
-                self.outcome.stages[m["stage"]] = "restored"
 
 
 def run_repro(root: Path, targets: list[str], extra: list[str], log_path: Path,
@@ -99,7 +92,6 @@ def run_repro(root: Path, targets: list[str], extra: list[str], log_path: Path,
     the stage command it spawned) so no orphan keeps writing outputs after we stop.
     """
     parser = ReproParser()
-    lines: list[str] = []
     log_path.parent.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(dvc_command("repro", *extra, *targets), cwd=root, env=_dvc_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -120,15 +112,13 @@ def run_repro(root: Path, targets: list[str], extra: list[str], log_path: Path,
                 log.flush()
                 echo(line.rstrip("\n"))
                 parser.feed(line)
-                lines.append(line)
         proc.wait()
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-    # A stage command killed with the group may leave children: clean the group up.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    parser.mark_restored(lines)
+    if parser.outcome.interrupted:  # stage commands may leave children behind: end the group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
     parser.outcome.returncode = proc.returncode
     return parser.outcome
 

@@ -26,10 +26,8 @@ ERROR: failed to reproduce 'build': failed to run: medsimp build, exited with 1
 
 def test_parser_classifies_every_stage():
     parser = ReproParser()
-    lines = DVC_OUTPUT.splitlines(keepends=True)
-    for line in lines:
+    for line in DVC_OUTPUT.splitlines(keepends=True):
         parser.feed(line)
-    parser.mark_restored(lines)
     assert parser.outcome.stages == {"notes": "skipped", "cochrane": "ran", "align": "restored",
                                      "build": "failed"}
     assert not parser.outcome.lock_busy

@@ -129,23 +129,30 @@ def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]],
     """Move keys so each group of n keys covers the first min(n, 3) splits of PRIORITY.
 
     Groups are e.g. the reviews of each language: with few reviews a seeded split can
-    leave a language without training or test reviews. A missing split takes the first
-    key (`unit_hash` order) of a split holding several keys of the group, else of the
-    lowest-priority split the group has. One pass in group order (best effort: a later
-    move can uncover an earlier group); corpora whose groups already cover every split,
-    as any sizeable one does, are left untouched.
+    leave a language without training or test reviews. Groups are served smallest
+    first; one key per covered split is locked, and a missing split takes the group's
+    first unlocked key (`unit_hash` order), so a move never uncovers a split an
+    earlier group relies on. Best effort (a group whose keys are all locked stays as
+    is); corpora whose groups already cover their splits, as any sizeable one does,
+    are left untouched.
     """
     out = dict(split_of)
-    for name in sorted(groups):
+    locked: set[str] = set()
+    for name in sorted(groups, key=lambda g: (len(groups[g]), g)):
         keys = sorted(groups[name], key=lambda k: (unit_hash(k, seed), k))
-        for rank, split in enumerate(PRIORITY[:min(len(keys), 3)]):
-            if any(out[k] == split for k in keys):
-                continue
-            pools = {d: [k for k in keys if out[k] == d] for d in PRIORITY if d != split}
-            donors = [d for d in reversed(PRIORITY) if len(pools.get(d, [])) > 1]
-            donors += [d for d in reversed(PRIORITY[rank + 1:]) if pools.get(d)]
-            if donors:
-                out[pools[donors[0]][0]] = split
+        wanted = PRIORITY[:min(len(keys), 3)]
+        missing = []
+        for split in wanted:
+            have = sorted((k for k in keys if out[k] == split), key=lambda k: k not in locked)
+            if have:
+                locked.add(have[0])
+            else:
+                missing.append(split)
+        for split in missing:
+            free = [k for k in keys if k not in locked]
+            if free:
+                out[free[0]] = split
+                locked.add(free[0])
     return out
 
 

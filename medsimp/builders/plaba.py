@@ -12,9 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (CONCEPT, READABILITY, BuiltDataset, load_links, load_texts,
-                                     read_parquet_dir, seeded_split, side_annotations,
-                                     table_from_rows)
+from medsimp.builders.common import (CONCEPT, READABILITY, BuiltDataset, cover_splits,
+                                     load_links, load_texts, read_parquet_dir, seeded_split,
+                                     side_annotations, table_from_rows)
 
 PAIR_COLUMNS = ["pair_id", "question_id", "pmid", "adaptation", "sentence_number", "complex_id",
                 "complex_text", "simple_ids", "simple_text", "alignment"]
@@ -60,9 +60,10 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     links = load_links(cfg["linked"])
     split_cfg = cfg.get("split", {})
     seed = int(split_cfg.get("seed", 13))
-    split_of = seeded_split((p["question_id"] for p in pairs),
-                            float(split_cfg.get("validation", 0.1)),
-                            float(split_cfg.get("test", 0.1)), seed)
+    questions = {p["question_id"] for p in pairs}
+    split_of = cover_splits(seeded_split(questions, float(split_cfg.get("validation", 0.1)),
+                                         float(split_cfg.get("test", 0.1)), seed),
+                            {"questions": questions}, seed)
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     rejects: list[dict] = []
     missing = 0
@@ -94,4 +95,5 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         config_descriptions={"pairs": "gold abstract-sentence -> adaptation pairs"},
         feature_descriptions=FEATURES, counts=counts, default_config="pairs", rejects=rejects,
         notes=[f"Splits: seeded by question (seed {seed}, validation "
-               f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)})."])
+               f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)}); with "
+               "n < 3 questions only the first n of train, test, validation."])
