@@ -19,6 +19,8 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from medsimp.cli_args import add_beam_arguments  # noqa: F401  (TEMP re-export)
+
 DEFAULT_RUNNER = "FnApiRunner"
 
 
@@ -42,13 +44,6 @@ def pipeline_options(beam_params: Mapping[str, Any] | None = None,
     args += [str(a) for a in beam_params.get("options", [])]
     args += list(extra_args)
     return PipelineOptions(args)
-
-
-def add_beam_arguments(parser) -> None:
-    """The `--beam-arg` flag every Beam subcommand accepts."""
-    parser.add_argument("--beam-arg", action="append", default=[], metavar="ARG",
-                        help="extra Beam pipeline option, e.g. --beam-arg=--runner=FlinkRunner "
-                             "(repeatable; overrides params.beam)")
 
 
 def stable_shard(key: str, num_shards: int) -> int:

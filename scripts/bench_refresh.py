@@ -8,7 +8,7 @@
    documents should miss.
 
 Prints a JSON summary. The repository itself is never modified.
-    python scripts/bench_refresh.py [--repo .] [--workdir DIR] [--keep]
+    python scripts/bench_refresh.py [--repo .] [--workdir DIR] [--keep] [--reuse]
 """
 from __future__ import annotations
 
@@ -25,19 +25,20 @@ from pathlib import Path
 
 import yaml
 
-NEW_DOI = "10.1002/14651858.CD909999.pub1"
 TEMPLATE_DOI = "10.1002/14651858.CD900001.pub2"
-ADDED = " This sentence was added to make a new review for the refresh benchmark."
+NEW_DOI = "10.1002/14651858.CD99{n:04d}.pub1"  # n-th benchmark review in this copy
+ADDED = " This sentence was added to make new review {n} for the refresh benchmark."
 IGNORE = shutil.ignore_patterns(".venv", "__pycache__", "*.egg-info", "reports", ".pytest_cache",
                                 "*.tmp-*", "rwlock", "medsimp-refresh.lock*")
 
 
-def timed_refresh(root: Path, timeout: float) -> dict:
+def timed_refresh(root: Path, timeout: float, targets: list[str] | None = None) -> dict:
     """Run `medsimp refresh` in `root`; wall and CPU seconds, exit code, report."""
     env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1", DVC_NO_ANALYTICS="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "medsimp.cli", "refresh"], cwd=root, env=env,
+    cmd = [sys.executable, "-m", "medsimp.cli", "refresh", *(["--targets", *targets] if targets else [])]
+    proc = subprocess.run(cmd, cwd=root, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -49,31 +50,36 @@ def timed_refresh(root: Path, timeout: float) -> dict:
             "stderr_tail": proc.stderr.strip().splitlines()[-5:] if proc.returncode not in (0, 3) else []}
 
 
-def add_review(input_path: Path) -> int:
-    """Append a copy of one review's records under a new DOI with changed text; -> records added."""
-    records = []
+def add_review(input_path: Path) -> dict:
+    """Append a copy of one review's records (all languages) under a new DOI, with new text."""
+    records, dois = [], set()
     for line in input_path.read_text(encoding="utf-8").splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(row, dict) and row.get("doi") == TEMPLATE_DOI:
-            records.append(row)
+        if isinstance(row, dict):
+            dois.add(row.get("doi"))
+            if row.get("doi") == TEMPLATE_DOI:
+                records.append(row)
+    n = next(i for i in range(1, 10_000) if NEW_DOI.format(n=i) not in dois)
+    added = ADDED.format(n=n)
 
     def change(value):
         if isinstance(value, str):
-            return value + ADDED
+            return value + added
         if isinstance(value, list):
-            return [dict(v, text=v["text"] + ADDED) if isinstance(v, dict) and "text" in v else v
+            return [dict(v, text=v["text"] + added) if isinstance(v, dict) and "text" in v else v
                     for v in value]
         return value
 
     with input_path.open("a", encoding="utf-8") as fh:
         for row in records:
             new = {k: (change(v) if k in ("abstract", "pls") else v) for k, v in row.items()}
-            new["doi"] = NEW_DOI
+            new["doi"] = NEW_DOI.format(n=n)
             fh.write(json.dumps(new, ensure_ascii=False) + "\n")
-    return len(records)
+    return {"doi": NEW_DOI.format(n=n), "records": len(records),
+            "languages": sorted(r.get("language", "") for r in records)}
 
 
 def stage_view(report: dict | None) -> dict:
@@ -90,6 +96,11 @@ def main() -> int:
     parser.add_argument("--workdir", default=None, help="scratch dir (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per refresh")
+    parser.add_argument("--review-targets", nargs="*", default=["build"],
+                        help="stages the one-review refresh brings up to date (default: the "
+                             "builders; training and evaluation would retrain on the new pairs)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse an existing copy in --workdir instead of copying again")
     args = parser.parse_args()
 
     repo = Path(args.repo).resolve()
@@ -98,7 +109,8 @@ def main() -> int:
     root = scratch / "repo"
     summary: dict = {"repo": str(repo), "dvc_yaml_stages": sorted(stages)}
     try:
-        shutil.copytree(repo, root, symlinks=True, ignore=IGNORE)
+        if not (args.reuse and root.exists()):
+            shutil.copytree(repo, root, symlinks=True, ignore=IGNORE)
         warm = timed_refresh(root, args.timeout)
         summary["warmup"] = {k: warm[k] for k in ("exit_code", "wall_s", "cpu_s", "stderr_tail")}
         summary["warmup"]["stages"] = stage_view(warm["report"])
@@ -109,10 +121,11 @@ def main() -> int:
         params = yaml.safe_load((root / "params.yaml").read_text()) or {}
         cochrane_input = root / ((params.get("cochrane") or {}).get("input") or
                                  "data/sample/cochrane.jsonl")
-        summary["added_records"] = add_review(cochrane_input)
-        one = timed_refresh(root, args.timeout)
+        summary["added_review"] = add_review(cochrane_input)
+        one = timed_refresh(root, args.timeout, args.review_targets)
         report = one["report"] or {}
         summary["one_review"] = {k: one[k] for k in ("exit_code", "wall_s", "cpu_s", "stderr_tail")}
+        summary["one_review"]["targets"] = args.review_targets
         summary["one_review"].update(stages=stage_view(report), cache=report.get("cache"),
                                      fingerprints_changed=report.get("fingerprints_changed"))
     finally:

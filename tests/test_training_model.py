@@ -144,14 +144,14 @@ def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
     d = json.loads((SAMPLE / "dictionary.json").read_text())
     s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
     ck = tmp_path / "ck"
-    model, feat, log = train(splits.train[:24], splits.validation[:8], d, s, ck, progress=False)
+    model, feat, log = train(splits.train[:16], splits.validation[:4], d, s, ck, progress=False)
     assert log["best_epoch"] == 1 and (ck / "last.pt").exists()
     s2 = Settings(encoder=tiny_encoder, epochs=2, batch_size=8, head_lr=5e-3)
-    model, feat, log = train(splits.train[:24], splits.validation[:8], d, s2, ck, progress=False)
+    model, feat, log = train(splits.train[:16], splits.validation[:4], d, s2, ck, progress=False)
     assert log["resumed_from"] == 0 and [e["epoch"] for e in log["epochs"]] == [1, 2]
-    sources = [src for src, _ in splits.validation[:6]]
+    sources = [src for src, _ in splits.validation[:4]]
     preds = predict(model, feat, sources)
-    assert len(preds) == 6 and all(p.strip() for p in preds)
+    assert len(preds) == 4 and all(p.strip() for p in preds)
     out = tmp_path / "model"
     out.mkdir()
     save(model, feat, out, log)

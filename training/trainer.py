@@ -213,8 +213,8 @@ def train(train_pairs: list[Pair], val_pairs: list[Pair], dictionary: dict[str, 
             scaler.update()
             sched.step()
             running += float(loss.detach())
-            bar.set_postfix(loss=f"{running / n:.3f}", lp=f"{float(parts['lp']):.2f}",
-                            lq=f"{float(parts['lq']):.2f}", lr=f"{float(parts['lr']):.2f}")
+            bar.set_postfix(loss=f"{running / n:.3f}",
+                            **{k: f"{float(v.detach()):.2f}" for k, v in parts.items()})
         val = evaluate_loss(model, val_loader, device, use_amp)
         log["epochs"].append({"epoch": epoch + 1, "train_loss": round(running / max(1, len(loader)), 6),
                               **{f"val_{k}": round(v, 6) for k, v in val.items()}})

@@ -11,7 +11,7 @@ HELP = "Cochrane abstracts + multilingual plain-language summaries -> sentence t
 
 
 def add_arguments(parser) -> None:
-    from pipelines.beam_io import add_beam_arguments
+    from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--input", help="canonical JSONL, Devaraj directory or prefix "
                                         "(default: params cochrane.input)")

@@ -11,7 +11,7 @@ HELP = "UMLS concept linking + readability per sentence and document side"
 
 
 def add_arguments(parser) -> None:
-    from pipelines.beam_io import add_beam_arguments
+    from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--input", required=True, help="out/<source> or a sentence table directory")
     parser.add_argument("--output", required=True, help="output directory (out/linked/<source>)")

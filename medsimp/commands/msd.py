@@ -11,7 +11,7 @@ HELP = "MSD professional/consumer manuals -> sentence table and PCIO candidate g
 
 
 def add_arguments(parser) -> None:
-    from pipelines.beam_io import add_beam_arguments
+    from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--input", help="JSONL file or directory (default: params msd.input)")
     parser.add_argument("--output", default="out/msd", help="output directory")

@@ -10,7 +10,7 @@ HELP = "PLABA abstracts + expert adaptations -> sentence table and gold pairs"
 
 
 def add_arguments(parser) -> None:
-    from pipelines.beam_io import add_beam_arguments
+    from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--input", help="PLABA JSON file (default: params plaba.input)")
     parser.add_argument("--output", default="out/plaba", help="output directory")

@@ -16,7 +16,7 @@ REASONS_PREFIX = "filtered_"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.beam_io import add_beam_arguments
+    from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--input", action="append", help="note file, glob or directory of "
                         "*.csv / *.csv.gz (repeatable; default: params radiology.input)")

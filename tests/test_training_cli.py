@@ -1,0 +1,87 @@
+"""`medsimp train` (baselines) and `medsimp evaluate` (files and stage mode) on the embedded sample."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from medsimp.cli import main
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--set", "evaluate.meteor=false", "--set", "evaluate.bertscore=false"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("models")
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        for m in ("copy", "dictionary"):
+            assert main(["train", "--model", m, "--out", str(out / m), "--metrics", str(out / f"{m}.json")]) == 0
+    finally:
+        os.chdir(cwd)
+    return out
+
+
+def test_baseline_predictions_and_stats(models):
+    test = (ROOT / "data/sample/medlane/test.txt").read_text().split("\n\n")
+    n_test = len([b for b in test if b.strip()])
+    for m in ("copy", "dictionary"):
+        lines = (models / m / "predictions" / "test.txt").read_text().splitlines()
+        assert len(lines) == n_test
+        stats = json.loads((models / m / "stats.json").read_text())
+        assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+        assert json.loads((models / f"{m}.json").read_text()) == stats
+    copy = (models / "copy" / "predictions" / "test.txt").read_text().splitlines()
+    dic = (models / "dictionary" / "predictions" / "test.txt").read_text().splitlines()
+    assert copy != dic
+
+
+def test_evaluate_files_mode_both_modes(models, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    hyp = str(models / "dictionary" / "predictions" / "test.txt")
+    for mode in ("default", "medlane"):
+        out = tmp_path / f"{mode}.json"
+        assert main([*FAST, "evaluate", "--hyp", hyp, "--medlane", "data/sample/medlane/test.txt",
+                     "--mode", mode, "--json", str(out)]) == 0
+        scores = json.loads(out.read_text())["scores"]
+        for key in ("bleu_1", "bleu_4", "bleu", "rouge_l", "cider", "hit", "cwr", "ascore"):
+            assert 0.0 <= scores[key] <= (10.0 if key == "cider" else 1.0), key
+        assert scores["bleu"] == pytest.approx(sum(scores[f"bleu_{n}"] for n in range(1, 5)) / 4, abs=1e-5)
+    default = json.loads((tmp_path / "default.json").read_text())["scores"]
+    assert "sari" in default and "fkgl" in default
+
+
+def test_evaluate_plain_reference_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "hyp.txt").write_text("the patient had high blood pressure .\nhe is stable .\n")
+    (tmp_path / "ref.txt").write_text("the patient had high blood pressure .\nhe is stable .\n")
+    (tmp_path / "src.txt").write_text("pt had htn .\nhe is stable .\n")
+    out = tmp_path / "s.json"
+    assert main([*FAST, "evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "ref.txt"),
+                 "--src", str(tmp_path / "src.txt"), "--json", str(out)]) == 0
+    scores = json.loads(out.read_text())["scores"]
+    assert scores["bleu_1"] == pytest.approx(1.0) and scores["rouge_l"] == pytest.approx(1.0)
+    assert scores["hit"] == pytest.approx(1.0)  # terms from the dictionary: pt, htn
+    (tmp_path / "short.txt").write_text("one line\n")
+    with pytest.raises(SystemExit, match="lines"):
+        main([*FAST, "evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "short.txt")])
+
+
+def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    metrics, plots = tmp_path / "eval.json", tmp_path / "buckets.json"
+    assert main([*FAST, "--set", "evaluate.models=[copy, dictionary]", "--set", f"evaluate.models_dir={models}",
+                 "evaluate", "--metrics", str(metrics), "--plots", str(plots)]) == 0
+    data = json.loads(metrics.read_text())
+    assert set(data["default"]) == set(data["medlane"]) == {"copy", "dictionary"}
+    assert data["default"]["copy"]["hit"] == 0.0  # the corrected HIT gives no free credit
+    assert data["medlane"]["copy"]["hit"] > 0.0  # the authors' HIT does
+    assert data["default"]["dictionary"]["hit"] > 0.0
+    rows = json.loads(plots.read_text())
+    assert sum(r["n"] for r in rows) == data["n"]
+    assert {"bucket", "copy_ascore", "dictionary_bleu"} <= set(rows[0])
