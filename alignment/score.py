@@ -35,7 +35,8 @@ def blocks_to_pairs(blocks: Iterable[Block]) -> set[tuple[int, int]]:
 def pairs_to_blocks(pairs: Iterable[tuple[int, int]], n_src: int, n_tgt: int) -> list[Block]:
     """Group pairs into connected components; unaligned sentences become 1-0 / 0-1 blocks.
 
-    Blocks are ordered by their first source (then target) index.
+    Blocks are ordered by their first source index; an insertion (0-1 block) goes where its
+    target falls in that order.
     """
     parent: dict[tuple[str, int], tuple[str, int]] = {}
 
@@ -57,18 +58,13 @@ def pairs_to_blocks(pairs: Iterable[tuple[int, int]], n_src: int, n_tgt: int) ->
     blocks = [(tuple(sorted(a)), tuple(sorted(b))) for a, b in comps.values()]
 
     def key(b: Block):
-        return (min(b[0]) if b[0] else -1, min(b[1]) if b[1] else -1, len(b[0]))
+        if b[0]:
+            return (min(b[0]), 1, min(b[1]) if b[1] else -1)
+        # an insertion goes right after the sources of the blocks holding earlier targets
+        before = [max(o[0]) for o in blocks if o[0] and o[1] and min(o[1]) < b[1][0]]
+        return (max(before) + 1 if before else 0, 0, b[1][0])
 
-    src_ordered = sorted((b for b in blocks if b[0]), key=key)
-    # put each target-only block just before the first block that has a later target
-    out: list[Block] = []
-    pending = sorted((b for b in blocks if not b[0]), key=lambda b: b[1][0])
-    for b in src_ordered:
-        first_t = min(b[1]) if b[1] else None
-        while pending and first_t is not None and pending[0][1][0] < first_t:
-            out.append(pending.pop(0))
-        out.append(b)
-    return out + pending
+    return sorted(blocks, key=key)
 
 
 def pair_prf(gold: Sequence[set[tuple[int, int]]], test: Sequence[set[tuple[int, int]]]) -> dict[str, float]:

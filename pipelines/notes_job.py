@@ -15,6 +15,7 @@ one worker while the section/sentence work after the Reshuffle is shared by all.
 """
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 from collections.abc import Mapping
 
@@ -108,9 +109,13 @@ class ExtractSections(beam.PTransform):
         self.params = params
 
     def expand(self, notes):
+        # Records cross the shuffle as pickled bytes: the in-memory runner holds shuffled
+        # values as Python objects otherwise.
         return (notes
                 | "Sections" >> beam.ParDo(_SectionsFn(self.params))
-                | "Spread" >> beam.Reshuffle())
+                | "Pack" >> beam.Map(pickle.dumps, protocol=5)
+                | "Spread" >> beam.Reshuffle()
+                | "Unpack" >> beam.Map(pickle.loads))
 
 
 class _SentencesFn(beam.DoFn):
@@ -159,7 +164,8 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
      | "WriteSentences" >> WriteSorted(FileSystems.join(out_dir, "sentences"), prefix="part",
                                        num_shards=int(params.get("num_shards", 4)),
                                        shard_key=lambda r: r["doc_id"],
-                                       sort_key=sentence_sort_key, schema=SENTENCE_SCHEMA))
+                                       sort_key=sentence_sort_key, schema=SENTENCE_SCHEMA,
+                                       compact=True))
     (read.rejects
      | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
                                          num_shards=1, shard_key=lambda r: r["locator"],

@@ -128,8 +128,9 @@ def test_module_shapes_and_option_masking(model_and_feat):
     probs = torch.softmax(logits, -1)
     assert torch.all(probs[~batch["option_mask"]] < 1e-6)
     memory = model.encode(batch["mark_ids"], batch["mark_mask"])
-    out = model.rssp(batch["dec_in"], memory, batch["mark_mask"].bool())
-    assert out.shape == (*batch["dec_in"].shape, len(feat.tok))
+    logp = model.rssp(batch["dec_in"], memory, batch["mark_mask"].bool(), batch["mark_ids"])
+    assert logp.shape == (*batch["dec_in"].shape, len(feat.tok))
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(logp.shape[:2]), atol=1e-4)  # a distribution
     losses = model.losses(batch)
     assert set(losses) == {"lp", "lq", "lr"} and all(torch.isfinite(v) for v in losses.values())
     # CWL labels: only the first sub-token of each word is supervised, specials ignored
@@ -157,3 +158,22 @@ def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
     save(model, feat, out, log)
     again, feat2 = load(out)
     assert predict(again, feat2, sources) == preds
+
+
+def test_pairs_folder_reader_carves_missing_splits(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from training.data import load_splits
+
+    rows = [(f"complex sentence number {i} with htn .", f"simple sentence {i} with high blood pressure .")
+            for i in range(40)]
+    table = pa.table({"complex_text": [c for c, _ in rows], "simple_text": [s for _, s in rows],
+                      "doi": ["x"] * 40})
+    pq.write_table(table.slice(0, 30), tmp_path / "train-abc.parquet")
+    pq.write_table(table.slice(30, 10), tmp_path / "test-def.parquet")
+    splits = load_splits({"data": {"format": "pairs", "pairs": str(tmp_path), "validation_fraction": 0.3}})
+    assert splits.counts["test"] == 10  # the folder's own test split
+    assert splits.counts["train"] + splits.counts["validation"] == 30 and splits.counts["validation"] > 0
+    assert {it.references[0] for it in splits.eval["test"]} == {s for _, s in rows[30:]}
+    assert splits.train[0][0][-2:] == ["htn", "."]

@@ -1,9 +1,8 @@
 """Training and evaluation data for DECLARE and the baselines.
 
-Two inputs: MedLane-format files (`pipelines.medlane_format`) or a parquet of
-(complex, simple) English pairs such as the multicochrane builder writes; the
-latter is split deterministically (hash of the complex text) into
-train / validation / test.
+Two inputs: MedLane-format files (`pipelines.medlane_format`) or a builder
+folder of (complex, simple) English pairs such as `builders/multicochrane/en`
+(locator labels then come from the diff, as for MedLane).
 """
 from __future__ import annotations
 
@@ -49,27 +48,39 @@ def _bucket(text: str) -> float:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
 
 
-def load_pairs(pattern: str, complex_column: str, simple_column: str,
-               validation_fraction: float, test_fraction: float) -> Splits:
-    """(complex, simple) pairs from parquet files matching `pattern`, split by content hash."""
+def _read_pairs(files: list[str], complex_column: str, simple_column: str) -> list[tuple[str, str]]:
     import pyarrow.parquet as pq
 
-    files = sorted(glob.glob(pattern))
-    if not files:
-        raise FileNotFoundError(f"no parquet files match {pattern!r}")
     rows: list[tuple[str, str]] = []
     for f in files:
         table = pq.read_table(f, columns=[complex_column, simple_column])
         rows += [(c, s) for c, s in zip(table.column(complex_column).to_pylist(),
                                         table.column(simple_column).to_pylist()) if c and s]
-    rows = sorted(set(rows))
-    train, val, test = [], [], []
-    for c, s in rows:
+    return sorted(set(rows))
+
+
+def load_pairs(folder: str, complex_column: str, simple_column: str,
+               validation_fraction: float, test_fraction: float) -> Splits:
+    """(complex, simple) pairs from a builder config folder (`<split>-*.parquet`, e.g.
+    builders/multicochrane/en). A split the folder lacks is carved out of train by a hash
+    of the complex text (`validation_fraction`, `test_fraction`)."""
+    files = {name: sorted(glob.glob(str(Path(folder) / f"{name}-*.parquet")))
+             for name in ("train", "validation", "test")}
+    if not files["train"]:
+        raise FileNotFoundError(f"no train-*.parquet in {folder}")
+    rows = {name: _read_pairs(f, complex_column, simple_column) for name, f in files.items()}
+    train = []
+    for c, s in rows["train"]:
         u = _bucket(c)
-        (test if u < test_fraction else val if u < test_fraction + validation_fraction else train).append((c, s))
-    evals = {"validation": [EvalItem(c, [s]) for c, s in val], "test": [EvalItem(c, [s]) for c, s in test]}
-    counts = {"train": len(train), "validation": len(val), "test": len(test), "rejected": 0,
-              "files": len(files)}
+        if not files["test"] and u < test_fraction:
+            rows["test"].append((c, s))
+        elif not files["validation"] and test_fraction <= u < test_fraction + validation_fraction:
+            rows["validation"].append((c, s))
+        else:
+            train.append((c, s))
+    evals = {name: [EvalItem(c, [s]) for c, s in rows[name]] for name in ("validation", "test")}
+    counts = {"train": len(train), "validation": len(evals["validation"]), "test": len(evals["test"]),
+              "rejected": 0}
     return Splits([(tokenize(c), tokenize(s)) for c, s in train], _pairs_from_eval(evals["validation"]),
                   evals, counts)
 

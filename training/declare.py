@@ -75,9 +75,12 @@ class DNLI(nn.Module):
 
 
 class RSSP(nn.Module):
-    """Attention LSTM decoder over encoder states (Luong attention, input feeding, tied output)."""
+    """Attention LSTM decoder over encoder states (Luong attention, input feeding, output tied
+    to the input embeddings). With `copy` the output mixes in the attention over the input
+    tokens through a generation gate (pointer-generator), so spans can be copied from the
+    marked input after little training; without it the decoder is the paper's plain one."""
 
-    def __init__(self, embeddings: nn.Embedding, hidden: int):
+    def __init__(self, embeddings: nn.Embedding, hidden: int, copy: bool = True):
         super().__init__()
         self.embeddings = embeddings
         dim = embeddings.embedding_dim
@@ -85,6 +88,8 @@ class RSSP(nn.Module):
         self.attn = nn.Linear(hidden, hidden, bias=False)
         self.combine = nn.Linear(2 * hidden, hidden)
         self.to_emb = nn.Linear(hidden, dim)
+        self.copy = copy
+        self.gate = nn.Linear(hidden + dim, 1) if copy else None
         self.hidden = hidden
 
     def init_state(self, memory: torch.Tensor, mask: torch.Tensor):
@@ -93,41 +98,51 @@ class RSSP(nn.Module):
         return mean, torch.zeros_like(mean), torch.zeros_like(mean)
 
     def step(self, emb: torch.Tensor, state, memory: torch.Tensor, mask: torch.Tensor):
-        """One decoder step: embedded previous token (B, D) -> (attentional state (B, H), new state)."""
+        """One step: embedded previous token (B, D) -> (attentional state (B, H), attention (B, S), state)."""
         h, c, feed = state
         x = torch.cat([emb, feed], dim=-1)
         h, c = self.lstm(x, (h, c))
         scores = torch.bmm(memory, self.attn(h).unsqueeze(2)).squeeze(2)
-        scores = scores.masked_fill(~mask, NEG_INF)
-        ctx = torch.bmm(torch.softmax(scores, dim=1).unsqueeze(1), memory).squeeze(1)
+        att = torch.softmax(scores.masked_fill(~mask, NEG_INF), dim=1)
+        ctx = torch.bmm(att.unsqueeze(1), memory).squeeze(1)
         feed = torch.tanh(self.combine(torch.cat([h, ctx], dim=-1)))
-        return feed, (h, c, feed)
+        return feed, att, (h, c, feed)
 
-    def logits(self, feed: torch.Tensor) -> torch.Tensor:
-        """Vocabulary logits through the (tied) input embeddings."""
-        return self.to_emb(feed) @ self.embeddings.weight.t()
+    def log_probs(self, feed: torch.Tensor, att: torch.Tensor, emb: torch.Tensor,
+                  src_ids: torch.Tensor) -> torch.Tensor:
+        """Next-token log-probabilities; feed (..., H), att (..., S), emb (..., D), src_ids (B, S)."""
+        logits = (self.to_emb(feed) @ self.embeddings.weight.t()).float()
+        if not self.copy:
+            return torch.log_softmax(logits, dim=-1)
+        p_gen = torch.sigmoid(self.gate(torch.cat([feed, emb], dim=-1))).float()
+        probs = p_gen * torch.softmax(logits, dim=-1)
+        index = src_ids if att.dim() == 2 else src_ids.unsqueeze(1).expand(-1, att.shape[1], -1)
+        probs = probs.scatter_add(-1, index, (1 - p_gen) * att.float())
+        return torch.log(probs + 1e-12)
 
-    def forward(self, dec_in: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Teacher forcing: dec_in (B, T) -> logits (B, T, V)."""
+    def forward(self, dec_in: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor,
+                src_ids: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: dec_in (B, T) -> log-probabilities (B, T, V)."""
         state = self.init_state(memory, mask)
         emb = self.embeddings(dec_in)
-        feeds = []
+        feeds, atts = [], []
         for t in range(dec_in.shape[1]):
-            feed, state = self.step(emb[:, t], state, memory, mask)
+            feed, att, state = self.step(emb[:, t], state, memory, mask)
             feeds.append(feed)
-        return self.logits(torch.stack(feeds, dim=1))
+            atts.append(att)
+        return self.log_probs(torch.stack(feeds, 1), torch.stack(atts, 1), emb, src_ids)
 
 
 class Declare(nn.Module):
     """Encoder + CWL + DNLI + RSSP; `losses` gives Lp, Lq, Lr for the joint loss."""
 
-    def __init__(self, encoder: nn.Module, dropout: float = 0.1):
+    def __init__(self, encoder: nn.Module, dropout: float = 0.1, copy: bool = True):
         super().__init__()
         self.encoder = encoder
         hidden = encoder.config.hidden_size
         self.cwl = CWL(hidden, dropout)
         self.dnli = DNLI(hidden)
-        self.rssp = RSSP(encoder.get_input_embeddings(), hidden)
+        self.rssp = RSSP(encoder.get_input_embeddings(), hidden, copy)
 
     def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
@@ -147,8 +162,8 @@ class Declare(nn.Module):
         else:
             lq = states.new_zeros(())
         memory = self.encode(batch["mark_ids"], batch["mark_mask"])
-        logits = self.rssp(batch["dec_in"], memory, batch["mark_mask"].bool())
-        lr = F.cross_entropy(logits.flatten(0, 1), batch["dec_out"].flatten(), ignore_index=-100)
+        logp = self.rssp(batch["dec_in"], memory, batch["mark_mask"].bool(), batch["mark_ids"])
+        lr = F.nll_loss(logp.flatten(0, 1), batch["dec_out"].flatten(), ignore_index=-100)
         return {"lp": lp, "lq": lq, "lr": lr}
 
 

@@ -36,6 +36,7 @@ class Settings:
     warmup_ratio: float = 0.1
     patience: int = 2
     dropout: float = 0.1
+    copy_attention: bool = True
     seed: int = 13
 
     @classmethod
@@ -167,7 +168,7 @@ def train(train_pairs: list[Pair], val_pairs: list[Pair], dictionary: dict[str, 
     use_amp = device.type == "cuda"
     tokenizer, encoder = load_backbone(s.encoder)
     feat = Featurizer(tokenizer, dictionary, s)
-    model = Declare(encoder, s.dropout).to(device)
+    model = Declare(encoder, s.dropout, s.copy_attention).to(device)
     train_ex = [feat.example(a, b) for a, b in train_pairs]
     val_ex = [feat.example(a, b) for a, b in val_pairs]
     gen = torch.Generator().manual_seed(s.seed)
@@ -304,8 +305,8 @@ def _polish(model: Declare, feat: Featurizer, src: list[str], choices: dict[int,
 
     def step(prev: int, want: bool) -> int | None:
         emb = model.rssp.embeddings(torch.tensor([prev], device=device))
-        feed, state[0] = model.rssp.step(emb, state[0], memory, mask)
-        return int(model.rssp.logits(feed).argmax(-1)) if want else None
+        feed, att, state[0] = model.rssp.step(emb, state[0], memory, mask)
+        return int(model.rssp.log_probs(feed, att, emb, ids).argmax(-1)) if want else None
 
     body = enc["input_ids"][1:-1]
     segments = partial_translate(body, feat.start_id, feat.end_id, step, enc["input_ids"][0], feat.s.max_span)
@@ -344,6 +345,6 @@ def load(out: Path) -> tuple[Declare, Featurizer]:
     tokenizer = AutoTokenizer.from_pretrained(out / "encoder")
     encoder = AutoModel.from_config(AutoConfig.from_pretrained(out / "encoder"))
     s = Settings.from_params(json.loads((out / "settings.json").read_text()))
-    model = Declare(encoder, s.dropout)
+    model = Declare(encoder, s.dropout, s.copy_attention)
     model.load_state_dict(torch.load(out / "declare.pt", map_location="cpu", weights_only=True))
     return model, Featurizer(tokenizer, json.loads((out / "dictionary.json").read_text()), s)

@@ -30,8 +30,12 @@ def _data_key(cfg: dict, model: str) -> str:
 
     from medsimp.config import params_hash
 
-    files = sorted({*(cfg.get("dictionaries") or []),
-                    *(str(v) for k, v in (cfg.get("data") or {}).items() if k in ("train", "validation", "test"))})
+    data = cfg.get("data") or {}
+    if data.get("format", "medlane") == "pairs":
+        inputs = [str(p) for p in sorted(Path(data["pairs"]).glob("*.parquet"))]
+    else:
+        inputs = [str(data[k]) for k in ("train", "validation", "test")]
+    files = sorted({*(cfg.get("dictionaries") or []), *inputs})
     digests = {f: hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files if Path(f).is_file()}
     return params_hash({"train": cfg, "model": model, "files": digests})
 
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     dictionary = load_dictionary(cfg.get("dictionaries") or [])
     sources = {name: [tokens_of(it.source) for it in items] for name, items in splits.eval.items()}
     stats: dict = {"model": args.model, "dictionary_terms": len(dictionary),
-                   "read": sum(v for k, v in splits.counts.items() if k != "files"),
+                   "read": sum(splits.counts.values()),
                    "kept": splits.counts["train"] + splits.counts["validation"] + splits.counts["test"],
                    "filtered": 0, "rejected": splits.counts["rejected"], "splits": dict(splits.counts)}
     with atomic_dir(args.out) as tmp:

