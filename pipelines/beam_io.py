@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import pickle
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -66,14 +65,12 @@ def table_bytes(rows: list[dict], schema: pa.Schema) -> bytes:
 
 class _WriteShardFn(beam.DoFn):
     def __init__(self, out_dir: str, prefix: str, num_shards: int, schema: pa.Schema,
-                 sort_key: Callable[[dict], Any], fmt: str, compact: bool = False):
+                 sort_key: Callable[[dict], Any], fmt: str):
         self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
-        self.schema, self.sort_key, self.fmt, self.compact = schema, sort_key, fmt, compact
+        self.schema, self.sort_key, self.fmt = schema, sort_key, fmt
 
     def process(self, element):
         index, rows = element
-        if self.compact:
-            rows = [pickle.loads(r) for r in rows]
         rows = sorted(rows, key=self.sort_key)
         if self.fmt == "parquet":
             data, suffix = table_bytes(rows, self.schema), ".parquet"
@@ -91,30 +88,25 @@ class WriteSorted(beam.PTransform):
 
     `shard_key(row)` picks the shard, `sort_key(row)` orders rows within it.
     Shards that receive no rows are written empty by `fill_empty_shards` after the run.
-    `compact=True` sends rows through the shuffle as pickled bytes: the in-memory
-    FnApiRunner keeps grouped values as Python objects, so large row counts otherwise cost
-    a few KB each in the runner process.
     """
 
     def __init__(self, out_dir: str, *, prefix: str, num_shards: int,
                  shard_key: Callable[[dict], str], sort_key: Callable[[dict], Any],
-                 schema: pa.Schema | None = None, fmt: str = "parquet", compact: bool = False):
+                 schema: pa.Schema | None = None, fmt: str = "parquet"):
         super().__init__()
         if fmt == "parquet" and schema is None:
             raise ValueError("parquet output needs a schema")
         self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
         self.shard_key, self.sort_key, self.schema, self.fmt = shard_key, sort_key, schema, fmt
-        self.compact = compact
 
     def expand(self, rows):
-        n, shard_key, compact = self.num_shards, self.shard_key, self.compact
-        encode = (lambda r: pickle.dumps(r, protocol=5)) if compact else (lambda r: r)
+        n, shard_key = self.num_shards, self.shard_key
         return (
             rows
-            | "KeyByShard" >> beam.Map(lambda r: (stable_shard(shard_key(r), n), encode(r)))
+            | "KeyByShard" >> beam.Map(lambda r: (stable_shard(shard_key(r), n), r))
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.ParDo(_WriteShardFn(self.out_dir, self.prefix, n, self.schema,
-                                                       self.sort_key, self.fmt, compact))
+                                                       self.sort_key, self.fmt))
         )
 
 

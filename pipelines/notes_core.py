@@ -29,10 +29,6 @@ SENTENCE_SCHEMA = pa.schema([
 ])
 
 
-def sentence_sort_key(row: Mapping) -> tuple:
-    return (row["doc_id"], row["sentence_index"])
-
-
 def section_record(note: Note, extractor: SectionExtractor) -> dict | None:
     """Provenance and target sections of a note, or None when it has none."""
     sections = [(s.name, s.text, s.start) for s in extractor.extract(note.text)]

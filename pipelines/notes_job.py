@@ -5,17 +5,24 @@ DAG (each step a composite transform)::
 
     ReadNotes:        input files -> byte ranges -> Reshuffle -> records (Note | Reject)
                       (category/ISERROR filtering happens inside the reading DoFn: counted only)
-    ExtractSections:  Note -> {provenance, sections} -> Reshuffle (spreads the CPU work)
-    SelectSentences:  split sentences + Algorithm 1 -> sentence rows
-    WriteSentences / WriteDeadLetters: pipelines.beam_io.WriteSorted
+    ExtractSections:  Note -> {provenance, sections}, grouped into batches of `batch_notes`
+                      consecutive notes of one byte range (GroupByKey: spreads the CPU work)
+    SelectSentences:  per batch: split sentences + Algorithm 1 -> one sorted parquet file
+    WriteDeadLetters: pipelines.beam_io.WriteSorted
+
+Sentences are written per batch, not through `WriteSorted`: a batch's content and file name
+(`part-<file>-<range>-<batch>.parquet`) depend only on the input and params, so outputs are
+deterministic, and no shuffle ever holds all sentences (the in-memory FnApiRunner keeps
+shuffled data in RAM: with `WriteSorted` the full MIMIC-III run peaked at 3.6 GB).
 
 An uncompressed file is cut into `num_ranges` byte ranges read in parallel (see
 pipelines.noteevents); a .gz file is one range (gzip is not seekable), so it is read by
-one worker while the section/sentence work after the Reshuffle is shared by all.
+one worker while the sentence work after the grouping is shared by all.
 """
 from __future__ import annotations
 
 import pickle
+import zlib
 from collections import Counter
 from collections.abc import Mapping
 
@@ -25,7 +32,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from pipelines import noteevents
-from pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record, sentence_sort_key
+from pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
 
 NAMESPACE = "notes"
 
@@ -41,13 +48,14 @@ def _open(path: str):
 
 
 class _ReadRangeFn(beam.DoFn):
-    """(path, name, start, end) -> Note (main) and Reject (tagged 'rejects'); counts the rest."""
+    """(range_key, path, name, start, end) -> (range_key, seq, Note) (main) and Reject dicts
+    (tagged 'rejects'); filtered rows are only counted. `seq` numbers the kept notes."""
 
     def __init__(self, categories: list[str] | None):
         self.categories = categories
 
     def process(self, element):
-        path, name, start, end = element
+        key, path, name, start, end = element
         counts: Counter = Counter()
         for rec in noteevents.iter_records(path, categories=self.categories, byte_range=(start, end),
                                            source=name, opener=_open):
@@ -57,8 +65,8 @@ class _ReadRangeFn(beam.DoFn):
             elif rec is noteevents.FILTERED_ISERROR:
                 counts["notes_filtered_iserror"] += 1
             elif isinstance(rec, noteevents.Note):
+                yield key, counts["notes_kept"], rec
                 counts["notes_kept"] += 1
-                yield rec
             else:
                 counts[f"rejected_{rec.reason}"] += 1
                 yield beam.pvalue.TaggedOutput("rejects", rec.as_dict())
@@ -74,8 +82,9 @@ class ReadNotes(beam.PTransform):
         self.files, self.categories, self.num_ranges = files, categories, num_ranges
 
     def expand(self, pbegin):
-        ranges = [(path, name, a, b) for path, name, size in self.files
-                  for a, b in noteevents.plan_ranges(path, size, self.num_ranges)]
+        ranges = [(f"{i:03d}-{j:03d}", path, name, a, b)
+                  for i, (path, name, size) in enumerate(self.files)
+                  for j, (a, b) in enumerate(noteevents.plan_ranges(path, size, self.num_ranges))]
         return (pbegin
                 | "Ranges" >> beam.Create(ranges)
                 | "Spread" >> beam.Reshuffle()
@@ -86,63 +95,73 @@ class ReadNotes(beam.PTransform):
 class _SectionsFn(beam.DoFn):
     def __init__(self, params: Mapping):
         self.params = dict(params)
+        self.batch = int(params.get("batch_notes", 1000))
 
     def setup(self):
         from pipelines.sections import extractor_from_params
 
         self.extractor = extractor_from_params(self.params)
 
-    def process(self, note):
+    def process(self, element):
+        key, seq, note = element
         record = section_record(note, self.extractor)
         if record is None:
             Metrics.counter(NAMESPACE, "notes_without_sections").inc()
             return
         _count({"notes_with_sections": 1, "sections": len(record["sections"])})
-        yield record
+        # Compressed bytes: the in-memory runner keeps shuffled values in RAM (as Python
+        # objects unless they are bytes).
+        yield f"{key}-{seq // self.batch:05d}", zlib.compress(pickle.dumps((seq, record), 5), 1)
 
 
 class ExtractSections(beam.PTransform):
-    """Note -> provenance + target sections (notes without any are counted, not emitted)."""
+    """(range, seq, Note) -> target sections, grouped in batches of consecutive notes
+    (notes without any target section are counted, not emitted)."""
 
     def __init__(self, params: Mapping):
         super().__init__()
         self.params = params
 
     def expand(self, notes):
-        # Records cross the shuffle as pickled bytes: the in-memory runner holds shuffled
-        # values as Python objects otherwise.
         return (notes
                 | "Sections" >> beam.ParDo(_SectionsFn(self.params))
-                | "Pack" >> beam.Map(pickle.dumps, protocol=5)
-                | "Spread" >> beam.Reshuffle()
-                | "Unpack" >> beam.Map(pickle.loads))
+                | "Batch" >> beam.GroupByKey())
 
 
 class _SentencesFn(beam.DoFn):
-    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]]):
-        self.params, self.lexicons = dict(params), lexicons
+    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str):
+        self.params, self.lexicons, self.out_dir = dict(params), lexicons, out_dir
 
     def setup(self):
         self.processor = NoteProcessor(self.params, *self.lexicons)
 
-    def process(self, record):
-        rows = self.processor.sentence_rows(record)
+    def process(self, element):
+        from pipelines.beam_io import table_bytes
+
+        key, packed = element
+        rows = [row for _, record in sorted(pickle.loads(zlib.decompress(p)) for p in packed)
+                for row in self.processor.sentence_rows(record)]
         kept = sum(r["keep"] for r in rows)
         _count({"sentences": len(rows), "sentences_selected": kept,
                 "sentences_not_selected": len(rows) - kept})
-        yield from rows
+        path = FileSystems.join(self.out_dir, f"part-{key}.parquet")
+        with FileSystems.create(path) as fh:
+            fh.write(table_bytes(rows, SENTENCE_SCHEMA))
+        yield path
 
 
 class SelectSentences(beam.PTransform):
-    """Sections -> sentence rows with Algorithm 1's n, abb, unc, ratio and keep.
-    The lexicons travel with the transform, so workers need no local files."""
+    """Batches of sections -> sentence rows with Algorithm 1's n, abb, unc, ratio and keep,
+    written as one parquet file per batch under `out_dir`. The lexicons travel with the
+    transform, so workers need no local files."""
 
-    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]]):
+    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str):
         super().__init__()
-        self.params, self.lexicons = params, lexicons
+        self.params, self.lexicons, self.out_dir = params, lexicons, out_dir
 
-    def expand(self, records):
-        return records | "SplitAndSelect" >> beam.ParDo(_SentencesFn(self.params, self.lexicons))
+    def expand(self, batches):
+        return batches | "SplitSelectWrite" >> beam.ParDo(
+            _SentencesFn(self.params, self.lexicons, self.out_dir))
 
 
 def dead_letter_sort_key(row: Mapping) -> tuple:
@@ -152,7 +171,8 @@ def dead_letter_sort_key(row: Mapping) -> tuple:
 
 def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: str,
           params: Mapping, lexicons: tuple[list[str], list[str]]) -> None:
-    """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/)."""
+    """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/).
+    The caller creates `out_dir/sentences` and writes an empty part if the job wrote none."""
     from pipelines.beam_io import WriteSorted
 
     categories = params.get("categories", ["Discharge summary"])
@@ -160,12 +180,7 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
                                                int(params.get("num_ranges", 2)))
     (read.notes
      | "ExtractSections" >> ExtractSections(params)
-     | "SelectSentences" >> SelectSentences(params, lexicons)
-     | "WriteSentences" >> WriteSorted(FileSystems.join(out_dir, "sentences"), prefix="part",
-                                       num_shards=int(params.get("num_shards", 4)),
-                                       shard_key=lambda r: r["doc_id"],
-                                       sort_key=sentence_sort_key, schema=SENTENCE_SCHEMA,
-                                       compact=True))
+     | "SelectSentences" >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences")))
     (read.rejects
      | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
                                          num_shards=1, shard_key=lambda r: r["locator"],

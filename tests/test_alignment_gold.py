@@ -85,7 +85,8 @@ def test_overlap_r_hand_computed():
     # Ls = {we, find, 12, study} ; Lc = {we, include, 12, trial}: r = 2/4
     assert overlap_r("We included 12 trials.", "We found 12 studies.") == pytest.approx(0.5)
     assert overlap_r("Anything.", "...") == 0.0
-    assert lemma_set("Los pacientes fueron tratados.", "es") == {"lo", "paciente", "ser", "tratar"}  # table maps los -> lo
+    # the Spanish lookup table maps "los" -> "lo"
+    assert lemma_set("Los pacientes fueron tratados.", "es") == {"lo", "paciente", "ser", "tratar"}
     assert lemma_set("بیماران درمان شدند.", "fa") == {"بیماران", "درمان", "شدند"}
 
 

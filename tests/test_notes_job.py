@@ -17,7 +17,7 @@ PARAMS = str(ROOT / "params.yaml")
 
 
 def run_notes(out: Path, workers: int) -> Path:
-    rc = main(["--params", PARAMS, "--set", f"beam.num_workers={workers}", "--set", "notes.num_shards=2",
+    rc = main(["--params", PARAMS, "--set", f"beam.num_workers={workers}", "--set", "notes.batch_notes=4",
                "notes", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"),
                "--output", str(out / "notes"), "--metrics", str(out / "metrics.json")])
     assert rc == 0
@@ -46,8 +46,9 @@ def files(d: Path) -> dict[str, bytes]:
 def test_outputs_identical_across_runs_and_worker_counts(runs):
     one, two = runs
     a, b = files(one), files(two)
-    assert sorted(a) == ["dead_letter/part-00000-of-00001.jsonl", "sentences/part-00000-of-00002.parquet",
-                         "sentences/part-00001-of-00002.parquet", "stats.json"]
+    assert sorted(a) == ["dead_letter/part-00000-of-00001.jsonl", "sentences/part-000-000-00000.parquet",
+                         "sentences/part-000-000-00001.parquet", "sentences/part-000-000-00002.parquet",
+                         "stats.json"]
     assert a == b
 
 

@@ -127,6 +127,9 @@ def test_meteor_without_java_is_a_clear_error(monkeypatch):
 def test_fkgl_is_the_corpus_formula_over_lines():
     import textstat
 
+    from medsimp.resources import ensure_nltk_data
+
+    ensure_nltk_data()
     lines = ["the cat sat on the mat .", "patient recovered well"]
     words = [textstat.lexicon_count(x) for x in lines]
     syll = [textstat.syllable_count(x) for x in lines]

@@ -2,7 +2,8 @@
 the target sections (History of Present Illness, Brief (Summary of) Hospital Course) with
 MedLane's Algorithm 1 features and keep flag.
 
-Writes DIR/sentences/part-*.parquet, DIR/dead_letter/part-*.jsonl (rejected rows with a
+Writes DIR/sentences/part-*.parquet (one sorted file per batch of `batch_notes` consecutive
+notes of a byte range), DIR/dead_letter/part-*.jsonl (rejected rows with a
 reason) and DIR/stats.json (rows_read = notes_kept + notes_filtered + rows_rejected;
 sentences = sentences_selected + sentences_not_selected). Knobs: params `notes:` section.
 """
@@ -80,14 +81,15 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"medsimp notes: no file matches {pattern!r}")
     files = [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
     lexicons = load_lexicons(params)
-    shards = int(params.get("num_shards", 4))
     with atomic_dir(output) as tmp:
+        (tmp / "sentences").mkdir()
         pipeline = beam.Pipeline(options=beam_io.pipeline_options(
             section(args.params_data, "beam"), args.beam_arg))
         notes_job.build(pipeline, files, str(tmp), params, lexicons)
         result = pipeline.run()
         result.wait_until_finish()
-        beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, SENTENCE_SCHEMA)
+        if not any((tmp / "sentences").iterdir()):  # no sentence at all: one empty part
+            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, SENTENCE_SCHEMA)
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from_counters(beam_io.counters(result, notes_job.NAMESPACE),
                                     [name for _, name, _ in files], params)
