@@ -149,6 +149,7 @@ def _report(cfg: RefreshConfig, dag: Dag, result: RunResult, params: dict[str, A
         "git": rr.git_info(cfg.root),
         "params_hash": params_hash(params),
         "summary": ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in tally.items() if v),
+        "stage_order": dag.names,
         "stages": stages,
         "failed_stages": result.failed,
         "restored": result.restored,

@@ -159,7 +159,9 @@ def read_dag(root: Path, targets: list[str]) -> tuple[Dag, dict[str, Any]]:
     try:
         with Repo(str(root)) as repo:
             graph = repo.index.graph  # edges point from a stage to the stages it depends on
-            order = list(reversed(list(nx.topological_sort(graph))))
+            position = {s: i for i, s in enumerate(repo.index.stages)}  # dvc.yaml order
+            order = list(nx.lexicographical_topological_sort(graph.reverse(copy=False),
+                                                             key=position.__getitem__))
             metrics = {s.addressing: [os.path.relpath(o.fs_path, root) for o in s.outs if o.metric]
                        for s in order}
             upstream = {s.addressing: {d.addressing for d in graph.successors(s)} for s in order}

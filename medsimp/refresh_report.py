@@ -15,6 +15,7 @@ from typing import Any
 
 
 CARD = "README.md"
+MAX_SHOWN = 8  # changed counts per stage in the Markdown summary
 
 
 def flatten_numbers(obj: Any, prefix: str = "") -> dict[str, int | float]:
@@ -43,8 +44,10 @@ def read_metrics(root: Path, paths: list[str]) -> dict[str, int | float]:
 
 def count_changes(previous: Mapping[str, Any] | None,
                   current: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """{key: {previous, current, delta}} for every count that differs from the previous run."""
-    previous = previous or {}
+    """{key: {previous, current, delta}} for every count that differs from the previous run
+    ({} when there is no previous run to compare with)."""
+    if previous is None:
+        return {}
     changes: dict[str, dict[str, Any]] = {}
     for key in sorted(set(previous) | set(current)):
         before, after = previous.get(key), current.get(key)
@@ -161,13 +164,25 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         restored = report.get("restored")
         lines.append(f"- failed: {', '.join(report['failed_stages'])}; previous outputs "
                      f"{'restored' if restored else 'NOT restored'} from the DVC cache")
-    lines += ["", "| stage | status | changes vs previous run | cache hits / misses |",
-              "|---|---|---|---|"]
-    for name, entry in report["stages"].items():
-        changes = ", ".join(
-            f"{k} {v['delta']:+g}" if isinstance(v["delta"], (int, float))
-            else f"{k} {v['previous']}->{v['current']}"
-            for k, v in entry["changes"].items()) or "-"
+    order = report.get("stage_order") or list(report["stages"])
+    by_status: dict[str, list[str]] = {}
+    for name in order:
+        by_status.setdefault(report["stages"][name]["status"], []).append(name)
+    for status, label in (("skipped", "up to date"), ("not_run", "not run")):
+        if by_status.get(status):
+            lines.append(f"- {label}: {', '.join(by_status[status])}")
+    worked = [n for n in order if report["stages"][n]["status"] not in ("skipped", "not_run")]
+    if worked:
+        lines += ["", "| stage | status | changes vs previous run | cache hits / misses |",
+                  "|---|---|---|---|"]
+    for name in worked:
+        entry = report["stages"][name]
+        shown = [f"{k} {v['delta']:+g}" if isinstance(v["delta"], (int, float))
+                 else f"{k} {v['previous']}->{v['current']}"
+                 for k, v in entry["changes"].items()]
+        if len(shown) > MAX_SHOWN:
+            shown = shown[:MAX_SHOWN] + [f"... {len(shown) - MAX_SHOWN} more in the JSON"]
+        changes = ", ".join(shown) or "-"
         used = entry.get("cache")
         cache_cell = f"{used['hits']} / {used['misses']}" if used else "-"
         lines.append(f"| {name} | {entry['status']} | {changes} | {cache_cell} |")

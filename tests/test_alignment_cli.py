@@ -59,8 +59,8 @@ def test_train_corpus_align_and_filter(tmp_path):
     base = E5 + ["--set", f"cache.dir={tmp_path / 'cache'}"]
     model = tmp_path / "model"
     gold = tmp_path / "gold.jsonl"  # two documents of the embedded gold keep the test fast
-    gold.write_text("".join(Path("data/sample/align_gold.jsonl").read_text(encoding="utf-8")
-                            .splitlines(keepends=True)[2:4]), encoding="utf-8")
+    sample = Path(__file__).parents[1] / "data" / "sample" / "align_gold.jsonl"
+    gold.write_text("".join(sample.read_text(encoding="utf-8").splitlines(keepends=True)[2:4]), encoding="utf-8")
     assert main(base + ["--set", "align.crf.epochs=20", "align", "--train", "--gold", str(gold),
                         "--output", str(model), "--metrics", str(tmp_path / "train.json")]) == 0
     train = json.loads((tmp_path / "train.json").read_text())

@@ -59,7 +59,7 @@ def test_flatten_changes_and_cache_counts():
                        "new": {"previous": None, "current": 2, "delta": None},
                        "r": {"previous": 0.5, "current": 0.75, "delta": 0.25},
                        "read": {"previous": 5, "current": 7, "delta": 2}}
-    assert rr.count_changes(None, {}) == {}
+    assert rr.count_changes(None, {"read": 7}) == {}  # no previous run: nothing to compare
 
 
 def test_fingerprints_ignore_card_and_temp_dirs(tmp_path: Path):
@@ -101,4 +101,4 @@ def test_write_report_keeps_latest_and_prunes(tmp_path: Path):
     assert rr.load_previous(tmp_path)["status"] == "nothing_to_do"
     md = (tmp_path / "latest.md").read_text()
     assert md.startswith("# medsimp refresh: nothing to do (exit 3)")
-    assert "| notes | skipped | - | - |" in md
+    assert "- up to date: notes" in md and "| stage |" not in md
