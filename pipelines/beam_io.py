@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from medsimp.cli_args import add_beam_arguments  # noqa: F401  (TEMP re-export)
 
 DEFAULT_RUNNER = "FnApiRunner"
 

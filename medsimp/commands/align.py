@@ -20,7 +20,7 @@ HELP = "align sentences (CRF / Vecalign): files, a corpus (Beam), or train the C
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.beam_io import add_beam_arguments
+    from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--method", choices=["crf", "vecalign"], default="crf", help="file mode aligner")
     parser.add_argument("--src", help="source sentences, one per line (complex side for crf)")

@@ -11,7 +11,7 @@ HELP = "flag aligned pairs by lexical overlap r (keeps all rows; writes a kept-o
 
 
 def add_arguments(parser) -> None:
-    from pipelines.beam_io import add_beam_arguments
+    from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--input", help="align output dir holding pairs/ (default: params filter.input)")
     parser.add_argument("--output", help="output dir (default: params filter.output)")

@@ -17,7 +17,7 @@ FILTERED = ("notes_filtered_category", "notes_filtered_iserror")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.beam_io import add_beam_arguments
+    from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--input", help="note file(s): path or glob (default: params notes.input)")
     parser.add_argument("--output", default=None, help="output directory (default: params "
