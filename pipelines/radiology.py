@@ -32,7 +32,8 @@ class _ExtractFn(beam.DoFn):
     def setup(self):
         self.extractor = RadiologyExtractor(self.params, self.lexicons)
 
-    def process(self, note):
+    def process(self, element):
+        _, _, note = element  # ReadNotes yields (range key, sequence number, note)
         rows, counts = self.extractor.rows(note)
         for name, value in counts.items():
             Metrics.counter(NAMESPACE, name).inc(value)

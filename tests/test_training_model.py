@@ -158,6 +158,12 @@ def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
     save(model, feat, out, log)
     again, feat2 = load(out)
     assert predict(again, feat2, sources) == preds
+    out2 = tmp_path / "model2"
+    out2.mkdir()
+    save(model, feat, out2, log)
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(out2) for p in out2.rglob("*") if p.is_file())
+    assert all((out / f).read_bytes() == (out2 / f).read_bytes() for f in files)  # byte-identical
 
 
 def test_pairs_folder_reader_carves_missing_splits(tmp_path):

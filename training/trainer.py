@@ -329,10 +329,12 @@ def _polish(model: Declare, feat: Featurizer, src: list[str], choices: dict[int,
 
 
 def save(model: Declare, feat: Featurizer, out: Path, log: dict) -> None:
-    """Encoder config + tokenizer, full state dict, dictionary and training log."""
+    """Encoder config + tokenizer, weights (safetensors), settings, dictionary and training log."""
     model.encoder.config.save_pretrained(out / "encoder")
     feat.tok.save_pretrained(out / "encoder")
-    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, out / "declare.pt")
+    from safetensors.torch import save_model
+
+    save_model(model, str(out / "declare.safetensors"))  # byte-stable, unlike torch.save
     (out / "settings.json").write_text(json.dumps(feat.s.__dict__, sort_keys=True, indent=2) + "\n")
     (out / "dictionary.json").write_text(json.dumps(feat.dict, sort_keys=True, indent=1) + "\n")
     (out / "train_log.json").write_text(json.dumps(log, sort_keys=True, indent=2) + "\n")
@@ -346,5 +348,7 @@ def load(out: Path) -> tuple[Declare, Featurizer]:
     encoder = AutoModel.from_config(AutoConfig.from_pretrained(out / "encoder"))
     s = Settings.from_params(json.loads((out / "settings.json").read_text()))
     model = Declare(encoder, s.dropout, s.copy_attention)
-    model.load_state_dict(torch.load(out / "declare.pt", map_location="cpu", weights_only=True))
+    from safetensors.torch import load_model
+
+    load_model(model, str(out / "declare.safetensors"))
     return model, Featurizer(tokenizer, json.loads((out / "dictionary.json").read_text()), s)

@@ -15,6 +15,7 @@ BUILDERS: dict[str, str] = {
     "medlane": "medsimp.builders.medlane",
     "msd": "medsimp.builders.msd",
     "plaba": "medsimp.builders.plaba",
+    "radiology": "medsimp.builders.radiology",
 }
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "build a Hugging Face dataset folder (multicochrane, medlane, msd, plaba)"
+HELP = "build a Hugging Face dataset folder (multicochrane, medlane, msd, plaba, radiology)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", help="builder: multicochrane, medlane, msd or plaba")
+    parser.add_argument("name", help="builder: multicochrane, medlane, msd, plaba or radiology")
     parser.add_argument("--output", help="dataset folder to write (default: builders/<name>)")
     parser.add_argument("--metrics", help="also write the stats JSON here (DVC metrics)")
 

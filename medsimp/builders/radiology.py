@@ -1,0 +1,128 @@
+"""Radiology builder: de-duplicated FINDINGS / IMPRESSION finding sentences of radiology notes.
+
+Input (params `build.radiology.sentences`): `out/radiology/sentences` from `medsimp radiology`
+(docs/selfcorrect.md): the common sentence table plus `exam`, `body_parts`, `finding_words`,
+`negated`, `n_duplicates` and `duplicate_doc_ids`. Config `findings`: one row per distinct
+sentence with that diversity metadata, the pool Yang, Cherian & Vucetic draw their evaluation
+sentences from. Splits are seeded by note (the note a sentence was kept from); with n < 3
+notes only the first n of train, test, validation exist. Rows lacking a note id or text are
+dead-lettered. The notes are MIMIC-III / MIMIC-IV-Note: PhysioNet terms, `mimic_derived: true`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from medsimp.builders.common import (BuiltDataset, cover_splits, read_parquet_dir, seeded_split,
+                                     table_from_rows)
+from pipelines.radiology_core import SCHEMA as SENTENCES
+from pipelines.radiology_core import doc_order
+
+COLUMNS = ["sentence_id", "doc_id", "language", "exam", "section", "sentence_index",
+           "char_start", "char_end", "text", "body_parts", "finding_words", "negated",
+           "n_duplicates", "duplicate_doc_ids", "locator"]
+SCHEMA = pa.schema([SENTENCES.field(name) for name in COLUMNS])
+REQUIRED = ("sentence_id", "doc_id", "text")
+FEATURES = {
+    "sentence_id": "`radiology:<note id>:complex:en:<sentence index>`",
+    "doc_id": "note id of the first note the sentence occurs in (MIMIC-III ROW_ID or "
+              "MIMIC-IV-Note note_id)",
+    "language": "ISO 639-1 language",
+    "exam": "the note's exam description (MIMIC-III DESCRIPTION; note type for MIMIC-IV)",
+    "section": "`FINDINGS` or `IMPRESSION`",
+    "sentence_index": "0-based sentence position in the note (across sections)",
+    "char_start": "start offset in the section text", "char_end": "end offset",
+    "text": "the finding sentence",
+    "body_parts": "body parts named (lexicon `resources/radiology/body_parts.tsv`)",
+    "finding_words": "finding words named, singular forms "
+                     "(`resources/radiology/finding_words.txt`)",
+    "negated": "the sentence contains no, not, without or negative for",
+    "n_duplicates": "further copies of the sentence (case, spacing, final period ignored) "
+                    "merged into this row",
+    "duplicate_doc_ids": "notes the merged copies came from",
+    "locator": "`<input file>@<byte offset>` of the note",
+}
+CITATION = """@inproceedings{yang-etal-2024-two,
+  title = {Two-Pronged Human Evaluation of {ChatGPT} Self-Correction in Radiology Report
+    Simplification},
+  author = {Yang, Ziyu and Cherian, Santhosh and Vucetic, Slobodan},
+  booktitle = {Findings of the Association for Computational Linguistics: ACL 2024},
+  year = {2024}, pages = {4701--4714},
+  doi = {10.18653/v1/2024.findings-acl.279},
+  url = {https://aclanthology.org/2024.findings-acl.279}
+}
+@article{johnson-etal-2016-mimic,
+  title = {MIMIC-III, a freely accessible critical care database},
+  author = {Johnson, Alistair E. W. and Pollard, Tom J. and Shen, Lu and Lehman, Li-wei H.
+    and Feng, Mengling and Ghassemi, Mohammad and Moody, Benjamin and Szolovits, Peter
+    and Celi, Leo Anthony and Mark, Roger G.},
+  journal = {Scientific Data}, volume = {3}, pages = {160035}, year = {2016}
+}
+@misc{johnson-etal-2023-mimic-iv-note,
+  title = {MIMIC-IV-Note: Deidentified free-text clinical notes (version 2.2)},
+  author = {Johnson, Alistair and Pollard, Tom and Horng, Steven and Celi, Leo Anthony
+    and Mark, Roger},
+  publisher = {PhysioNet}, year = {2023}, doi = {10.13026/1n74-ne17}
+}"""
+ACCESS = """**MIMIC-derived data: PhysioNet Credentialed Health Data Use Agreement.**
+The sentences derive from radiology reports of MIMIC-III (NOTEEVENTS) and/or MIMIC-IV-Note
+(radiology), distributed by PhysioNet under the PhysioNet Credentialed Health Data License 1.5.0
+and its Data Use Agreement. Only credentialed PhysioNet users who signed the DUA of the source
+database may access this data. Do not share it with anyone who has not, do not publish it (no
+public hub repositories, no pasting into online services such as hosted LLM APIs that retain
+data), and make no attempt to re-identify any person. `medsimp publish` refuses this builder
+unless the target repository is private and `--i-accept-physionet-dua` is given. The card's YAML
+carries `medsimp.mimic_derived: true` for tools to check."""
+
+
+def _missing(row: dict[str, Any]) -> list[str]:
+    return [name for name in REQUIRED if not row[name]]
+
+
+def build(cfg: dict[str, Any]) -> BuiltDataset:
+    """Build the radiology findings dataset from the params section `build.radiology`."""
+    sentences = read_parquet_dir(cfg["sentences"], COLUMNS).select(COLUMNS).to_pylist()
+    rejects: list[dict] = []
+    valid = []
+    for row in sentences:
+        missing = _missing(row)
+        if missing:  # field names only: MIMIC text never goes into a dead letter
+            rejects.append({"source": "radiology", "locator": row["locator"] or "",
+                            "reason": "missing_field", "detail": ",".join(missing)})
+        else:
+            valid.append(row)
+    split_cfg = cfg.get("split", {})
+    seed = int(split_cfg.get("seed", 13))
+    notes = {r["doc_id"] for r in valid}
+    split_of = cover_splits(seeded_split(notes, float(split_cfg.get("validation", 0.1)),
+                                         float(split_cfg.get("test", 0.1)), seed),
+                            {"notes": notes}, seed)
+    rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
+    for row in sorted(valid, key=lambda r: (doc_order(r["doc_id"]), r["sentence_index"],
+                                            r["sentence_id"])):
+        rows[split_of[row["doc_id"]]].append(row)
+    counts = {"read": len(sentences), "kept": len(valid), "filtered": 0,
+              "rejected": len(rejects), "notes": len(notes),
+              "duplicates_merged": sum(r["n_duplicates"] or 0 for r in valid),
+              "negated": sum(1 for r in valid if r["negated"])}
+    return BuiltDataset(
+        name="radiology", title="Radiology findings sentences (medsimp build)",
+        description=(
+            "Distinct finding sentences from the FINDINGS and IMPRESSION sections of MIMIC "
+            "radiology reports, the kind of sentences Yang, Cherian & Vucetic simplify with "
+            "ChatGPT self-correction, with diversity metadata (exam, body parts, finding words, "
+            "negation) and how often each sentence recurs across reports."),
+        citation=CITATION, license="other", access=ACCESS,
+        configs={"findings": {s: table_from_rows(r, SCHEMA) for s, r in rows.items()}},
+        config_descriptions={"findings": "de-duplicated finding sentences with diversity "
+                                         "metadata"},
+        feature_descriptions=FEATURES, counts=counts, default_config="findings",
+        mimic_derived=True, rejects=rejects,
+        notes=[f"Splits: seeded by note (seed {seed}, validation "
+               f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)}); a "
+               "sentence goes with the note it was kept from. With n >= 3 notes every split "
+               "has at least one note; with n < 3 notes only the first n of train, test, "
+               "validation exist (empty splits are left out of the folder).",
+               "Duplicates were merged upstream (`medsimp radiology`), so no sentence text "
+               "occurs in two splits."])
