@@ -32,7 +32,7 @@ def dead(out: Path) -> list[dict]:
 def test_cochrane_sample(tmp_path):
     out = tmp_path / "cochrane"
     stats = run_job("cochrane", ROOT / "data/sample/cochrane.jsonl", out)
-    assert (stats["read"], stats["kept"], stats["filtered"], stats["rejected"]) == (17, 11, 1, 5)
+    assert (stats["read"], stats["kept"], stats["filtered"], stats["rejected"]) == (33, 27, 1, 5)
     assert {d["reason"] for d in dead(out)} == {"bad_json", "missing_doi", "bad_language", "empty_record",
                                                "no_english_abstract"}
     assert all(d["locator"].startswith("cochrane.jsonl:") for d in dead(out))
@@ -79,8 +79,8 @@ def test_msd_sample_and_dataset_format(tmp_path):
 def test_plaba_sample(tmp_path):
     out = tmp_path / "plaba"
     stats = run_job("plaba", ROOT / "data/sample/plaba.json", out)
-    assert (stats["read"], stats["kept"], stats["rejected"]) == (5, 2, 3)
-    assert stats["pairs_by"] == {"1-0": 3, "1-1": 9, "1-N": 5}
+    assert (stats["read"], stats["kept"], stats["rejected"]) == (7, 4, 3)
+    assert stats["pairs_by"] == {"1-0": 4, "1-1": 17, "1-N": 7}
     pairs = table(out / "pairs")
     deleted = [p for p in pairs if p["pair_id"] == "101:90000001:6"][0]
     assert deleted["alignment"] == "1-0" and deleted["simple_ids"] == []
