@@ -41,35 +41,60 @@ class GoldFormatError(ValueError):
     """A gold file that does not have the expected shape."""
 
 
-def _numbered(d: dict) -> list[tuple[int, str]]:
-    return sorted((int(k), v) for k, v in d.items())
+def _numbered(d: dict, where: str) -> list[tuple[int, str]]:
+    if not isinstance(d, dict):
+        raise GoldFormatError(f"{where}: expected an object of numbered sentences")
+    try:
+        return sorted((int(k), v) for k, v in d.items())
+    except ValueError:
+        raise GoldFormatError(f"{where}: sentence numbers must be integers") from None
 
 
-def read_plaba(path: str | Path) -> list[DocPair]:
+def read_plaba(path: str | Path, rejects: list[dict] | None = None) -> list[DocPair]:
     """PLABA `data.json`: abstract sentence n aligns with every sentence of translationK[n].
 
     A missing or empty number is a deletion; a value with several sentences is a split
     (1 complex -> N simple). Each translationK gives its own document pair.
+    A malformed abstract raises GoldFormatError, or is appended to `rejects`
+    ({locator, reason}) and skipped when a list is given.
     """
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     docs: list[DocPair] = []
     for qid in sorted(data, key=str):
+        if not isinstance(data[qid], dict):
+            if rejects is None:
+                raise GoldFormatError(f"{path}: {qid}: expected an object")
+            rejects.append({"locator": f"{path}: {qid}", "reason": "expected an object"})
+            continue
         for pmid, rec in sorted(data[qid].items()):
             if not isinstance(rec, dict) or "abstract" not in rec:
                 continue
-            numbered = _numbered(rec["abstract"])
-            index = {n: i for i, (n, _) in enumerate(numbered)}
-            complex_ = [t for _, t in numbered]
-            for tkey in sorted(k for k in rec if k.startswith("translation")):
-                simple: list[str] = []
-                pairs = set()
-                for n, text in _numbered(rec[tkey]):
-                    if n not in index:
-                        raise GoldFormatError(f"{path}: {qid}/{pmid}/{tkey} sentence {n} not in abstract")
-                    for sent in split_sentences(text or ""):
-                        pairs.add((index[n], len(simple)))
-                        simple.append(sent)
-                docs.append(DocPair(f"{qid}:{pmid}:{tkey}", complex_, simple, frozenset(pairs), str(qid)))
+            where = f"{path}: {qid}/{pmid}"
+            try:
+                docs.extend(_plaba_pairs(rec, str(qid), str(pmid), where))
+            except GoldFormatError as exc:
+                if rejects is None:
+                    raise
+                rejects.append({"locator": where, "reason": str(exc)})
+    return docs
+
+
+def _plaba_pairs(rec: dict, qid: str, pmid: str, where: str) -> list[DocPair]:
+    """One DocPair per expert adaptation of one PLABA abstract."""
+    numbered = _numbered(rec["abstract"], f"{where}/abstract")
+    index = {n: i for i, (n, _) in enumerate(numbered)}
+    complex_ = [t for _, t in numbered]
+    docs = []
+    for tkey in sorted(k for k in rec if k.startswith("translation")):
+        simple: list[str] = []
+        pairs = set()
+        for n, text in _numbered(rec[tkey], f"{where}/{tkey}"):
+            if n not in index:
+                raise GoldFormatError(f"{where}/{tkey} sentence {n} not in abstract")
+            for sent in split_sentences(text or ""):
+                pairs.add((index[n], len(simple)))
+                simple.append(sent)
+        docs.append(DocPair(f"{qid}:{pmid}:{tkey}", complex_, simple, frozenset(pairs), qid))
     return docs
 
 
