@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
 from pipelines.beam_io import pipeline_options
 from pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefixes, join_reviews,
                                         parse_canonical_line, read_devaraj)
 from pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
-from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+from pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
+                                 prepare_dirs, write_tables)
 
 SOURCE = "cochrane"
 SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.int32()),
@@ -37,33 +36,7 @@ def read_spec(spec: tuple[str, str]) -> Iterator[tuple[str, ReviewRecord | Forma
     if kind == "devaraj":
         yield from read_devaraj(path)
         return
-    name = os.path.basename(path)
-    with FileSystems.open(path) as fh:
-        for number, raw in enumerate(fh, start=1):
-            line = raw.decode("utf-8", errors="replace").strip()
-            if not line:
-                continue
-            locator = f"{name}:{number}"
-            try:
-                yield locator, parse_canonical_line(line, locator)
-            except FormatError as exc:
-                yield locator, exc
-
-
-@beam.typehints.with_output_types(Any)
-class ParseFn(beam.DoFn):
-    def setup(self):
-        self.count = Counter(SOURCE)
-
-    def process(self, item):
-        locator, value = item
-        self.count.inc("read")
-        if isinstance(value, FormatError):
-            self.count.inc("rejected")
-            self.count.inc(f"rejected.{value.reason}")
-            yield beam.pvalue.TaggedOutput("dead", dead_letter(SOURCE, locator, value.reason, value.detail))
-        else:
-            yield value.doi, value
+    yield from iter_lines(path, lambda line, _number, locator: parse_canonical_line(line, locator))
 
 
 def review_rows(review) -> list[dict]:
@@ -119,7 +92,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
     with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
         parsed = (p | "Specs" >> beam.Create(specs) | "Read" >> beam.FlatMap(read_spec)
                   | "Reshuffle" >> beam.Reshuffle()
-                  | "Parse" >> beam.ParDo(ParseFn()).with_outputs("dead", main="records"))
+                  | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doi)).with_outputs("dead", main="records"))
         joined = (parsed.records | "ByDoi" >> beam.GroupByKey()
                   | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows"))
         dead = (parsed.dead, joined.dead) | "Dead" >> beam.Flatten()

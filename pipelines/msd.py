@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
 from pipelines.beam_io import pipeline_options
-from pipelines.cochrane_formats import FormatError
 from pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from pipelines.sentence_rows import dead_letter, sentence_schema
-from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+from pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
+                                 prepare_dirs, write_tables)
 
 SOURCE = "msd"
 _CONCEPT = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32()),
@@ -43,32 +41,8 @@ def read_file(path: str, paired_markers: list[str]):
     name = os.path.basename(path)
     stem = os.path.splitext(name)[0]
     paired = any(marker in stem for marker in paired_markers)
-    with FileSystems.open(path) as fh:
-        for number, raw in enumerate(fh, start=1):
-            line = raw.decode("utf-8", errors="replace").strip()
-            if not line:
-                continue
-            locator = f"{name}:{number}"
-            try:
-                yield locator, parse_line(line, stem, number, paired, locator)
-            except FormatError as exc:
-                yield locator, exc
-
-
-@beam.typehints.with_output_types(Any)
-class ParseFn(beam.DoFn):
-    def setup(self):
-        self.count = Counter(SOURCE)
-
-    def process(self, item):
-        locator, value = item
-        self.count.inc("read")
-        if isinstance(value, FormatError):
-            self.count.inc("rejected")
-            self.count.inc(f"rejected.{value.reason}")
-            yield beam.pvalue.TaggedOutput("dead", dead_letter(SOURCE, locator, value.reason, value.detail))
-        else:
-            yield value.doc_id, value
+    yield from iter_lines(path, lambda line, number, locator: parse_line(line, stem, number, paired,
+                                                                       locator))
 
 
 class AssembleFn(beam.DoFn):
@@ -115,7 +89,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
     with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
         parsed = (p | "Files" >> beam.Create(files)
                   | "Read" >> beam.FlatMap(read_file, markers) | "Reshuffle" >> beam.Reshuffle()
-                  | "Parse" >> beam.ParDo(ParseFn()).with_outputs("dead", main="records"))
+                  | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doc_id)).with_outputs("dead", main="records"))
         docs = (parsed.records | "ByDoc" >> beam.GroupByKey()
                 | "Assemble" >> beam.ParDo(AssembleFn(dict(params.get("pcio", {}))))
                 .with_outputs("dead", "groups", main="rows"))

@@ -6,17 +6,20 @@ Counter names may contain one dot (`rejected.bad_json`): they become nested maps
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from medsimp.outputs import check_reconciles, print_summary, write_json
 from pipelines.beam_io import WriteSorted, counters, fill_empty_shards
-from pipelines.sentence_rows import locator_key
+from pipelines.cochrane_formats import FormatError
+from pipelines.sentence_rows import dead_letter, locator_key
 
 DEAD_LETTER = "dead_letter"
 
@@ -46,6 +49,50 @@ class Counter:
         if name not in self._counters:
             self._counters[name] = Metrics.counter(self.namespace, name)
         self._counters[name].inc(n)
+
+
+def iter_lines(path: str, parse: Callable[[str, int, str], Any]) -> Iterator[tuple[str, Any]]:
+    """(locator, parse(line, number, locator) or its FormatError) for each non-blank line.
+
+    A line that is not valid UTF-8 becomes a `bad_utf8` FormatError (never silently replaced).
+    """
+    name = os.path.basename(path)
+    with FileSystems.open(path) as fh:
+        for number, raw in enumerate(fh, start=1):
+            locator = f"{name}:{number}"
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                yield locator, FormatError("bad_utf8", f"invalid byte at column {exc.start}")
+                continue
+            if not line:
+                continue
+            try:
+                yield locator, parse(line, number, locator)
+            except FormatError as exc:
+                yield locator, exc
+
+
+@beam.typehints.with_output_types(Any)
+class ParseFn(beam.DoFn):
+    """Count parsed records; FormatErrors go to the `dead` output, records keyed by `key`."""
+
+    def __init__(self, source: str, key: Callable[[Any], str]):
+        self.source, self.key = source, key
+
+    def setup(self):
+        self.count = Counter(self.source)
+
+    def process(self, item):
+        locator, value = item
+        self.count.inc("read")
+        if isinstance(value, FormatError):
+            self.count.inc("rejected")
+            self.count.inc(f"rejected.{value.reason}")
+            yield beam.pvalue.TaggedOutput("dead", dead_letter(self.source, locator, value.reason,
+                                                              value.detail))
+        else:
+            yield self.key(value), value
 
 
 def write_tables(pcolls: Mapping[str, Any], tables: Mapping[str, Table], out_dir: str,

@@ -74,8 +74,8 @@ def _course(rng: random.Random) -> list[str]:
         f"{rng.choice(_MEDS)}.",
         f"# {rng.choice(_CONDITIONS)[0]}: The patient was diuresed with IV lasix with good UOP, "
         f"and lasix was cont. at the home dose on discharge.",
-        f"# Afib with RVR: rate controlled with metoprolol; the patient was started on warfarin "
-        f"with a goal INR of 2-3.",
+        "# Afib with RVR: rate controlled with metoprolol; the patient was started on warfarin "
+        "with a goal INR of 2-3.",
         f"Blood cultures from [**2151-7-{rng.randint(1, 28)}**] grew GPC in clusters, and ID was "
         f"consulted for recommendations regarding the duration of antibiotics.",
         f"The patient remained hemodynamically stable with SBPs in the {rng.randint(9, 15)}0s "

@@ -121,3 +121,17 @@ def test_plaba_deletions_splits_and_errors():
     assert pairs[0]["simple_ids"] == ["plaba:7:111:simple:en:0", "plaba:7:111:simple:en:1"]
     assert pairs[3]["simple_ids"] == ["plaba:7:111:a2:simple:en:0"]
     assert len({r["sentence_id"] for r in rows}) == len(rows)
+
+
+def test_jsonl_line_with_invalid_utf8_is_rejected_not_replaced(tmp_path):
+    from pipelines.cochrane import read_spec
+    from pipelines.cochrane_formats import FormatError
+
+    good = ('{"doi": "10.1002/14651858.CD000001.pub2", "language": "en", "title": "T", '
+            '"abstract": [{"heading": "Main results", "text": "It worked."}], "pls": "It helped."}')
+    path = tmp_path / "reviews.jsonl"
+    path.write_bytes(good.encode() + b"\n" + b'{"doi": "x\xff"}\n\n')
+    items = list(read_spec(("jsonl", str(path))))
+    assert [loc for loc, _ in items] == ["reviews.jsonl:1", "reviews.jsonl:2"]
+    assert not isinstance(items[0][1], FormatError)
+    assert isinstance(items[1][1], FormatError) and items[1][1].reason == "bad_utf8"
