@@ -159,3 +159,20 @@ def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]],
 def table_from_rows(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """Rows -> table with exactly `schema` (extra keys dropped, missing ones null)."""
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+MIMIC_III_CITATION = """@article{johnson-etal-2016-mimic,
+  title = {MIMIC-III, a freely accessible critical care database},
+  author = {Johnson, Alistair E. W. and Pollard, Tom J. and Shen, Lu and Lehman, Li-wei H.
+    and Feng, Mengling and Ghassemi, Mohammad and Moody, Benjamin and Szolovits, Peter
+    and Celi, Leo Anthony and Mark, Roger G.},
+  journal = {Scientific Data}, volume = {3}, pages = {160035}, year = {2016}
+}"""
+
+
+def split_units(units: set[str], split_cfg: dict, group: str) -> dict[str, str]:
+    """Seeded train/validation/test split of `units` (params `split`), covering every split
+    the number of units allows (see `cover_splits`)."""
+    seed = int(split_cfg.get("seed", 13))
+    return cover_splits(seeded_split(units, float(split_cfg.get("validation", 0.1)),
+                                     float(split_cfg.get("test", 0.1)), seed), {group: units}, seed)

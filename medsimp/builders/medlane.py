@@ -15,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from medsimp.builders.common import BuildError, BuiltDataset, read_parquet_dir, table_from_rows
+from medsimp.builders.common import (MIMIC_III_CITATION, BuildError, BuiltDataset, read_parquet_dir,
+                                     table_from_rows)
 from pipelines.medlane_format import read_medlane_eval, read_medlane_train, split_eval
 
 TERM = pa.struct([("abbreviation", pa.string()), ("expansion", pa.string()),
@@ -67,14 +68,8 @@ CITATION = """@inproceedings{luo-etal-2022-benchmarking,
   year = {2022},
   pages = {3550--3562},
   url = {https://aclanthology.org/2022.coling-1.313}
-}
-@article{johnson-etal-2016-mimic,
-  title = {MIMIC-III, a freely accessible critical care database},
-  author = {Johnson, Alistair E. W. and Pollard, Tom J. and Shen, Lu and Lehman, Li-wei H.
-    and Feng, Mengling and Ghassemi, Mohammad and Moody, Benjamin and Szolovits, Peter
-    and Celi, Leo Anthony and Mark, Roger G.},
-  journal = {Scientific Data}, volume = {3}, pages = {160035}, year = {2016}
 }"""
+CITATION += "\n" + MIMIC_III_CITATION
 
 PHYSIONET_TERMS = """**MIMIC-derived data: PhysioNet Credentialed Health Data Use Agreement.**
 The sentences derive from MIMIC-III clinical notes, distributed by PhysioNet under the

@@ -12,9 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (CONCEPT, READABILITY, BuiltDataset, cover_splits,
-                                     load_links, load_texts, read_parquet_dir, seeded_split,
-                                     side_annotations, table_from_rows)
+from medsimp.builders.common import (CONCEPT, READABILITY, BuiltDataset, load_links, load_texts,
+                                     read_parquet_dir, side_annotations, split_units,
+                                     table_from_rows)
 
 PAIR_COLUMNS = ["pair_id", "question_id", "pmid", "adaptation", "sentence_number", "complex_id",
                 "complex_text", "simple_ids", "simple_text", "alignment"]
@@ -59,11 +59,8 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     texts = load_texts(cfg["sentences"])
     links = load_links(cfg["linked"])
     split_cfg = cfg.get("split", {})
-    seed = int(split_cfg.get("seed", 13))
     questions = {p["question_id"] for p in pairs}
-    split_of = cover_splits(seeded_split(questions, float(split_cfg.get("validation", 0.1)),
-                                         float(split_cfg.get("test", 0.1)), seed),
-                            {"questions": questions}, seed)
+    split_of = split_units(questions, split_cfg, "questions")
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     rejects: list[dict] = []
     missing = 0
@@ -94,6 +91,6 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         configs={"pairs": {s: table_from_rows(r, SCHEMA) for s, r in rows.items()}},
         config_descriptions={"pairs": "gold abstract-sentence -> adaptation pairs"},
         feature_descriptions=FEATURES, counts=counts, default_config="pairs", rejects=rejects,
-        notes=[f"Splits: seeded by question (seed {seed}, validation "
+        notes=[f"Splits: seeded by question (seed {split_cfg.get('seed', 13)}, validation "
                f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)}); with "
                "n < 3 questions only the first n of train, test, validation."])

@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (BuiltDataset, cover_splits, read_parquet_dir, seeded_split,
-                                     table_from_rows)
+from medsimp.builders.common import (MIMIC_III_CITATION, BuiltDataset, read_parquet_dir,
+                                     split_units, table_from_rows)
 from pipelines.radiology_core import SCHEMA as SENTENCES
 from pipelines.radiology_core import doc_order
 
@@ -52,19 +52,13 @@ CITATION = """@inproceedings{yang-etal-2024-two,
   doi = {10.18653/v1/2024.findings-acl.279},
   url = {https://aclanthology.org/2024.findings-acl.279}
 }
-@article{johnson-etal-2016-mimic,
-  title = {MIMIC-III, a freely accessible critical care database},
-  author = {Johnson, Alistair E. W. and Pollard, Tom J. and Shen, Lu and Lehman, Li-wei H.
-    and Feng, Mengling and Ghassemi, Mohammad and Moody, Benjamin and Szolovits, Peter
-    and Celi, Leo Anthony and Mark, Roger G.},
-  journal = {Scientific Data}, volume = {3}, pages = {160035}, year = {2016}
-}
 @misc{johnson-etal-2023-mimic-iv-note,
   title = {MIMIC-IV-Note: Deidentified free-text clinical notes (version 2.2)},
   author = {Johnson, Alistair and Pollard, Tom and Horng, Steven and Celi, Leo Anthony
     and Mark, Roger},
   publisher = {PhysioNet}, year = {2023}, doi = {10.13026/1n74-ne17}
 }"""
+CITATION += "\n" + MIMIC_III_CITATION
 ACCESS = """**MIMIC-derived data: PhysioNet Credentialed Health Data Use Agreement.**
 The sentences derive from radiology reports of MIMIC-III (NOTEEVENTS) and/or MIMIC-IV-Note
 (radiology), distributed by PhysioNet under the PhysioNet Credentialed Health Data License 1.5.0
@@ -93,11 +87,8 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         else:
             valid.append(row)
     split_cfg = cfg.get("split", {})
-    seed = int(split_cfg.get("seed", 13))
     notes = {r["doc_id"] for r in valid}
-    split_of = cover_splits(seeded_split(notes, float(split_cfg.get("validation", 0.1)),
-                                         float(split_cfg.get("test", 0.1)), seed),
-                            {"notes": notes}, seed)
+    split_of = split_units(notes, split_cfg, "notes")
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     for row in sorted(valid, key=lambda r: (doc_order(r["doc_id"]), r["sentence_index"],
                                             r["sentence_id"])):
@@ -119,7 +110,7 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
                                          "metadata"},
         feature_descriptions=FEATURES, counts=counts, default_config="findings",
         mimic_derived=True, rejects=rejects,
-        notes=[f"Splits: seeded by note (seed {seed}, validation "
+        notes=[f"Splits: seeded by note (seed {split_cfg.get('seed', 13)}, validation "
                f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)}); a "
                "sentence goes with the note it was kept from. With n >= 3 notes every split "
                "has at least one note; with n < 3 notes only the first n of train, test, "
