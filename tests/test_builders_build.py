@@ -188,7 +188,7 @@ def test_missing_input_is_a_clear_error(tmp_path, capsys):
 def test_cover_splits_gives_small_languages_train_then_test_then_validation():
     from medsimp.builders.common import cover_splits, seeded_split
 
-    en = {f"d{i}" for i in range(20)}
+    en = {f"d{i}" for i in range(60)}
     base = seeded_split(en, 0.1, 0.1, 13)
     val, test = (sorted(d for d in en if base[d] == s) for s in ("validation", "test"))
     groups = {"en": en, "es": {val[0], test[0]}, "fr": {val[0], val[1], test[1]}}
@@ -198,6 +198,16 @@ def test_cover_splits_gives_small_languages_train_then_test_then_validation():
     assert {covered[d] for d in en} == {"train", "validation", "test"}
     big = seeded_split({f"r{i}" for i in range(200)}, 0.1, 0.1, 13)
     assert cover_splits(big, {"en": set(big)}, 13) == big
+
+
+def test_seeded_split_is_stable_when_keys_are_added():
+    from medsimp.builders.common import seeded_split
+
+    before = seeded_split({f"10.1002/CD{i:06d}" for i in range(300)}, 0.1, 0.1, 13)
+    after = seeded_split(set(before) | {"10.1002/CD999999"}, 0.1, 0.1, 13)
+    assert {k: after[k] for k in before} == before
+    shares = {s: sum(v == s for v in before.values()) / 300 for s in ("train", "validation", "test")}
+    assert 0.7 < shares["train"] < 0.9 and 0.05 < shares["test"] < 0.15
 
 
 def test_rebuilt_folder_never_loads_stale_cached_rows(params_file, tmp_path):

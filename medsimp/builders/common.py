@@ -100,24 +100,18 @@ def unit_hash(key: str, seed: int) -> float:
 
 
 def seeded_split(keys: Iterable[str], validation: float, test: float, seed: int) -> dict[str, str]:
-    """Assign each key to train/validation/test by exact counts over keys ordered by `unit_hash`.
+    """Assign each key to a split by its own `unit_hash`: test below `test`, validation below
+    `test + validation`, train above.
 
-    n_test = round(test * N) and n_validation = round(validation * N), each at least 1
-    when its ratio is positive and N >= 3, so small samples still get every split.
+    A key's split depends only on the key and the seed, so a refresh that adds reviews never
+    moves an existing one (small samples are then completed by `cover_splits`).
     """
-    ordered = sorted(set(keys), key=lambda k: (unit_hash(k, seed), k))
-    n = len(ordered)
-
-    def count(ratio: float) -> int:
-        got = round(ratio * n)
-        return max(got, 1) if ratio > 0 and n >= 3 else got
-
-    n_test, n_val = count(test), count(validation)
-    if n_test + n_val > n:
+    if validation < 0 or test < 0 or validation + test >= 1:
         raise BuildError(f"split ratios validation={validation} test={test} leave no training keys")
-    out = {k: "test" for k in ordered[:n_test]}
-    out.update({k: "validation" for k in ordered[n_test:n_test + n_val]})
-    out.update({k: "train" for k in ordered[n_test + n_val:]})
+    out = {}
+    for key in set(keys):
+        u = unit_hash(key, seed)
+        out[key] = "test" if u < test else "validation" if u < test + validation else "train"
     return out
 
 
