@@ -64,6 +64,15 @@ def atomic_dir(final: str | Path) -> Iterator[Path]:
         shutil.rmtree(old, ignore_errors=True)
 
 
+RUN_KEYS = ("cache_hits", "cache_misses")  # how a run went (metrics), not what it produced
+
+
+def output_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """Stats for a stage's output dir: without RUN_KEYS, so outputs stay byte-identical
+    whether or not the document cache was warm (the `--metrics` copy keeps them)."""
+    return {k: v for k, v in stats.items() if k not in RUN_KEYS}
+
+
 class CountsMismatch(AssertionError):
     """Counts in a stats record do not reconcile."""
 

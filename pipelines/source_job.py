@@ -16,7 +16,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from medsimp.outputs import check_reconciles, print_summary, write_json
+from medsimp.outputs import check_reconciles, output_stats, print_summary, write_json
 from pipelines.beam_io import WriteSorted, counters, fill_empty_shards
 from pipelines.cochrane_formats import FormatError
 from pipelines.sentence_rows import dead_letter, locator_key
@@ -143,7 +143,7 @@ def finish(result, namespace: str, out_dir: str, tables: Mapping[str, Table], nu
     stats = nest(flat)
     stats.update(extra or {})
     check_reconciles(stats, reconcile[0], reconcile[1])
-    write_json(FileSystems.join(out_dir, "stats.json"), stats)
+    write_json(FileSystems.join(out_dir, "stats.json"), output_stats(stats))
     if metrics_file:
         write_json(metrics_file, stats)
     print_summary(f"medsimp {namespace}", stats)

@@ -113,7 +113,7 @@ def _train(args, params: dict) -> int:
     from alignment.encoders import make_encoder
     from alignment.gold import read_gold
     from alignment.score import pair_prf
-    from medsimp.outputs import atomic_dir, print_summary, write_json
+    from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
 
     gold = args.gold or params.get("gold", "data/sample/align_gold.jsonl")
     docs = read_gold(gold, args.gold_format or params.get("gold_format", "auto"))
@@ -131,7 +131,7 @@ def _train(args, params: dict) -> int:
              "cache_hits": enc.hits, "cache_misses": enc.misses}
     with atomic_dir(out) as tmp:
         model.save(tmp)
-        write_json(tmp / "stats.json", {k: v for k, v in stats.items() if not k.startswith("cache_")})
+        write_json(tmp / "stats.json", output_stats(stats))
     if args.metrics:
         write_json(args.metrics, stats)
     print_summary("medsimp align --train", stats)

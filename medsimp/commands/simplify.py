@@ -81,8 +81,8 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     from tqdm import tqdm
 
     from medsimp.config import section
-    from medsimp.outputs import (atomic_dir, check_reconciles, print_summary, write_json,
-                                 write_jsonl)
+    from medsimp.outputs import (atomic_dir, check_reconciles, output_stats, print_summary,
+                                 write_json, write_jsonl)
     from medsimp.selfcorrect.backends import BackendError
     from medsimp.selfcorrect.cache import CachedChat
     from medsimp.selfcorrect.prompts import load_prompts
@@ -121,7 +121,7 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
         write_jsonl(tmp / "simplifications.jsonl", records)
         (tmp / "variants.csv").write_text(variants_csv(records), encoding="utf-8")
         write_jsonl(tmp / "dead_letter" / "part-00000.jsonl", dead)
-        write_json(tmp / "stats.json", stats)
+        write_json(tmp / "stats.json", output_stats(stats))
     if args.metrics:
         write_json(args.metrics, stats)
     print_summary("simplify", {k: v for k, v in stats.items() if k != "variants"})
