@@ -117,21 +117,36 @@ def _stdlib(pattern):
     return re.compile(rx.pattern, rx.flags & (re.I | re.M | re.S | re.U | re.X))
 
 
+# Letters every CONTRACTIONS2/3 match of NLTKWordTokenizer contains. Its earlier rules only
+# insert spaces, replace quote characters and collapse whitespace, so a text without these
+# letter runs has no contraction match: the ten contraction substitutions are skipped.
+_CONTRACTION_LETTERS = re.compile(r"cannot|ye|gimme|gonna|gotta|lemme|more|wanna|tis|twas",
+                                  re.I)
+
+
 @functools.lru_cache(maxsize=1)
 def _tokenizer():
     """NLTK's `NLTKWordTokenizer`: its own rules and code, with its fixed rule patterns
-    compiled by stdlib `re` (about 2.4x faster on clinical sentences; the tokens are the
-    same, checked against the stock tokenizer in tests/test_notes_text.py)."""
+    compiled by stdlib `re` and its contraction rules run only on texts that may hold one
+    (about 3x faster on clinical sentences; the tokens are the same, checked against the
+    stock tokenizer in tests/test_notes_text.py)."""
     from nltk.tokenize import NLTKWordTokenizer
 
     class _Tokenizer(NLTKWordTokenizer):
-        pass
+        def tokenize(self, text, convert_parentheses=False, return_str=False):
+            rules = self if _CONTRACTION_LETTERS.search(text) else plain
+            return NLTKWordTokenizer.tokenize(rules, text, convert_parentheses, return_str)
 
     for name in ("STARTING_QUOTES", "ENDING_QUOTES", "PUNCTUATION", "CONVERT_PARENTHESES"):
         setattr(_Tokenizer, name, [(_stdlib(p), r) for p, r in getattr(NLTKWordTokenizer, name)])
     for name in ("PARENS_BRACKETS", "DOUBLE_DASHES"):
         p, r = getattr(NLTKWordTokenizer, name)
         setattr(_Tokenizer, name, (_stdlib(p), r))
+
+    class _NoContractions(_Tokenizer):
+        CONTRACTIONS2 = CONTRACTIONS3 = []
+
+    plain = _NoContractions()
     return _Tokenizer()
 
 
@@ -159,25 +174,30 @@ class Selector:
         self.common = frozenset(w.lower() for w in common_words)
         self.min_tokens, self.min_ratio, self.max_ratio = min_tokens, min_ratio, max_ratio
         self._lemmas = lemma_lookup()
+        # Token -> its (n, abb, unc) increments; bounded, tokens repeat with Zipf frequencies.
+        self._counts = functools.lru_cache(maxsize=1 << 17)(self._token_counts)
 
     def is_abbreviation(self, token: str) -> bool:
         return (token if self.case_sensitive else token.lower()) in self.abbreviations
 
+    def _token_counts(self, token: str) -> tuple[int, int, int]:
+        if not _WORD.search(token):
+            return 0, 0, 0
+        if self.is_abbreviation(token):
+            return 1, 1, 0
+        if _NUMBER.fullmatch(token):
+            return 1, 0, 0
+        low = token.lower()
+        return 1, 0, int(self._lemmas.get(low, low) not in self.common)
+
     def features(self, sentence: str) -> Features:
         n = abb = unc = 0
-        lemmas, common = self._lemmas, self.common
+        counts = self._counts
         for token in tokenize(sentence):
-            if not _WORD.search(token):
-                continue
-            n += 1
-            if self.is_abbreviation(token):
-                abb += 1
-            elif _NUMBER.fullmatch(token):
-                continue
-            else:
-                low = token.lower()
-                if lemmas.get(low, low) not in common:
-                    unc += 1
+            dn, da, du = counts(token)
+            n += dn
+            abb += da
+            unc += du
         ratio = (unc + abb) / n if n else 0.0
         keep = n >= self.min_tokens and self.min_ratio <= ratio <= self.max_ratio
         return Features(n, abb, unc, ratio, keep)

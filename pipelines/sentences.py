@@ -35,7 +35,6 @@ _LINE_ITEM = re.compile(r"\n(?=[ \t]*(?:\d{1,2}[.)][ \t]|[-*\u2022#][ \t]?\S|"
 _TERMINAL = re.compile(r"[.!?]+[\"')\]]*(?=\s+(?:[\"'(\[]?[A-Z0-9]|#\s))")
 _NO_BREAK = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e", "approx",
                        "cont", "no", "nos", "fig", "jr", "sr", "ca", "cf", "al", "etc", "resp"})
-_WORD_BEFORE = re.compile(r"(\S+?)[.!?]*$")
 
 Span = tuple[int, int]
 
@@ -45,6 +44,13 @@ def mask_placeholders(text: str) -> str:
     return PLACEHOLDER.sub(lambda m: "X" + "x" * (len(m.group()) - 1), text)
 
 
+def _word_before(text: str, start: int, end: int) -> str:
+    """The last whitespace-free run of text[start:end] minus its trailing ".", "!", "?"
+    (keeping at least one character); a regex search here was quadratic in the line length."""
+    run = text[start:end].rsplit(None, 1)[-1]
+    return run.rstrip(".!?") or run[0]
+
+
 def _rules_breaks(text: str) -> list[int]:
     """Break offsets (a sentence ends there) found by the rule splitter."""
     breaks = [m.start() for m in _BLANK.finditer(text)]
@@ -52,7 +58,7 @@ def _rules_breaks(text: str) -> list[int]:
     for m in _TERMINAL.finditer(text):
         if text[m.start()] == ".":
             line_start = text.rfind("\n", 0, m.start()) + 1
-            word = _WORD_BEFORE.search(text, line_start, m.start() + 1).group(1)
+            word = _word_before(text, line_start, m.start() + 1)
             bare = word.lower().strip("([\"'")
             if bare in _NO_BREAK or (len(bare) == 1 and bare.isalpha()):
                 continue
