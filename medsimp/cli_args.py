@@ -7,3 +7,23 @@ def add_beam_arguments(parser) -> None:
     parser.add_argument("--beam-arg", action="append", default=[], metavar="ARG",
                         help="extra Beam pipeline option, e.g. --beam-arg=--runner=FlinkRunner "
                              "(repeatable; overrides params.beam)")
+
+
+def add_job_arguments(parser, input_help: str, default_output: str) -> None:
+    """--input/--output/--metrics/--beam-arg of a source job (cochrane, msd, plaba)."""
+    parser.add_argument("--input", help=input_help)
+    parser.add_argument("--output", default=default_output, help="output directory")
+    parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    add_beam_arguments(parser)
+
+
+def run_source_job(args, section_name: str, job) -> int:
+    """Run `job.run(input, tmp_dir, params, beam_params, beam_args, metrics)` into an atomic dir."""
+    from medsimp.config import section
+    from medsimp.outputs import atomic_dir
+
+    params = section(args.params_data, section_name)
+    with atomic_dir(args.output) as tmp:
+        job.run(args.input or params["input"], str(tmp), params,
+                section(args.params_data, "beam"), args.beam_arg, args.metrics)
+    return 0

@@ -11,22 +11,14 @@ HELP = "Cochrane abstracts + multilingual plain-language summaries -> sentence t
 
 
 def add_arguments(parser) -> None:
-    from medsimp.cli_args import add_beam_arguments
+    from medsimp.cli_args import add_job_arguments
 
-    parser.add_argument("--input", help="canonical JSONL, Devaraj directory or prefix "
-                                        "(default: params cochrane.input)")
-    parser.add_argument("--output", default="out/cochrane", help="output directory")
-    parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
-    add_beam_arguments(parser)
+    add_job_arguments(parser, "canonical JSONL, Devaraj directory or prefix "
+                      "(default: params cochrane.input)", "out/cochrane")
 
 
 def run(args) -> int:
-    from medsimp.config import section
-    from medsimp.outputs import atomic_dir
+    from medsimp.cli_args import run_source_job
     from pipelines import cochrane
 
-    params = section(args.params_data, "cochrane")
-    with atomic_dir(args.output) as tmp:
-        cochrane.run(args.input or params["input"], str(tmp), params,
-                     section(args.params_data, "beam"), args.beam_arg, args.metrics)
-    return 0
+    return run_source_job(args, "cochrane", cochrane)

@@ -11,21 +11,13 @@ HELP = "MSD professional/consumer manuals -> sentence table and PCIO candidate g
 
 
 def add_arguments(parser) -> None:
-    from medsimp.cli_args import add_beam_arguments
+    from medsimp.cli_args import add_job_arguments
 
-    parser.add_argument("--input", help="JSONL file or directory (default: params msd.input)")
-    parser.add_argument("--output", default="out/msd", help="output directory")
-    parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
-    add_beam_arguments(parser)
+    add_job_arguments(parser, "JSONL file or directory (default: params msd.input)", "out/msd")
 
 
 def run(args) -> int:
-    from medsimp.config import section
-    from medsimp.outputs import atomic_dir
+    from medsimp.cli_args import run_source_job
     from pipelines import msd
 
-    params = section(args.params_data, "msd")
-    with atomic_dir(args.output) as tmp:
-        msd.run(args.input or params["input"], str(tmp), params,
-                section(args.params_data, "beam"), args.beam_arg, args.metrics)
-    return 0
+    return run_source_job(args, "msd", msd)

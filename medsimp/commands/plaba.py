@@ -10,21 +10,13 @@ HELP = "PLABA abstracts + expert adaptations -> sentence table and gold pairs"
 
 
 def add_arguments(parser) -> None:
-    from medsimp.cli_args import add_beam_arguments
+    from medsimp.cli_args import add_job_arguments
 
-    parser.add_argument("--input", help="PLABA JSON file (default: params plaba.input)")
-    parser.add_argument("--output", default="out/plaba", help="output directory")
-    parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
-    add_beam_arguments(parser)
+    add_job_arguments(parser, "PLABA JSON file (default: params plaba.input)", "out/plaba")
 
 
 def run(args) -> int:
-    from medsimp.config import section
-    from medsimp.outputs import atomic_dir
+    from medsimp.cli_args import run_source_job
     from pipelines import plaba_job
 
-    params = section(args.params_data, "plaba")
-    with atomic_dir(args.output) as tmp:
-        plaba_job.run(args.input or params["input"], str(tmp), params,
-                      section(args.params_data, "beam"), args.beam_arg, args.metrics)
-    return 0
+    return run_source_job(args, "plaba", plaba_job)
