@@ -13,6 +13,7 @@ import numpy as np
 
 from alignment import vecalign
 from alignment.crf import CRFAligner
+from alignment.encoders import PairEncoders
 
 
 class DocumentError(ValueError):
@@ -43,7 +44,7 @@ def _row(doi: str, lang: str, n: int, complex_rows, simple_rows, pivot_rows, met
             "crf_score": float(crf_score), "vecalign_score": None if vec_score is None else float(vec_score)}
 
 
-def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoder,
+def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders: PairEncoders,
                    vec_params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """All pair rows of one document (English first, then each language in code order)."""
     complex_rows = _side(rows, "complex", "en")
@@ -59,7 +60,7 @@ def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoder,
     pivot_to_block = {j: k for k, (b, _) in enumerate(en_blocks) for j in b[1]}
     for lang in sorted({r["language"] for r in rows if r["side"] == "simple"} - {"en"}):
         pls_x = _side(rows, "simple", lang)
-        va = vecalign.align([r["text"] for r in pls_en], [r["text"] for r in pls_x], encoder,
+        va = vecalign.align([r["text"] for r in pls_en], [r["text"] for r in pls_x], encoders.for_pair("en", lang),
                             src_lang="en", tgt_lang=lang, params=vec_params)
         n = 0
         for (src, tgt), cost in zip(va.blocks, va.scores):

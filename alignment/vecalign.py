@@ -8,7 +8,10 @@ and the embedding time is measured apart from the DP time.
 
 `overlap_mode`: `encode` embeds each concatenation of k consecutive sentences, as the
 paper does; `mean` approximates it by the length-weighted mean of the sentence vectors
-(E5 pools by mean, so this is close, and it embeds each sentence once).
+(it embeds each sentence once).
+
+`length_weight` / `number_weight` append length and number anchors to every overlap
+embedding (`alignment.anchors`); both 0 is Vecalign exactly as published.
 """
 from __future__ import annotations
 
@@ -22,13 +25,18 @@ from typing import Any
 import numpy as np
 from sentalign.dp_utils import layer, make_alignment_types, preprocess_line, vecalign
 
+from alignment.anchors import with_anchors
 from alignment.encoders import Encoder
 from alignment.gold import Block
 
 DEFAULTS: dict[str, Any] = {
-    "alignment_max_size": 4,
-    "del_percentile_frac": 0.2,
+    "alignment_max_size": 5,
+    "del_percentile_frac": 0.1,
+    "del_percentile_of": "unmatched",
     "overlap_mode": "encode",
+    "length_weight": 0.6,
+    "number_weight": 0.6,
+    "length_sigma": 0.35,
     "max_size_full_dp": 300,
     "costs_sample_size": 20000,
     "num_samps_for_norm": 100,
@@ -45,9 +53,19 @@ class VecalignResult:
 
 
 def overlap_embeddings(sentences: Sequence[str], levels: int, encoder: Encoder, lang: str | None,
-                       mode: str) -> np.ndarray:
-    """Array (levels, n, dim): row [k-1, i] embeds sentences i-k+1..i (front-padded)."""
+                       mode: str, anchors: Mapping[str, float] | None = None) -> np.ndarray:
+    """Array (levels, n, dim): row [k-1, i] embeds sentences i-k+1..i (front-padded);
+    `anchors` (length_weight, number_weight, length_sigma) appends `alignment.anchors` features."""
     clean = [preprocess_line(s) for s in sentences]
+    semantic = _semantic_layers(clean, levels, encoder, lang, mode)
+    if not anchors or (anchors["length_weight"] <= 0 and anchors["number_weight"] <= 0):
+        return semantic
+    mean_length = sum(len(s) for s in clean) / max(len(clean), 1)
+    layers = [with_anchors(semantic[k - 1], layer(clean, k), mean_length, **anchors) for k in range(1, levels + 1)]
+    return np.ascontiguousarray(np.stack(layers), dtype=np.float32)
+
+
+def _semantic_layers(clean: list[str], levels: int, encoder: Encoder, lang: str | None, mode: str) -> np.ndarray:
     n = len(clean)
     if mode == "encode":
         layers = [encoder.encode([t[:10000] for t in layer(clean, k)], lang) for k in range(1, levels + 1)]
@@ -66,6 +84,22 @@ def overlap_embeddings(sentences: Sequence[str], levels: int, encoder: Encoder, 
     return out
 
 
+def deletion_percentile(p: Mapping[str, Any], n: int, m: int) -> float:
+    """Vecalign's knob: the deletion penalty is this percentile of the costs of random pairs.
+    `del_percentile_of: random` passes it as published. `unmatched` (default) reads it as a
+    percentile of the costs of unmatched pairs: about 1 random pair in max(n, m) is a true
+    match and costs less than any unmatched one, so the knob becomes 1/k + frac * (1 - 1/k),
+    k = max(n, m). This matters only for short documents (3 x 3: 0.4 instead of 0.1; 468 x 554:
+    0.1016), where otherwise the matches themselves set the penalty."""
+    frac = float(p["del_percentile_frac"])
+    if p["del_percentile_of"] == "random":
+        return frac
+    if p["del_percentile_of"] != "unmatched":
+        raise ValueError(f"del_percentile_of must be 'unmatched' or 'random', got {p['del_percentile_of']!r}")
+    share = 1.0 / max(n, m, 1)
+    return share + frac * (1.0 - share)
+
+
 def align(src: Sequence[str], tgt: Sequence[str], encoder: Encoder, *, src_lang: str | None = None,
           tgt_lang: str | None = None, params: Mapping[str, Any] | None = None) -> VecalignResult:
     """Align two sentence lists; blocks are `(src indices, tgt indices)` in document order."""
@@ -76,14 +110,15 @@ def align(src: Sequence[str], tgt: Sequence[str], encoder: Encoder, *, src_lang:
     max_size = max(int(p["alignment_max_size"]), 2)
     types = make_alignment_types(max_size)
     levels = max(max(x, y) for x, y in types)
+    anchors = {k: float(p[k]) for k in ("length_weight", "number_weight", "length_sigma")}
     t0 = time.perf_counter()
-    v0 = overlap_embeddings(src, levels, encoder, src_lang, p["overlap_mode"])
-    v1 = overlap_embeddings(tgt, levels, encoder, tgt_lang, p["overlap_mode"])
+    v0 = overlap_embeddings(src, levels, encoder, src_lang, p["overlap_mode"], anchors)
+    v1 = overlap_embeddings(tgt, levels, encoder, tgt_lang, p["overlap_mode"], anchors)
     t1 = time.perf_counter()
     random.seed(int(p["seed"]))
     np.random.seed(int(p["seed"]))
     stack = vecalign(vecs0=v0, vecs1=v1, final_alignment_types=types,
-                     del_percentile_frac=float(p["del_percentile_frac"]),
+                     del_percentile_frac=deletion_percentile(p, len(src), len(tgt)),
                      width_over2=math.ceil(max_size / 2.0) + int(p["search_buffer_size"]),
                      max_size_full_dp=int(p["max_size_full_dp"]),
                      costs_sample_size=int(p["costs_sample_size"]),

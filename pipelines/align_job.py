@@ -39,29 +39,25 @@ class AlignDocFn(beam.DoFn):
 
     def setup(self):
         from alignment.crf import CRFAligner
-        from alignment.encoders import make_encoder
+        from alignment.encoders import PairEncoders, make_encoder
 
         crf_p = dict(self.params.get("crf", {}))
         self.crf_encoder = make_encoder(crf_p.get("encoder"), self.cache_root)
         self.crf = CRFAligner.load(self.params["model"], self.crf_encoder, {"merge": crf_p.get("merge", "union")})
         vec_p = dict(self.params.get("vecalign", {}))
-        self.vec_spec = vec_p.pop("encoder", {"kind": "e5"})
+        self.vec_encoders = PairEncoders(vec_p.pop("encoder", None), self.cache_root)  # built on first use
         self.vec_params = vec_p
-        self.vec_encoder = None  # built on the first multilingual document
         self.count = Counter(NAMESPACE)
 
     def process(self, element):
         from alignment.bridge import DocumentError, align_document
-        from alignment.encoders import make_encoder
 
         doi, rows = element
         rows = sorted(rows, key=lambda r: r["sentence_id"])
         self.count.inc("read")
-        if self.vec_encoder is None and any(r["language"] != "en" for r in rows):
-            self.vec_encoder = make_encoder(self.vec_spec, self.cache_root)
         before = self._cache_counts()
         try:
-            pairs = align_document(doi, rows, self.crf, self.vec_encoder, self.vec_params)
+            pairs = align_document(doi, rows, self.crf, self.vec_encoders, self.vec_params)
         except DocumentError as exc:
             self.count.inc("rejected")
             self.count.inc(f"rejected.{exc.reason}")
@@ -79,7 +75,7 @@ class AlignDocFn(beam.DoFn):
         yield from pairs
 
     def _cache_counts(self) -> tuple[int, int]:
-        encs = [e for e in (self.crf_encoder, self.vec_encoder) if e is not None]
+        encs = (self.crf_encoder, self.vec_encoders)
         return sum(e.hits for e in encs), sum(e.misses for e in encs)
 
 

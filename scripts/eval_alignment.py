@@ -4,8 +4,10 @@
 PLABA dev (English abstract -> adaptation): pair P/R/F1 of the neural CRF and of the
 Jaccard- and TF-IDF-threshold baselines, in 2-fold cross-validation by question (the
 CRF is trained and the thresholds are tuned on one fold, scored on the other; the two
-test folds are pooled). Bleualign de-fr dev: Vecalign strict/lax P/R/F1, with embedding
-and DP time reported apart, a second run to show the cache, and documents per second.
+test folds are pooled). Bleualign de-fr dev: Vecalign strict/lax P/R/F1 with the params and
+without anchors, embedding and DP time reported apart, a second run to show the cache, and a
+2-fold check of the anchor weights (chosen on one half of the file, scored on the other).
+Speed against the first-try baseline: scripts/bench_vecalign.py.
 
     python scripts/eval_alignment.py --data ../shared/data [--json metrics/eval_alignment.json]
 """
@@ -26,8 +28,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from alignment import vecalign  # noqa: E402
 from alignment.crf import CRFAligner  # noqa: E402
-from alignment.encoders import make_encoder  # noqa: E402
-from alignment.gold import read_blocks, read_plaba  # noqa: E402
+from alignment.encoders import PairEncoders, make_encoder  # noqa: E402
+from alignment.gold import Block, read_blocks, read_plaba  # noqa: E402
 from alignment.score import pair_prf, vecalign_scores  # noqa: E402
 from alignment.text import content_tokens  # noqa: E402
 
@@ -91,21 +93,53 @@ def eval_plaba(path: Path, crf_params: dict, cache: str) -> dict:
     return info
 
 
-def eval_bleualign(folder: Path, enc_spec: dict, vec_params: dict, cache: str) -> dict:
+def _halves(src: list[str], tgt: list[str], gold: list[Block]):
+    """The file cut in two at the gold block nearest its middle (indices re-based)."""
+    cut = next(k for k, (a, b) in enumerate(gold) if a and b and a[0] >= len(src) // 2)
+    s0, t0 = gold[cut][0][0], gold[cut][1][0]
+    second = [(tuple(i - s0 for i in a), tuple(j - t0 for j in b)) for a, b in gold[cut:]]
+    return [(src[:s0], tgt[:t0], gold[:cut]), (src[s0:], tgt[t0:], second)]
+
+
+ANCHOR_GRID = [(lw, nw, dp) for lw in (0.0, 0.3, 0.6, 1.0) for nw in (0.0, 0.3, 0.6, 1.0) for dp in (0.05, 0.1, 0.2)]
+
+
+def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> dict:
+    """Whole file with the params; plain Vecalign (no anchors) for comparison; and a 2-fold
+    check of the anchor weights and deletion knob: chosen on one half, scored on the other."""
     src = (folder / "dev.de").read_text(encoding="utf-8").splitlines()
     tgt = (folder / "dev.fr").read_text(encoding="utf-8").splitlines()
     gold = read_blocks(folder / "dev.defr")
-    encoder = make_encoder(enc_spec, cache)
-    runs = []
-    for _ in range(2):
+    encoder = encoders.for_pair("de", "fr")
+
+    def run(s, t, params):
         t0 = time.perf_counter()
-        res = vecalign.align(src, tgt, encoder, src_lang="de", tgt_lang="fr", params=vec_params)
-        runs.append({"total_s": time.perf_counter() - t0, **res.timing})
+        res = vecalign.align(s, t, encoder, src_lang="de", tgt_lang="fr", params=params)
+        return res, {"total_s": time.perf_counter() - t0, **res.timing}
+
+    res, first = run(src, tgt, vec_params)
+    _, rerun = run(src, tgt, vec_params)
     out = vecalign_scores([gold], [res.blocks])
-    out.update({"src_sentences": len(src), "tgt_sentences": len(tgt), "first_run": runs[0],
-                "rerun": runs[1], "docs_per_s_first": 1 / runs[0]["total_s"],
-                "cache_hits": encoder.hits, "cache_misses": encoder.misses, "params": vec_params,
-                "encoder": encoder.name})
+    plain, _ = run(src, tgt, {**vec_params, "length_weight": 0, "number_weight": 0})
+    out["plain_vecalign_no_anchors"] = vecalign_scores([gold], [plain.blocks])
+    halves = _halves(src, tgt, gold)
+    f1 = {(k, h): vecalign_scores([g], [run(s, t, {**vec_params, "length_weight": k[0], "number_weight": k[1],
+                                                   "del_percentile_frac": k[2]})[0].blocks])["f1_strict"]
+          for k in ANCHOR_GRID for h, (s, t, g) in enumerate(halves)}
+    folds = []
+    for h in (0, 1):
+        best = max(ANCHOR_GRID, key=lambda k: (f1[k, h], k))
+        folds.append({"chosen_on_half": h, "length_weight": best[0], "number_weight": best[1],
+                      "del_percentile_frac": best[2], "f1_strict_chosen_half": f1[best, h],
+                      "f1_strict_other_half": f1[best, 1 - h]})
+    mine = (float(vec_params["length_weight"]), float(vec_params["number_weight"]),
+            float(vec_params["del_percentile_frac"]))
+    out.update({"src_sentences": len(src), "tgt_sentences": len(tgt), "first_run": first, "rerun": rerun,
+                "docs_per_s_first": 1 / first["total_s"], "cache_hits": encoder.hits,
+                "cache_misses": encoder.misses, "params": vec_params, "encoder": encoder.name,
+                "two_fold": folds,
+                "two_fold_mean_f1_strict": float(np.mean([f["f1_strict_other_half"] for f in folds])),
+                "params_f1_strict_per_half": [f1[mine, h] for h in (0, 1)] if mine in {k for k, _ in f1} else None})
     return out
 
 
@@ -131,7 +165,8 @@ def main(argv=None) -> int:
         results["plaba"] = eval_plaba(data / "plaba" / "dev.json", dict(align.get("crf", {})), cache)
     if args.only in (None, "bleualign") and (data / "bleualign" / "dev.defr").exists():
         va = dict(align.get("vecalign", {}))
-        results["bleualign_de_fr"] = eval_bleualign(data / "bleualign", va.pop("encoder", {"kind": "e5"}), va, cache)
+        encoders = PairEncoders(va.pop("encoder", None), cache)
+        results["bleualign_de_fr"] = eval_bleualign(data / "bleualign", encoders, va)
     text = json.dumps(results, indent=2, sort_keys=True)
     print(text)
     if args.json:

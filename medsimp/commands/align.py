@@ -49,7 +49,7 @@ class _FileAligner:
 
     def __init__(self, method: str, params: dict, model_dir: str | None):
         from alignment.crf import CRFAligner
-        from alignment.encoders import make_encoder
+        from alignment.encoders import PairEncoders, make_encoder
 
         cache = (params.get("_cache") or None)
         self.method = method
@@ -60,7 +60,7 @@ class _FileAligner:
                                          {"merge": crf_p.get("merge", "union")})
         else:
             vec_p = dict(params.get("vecalign", {}))
-            self.encoder = make_encoder(vec_p.pop("encoder", {"kind": "e5"}), cache)
+            self.encoders = PairEncoders(vec_p.pop("encoder", None), cache)
             self.vec_params = vec_p
 
     def align(self, src: list[str], tgt: list[str], src_lang: str, tgt_lang: str):
@@ -69,7 +69,8 @@ class _FileAligner:
             return res.blocks, res.block_scores
         from alignment import vecalign
 
-        res = vecalign.align(src, tgt, self.encoder, src_lang=src_lang, tgt_lang=tgt_lang, params=self.vec_params)
+        res = vecalign.align(src, tgt, self.encoders.for_pair(src_lang, tgt_lang), src_lang=src_lang,
+                             tgt_lang=tgt_lang, params=self.vec_params)
         return res.blocks, res.scores
 
 

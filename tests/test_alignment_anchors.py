@@ -1,0 +1,76 @@
+"""Length/number anchors, the deletion-penalty reading and the per-language-pair encoder choice."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+from fakes import HashEncoder, random_sentences  # noqa: E402
+
+from alignment import vecalign  # noqa: E402
+from alignment.anchors import length_features, number_features, with_anchors  # noqa: E402
+from alignment.encoders import PairEncoders  # noqa: E402
+
+
+def test_number_features_match_figures_across_scripts():
+    f = number_features(["ارتفاع ۸۵۰۱ متر", "Der Lhotse misst 8501 m", "La cote est 8470", "Sans chiffre", "No figure"])
+    assert f[0] @ f[1] == pytest.approx(1.0)  # Persian digits read as ASCII
+    assert f[1] @ f[2] == pytest.approx(0.0)
+    assert f[3] @ f[4] == pytest.approx(1.0) and f[1] @ f[3] == pytest.approx(0.0)
+
+
+def test_length_kernel_falls_with_the_length_ratio():
+    f = length_features([100, 100, 150, 300], mean=100, sigma=0.35)
+    assert f[0] @ f[1] == pytest.approx(1.0)
+    assert 1.0 > f[0] @ f[2] > f[0] @ f[3] > 0
+    # relative to each side's mean: French 20% longer throughout is no mismatch
+    g = length_features([120], mean=120, sigma=0.35)
+    assert f[0] @ g[0] == pytest.approx(1.0)
+
+
+def test_anchored_cosine_is_the_weighted_mean_of_the_parts():
+    rng = np.random.default_rng(0)
+    e = rng.normal(size=(2, 16))
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    texts = ["A cost of 12 units was reported here.", "Il coûte 12 unités."]
+    v = with_anchors(e, texts, 30.0, length_weight=0.6, number_weight=0.3, length_sigma=0.35)
+    v = v / np.linalg.norm(v, axis=1, keepdims=True)
+    lf = length_features([len(t) for t in texts], 30.0, 0.35)
+    expected = (e[0] @ e[1] + 0.6 * lf[0] @ lf[1] + 0.3 * 1.0) / 1.9
+    assert v[0] @ v[1] == pytest.approx(expected, abs=1e-5)
+    assert with_anchors(e, texts, 30.0, length_weight=0, number_weight=0, length_sigma=0.35) == pytest.approx(e)
+
+
+def test_number_anchor_turns_a_glued_caption_into_a_deletion():
+    src = random_sentences(10, seed=5, length=12)
+    tgt = src[:4] + ["Fig. 10"] + src[4:]
+    plain = vecalign.align(src, tgt, HashEncoder(), params={"length_weight": 0, "number_weight": 0})
+    anchored = vecalign.align(src, tgt, HashEncoder())
+    assert ((3,), (3, 4)) in plain.blocks  # the caption rides along with its neighbour
+    assert ((3,), (3,)) in anchored.blocks and ((), (4,)) in anchored.blocks
+
+
+def test_deletion_percentile_reads_the_knob_over_unmatched_pairs():
+    p = {"del_percentile_frac": 0.1, "del_percentile_of": "unmatched"}
+    assert vecalign.deletion_percentile(p, 3, 3) == pytest.approx(0.4)
+    assert vecalign.deletion_percentile(p, 468, 554) == pytest.approx(1 / 554 + 0.1 * 553 / 554)
+    assert vecalign.deletion_percentile({**p, "del_percentile_of": "random"}, 3, 3) == 0.1
+    with pytest.raises(ValueError, match="del_percentile_of"):
+        vecalign.deletion_percentile({**p, "del_percentile_of": "all"}, 3, 3)
+
+
+def test_pair_encoders_fall_back_for_languages_use_does_not_cover(tmp_path):
+    encoders = PairEncoders([{"kind": "use"}, {"kind": "e5"}], str(tmp_path))
+    use = encoders.for_pair("de", "fr")
+    assert use.name == "use-multilingual-v3" and encoders.for_pair("en-GB", "es_ES") is use
+    assert encoders.for_pair("en", "fa").name.startswith("e5-small")
+    with pytest.raises(ValueError, match="en-fa"):
+        PairEncoders({"kind": "use"}, None).for_pair("en", "fa")
+    vecs = use.encode(["Das Wetter ist heute schön.", "Der Vertrag wurde gekündigt."], "de")
+    fr = use.encode(["Il fait beau aujourd'hui.", "Le contrat a été résilié."], "fr")
+    sims = vecs @ fr.T
+    assert sims[0, 0] > sims[0, 1] and sims[1, 1] > sims[1, 0]
+    assert encoders.misses == 2 and encoders.hits == 0  # one cache entry per call
