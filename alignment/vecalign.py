@@ -117,12 +117,13 @@ def align(src: Sequence[str], tgt: Sequence[str], encoder: Encoder, *, src_lang:
     t1 = time.perf_counter()
     random.seed(int(p["seed"]))
     np.random.seed(int(p["seed"]))
-    stack = vecalign(vecs0=v0, vecs1=v1, final_alignment_types=types,
-                     del_percentile_frac=deletion_percentile(p, len(src), len(tgt)),
-                     width_over2=math.ceil(max_size / 2.0) + int(p["search_buffer_size"]),
-                     max_size_full_dp=int(p["max_size_full_dp"]),
-                     costs_sample_size=int(p["costs_sample_size"]),
-                     num_samps_for_norm=int(p["num_samps_for_norm"]))
+    with np.errstate(invalid="ignore"):  # sentalign casts an uninitialised np.empty to int, then fills it
+        stack = vecalign(vecs0=v0, vecs1=v1, final_alignment_types=types,
+                         del_percentile_frac=deletion_percentile(p, len(src), len(tgt)),
+                         width_over2=math.ceil(max_size / 2.0) + int(p["search_buffer_size"]),
+                         max_size_full_dp=int(p["max_size_full_dp"]),
+                         costs_sample_size=int(p["costs_sample_size"]),
+                         num_samps_for_norm=int(p["num_samps_for_norm"]))
     t2 = time.perf_counter()
     blocks = [(tuple(int(i) for i in a), tuple(int(j) for j in b)) for a, b in stack[0]["final_alignments"]]
     scores = [float(s) for s in stack[0]["alignment_scores"]]
