@@ -13,7 +13,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.beam_io import pipeline_options
+from pipelines.beam_io import new_pipeline
 from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
 
 NAMESPACE = "align"
@@ -88,7 +88,7 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
     tables = {"pairs": Table("pairs", PAIR_SCHEMA, lambda r: r["doi"], pair_sort_key),
               "dead_letter": dead_letter_table()}
     prepare_dirs(out_dir, tables)
-    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+    with new_pipeline(beam_params, beam_args) as p:
         rows = (p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))
                   | "KeyByDoc" >> beam.Map(lambda r: (r["doc_id"], {k: r[k] for k in _FIELDS}))
                   | "GroupByDoc" >> beam.GroupByKey())

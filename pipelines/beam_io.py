@@ -17,7 +17,7 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 
 DEFAULT_RUNNER = "FnApiRunner"
@@ -43,6 +43,24 @@ def pipeline_options(beam_params: Mapping[str, Any] | None = None,
     args += [str(a) for a in beam_params.get("options", [])]
     args += list(extra_args)
     return PipelineOptions(args)
+
+
+def new_pipeline(beam_params: Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()) -> beam.Pipeline:
+    """A Pipeline on `pipeline_options`. The local FnApiRunner does not hand pipeline options
+    to its worker processes, so they would log at INFO whatever `--default_sdk_harness_log_level`
+    says; here the runner gets the level in its provision info, which the workers read."""
+    options = pipeline_options(beam_params, extra_args)
+    if options.view_as(StandardOptions).runner != "FnApiRunner":
+        return beam.Pipeline(options=options)
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo, FnApiRunner
+    from google.protobuf import struct_pb2
+
+    level = struct_pb2.Struct()
+    level.update({"default_sdk_harness_log_level": options.get_all_options()["default_sdk_harness_log_level"]})
+    info = ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token",
+                                                                       pipeline_options=level))
+    return beam.Pipeline(runner=FnApiRunner(provision_info=info), options=options)
 
 
 def stable_shard(key: str, num_shards: int) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import apache_beam as beam
 import pyarrow as pa
 
-from pipelines.beam_io import pipeline_options
+from pipelines.beam_io import new_pipeline
 from pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefixes, join_reviews,
                                         parse_canonical_line, read_devaraj)
 from pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
@@ -89,7 +89,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
                                  lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"])),
               "dead": dead_letter_table()}
     prepare_dirs(out_dir, tables)
-    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+    with new_pipeline(beam_params, beam_args) as p:
         parsed = (p | "Specs" >> beam.Create(specs) | "Read" >> beam.FlatMap(read_spec)
                   | "Reshuffle" >> beam.Reshuffle()
                   | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doi)).with_outputs("dead", main="records"))

@@ -13,7 +13,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.align_job import PAIR_SCHEMA, pair_sort_key
-from pipelines.beam_io import pipeline_options
+from pipelines.beam_io import new_pipeline
 from pipelines.source_job import Counter, Table, finish, prepare_dirs, write_tables
 
 NAMESPACE = "filter"
@@ -48,7 +48,7 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
     shards = int(params.get("num_shards", 1))
     tables = {n: Table(n, FILTER_SCHEMA, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
     prepare_dirs(out_dir, tables)
-    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+    with new_pipeline(beam_params, beam_args) as p:
         rows = (p | "Read" >> beam.io.ReadFromParquet(pattern)
                   | "Score" >> beam.ParDo(FilterFn(params.get("threshold", 0.5))))
         kept = rows | "KeptView" >> beam.Filter(lambda r: r["keep"])

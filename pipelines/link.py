@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from medsimp.doccache import DocCache, content_key
-from pipelines.beam_io import pipeline_options
+from pipelines.beam_io import new_pipeline
 from pipelines.sentence_rows import dead_letter
 from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
 
@@ -142,7 +142,7 @@ def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readab
     }
     prepare_dirs(out_dir, tables)
     syllables = list(readability_params.get("syllable_languages", ["en"]))
-    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+    with new_pipeline(beam_params, beam_args) as p:
         valid = (p | "Files" >> beam.Create(files) | "Read" >> beam.FlatMap(read_rows)
                  | "Reshuffle" >> beam.Reshuffle()
                  | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows"))

@@ -6,7 +6,7 @@ import os
 import apache_beam as beam
 import pyarrow as pa
 
-from pipelines.beam_io import pipeline_options
+from pipelines.beam_io import new_pipeline
 from pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from pipelines.sentence_rows import dead_letter, sentence_schema
 from pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
@@ -86,7 +86,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
         "dead": dead_letter_table(),
     }
     prepare_dirs(out_dir, tables)
-    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+    with new_pipeline(beam_params, beam_args) as p:
         parsed = (p | "Files" >> beam.Create(files)
                   | "Read" >> beam.FlatMap(read_file, markers) | "Reshuffle" >> beam.Reshuffle()
                   | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doc_id)).with_outputs("dead", main="records"))

@@ -9,7 +9,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.beam_io import pipeline_options
+from pipelines.beam_io import new_pipeline
 from pipelines.cochrane_formats import FormatError
 from pipelines.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents
 from pipelines.sentence_rows import dead_letter, sentence_schema
@@ -73,7 +73,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
         "dead": dead_letter_table(),
     }
     prepare_dirs(out_dir, tables)
-    with beam.Pipeline(options=pipeline_options(beam_params, beam_args)) as p:
+    with new_pipeline(beam_params, beam_args) as p:
         out = (p | "Files" >> beam.Create([input_path]) | "Read" >> beam.FlatMap(read_file)
                | "Reshuffle" >> beam.Reshuffle()
                | "Docs" >> beam.ParDo(DocFn()).with_outputs("dead", "pairs", main="rows"))

@@ -83,14 +83,14 @@ def build_index(mrconso: str, mrsty: str, dest: str | Path, languages: list[str]
     unknown = sorted(set(languages) - set(SPACY_LANG))
     if unknown:
         raise ValueError(f"umls.languages {unknown} are not UMLS LAT codes QuickUMLS tokenises")
-    prepare_quickumls([l for l in languages if present[l]])
+    prepare_quickumls([lat for lat in languages if present[lat]])
     options = {"lowercase": lowercase, "normalize_unicode": normalize_unicode}
     manifest: dict[str, Any] = {"fingerprint": "", "languages": {}, "options": options,
-                                "skipped_languages": sorted(l for l in languages if not present[l])}
+                                "skipped_languages": sorted(lat for lat in languages if not present[lat])}
     with tempfile.TemporaryDirectory() as src:
         os.symlink(os.path.abspath(mrconso), os.path.join(src, "MRCONSO.RRF"))
         os.symlink(os.path.abspath(mrsty), os.path.join(src, "MRSTY.RRF"))
-        for lat in sorted(l for l in languages if present[l]):
+        for lat in sorted(x for x in languages if present[x]):
             target = dest / lat
             target.mkdir(parents=True)  # the installer asks on stdin when it must create it
             argv = ["quickumls-install", src, str(target), "-E", lat]

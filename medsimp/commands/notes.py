@@ -62,7 +62,6 @@ def check_stats(stats: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
     from medsimp.config import section
@@ -83,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
     lexicons = load_lexicons(params)
     with atomic_dir(output) as tmp:
         (tmp / "sentences").mkdir()
-        pipeline = beam.Pipeline(options=beam_io.pipeline_options(
-            section(args.params_data, "beam"), args.beam_arg))
+        pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)
         notes_job.build(pipeline, files, str(tmp), params, lexicons)
         result = pipeline.run()
         result.wait_until_finish()

@@ -50,7 +50,6 @@ def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) ->
 def run(args) -> int:
     import os
 
-    import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
     from medsimp.config import section
@@ -75,8 +74,7 @@ def run(args) -> int:
     files.sort()
     shards = int(params.get("num_shards", 1))
     with atomic_dir(output) as tmp:
-        pipeline = beam.Pipeline(options=beam_io.pipeline_options(
-            section(args.params_data, "beam"), args.beam_arg))
+        pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)
         radiology.build(pipeline, files, str(tmp), params, load_lexicons())
         result = pipeline.run()
         result.wait_until_finish()
