@@ -3,7 +3,11 @@
 pysbd (rule-based, en/es/fr/fa and 20 more languages) does the splitting; a repair pass
 then re-joins pieces split inside open brackets ("(RR 2.34; 95% 1.19 to 4.61; 1 trial,
 285 participants)"), after a number or a lone abbreviation when a number follows ("95% CI 0."
-/ "Aprox. 3"), or before a lowercase continuation. Offsets are character offsets in the input text.
+/ "Aprox. 3"), or before a lowercase continuation. A split pass then cuts where pysbd keeps a
+lowercase word + single capital + full stop before a capitalised word ("hepatitis C. Participants",
+"vitamine D. Les"): pysbd reads the capital as an initial. Names ("J. F. Kennedy") and labels
+("Group A. Group B") are left alone, as is anything inside brackets.
+Offsets are character offsets in the input text.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ _OPEN, _CLOSE = "([{", ")]}"
 _CONTINUES_LOWER = re.compile(r"^[\s\"'«“]*[a-zà-öø-ÿ]")
 _STARTS_NUMERIC = re.compile(r"^\s*[\d.,;:%)\]]")
 _ENDS_NUMERIC_DOT = re.compile(r"\d[.,]\s*$")
+_SINGLE_CAPITAL_END = re.compile(r"\b[a-zà-öø-ÿ][a-zà-öø-ÿ'’-]+ [A-Z]\.(\s+)(?=[\"'«“]?[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ])")
 _SCRIPTS_WITHOUT_CASE = {"fa", "ar", "ur", "zh", "ja", "hi", "mr", "am", "my", "hy"}
 
 
@@ -73,6 +78,15 @@ def _should_join(prev: str, nxt: str, language: str) -> bool:
     return False
 
 
+def _cuts(text: str, start: int, end: int, language: str) -> list[tuple[int, int]]:
+    """(end of a sentence, start of the next) inside [start, end) after "word C." (see above)."""
+    if language in _SCRIPTS_WITHOUT_CASE:
+        return []
+    piece = text[start:end]
+    return [(start + m.start(1), start + m.end(1)) for m in _SINGLE_CAPITAL_END.finditer(piece)
+            if _depth(piece[:m.start(1)]) == 0]
+
+
 def split_sentences(text: str, language: str = "en") -> list[Sentence]:
     """Sentences of `text` with their [start, end) offsets; whitespace-only text gives []."""
     if not text or not text.strip():
@@ -84,4 +98,10 @@ def split_sentences(text: str, language: str = "en") -> list[Sentence]:
             merged[-1][1] = end
         else:
             merged.append([start, end])
-    return [Sentence(s, e, text[s:e]) for s, e in merged if text[s:e].strip()]
+    spans: list[tuple[int, int]] = []
+    for start, end in merged:
+        for stop, nxt in _cuts(text, start, end, language):
+            spans.append((start, stop))
+            start = nxt
+        spans.append((start, end))
+    return [Sentence(s, e, text[s:e]) for s, e in spans if text[s:e].strip()]

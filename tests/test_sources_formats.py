@@ -79,6 +79,20 @@ def test_sentence_splitting_keeps_statistics(language, text, expected):
     assert "95% CI 0.14 to 0.68" in " ".join(s.text for s in split_sentences(text, language)) or language != "en"
 
 
+@pytest.mark.parametrize("language,text,expected", [
+    ("en", "Adults with chronic hepatitis C. Participants were 18 years or older.",
+     ["Adults with chronic hepatitis C.", "Participants were 18 years or older."]),
+    ("es", "Pacientes con hepatitis B. Los ensayos eran pequeños.", ["Pacientes con hepatitis B.", "Los ensayos eran pequeños."]),
+    ("fr", "Le manque de vitamine D. Les essais étaient petits.", ["Le manque de vitamine D.", "Les essais étaient petits."]),
+    ("en", "Data from J. F. Kennedy Hospital. Group A. Group B had placebo (see appendix A. Table 2).",
+     ["Data from J. F. Kennedy Hospital.", "Group A. Group B had placebo (see appendix A. Table 2)."]),
+])
+def test_sentence_splitting_after_a_single_capital(language, text, expected):
+    sents = split_sentences(text, language)
+    assert [s.text for s in sents] == expected
+    assert all(text[s.start:s.end] == s.text for s in sents)
+
+
 def test_msd_dataset_pairs_and_pcio_groups():
     lines = (FIX / "msd_test.jsonl").read_text().splitlines()
     recs = [parse_line(line, "msd_test", i + 1, True, f"msd_test.jsonl:{i + 1}") for i, line in enumerate(lines[:4])]
