@@ -116,11 +116,30 @@ def read_manifest(index_dir: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+NEGATING_PREFIXES = frozenset({"a", "an", "non", "non-", "un", "in", "im", "ir", "il", "dis", "des", "dé", "dés",
+                               "no", "no-"})
+
+
+def negation_flip(text: str, term: str) -> bool:
+    """True when a word of `text` and the same-position word of `term` differ only by a
+    negating prefix ("symptomatic" / "asymptomatic", "infeccioso" / "no infeccioso" is not a
+    flip since the word counts differ): character-trigram similarity cannot see that."""
+    words, term_words = text.lower().split(), term.lower().split()
+    if len(words) != len(term_words):
+        return False
+    for a, b in zip(words, term_words):
+        short, long = sorted((a, b), key=len)
+        if short != long and long.endswith(short) and long[:len(long) - len(short)] in NEGATING_PREFIXES:
+            return True
+    return False
+
+
 class ConceptLinker:
     """QuickUMLS matchers per language; `link(text, lang)` -> best concept per mention.
 
     `params` (the `link` section): overlapping_criteria, threshold, similarity_name,
-    window, min_match_length, accepted_semtypes (a list, or null for all types).
+    window, min_match_length, accepted_semtypes (a list, or null for all types),
+    reject_negation_flips (drop candidates whose term negates the text, see `negation_flip`).
     """
 
     def __init__(self, index_dir: str | Path, params: Mapping[str, Any]):
@@ -129,6 +148,7 @@ class ConceptLinker:
         self.manifest = read_manifest(index_dir)
         prepare_quickumls(sorted(self.manifest["languages"]))
         semtypes = params.get("accepted_semtypes")
+        self.reject_flips = bool(params.get("reject_negation_flips", True))
         self.matchers = {}
         with contextlib.redirect_stdout(io.StringIO()):
             for lat in sorted(self.manifest["languages"]):
@@ -153,6 +173,10 @@ class ConceptLinker:
         matches = self.matchers[language].match(text, best_match=True, ignore_syntax=False)
         out = []
         for candidates in matches:
+            if self.reject_flips:
+                candidates = [m for m in candidates if not negation_flip(m["ngram"], m["term"])]
+                if not candidates:
+                    continue
             best = min(candidates, key=lambda m: (-(m["similarity"] + m["preferred"]), m["cui"]))
             out.append({"start": int(best["start"]), "end": int(best["end"]), "term": best["term"],
                         "cui": best["cui"], "semtypes": sorted(best["semtypes"]),

@@ -9,7 +9,7 @@ import pytest
 from medsimp.cli import main
 from pipelines.readability import document_scores, scores
 from pipelines.sentence_rows import document_rows, sentence_schema
-from pipelines.umls import ConceptLinker, build_index
+from pipelines.umls import ConceptLinker, build_index, negation_flip
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"
@@ -36,6 +36,16 @@ def test_concept_spans_on_a_known_sentence(index):
     spanish = linker.link("Los niños con asma tuvieron tos y fiebre.", "es")
     assert [c["cui"] for c in spanish] == ["C0004096", "C0010200", "C0015967"]
     assert not linker.has_language("fa") and not linker.has_language("fr")
+
+
+def test_negation_flips_are_not_linked(index):
+    text = "Symptomatic patients and asymptomatic patients were compared."
+    on = ConceptLinker(index, PARAMS).link(text, "en")
+    off = ConceptLinker(index, {**PARAMS, "reject_negation_flips": False}).link(text, "en")
+    flagged = [text[c["start"]:c["end"]] for c in off if c["term"] == "asymptomatic"]
+    assert flagged == ["Symptomatic", "asymptomatic"]  # what QuickUMLS alone does
+    assert [text[c["start"]:c["end"]] for c in on if c["term"] == "asymptomatic"] == ["asymptomatic"]
+    assert negation_flip("sintomático", "asintomático") and not negation_flip("infection", "infections")
 
 
 def test_accepted_semtypes_filter(index):
