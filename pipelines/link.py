@@ -86,6 +86,9 @@ class ValidateFn(beam.DoFn):
         yield (row["source"], row["doc_id"], row["side"], row["language"]), row
 
 
+CACHE_VERSION = "link-v2"  # bump when linking or readability code changes what a cached result holds
+
+
 class LinkFn(beam.DoFn):
     def __init__(self, index_dir: str, link_params: dict, syllable_languages: list[str],
                  cache_root: str | None):
@@ -103,7 +106,7 @@ class LinkFn(beam.DoFn):
         (source, doc_id, side, language), rows = element
         rows = sorted(rows, key=lambda r: r["sentence_index"])
         texts = [r["text"] for r in rows]
-        key = content_key("link-v1", texts, language, self.linker.fingerprint, self.link_params,
+        key = content_key(CACHE_VERSION, texts, language, self.linker.fingerprint, self.link_params,
                           self.syllable_languages)
         result = self.cache.get(key)
         if result is None:

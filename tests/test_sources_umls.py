@@ -86,12 +86,13 @@ def test_link_job_cache_and_stats(index, tmp_path, capsys):
     base = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1",
             "--set", f"cache.dir={tmp_path / 'cache'}", "--set", "link.accepted_semtypes=null"]
     metrics = []
-    for name in ("a", "b"):
+    for name, extra in (("a", []), ("b", []), ("c", ["--set", "link.reject_negation_flips=false"])):
         out = tmp_path / name
-        assert main(base + ["link", "--input", str(tmp_path / "src"), "--output", str(out),
-                            "--index", str(index), "--metrics", str(tmp_path / f"{name}.json")]) == 0
+        assert main(base + extra + ["link", "--input", str(tmp_path / "src"), "--output", str(out),
+                                    "--index", str(index), "--metrics", str(tmp_path / f"{name}.json")]) == 0
         metrics.append(json.loads((tmp_path / f"{name}.json").read_text()))
-    first, second = metrics
+    first, second, other_params = metrics
+    assert other_params["cache_misses"] == 4  # every matcher param is part of the cache key
     assert (first["read"], first["kept"], first["rejected"]) == (6, 5, 1)
     assert (first["cache_hits"], first["cache_misses"]) == (0, 4)
     assert (second["cache_hits"], second["cache_misses"]) == (4, 0)

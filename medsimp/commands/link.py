@@ -27,7 +27,8 @@ def run(args) -> int:
 
     params = section(args.params_data, "link")
     matcher = {k: params[k] for k in ("overlapping_criteria", "threshold", "similarity_name", "window",
-                                      "min_match_length", "accepted_semtypes") if k in params}
+                                      "min_match_length", "accepted_semtypes", "reject_negation_flips")
+               if k in params}
     cache_root = section(args.params_data, "cache").get("dir")
     with atomic_dir(args.output) as tmp:
         link.run(args.input, str(tmp), args.index or params.get("index", "out/umls"), matcher,
