@@ -10,8 +10,9 @@ and the embedding time is measured apart from the DP time.
 paper does; `mean` approximates it by the length-weighted mean of the sentence vectors
 (it embeds each sentence once).
 
-`length_weight` / `number_weight` append length and number anchors to every overlap
-embedding (`alignment.anchors`); both 0 is Vecalign exactly as published.
+`center` removes each side's mean vector; `length_weight` / `number_weight` append length and
+number anchors to every overlap embedding (`alignment.anchors`). `center: false` with both
+weights 0 is Vecalign exactly as published.
 """
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ DEFAULTS: dict[str, Any] = {
     "del_percentile_frac": 0.1,
     "del_percentile_of": "unmatched",
     "overlap_mode": "encode",
+    "center": True,
     "length_weight": 0.6,
-    "number_weight": 0.6,
+    "number_weight": 0.3,
     "length_sigma": 0.35,
     "max_size_full_dp": 300,
     "costs_sample_size": 20000,
@@ -53,16 +55,35 @@ class VecalignResult:
 
 
 def overlap_embeddings(sentences: Sequence[str], levels: int, encoder: Encoder, lang: str | None,
-                       mode: str, anchors: Mapping[str, float] | None = None) -> np.ndarray:
-    """Array (levels, n, dim): row [k-1, i] embeds sentences i-k+1..i (front-padded);
-    `anchors` (length_weight, number_weight, length_sigma) appends `alignment.anchors` features."""
+                       mode: str) -> np.ndarray:
+    """Array (levels, n, dim): row [k-1, i] embeds sentences i-k+1..i (front-padded)."""
+    return _semantic_layers([preprocess_line(s) for s in sentences], levels, encoder, lang, mode)
+
+
+def side_vectors(sentences: Sequence[str], semantic: np.ndarray, p: Mapping[str, Any],
+                 length_unit: float) -> np.ndarray:
+    """One side's overlap vectors as the DP gets them: centred when `center` (its level-1 mean
+    removed from every level; Libovický et al. 2020: the mean carries language, not meaning),
+    then with the length/number anchors of `alignment.anchors` appended. Sides of fewer than
+    three sentences are not centred."""
+    if p["center"] and len(sentences) >= 3:  # a side of 1-2 sentences is mostly its own mean
+        semantic = semantic - semantic[0].mean(axis=0)[None, None, :]
+        semantic = semantic / (np.linalg.norm(semantic, axis=2, keepdims=True) + 1e-8)
+    if float(p["length_weight"]) <= 0 and float(p["number_weight"]) <= 0:
+        return np.ascontiguousarray(semantic, dtype=np.float32)
     clean = [preprocess_line(s) for s in sentences]
-    semantic = _semantic_layers(clean, levels, encoder, lang, mode)
-    if not anchors or (anchors["length_weight"] <= 0 and anchors["number_weight"] <= 0):
-        return semantic
-    mean_length = sum(len(s) for s in clean) / max(len(clean), 1)
-    layers = [with_anchors(semantic[k - 1], layer(clean, k), mean_length, **anchors) for k in range(1, levels + 1)]
+    layers = [with_anchors(semantic[k - 1], layer(clean, k), length_unit, length_weight=float(p["length_weight"]),
+                           number_weight=float(p["number_weight"]), length_sigma=float(p["length_sigma"]))
+              for k in range(1, semantic.shape[0] + 1)]
     return np.ascontiguousarray(np.stack(layers), dtype=np.float32)
+
+
+def length_units(src: Sequence[str], tgt: Sequence[str]) -> tuple[float, float]:
+    """Each side's characters per sentence of the pair: its total length over the mean sentence
+    count of both sides, so that relative lengths are comparable across the two languages
+    (Gale & Church's character ratio) and unaffected by how many short lines one side adds."""
+    n = (len(src) + len(tgt)) / 2.0
+    return (sum(len(preprocess_line(s)) for s in src) / n, sum(len(preprocess_line(s)) for s in tgt) / n)
 
 
 def _semantic_layers(clean: list[str], levels: int, encoder: Encoder, lang: str | None, mode: str) -> np.ndarray:
@@ -110,10 +131,10 @@ def align(src: Sequence[str], tgt: Sequence[str], encoder: Encoder, *, src_lang:
     max_size = max(int(p["alignment_max_size"]), 2)
     types = make_alignment_types(max_size)
     levels = max(max(x, y) for x, y in types)
-    anchors = {k: float(p[k]) for k in ("length_weight", "number_weight", "length_sigma")}
     t0 = time.perf_counter()
-    v0 = overlap_embeddings(src, levels, encoder, src_lang, p["overlap_mode"], anchors)
-    v1 = overlap_embeddings(tgt, levels, encoder, tgt_lang, p["overlap_mode"], anchors)
+    unit0, unit1 = length_units(src, tgt)
+    v0 = side_vectors(src, overlap_embeddings(src, levels, encoder, src_lang, p["overlap_mode"]), p, unit0)
+    v1 = side_vectors(tgt, overlap_embeddings(tgt, levels, encoder, tgt_lang, p["overlap_mode"]), p, unit1)
     t1 = time.perf_counter()
     random.seed(int(p["seed"]))
     np.random.seed(int(p["seed"]))

@@ -101,12 +101,35 @@ def _halves(src: list[str], tgt: list[str], gold: list[Block]):
     return [(src[:s0], tgt[:t0], gold[:cut]), (src[s0:], tgt[t0:], second)]
 
 
+def _short_documents(src: list[str], tgt: list[str], gold: list[Block], size: int):
+    """The file cut at gold block boundaries into documents of >= `size` source sentences,
+    about the length of a plain-language summary (indices re-based)."""
+    groups, current = [], []
+    for block in gold:
+        current.append(block)
+        if sum(len(a) for a, _ in current) >= size and block[0] and block[1]:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    docs = []
+    for group in groups:
+        s0 = min((i for a, _ in group for i in a), default=0)
+        s1 = max((i + 1 for a, _ in group for i in a), default=s0)
+        t0 = min((j for _, b in group for j in b), default=0)
+        t1 = max((j + 1 for _, b in group for j in b), default=t0)
+        docs.append((src[s0:s1], tgt[t0:t1], [(tuple(i - s0 for i in a), tuple(j - t0 for j in b)) for a, b in group]))
+    return docs
+
+
+PLAIN = {"center": False, "length_weight": 0, "number_weight": 0, "del_percentile_of": "random"}
 ANCHOR_GRID = [(lw, nw, dp) for lw in (0.0, 0.3, 0.6, 1.0) for nw in (0.0, 0.3, 0.6, 1.0) for dp in (0.05, 0.1, 0.2)]
 
 
 def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> dict:
-    """Whole file with the params; plain Vecalign (no anchors) for comparison; and a 2-fold
-    check of the anchor weights and deletion knob: chosen on one half, scored on the other."""
+    """Whole file with the params and with plain Vecalign (no centring, no anchors, the published
+    deletion knob); the same on the file cut into summary-sized documents; and a 2-fold check
+    of the anchor weights and deletion knob: chosen on one half, scored on the other."""
     src = (folder / "dev.de").read_text(encoding="utf-8").splitlines()
     tgt = (folder / "dev.fr").read_text(encoding="utf-8").splitlines()
     gold = read_blocks(folder / "dev.defr")
@@ -120,8 +143,14 @@ def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> di
     res, first = run(src, tgt, vec_params)
     _, rerun = run(src, tgt, vec_params)
     out = vecalign_scores([gold], [res.blocks])
-    plain, _ = run(src, tgt, {**vec_params, "length_weight": 0, "number_weight": 0})
-    out["plain_vecalign_no_anchors"] = vecalign_scores([gold], [plain.blocks])
+    plain, _ = run(src, tgt, {**vec_params, **PLAIN})
+    out["plain_vecalign"] = vecalign_scores([gold], [plain.blocks])
+    for size in (8, 20):
+        docs = _short_documents(src, tgt, gold, size)
+        for name, params in (("params", vec_params), ("plain_vecalign", {**vec_params, **PLAIN})):
+            blocks = [run(s, t, params)[0].blocks for s, t, _ in docs]
+            out[f"short_documents_{size}_{name}"] = {"documents": len(docs),
+                                                     **vecalign_scores([g for _, _, g in docs], blocks)}
     halves = _halves(src, tgt, gold)
     f1 = {(k, h): vecalign_scores([g], [run(s, t, {**vec_params, "length_weight": k[0], "number_weight": k[1],
                                                    "del_percentile_frac": k[2]})[0].blocks])["f1_strict"]
