@@ -18,7 +18,7 @@ when both texts hold digits (without digits on one side, that side's norm lacks 
 Both are exact for a concatenation of k sentences (its own length and digit runs), which
 sentence encoders with bag-like pooling do not see: gluing a short caption or a figure
 line to a good 1-1 pair barely moves their embedding, but moves these features.
-With both weights 0 the vectors are returned unchanged (Vecalign as published).
+With both weights 0 nothing is appended.
 """
 from __future__ import annotations
 
