@@ -5,9 +5,10 @@ PLABA dev (English abstract -> adaptation): pair P/R/F1 of the neural CRF and of
 Jaccard- and TF-IDF-threshold baselines, in 2-fold cross-validation by question (the
 CRF is trained and the thresholds are tuned on one fold, scored on the other; the two
 test folds are pooled). Bleualign de-fr dev: Vecalign strict/lax P/R/F1 with the params and
-without anchors, embedding and DP time reported apart, a second run to show the cache, and a
-2-fold check of the anchor weights (chosen on one half of the file, scored on the other).
-Speed against the first-try baseline: scripts/bench_vecalign.py.
+as published (no centring, no anchors), on the whole file and on summary-sized cuts of it,
+embedding and DP time reported apart, a second run to show the cache, and a 2-fold check of
+the anchor weights (chosen on one half of the file, scored on the other).
+Speed against the first shipped default: scripts/bench_vecalign.py.
 
     python scripts/eval_alignment.py --data ../shared/data [--json metrics/eval_alignment.json]
 """
