@@ -11,8 +11,9 @@ paper does; `mean` approximates it by the length-weighted mean of the sentence v
 (it embeds each sentence once).
 
 `center` removes each side's mean vector; `length_weight` / `number_weight` append length and
-number anchors to every overlap embedding (`alignment.anchors`). `center: false` with both
-weights 0 is Vecalign exactly as published.
+number anchors to every overlap embedding (`alignment.anchors`); `del_percentile_of` says how
+the deletion knob is read. `center: false`, both weights 0 and `del_percentile_of: random` is
+Vecalign exactly as published.
 """
 from __future__ import annotations
 
