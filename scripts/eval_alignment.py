@@ -8,6 +8,7 @@ test folds are pooled). Bleualign de-fr dev: Vecalign strict/lax P/R/F1 with the
 as published (no centring, no anchors), on the whole file and on summary-sized cuts of it,
 embedding and DP time reported apart, a second run to show the cache, and a 2-fold check of
 the anchor weights (chosen on one half of the file, scored on the other).
+MultiCochrane en-fr PLS pairs: sentence retrieval P@1 of each Vecalign encoder.
 Speed against the first shipped default: scripts/bench_vecalign.py.
 
     python scripts/eval_alignment.py --data ../shared/data [--json metrics/eval_alignment.json]
@@ -173,11 +174,27 @@ def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> di
     return out
 
 
+def eval_retrieval(path: Path, specs, cache: str) -> dict:
+    """MultiCochrane's en-fr PLS sentence pairs (independently written summaries, so loose
+    translations): how often each encoder of the list ranks the paired French sentence first
+    among all 215 (P@1, both directions)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    en, fr = [d["old_gold"] for d in data], [d["gold"] for d in data]
+    out = {"pairs": len(data)}
+    for spec in ([specs] if isinstance(specs, dict) else specs or [{"kind": "use"}, {"kind": "e5"}]):
+        encoder = make_encoder(spec, cache)
+        sims = encoder.encode(en, "en") @ encoder.encode(fr, "fr").T
+        gold = np.arange(len(data))
+        out[encoder.name] = {"p_at_1_en_fr": float((sims.argmax(1) == gold).mean()),
+                             "p_at_1_fr_en": float((sims.argmax(0) == gold).mean())}
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--params", default="params.yaml")
-    ap.add_argument("--only", choices=["plaba", "bleualign"])
+    ap.add_argument("--only", choices=["plaba", "bleualign", "multicochrane"])
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--cache", default=None, help="embedding cache dir (default: a fresh temp dir)")
     ap.add_argument("--json", default=None, help="also write the results here")
@@ -197,6 +214,10 @@ def main(argv=None) -> int:
         va = dict(align.get("vecalign", {}))
         encoders = PairEncoders(va.pop("encoder", None), cache)
         results["bleualign_de_fr"] = eval_bleualign(data / "bleualign", encoders, va)
+    pairs = data / "multicochrane" / "fr-pairs.json"
+    if args.only in (None, "multicochrane") and pairs.exists():
+        va = dict(align.get("vecalign", {}))
+        results["multicochrane_en_fr_retrieval"] = eval_retrieval(pairs, va.get("encoder"), cache)
     text = json.dumps(results, indent=2, sort_keys=True)
     print(text)
     if args.json:
