@@ -55,39 +55,36 @@ class VecalignResult:
     timing: dict[str, float] = field(default_factory=dict)
 
 
-def overlap_embeddings(sentences: Sequence[str], levels: int, encoder: Encoder, lang: str | None,
-                       mode: str) -> np.ndarray:
-    """Array (levels, n, dim): row [k-1, i] embeds sentences i-k+1..i (front-padded)."""
-    return _semantic_layers([preprocess_line(s) for s in sentences], levels, encoder, lang, mode)
-
-
-def side_vectors(sentences: Sequence[str], semantic: np.ndarray, p: Mapping[str, Any],
+def side_vectors(clean: Sequence[str], semantic: np.ndarray, p: Mapping[str, Any],
                  length_unit: float) -> np.ndarray:
     """One side's overlap vectors as the DP gets them: centred when `center` (its level-1 mean
     removed from every level; Libovický et al. 2020: the mean carries language, not meaning),
     then with the length/number anchors of `alignment.anchors` appended. Sides of fewer than
     three sentences are not centred."""
-    if p["center"] and len(sentences) >= 3:  # a side of 1-2 sentences is mostly its own mean
+    if p["center"] and len(clean) >= 3:  # a side of 1-2 sentences is mostly its own mean
         semantic = semantic - semantic[0].mean(axis=0)[None, None, :]
         semantic = semantic / (np.linalg.norm(semantic, axis=2, keepdims=True) + 1e-8)
     if float(p["length_weight"]) <= 0 and float(p["number_weight"]) <= 0:
         return np.ascontiguousarray(semantic, dtype=np.float32)
-    clean = [preprocess_line(s) for s in sentences]
     layers = [with_anchors(semantic[k - 1], layer(clean, k), length_unit, length_weight=float(p["length_weight"]),
                            number_weight=float(p["number_weight"]), length_sigma=float(p["length_sigma"]))
               for k in range(1, semantic.shape[0] + 1)]
     return np.ascontiguousarray(np.stack(layers), dtype=np.float32)
 
 
-def length_units(src: Sequence[str], tgt: Sequence[str]) -> tuple[float, float]:
+def length_units(clean_src: Sequence[str], clean_tgt: Sequence[str]) -> tuple[float, float]:
     """Each side's characters per sentence of the pair: its total length over the mean sentence
     count of both sides, so that relative lengths are comparable across the two languages
     (Gale & Church's character ratio) and unaffected by how many short lines one side adds."""
-    n = (len(src) + len(tgt)) / 2.0
-    return (sum(len(preprocess_line(s)) for s in src) / n, sum(len(preprocess_line(s)) for s in tgt) / n)
+    n = (len(clean_src) + len(clean_tgt)) / 2.0
+    return sum(len(s) for s in clean_src) / n, sum(len(s) for s in clean_tgt) / n
 
 
-def _semantic_layers(clean: list[str], levels: int, encoder: Encoder, lang: str | None, mode: str) -> np.ndarray:
+def overlap_embeddings(clean: Sequence[str], levels: int, encoder: Encoder, lang: str | None,
+                       mode: str) -> np.ndarray:
+    """Array (levels, n, dim): row [k-1, i] embeds sentences i-k+1..i (front-padded).
+    `clean`: sentences through Vecalign's `preprocess_line` (as for the functions above)."""
+    clean = list(clean)
     n = len(clean)
     if mode == "encode":
         layers = [encoder.encode([t[:10000] for t in layer(clean, k)], lang) for k in range(1, levels + 1)]
@@ -133,9 +130,10 @@ def align(src: Sequence[str], tgt: Sequence[str], encoder: Encoder, *, src_lang:
     types = make_alignment_types(max_size)
     levels = max(max(x, y) for x, y in types)
     t0 = time.perf_counter()
-    unit0, unit1 = length_units(src, tgt)
-    v0 = side_vectors(src, overlap_embeddings(src, levels, encoder, src_lang, p["overlap_mode"]), p, unit0)
-    v1 = side_vectors(tgt, overlap_embeddings(tgt, levels, encoder, tgt_lang, p["overlap_mode"]), p, unit1)
+    clean0, clean1 = [preprocess_line(s) for s in src], [preprocess_line(s) for s in tgt]
+    unit0, unit1 = length_units(clean0, clean1)
+    v0 = side_vectors(clean0, overlap_embeddings(clean0, levels, encoder, src_lang, p["overlap_mode"]), p, unit0)
+    v1 = side_vectors(clean1, overlap_embeddings(clean1, levels, encoder, tgt_lang, p["overlap_mode"]), p, unit1)
     t1 = time.perf_counter()
     random.seed(int(p["seed"]))
     np.random.seed(int(p["seed"]))
