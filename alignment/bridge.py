@@ -60,7 +60,11 @@ def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders:
     pivot_to_block = {j: k for k, (b, _) in enumerate(en_blocks) for j in b[1]}
     for lang in sorted({r["language"] for r in rows if r["side"] == "simple"} - {"en"}):
         pls_x = _side(rows, "simple", lang)
-        va = vecalign.align([r["text"] for r in pls_en], [r["text"] for r in pls_x], encoders.for_pair("en", lang),
+        try:
+            encoder = encoders.for_pair("en", lang)
+        except ValueError as exc:
+            raise DocumentError("no_encoder_for_language", str(exc)) from exc
+        va = vecalign.align([r["text"] for r in pls_en], [r["text"] for r in pls_x], encoder,
                             src_lang="en", tgt_lang=lang, params=vec_params)
         n = 0
         for (src, tgt), cost in zip(va.blocks, va.scores):

@@ -95,3 +95,12 @@ def test_train_corpus_align_and_filter(tmp_path):
                         "--model", str(model), "--metrics", str(tmp_path / "align2.json")]) == 0
     assert (tmp_path / "align" / "pairs" / "part-00000-of-00001.parquet").read_bytes() == first
     assert json.loads((tmp_path / "align2.json").read_text())["cache_misses"] == 0
+    # a language no configured encoder covers: the document goes to the dead letter, counts reconcile
+    assert main(base + ["--set", "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]", "align", "--input",
+                        str(tmp_path / "cochrane"), "--output", str(tmp_path / "align3"), "--model", str(model),
+                        "--metrics", str(tmp_path / "align3.json")]) == 0
+    stats = json.loads((tmp_path / "align3.json").read_text())
+    assert (stats["read"], stats["kept"], stats["rejected"]) == (2, 0, 2)
+    assert stats["rejected_by"] == {"no_english_complex": 1, "no_encoder_for_language": 1}
+    dead = (tmp_path / "align3" / "dead_letter" / "part-00000-of-00001.jsonl").read_text()
+    assert "en-es" in dead
