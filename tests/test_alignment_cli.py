@@ -37,6 +37,10 @@ def test_vecalign_file_mode_with_gold(tmp_path, capsys):
     batch.write_text(f"{tmp_path / 'en.txt'}\t{tmp_path / 'es.txt'}\t{tmp_path / 'out.txt'}\n", encoding="utf-8")
     assert main(argv[:4] + ["align", "--method", "vecalign", "--batch", str(batch), "--tgt-lang", "es"]) == 0
     assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == lines  # cached embeddings
+    capsys.readouterr()
+    assert main(["--set", "align.vecalign.encoder=[{kind: use}]"] + argv[:11]
+                + ["--src-lang", "en", "--tgt-lang", "fa"]) == 2  # USE has no Persian, and no fallback is set
+    assert "no encoder in the params covers en-fa" in capsys.readouterr().err
 
 
 def _sentence_table(path):

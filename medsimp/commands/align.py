@@ -79,6 +79,12 @@ def _file_mode(args, params: dict) -> int:
     from alignment.score import format_block, vecalign_scores
 
     aligner = _FileAligner(args.method, params, args.model)
+    if args.method == "vecalign":
+        try:  # the languages are the same for every pair of the run: check them once, up front
+            aligner.encoders.for_pair(args.src_lang, args.tgt_lang)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if args.batch:
         n = 0
         for lineno, line in enumerate(_lines(args.batch), 1):
