@@ -83,9 +83,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from medsimp.config import load_params
+    from medsimp.errors import EXIT_FAILED, MedsimpError
 
-    args.params_data = load_params(args.params, args.overrides)
-    return int(args._module.run(args) or 0)
+    try:
+        args.params_data = load_params(args.params, args.overrides)
+        return int(args._module.run(args) or 0)
+    except MedsimpError as exc:
+        if args.verbose:
+            logging.exception("%s failed", args.command)
+        print(f"medsimp {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"medsimp {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one line, never record text; -v shows the traceback
+        if args.verbose:
+            raise
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
+        print(f"medsimp {args.command}: internal error {type(exc).__name__} at {where} "
+              "(rerun with -v for the traceback)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

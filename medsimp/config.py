@@ -9,8 +9,10 @@ from typing import Any
 
 import yaml
 
+from medsimp.errors import UsageError
 
-class ParamsError(ValueError):
+
+class ParamsError(UsageError, ValueError):
     """A params file or override that cannot be used."""
 
 
