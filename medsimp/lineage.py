@@ -69,3 +69,25 @@ def is_restricted(tags: Iterable[str] | None) -> bool:
 def has_mimic_shapes(text: str) -> bool:
     """True if `text` contains a MIMIC de-identification placeholder."""
     return bool(MIMIC_SHAPE.search(text))
+
+
+def read_lineage(path) -> tuple[str, ...] | None:
+    """Lineage of a Parquet file, or the union over every `*.parquet` below a folder.
+
+    None (unknown, so restricted) when no Parquet file is found or any file lacks lineage.
+    """
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    root = Path(path)
+    files = sorted(root.rglob("*.parquet")) if root.is_dir() else [root]
+    if not files:
+        return None
+    found = []
+    for file in files:
+        try:
+            found.append(from_metadata(pq.read_schema(file).metadata))
+        except (OSError, ValueError):
+            return None
+    return union(*found)
