@@ -3,6 +3,8 @@
 Each subcommand lives in `medsimp.commands.<name>` and exposes
 `HELP` (one line), `add_arguments(parser)` and `run(args) -> int`.
 Modules keep heavy imports inside `run` so `medsimp --help` stays fast.
+The global options `--params`, `--set` and `-v` are accepted before or after the
+subcommand (at any depth: `medsimp humaneval forms --set humaneval.seed=1`).
 """
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import argparse
 import importlib
 import logging
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 # name -> module under medsimp.commands, in DAG order.
 COMMANDS: dict[str, str] = {
@@ -40,6 +44,85 @@ def _load(module: str):
     return importlib.import_module(f"medsimp.commands.{module}")
 
 
+def version_string() -> str:
+    """`medsimp <version> (git <revision>)`; the revision is `unknown` outside a git checkout
+    of this code (and gets `-dirty` when tracked files have changed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("medsimp")
+    except PackageNotFoundError:
+        ver = "unknown"
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*cmd: str) -> str:
+        out = subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True, check=True,
+                             timeout=10)
+        return out.stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != root:
+            raise ValueError("medsimp is not the top of this git checkout")
+        rev = git("rev-parse", "--short=12", "HEAD")
+        if git("status", "--porcelain", "--untracked-files=no"):
+            rev += "-dirty"
+    except (OSError, ValueError, subprocess.SubprocessError):
+        rev = "unknown"
+    return f"medsimp {ver} (git {rev or 'unknown'})"
+
+
+class _VersionAction(argparse.Action):
+    """--version: computed only when asked (it runs git)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_string())
+        parser.exit()
+
+
+GLOBAL_HELP = {
+    "params": "params file (default: $MEDSIMP_PARAMS or ./params.yaml)",
+    "verbose": "log at INFO level; show tracebacks",
+    "set": "override a param, e.g. --set notes.min_tokens=12 (repeatable; checked against "
+           "medsimp/params_schema.py: unknown keys and bad values are errors)",
+}
+
+
+def _add_late_globals(parser: argparse.ArgumentParser, depth: int) -> None:
+    """The global options again on a subcommand parser, under their own dests (`_g<depth>_*`,
+    absent unless given) so a later level does not overwrite an earlier one; `main` merges them.
+    Nested subcommands (humaneval forms, synth notes) get them too."""
+    group = parser.add_argument_group("global options (also accepted before the command)")
+    group.add_argument("--params", dest=f"_g{depth}_params", default=argparse.SUPPRESS,
+                       metavar="PARAMS", help=GLOBAL_HELP["params"])
+    group.add_argument("-v", "--verbose", dest=f"_g{depth}_verbose", action="store_true",
+                       default=argparse.SUPPRESS, help=GLOBAL_HELP["verbose"])
+    group.add_argument("--set", dest=f"_g{depth}_overrides", action="append", default=argparse.SUPPRESS,
+                       metavar="KEY=VALUE", help=GLOBAL_HELP["set"])
+    for action in parser._actions:  # argparse keeps subparsers here
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _add_late_globals(child, depth + 1)
+
+
+def _merge_globals(args: argparse.Namespace) -> None:
+    """Fold `_g<depth>_*` (options given after a subcommand) into params / verbose / overrides."""
+    late = sorted((k for k in vars(args) if k.startswith("_g") and k[2:3].isdigit()),
+                  key=lambda k: int(k[2:k.index("_", 2)]))
+    for key in late:
+        value = getattr(args, key)
+        delattr(args, key)
+        name = key[key.index("_", 2) + 1:]
+        if name == "params":
+            args.params = value
+        elif name == "verbose":
+            args.verbose = args.verbose or bool(value)
+        elif name == "overrides":
+            args.overrides = [*args.overrides, *value]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="medsimp",
@@ -49,10 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--params", default=os.environ.get("MEDSIMP_PARAMS", "params.yaml"),
-                        help="params file (default: ./params.yaml)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+                        help=GLOBAL_HELP["params"])
+    parser.add_argument("-v", "--verbose", action="store_true", help=GLOBAL_HELP["verbose"])
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a param, e.g. --set notes.min_tokens=12 (repeatable)")
+                        help=GLOBAL_HELP["set"])
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print the medsimp version and git revision, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         try:
@@ -64,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=mod.HELP, description=(mod.__doc__ or mod.HELP).strip(),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
+        _add_late_globals(p, 1)
         p.set_defaults(_module=mod)
     return parser
 
@@ -74,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
     args = parser.parse_args(argv)
+    _merge_globals(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:

@@ -20,7 +20,9 @@ def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
     keys = dotted.split(".")
     node = tree
     for key in keys[:-1]:
-        node = node.setdefault(key, {})
+        if node.get(key) is None:  # absent, or an empty section (`humaneval:`)
+            node[key] = {}
+        node = node[key]
         if not isinstance(node, dict):
             raise ParamsError(f"cannot set {dotted!r}: {key!r} is not a mapping")
     node[keys[-1]] = value
@@ -38,14 +40,31 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
 
 
 def load_params(path: str | Path = "params.yaml", overrides: list[str] | None = None) -> dict:
-    """Read the params file (an absent file gives {}), then apply overrides."""
+    """Read the params file (an absent file gives {}), then apply overrides.
+
+    The file and every override are checked against `medsimp.params_schema` (unknown keys,
+    wrong types and bad values are a one-line ParamsError). Keys the file leaves out are
+    absent from the result: their default is `params_schema.default("section.key")`."""
+    from medsimp import params_schema
+
     p = Path(path)
     data: dict = {}
     if p.exists():
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            raise ParamsError(f"{p}: not valid YAML{where}") from None
         if not isinstance(data, dict):
             raise ParamsError(f"{p} must hold a mapping at top level")
-    return apply_overrides(data, overrides or [])
+    try:
+        data = params_schema.check_file(data, str(p))
+        for item in overrides or []:
+            _set_dotted(data, *params_schema.parse_override(item))
+    except params_schema.SchemaError as exc:
+        raise ParamsError(str(exc)) from None
+    return data
 
 
 def section(params: dict, name: str) -> dict:

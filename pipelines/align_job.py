@@ -13,6 +13,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from medsimp.params_schema import default
 from pipelines.beam_io import new_pipeline
 from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
 
@@ -42,7 +43,7 @@ class AlignDocFn(beam.DoFn):
         from alignment.encoders import PairEncoders, make_encoder
 
         crf_p = dict(self.params.get("crf", {}))
-        self.crf_encoder = make_encoder(crf_p.get("encoder"), self.cache_root)
+        self.crf_encoder = make_encoder(crf_p.get("encoder") or default("align.crf.encoder"), self.cache_root)
         self.crf = CRFAligner.load(self.params["model"], self.crf_encoder, {"merge": crf_p.get("merge", "union")})
         vec_p = dict(self.params.get("vecalign", {}))
         self.vec_encoders = PairEncoders(vec_p.pop("encoder", None), self.cache_root)  # built on first use

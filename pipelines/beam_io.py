@@ -37,7 +37,7 @@ def pipeline_options(beam_params: Mapping[str, Any] | None = None,
     args = [f"--runner={runner}"]
     if runner in ("FnApiRunner", "DirectRunner"):
         workers = int(beam_params.get("num_workers", 2))
-        mode = beam_params.get("running_mode", "multi_processing" if workers > 1 else "in_memory")
+        mode = beam_params.get("running_mode") or ("multi_processing" if workers > 1 else "in_memory")
         args += [f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"]
     args.append(f"--default_sdk_harness_log_level={beam_params.get('log_level', 'WARNING')}")
     args += [str(a) for a in beam_params.get("options", [])]

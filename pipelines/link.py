@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from medsimp.doccache import DocCache, content_key
+from medsimp.params_schema import default
 from pipelines.beam_io import new_pipeline
 from pipelines.sentence_rows import dead_letter
 from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
@@ -144,7 +145,7 @@ def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readab
         "dead": dead_letter_table(),
     }
     prepare_dirs(out_dir, tables)
-    syllables = list(readability_params.get("syllable_languages", ["en"]))
+    syllables = list(readability_params.get("syllable_languages", default("readability.syllable_languages")))
     with new_pipeline(beam_params, beam_args) as p:
         valid = (p | "Files" >> beam.Create(files) | "Read" >> beam.FlatMap(read_rows)
                  | "Reshuffle" >> beam.Reshuffle()

@@ -6,6 +6,7 @@ import os
 import apache_beam as beam
 import pyarrow as pa
 
+from medsimp.params_schema import default
 from pipelines.beam_io import new_pipeline
 from pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from pipelines.sentence_rows import dead_letter, sentence_schema
@@ -91,7 +92,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
                   | "Read" >> beam.FlatMap(read_file, markers) | "Reshuffle" >> beam.Reshuffle()
                   | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doc_id)).with_outputs("dead", main="records"))
         docs = (parsed.records | "ByDoc" >> beam.GroupByKey()
-                | "Assemble" >> beam.ParDo(AssembleFn(dict(params.get("pcio", {}))))
+                | "Assemble" >> beam.ParDo(AssembleFn(dict(params.get("pcio", default("msd.pcio")))))
                 .with_outputs("dead", "groups", main="rows"))
         dead = (parsed.dead, docs.dead) | "Dead" >> beam.Flatten()
         write_tables({"sentences": docs.rows, "pairs": docs.groups, "dead": dead},

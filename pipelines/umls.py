@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from medsimp.params_schema import default
 from medsimp.resources import cache_dir, ensure_nltk_data
 
 # ISO 639-1 -> UMLS LAT codes that QuickUMLS can tokenise.
@@ -147,7 +148,7 @@ class ConceptLinker:
 
         self.manifest = read_manifest(index_dir)
         prepare_quickumls(sorted(self.manifest["languages"]))
-        semtypes = params.get("accepted_semtypes")
+        semtypes = params.get("accepted_semtypes", default("link.accepted_semtypes"))  # null: every type
         self.reject_flips = bool(params.get("reject_negation_flips", True))
         self.matchers = {}
         with contextlib.redirect_stdout(io.StringIO()):

@@ -187,7 +187,7 @@ def test_dry_run_and_targets(project: Path):
     assert {n: s["status"] for n, s in latest(project)["stages"].items()} == {
         "extract": "ran", "align": "ran", "build": "not_run"}
     assert run_refresh(project, "--targets", "align")[0] == EXIT_NOTHING_TO_DO
-    code, out = run_refresh(project, "--set", "align.x=1", "refresh")
+    code, out = run_refresh(project, "--set", "align.num_shards=2", "refresh")
     assert code == 1 and "only refresh.* may be overridden" in out
 
 

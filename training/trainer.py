@@ -14,30 +14,32 @@ from pathlib import Path
 
 import torch
 
+from medsimp.params_schema import Train as _TrainParams
 from training.declare import Declare, partial_translate
 from training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
 
 Pair = tuple[list[str], list[str]]
+_P = _TrainParams()  # defaults live in medsimp.params_schema (== params.yaml `train`)
 
 
 @dataclass
 class Settings:
-    """The knobs of `params.yaml` `train` that DECLARE uses."""
-    encoder: str = "minilm"
-    max_length: int = 64
-    max_option_length: int = 16
-    max_options: int = 8
-    max_span: int = 16
-    batch_size: int = 16
-    epochs: int = 4
-    lr: float = 5e-5
-    head_lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    patience: int = 2
-    dropout: float = 0.1
-    copy_attention: bool = True
-    seed: int = 13
+    """The knobs of `params.yaml` `train` that DECLARE uses (defaults: the params schema)."""
+    encoder: str = _P.encoder
+    max_length: int = _P.max_length
+    max_option_length: int = _P.max_option_length
+    max_options: int = _P.max_options
+    max_span: int = _P.max_span
+    batch_size: int = _P.batch_size
+    epochs: int = _P.epochs
+    lr: float = _P.lr
+    head_lr: float = _P.head_lr
+    weight_decay: float = _P.weight_decay
+    warmup_ratio: float = _P.warmup_ratio
+    patience: int = _P.patience
+    dropout: float = _P.dropout
+    copy_attention: bool = _P.copy_attention
+    seed: int = _P.seed
 
     @classmethod
     def from_params(cls, cfg: dict) -> Settings:

@@ -50,12 +50,13 @@ class _FileAligner:
     def __init__(self, method: str, params: dict, model_dir: str | None):
         from alignment.crf import CRFAligner
         from alignment.encoders import PairEncoders, make_encoder
+        from medsimp.params_schema import default
 
         cache = (params.get("_cache") or None)
         self.method = method
         if method == "crf":
             crf_p = dict(params.get("crf", {}))
-            enc = make_encoder(crf_p.get("encoder"), cache)
+            enc = make_encoder(crf_p.get("encoder") or default("align.crf.encoder"), cache)
             self.model = CRFAligner.load(model_dir or params.get("model", "out/models/crf_aligner"), enc,
                                          {"merge": crf_p.get("merge", "union")})
         else:
@@ -119,6 +120,7 @@ def _train(args, params: dict) -> int:
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import read_gold
+    from medsimp.params_schema import default
     from alignment.score import pair_prf
     from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
 
@@ -128,7 +130,7 @@ def _train(args, params: dict) -> int:
         print(f"error: no gold documents in {gold}", file=sys.stderr)
         return 1
     crf_p = dict(params.get("crf", {}))
-    enc = make_encoder(crf_p.get("encoder"), params.get("_cache") or None)
+    enc = make_encoder(crf_p.get("encoder") or default("align.crf.encoder"), params.get("_cache") or None)
     model = CRFAligner.train(docs, enc, crf_p)
     fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
     out = args.output or params.get("model", "out/models/crf_aligner")

@@ -122,6 +122,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer) -> int:
 def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     from medsimp.config import section
     from medsimp.outputs import print_summary, write_json
+    from medsimp.params_schema import default
     from training.scoring import length_buckets
 
     train_cfg = section(args.params_data, "train")
@@ -136,7 +137,7 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     models = list(cfg.get("models") or ["declare", "dictionary", "copy"])
     models_dir = Path(cfg.get("models_dir", "out/models"))
     modes = [args.mode] if args.mode else ["default", "medlane"]
-    edges = [int(x) for x in cfg.get("length_buckets", [0, 10, 20, 30])]
+    edges = [int(x) for x in cfg.get("length_buckets", default("evaluate.length_buckets"))]
     labels = length_buckets(items, edges)
     results: dict = {mode: {} for mode in modes}
     buckets: dict[str, dict] = {}

@@ -15,7 +15,7 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("--input", required=True, help="out/<source> or a sentence table directory")
     parser.add_argument("--output", required=True, help="output directory (out/linked/<source>)")
-    parser.add_argument("--index", help="QuickUMLS index directory (default: params link.index)")
+    parser.add_argument("--index", help="QuickUMLS index directory (default: params umls.index)")
     parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
     add_beam_arguments(parser)
 
@@ -23,6 +23,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from medsimp.config import section
     from medsimp.outputs import atomic_dir
+    from medsimp.params_schema import default
     from pipelines import link
 
     params = section(args.params_data, "link")
@@ -31,7 +32,7 @@ def run(args) -> int:
                if k in params}
     cache_root = section(args.params_data, "cache").get("dir")
     with atomic_dir(args.output) as tmp:
-        link.run(args.input, str(tmp), args.index or params.get("index", "out/umls"), matcher,
+        link.run(args.input, str(tmp), args.index or section(args.params_data, "umls").get("index") or default("umls.index"), matcher,
                  section(args.params_data, "readability"), cache_root,
                  int(params.get("num_shards", 1)), section(args.params_data, "beam"),
                  args.beam_arg, args.metrics)

@@ -20,13 +20,14 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from medsimp.config import section
     from medsimp.outputs import atomic_dir, print_summary, write_json
+    from medsimp.params_schema import default
     from pipelines.umls import build_index
 
     params = section(args.params_data, "umls")
-    output = args.output or params.get("index", "out/umls")
+    output = args.output or params.get("index") or default("umls.index")
     with atomic_dir(output) as tmp:
         manifest = build_index(args.mrconso or params["mrconso"], args.mrsty or params["mrsty"], tmp,
-                               list(params.get("languages", ["ENG"])),
+                               list(params.get("languages", default("umls.languages"))),
                                lowercase=bool(params.get("lowercase", True)),
                                normalize_unicode=bool(params.get("normalize_unicode", False)))
         summary = {"fingerprint": manifest["fingerprint"],
