@@ -449,15 +449,36 @@ def _fits(tp: Any, value: Any) -> bool:
     return True
 
 
-def suggest(dotted: str, choices: list[str]) -> str | None:
-    """The nearest valid key (difflib), or None."""
-    match = difflib.get_close_matches(dotted, choices, n=1, cutoff=0.6)
+def _close(word: str, choices: list[str]) -> str | None:
+    match = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return match[0] if match else None
+
+
+def suggest(dotted: str, level: str, valid: list[str]) -> str | None:
+    """The nearest valid key for `dotted` whose prefix `level` does not exist (difflib):
+    a sibling of the misspelt part, or for a misspelt section the nearest full key."""
+    parent, _, part = level.rpartition(".")
+    rest = dotted[len(level):]
+    if parent:
+        near = _close(part, valid)
+        return f"{parent}.{near}{rest}" if near else None
+    depth = dotted.count(".")
+    near = _close(dotted, [k for k in all_keys() if k.count(".") == depth])
+    if near:
+        return near
+    near = _close(part, valid)
+    if not near:
+        return None
+    try:
+        type_of(near + rest)
+    except SchemaError:
+        return near  # the section exists; the rest is wrong too
+    return near + rest
 
 
 def unknown_key_message(dotted: str, level: str, valid: list[str]) -> str:
     """`dotted` is the key as given; `level` its prefix that does not exist; `valid` the keys there."""
-    near = suggest(dotted, all_keys())
+    near = suggest(dotted, level, valid)
     if near:
         return f"unknown param {dotted!r}; did you mean {near!r}?"
     parent = level.rpartition(".")[0]
@@ -494,10 +515,11 @@ def check_value(tp: Any, value: Any, where: str) -> None:
     if _is_union(tp):
         if any(_fits(a, value) for a in args):
             return
-        # one non-null member that is a container: report the inner problem (more precise)
-        members = [a for a in args if a is not type(None)]
-        if len(members) == 1 and value is not None:
-            check_value(members[0], value, where)
+        # the value is the right container for a member: report the inner problem (more precise)
+        for member in args:
+            kind = typing.get_origin(member) or member
+            if kind in (list, dict) and isinstance(value, kind):
+                check_value(member, value, where)
         raise bad
     if origin is Literal:
         if value not in args or isinstance(value, bool) != any(isinstance(a, bool) for a in args):

@@ -1,0 +1,212 @@
+"""Typed params (issue 13) and the global options (issue 20): the schema in
+medsimp/params_schema.py is the one home of defaults, params.yaml agrees with it, and
+params files / `--set` are checked against it with one-line errors."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PARAMS = ROOT / "params.yaml"
+
+
+def _cli(*argv: str, cwd: Path = ROOT, pythonpath: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath), "HF_HUB_OFFLINE": "1", "DVC_NO_ANALYTICS": "1"}
+    env.pop("MEDSIMP_PARAMS", None)
+    return subprocess.run([sys.executable, "-m", "medsimp.cli", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _disagreements(schema_cls, data: dict, prefix: str = "") -> list[str]:
+    """What differs between a schema dataclass's defaults and a params mapping, one line each."""
+    from medsimp import params_schema as ps
+
+    out = []
+    fields = ps.fields_of(schema_cls)
+    for key in data:
+        if key not in fields:
+            out.append(f"params.yaml has {prefix + key!r}, the schema does not: add a field to "
+                       f"medsimp/params_schema.py ({schema_cls.__name__})")
+    for key, tp in fields.items():
+        dotted = prefix + key
+        if key not in data:
+            out.append(f"the schema has {dotted!r}, params.yaml does not: add it to params.yaml")
+        elif dataclasses.is_dataclass(tp):
+            if not isinstance(data[key], dict):
+                out.append(f"params.yaml {dotted!r} must be a mapping, got {data[key]!r}")
+            else:
+                out += _disagreements(tp, data[key], dotted + ".")
+        else:
+            want = ps.default(dotted)
+            if data[key] != want or type(data[key]) is not type(want):
+                out.append(f"default of {dotted!r}: schema {want!r} != params.yaml {data[key]!r}")
+    return out
+
+
+def test_params_yaml_agrees_with_schema_defaults():
+    from medsimp import params_schema as ps
+    from medsimp.config import load_params
+
+    data = yaml.safe_load(PARAMS.read_text(encoding="utf-8"))
+    problems = _disagreements(ps.Params, data)
+    assert not problems, "params.yaml and medsimp/params_schema.py disagree:\n" + "\n".join(problems)
+    assert ps.defaults() == data
+    # loading checks, and returns the file as written (params hashes do not move)
+    assert load_params(PARAMS) == data
+
+
+def test_disagreement_report_names_the_key():
+    from medsimp import params_schema as ps
+
+    data = ps.defaults()
+    data["filter"]["treshold"] = 0.5
+    del data["evaluate"]["length_buckets"]
+    data["train"]["batch_size"] = 16
+    problems = "\n".join(_disagreements(ps.Params, data))
+    assert "params.yaml has 'filter.treshold', the schema does not" in problems
+    assert "the schema has 'evaluate.length_buckets', params.yaml does not" in problems
+    assert "default of 'train.batch_size': schema 8 != params.yaml 16" in problems
+
+
+def test_code_defaults_come_from_the_schema():
+    """The literals that drifted (issue 13) now read the schema."""
+    from medsimp import params_schema as ps
+    from training.trainer import Settings
+
+    settings = dataclasses.asdict(Settings())
+    assert settings == {k: ps.default(f"train.{k}") for k in settings}
+    assert ps.default("evaluate.length_buckets") == [0, 10, 15, 20, 30]
+    from alignment import crf, vecalign
+
+    assert vecalign.DEFAULTS == {k: v for k, v in ps.default("align.vecalign").items() if k != "encoder"}
+    assert crf.DEFAULTS == {k: v for k, v in ps.default("align.crf").items() if k != "encoder"}
+
+
+def test_unknown_keys_and_typos_are_rejected_with_a_suggestion(tmp_path):
+    from medsimp.config import ParamsError, load_params
+    from medsimp.errors import UsageError
+
+    with pytest.raises(ParamsError, match=re.escape(
+            "unknown param 'filter.treshold'; did you mean 'filter.threshold'?")) as err:
+        load_params(PARAMS, ["filter.treshold=0.9"])
+    assert isinstance(err.value, UsageError) and err.value.exit_code == 2
+    with pytest.raises(ParamsError, match=re.escape("unknown param 'fliter.threshold'; "
+                                                    "did you mean 'filter.threshold'?")):
+        load_params(PARAMS, ["fliter.threshold=0.9"])
+    bad = tmp_path / "p.yaml"
+    bad.write_text("filter: {treshold: 0.9}\n")
+    with pytest.raises(ParamsError, match=re.escape(
+            f"{bad}: unknown param 'filter.treshold'; did you mean 'filter.threshold'?")):
+        load_params(bad)
+    bad.write_text("filter: {zzz: 1}\n")
+    with pytest.raises(ParamsError, match=re.escape(
+            "unknown param 'filter.zzz'; valid keys of 'filter': input, output, threshold, num_shards")):
+        load_params(bad)
+    bad.write_text("qqqq: {a: 1}\n")
+    with pytest.raises(ParamsError, match=r"unknown param 'qqqq'; valid keys \(sections\): beam, notes, "):
+        load_params(bad)
+    with pytest.raises(ParamsError, match=re.escape(
+            "cannot set 'filter.threshold.x': 'filter.threshold' is a number, not a mapping")):
+        load_params(PARAMS, ["filter.threshold.x=1"])
+
+
+def test_bad_values_are_one_line_type_errors(tmp_path):
+    from medsimp.config import ParamsError, load_params
+
+    cases = {
+        "filter.threshold=abc": "param 'filter.threshold' must be a number, got 'abc'",
+        "notes.min_tokens=1.5": "param 'notes.min_tokens' must be an integer, got 1.5",
+        "notes.splitter=spacy": "param 'notes.splitter' must be one of 'rules', 'rush', got 'spacy'",
+        "evaluate.length_buckets=[0, x]": "param 'evaluate.length_buckets[1]' must be an integer, got 'x'",
+        "link.accepted_semtypes=T047": "param 'link.accepted_semtypes' must be a list of strings or null",
+        "evaluate.meteor=maybe": "param 'evaluate.meteor' must be true or false, got 'maybe'",
+        "filter.threshold=[1,": "param 'filter.threshold' must be a number, got '[1,' (not valid YAML)",
+    }
+    for override, message in cases.items():
+        with pytest.raises(ParamsError, match=re.escape(message)):
+            load_params(PARAMS, [override])
+    bad = tmp_path / "p.yaml"
+    bad.write_text("train: {epochs: five}\n")
+    with pytest.raises(ParamsError, match=re.escape(f"{bad}: param 'train.epochs' must be an integer, got 'five'")):
+        load_params(bad)
+
+
+def test_valid_overrides_open_maps_and_string_values():
+    from medsimp.config import load_params
+
+    p = load_params(PARAMS, ["filter.threshold=0.9", "notes.headers.Plan=plan",
+                             "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]",
+                             "simplify.openai.model=4", "link.accepted_semtypes=null",
+                             "align.crf.encoder.kind=e5"])
+    assert p["filter"]["threshold"] == 0.9
+    assert p["notes"]["headers"]["Plan"] == "plan" and "Brief Hospital Course" in p["notes"]["headers"]
+    assert p["align"]["vecalign"]["encoder"] == [{"kind": "use", "languages": ["en", "fr"]}]
+    assert p["simplify"]["openai"]["model"] == "4"  # a string key keeps the text
+    assert p["link"]["accepted_semtypes"] is None
+    assert p["align"]["crf"]["encoder"] == {"kind": "e5"}
+
+
+def test_link_index_is_an_alias_of_umls_index(tmp_path, caplog):
+    from medsimp.config import ParamsError, load_params
+
+    old = tmp_path / "old.yaml"
+    old.write_text("umls: {index: out/u}\nlink: {index: out/u, threshold: 0.8}\n")
+    with caplog.at_level("WARNING"):
+        p = load_params(old)
+    assert p["umls"]["index"] == "out/u" and "index" not in p["link"] and p["link"]["threshold"] == 0.8
+    assert "'link.index' is deprecated" in caplog.text
+    old.write_text("link: {index: out/x}\n")
+    assert load_params(old)["umls"]["index"] == "out/x"
+    assert load_params(PARAMS, ["link.index=out/y"])["umls"]["index"] == "out/y"
+    old.write_text("umls: {index: out/u}\nlink: {index: out/other}\n")
+    with pytest.raises(ParamsError, match="'link.index' is deprecated and differs from 'umls.index'"):
+        load_params(old)
+
+
+def test_bad_param_through_the_real_cli_is_one_line_exit_2():
+    res = _cli("--set", "filter.threshold=abc", "filter")
+    assert res.returncode == 2
+    assert res.stderr.strip() == "medsimp filter: param 'filter.threshold' must be a number, got 'abc'"
+    res = _cli("filter", "--set", "filter.treshold=0.9")  # a typo, after the subcommand
+    assert res.returncode == 2
+    assert res.stderr.strip() == ("medsimp filter: unknown param 'filter.treshold'; "
+                                  "did you mean 'filter.threshold'?")
+
+
+def test_global_options_after_the_subcommand(tmp_path, monkeypatch):
+    from medsimp.cli import main
+    from pipelines import filter_job
+
+    seen = {}
+
+    def fake_run(input_path, out_dir, params, beam_params, beam_args, metrics):
+        seen.update(params=params, beam=beam_params)
+
+    monkeypatch.setattr(filter_job, "run", fake_run)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("filter: {threshold: 0.2, num_shards: 1}\nbeam: {num_workers: 1}\n")
+    assert main(["--set", "filter.num_shards=3", "filter", "--input", "x", "--output", str(tmp_path / "o"),
+                 "--params", str(mine), "--set", "filter.threshold=0.75", "-v"]) == 0
+    assert seen["params"]["threshold"] == 0.75 and seen["params"]["num_shards"] == 3
+    assert seen["beam"] == {"num_workers": 1}  # --params after the subcommand was read
+    help_text = _cli("filter", "--help").stdout
+    assert "global options (also accepted before the command)" in help_text and "--set KEY=VALUE" in help_text
+
+
+def test_version_in_and_outside_a_checkout(tmp_path):
+    res = _cli("--version")
+    assert res.returncode == 0, res.stderr
+    assert re.fullmatch(r"medsimp \S+ \(git [0-9a-f]{12}(-dirty)?\)", res.stdout.strip()), res.stdout
+    copy = tmp_path / "site"
+    shutil.copytree(ROOT / "medsimp", copy / "medsimp", ignore=shutil.ignore_patterns("__pycache__"))
+    res = _cli("--version", cwd=tmp_path, pythonpath=copy)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert re.fullmatch(r"medsimp \S+ \(git unknown\)", res.stdout.strip()), res.stdout
