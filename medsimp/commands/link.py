@@ -31,8 +31,9 @@ def run(args) -> int:
                                       "min_match_length", "accepted_semtypes", "reject_negation_flips")
                if k in params}
     cache_root = section(args.params_data, "cache").get("dir")
+    index = args.index or section(args.params_data, "umls").get("index") or default("umls.index")
     with atomic_dir(args.output) as tmp:
-        link.run(args.input, str(tmp), args.index or section(args.params_data, "umls").get("index") or default("umls.index"), matcher,
+        link.run(args.input, str(tmp), index, matcher,
                  section(args.params_data, "readability"), cache_root,
                  int(params.get("num_shards", 1)), section(args.params_data, "beam"),
                  args.beam_arg, args.metrics)
