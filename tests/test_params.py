@@ -152,6 +152,11 @@ def test_valid_overrides_open_maps_and_string_values():
     assert p["simplify"]["openai"]["model"] == "4"  # a string key keeps the text
     assert p["link"]["accepted_semtypes"] is None
     assert p["align"]["crf"]["encoder"] == {"kind": "e5"}
+    from medsimp.params_schema import typed
+
+    view = typed(p)  # attribute access, defaults filled in
+    assert view.filter.threshold == 0.9 and view.align.crf.encoder == {"kind": "e5"}
+    assert typed({"train": {"epochs": 2}}).train.epochs == 2 and typed({}).evaluate.length_buckets[2] == 15
 
 
 def test_link_index_is_an_alias_of_umls_index(tmp_path, caplog):
