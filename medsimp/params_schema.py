@@ -476,14 +476,15 @@ def suggest(dotted: str, level: str, valid: list[str]) -> str | None:
     return near + rest
 
 
-def unknown_key_message(dotted: str, level: str, valid: list[str]) -> str:
-    """`dotted` is the key as given; `level` its prefix that does not exist; `valid` the keys there."""
+def unknown_key_message(dotted: str, level: str, valid: list[str], list_valid: bool = False) -> str:
+    """`dotted` is the key as given; `level` its prefix that does not exist; `valid` the keys there.
+    With a close match: `did you mean ...?` (plus the valid keys when `list_valid`, as for files)."""
     near = suggest(dotted, level, valid)
-    if near:
-        return f"unknown param {dotted!r}; did you mean {near!r}?"
     parent = level.rpartition(".")[0]
-    where = f"of {parent!r}" if parent else "(sections)"
-    return f"unknown param {dotted!r}; valid keys {where}: {', '.join(valid)}"
+    listing = f"valid keys {f'of {parent!r}' if parent else '(sections)'}: {', '.join(valid)}"
+    if near:
+        return f"unknown param {dotted!r}; did you mean {near!r}?" + (f" ({listing})" if list_valid else "")
+    return f"unknown param {dotted!r}; {listing}"
 
 
 def check_value(tp: Any, value: Any, where: str) -> None:
@@ -558,7 +559,7 @@ def check_mapping(cls: type, value: Any, where: str = "") -> None:
     for key, item in value.items():
         dotted = f"{where}.{key}" if where else str(key)
         if key not in known:
-            raise SchemaError(unknown_key_message(dotted, dotted, list(known)))
+            raise SchemaError(unknown_key_message(dotted, dotted, list(known), list_valid=True))
         check_value(known[key], item, dotted)
 
 

@@ -104,7 +104,8 @@ def test_unknown_keys_and_typos_are_rejected_with_a_suggestion(tmp_path):
     bad = tmp_path / "p.yaml"
     bad.write_text("filter: {treshold: 0.9}\n")
     with pytest.raises(ParamsError, match=re.escape(
-            f"{bad}: unknown param 'filter.treshold'; did you mean 'filter.threshold'?")):
+            f"{bad}: unknown param 'filter.treshold'; did you mean 'filter.threshold'? "
+            "(valid keys of 'filter': input, output, threshold, num_shards)")):
         load_params(bad)
     bad.write_text("filter: {zzz: 1}\n")
     with pytest.raises(ParamsError, match=re.escape(
