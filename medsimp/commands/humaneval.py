@@ -79,7 +79,7 @@ def _forms(args, hp: dict) -> int:
     except ValueError as exc:
         print(f"medsimp humaneval forms: {exc}", file=sys.stderr)
         return 2
-    manifest = build_manifest(items, systems, int(hp.get("n_laypeople", len(systems))),
+    manifest = build_manifest(items, systems, int(hp.get("n_laypeople", 8)),
                               int(hp.get("seed", 0)))
     with atomic_dir(out) as tmp:
         files = write_forms(manifest, tmp)
