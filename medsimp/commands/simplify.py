@@ -41,7 +41,7 @@ def _backend(kind: str, params: dict[str, Any], trust_env: bool = True):
         o = params.get("openai") or {}
         return OpenAIChat(str(o.get("base_url") or ""), str(o.get("model") or ""),
                           api_key_env=str(o.get("api_key_env", "OPENAI_API_KEY")),
-                          temperature=float(o.get("temperature", 0.0)),
+                          temperature=float(o.get("temperature", 0.8)),
                           max_tokens=int(o.get("max_tokens", 512)), seed=o.get("seed", 0),
                           timeout=float(o.get("timeout", 60)), max_retries=int(o.get("max_retries", 5)),
                           backoff=float(o.get("backoff", 1.0)),
@@ -53,7 +53,7 @@ def _backend(kind: str, params: dict[str, Any], trust_env: bool = True):
         from medsimp.selfcorrect.backends import BackendError
 
         raise BackendError("the local backend needs simplify.local.path (a model directory)")
-    return LocalChat(str(loc["path"]), temperature=float(loc.get("temperature", 0.0)),
+    return LocalChat(str(loc["path"]), temperature=float(loc.get("temperature", 0.8)),
                      max_tokens=int(loc.get("max_tokens", 256)), seed=int(loc.get("seed", 0)))
 
 
@@ -140,10 +140,13 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
         filtered = read - len(usable)
     chat = CachedChat(backend, section(args.params_data, "cache").get("dir"))
     with tqdm(total=len(usable), desc="simplify", unit="sent", file=sys.stderr) as bar:
-        records, failures = run_all(usable, chat, prompts, max_rounds=int(sp.get("max_rounds", 3)),
+        records, failures = run_all(usable, chat, prompts, max_rounds=int(sp.get("max_rounds", 10)),
+                                    memory=bool(sp.get("reviser_memory", True)),
                                     concurrency=int(sp.get("concurrency", 4)), progress=bar.update)
     stats = {
         "skipped": False, "backend": kind, "prompt_version": prompts.version,
+        "max_rounds_cap": int(sp.get("max_rounds", 10)),
+        "reviser_memory": bool(sp.get("reviser_memory", True)),
         "read": read, "kept": len(records), "filtered": filtered, "rejected": len(failures),
         "cache_hits": chat.cache.hits, "cache_misses": chat.cache.misses,
         "model_calls": sum(r["calls"] for r in records),

@@ -63,7 +63,7 @@ class OpenAIChat:
     """POST {base_url}/chat/completions with bearer auth from an environment variable."""
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY",
-                 temperature: float = 0.0, max_tokens: int = 512, seed: int | None = 0,
+                 temperature: float = 0.8, max_tokens: int = 512, seed: int | None = 0,
                  timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0,
                  max_backoff: float = 60.0, requests_per_minute: float = 0.0,
                  trust_env: bool = True):
@@ -169,7 +169,7 @@ def _parse(resp) -> Completion:
 class LocalChat:
     """A transformers causal LM loaded from a local directory (no hub access)."""
 
-    def __init__(self, path: str, *, temperature: float = 0.0, max_tokens: int = 256,
+    def __init__(self, path: str, *, temperature: float = 0.8, max_tokens: int = 256,
                  seed: int = 0, device: str = "cpu"):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

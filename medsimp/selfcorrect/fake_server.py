@@ -26,10 +26,13 @@ def canned_reply(messages: list[dict[str, str]]) -> str:
     if system.startswith("you are a patient"):
         return "ALL CLEAR"
     if "coordinate" in system:
-        if "revised" in user.split("Radiologist's review:")[0]:
+        revised = "revised" in user.split("Radiologist's")[0]
+        if 'answer "yes" or "no"' in user.lower():  # Yang et al.'s Processor
+            return "No" if revised else "Yes\nExplain how serious the finding is."
+        if revised:
             return "VERDICT: NONE"
         return "VERDICT: CRITICAL\nSUMMARY: Explain how serious the finding is."
-    if "improved rewrite" in user:
+    if "improved rewrite" in user or "revise your simplification" in user:
         return "SIMPLIFIED: The scan shows a small problem, revised to say it is not serious."
     if "step by step" in user:
         return "1. Chest. 2. Fluid.\nSIMPLIFIED: There is a little fluid near the lung."

@@ -38,7 +38,7 @@ def readability(text: str) -> dict[str, float]:
 
 
 def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptSet,
-                 max_rounds: int) -> dict[str, Any]:
+                 max_rounds: int, memory: bool = True) -> dict[str, Any]:
     """The record of one sentence: four variants, transcripts, tokens, readability."""
     record: dict[str, Any] = {"sentence_id": sentence_id, "source": text,
                               "source_readability": readability(text), "variants": {},
@@ -46,7 +46,7 @@ def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptS
                               "prompt_version": prompts.version,
                               "prompt_fingerprint": prompts.fingerprint}
     for mode in ("plain", "cot"):
-        res = self_correct(text, mode, chat, prompts, max_rounds)
+        res = self_correct(text, mode, chat, prompts, max_rounds, memory)
         first = dict(res["first"], rounds_used=0, revisions=0, stop_reason="")
         for name, variant in ((mode, first), (f"{mode}_sc", res["corrected"])):
             record["variants"][name] = dict(variant, readability=readability(variant["text"]))
@@ -56,7 +56,7 @@ def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptS
 
 
 def run_all(rows: Iterable[tuple[str, str]], chat: CachedChat, prompts: PromptSet, *,
-            max_rounds: int, concurrency: int,
+            max_rounds: int, concurrency: int, memory: bool = True,
             progress: Callable[[], None] | None = None) -> tuple[list[dict], list[dict]]:
     """(records, failures) for (sentence_id, text) rows; failures carry a reason, no text."""
     rows = list(rows)
@@ -64,7 +64,7 @@ def run_all(rows: Iterable[tuple[str, str]], chat: CachedChat, prompts: PromptSe
     def work(row: tuple[str, str]) -> tuple[str, dict | None, str]:
         sid, text = row
         try:
-            return sid, simplify_one(sid, text, chat, prompts, max_rounds), ""
+            return sid, simplify_one(sid, text, chat, prompts, max_rounds, memory), ""
         except BackendError as exc:
             return sid, None, str(exc)
         finally:
@@ -112,6 +112,8 @@ def summary(records: list[dict]) -> dict[str, Any]:
             "mean_gunning_fog": round(sum(v["readability"]["gunning_fog"] for v in vs) / n, 4),
             "mean_ari": round(sum(v["readability"]["ari"] for v in vs) / n, 4),
             "mean_rounds_used": round(sum(v["rounds_used"] for v in vs) / n, 4),
+            "max_rounds_used": max(v["rounds_used"] for v in vs),
+            "stopped_at_cap": sum(1 for v in vs if v["stop_reason"] == "max_rounds"),
             "prompt_tokens": sum(v["prompt_tokens"] for v in vs),
             "completion_tokens": sum(v["completion_tokens"] for v in vs),
         }
