@@ -83,6 +83,14 @@ def parse_endpoint(url: str) -> Endpoint:
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
         raise UsageError("simplify.openai.base_url has no host")
+    try:  # the HTTP client parses URLs with urllib3: both parsers must name the same host
+        from urllib3.util import parse_url
+
+        theirs = (parse_url(str(url).strip()).host or "").strip("[]").rstrip(".").lower()
+    except Exception:  # urllib3 raises its own LocationParseError family
+        theirs = None
+    if theirs != host:
+        raise UsageError("simplify.openai.base_url is ambiguous (URL parsers disagree on its host)")
     return Endpoint(scheme, host, port or (443 if scheme == "https" else 80))
 
 
