@@ -137,3 +137,20 @@ def test_check_script_runs_on_fixture_and_skips_without_data(eval_data, tmp_path
     skipped = subprocess.run([sys.executable, str(script), "--data", str(tmp_path / "none")],
                              capture_output=True, text=True, check=True).stdout
     assert "skipped" in skipped
+
+
+def test_humaneval_released_command(eval_data, tmp_path, capsys):
+    import csv
+    import json
+
+    from medsimp.cli import main
+
+    out = tmp_path / "released"
+    assert main(["humaneval", "released", "--data", str(eval_data), "--output", str(out)]) == 0
+    rows = {(r["language"], r["system"]): r for r in csv.DictReader(open(out / "table5.csv"))}
+    assert float(rows[("en", "mt5")]["fluency"]) == 0.5
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["read"] == stats["kept"] + stats["rejected"] and stats["duplicate_workbooks"] == 1
+    assert main(["humaneval", "released", "--data", str(tmp_path / "nowhere"),
+                 "--output", str(tmp_path / "x")]) == 2
+    assert "no such folder" in capsys.readouterr().err
