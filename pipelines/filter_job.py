@@ -21,8 +21,9 @@ FILTER_SCHEMA = pa.schema(list(PAIR_SCHEMA) + [("overlap_r", pa.float64()), ("ke
 
 
 class FilterFn(beam.DoFn):
-    def __init__(self, threshold: float):
+    def __init__(self, threshold: float, comparison: str = "gt"):
         self.threshold = float(threshold)
+        self.comparison = comparison
 
     def setup(self):
         from alignment.overlap import lemma_set
@@ -33,7 +34,7 @@ class FilterFn(beam.DoFn):
     def process(self, row):
         from alignment.overlap import filter_row
 
-        out = filter_row(dict(row), self.threshold)
+        out = filter_row(dict(row), self.threshold, self.comparison)
         self.count.inc("read")
         self.count.inc("kept" if out["keep"] else "filtered")
         self.count.inc(f"{'kept' if out['keep'] else 'filtered'}.{out['language']}")
@@ -45,13 +46,22 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
     pattern = FileSystems.join(input_dir, "pairs", "*.parquet")
     if not FileSystems.match([pattern])[0].metadata_list:
         raise FileNotFoundError(f"no aligned pairs at {pattern} (run `medsimp align` first)")
+    from alignment.overlap import passes
+
     shards = int(params.get("num_shards", 1))
+    comparison = str(params.get("comparison", "gt"))
+    try:  # an unknown comparison fails here, in one line, before the pipeline runs
+        passes(0.0, 0.5, comparison)
+    except ValueError as exc:
+        from medsimp.errors import UsageError
+
+        raise UsageError(str(exc)) from None
     tables = {n: Table(n, FILTER_SCHEMA, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         rows = (p | "Read" >> beam.io.ReadFromParquet(pattern)
-                  | "Score" >> beam.ParDo(FilterFn(params.get("threshold", 0.5))))
+                  | "Score" >> beam.ParDo(FilterFn(params.get("threshold", 0.5), comparison)))
         kept = rows | "KeptView" >> beam.Filter(lambda r: r["keep"])
         write_tables({"pairs": rows, "kept": kept}, tables, out_dir, shards)
     return finish(p.result, NAMESPACE, out_dir, tables, shards, metrics_file,
-                  extra={"threshold": float(params.get("threshold", 0.5))}, zero=("filtered", "rejected"))
+                  extra={"threshold": float(params.get("threshold", 0.5)), "comparison": comparison}, zero=("filtered", "rejected"))

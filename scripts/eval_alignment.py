@@ -131,7 +131,10 @@ ANCHOR_GRID = [(lw, nw, dp) for lw in (0.0, 0.3, 0.6, 1.0) for nw in (0.0, 0.3, 
 def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> dict:
     """Whole file with the params and with plain Vecalign (no centring, no anchors, the published
     deletion knob); the same on the file cut into summary-sized documents; and a 2-fold check
-    of the anchor weights and deletion knob: chosen on one half, scored on the other."""
+    of the anchor weights and deletion knob: chosen on one half, scored on the other.
+    A `preset` (e.g. `--set align.vecalign.preset=medsimp`) is resolved into explicit keys
+    first, so the plain and grid variants below override it."""
+    vec_params = {**vecalign.resolve(vec_params), "preset": None}
     src = (folder / "dev.de").read_text(encoding="utf-8").splitlines()
     tgt = (folder / "dev.fr").read_text(encoding="utf-8").splitlines()
     gold = read_blocks(folder / "dev.defr")

@@ -42,7 +42,7 @@ def test_centring_removes_a_side_wide_offset_and_length_units_share_a_count():
     rng = np.random.default_rng(1)
     sem = rng.normal(size=(2, 5, 8))
     shifted = sem + rng.normal(size=8) * 5  # a language/topic component shared by the side
-    p = {**vecalign.DEFAULTS, "length_weight": 0, "number_weight": 0}
+    p = {**vecalign.DEFAULTS, "center": True, "length_weight": 0, "number_weight": 0}
     sents = ["a"] * 5
     assert vecalign.side_vectors(sents, sem, p, 1.0) == pytest.approx(vecalign.side_vectors(sents, shifted, p, 1.0),
                                                                         abs=1e-5)

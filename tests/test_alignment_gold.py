@@ -92,8 +92,11 @@ def test_overlap_r_hand_computed():
 
 def test_filter_row_bridged_pair_inherits_english_decision():
     base = {"complex_text": "We included 12 trials.", "pivot_ids": [], "pivot_text": ""}
-    en = filter_row({**base, "language": "en", "simple_text": "We found 12 studies."}, 0.5)
+    en = filter_row({**base, "language": "en", "simple_text": "We found 12 studies."}, 0.4)
     assert en["overlap_r"] == pytest.approx(0.5) and en["keep"] is True
+    # r = 0.5 does not exceed 0.5 (paper); the `ge` option keeps it
+    assert filter_row({**base, "language": "en", "simple_text": "We found 12 studies."}, 0.5)["keep"] is False
+    assert filter_row({**base, "language": "en", "simple_text": "We found 12 studies."}, 0.5, "ge")["keep"] is True
     fr = filter_row({**base, "language": "fr", "simple_text": "Nous avons trouvé 12 études.",
                      "pivot_ids": ["p"], "pivot_text": "We found 12 studies."}, 0.6)
     assert fr["overlap_r"] == pytest.approx(0.5) and fr["keep"] is False

@@ -102,9 +102,11 @@ def test_multicochrane_configs_splits_and_annotations(built, tmp_path):
 
     es, es_filtered, en = load("es"), load("es-filtered"), load("en")
     for split in es:
-        assert set(es_filtered[split]["pair_id"]) == {
-            r["pair_id"] for r in es[split] if r["keep"]}
+        # the paper filters the training set only: evaluation splits are the unfiltered ones
+        wanted = {r["pair_id"] for r in es[split] if r["keep"] or split != "train"}
+        assert set(es_filtered[split]["pair_id"]) == wanted
         assert set(es[split]["doi"]) == set(en[split]["doi"])  # review-level split
+    assert any(not r["keep"] for s in ("validation", "test") for r in load("en-filtered")[s])
     dois = [set(es[s]["doi"]) for s in es]
     assert not (dois[0] & dois[1] or dois[0] & dois[2] or dois[1] & dois[2])
     multi = next(r for r in en["train"] if len(r["complex_ids"]) == 2)
@@ -117,24 +119,74 @@ def test_multicochrane_configs_splits_and_annotations(built, tmp_path):
     assert json.loads(dead[0])["reason"] == "unknown_sentence_id"
 
 
+def _mc_human(dois: list[str], splits: dict[str, str] | None = None) -> list[dict]:
+    """mc_human.json in the reader's layout: sentences and gold [complex, simple] pairs."""
+    return [{"doi": d, "abstract": [f"Complex one of {d}.", f"Complex two of {d}."],
+             "pls": [f"Plain one of {d}.", f"Plain two of {d}."], "alignments": [[0, 0], [1, 1]],
+             **({"split": splits[d]} if splits and d in splits else {})} for d in dois]
+
+
 def test_multicochrane_mc_clean_split(params_file, tmp_path):
     data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
     mc = tmp_path / "mc_human.json"
-    mc.write_text(json.dumps([{"doi": "10.1002/14651858.CD000002.pub3", "input": "a"},
-                              {"doi": "https://doi.org/10.1002/14651858.CD000004"},
-                              {"doi": "10.1002/14651858.CD000005", "split": "test"}]))
-    data["build"]["multicochrane"].update({"mc_human": str(mc), "mc_clean_validation": 1})
+    clean = ["10.1002/14651858.CD000002.pub3", "https://doi.org/10.1002/14651858.CD000004",
+             "10.1002/14651858.CD000005"] + [f"10.1002/14651858.CD9{i:05d}" for i in range(3)]
+    mc.write_text(json.dumps(_mc_human(clean, {"10.1002/14651858.CD000005": "test"})))
+    data["build"]["multicochrane"].update({"mc_human": str(mc), "mc_clean_validation": 1,
+                                           "mc_clean_test": 3})
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump(data), encoding="utf-8")
     stats = _build(params, "multicochrane", tmp_path / "mc")
     from datasets import load_dataset
 
     en = load_dataset(str(tmp_path / "mc"), "en", cache_dir=str(tmp_path / "cache"))
-    assert set(en["test"]["doi"]) | set(en["validation"]["doi"]) == {
-        "10.1002/14651858.CD000002", "10.1002/14651858.CD000004", "10.1002/14651858.CD000005"}
-    assert len(set(en["validation"]["doi"])) == 1
+    held = set(en["test"]["doi"]) | set(en["validation"]["doi"])
+    assert len(set(en["test"]["doi"])) == 3 and len(set(en["validation"]["doi"])) == 1
     assert "10.1002/14651858.CD000005" in set(en["test"]["doi"])
-    assert stats["splits"]["en"]["train"] == 4
+    # held-out splits hold the human alignments only, never the automatic ones
+    assert set(en["test"]["method"]) == set(en["validation"]["method"]) == {"gold"}
+    assert len(en["test"]) == 2 * 3
+    # the other MC-CLEAN reviews are training data (gold rows), with the MC-NOISY reviews
+    train_gold = {r["doi"] for r in en["train"] if r["method"] == "gold"}
+    assert len(train_gold) == 2 and not (train_gold & held)
+    assert "crf" in set(en["train"]["method"])
+    assert stats["mc_clean_reviews"] == 6 and stats["gold_pairs"] == 12
+    assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+    _meta, body = _card(tmp_path / "mc")
+    assert "Test DOIs: " in body and "MC-CLEAN (Joseph et al. 2023)" in body
+
+
+def test_mc_clean_split_paper_sizes():
+    """101 MC-CLEAN reviews -> 22 test, 5 validation, 74 train (the old code gave 96 test, 5
+    validation, no training)."""
+    import tempfile
+
+    from medsimp.builders.multicochrane import mc_clean_split
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "mc.json"
+        path.write_text(json.dumps([{"doi": f"10.1002/14651858.CD{i:06d}"} for i in range(101)]))
+        split = mc_clean_split(path, n_validation=5, seed=13)
+    counts = {s: sum(v == s for v in split.values()) for s in ("train", "validation", "test")}
+    assert counts == {"train": 74, "validation": 5, "test": 22}
+
+
+def test_mc_human_without_gold_alignments_is_a_clear_error(params_file, tmp_path, capsys):
+    data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+    mc = tmp_path / "mc_human.json"
+    mc.write_text(json.dumps([{"doi": "10.1002/14651858.CD000002"}]))
+    data["build"]["multicochrane"].update({"mc_human": str(mc)})
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert main(["--params", str(params), "build", "multicochrane", "--output",
+                 str(tmp_path / "mc")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no gold alignments" in err[0]
+
+
+def test_seeded_split_says_it_is_not_mc_clean(built):
+    _meta, body = _card(built["multicochrane"])
+    assert "NOT MC-CLEAN: no gold alignments were given" in body
 
 
 def test_mc_clean_reviews_are_found_in_any_layout(tmp_path):

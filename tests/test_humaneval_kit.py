@@ -17,8 +17,8 @@ from medsimp.humaneval.schema import CSV_COLUMNS
 SYSTEMS = ["s1", "s2"]
 UNITS = [("i1", "s1"), ("i1", "s2"), ("i2", "s1"), ("i2", "s2")]
 LAY = {  # rater -> item -> (original q1,q2,q3), (simplified q1..q4), q5 set, q6 set
-    "L01": {"i1": ((2, 1, 5), (4, 3, 3, 5), "s1", "s2"), "i2": ((1, 2, 4), (3, 3, 2, 4), "s1|s2", "s2")},
-    "L02": {"i1": ((3, 2, 3), (4, 2, 4, 3), "s1", "s2"), "i2": ((2, 1, 1), (4, 3, 2, 5), "s2", "s1")},
+    "L01": {"i1": ((2, 1, 5), (4, 3, 3, 2), "s1", "s2"), "i2": ((1, 2, 4), (3, 3, 2, 1), "s1|s2", "s2")},
+    "L02": {"i1": ((3, 2, 3), (4, 2, 4, -1), "s1", "s2"), "i2": ((2, 1, 1), (4, 3, 2, 2), "s2", "s1")},
 }
 SEVERITY = {"E1": {"i1": 3, "i2": 2}, "E2": {"i1": 4, "i2": 2}}
 CORRECTNESS = dict(zip(UNITS, (5, 4, 3, 2)))
@@ -114,7 +114,8 @@ def test_round_trip_tables(kit):
     t1 = {(r["form"], r["question"], r["system"]): float(r["mean"]) for r in _rows(out / "table1.csv")}
     assert t1[("layperson", "q1", "original")] == 2.0
     assert t1[("layperson", "q1", "s1")] == 4.0 and t1[("layperson", "q1", "s2")] == 3.5
-    assert t1[("layperson", "q4", "s2")] == 3.5
+    # Q4 on Yang et al.'s four levels -1..2: s1 = L01 i1 (2), L02 i2 (2); s2 = L01 i2 (1), L02 i1 (-1)
+    assert t1[("layperson", "q4", "s1")] == 2.0 and t1[("layperson", "q4", "s2")] == 0.0
     assert t1[("expert", "correctness", "s1")] == 4.0 and t1[("expert", "correctness", "s2")] == 3.0
     assert t1[("multicochrane", "simplicity", "s2")] == 0.25
     t2 = {(r["system"], r["confidence"]): (float(r["mse"]), float(r["accuracy"]), int(r["n"]))

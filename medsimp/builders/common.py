@@ -115,6 +115,24 @@ def seeded_split(keys: Iterable[str], validation: float, test: float, seed: int)
     return out
 
 
+def exact_split(keys: Iterable[str], validation: float, test: float, seed: int) -> dict[str, str]:
+    """Exact-ratio split: keys ordered by `unit_hash`, the first round(n * test) to test, the
+    next round(n * validation) to validation (halves round up), the rest to train.
+
+    Exact proportions, as a paper's 70/15/15 states them; unlike `seeded_split` a key can
+    move when keys are added.
+    """
+    if validation < 0 or test < 0 or validation + test >= 1:
+        raise BuildError(f"split ratios validation={validation} test={test} leave no training keys")
+    ordered = sorted(set(keys), key=lambda k: (unit_hash(k, seed), k))
+    n = len(ordered)
+    n_test, n_val = int(n * test + 0.5), int(n * validation + 0.5)
+    out = {k: "test" for k in ordered[:n_test]}
+    out.update({k: "validation" for k in ordered[n_test:n_test + n_val]})
+    out.update({k: "train" for k in ordered[n_test + n_val:]})
+    return out
+
+
 PRIORITY = ("train", "test", "validation")  # which split a small group gets first
 
 

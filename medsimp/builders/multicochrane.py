@@ -6,10 +6,12 @@ used to place concept spans in joined multi-sentence sides) and the linked table
 (`out/linked/cochrane`: UMLS concepts and readability per sentence).
 
 Configs: `<lang>` holds every aligned pair of language `<lang>` with its overlap `r`
-and `keep` flag; `<lang>-filtered` holds only the pairs with `keep` true (the
-paper's filtered MultiCochrane). Splits are by review (DOI), the same in every
-language: seeded by `unit_hash`, or MC-CLEAN reviews as validation/test when
-`mc_human` points at MultiCochrane's `mc_human.json`.
+and `keep` flag; `<lang>-filtered` has the same validation/test splits and a training
+split of only the pairs with `keep` true (the paper filters the training set only;
+`filter_splits` widens it). Splits are by review (DOI), the same in every language:
+seeded by `unit_hash` (documented as NOT MC-CLEAN), or, when `mc_human` points at
+MultiCochrane's `mc_human.json`, 22 test and 5 validation MC-CLEAN reviews holding their
+human (gold) alignments, the rest train.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from medsimp.errors import InputError
 from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset,
                                      cover_splits, load_links, load_texts, read_parquet_dir,
                                      seeded_split, side_annotations, table_from_rows, unit_hash)
@@ -56,8 +59,8 @@ FEATURES = {
     "crf_score": "CRF alignment score (marginal probability of the pair)",
     "vecalign_score": "Vecalign cost of the PLS-PLS step (null for en)",
     "overlap_r": "overlap r of the English pair (bridged pairs inherit it)",
-    "keep": "true when the pair passes the overlap filter (r >= threshold); the `-filtered` "
-            "configs hold only these",
+    "keep": "true when the pair passes the overlap filter (r > threshold by default); the "
+            "training split of the `-filtered` configs holds only these (null for gold rows)",
     "complex_concepts": "UMLS concepts of the complex side; start/end index `complex_text`",
     "simple_concepts": "UMLS concepts of the simple side; start/end index `simple_text`",
     "complex_readability": "readability of each complex sentence, aligned with `complex_ids` "
@@ -122,12 +125,15 @@ def _doi_records(obj: Any, hint: str | None = None) -> Iterator[tuple[str, str |
                 yield from _doi_records(value, _SPLIT_NAMES.get(str(key).lower(), hint))
 
 
-def mc_clean_split(path: str | Path, n_validation: int, seed: int) -> dict[str, str]:
-    """normalised DOI -> validation/test for the MC-CLEAN reviews of `mc_human.json`.
+def mc_clean_split(path: str | Path, n_validation: int, seed: int,
+                   n_test: int = 22) -> dict[str, str]:
+    """normalised DOI -> train/validation/test for the MC-CLEAN reviews of `mc_human.json`.
 
-    Reviews are found wherever the file holds them (see `_doi_records`). A given split
-    wins; the other reviews are ordered by `unit_hash` and the first `n_validation`
-    (minus those already given) go to validation, the rest to test.
+    Joseph et al. (2023) hold out 22 test and 5 validation reviews of MC-CLEAN; the rest of
+    MC-CLEAN is training. Reviews are found wherever the file holds them (see
+    `_doi_records`). A given split wins; the other reviews are ordered by `unit_hash(doi,
+    seed)` (reproducible, documented in the card) and fill validation up to `n_validation`,
+    then test up to `n_test`; the rest go to train.
     """
     given: dict[str, str] = {}
     free: set[str] = set()
@@ -140,9 +146,54 @@ def mc_clean_split(path: str | Path, n_validation: int, seed: int) -> dict[str, 
         raise BuildError(f"{path} holds no review DOI")
     ordered = sorted(free - set(given), key=lambda d: (unit_hash(d, seed), d))
     n_val = max(0, n_validation - sum(1 for s in given.values() if s == "validation"))
+    n_tst = max(0, n_test - sum(1 for s in given.values() if s == "test"))
     out = dict(given)
     out.update({d: "validation" for d in ordered[:n_val]})
-    out.update({d: "test" for d in ordered[n_val:]})
+    out.update({d: "test" for d in ordered[n_val:n_val + n_tst]})
+    out.update({d: "train" for d in ordered[n_val + n_tst:]})
+    return out
+
+
+def gold_rows(path: str | Path, split_of: dict[str, str]) -> dict[str, list[dict]]:
+    """normalised DOI -> rows of the human (gold) English alignments of `mc_human.json`.
+
+    Each gold block (connected component of the gold sentence pairs) is one row, method
+    `gold`; sentence ids are `mc_human:<doi>:<side>:<index>`; alignment scores and overlap
+    are null (the rows are not filtered). The English gold is read with
+    `alignment.gold.read_mc_clean` (its assumed layout: docs/alignment.md).
+    """
+    from alignment.gold import GoldFormatError, read_mc_clean
+    from alignment.score import pairs_to_blocks
+
+    try:
+        docs = read_mc_clean(path)
+    except (GoldFormatError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{Path(path).name}: no gold alignments to build MC-CLEAN splits from "
+                         f"({str(exc).splitlines()[0][:200]})") from None
+    out: dict[str, list[dict]] = {}
+    for doc in docs:
+        key = normalise_doi(doc.doc_id)
+        if key not in split_of:
+            continue
+        doi = _PUB.sub("", doc.doc_id.strip())
+        for prefix in ("https://doi.org/", "http://doi.org/", "doi:"):
+            if doi.lower().startswith(prefix):
+                doi = doi[len(prefix):]
+        rows = []
+        blocks = [b for b in pairs_to_blocks(doc.pairs, len(doc.complex), len(doc.simple))
+                  if b[0] and b[1]]
+        for n, (cidx, sidx) in enumerate(blocks):
+            rows.append({
+                "pair_id": f"{doi}:en:gold{n}", "doi": doi, "language": "en",
+                "complex_ids": [f"mc_human:{doi}:complex:{i}" for i in cidx],
+                "simple_ids": [f"mc_human:{doi}:simple:{j}" for j in sidx], "pivot_ids": [],
+                "complex_text": " ".join(doc.complex[i] for i in cidx),
+                "simple_text": " ".join(doc.simple[j] for j in sidx), "pivot_text": "",
+                "section": "", "method": "gold", "crf_score": None, "vecalign_score": None,
+                "overlap_r": None, "keep": None, "complex_concepts": [], "simple_concepts": [],
+                "complex_readability": [None] * len(cidx),
+                "simple_readability": [None] * len(sidx)})
+        out[key] = rows
     return out
 
 
@@ -158,10 +209,27 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     links = load_links(cfg["linked"])
     split_cfg = cfg.get("split", {})
     seed = int(split_cfg.get("seed", 13))
+    gold: dict[str, list[dict]] = {}
+    clean: dict[str, str] = {}
     if cfg.get("mc_human"):
-        clean = mc_clean_split(cfg["mc_human"], int(cfg.get("mc_clean_validation", 5)), seed)
+        clean = mc_clean_split(cfg["mc_human"], int(cfg.get("mc_clean_validation", 5)), seed,
+                               int(cfg.get("mc_clean_test", 22)))
+        gold = gold_rows(cfg["mc_human"], clean)
+        lacking = sorted(d for d, s in clean.items() if s != "train" and not gold.get(d))
+        if lacking:
+            raise InputError(f"{Path(cfg['mc_human']).name}: {len(lacking)} held-out MC-CLEAN "
+                             f"review(s) have no gold alignment (first: {lacking[0]}); test and "
+                             "validation must hold gold alignments")
         split_of = {p["doi"]: clean.get(normalise_doi(p["doi"]), "train") for p in pairs}
-        scheme = f"MC-CLEAN reviews of {Path(cfg['mc_human']).name} -> validation/test, rest train"
+        held = {s: sorted(d for d, v in clean.items() if v == s) for s in ("validation", "test")}
+        scheme = (f"MC-CLEAN (Joseph et al. 2023): of the {len(clean)} reviews of "
+                  f"{Path(cfg['mc_human']).name}, {len(held['test'])} test and "
+                  f"{len(held['validation'])} validation reviews hold their human (gold) English "
+                  "alignments; the other MC-CLEAN reviews (gold alignments) and every other "
+                  "review (automatic alignments, MC-NOISY) are train. Languages other than "
+                  "English have no gold reader yet, so their MC-CLEAN held-out reviews are left "
+                  "out of validation/test. Validation DOIs: " + ", ".join(held["validation"])
+                  + ". Test DOIs: " + ", ".join(held["test"]) + ".")
     else:
         split_of = seeded_split((p["doi"] for p in pairs), float(split_cfg.get("validation", 0.1)),
                                 float(split_cfg.get("test", 0.1)), seed)
@@ -169,16 +237,29 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         for p in pairs:
             by_language.setdefault(p["language"], set()).add(p["doi"])
         split_of = cover_splits(split_of, by_language, seed)
-        scheme = (f"seeded by review (seed {seed}, validation {split_cfg.get('validation', 0.1)}, "
-                  f"test {split_cfg.get('test', 0.1)}); in small corpora reviews are moved so "
+        scheme = (f"NOT MC-CLEAN: no gold alignments were given (`mc_human` unset), so "
+                  f"validation and test hold automatic alignments. Seeded by review (seed {seed}, "
+                  f"validation {split_cfg.get('validation', 0.1)}, test "
+                  f"{split_cfg.get('test', 0.1)}); in small corpora reviews are moved so "
                   "that a language with n reviews has the first min(n, 3) of train, test, "
                   "validation")
+    filter_splits = tuple(cfg.get("filter_splits", ["train"]))
+    bad = sorted(set(filter_splits) - {"train", "validation", "test"})
+    if bad:
+        raise BuildError(f"build.multicochrane.filter_splits: unknown split(s) {bad}")
 
     rows_by: dict[tuple[str, str], list[dict]] = {}
     rejects: list[dict] = []
     missing_links = 0
+    replaced = 0
     for pair in sorted(pairs, key=lambda p: (p["doi"], p["language"], _pair_number(p["pair_id"]),
                                              p["pair_id"])):
+        if normalise_doi(pair["doi"]) in clean:
+            # MC-CLEAN review: its gold rows (en) replace the automatic ones; other
+            # languages keep automatic rows for training only
+            if pair["language"] == "en" or split_of[pair["doi"]] != "train":
+                replaced += 1
+                continue
         ids = [*pair["complex_ids"], *pair["simple_ids"]]
         unknown = [sid for sid in ids if sid not in texts]
         if unknown:
@@ -192,6 +273,10 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
                "complex_readability": cr, "simple_readability": sr}
         rows_by.setdefault((pair["language"], split_of[pair["doi"]]), []).append(row)
 
+    for key, rows in sorted(gold.items()):
+        for row in rows:
+            rows_by.setdefault(("en", clean[key]), []).append(row)
+
     configs: dict[str, dict[str, pa.Table]] = {}
     descriptions: dict[str, str] = {}
     languages = sorted({lang for lang, _ in rows_by})
@@ -199,12 +284,22 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         full = {s: table_from_rows(rows_by.get((lang, s), []), SCHEMA)
                 for s in ("train", "validation", "test")}
         configs[lang] = full
-        configs[f"{lang}-filtered"] = {s: t.filter(pc.field("keep")) for s, t in full.items()}
+        # the paper filters the training set only: evaluation splits stay as they are, so a
+        # filtered-versus-unfiltered comparison is scored on the same test set
+        configs[f"{lang}-filtered"] = {
+            s: (t.filter(pc.fill_null(t.column("keep"), False)) if s in filter_splits else t)
+            for s, t in full.items()}
         descriptions[lang] = f"all aligned en -> {lang} pairs, with overlap r and `keep`"
-        descriptions[f"{lang}-filtered"] = f"en -> {lang} pairs that pass the overlap filter"
-    kept = sum(len(v) for v in rows_by.values())
-    counts = {"read": len(pairs), "kept": kept, "filtered": 0, "rejected": len(rejects),
+        descriptions[f"{lang}-filtered"] = (
+            f"en -> {lang}: {'/'.join(filter_splits)} hold only pairs that pass the overlap "
+            "filter; the other splits are those of the unfiltered config")
+    n_gold = sum(len(v) for v in gold.values())
+    kept = sum(len(v) for v in rows_by.values()) - n_gold
+    counts = {"read": len(pairs), "kept": kept, "filtered": replaced, "rejected": len(rejects),
+              "gold_pairs": n_gold, "mc_clean_reviews": len(clean),
               "overlap_keep": sum(1 for v in rows_by.values() for r in v if r["keep"]),
+              "overlap_keep_train": sum(1 for (_, sp), v in rows_by.items() if sp == "train"
+                                        for r in v if r["keep"]),
               "reviews": len({p["doi"] for p in pairs}), "missing_links": missing_links,
               "languages": len(languages)}
     return BuiltDataset(
@@ -220,5 +315,8 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         default_config="en" if "en" in languages else (languages[0] if languages else ""),
         rejects=rejects,
         notes=[f"Splits: {scheme}; a review is in the same split in every language.",
-               "Rows are counted once in `kept` (unfiltered configs); `overlap_keep` of them "
-               "are also in the `-filtered` configs."])
+               f"`-filtered` configs filter {', '.join(filter_splits)} only (the paper filters "
+               "the training set); `build.multicochrane.filter_splits` can filter more.",
+               "`kept` counts automatic rows (unfiltered configs); `filtered` counts automatic "
+               "rows of MC-CLEAN reviews replaced by gold rows (`gold_pairs`); `overlap_keep` "
+               "rows pass the overlap filter."])

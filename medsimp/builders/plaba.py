@@ -3,8 +3,8 @@
 Inputs (params `build.plaba`): the pairs `medsimp plaba` emits (`out/plaba/pairs`, see
 `pipelines.plaba.gold_pairs`), its sentence table and the linked table
 (`out/linked/plaba`). One config, `pairs`, with every pair including deletions
-(`alignment` 1-0); splits are seeded by question, so all abstracts of a question
-(and all adaptations of an abstract) land in one split.
+(`alignment` 1-0); splits are by question, 70/15/15 as in Attal et al. (2023), so all
+abstracts of a question (and all adaptations of an abstract) land in one split.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (CONCEPT, READABILITY, BuiltDataset, load_links, load_texts,
-                                     read_parquet_dir, side_annotations, split_units,
-                                     table_from_rows)
+from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset, cover_splits,
+                                     exact_split, load_links, load_texts, read_parquet_dir,
+                                     side_annotations, split_units, table_from_rows)
 
 PAIR_COLUMNS = ["pair_id", "question_id", "pmid", "adaptation", "sentence_number", "complex_id",
                 "complex_text", "simple_ids", "simple_text", "alignment"]
@@ -53,14 +53,32 @@ their publishers. medsimp's additions (splits, concepts, readability) are Apache
 concept identifiers fall under the UMLS licence of whoever ran the link stage."""
 
 
+# Attal et al. (2023): 70/15/15 train/validation/test, grouped by question.
+DEFAULT_SPLIT = {"seed": 13, "validation": 0.15, "test": 0.15, "method": "exact"}
+
+
+def plaba_split(questions: set[str], split_cfg: dict[str, Any]) -> dict[str, str]:
+    """question id -> split. `method: exact` (default) takes exactly round(n * ratio)
+    questions per evaluation split; `hash` is the project's refresh-stable split
+    (`seeded_split`: each question by its own hash, ratios in expectation)."""
+    method = split_cfg.get("method", "exact")
+    if method == "hash":
+        return split_units(questions, split_cfg, "questions")
+    if method != "exact":
+        raise BuildError(f"build.plaba.split.method must be exact or hash, got {method!r}")
+    seed = int(split_cfg.get("seed", 13))
+    return cover_splits(exact_split(questions, float(split_cfg["validation"]),
+                                    float(split_cfg["test"]), seed), {"questions": questions}, seed)
+
+
 def build(cfg: dict[str, Any]) -> BuiltDataset:
     """Build PLABA from the params section `build.plaba`."""
     pairs = read_parquet_dir(cfg["pairs"], PAIR_COLUMNS).to_pylist()
     texts = load_texts(cfg["sentences"])
     links = load_links(cfg["linked"])
-    split_cfg = cfg.get("split", {})
+    split_cfg = {**DEFAULT_SPLIT, **(cfg.get("split") or {})}
     questions = {p["question_id"] for p in pairs}
-    split_of = split_units(questions, split_cfg, "questions")
+    split_of = plaba_split(questions, split_cfg)
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     rejects: list[dict] = []
     missing = 0
@@ -91,6 +109,7 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         configs={"pairs": {s: table_from_rows(r, SCHEMA) for s, r in rows.items()}},
         config_descriptions={"pairs": "gold abstract-sentence -> adaptation pairs"},
         feature_descriptions=FEATURES, counts=counts, default_config="pairs", rejects=rejects,
-        notes=[f"Splits: seeded by question (seed {split_cfg.get('seed', 13)}, validation "
-               f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)}); with "
-               "n < 3 questions only the first n of train, test, validation."])
+        notes=[f"Splits: by question, {split_cfg['method']} (seed {split_cfg['seed']}, validation "
+               f"{split_cfg['validation']}, test {split_cfg['test']}; Attal et al. 2023: "
+               "70/15/15 by question); with n < 3 questions only the first n of train, test, "
+               "validation."])

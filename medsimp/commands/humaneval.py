@@ -28,13 +28,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a.add_argument("--output", help="results dir (default: params humaneval.output)")
     a.add_argument("--metrics", help="also write stats here (DVC metrics)")
     a.add_argument("--plots", help="dir for DVC plots data (votes.csv, scores.csv)")
+    r = sub.add_parser("released", help="read the MultiCochrane authors' released ratings "
+                       "(data/eval_data) and write Table 5, agreement and the §5.3 checks")
+    r.add_argument("--data", required=True, help="MultiCochrane repository root or its data/eval_data")
+    r.add_argument("--output", required=True, help="results dir (table5.csv, agreement.csv, "
+                   "checks.json, stats.json)")
 
 
 def run(args) -> int:
     from medsimp.config import section
 
     hp = section(args.params_data, "humaneval")
+    if args.action == "released":
+        return _released(args)
     return _forms(args, hp) if args.action == "forms" else _analyze(args, hp)
+
+
+def _released(args) -> int:
+    from medsimp.errors import InputError
+    from medsimp.humaneval import released
+    from medsimp.outputs import atomic_dir, print_summary, write_json
+
+    root = Path(args.data)
+    if not root.is_dir():
+        raise InputError(f"{root}: no such folder")
+    ratings, problems, info = released.load_multicochrane(root)
+    if not ratings:
+        raise InputError(f"{root}: no MultiCochrane ratings found (expected "
+                         "<lang>/spreadsheets/**.xlsx)" + (f"; {problems[0]}" if problems else ""))
+    table = released.means(ratings)
+    agreement = released.agreement(ratings)
+    checks = released.section_5_3_checks(table)
+    stats = {"read": len(ratings) + len(problems), "kept": len(ratings), "filtered": 0,
+             "rejected": len(problems), "duplicate_workbooks": len(info["duplicate_workbooks"]),
+             "section_5_3_holds": sum(c["holds"] for c in checks), "section_5_3_checks": len(checks)}
+    cols = ["language", "system", "annotators", "factuality", "factuality_n", "fluency",
+            "fluency_n", "simplicity", "simplicity_n"]
+    with atomic_dir(args.output) as tmp:
+        (tmp / "table5.csv").write_text(_csv(table, cols), encoding="utf-8")
+        (tmp / "agreement.csv").write_text(
+            _csv(agreement, ["language", "scale", "units", "randolph_kappa"]), encoding="utf-8")
+        write_json(tmp / "checks.json", {"checks": checks, "problems": problems, **info})
+        write_json(tmp / "stats.json", stats)
+    print_summary("humaneval released", stats)
+    return 0
 
 
 VOTE_COLUMNS = ("system", "preference", "votes", "majority_items")
@@ -79,7 +116,7 @@ def _forms(args, hp: dict) -> int:
     except ValueError as exc:
         print(f"medsimp humaneval forms: {exc}", file=sys.stderr)
         return 2
-    manifest = build_manifest(items, systems, int(hp.get("n_laypeople", len(systems))),
+    manifest = build_manifest(items, systems, int(hp.get("n_laypeople", 8)),
                               int(hp.get("seed", 0)))
     with atomic_dir(out) as tmp:
         files = write_forms(manifest, tmp)

@@ -27,27 +27,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default=None, help="output dir (default: params simplify.output)")
     parser.add_argument("--metrics", default=None, help="also write stats here (DVC metrics)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N sentences (by id)")
+    parser.add_argument("--mimic-egress-dua", default=None, metavar="AGREEMENT",
+                        help="this run may send MIMIC-derived (or unknown-lineage) text to a "
+                        "non-loopback endpoint listed in simplify.egress.allowed_endpoints of the "
+                        "params file, under the named agreement "
+                        "(physionet-credentialed-health-data-1.5.0); see docs/selfcorrect.md")
 
 
-def _backend(kind: str, params: dict[str, Any]):
+def _backend(kind: str, params: dict[str, Any], trust_env: bool = True):
     from medsimp.selfcorrect.backends import LocalChat, OpenAIChat
 
     if kind == "openai":
         o = params.get("openai") or {}
         return OpenAIChat(str(o.get("base_url") or ""), str(o.get("model") or ""),
                           api_key_env=str(o.get("api_key_env", "OPENAI_API_KEY")),
-                          temperature=float(o.get("temperature", 0.0)),
+                          temperature=float(o.get("temperature", 0.8)),
                           max_tokens=int(o.get("max_tokens", 512)), seed=o.get("seed", 0),
                           timeout=float(o.get("timeout", 60)), max_retries=int(o.get("max_retries", 5)),
                           backoff=float(o.get("backoff", 1.0)),
                           max_backoff=float(o.get("max_backoff", 60)),
-                          requests_per_minute=float(o.get("requests_per_minute", 0)))
+                          requests_per_minute=float(o.get("requests_per_minute", 0)),
+                          trust_env=trust_env)
     loc = params.get("local") or {}
     if not loc.get("path"):
         from medsimp.selfcorrect.backends import BackendError
 
         raise BackendError("the local backend needs simplify.local.path (a model directory)")
-    return LocalChat(str(loc["path"]), temperature=float(loc.get("temperature", 0.0)),
+    return LocalChat(str(loc["path"]), temperature=float(loc.get("temperature", 0.8)),
                      max_tokens=int(loc.get("max_tokens", 256)), seed=int(loc.get("seed", 0)))
 
 
@@ -88,14 +94,43 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     from medsimp.selfcorrect.prompts import load_prompts
     from medsimp.selfcorrect.runner import read_sentences, run_all, summary, variants_csv
 
+    from medsimp.config import load_params
+    from medsimp.errors import InputError
+    from medsimp.selfcorrect import egress
+    from medsimp.selfcorrect.runner import input_restricted
+
     kind = args.backend or sp.get("backend", "openai")
+    source = args.input or sp.get("input", "out/radiology/sentences")
     try:
-        backend = _backend(kind, sp)
+        rows = read_sentences(source)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"simplify input {source}: {type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0][:200] if str(exc) else 'unreadable'}") from None
+    restricted, tags = input_restricted(source, rows)
+    egress_record: dict[str, Any] = {"backend": kind, "restricted": restricted,
+                                     "lineage": tags, "endpoint": None, "dua": None}
+    if kind == "openai":
+        # Before any network call: where may this text go? The allow-list is read from the
+        # params file itself; a --set of simplify.egress is refused.
+        egress.check_overrides(getattr(args, "overrides", []) or [])
+        file_params = load_params(getattr(args, "params", "params.yaml") or "params.yaml")
+        base_url = str((sp.get("openai") or {}).get("base_url") or "")
+        if base_url:
+            egress_record.update(egress.decide(base_url, restricted, file_params,
+                                               getattr(args, "mimic_egress_dua", None)))
+    elif getattr(args, "mimic_egress_dua", None):
+        raise egress.UsageError("--mimic-egress-dua only applies to --backend openai")
+    try:
+        backend = _backend(kind, sp, trust_env=not restricted)
     except BackendError as exc:
         print(f"medsimp simplify: {exc}", file=sys.stderr)
         return 2
+    if egress_record["endpoint"]:
+        print(f"medsimp simplify: endpoint {egress_record['endpoint']} "
+              f"(restricted text: {'yes' if restricted else 'no'}"
+              f"{', agreement: ' + egress_record['dua'] if egress_record['dua'] else ''})",
+              file=sys.stderr)
     prompts = load_prompts(sp.get("prompts") or None)
-    rows = read_sentences(args.input or sp.get("input", "out/radiology/sentences"))
     limit = args.limit if args.limit is not None else int(sp.get("limit", 0) or 0)
     read = len(rows)
     usable = [(s, t) for s, t in rows if t.strip()]
@@ -105,14 +140,18 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
         filtered = read - len(usable)
     chat = CachedChat(backend, section(args.params_data, "cache").get("dir"))
     with tqdm(total=len(usable), desc="simplify", unit="sent", file=sys.stderr) as bar:
-        records, failures = run_all(usable, chat, prompts, max_rounds=int(sp.get("max_rounds", 3)),
+        records, failures = run_all(usable, chat, prompts, max_rounds=int(sp.get("max_rounds", 10)),
+                                    memory=bool(sp.get("reviser_memory", True)),
                                     concurrency=int(sp.get("concurrency", 4)), progress=bar.update)
     stats = {
         "skipped": False, "backend": kind, "prompt_version": prompts.version,
+        "max_rounds_cap": int(sp.get("max_rounds", 10)),
+        "reviser_memory": bool(sp.get("reviser_memory", True)),
         "read": read, "kept": len(records), "filtered": filtered, "rejected": len(failures),
         "cache_hits": chat.cache.hits, "cache_misses": chat.cache.misses,
         "model_calls": sum(r["calls"] for r in records),
         "variants": summary(records),
+        "egress": egress_record,
     }
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
     dead = [{"source": "simplify", "locator": f["sentence_id"], "reason": f["reason"],

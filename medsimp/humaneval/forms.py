@@ -21,8 +21,10 @@ INSTRUCTIONS = {
               "then rate every simplified version on the five scales (1 = worst, 5 = best).",
     "layperson": "For each sentence, first answer about the original alone. Then a simplified "
                  "version appears: answer again. Finally say which versions you prefer.",
-    "multicochrane": "Rate every simplified version: factuality and fluency (0-2) and how much "
-                     "simpler it is than the original (-2..2).",
+    "multicochrane": "Rate every simplified version (Joseph et al. 2023, App. A): factuality and "
+                     "fluency from 0 (completely factual / no issues) to 2 (severe errors), and "
+                     "simplicity from -2 (heavily oversimplified) through 0 (ideal) to +2 "
+                     "(heavily under-simplified).",
 }
 
 

@@ -30,6 +30,21 @@ SEVERITY = ((1, "1 - Normal: nothing wrong"), (2, "2 - Minor: no action needed")
             (3, "3 - Moderate: needs follow-up"), (4, "4 - Serious: needs treatment soon"),
             (5, "5 - Critical: needs urgent care"))
 
+# Severity codings. The kit (and Table 2's MSE) uses 1 = normal ... 5 = critical. Yang et
+# al.'s released ratings code 1 = critical ... 5 = normal: recode them with
+# `recode_severity(v, "critical_first")` before comparing with kit-coded answers.
+SEVERITY_CODINGS = ("normal_first", "critical_first")
+
+
+def recode_severity(value: int, coding: str) -> int:
+    """A severity answer in the kit's coding (1 = normal ... 5 = critical)."""
+    if coding not in SEVERITY_CODINGS:
+        raise ValueError(f"unknown severity coding {coding!r} (expected one of {SEVERITY_CODINGS})")
+    if value not in (1, 2, 3, 4, 5):
+        raise ValueError(f"severity {value} is not on the 1-5 scale")
+    return value if coding == "normal_first" else 6 - value
+
+
 EXPERT_PER_OUTPUT = (
     Question("correctness", "Correctness: is everything it says right?", "scale",
              _likert("many errors", "fully correct")),
@@ -50,8 +65,12 @@ Q1 = Question("q1", "Q1. How well do you understand this sentence?", "scale",
 Q2 = Question("q2", "Q2. How confident are you about how serious the finding is?", "scale",
               ((1, "1 - Not confident"), (2, "2 - Somewhat confident"), (3, "3 - Very confident")))
 Q3 = Question("q3", "Q3. How serious do you think the finding is?", "scale", SEVERITY)
-Q4 = Question("q4", "Q4. How helpful was the simplified version?", "scale",
-              _likert("not helpful", "very helpful"))
+# Yang et al. (2024), Sec. 5.2: four levels coded -1..2, from "further confused" to "much
+# better" (the two middle labels are ours; the paper's exact wording was not reachable).
+Q4 = Question("q4", "Q4. Compared with the original alone, how well do you understand it now?",
+              "scale",
+              ((-1, "-1 - I am further confused"), (0, "0 - No better"),
+               (1, "1 - Somewhat better"), (2, "2 - Much better")))
 LAY_ORIGINAL = (Q1, Q2, Q3)
 LAY_SIMPLIFIED = (Q1, Q2, Q3, Q4)
 LAY_PREFERENCE = (
@@ -60,15 +79,45 @@ LAY_PREFERENCE = (
     Question("q6", "Q6. Which version(s) do you like least?", "set"),
     Question("q6_why", "Why?", "text", required=False),
 )
+# Joseph et al. (2023), "Multilingual Simplification of Medical Texts", App. A: lower is
+# better for factuality and fluency (0 = completely factual / no fluency issues, 2 = severe
+# errors); simplicity is centred on the ideal (0), negative = oversimplified, positive =
+# under-simplified. The released ratings (data/eval_data/*) use the same coding, so means
+# read directly against the paper's Table 5. The paper's exact App. A wording and examples
+# were not reachable from this machine: labels follow the issue's quotation of App. A.
 MULTICOCHRANE = (
-    Question("factuality", "Factuality", "scale",
-             ((0, "0 - Major errors"), (1, "1 - Minor errors"), (2, "2 - Faithful"))),
-    Question("fluency", "Fluency", "scale",
-             ((0, "0 - Not fluent"), (1, "1 - Some errors"), (2, "2 - Fluent"))),
-    Question("simplicity", "Simplicity compared with the original", "scale",
-             ((-2, "-2 - Much harder"), (-1, "-1 - Harder"), (0, "0 - Same"), (1, "+1 - Simpler"),
-              (2, "+2 - Much simpler"))),
+    Question("factuality", "Factuality: does the simplification keep the facts of the input?",
+             "scale",
+             ((0, "0 - Completely factual"), (1, "1 - Minor factual errors"),
+              (2, "2 - Severe factual errors"))),
+    Question("fluency", "Fluency: is the simplification well-formed text in its language?",
+             "scale",
+             ((0, "0 - No fluency issues"), (1, "1 - Minor fluency issues"),
+              (2, "2 - Severe fluency issues"))),
+    Question("simplicity", "Simplicity: how well is it simplified for a lay reader?", "scale",
+             ((-2, "-2 - Heavily oversimplified"), (-1, "-1 - Somewhat oversimplified"),
+              (0, "0 - Ideal simplification"), (1, "+1 - Somewhat under-simplified"),
+              (2, "+2 - Heavily under-simplified"))),
 )
+# Lower is better on these MultiCochrane scales (tables/correlations read them this way).
+LOWER_IS_BETTER = frozenset({"factuality", "fluency"})
+
+# Per-alignment annotation of MultiCochrane's ANNO-VIEWER (App. J), after Devaraj et al.
+# (2022): the factuality error categories insertion / deletion / substitution and the
+# elaboration, each 0-2 (0 = none, 2 = a lot). No form uses them yet: the alignment
+# annotator (another issue) records these fields per (complex ids, simple ids) alignment.
+_ZERO_TWO = ((0, "0 - None"), (1, "1 - Some"), (2, "2 - A lot"))
+ALIGNMENT_PER_PAIR = (
+    Question("insertion", "Insertion: how much new information does the simple side add?",
+             "scale", _ZERO_TWO),
+    Question("deletion", "Deletion: how much information of the complex side is dropped?",
+             "scale", _ZERO_TWO),
+    Question("substitution", "Substitution: how much information is replaced by something else?",
+             "scale", _ZERO_TWO),
+    Question("elaboration", "Elaboration: how much is added by explaining something of the "
+             "complex side?", "scale", _ZERO_TWO),
+)
+ALIGNMENT_FACTUALITY = ("insertion", "deletion", "substitution")
 
 
 def expected(manifest: dict, form: str, rater_id: str) -> list[tuple[str, str, str, Question]]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from medsimp.humaneval.agreement import alpha_masi, randolph_kappa
 from medsimp.humaneval.ingest import Answer
-from medsimp.humaneval.schema import MULTICOCHRANE
+from medsimp.humaneval.schema import LOWER_IS_BETTER, MULTICOCHRANE
 
 
 def _condition(a: Answer) -> str:
@@ -91,7 +91,9 @@ def agreement(answers: list[Answer]) -> dict[str, Any]:
 def correlations(answers: list[Answer], metrics: dict[tuple[str, str], dict[str, float]]
                  ) -> list[dict[str, Any]]:
     """Pearson and Spearman correlation of each automatic metric with each human scale
-    (mean over raters per item and system), for the expert and MultiCochrane forms."""
+    (mean over raters per item and system), for the expert and MultiCochrane forms.
+    `better` says which way the scale improves: MultiCochrane factuality and fluency are
+    lower-is-better (App. A), simplicity is best at 0, the expert scales higher-is-better."""
     from scipy.stats import pearsonr, spearmanr
 
     human: dict[tuple[str, str], dict[tuple[str, str], list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -106,7 +108,11 @@ def correlations(answers: list[Answer], metrics: dict[tuple[str, str], dict[str,
             xs = [metrics[k][metric] for k in keys]
             ys = [sum(scores[k]) / len(scores[k]) for k in keys]
             ok = len(keys) >= 3 and len(set(xs)) > 1 and len(set(ys)) > 1
-            rows.append({"form": form, "question": question, "metric": metric, "n": len(keys),
+            better = ("lower" if form == "multicochrane" and question in LOWER_IS_BETTER
+                      else "zero" if form == "multicochrane" and question == "simplicity"
+                      else "higher")
+            rows.append({"form": form, "question": question, "better": better,
+                         "metric": metric, "n": len(keys),
                          "pearson": _round(float(pearsonr(xs, ys)[0])) if ok else None,
                          "spearman": _round(float(spearmanr(xs, ys)[0])) if ok else None})
     return rows

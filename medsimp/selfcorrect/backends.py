@@ -63,9 +63,10 @@ class OpenAIChat:
     """POST {base_url}/chat/completions with bearer auth from an environment variable."""
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY",
-                 temperature: float = 0.0, max_tokens: int = 512, seed: int | None = 0,
+                 temperature: float = 0.8, max_tokens: int = 512, seed: int | None = 0,
                  timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0,
-                 max_backoff: float = 60.0, requests_per_minute: float = 0.0):
+                 max_backoff: float = 60.0, requests_per_minute: float = 0.0,
+                 trust_env: bool = True):
         if not base_url or not model:
             raise BackendError("the openai backend needs simplify.openai.base_url and .model")
         self.base_url, self.model = base_url.rstrip("/"), model
@@ -74,6 +75,9 @@ class OpenAIChat:
         self.timeout, self.max_retries = timeout, max_retries
         self.backoff, self.max_backoff = backoff, max_backoff
         self.limiter = RateLimiter(requests_per_minute)
+        # False for restricted (MIMIC) runs: no HTTP(S)_PROXY / .netrc from the environment,
+        # so the request goes to the endpoint the egress guard checked and nowhere else.
+        self.trust_env = trust_env
         self._local = threading.local()
         self.requests_sent = 0
         self.retries = 0
@@ -87,7 +91,9 @@ class OpenAIChat:
         import requests
 
         if not hasattr(self._local, "session"):
-            self._local.session = requests.Session()
+            session = requests.Session()
+            session.trust_env = self.trust_env
+            self._local.session = session
         return self._local.session
 
     def _payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
@@ -121,8 +127,9 @@ class OpenAIChat:
             with self._count_lock:
                 self.requests_sent += 1
             try:
+                # never follow redirects: a 307/308 would re-send the prompt to another host
                 resp = self._session().post(url, json=self._payload(messages), headers=headers,
-                                            timeout=self.timeout)
+                                            timeout=self.timeout, allow_redirects=False)
             except (requests.ConnectionError, requests.Timeout) as exc:
                 last = type(exc).__name__
                 time.sleep(self._delay(attempt, None))
@@ -131,6 +138,9 @@ class OpenAIChat:
                 last = f"HTTP {resp.status_code}"
                 time.sleep(self._delay(attempt, resp.headers.get("Retry-After")))
                 continue
+            if 300 <= resp.status_code < 400:
+                raise BackendError(f"{url} answered HTTP {resp.status_code} (a redirect; "
+                                   "redirects are not followed, set base_url to the final endpoint)")
             if resp.status_code != 200:
                 raise BackendError(f"{url} answered HTTP {resp.status_code} ({_error_code(resp)})")
             return _parse(resp)
@@ -159,7 +169,7 @@ def _parse(resp) -> Completion:
 class LocalChat:
     """A transformers causal LM loaded from a local directory (no hub access)."""
 
-    def __init__(self, path: str, *, temperature: float = 0.0, max_tokens: int = 256,
+    def __init__(self, path: str, *, temperature: float = 0.8, max_tokens: int = 256,
                  seed: int = 0, device: str = "cpu"):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

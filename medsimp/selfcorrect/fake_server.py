@@ -26,10 +26,13 @@ def canned_reply(messages: list[dict[str, str]]) -> str:
     if system.startswith("you are a patient"):
         return "ALL CLEAR"
     if "coordinate" in system:
-        if "revised" in user.split("Radiologist's review:")[0]:
+        revised = "revised" in user.split("Radiologist's")[0]
+        if 'answer "yes" or "no"' in user.lower():  # Yang et al.'s Processor
+            return "No" if revised else "Yes\nExplain how serious the finding is."
+        if revised:
             return "VERDICT: NONE"
         return "VERDICT: CRITICAL\nSUMMARY: Explain how serious the finding is."
-    if "improved rewrite" in user:
+    if "improved rewrite" in user or "revise your simplification" in user:
         return "SIMPLIFIED: The scan shows a small problem, revised to say it is not serious."
     if "step by step" in user:
         return "1. Chest. 2. Fluid.\nSIMPLIFIED: There is a little fluid near the lung."
@@ -40,10 +43,11 @@ class FakeChatServer:
     """Run in a daemon thread; `url` is the base URL (ending in /v1)."""
 
     def __init__(self, fail_first: list[int] | None = None, retry_after: str | None = None,
-                 fail_always: bool = False, port: int = 0):
+                 fail_always: bool = False, port: int = 0, redirect_to: str | None = None):
         self.requests: list[dict[str, Any]] = []
         self.fail_first = list(fail_first or [])
         self.retry_after, self.fail_always = retry_after, fail_always
+        self.redirect_to = redirect_to  # answer every POST with 307 to this URL (egress tests)
         self._lock = threading.Lock()
         server = self
 
@@ -62,6 +66,10 @@ class FakeChatServer:
                 self.wfile.write(data)
 
             def do_POST(self):
+                if server.redirect_to:
+                    with server._lock:
+                        server.requests.append({"redirected": self.path})
+                    return self._send(307, {}, {"Location": server.redirect_to})
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": {"type": "not_found", "code": "unknown_url"}})
                 try:

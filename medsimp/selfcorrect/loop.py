@@ -1,9 +1,12 @@
-"""Generator -> Radiologist + Patient critics -> Processor rounds for one sentence.
+"""Generator -> Radiologist + Layperson critics -> Processor rounds for one sentence.
 
-Round 0 is the Generator's first answer (the Plain or CoT variant). Each later round
-asks both critics about the current simplification; the Processor decides whether the
-feedback holds a critical comment. If not, the loop stops; if so, its summary goes to
-the Generator, which revises. The loop also stops after `max_rounds` critique rounds.
+Yang et al. (2024), Sec. 4: round 0 is the Generator's first answer (the Plain or CoT
+variant). Each later round asks both critics about the current simplification; the
+Processor says whether their feedback holds any critical comment or improvement suggestion
+("Yes": its summary goes back to the Generator, which revises in the same conversation, so
+it remembers its earlier answers; "No": the loop stops). `max_rounds` is only a safety cap
+(set high; runs that hit it are reported with `stop_reason: max_rounds`).
+`memory=False` gives the reviser a fresh single-turn prompt instead (our earlier variant).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from medsimp.selfcorrect.prompts import PromptSet
 
 _VERDICT = re.compile(r"VERDICT:\s*(CRITICAL|NONE)", re.IGNORECASE)
 _SUMMARY = re.compile(r"SUMMARY:\s*(.+)", re.IGNORECASE | re.DOTALL)
+_YES_NO = re.compile(r"^\W*(yes|no)\b[\s.:,;!-]*", re.IGNORECASE)
 
 
 def extract_answer(reply: str) -> str:
@@ -26,7 +30,18 @@ def extract_answer(reply: str) -> str:
 
 
 def parse_verdict(reply: str) -> tuple[bool | None, str]:
-    """(critical?, summary) from a Processor reply; critical is None when unparseable."""
+    """(continue?, summary) from a Processor reply; None when unparseable.
+
+    The paper's Processor answers "Yes" (critical comments or improvement suggestions:
+    continue) or "No" (stop) first; the summary is the rest of the reply. Our earlier
+    prompts' `VERDICT: CRITICAL|NONE` + `SUMMARY:` is read too.
+    """
+    yn = _YES_NO.match(reply)
+    if yn:
+        go = yn.group(1).lower() == "yes"
+        rest = reply[yn.end():]
+        s = _SUMMARY.search(rest)
+        return go, " ".join((s.group(1) if s else rest).split()) if go else ""
     m = _VERDICT.search(reply)
     if not m:
         return None, ""
@@ -47,8 +62,8 @@ class Tally:
 
 
 def _ask(chat: CachedChat, prompts: PromptSet, role: str, tally: Tally, round_no: int,
-         **values: str) -> str:
-    messages = prompts.messages(role, **values)
+         history: list[dict[str, str]] | None = None, **values) -> str:
+    messages = history if history is not None else prompts.messages(role, **values)
     result, _cached = chat.complete(messages)
     tally.calls += 1
     tally.prompt_tokens += result.prompt_tokens
@@ -60,12 +75,15 @@ def _ask(chat: CachedChat, prompts: PromptSet, role: str, tally: Tally, round_no
 
 
 def self_correct(sentence: str, mode: str, chat: CachedChat, prompts: PromptSet,
-                 max_rounds: int) -> dict[str, Any]:
+                 max_rounds: int, memory: bool = True) -> dict[str, Any]:
     """Both variants of one mode ("plain" or "cot"): the first answer and the corrected one."""
     if mode not in ("plain", "cot"):
         raise ValueError(f"mode must be plain or cot, not {mode!r}")
     tally = Tally()
-    first = extract_answer(_ask(chat, prompts, f"generator_{mode}", tally, 0, sentence=sentence))
+    conversation = prompts.messages(f"generator_{mode}", sentence=sentence)
+    reply = _ask(chat, prompts, f"generator_{mode}", tally, 0, history=list(conversation))
+    conversation.append({"role": "assistant", "content": reply})
+    first = extract_answer(reply)
     first_tokens = (tally.prompt_tokens, tally.completion_tokens)
     current, rounds, revisions, stop = first, 0, 0, "max_rounds"
     for round_no in range(1, max_rounds + 1):
@@ -73,18 +91,26 @@ def self_correct(sentence: str, mode: str, chat: CachedChat, prompts: PromptSet,
         rad = _ask(chat, prompts, "radiologist", tally, round_no, sentence=sentence,
                    simplification=current)
         pat = _ask(chat, prompts, "patient", tally, round_no, simplification=current)
-        critical, summary = parse_verdict(_ask(chat, prompts, "processor", tally, round_no,
-                                               sentence=sentence, simplification=current,
-                                               radiologist=rad, patient=pat))
-        if critical is None:
+        go_on, summary = parse_verdict(_ask(chat, prompts, "processor", tally, round_no,
+                                            sentence=sentence, simplification=current,
+                                            radiologist=rad, patient=pat))
+        if go_on is None:
             stop = "unparseable_verdict"
             break
-        if not critical:
+        if not go_on:
             stop = "no_critical_comment"
             break
-        current = extract_answer(_ask(chat, prompts, "generator_revise", tally, round_no,
-                                      sentence=sentence, simplification=current,
-                                      feedback=summary))
+        values = {"sentence": sentence, "simplification": current, "feedback": summary,
+                  "memory": memory}
+        if memory:
+            conversation.append({"role": "user",
+                                 "content": prompts.user("generator_revise", **values)})
+            reply = _ask(chat, prompts, "generator_revise", tally, round_no,
+                         history=list(conversation))
+            conversation.append({"role": "assistant", "content": reply})
+        else:
+            reply = _ask(chat, prompts, "generator_revise", tally, round_no, **values)
+        current = extract_answer(reply)
         revisions += 1
     return {
         "first": {"text": first, "prompt_tokens": first_tokens[0],

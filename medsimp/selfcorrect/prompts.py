@@ -10,7 +10,7 @@ import yaml
 
 ROLES = ("generator_plain", "generator_cot", "generator_revise", "radiologist", "patient",
          "processor")
-DEFAULT_TEMPLATES = Path(__file__).resolve().parents[2] / "resources" / "prompts" / "selfcorrect-v1.yaml"
+DEFAULT_TEMPLATES = Path(__file__).resolve().parents[2] / "resources" / "prompts" / "selfcorrect-yang2024.yaml"
 
 
 @dataclass(frozen=True)
@@ -21,14 +21,17 @@ class PromptSet:
     fingerprint: str
     raw: dict[str, str]
 
-    def messages(self, role: str, **values: str) -> list[dict[str, str]]:
-        """Chat messages (system + user) for `role` ("generator_*" share the generator system)."""
+    def user(self, role: str, **values) -> str:
+        """The rendered user message of `role`."""
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
                                  autoescape=False)
+        return env.from_string(self.raw[role]).render(**values).strip()
+
+    def messages(self, role: str, **values) -> list[dict[str, str]]:
+        """Chat messages (system + user) for `role` ("generator_*" share the generator system)."""
         system_key = "generator_system" if role.startswith("generator_") else f"{role}_system"
-        user = env.from_string(self.raw[role]).render(**values).strip()
         return [{"role": "system", "content": self.raw[system_key].strip()},
-                {"role": "user", "content": user}]
+                {"role": "user", "content": self.user(role, **values)}]
 
 
 def load_prompts(path: str | Path | None = None) -> PromptSet:

@@ -38,7 +38,7 @@ def readability(text: str) -> dict[str, float]:
 
 
 def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptSet,
-                 max_rounds: int) -> dict[str, Any]:
+                 max_rounds: int, memory: bool = True) -> dict[str, Any]:
     """The record of one sentence: four variants, transcripts, tokens, readability."""
     record: dict[str, Any] = {"sentence_id": sentence_id, "source": text,
                               "source_readability": readability(text), "variants": {},
@@ -46,7 +46,7 @@ def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptS
                               "prompt_version": prompts.version,
                               "prompt_fingerprint": prompts.fingerprint}
     for mode in ("plain", "cot"):
-        res = self_correct(text, mode, chat, prompts, max_rounds)
+        res = self_correct(text, mode, chat, prompts, max_rounds, memory)
         first = dict(res["first"], rounds_used=0, revisions=0, stop_reason="")
         for name, variant in ((mode, first), (f"{mode}_sc", res["corrected"])):
             record["variants"][name] = dict(variant, readability=readability(variant["text"]))
@@ -56,7 +56,7 @@ def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptS
 
 
 def run_all(rows: Iterable[tuple[str, str]], chat: CachedChat, prompts: PromptSet, *,
-            max_rounds: int, concurrency: int,
+            max_rounds: int, concurrency: int, memory: bool = True,
             progress: Callable[[], None] | None = None) -> tuple[list[dict], list[dict]]:
     """(records, failures) for (sentence_id, text) rows; failures carry a reason, no text."""
     rows = list(rows)
@@ -64,7 +64,7 @@ def run_all(rows: Iterable[tuple[str, str]], chat: CachedChat, prompts: PromptSe
     def work(row: tuple[str, str]) -> tuple[str, dict | None, str]:
         sid, text = row
         try:
-            return sid, simplify_one(sid, text, chat, prompts, max_rounds), ""
+            return sid, simplify_one(sid, text, chat, prompts, max_rounds, memory), ""
         except BackendError as exc:
             return sid, None, str(exc)
         finally:
@@ -112,6 +112,8 @@ def summary(records: list[dict]) -> dict[str, Any]:
             "mean_gunning_fog": round(sum(v["readability"]["gunning_fog"] for v in vs) / n, 4),
             "mean_ari": round(sum(v["readability"]["ari"] for v in vs) / n, 4),
             "mean_rounds_used": round(sum(v["rounds_used"] for v in vs) / n, 4),
+            "max_rounds_used": max(v["rounds_used"] for v in vs),
+            "stopped_at_cap": sum(1 for v in vs if v["stop_reason"] == "max_rounds"),
             "prompt_tokens": sum(v["prompt_tokens"] for v in vs),
             "completion_tokens": sum(v["completion_tokens"] for v in vs),
         }
@@ -148,3 +150,19 @@ def read_sentences(path: str | Path) -> list[tuple[str, str]]:
             raise ValueError(f"{path}: missing columns {sorted(missing)}")
         rows += [(str(s), str(t)) for s, t in zip(frame["sentence_id"], frame["text"])]
     return sorted(rows)
+
+
+def input_restricted(path: str | Path, rows: list[tuple[str, str]]) -> tuple[bool, list[str] | None]:
+    """(restricted?, lineage tags or None) of a sentence input.
+
+    Parquet inputs carry lineage in their schema metadata (`medsimp.lineage`); JSONL and CSV
+    carry none, so they are unknown and count as restricted. Text with MIMIC
+    de-identification placeholders is restricted whatever its lineage says.
+    """
+    from medsimp import lineage
+
+    path = Path(path)
+    parquet = path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet")))
+    tags = lineage.read_lineage(path) if parquet else None
+    restricted = lineage.is_restricted(tags) or any(lineage.has_mimic_shapes(t) for _, t in rows)
+    return restricted, (list(tags) if tags is not None else None)
