@@ -140,13 +140,14 @@ class Crf:
 @dataclass
 class Vecalign:
     encoder: list[EncoderSpec] | EncoderSpec = _f([{"kind": "use"}, {"kind": "e5", "prefix": "query"}])
-    alignment_max_size: int = 5
-    del_percentile_frac: float = 0.1
-    del_percentile_of: Literal["unmatched", "random"] = "unmatched"
+    preset: Literal["published", "medsimp"] | None = None
+    alignment_max_size: int = 4
+    del_percentile_frac: float = 0.2
+    del_percentile_of: Literal["unmatched", "random"] = "random"
     overlap_mode: Literal["encode", "mean"] = "encode"
-    center: bool = True
-    length_weight: float = 0.6
-    number_weight: float = 0.3
+    center: bool = False
+    length_weight: float = 0.0
+    number_weight: float = 0.0
     length_sigma: float = 0.35
     max_size_full_dp: int = 300
     costs_sample_size: int = 20000
@@ -172,6 +173,7 @@ class Filter:
     input: str = "out/align"
     output: str = "out/filter"
     threshold: float = 0.5
+    comparison: Literal["gt", "ge"] = "gt"
     num_shards: int = 1
 
 
@@ -183,6 +185,14 @@ class Split:
 
 
 @dataclass
+class PlabaSplit:
+    seed: int = 13
+    validation: float = 0.15
+    test: float = 0.15
+    method: Literal["exact", "hash"] = "exact"
+
+
+@dataclass
 class BuildMulticochrane:
     pairs: str = "out/filter/pairs"
     sentences: str = "out/cochrane/sentences"
@@ -190,6 +200,8 @@ class BuildMulticochrane:
     split: Split = field(default_factory=Split)
     mc_human: str | None = None
     mc_clean_validation: int = 5
+    mc_clean_test: int = 22
+    filter_splits: list[str] = _f(["train"])
 
 
 @dataclass
@@ -212,7 +224,7 @@ class BuildPlaba:
     pairs: str = "out/plaba/pairs"
     sentences: str = "out/plaba/sentences"
     linked: str = "out/linked/plaba"
-    split: Split = field(default_factory=Split)
+    split: PlabaSplit = field(default_factory=PlabaSplit)
 
 
 @dataclass
@@ -306,7 +318,7 @@ class SimplifyOpenai:
     base_url: str = ""
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.0
+    temperature: float = 0.8
     max_tokens: int = 512
     seed: int | None = 0
     timeout: float = 60
@@ -319,9 +331,15 @@ class SimplifyOpenai:
 @dataclass
 class SimplifyLocal:
     path: str = ""
-    temperature: float = 0.0
+    temperature: float = 0.8
     max_tokens: int = 256
     seed: int = 0
+
+
+@dataclass
+class SimplifyEgress:
+    allow_loopback: bool = True
+    allowed_endpoints: list[str] = _f([])
 
 
 @dataclass
@@ -330,11 +348,13 @@ class Simplify:
     backend: Literal["openai", "local"] = "openai"
     input: str = "out/radiology/sentences"
     output: str = "out/simplify"
-    prompts: str = "resources/prompts/selfcorrect-v1.yaml"
-    max_rounds: int = 3
+    prompts: str = "resources/prompts/selfcorrect-yang2024.yaml"
+    max_rounds: int = 10
+    reviser_memory: bool = True
     concurrency: int = 4
     limit: int = 0
     openai: SimplifyOpenai = field(default_factory=SimplifyOpenai)
+    egress: SimplifyEgress = field(default_factory=SimplifyEgress)
     local: SimplifyLocal = field(default_factory=SimplifyLocal)
 
 
@@ -345,7 +365,7 @@ class Humaneval:
     responses: str = "humaneval/responses"
     output: str = "out/humaneval/results"
     systems: list[str] = _f(["plain", "plain_sc", "cot", "cot_sc"])
-    n_laypeople: int = 4
+    n_laypeople: int = 8
     seed: int = 0
     metric_columns: list[str] = _f(["fkgl", "gunning_fog", "ari"])
 
