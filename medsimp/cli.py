@@ -12,6 +12,7 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,8 @@ GLOBAL_HELP = {
     "verbose": "log at INFO level; show tracebacks",
     "set": "override a param, e.g. --set notes.min_tokens=12 (repeatable; checked against "
            "medsimp/params_schema.py: unknown keys and bad values are errors)",
+    "force": "replace an output folder another medsimp command wrote (never one medsimp did "
+             "not write, nor one holding an input)",
 }
 
 
@@ -101,6 +104,8 @@ def _add_late_globals(parser: argparse.ArgumentParser, depth: int) -> None:
                        default=argparse.SUPPRESS, help=GLOBAL_HELP["verbose"])
     group.add_argument("--set", dest=f"_g{depth}_overrides", action="append", default=argparse.SUPPRESS,
                        metavar="KEY=VALUE", help=GLOBAL_HELP["set"])
+    group.add_argument("--force", dest=f"_g{depth}_force", action="store_true",
+                       default=argparse.SUPPRESS, help=GLOBAL_HELP["force"])
     for action in parser._actions:  # argparse keeps subparsers here
         if isinstance(action, argparse._SubParsersAction):
             for child in dict.fromkeys(action.choices.values()):
@@ -121,6 +126,8 @@ def _merge_globals(args: argparse.Namespace) -> None:
             args.verbose = args.verbose or bool(value)
         elif name == "overrides":
             args.overrides = [*args.overrides, *value]
+        elif name == "force":
+            args.force = args.force or bool(value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help=GLOBAL_HELP["verbose"])
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help=GLOBAL_HELP["set"])
+    parser.add_argument("--force", action="store_true", help=GLOBAL_HELP["force"])
     parser.add_argument("--version", action=_VersionAction,
                         help="print the medsimp version and git revision, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -154,6 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """What an output's marker names as its writer: the subcommand and its target
+    (`build msd`, `humaneval forms`), so one builder never silently replaces another."""
+    parts = [args.command]
+    for attr in ("name", "action", "kind"):
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            parts.append(value)
+    return " ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
@@ -169,9 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
+    from medsimp import outputs
     from medsimp.config import load_params
     from medsimp.errors import EXIT_FAILED, MedsimpError
 
+    outputs.configure(command=command_name(args), force=args.force)
+    signal.signal(signal.SIGTERM, _terminate)  # unwind: temp outputs are removed on the way out
     try:
         args.params_data = load_params(args.params, args.overrides)
         return int(args._module.run(args) or 0)

@@ -1,7 +1,12 @@
-"""Atomic, deterministic outputs: directories that appear whole, canonical JSON, stats.
+"""Atomic, deterministic outputs that never destroy what medsimp did not write.
 
-A stage writes into `<out>.tmp-<pid>` and renames it over `<out>` only when
-complete, so a killed run leaves the previous output intact.
+A stage writes into `.<out>.tmp-<pid>` beside `<out>` and swaps it in only when complete,
+so a killed run leaves the previous output intact. Every output folder carries a marker
+file (`.medsimp-output`) naming the command that wrote it and the lineage of its data;
+`atomic_dir` refuses (exit 2) to replace a folder without that marker, a folder holding
+one of the command's inputs, or an existing file. A marked folder written by the same
+command is replaced (the normal rerun); one written by another command needs `force`.
+Temp folders of dead processes are swept on the next run.
 """
 from __future__ import annotations
 
@@ -9,9 +14,19 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from medsimp.errors import UsageError
+
+MARKER = ".medsimp-output"
+_RUN = {"command": "", "force": False}  # set once per CLI invocation by `configure`
+
+
+def configure(command: str, force: bool = False) -> None:
+    """The running command's name (written in markers) and its --force flag."""
+    _RUN.update(command=command, force=force)
 
 
 def canonical_json(obj: Any) -> str:
@@ -19,40 +34,132 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
 
 
-def write_json(path: str | Path, obj: Any) -> None:
-    """Write canonical JSON atomically (temp file + rename)."""
+def write_json(path: str | Path, obj: Any, *, force: bool = False) -> None:
+    """Write canonical JSON atomically (temp file + rename).
+
+    An existing file is replaced only if it holds a JSON object (what medsimp writes:
+    stats, metrics) or `force` is set; anything else is refused, so a mistyped
+    `--metrics` never clobbers a user's file.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(canonical_json(obj), encoding="utf-8")
-    os.replace(tmp, path)
+    _check_file_target(path, force or bool(_RUN["force"]))
+    _write_atomic(path, canonical_json(obj))
 
 
-def write_jsonl(path: str | Path, rows: list[Mapping[str, Any]]) -> None:
-    """Write rows as JSON Lines (sorted keys) atomically."""
-    path = Path(path)
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Write rows as JSON Lines (sorted keys) atomically (inside an output folder)."""
+    _write_atomic(Path(path), "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
+                                      for row in rows))
+
+
+def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _check_file_target(path: Path, force: bool) -> None:
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a file path")
+    if not path.exists() or force:
+        return
+    try:
+        ours = isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+    except (OSError, UnicodeDecodeError, ValueError):
+        ours = False
+    if not ours:
+        raise UsageError(f"{path} exists and was not written by medsimp; choose another path "
+                         "or remove it first")
+
+
+def marker_of(folder: str | Path) -> dict[str, Any] | None:
+    """The marker of an output folder (None when absent or unreadable)."""
+    try:
+        data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
+def check_output_target(final: str | Path, command: str, inputs: Iterable[str | Path] = (),
+                        force: bool = False) -> None:
+    """Raise UsageError unless `command` may replace `final` (see the module docstring)."""
+    final = Path(final)
+    where = final.resolve()
+    for item in inputs:
+        if item and _inside(Path(item).resolve(), where):
+            raise UsageError(f"--output {final} holds the input {item}; write the output to "
+                             "another folder")
+    if not final.exists() and not final.is_symlink():
+        return
+    if not final.is_dir() or final.is_symlink():
+        raise UsageError(f"--output {final} is an existing file; give a new folder path")
+    if not any(final.iterdir()):
+        return
+    marker = marker_of(final)
+    if marker is None:
+        raise UsageError(f"--output {final} is a folder medsimp did not write (no {MARKER}); "
+                         "choose a new or empty folder")
+    if marker.get("command") != command and not force:
+        raise UsageError(f"--output {final} was written by `medsimp {marker.get('command')}`; "
+                         "pass --force to replace it with this command's output")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(final: Path) -> None:
+    """Remove temp/old siblings of `final` left by processes that no longer run."""
+    if not final.parent.is_dir():
+        return
+    for sibling in final.parent.glob(f".{final.name}.*-*"):
+        kind, _, pid = sibling.name.rpartition("-")
+        if not (kind.endswith((".tmp", ".old")) and pid.isdigit()) or _pid_alive(int(pid)):
+            continue
+        if sibling.is_dir() and not sibling.is_symlink():
+            shutil.rmtree(sibling, ignore_errors=True)
+        else:
+            sibling.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
-def atomic_dir(final: str | Path) -> Iterator[Path]:
+def atomic_dir(final: str | Path, command: str = "", *, inputs: Iterable[str | Path] = (),
+               force: bool = False, lineage: Iterable[str] | None = None) -> Iterator[Path]:
     """Yield a fresh temp directory beside `final`; on success swap it into place.
 
-    On error the temp directory is removed and `final` is left as it was.
+    `command` names the writer in the folder's marker (with `lineage`, the data's source
+    tags). On error or interrupt the temp directory is removed and `final` is left as it was.
     """
     final = Path(final)
+    command = command or str(_RUN["command"]) or final.name
+    check_output_target(final, command, inputs, force or bool(_RUN["force"]))
     final.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(final)
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
     try:
         yield tmp
+        marker = {"command": command, "tool": "medsimp"}
+        if lineage is not None:
+            marker["lineage"] = sorted(set(lineage))
+        (tmp / MARKER).write_text(canonical_json(marker), encoding="utf-8")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
