@@ -15,6 +15,7 @@ KEY = b"medsimp.lineage"
 # Tags for PhysioNet-credentialed sources. Anything starting with "mimic" is restricted.
 MIMIC_III = "mimic-iii"
 MIMIC_IV_NOTE = "mimic-iv-note"
+MIMIC = "mimic"  # a MIMIC note table of either release (the notes and radiology jobs)
 # MIMIC's de-identification placeholders, e.g. [**Hospital1 18**]: a second line of defence.
 MIMIC_SHAPE = re.compile(r"\[\*\*[^\n]{0,200}?\*\*\]")
 

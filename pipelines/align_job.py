@@ -15,7 +15,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
 from pipelines.beam_io import new_pipeline
-from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+from medsimp.lineage import read_lineage
+from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "align"
 _FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text")
@@ -88,6 +89,7 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
     shards = int(params.get("num_shards", 1))
     tables = {"pairs": Table("pairs", PAIR_SCHEMA, lambda r: r["doi"], pair_sort_key),
               "dead_letter": dead_letter_table()}
+    tables = stamp(tables, read_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         rows = (p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))

@@ -17,7 +17,7 @@ from pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefi
                                         parse_canonical_line, read_devaraj)
 from pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
 from pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
-                                 prepare_dirs, write_tables)
+                                 prepare_dirs, stamp, write_tables)
 
 SOURCE = "cochrane"
 SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.int32()),
@@ -88,6 +88,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
     tables = {"sentences": Table("sentences", SCHEMA, lambda r: r["doc_id"],
                                  lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"])),
               "dead": dead_letter_table()}
+    tables = stamp(tables, ["cochrane"])
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         parsed = (p | "Specs" >> beam.Create(specs) | "Read" >> beam.FlatMap(read_spec)

@@ -14,7 +14,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.align_job import PAIR_SCHEMA, pair_sort_key
 from pipelines.beam_io import new_pipeline
-from pipelines.source_job import Counter, Table, finish, prepare_dirs, write_tables
+from medsimp.lineage import read_lineage
+from pipelines.source_job import Counter, Table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "filter"
 FILTER_SCHEMA = pa.schema(list(PAIR_SCHEMA) + [("overlap_r", pa.float64()), ("keep", pa.bool_())])
@@ -57,6 +58,7 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
 
         raise UsageError(str(exc)) from None
     tables = {n: Table(n, FILTER_SCHEMA, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
+    tables = stamp(tables, read_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         rows = (p | "Read" >> beam.io.ReadFromParquet(pattern)

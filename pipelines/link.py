@@ -18,7 +18,8 @@ from medsimp.doccache import DocCache, content_key
 from medsimp.params_schema import default
 from pipelines.beam_io import new_pipeline
 from pipelines.sentence_rows import dead_letter
-from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+from medsimp.lineage import read_lineage
+from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "link"
 CONCEPT = pa.struct([
@@ -144,6 +145,7 @@ def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readab
         "documents": Table("documents", DOC_SCHEMA, lambda r: r["doc_id"], lambda r: r["doc_key"]),
         "dead": dead_letter_table(),
     }
+    tables = stamp(tables, read_lineage(input_path))
     prepare_dirs(out_dir, tables)
     syllables = list(readability_params.get("syllable_languages", default("readability.syllable_languages")))
     with new_pipeline(beam_params, beam_args) as p:

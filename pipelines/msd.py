@@ -11,7 +11,7 @@ from pipelines.beam_io import new_pipeline
 from pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from pipelines.sentence_rows import dead_letter, sentence_schema
 from pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
-                                 prepare_dirs, write_tables)
+                                 prepare_dirs, stamp, write_tables)
 
 SOURCE = "msd"
 _CONCEPT = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32()),
@@ -86,6 +86,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
         "pairs": Table("pairs", GROUP_SCHEMA, lambda r: r["doc_id"], lambda r: r["group_id"]),
         "dead": dead_letter_table(),
     }
+    tables = stamp(tables, ["msd"])
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         parsed = (p | "Files" >> beam.Create(files)

@@ -32,6 +32,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from pipelines import noteevents
+from medsimp.lineage import MIMIC, with_lineage
 from pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
 
 NAMESPACE = "notes"
@@ -146,7 +147,7 @@ class _SentencesFn(beam.DoFn):
                 "sentences_not_selected": len(rows) - kept})
         path = FileSystems.join(self.out_dir, f"part-{key}.parquet")
         with FileSystems.create(path) as fh:
-            fh.write(table_bytes(rows, SENTENCE_SCHEMA))
+            fh.write(table_bytes(rows, with_lineage(SENTENCE_SCHEMA, [MIMIC])))
         yield path
 
 

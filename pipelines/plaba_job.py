@@ -13,7 +13,7 @@ from pipelines.beam_io import new_pipeline
 from pipelines.cochrane_formats import FormatError
 from pipelines.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents
 from pipelines.sentence_rows import dead_letter, sentence_schema
-from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, write_tables
+from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 _IDS = [pa.field("question_id", pa.string()), pa.field("pmid", pa.string())]
 SCHEMA = sentence_schema(*_IDS, pa.field("sentence_number", pa.int32()), pa.field("adaptation", pa.int32()))
@@ -72,6 +72,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
                        lambda r: (r["question_id"], r["pmid"], r["adaptation"], r["sentence_number"])),
         "dead": dead_letter_table(),
     }
+    tables = stamp(tables, ["plaba"])
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         out = (p | "Files" >> beam.Create([input_path]) | "Read" >> beam.FlatMap(read_file)

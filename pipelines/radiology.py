@@ -19,6 +19,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from medsimp.lineage import MIMIC, with_lineage
 from pipelines.radiology_core import (SCHEMA, RadiologyExtractor, dedup_key, merge_duplicates,
                                       row_order)
 
@@ -64,7 +65,7 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
                                        num_shards=int(params.get("num_shards", 1)),
                                        shard_key=lambda r: r["doc_id"],
                                        sort_key=row_order,
-                                       schema=SCHEMA))
+                                       schema=with_lineage(SCHEMA, [MIMIC])))
     (read.rejects
      | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
                                          num_shards=1, shard_key=lambda r: r["locator"],

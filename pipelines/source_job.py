@@ -7,8 +7,8 @@ Counter names may contain one dot (`rejected.bad_json`): they become nested maps
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import apache_beam as beam
@@ -16,6 +16,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from medsimp.lineage import with_lineage
 from medsimp.outputs import check_reconciles, output_stats, print_summary, write_json
 from pipelines.beam_io import WriteSorted, counters, fill_empty_shards
 from pipelines.cochrane_formats import FormatError
@@ -93,6 +94,15 @@ class ParseFn(beam.DoFn):
                                                               value.detail))
         else:
             yield self.key(value), value
+
+
+def stamp(tables: Mapping[str, Table], tags: Iterable[str] | None) -> dict[str, Table]:
+    """The tables with `tags` as the lineage of every Parquet schema (None: unknown lineage,
+    left unstamped, which every guard treats as MIMIC-derived)."""
+    if tags is None:
+        return dict(tables)
+    return {name: replace(t, schema=with_lineage(t.schema, tags)) if t.schema is not None else t
+            for name, t in tables.items()}
 
 
 def write_tables(pcolls: Mapping[str, Any], tables: Mapping[str, Table], out_dir: str,

@@ -1,4 +1,5 @@
-"""`medsimp publish`: the MIMIC guard refuses before any network call; allowed pushes reach the hub API.
+"""`medsimp publish`: the lineage guard refuses MIMIC-derived or untraceable data before any network
+call, whatever the card, flags or file names say; allowed pushes reach the hub API.
 
 The hub is a local fake HTTP server that records every request (no real network).
 """
@@ -15,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from medsimp.cli import main
-from medsimp.commands.publish import PublishRefused, check_publishable
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from medsimp import lineage
+from medsimp.commands.publish import check_publishable
+from medsimp.errors import Refused
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,15 +80,23 @@ def hub():
     server.server_close()
 
 
-def _folder(tmp_path: Path, mimic: bool | None) -> Path:
+def _table(path: Path, tags, text: str = "the trial found no difference") -> None:
+    table = pa.table({"complex": [text], "simple": ["it did not help"]})
+    if tags is not None:
+        table = table.cast(lineage.with_lineage(table.schema, tags))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+
+
+def _folder(tmp_path: Path, tags, card_flag: str = "false") -> Path:
     folder = tmp_path / "ds"
-    (folder / "train").mkdir(parents=True)
-    flag = "" if mimic is None else f"  mimic_derived: {str(mimic).lower()}\n"
+    _table(folder / "train" / "x.parquet", tags)
     (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files: "
-                                      f"train/x.csv\nmedsimp:\n  builder: t\n{flag}---\n# t\n")
-    (folder / "train" / "x.csv").write_text("a\n1\n")
+                                      f"train/x.parquet\nmedsimp:\n  builder: t\n"
+                                      f"  mimic_derived: {card_flag}\n---\n# t\n")
     (folder / "dead_letter").mkdir()
-    (folder / "dead_letter" / "part-00000.jsonl").write_text("")
+    (folder / "dead_letter" / "part-00000.jsonl").write_text('{"raw": "[**Name**]"}\n')
+    (folder / ".medsimp-output").write_text("{}")
     return folder
 
 
@@ -100,51 +114,98 @@ def _publish_here(monkeypatch, endpoint: str, folder: Path, *flags: str) -> int:
     return main(["publish", str(folder), "--repo-id", "me/ds", *flags])
 
 
-@pytest.mark.parametrize("flags", [(), ("--private",), ("--i-accept-physionet-dua",)])
-def test_mimic_builder_is_refused_before_any_request(hub, tmp_path, flags, monkeypatch, capsys):
+@pytest.mark.parametrize("tags", [["mimic"], ["mimic-iii"], ["cochrane", "mimic-iv-note"]])
+@pytest.mark.parametrize("flags", [(), ("--private",)])
+def test_mimic_lineage_is_refused_before_any_request(hub, tmp_path, tags, flags, monkeypatch, capsys):
     endpoint, requests = hub
-    assert _publish_here(monkeypatch, endpoint, _folder(tmp_path, mimic=True), *flags) == 3
-    out = capsys.readouterr().out
-    assert "refused" in out and "MIMIC" in out
+    assert _publish_here(monkeypatch, endpoint, _folder(tmp_path, tags), *flags) == 3
+    assert "MIMIC" in capsys.readouterr().err
     assert requests == []
 
 
-def test_card_without_flag_is_refused(hub, tmp_path, monkeypatch, capsys):
+def test_no_flag_turns_the_guard_off(hub, tmp_path, monkeypatch, capsys):
     endpoint, requests = hub
-    assert _publish_here(monkeypatch, endpoint, _folder(tmp_path, mimic=None)) == 3
-    assert "mimic_derived" in capsys.readouterr().out
+    folder = _folder(tmp_path, ["mimic-iii"], card_flag="false")  # an edited card says "not MIMIC"
+    with pytest.raises(SystemExit) as exit_:  # the old escape flag no longer exists
+        _publish_here(monkeypatch, endpoint, folder, "--i-accept-physionet-dua")
+    assert exit_.value.code == 2
+    assert _publish_here(monkeypatch, endpoint, folder, "--private", "--force") == 3
     assert requests == []
 
 
-def test_private_acknowledged_mimic_push_and_public_push_reach_the_hub(hub, tmp_path):
+def _bypass(kind: str, folder: Path) -> None:
+    """Ways to smuggle MIMIC-derived or untraceable data into an otherwise clean folder."""
+    if kind == "stripped_metadata":
+        _table(folder / "train" / "y.parquet", None)
+    elif kind == "copied_mimic_parquet":
+        _table(folder / "validation" / "copy.parquet", ["mimic"])
+    elif kind == "nested_folder":
+        _table(folder / "extra" / "deep" / "z.parquet", ["mimic-iv-note"])
+    elif kind == "renamed_to_other_suffix":
+        _table(folder / "train" / "notes.bin", ["mimic"])
+    elif kind == "csv_data_file":
+        (folder / "train" / "x.csv").write_text("text\nseen at clinic\n")
+    elif kind == "jsonl_data_file":
+        (folder / "train" / "x.jsonl").write_text('{"text": "seen"}\n')
+    elif kind == "symlink":
+        _table(folder.parent / "elsewhere.parquet", ["cochrane"])
+        (folder / "train" / "link.parquet").symlink_to(folder.parent / "elsewhere.parquet")
+    elif kind == "relabelled_lineage_with_mimic_text":
+        _table(folder / "train" / "w.parquet", ["cochrane"], text="pt seen at [**Hospital1 18**]")
+    elif kind == "card_with_mimic_text":
+        card = folder / "README.md"
+        card.write_text(card.read_text() + "Example: admitted on [**2101-3-4**].\n")
+    elif kind == "stats_with_mimic_text":
+        (folder / "stats.json").write_text('{"note": "[**Known firstname**]"}')
+    else:
+        raise AssertionError(kind)
+
+
+BYPASSES = ["stripped_metadata", "copied_mimic_parquet", "nested_folder", "renamed_to_other_suffix",
+            "csv_data_file", "jsonl_data_file", "symlink", "relabelled_lineage_with_mimic_text",
+            "card_with_mimic_text", "stats_with_mimic_text"]
+
+
+@pytest.mark.parametrize("kind", BYPASSES)
+def test_every_bypass_is_refused_before_any_request(hub, tmp_path, kind, monkeypatch):
     endpoint, requests = hub
-    result = _publish(endpoint, _folder(tmp_path, mimic=True), "--private",
-                      "--i-accept-physionet-dua")
+    folder = _folder(tmp_path, ["cochrane"])
+    check_publishable(folder)  # the clean folder passes
+    _bypass(kind, folder)
+    with pytest.raises(Refused):
+        check_publishable(folder)
+    assert _publish_here(monkeypatch, endpoint, folder) == 3
+    assert requests == []
+
+
+def test_clean_push_uploads_only_checked_files(hub, tmp_path):
+    endpoint, requests = hub
+    (tmp_path / "ds").mkdir()
+    result = _publish(endpoint, _folder(tmp_path, ["cochrane"]), "--private")
     assert result.returncode == 0, result.stderr[-2000:]
     create = next(json.loads(b) for m, p, b in requests if p == "/api/repos/create")
     assert create.get("private") is True or create.get("visibility") == "private"
-    assert create["type"] == "dataset"
     commit = b"".join(b for m, p, b in requests if "/commit/" in p).decode()
-    assert "train/x.csv" in commit and "README.md" in commit and "dead_letter" not in commit
-    requests.clear()
-    assert _publish(endpoint, _folder(tmp_path / "pub", mimic=False)).returncode == 0
-    assert any(p == "/api/repos/create" for _, p, _ in requests)
+    assert "train/x.parquet" in commit and "README.md" in commit
+    assert "dead_letter" not in commit and ".medsimp-output" not in commit
 
 
 def test_private_push_into_an_existing_public_repo_is_refused_before_upload(hub, tmp_path):
     endpoint, requests = hub
     _FakeHub.existing_public = True
-    result = _publish(endpoint, _folder(tmp_path, mimic=True), "--private",
-                      "--i-accept-physionet-dua")
-    assert result.returncode == 3 and "is public" in result.stdout
+    result = _publish(endpoint, _folder(tmp_path, ["plaba"]), "--private")
+    assert result.returncode == 3 and "is public" in result.stderr
     assert not any("/preupload/" in p or "/commit/" in p for _, p, _ in requests)
 
 
-def test_guard_rules():
-    check_publishable({"medsimp": {"mimic_derived": False}}, private=False, accept_dua=False)
-    check_publishable({"medsimp": {"mimic_derived": True}}, private=True, accept_dua=True)
-    for meta, private, accept in [({"medsimp": {"mimic_derived": True}}, True, False),
-                                  ({"medsimp": {"mimic_derived": True}}, False, True),
-                                  ({"medsimp": {"mimic_derived": "no"}}, True, True), ({}, True, True)]:
-        with pytest.raises(PublishRefused):
-            check_publishable(meta, private=private, accept_dua=accept)
+def test_builder_lineage_follows_its_inputs(tmp_path):
+    """`--set build.msd.sentences=<a MIMIC table>` makes the builder MIMIC-derived."""
+    from medsimp.commands.build import input_lineage
+
+    _table(tmp_path / "clean" / "part-0.parquet", ["msd"])
+    _table(tmp_path / "notes" / "part-0.parquet", ["mimic"])
+    _table(tmp_path / "legacy" / "part-0.parquet", None)
+    assert input_lineage({"sentences": str(tmp_path / "clean")}, False) == ("msd",)
+    assert lineage.is_restricted(input_lineage({"sentences": str(tmp_path / "notes")}, False))
+    assert input_lineage({"sentences": str(tmp_path / "legacy")}, False) is None
+    assert input_lineage({"input": "data/sample/medlane"}, True) == ("mimic",)

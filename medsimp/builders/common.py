@@ -39,7 +39,8 @@ class BuiltDataset:
     feature_descriptions: dict[str, str]
     counts: dict[str, int]
     default_config: str
-    mimic_derived: bool = False
+    mimic_derived: bool = False  # the builder's own non-Parquet inputs are MIMIC-derived
+    lineage: tuple[str, ...] | None = None  # set by `medsimp build` from the inputs (medsimp.lineage)
     rejects: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from medsimp.builders.common import SPLITS, BuiltDataset
+from medsimp import lineage
 from medsimp.outputs import atomic_dir, check_reconciles, write_json, write_jsonl
 
 PARQUET_SETTINGS: dict[str, Any] = {
@@ -57,6 +58,9 @@ def parquet_files(ds: BuiltDataset) -> dict[tuple[str, str], tuple[str, bytes]]:
     for cfg, splits in sorted(ds.configs.items()):
         for split, table in sorted(splits.items()):
             if table.num_rows:
+                if ds.lineage is not None:
+                    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                           **lineage.metadata(ds.lineage)})
                 sink = io.BytesIO()
                 pq.write_table(table, sink, **PARQUET_SETTINGS)
                 data = sink.getvalue()
@@ -84,7 +88,9 @@ def _yaml_header(ds: BuiltDataset, provenance: dict[str, Any],
     if languages:
         header["language"] = languages
     header["configs"] = configs
-    header["medsimp"] = {"builder": ds.name, "mimic_derived": ds.mimic_derived, **provenance}
+    header["medsimp"] = {"builder": ds.name, "mimic_derived": lineage.is_restricted(ds.lineage),
+                         "lineage": list(ds.lineage) if ds.lineage is not None else None,
+                         **provenance}
     return header
 
 
@@ -141,7 +147,7 @@ def write_builder(ds: BuiltDataset, out_dir: str | Path, provenance: dict[str, A
     """Write the dataset folder atomically; return the stats written to `stats.json`."""
     stats = {"builder": ds.name, **ds.counts, "splits": split_counts(ds)}
     check_reconciles(ds.counts, "read", ["kept", "filtered", "rejected"])
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir, lineage=ds.lineage) as tmp:
         files_by = parquet_files(ds)
         for relpath, data in files_by.values():
             path = tmp / relpath

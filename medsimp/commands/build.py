@@ -20,6 +20,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", help="also write the stats JSON here (DVC metrics)")
 
 
+def input_lineage(cfg: dict, mimic_derived: bool) -> tuple[str, ...] | None:
+    """Union of the lineage of every Parquet input named in the builder's params (and MIMIC
+    when the builder's own text inputs are): a MIMIC table swapped in by `--set` stays MIMIC."""
+    from pathlib import Path
+
+    from medsimp import lineage
+
+    found = [lineage.read_lineage(value) for value in cfg.values()
+             if isinstance(value, str) and Path(value).exists()
+             and (value.endswith(".parquet") or any(Path(value).rglob("*.parquet")))]
+    return lineage.union([lineage.MIMIC] if mimic_derived else [], *found)
+
+
 def run(args: argparse.Namespace) -> int:
     from medsimp.builders import BUILDERS, build_dataset
     from medsimp.builders.common import BuildError
@@ -36,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     except BuildError as exc:
         print(f"error: build {args.name}: {exc}")
         return 1
+    dataset.lineage = input_lineage(cfg, dataset.mimic_derived)
     provenance = {"stage": f"build@{args.name}", "command": f"medsimp build {args.name}",
                   "git_revision": git_revision(),
                   "params_section": f"build.{args.name}", "params_hash": params_hash(cfg)}

@@ -1,38 +1,28 @@
 """Push a built dataset folder to a Hugging Face Hub dataset repository.
 
     medsimp publish multicochrane --repo-id me/multicochrane
-    medsimp publish medlane --repo-id me/medlane --private --i-accept-physionet-dua
 
-MIMIC-derived builders (card YAML `medsimp.mimic_derived: true`, e.g. medlane) are
-refused unless the repository is private AND `--i-accept-physionet-dua` is given;
-a folder whose card lacks the flag is refused too. The check runs before any
-network call. Publishing needs network access: run with HF_HUB_OFFLINE=0 and a
-token (`HF_TOKEN` or `huggingface-cli login`).
+The guard reads the data, never a flag: every file that would be uploaded must be a Parquet
+table whose schema carries a known lineage (`medsimp.lineage`) with no MIMIC source, or the
+card / stats file; no string in them may show MIMIC's de-identification placeholders
+(`[** ... **]`). MIMIC-derived corpora are never published to a hub by any flag: share them
+through PhysioNet (docs/mimic.md). The check runs before any network call, and only the files
+it checked are uploaded. Publishing needs network access (HF_HUB_OFFLINE=0 and a token).
 """
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-HELP = "push a builder folder to the Hugging Face Hub (MIMIC-derived ones only privately)"
-IGNORE = ["dead_letter/*", ".*"]
-
-
-class PublishRefused(RuntimeError):
-    """Publishing this folder to this target is not allowed."""
+HELP = "push a builder folder to the Hugging Face Hub (never MIMIC-derived data)"
+TEXT_FILES = ("README.md", "stats.json")  # checked for MIMIC shapes; every other file is Parquet
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("builder", help="builder name (folder builders/<name>) or a folder path")
     parser.add_argument("--repo-id", required=True, help="hub dataset repository, e.g. user/name")
     parser.add_argument("--private", action="store_true", help="create the repository private")
-    parser.add_argument("--i-accept-physionet-dua", dest="accept_dua", action="store_true",
-                        help="confirm every user of the private repository is a credentialed "
-                             "PhysioNet user bound by the MIMIC data use agreement")
 
 
 def builder_folder(name_or_path: str) -> Path:
@@ -41,62 +31,80 @@ def builder_folder(name_or_path: str) -> Path:
     return path if path.is_dir() or len(path.parts) > 1 else Path("builders") / name_or_path
 
 
-def card_metadata(folder: Path) -> dict[str, Any]:
-    """The YAML header of `folder/README.md` ({} when absent or unreadable)."""
-    card = folder / "README.md"
-    if not card.is_file():
-        return {}
-    text = card.read_text(encoding="utf-8")
-    if not text.startswith("---\n"):
-        return {}
-    end = text.find("\n---\n", 4)
-    if end < 0:
-        return {}
-    try:
-        data = yaml.safe_load(text[4:end])
-    except yaml.YAMLError:
-        return {}
-    return data if isinstance(data, dict) else {}
+def upload_files(folder: Path) -> list[str]:
+    """Relative paths that would be uploaded: everything but hidden files and dead letters.
+    A symbolic link anywhere is refused (it could point at anything)."""
+    from medsimp.errors import Refused
+
+    out = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or rel.parts[0] == "dead_letter":
+            continue
+        if path.is_symlink():
+            raise Refused(f"{rel} is a symbolic link; publish real files only")
+        if path.is_file():
+            out.append(rel.as_posix())
+    return out
 
 
-def check_publishable(meta: dict[str, Any], private: bool, accept_dua: bool) -> None:
-    """Raise PublishRefused unless this card may go to a repository with these settings."""
-    medsimp = meta.get("medsimp")
-    flag = medsimp.get("mimic_derived") if isinstance(medsimp, dict) else None
-    if not isinstance(flag, bool):
-        raise PublishRefused("the card has no boolean `medsimp.mimic_derived` flag; rebuild the "
-                             "folder with `medsimp build` before publishing")
-    if flag and not (private and accept_dua):
-        missing = [m for m, ok in (("--private", private), ("--i-accept-physionet-dua", accept_dua))
-                   if not ok]
-        raise PublishRefused("this dataset derives from MIMIC (PhysioNet credentialed access): it "
-                             "may only go to a private repository; missing "
-                             + " and ".join(missing))
+def check_publishable(folder: Path) -> list[str]:
+    """The files to upload; raise Refused unless each is provably free of MIMIC-derived text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from medsimp import lineage
+    from medsimp.errors import Refused
+
+    files = upload_files(folder)
+    if not any(f.endswith(".parquet") for f in files):
+        raise Refused(f"{folder} holds no Parquet data; run `medsimp build` first")
+    for rel in files:
+        path = folder / rel
+        if rel in TEXT_FILES:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if lineage.has_mimic_shapes(text):
+                raise Refused(f"{rel} contains MIMIC de-identification placeholders ([** ... **])")
+            continue
+        if not rel.endswith(".parquet"):
+            raise Refused(f"{rel} is not a Parquet table whose lineage medsimp can check; "
+                          "remove it or rebuild the folder with `medsimp build`")
+        try:
+            tags = lineage.from_metadata(pq.read_schema(path).metadata)
+        except (OSError, ValueError) as exc:
+            raise Refused(f"{rel} is not a readable Parquet file ({type(exc).__name__})") from None
+        if tags is None:
+            raise Refused(f"{rel} has no lineage (medsimp.lineage); rebuild it with `medsimp build`")
+        if lineage.is_restricted(tags):
+            raise Refused(f"{rel} derives from MIMIC ({', '.join(tags)}): PhysioNet data is never "
+                          "published to a hub; share it through PhysioNet (docs/mimic.md)")
+        table = pq.read_table(path)
+        for name in table.column_names:
+            column = table.column(name)
+            if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+                if any(v and lineage.has_mimic_shapes(v) for v in column.to_pylist()):
+                    raise Refused(f"{rel}: column {name} contains MIMIC de-identification "
+                                  "placeholders ([** ... **])")
+    return files
 
 
 def run(args: argparse.Namespace) -> int:
+    from medsimp.errors import InputError, Refused, UsageError
+
     folder = builder_folder(args.builder)
     if not (folder / "README.md").is_file():
-        print(f"error: {folder} is not a built dataset folder (no README.md); run medsimp build")
-        return 2
-    try:
-        check_publishable(card_metadata(folder), args.private, args.accept_dua)
-    except PublishRefused as exc:
-        print(f"refused: {exc}")
-        return 3
+        raise InputError(f"{folder} is not a built dataset folder (no README.md); run medsimp build")
+    files = check_publishable(folder)
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
-        print("error: publishing needs the network; run with HF_HUB_OFFLINE=0")
-        return 2
+        raise UsageError("publishing needs the network; run with HF_HUB_OFFLINE=0")
     from huggingface_hub import HfApi
 
     api = HfApi()
     api.create_repo(args.repo_id, repo_type="dataset", private=args.private, exist_ok=True)
     if args.private and not api.dataset_info(args.repo_id).private:
         # create_repo ignores `private` for an existing repository: never push into a public one.
-        print(f"refused: {args.repo_id} already exists and is public; choose another --repo-id")
-        return 3
+        raise Refused(f"{args.repo_id} already exists and is public; choose another --repo-id")
     info = api.upload_folder(folder_path=str(folder), repo_id=args.repo_id, repo_type="dataset",
-                             ignore_patterns=IGNORE,
-                             commit_message=f"medsimp publish {folder.name}")
+                             allow_patterns=files, commit_message=f"medsimp publish {folder.name}")
     print(f"published {folder} -> {info}")
     return 0
