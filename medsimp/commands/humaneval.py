@@ -142,12 +142,14 @@ def _metric_table(path: Path, columns: list[str]) -> dict[tuple[str, str], dict[
 
 
 def _csv(rows: list[dict], columns: tuple[str, ...] | None = None) -> str:
+    from medsimp.outputs import cell_escape
+
     buf = io.StringIO()
     fields = list(columns or (rows[0] if rows else ()))
     if fields:
         w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
         w.writeheader()
-        w.writerows(rows)
+        w.writerows({k: cell_escape(v) for k, v in row.items()} for row in rows)
     return buf.getvalue()
 
 

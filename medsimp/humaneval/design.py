@@ -6,6 +6,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from medsimp.outputs import cell_unescape
+
 
 def load_items(path: str | Path, systems: list[str] | None = None) -> tuple[list[dict], list[str]]:
     """Items {item_id, source, outputs{system: text}} from a CSV with
@@ -19,7 +21,8 @@ def load_items(path: str | Path, systems: list[str] | None = None) -> tuple[list
         missing = {id_col, sys_col, "source", "output"} - cols
         if missing:
             raise ValueError(f"{path}: missing columns {sorted(missing)}")
-        for line, row in enumerate(reader, start=2):
+        for line, raw in enumerate(reader, start=2):
+            row = {k: cell_unescape(v) for k, v in raw.items()}
             item = items.setdefault(row[id_col], {"item_id": row[id_col], "source": row["source"],
                                                   "outputs": {}})
             if row[sys_col] in item["outputs"]:

@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 
 from medsimp.humaneval.schema import CSV_COLUMNS, Question, expected
-from medsimp.outputs import write_json
+from medsimp.outputs import cell_escape, write_json
 
 _EPOCH = datetime.datetime(2000, 1, 1)
 TEMPLATE = Path(__file__).resolve().parents[2] / "resources" / "humaneval" / "form.html.j2"
@@ -87,7 +87,8 @@ def write_workbook(manifest: dict, path: Path) -> None:
     ws.title = "items"
     ws.append(["item_id", "source", *manifest["systems"]])
     for it in manifest["items"]:
-        ws.append([it["item_id"], it["source"], *[it["outputs"][s] for s in manifest["systems"]]])
+        ws.append([cell_escape(v) for v in
+                   (it["item_id"], it["source"], *[it["outputs"][s] for s in manifest["systems"]])])
     sheets = [("expert", ""), ("multicochrane", "")]
     sheets += [("layperson", r) for r in sorted(manifest["layperson_assignment"])]
     for form, rater in sheets:
@@ -96,7 +97,8 @@ def write_workbook(manifest: dict, path: Path) -> None:
         for row, (iid, stage, system, q) in enumerate(expected(manifest, form, rater), start=2):
             allowed = {"scale": ",".join(str(v) for v in q.values()),
                        "set": "|".join(manifest["systems"]), "text": "free text"}[q.kind]
-            sh.append([form, rater, iid, stage, system, q.qid, None, q.prompt, allowed])
+            sh.append([cell_escape(v) for v in
+                       (form, rater, iid, stage, system, q.qid, None, q.prompt, allowed)])
             if q.kind == "scale":
                 dv = DataValidation(type="list", formula1=f'"{allowed}"', allow_blank=not q.required)
                 sh.add_data_validation(dv)

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from medsimp.outputs import cell_escape, cell_unescape
 from medsimp.selfcorrect.backends import BackendError
 from medsimp.selfcorrect.cache import CachedChat
 from medsimp.selfcorrect.loop import self_correct
@@ -91,11 +92,12 @@ def variants_csv(records: list[dict]) -> str:
     for rec in records:
         for name in VARIANTS:
             v = rec["variants"][name]
-            writer.writerow({"sentence_id": rec["sentence_id"], "variant": name,
-                             "source": rec["source"], "output": v["text"],
-                             "rounds_used": v["rounds_used"], "revisions": v["revisions"],
-                             "stop_reason": v["stop_reason"], "prompt_tokens": v["prompt_tokens"],
-                             "completion_tokens": v["completion_tokens"], **v["readability"]})
+            row = {"sentence_id": rec["sentence_id"], "variant": name,
+                   "source": rec["source"], "output": v["text"],
+                   "rounds_used": v["rounds_used"], "revisions": v["revisions"],
+                   "stop_reason": v["stop_reason"], "prompt_tokens": v["prompt_tokens"],
+                   "completion_tokens": v["completion_tokens"], **v["readability"]}
+            writer.writerow({key: cell_escape(value) for key, value in row.items()})
     return buf.getvalue()
 
 
@@ -138,7 +140,7 @@ def read_sentences(path: str | Path) -> list[tuple[str, str]]:
         elif f.suffix == ".jsonl":
             frames.append(pd.read_json(f, lines=True, dtype=False))
         elif f.suffix == ".csv":
-            frames.append(pd.read_csv(f, dtype=str, keep_default_na=False))
+            frames.append(pd.read_csv(f, dtype=str, keep_default_na=False).map(cell_unescape))
         else:
             raise ValueError(f"{f}: expected .parquet, .jsonl or .csv")
     rows: list[tuple[str, str]] = []

@@ -1,0 +1,135 @@
+"""Outputs never destroy what medsimp did not write; spreadsheet exports cannot carry formulas.
+
+Each case runs the real CLI and hashes the tree before and after."""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from medsimp.outputs import (MARKER, atomic_dir, cell_escape, cell_unescape, check_output_target,
+                             marker_of, sweep_stale)
+from medsimp.errors import UsageError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tree_hash(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        h.update(str(path.relative_to(root)).encode())
+        if path.is_file():
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "medsimp.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("target", ["user_folder", "input_folder", "existing_file", "parent_of_builders"])
+def test_output_over_what_medsimp_did_not_write_is_refused(tmp_path, target):
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "NOTEEVENTS.csv").write_bytes((REPO / "data/sample/NOTEEVENTS.csv").read_bytes())
+    (user / "mine.txt").write_text("keep me")
+    builders = tmp_path / "builders"
+    (builders / "msd").mkdir(parents=True)
+    (builders / "msd" / MARKER).write_text('{"command": "build msd", "tool": "medsimp"}')
+    (builders / "README.md").write_text("tracked")
+    output = {"user_folder": user, "input_folder": user, "existing_file": user / "mine.txt",
+              "parent_of_builders": builders}[target]
+    before = tree_hash(tmp_path)
+    args = (["cochrane", "--output", str(output)] if target != "input_folder" else
+            ["notes", "--input", str(user / "NOTEEVENTS.csv"), "--output", str(output)])
+    result = cli(*args)
+    assert result.returncode == 2, result.stderr[-500:]
+    assert len(result.stderr.strip().splitlines()[-1]) < 300 and "Traceback" not in result.stderr
+    assert tree_hash(tmp_path) == before
+
+
+def test_rerun_replaces_own_output_and_force_crosses_commands_only(tmp_path):
+    out = tmp_path / "out"
+    assert cli("cochrane", "--output", str(out)).returncode == 0
+    assert marker_of(out) == {"command": "cochrane", "tool": "medsimp"}
+    assert cli("cochrane", "--output", str(out)).returncode == 0  # the normal rerun (dvc repro)
+    refused = cli("msd", "--output", str(out))
+    assert refused.returncode == 2 and "--force" in refused.stderr
+    assert cli("msd", "--output", str(out), "--force").returncode == 0
+    assert marker_of(out)["command"] == "msd"
+
+
+def test_force_never_replaces_an_unmarked_folder_or_an_input(tmp_path):
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "a.txt").write_text("x")
+    with pytest.raises(UsageError, match="did not write"):
+        check_output_target(user, "cochrane", force=True)
+    marked = tmp_path / "marked"
+    marked.mkdir()
+    (marked / MARKER).write_text('{"command": "cochrane"}')
+    (marked / "input.jsonl").write_text("{}")
+    with pytest.raises(UsageError, match="holds the input"):
+        check_output_target(marked, "cochrane", inputs=[marked / "input.jsonl"], force=True)
+
+
+def test_sigterm_leaves_no_temp_files_and_stale_ones_are_swept(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "medsimp.cli", "cochrane", "--output", str(out)],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob(".out.tmp-*")):
+        time.sleep(0.05)
+    assert list(tmp_path.glob(".out.tmp-*")), "the job never started writing"
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert not list(tmp_path.glob(".out.*")) and not out.exists()
+    stale = tmp_path / ".out.tmp-999999999"  # a temp dir of a process that no longer runs
+    stale.mkdir()
+    sweep_stale(out)
+    assert not stale.exists()
+
+
+def test_atomic_dir_keeps_the_old_output_on_error(tmp_path):
+    out = tmp_path / "o"
+    with atomic_dir(out, "t") as tmp:
+        (tmp / "a").write_text("1")
+    with pytest.raises(RuntimeError), atomic_dir(out, "t") as tmp:
+        (tmp / "a").write_text("2")
+        raise RuntimeError
+    assert (out / "a").read_text() == "1" and not list(tmp_path.glob(".o.*"))
+
+
+@pytest.mark.parametrize("value", ["=HYPERLINK(\"http://x\")", "+1", "-2+3", "@SUM(A1)", "\tx", "\rx",
+                                   "'=already", "''", "plain", "'quoted", "", "-"])
+def test_cell_escape_round_trips_and_defuses(value):
+    escaped = cell_escape(value)
+    assert cell_unescape(escaped) == value
+    if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        assert escaped.startswith("'")
+
+
+def test_workbook_cells_are_text_not_formulas(tmp_path):
+    from openpyxl import load_workbook
+
+    from medsimp.humaneval.forms import write_workbook
+
+    manifest = {"systems": ["a", "b"], "items": [{"item_id": "1", "source": "=1+1",
+                                                   "outputs": {"a": "@cmd", "b": "ok"}}],
+                "layperson_assignment": {}}
+    path = tmp_path / "forms.xlsx"
+    write_workbook(manifest, path)
+    sheet = load_workbook(path)["items"]
+    cells = [c for row in sheet.iter_rows(min_row=2) for c in row]
+    assert all(c.data_type != "f" for c in cells)
+    assert [c.value for c in cells] == ["1", "'=1+1", "'@cmd", "ok"]
