@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from medsimp.errors import InputError
 from pipelines.sentence_rows import locator_key
 
 _DOI_VERSION = re.compile(r"\.pub(\d+)$", re.IGNORECASE)
@@ -129,11 +130,11 @@ def devaraj_prefixes(path: str) -> list[str]:
         prefixes = [os.path.join(path, n) for n in names
                     if all(os.path.exists(os.path.join(path, n + ext)) for ext in (".target", ".doi"))]
         if not prefixes:
-            raise FileNotFoundError(f"no X.source/X.target/X.doi triple in {path}")
+            raise InputError(f"no X.source/X.target/X.doi triple in {path}")
         return prefixes
     missing = [path + ext for ext in (".source", ".target", ".doi") if not os.path.exists(path + ext)]
     if missing:
-        raise FileNotFoundError(f"Devaraj prefix {path}: missing {', '.join(missing)}")
+        raise InputError(f"Devaraj prefix {path}: missing {', '.join(missing)}")
     return [path]
 
 

@@ -91,8 +91,8 @@ def test_small_input_keeps_only_non_empty_splits(tmp_path):
     assert [f["split"] for f in configs[0]["data_files"]] == ["train", "test"]
 
 
-@pytest.mark.parametrize("flags", [(), ("--private",), ("--i-accept-physionet-dua",)])
-def test_publish_refuses_without_private_and_dua(built, flags, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("flags", [(), ("--private",)])
+def test_publish_refuses_radiology_whatever_the_flags(built, flags, tmp_path, monkeypatch, capsys):
     folder, _ = built
     target = tmp_path / "radiology"
     shutil.copytree(folder, target)
@@ -106,5 +106,5 @@ def test_publish_refuses_without_private_and_dua(built, flags, tmp_path, monkeyp
         assert main(["publish", str(target), "--repo-id", "me/radiology", *flags]) == 3
         with pytest.raises(BlockingIOError):
             hub.accept()
-    out = capsys.readouterr().out
-    assert "refused" in out and "MIMIC" in out
+    err = capsys.readouterr().err
+    assert "derives from MIMIC" in err and "never published" in err

@@ -46,7 +46,7 @@ def files(d: Path) -> dict[str, bytes]:
 def test_outputs_identical_across_runs_and_worker_counts(runs):
     one, two = runs
     a, b = files(one), files(two)
-    assert sorted(a) == ["dead_letter/part-00000-of-00001.jsonl", "sentences/part-000-000-00000.parquet",
+    assert sorted(a) == [".medsimp-output", "dead_letter/part-00000-of-00001.jsonl", "sentences/part-000-000-00000.parquet",
                          "sentences/part-000-000-00001.parquet", "sentences/part-000-000-00002.parquet",
                          "stats.json"]
     assert a == b

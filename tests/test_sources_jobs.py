@@ -89,7 +89,9 @@ def test_plaba_sample(tmp_path):
         assert all(sid in sentences for sid in p["simple_ids"]) and p["complex_id"] in sentences
 
 
-def test_bad_input_path_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        main(BASE + ["cochrane", "--input", str(tmp_path / "missing"), "--output", str(tmp_path / "o")])
+def test_bad_input_path_is_a_clear_error(tmp_path, capsys):
+    code = main(BASE + ["cochrane", "--input", str(tmp_path / "missing"), "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "missing" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
