@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from medsimp.errors import InputError
 from pipelines.cochrane_formats import (FormatError, devaraj_prefixes, join_reviews, normalise_doi,
                                         parse_canonical_line, read_devaraj, split_doi)
 from pipelines.msd_formats import assemble, parse_line, pcio_lookup
@@ -45,7 +46,7 @@ def test_devaraj_directory_and_prefix():
     first = items[0][1]
     assert (first.doi, first.version, first.language) == ("10.1002/14651858.CD000001", 2, "en")
     assert [e.reason for _, e in items[2:]] == ["empty_record", "line_counts_differ"]
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(InputError, match="missing"):
         devaraj_prefixes(str(FIX / "nothing"))
 
 
