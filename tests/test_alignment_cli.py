@@ -59,6 +59,7 @@ def _sentence_table(path):
     pq.write_table(pa.Table.from_pylist(rows), path / "sentences" / "part-00000-of-00001.parquet")
 
 
+@pytest.mark.slow
 def test_train_corpus_align_and_filter(tmp_path):
     base = E5 + ["--set", f"cache.dir={tmp_path / 'cache'}"]
     model = tmp_path / "model"

@@ -17,8 +17,7 @@ from medsimp.humaneval.forms import write_forms
 from medsimp.humaneval.ingest import ingest
 
 CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
-                                reason="needs /usr/bin/chromium (apt-get install -y chromium)")
+pytestmark = pytest.mark.browser  # needs /usr/bin/chromium: scripts/bootstrap.sh installs it
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run",
          "--remote-debugging-port=0", "--remote-allow-origins=*"]

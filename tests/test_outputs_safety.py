@@ -56,6 +56,7 @@ def test_output_over_what_medsimp_did_not_write_is_refused(tmp_path, target):
     assert tree_hash(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_rerun_replaces_own_output_and_force_crosses_commands_only(tmp_path):
     out = tmp_path / "out"
     assert cli("cochrane", "--output", str(out)).returncode == 0

@@ -17,6 +17,8 @@ import pytest
 
 from medsimp.refresh import EXIT_LOCK_HELD, EXIT_NOTHING_TO_DO, EXIT_OK, EXIT_STAGE_FAILED
 
+pytestmark = pytest.mark.slow  # every test here runs DVC on a copy of the project
+
 STAGE_SCRIPT = Path(__file__).parent / "fixtures" / "refresh" / "toy_stage.py"
 REVIEWS = [
     {"doi": "10.1002/14651858.CD000001", "abstract": "Aspirin lowers risk. Harms were rare",

@@ -105,6 +105,7 @@ def test_user_info_and_set_override_bypasses(tmp_path, fake_dns, capsys):
     assert srv.requests == []
 
 
+@pytest.mark.slow
 def test_loopback_works_for_mimic_text_and_unknown_lineage(tmp_path):
     with FakeChatServer() as srv:
         for inp in (_parquet(tmp_path, [lineage.MIMIC_III]), _parquet(tmp_path, None)):

@@ -111,7 +111,7 @@ def test_cider_perfect_match_is_10():
     assert M.cider(hyps, [[h] for h in hyps]) == pytest.approx(10.0)
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="METEOR needs Java")
+@pytest.mark.java
 def test_meteor_identical_and_disjoint():
     same = M.meteor(["the patient was discharged home ."], [["the patient was discharged home ."]])
     assert 0.99 < same <= 1.0
