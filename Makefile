@@ -12,4 +12,5 @@ repro: install
 	dvc repro
 
 test: install
+	mypy
 	pytest

@@ -91,7 +91,7 @@ class STEncoder:
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         if not texts:
-            return np.zeros((0, self.dim), np.float32)
+            return np.zeros((0, int(self.dim or 0)), np.float32)
         return normalise(self.model.encode(list(texts), batch_size=self.batch_size,
                                            convert_to_numpy=True, show_progress_bar=False))
 
@@ -110,7 +110,7 @@ class LaserEncoder:
             raise FileNotFoundError(f"LASER model directory not found: {self.dir}")
         self.batch_size = int(batch_size)
         self.name = f"laser-{self.dir.name}"
-        self._loaded: dict[str, Any] = {}
+        self._loaded: dict[Path, Any] = {}
 
     def _files(self, lang: str | None) -> tuple[Path, Path, Path]:
         stem = f"laser3-{lang}.v1" if lang and (self.dir / f"laser3-{lang}.v1.pt").exists() else "laser2"

@@ -161,7 +161,7 @@ def _docs_from_rows(rows: list[list[str]], where: str) -> list[DocPair]:
             g["p"].add((cpos, spos))
     docs = []
     for (cdoc, sdoc), g in sorted(groups.items()):
-        cpos, spos = sorted(g["c"]), sorted(g["s"])
+        cpos, spos = sorted(g["c"]), sorted(g["s"])  # type: ignore[assignment]
         ci, si = {p: i for i, p in enumerate(cpos)}, {p: i for i, p in enumerate(spos)}
         pairs = frozenset((ci[c], si[s]) for c, s in g["p"])
         docs.append(DocPair(f"{cdoc}|{sdoc}", [g["c"][p] for p in cpos], [g["s"][p] for p in spos],

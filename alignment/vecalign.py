@@ -148,7 +148,8 @@ def align(src: Sequence[str], tgt: Sequence[str], encoder: Encoder, *, src_lang:
     """Align two sentence lists; blocks are `(src indices, tgt indices)` in document order."""
     p = resolve(params)
     if not src or not tgt:
-        blocks = [((i,), ()) for i in range(len(src))] + [((), (j,)) for j in range(len(tgt))]
+        blocks: list[tuple[tuple[int, ...], tuple[int, ...]]] = (
+            [((i,), ()) for i in range(len(src))] + [((), (j,)) for j in range(len(tgt))])
         return VecalignResult(blocks, [0.0] * len(blocks), {"embed_s": 0.0, "dp_s": 0.0})
     max_size = max(int(p["alignment_max_size"]), 2)
     types = make_alignment_types(max_size)

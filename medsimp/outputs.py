@@ -156,7 +156,7 @@ def atomic_dir(final: str | Path, command: str = "", *, inputs: Iterable[str | P
     tmp.mkdir()
     try:
         yield tmp
-        marker = {"command": command, "tool": "medsimp"}
+        marker: dict[str, Any] = {"command": command, "tool": "medsimp"}
         if lineage is not None:
             marker["lineage"] = sorted(set(lineage))
         (tmp / MARKER).write_text(canonical_json(marker), encoding="utf-8")
@@ -207,7 +207,7 @@ class CountsMismatch(AssertionError):
     """Counts in a stats record do not reconcile."""
 
 
-def check_reconciles(counts: Mapping[str, int], total: str, parts: list[str]) -> None:
+def check_reconciles(counts: Mapping[str, Any], total: str, parts: list[str]) -> None:
     """Raise CountsMismatch unless counts[total] == sum(counts[p] for p in parts)."""
     got = sum(int(counts.get(p, 0)) for p in parts)
     if int(counts.get(total, 0)) != got:

@@ -560,11 +560,20 @@ def check_value(tp: Any, value: Any, where: str) -> None:
             check_value(key_tp, k, f"{where} key")
             check_value(val_tp, v, f"{where}.{k}")
         return
-    if dataclasses.is_dataclass(tp):
+    if _is_schema(tp):
         if value is not None:  # an empty section (`humaneval:`) is all defaults
             check_mapping(tp, value, where)
         return
     raise SchemaError(f"param {where!r}: schema type {tp!r} is not supported")  # a schema bug
+
+
+def _is_schema(tp: Any) -> bool:
+    """Whether `tp` is a section dataclass (a class, not an instance)."""
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def _is_instance(node: Any) -> bool:
+    return dataclasses.is_dataclass(node) and not isinstance(node, type)
 
 
 def check_mapping(cls: type, value: Any, where: str = "") -> None:
@@ -591,7 +600,7 @@ def _all_keys() -> tuple[str, ...]:
         for name, tp in fields_of(cls).items():
             dotted = f"{prefix}{name}"
             out.append(dotted)
-            if dataclasses.is_dataclass(tp):
+            if _is_schema(tp):
                 walk(tp, dotted + ".")
 
     walk(Params, "")
@@ -615,7 +624,7 @@ def type_of(dotted: str) -> Any:
     parts = dotted.split(".")
     for i, part in enumerate(parts):
         here, parent = ".".join(parts[:i + 1]), ".".join(parts[:i])
-        if dataclasses.is_dataclass(tp):
+        if _is_schema(tp):
             known = fields_of(tp)
             if part not in known:
                 raise SchemaError(unknown_key_message(dotted, here, list(known)))
@@ -634,7 +643,7 @@ def default(dotted: str) -> Any:
     node: Any = Params()
     for part in dotted.split("."):
         node = getattr(node, part) if dataclasses.is_dataclass(node) else node[part]
-    return copy.deepcopy(dataclasses.asdict(node) if dataclasses.is_dataclass(node) else node)
+    return copy.deepcopy(dataclasses.asdict(node) if _is_instance(node) else node)
 
 
 def defaults() -> dict[str, Any]:
@@ -649,7 +658,7 @@ def build(cls: type, data: dict | None) -> Any:
     for name, tp in fields_of(cls).items():
         if name in data:
             value = data[name]
-            kwargs[name] = build(tp, value) if dataclasses.is_dataclass(tp) else copy.deepcopy(value)
+            kwargs[name] = build(tp, value) if _is_schema(tp) else copy.deepcopy(value)
     return cls(**kwargs)
 
 

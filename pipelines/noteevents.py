@@ -32,7 +32,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 CHUNK = 1 << 22  # bytes read at a time
 MAX_RECORD_BYTES = 1 << 24  # a longer record is rejected (guards memory on garbage input)
@@ -163,7 +163,7 @@ class _Reader:
         with contextlib.ExitStack() as stack:
             fh = stack.enter_context(self.opener(self.path))
             if self.path.endswith(".gz"):
-                fh = stack.enter_context(gzip.GzipFile(fileobj=fh, mode="rb"))
+                fh = cast(BinaryIO, stack.enter_context(gzip.GzipFile(fileobj=fh, mode="rb")))
             header = fh.readline(1 << 16)
             schema = detect_schema(header)
             data_start = len(header)

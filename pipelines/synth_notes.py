@@ -11,7 +11,7 @@ import gzip
 import random
 import textwrap
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from pipelines.noteevents import MIMIC3
 
@@ -193,6 +193,6 @@ def write_file(path: str, count: int, seed: int = 0) -> None:
     with open(path, "wb") as raw:
         if path.endswith(".gz"):
             with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0, filename="") as fh:
-                write(fh, count, seed)
+                write(cast(BinaryIO, fh), count, seed)
         else:
             write(raw, count, seed)

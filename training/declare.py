@@ -114,6 +114,7 @@ class RSSP(nn.Module):
         logits = (self.to_emb(feed) @ self.embeddings.weight.t()).float()
         if not self.copy:
             return torch.log_softmax(logits, dim=-1)
+        assert self.gate is not None  # built when copy is on
         p_gen = torch.sigmoid(self.gate(torch.cat([feed, emb], dim=-1))).float()
         probs = p_gen * torch.softmax(logits, dim=-1)
         index = src_ids if att.dim() == 2 else src_ids.unsqueeze(1).expand(-1, att.shape[1], -1)

@@ -106,7 +106,8 @@ def score_default(hyps: Sequence[str], items: Sequence[EvalItem], common: set[st
         out["bertscore_f1"] = M.bertscore_f1(list(hyps), r_raw, bertscore_model)
     out["hit"] = M.hit(h_tok, [[(t, [tokenize(e) for e in exps]) for t, exps in it.terms] for it in items])
     out["cwr"] = M.cwr(h_tok, _is_common(common))
-    out["ascore"] = None if out["hit"] is None else M.ascore(out["bleu"], out["hit"], out["cwr"])
+    bleu, hit, cwr = out["bleu"], out["hit"], out["cwr"]
+    out["ascore"] = None if hit is None or bleu is None or cwr is None else M.ascore(bleu, hit, cwr)
     return out
 
 

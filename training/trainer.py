@@ -90,7 +90,7 @@ class Featurizer:
             if w is not None:
                 seen.add(w)
         gold = [t for t in terms if t.gold is not None]
-        mark = self.words(marked_source(src, {t.index: t.options[t.gold] for t in gold}))
+        mark = self.words(marked_source(src, {t.index: t.options[t.gold or 0] for t in gold}))
         spans = sorted({t.target_span for t in gold if t.target_span})
         spans = [sp for k, sp in enumerate(spans) if k == 0 or sp[0] >= spans[k - 1][1]]
         tgt_ids = self.words(marked_target(tgt, spans))["input_ids"]
@@ -286,7 +286,8 @@ def _interpret(model: Declare, feat: Featurizer, chunk: list[list[str]], device)
         else:
             multi.append((b, w, options))
     if multi:
-        mc = [(masked_context(chunk[b], w, feat.tok.mask_token), chunk[b][w], opts, None) for b, w, opts in multi]
+        mc: list[tuple[str, str, list[str], int | None]] = [
+            (masked_context(chunk[b], w, feat.tok.mask_token), chunk[b][w], opts, None) for b, w, opts in multi]
         batch = {k: v.to(device) for k, v in feat.multiple_choice(mc).items() if k != "dnli_labels"}
         best = model.dnli_logits(batch).argmax(-1).cpu()
         for (b, w, opts), k in zip(multi, best.tolist()):

@@ -70,9 +70,9 @@ class _FileAligner:
             return res.blocks, res.block_scores
         from alignment import vecalign
 
-        res = vecalign.align(src, tgt, self.encoders.for_pair(src_lang, tgt_lang), src_lang=src_lang,
+        vec = vecalign.align(src, tgt, self.encoders.for_pair(src_lang, tgt_lang), src_lang=src_lang,
                              tgt_lang=tgt_lang, params=self.vec_params)
-        return res.blocks, res.scores
+        return vec.blocks, vec.scores
 
 
 def _file_mode(args, params: dict) -> int:

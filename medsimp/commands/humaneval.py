@@ -62,12 +62,12 @@ def _released(args) -> int:
     stats = {"read": len(ratings) + len(problems), "kept": len(ratings), "filtered": 0,
              "rejected": len(problems), "duplicate_workbooks": len(info["duplicate_workbooks"]),
              "section_5_3_holds": sum(c["holds"] for c in checks), "section_5_3_checks": len(checks)}
-    cols = ["language", "system", "annotators", "factuality", "factuality_n", "fluency",
-            "fluency_n", "simplicity", "simplicity_n"]
+    cols = ("language", "system", "annotators", "factuality", "factuality_n", "fluency",
+            "fluency_n", "simplicity", "simplicity_n")
     with atomic_dir(args.output) as tmp:
         (tmp / "table5.csv").write_text(_csv(table, cols), encoding="utf-8")
         (tmp / "agreement.csv").write_text(
-            _csv(agreement, ["language", "scale", "units", "randolph_kappa"]), encoding="utf-8")
+            _csv(agreement, ("language", "scale", "units", "randolph_kappa")), encoding="utf-8")
         write_json(tmp / "checks.json", {"checks": checks, "problems": problems, **info})
         write_json(tmp / "stats.json", stats)
     print_summary("humaneval released", stats)

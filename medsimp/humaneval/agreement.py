@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Hashable
+from typing import Any
 
 
-def alpha_masi(data: Iterable[tuple[str, str, frozenset]]) -> float | None:
+def alpha_masi(data: Iterable[tuple[str, str, Any]]) -> float | None:
     """Krippendorff's alpha over (rater, unit, set-valued answer) with MASI distance
     (Passonneau 2006), computed by nltk's AnnotationTask; None with fewer than two raters
     on any unit."""
@@ -20,7 +20,7 @@ def alpha_masi(data: Iterable[tuple[str, str, frozenset]]) -> float | None:
     return float(AnnotationTask(data=rows, distance=masi_distance).alpha())
 
 
-def randolph_kappa(units: Mapping[Hashable, Sequence[Hashable]], n_categories: int) -> float | None:
+def randolph_kappa(units: Mapping[Any, Sequence[Any]], n_categories: int) -> float | None:
     """Randolph's (2005) free-marginal multirater kappa: (P_o - 1/q) / (1 - 1/q), where P_o
     averages, over units with >= 2 ratings, the share of agreeing rater pairs
     sum_j n_ij (n_ij - 1) / (n_i (n_i - 1)) (Fleiss's observed agreement)."""

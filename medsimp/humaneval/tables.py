@@ -24,12 +24,26 @@ def table1(answers: list[Answer]) -> list[dict[str, Any]]:
             for (f, q, s), v in sorted(groups.items())]
 
 
+def _int(value: int | frozenset | str) -> int:
+    """A scale answer (ingest stores scale answers as int)."""
+    if isinstance(value, frozenset):
+        raise TypeError("a set-valued answer where a scale answer was expected")
+    return int(value)
+
+
+def _set(value: int | frozenset | str) -> frozenset:
+    """A choice answer (ingest stores multiple-choice answers as frozenset)."""
+    if not isinstance(value, frozenset):
+        raise TypeError("a scale answer where a set-valued answer was expected")
+    return value
+
+
 def reference_severity(answers: list[Answer]) -> dict[str, int]:
     """Expert severity per item: the (low) median of the experts' answers."""
     by_item: dict[str, list[int]] = defaultdict(list)
     for a in answers:
         if a.form == "expert" and a.question == "severity":
-            by_item[a.item_id].append(int(a.value))
+            by_item[a.item_id].append(_int(a.value))
     return {i: sorted(v)[(len(v) - 1) // 2] for i, v in sorted(by_item.items())}
 
 
@@ -37,10 +51,10 @@ def table2(answers: list[Answer]) -> list[dict[str, Any]]:
     """Laypeople's severity guess (Q3) vs the expert's: MSE and accuracy per condition
     (original / each system), split by their confidence (Q2) and overall ("all")."""
     ref = reference_severity(answers)
-    lay = defaultdict(dict)
+    lay: dict[tuple[str, str, str], dict[str, int]] = defaultdict(dict)
     for a in answers:
         if a.form == "layperson" and a.question in ("q2", "q3"):
-            lay[(a.rater_id, a.item_id, _condition(a))][a.question] = int(a.value)
+            lay[(a.rater_id, a.item_id, _condition(a))][a.question] = _int(a.value)
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for (_, item, cond), qs in sorted(lay.items()):
         if item in ref and "q3" in qs and "q2" in qs:
@@ -59,7 +73,7 @@ def table3(answers: list[Answer], systems: list[str]) -> list[dict[str, Any]]:
     votes: dict[str, dict[str, Counter]] = {"q5": defaultdict(Counter), "q6": defaultdict(Counter)}
     for a in answers:
         if a.form == "layperson" and a.question in votes:
-            votes[a.question][a.item_id].update(a.value)
+            votes[a.question][a.item_id].update(_set(a.value))
     rows = []
     for s in systems:
         row: dict[str, Any] = {"system": s}
@@ -75,15 +89,15 @@ def table3(answers: list[Answer], systems: list[str]) -> list[dict[str, Any]]:
 def agreement(answers: list[Answer]) -> dict[str, Any]:
     """Alpha (MASI) for Q5/Q6, Randolph's kappa for each MultiCochrane scale."""
     out: dict[str, Any] = {}
-    for q in ("q5", "q6"):
+    for qid in ("q5", "q6"):
         data = [(a.rater_id, a.item_id, a.value) for a in answers
-                if a.form == "layperson" and a.question == q]
-        out[f"alpha_masi_{q}"] = _round(alpha_masi(data))
+                if a.form == "layperson" and a.question == qid]
+        out[f"alpha_masi_{qid}"] = _round(alpha_masi(data))
     for q in MULTICOCHRANE:
         units: dict[tuple[str, str], list[int]] = defaultdict(list)
         for a in answers:
             if a.form == "multicochrane" and a.question == q.qid:
-                units[(a.item_id, a.system)].append(int(a.value))
+                units[(a.item_id, a.system)].append(_int(a.value))
         out[f"randolph_kappa_{q.qid}"] = _round(randolph_kappa(units, len(q.options)))
     return out
 

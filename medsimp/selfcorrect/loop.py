@@ -109,7 +109,7 @@ def self_correct(sentence: str, mode: str, chat: CachedChat, prompts: PromptSet,
                          history=list(conversation))
             conversation.append({"role": "assistant", "content": reply})
         else:
-            reply = _ask(chat, prompts, "generator_revise", tally, round_no, **values)
+            reply = _ask(chat, prompts, "generator_revise", tally, round_no, None, **values)
         current = extract_answer(reply)
         revisions += 1
     return {
