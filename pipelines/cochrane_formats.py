@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from pipelines.sentence_rows import locator_key
+from medsimp.pipelines.sentence_rows import locator_key
 
 _DOI_VERSION = re.compile(r"\.pub(\d+)$", re.IGNORECASE)
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
