@@ -5,7 +5,7 @@ For a document pair, each row sentence i (a simple sentence in the forward direc
 takes a state a_i in {NULL, 1..m} (the column sentence it aligns to). The score of a
 labelling is sum_i E(i, a_i) + T(a_{i-1}, a_i):
 
-* emissions E: a small MLP over pairwise features (`alignment.features`: bi-encoder cosine
+* emissions E: a small MLP over pairwise features (`medsimp.alignment.features`: bi-encoder cosine
   from a pluggable encoder plus lexical overlap, length ratio, shared numbers, relative
   position); NULL has its own learned emission (a linear layer over the row's best
   cosine/containment and a bias);
@@ -36,9 +36,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
-from alignment.gold import Block, DocPair
-from alignment.score import pairs_to_blocks
+from medsimp.alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
+from medsimp.alignment.gold import Block, DocPair
+from medsimp.alignment.score import pairs_to_blocks
 
 DEFAULTS: dict[str, Any] = {
     "jump_cap": 8,

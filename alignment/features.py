@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import sparse
 
-from alignment.text import content_tokens, numbers, tokens
+from medsimp.alignment.text import content_tokens, numbers, tokens
 
 PAIR_FEATURES = ("cosine", "jaccard", "containment_row", "containment_col", "length_ratio",
                  "shared_numbers", "row_has_numbers", "relative_position")

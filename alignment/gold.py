@@ -12,7 +12,7 @@ from ast import literal_eval
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from alignment.text import split_sentences
+from medsimp.alignment.text import split_sentences
 
 Block = tuple[tuple[int, ...], tuple[int, ...]]
 

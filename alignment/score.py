@@ -5,7 +5,7 @@ from collections.abc import Iterable, Sequence
 
 from sentalign.score import score_multiple
 
-from alignment.gold import Block
+from medsimp.alignment.gold import Block
 
 
 def format_block(block: Block, score: float | None = None) -> str:

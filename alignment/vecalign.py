@@ -11,7 +11,7 @@ paper does; `mean` approximates it by the length-weighted mean of the sentence v
 (it embeds each sentence once).
 
 `center` removes each side's mean vector; `length_weight` / `number_weight` append length and
-number anchors to every overlap embedding (`alignment.anchors`); `del_percentile_of` says how
+number anchors to every overlap embedding (`medsimp.alignment.anchors`); `del_percentile_of` says how
 the deletion knob is read. `center: false`, both weights 0 and `del_percentile_of: random` is
 Vecalign exactly as published.
 """
@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from sentalign.dp_utils import layer, make_alignment_types, preprocess_line, vecalign
 
-from alignment.anchors import with_anchors
-from alignment.encoders import Encoder
-from alignment.gold import Block
+from medsimp.alignment.anchors import with_anchors
+from medsimp.alignment.encoders import Encoder
+from medsimp.alignment.gold import Block
 
 # Thompson & Koehn (2019) as published (vecalign.py's defaults: --alignment_max_size 4,
 # --del_percentile_frac 0.2, deletion penalty over random pairs, plain sentence embeddings).
@@ -83,7 +83,7 @@ def side_vectors(clean: Sequence[str], semantic: np.ndarray, p: Mapping[str, Any
                  length_unit: float) -> np.ndarray:
     """One side's overlap vectors as the DP gets them: centred when `center` (its level-1 mean
     removed from every level; Libovický et al. 2020: the mean carries language, not meaning),
-    then with the length/number anchors of `alignment.anchors` appended. Sides of fewer than
+    then with the length/number anchors of `medsimp.alignment.anchors` appended. Sides of fewer than
     three sentences are not centred."""
     if p["center"] and len(clean) >= 3:  # a side of 1-2 sentences is mostly its own mean
         semantic = semantic - semantic[0].mean(axis=0)[None, None, :]

@@ -27,7 +27,7 @@ def load_rows(path: str, language: str | None = None) -> list[dict]:
 
 
 def side_stats(rows: list[dict]) -> dict[str, Any]:
-    from pipelines.readability import tokens
+    from medsimp.pipelines.readability import tokens
 
     vocab: set[str] = set()
     cuis: set[str] = set()

@@ -14,9 +14,9 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
-from pipelines.beam_io import new_pipeline
+from medsimp.pipelines.beam_io import new_pipeline
 from medsimp.lineage import read_lineage
-from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
+from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "align"
 _FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text")
@@ -40,8 +40,8 @@ class AlignDocFn(beam.DoFn):
         self.params, self.cache_root = dict(params), cache_root
 
     def setup(self):
-        from alignment.crf import CRFAligner
-        from alignment.encoders import PairEncoders, make_encoder
+        from medsimp.alignment.crf import CRFAligner
+        from medsimp.alignment.encoders import PairEncoders, make_encoder
 
         crf_p = dict(self.params.get("crf", {}))
         self.crf_encoder = make_encoder(crf_p.get("encoder") or default("align.crf.encoder"), self.cache_root)
@@ -52,7 +52,7 @@ class AlignDocFn(beam.DoFn):
         self.count = Counter(NAMESPACE)
 
     def process(self, element):
-        from alignment.bridge import DocumentError, align_document
+        from medsimp.alignment.bridge import DocumentError, align_document
 
         doi, rows = element
         rows = sorted(rows, key=lambda r: r["sentence_id"])

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import apache_beam as beam
 import pyarrow as pa
 
-from pipelines.beam_io import new_pipeline
-from pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefixes, join_reviews,
+from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefixes, join_reviews,
                                         parse_canonical_line, read_devaraj)
-from pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
-from pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
+from medsimp.pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
+from medsimp.pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
                                  prepare_dirs, stamp, write_tables)
 
 SOURCE = "cochrane"

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from medsimp.errors import InputError
-from pipelines.sentence_rows import locator_key
+from medsimp.pipelines.sentence_rows import locator_key
 
 _DOI_VERSION = re.compile(r"\.pub(\d+)$", re.IGNORECASE)
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)

@@ -12,10 +12,10 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.align_job import PAIR_SCHEMA, pair_sort_key
-from pipelines.beam_io import new_pipeline
+from medsimp.pipelines.align_job import PAIR_SCHEMA, pair_sort_key
+from medsimp.pipelines.beam_io import new_pipeline
 from medsimp.lineage import read_lineage
-from pipelines.source_job import Counter, Table, finish, prepare_dirs, stamp, write_tables
+from medsimp.pipelines.source_job import Counter, Table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "filter"
 FILTER_SCHEMA = pa.schema(list(PAIR_SCHEMA) + [("overlap_r", pa.float64()), ("keep", pa.bool_())])
@@ -27,13 +27,13 @@ class FilterFn(beam.DoFn):
         self.comparison = comparison
 
     def setup(self):
-        from alignment.overlap import lemma_set
+        from medsimp.alignment.overlap import lemma_set
 
         lemma_set("warm up", "en")  # load the spaCy lookup tables once per worker
         self.count = Counter(NAMESPACE)
 
     def process(self, row):
-        from alignment.overlap import filter_row
+        from medsimp.alignment.overlap import filter_row
 
         out = filter_row(dict(row), self.threshold, self.comparison)
         self.count.inc("read")
@@ -47,7 +47,7 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
     pattern = FileSystems.join(input_dir, "pairs", "*.parquet")
     if not FileSystems.match([pattern])[0].metadata_list:
         raise FileNotFoundError(f"no aligned pairs at {pattern} (run `medsimp align` first)")
-    from alignment.overlap import passes
+    from medsimp.alignment.overlap import passes
 
     shards = int(params.get("num_shards", 1))
     comparison = str(params.get("comparison", "gt"))

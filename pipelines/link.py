@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 
 from medsimp.doccache import DocCache, content_key
 from medsimp.params_schema import default
-from pipelines.beam_io import new_pipeline
-from pipelines.sentence_rows import dead_letter
+from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.sentence_rows import dead_letter
 from medsimp.lineage import read_lineage
-from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
+from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "link"
 CONCEPT = pa.struct([
@@ -59,7 +59,7 @@ def read_rows(path: str):
 
 def compute(linker, texts: list[str], language: str, syllable_languages: list[str]) -> dict:
     """Concepts + readability of one document side (cacheable, plain values)."""
-    from pipelines.readability import document_scores, scores
+    from medsimp.pipelines.readability import document_scores, scores
 
     linked = linker.has_language(language)
     return {
@@ -98,7 +98,7 @@ class LinkFn(beam.DoFn):
         self.syllable_languages, self.cache_root = syllable_languages, cache_root
 
     def setup(self):
-        from pipelines.umls import ConceptLinker
+        from medsimp.pipelines.umls import ConceptLinker
 
         self.linker = ConceptLinker(self.index_dir, self.link_params)
         self.cache = DocCache(self.cache_root, "link/quickumls")
@@ -135,7 +135,7 @@ class LinkFn(beam.DoFn):
 def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readability_params: dict,
         cache_root: str | None, num_shards: int, beam_params: dict, beam_args: list[str],
         metrics_file: str | None) -> dict:
-    from pipelines.umls import read_manifest
+    from medsimp.pipelines.umls import read_manifest
 
     files = sentence_files(input_path)
     manifest = read_manifest(index_dir)  # fail early with a clear message

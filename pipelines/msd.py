@@ -7,10 +7,10 @@ import apache_beam as beam
 import pyarrow as pa
 
 from medsimp.params_schema import default
-from pipelines.beam_io import new_pipeline
-from pipelines.msd_formats import assemble, parse_line, pcio_lookup
-from pipelines.sentence_rows import dead_letter, sentence_schema
-from pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
+from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
+from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
+from medsimp.pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
                                  prepare_dirs, stamp, write_tables)
 
 SOURCE = "msd"

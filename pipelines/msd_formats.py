@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipelines.cochrane_formats import FormatError
-from pipelines.sentence_rows import document_rows, locator_key
+from medsimp.pipelines.cochrane_formats import FormatError
+from medsimp.pipelines.sentence_rows import document_rows, locator_key
 
 AUDIENCE_SIDE = {"professional": "complex", "consumer": "simple"}
 LABEL_SIDE = {0: "complex", 1: "simple"}

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 import pyarrow as pa
 
-from pipelines.noteevents import Note
-from pipelines.sections import SectionExtractor
-from pipelines.selection import Selector
-from pipelines.sentences import splitter
+from medsimp.pipelines.noteevents import Note
+from medsimp.pipelines.sections import SectionExtractor
+from medsimp.pipelines.selection import Selector
+from medsimp.pipelines.sentences import splitter
 
 SOURCE = "notes"
 

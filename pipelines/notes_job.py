@@ -8,7 +8,7 @@ DAG (each step a composite transform)::
     ExtractSections:  Note -> {provenance, sections}, grouped into batches of `batch_notes`
                       consecutive notes of one byte range (GroupByKey: spreads the CPU work)
     SelectSentences:  per batch: split sentences + Algorithm 1 -> one sorted parquet file
-    WriteDeadLetters: pipelines.beam_io.WriteSorted
+    WriteDeadLetters: medsimp.pipelines.beam_io.WriteSorted
 
 Sentences are written per batch, not through `WriteSorted`: a batch's content and file name
 (`part-<file>-<range>-<batch>.parquet`) depend only on the input and params, so outputs are
@@ -16,7 +16,7 @@ deterministic, and no shuffle ever holds all sentences (the in-memory FnApiRunne
 shuffled data in RAM: with `WriteSorted` the full MIMIC-III run peaked at 3.6 GB).
 
 An uncompressed file is cut into `num_ranges` byte ranges read in parallel (see
-pipelines.noteevents); a .gz file is one range (gzip is not seekable), so it is read by
+medsimp.pipelines.noteevents); a .gz file is one range (gzip is not seekable), so it is read by
 one worker while the sentence work after the grouping is shared by all.
 """
 from __future__ import annotations
@@ -31,9 +31,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from pipelines import noteevents
+from medsimp.pipelines import noteevents
 from medsimp.lineage import MIMIC, with_lineage
-from pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
+from medsimp.pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
 
 NAMESPACE = "notes"
 
@@ -99,7 +99,7 @@ class _SectionsFn(beam.DoFn):
         self.batch = int(params.get("batch_notes", 1000))
 
     def setup(self):
-        from pipelines.sections import extractor_from_params
+        from medsimp.pipelines.sections import extractor_from_params
 
         self.extractor = extractor_from_params(self.params)
 
@@ -137,7 +137,7 @@ class _SentencesFn(beam.DoFn):
         self.processor = NoteProcessor(self.params, *self.lexicons)
 
     def process(self, element):
-        from pipelines.beam_io import table_bytes
+        from medsimp.pipelines.beam_io import table_bytes
 
         key, packed = element
         rows = [row for _, record in sorted(pickle.loads(zlib.decompress(p)) for p in packed)
@@ -174,7 +174,7 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
           params: Mapping, lexicons: tuple[list[str], list[str]]) -> None:
     """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/).
     The caller creates `out_dir/sentences` and writes an empty part if the job wrote none."""
-    from pipelines.beam_io import WriteSorted
+    from medsimp.pipelines.beam_io import WriteSorted
 
     categories = params.get("categories", ["Discharge summary"])
     read = pipeline | "ReadNotes" >> ReadNotes(files, categories,

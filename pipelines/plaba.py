@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pipelines.cochrane_formats import FormatError
-from pipelines.sentence_rows import document_rows, sentence_id
+from medsimp.pipelines.cochrane_formats import FormatError
+from medsimp.pipelines.sentence_rows import document_rows, sentence_id
 
 SOURCE = "plaba"
 _ADAPTATION = re.compile(r"^translation(\d+)$")

@@ -9,11 +9,11 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.beam_io import new_pipeline
-from pipelines.cochrane_formats import FormatError
-from pipelines.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents
-from pipelines.sentence_rows import dead_letter, sentence_schema
-from pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
+from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.cochrane_formats import FormatError
+from medsimp.pipelines.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents
+from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
+from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 _IDS = [pa.field("question_id", pa.string()), pa.field("pmid", pa.string())]
 SCHEMA = sentence_schema(*_IDS, pa.field("sentence_number", pa.int32()), pa.field("adaptation", pa.int32()))

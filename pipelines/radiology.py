@@ -3,7 +3,7 @@ radiology tables -> de-duplicated FINDINGS / IMPRESSION finding sentences with m
 
 DAG::
 
-    ReadNotes (pipelines.notes_job, categories=[Radiology]) -> notes | rejects
+    ReadNotes (medsimp.pipelines.notes_job, categories=[Radiology]) -> notes | rejects
     notes -> Extract (radiology_core.RadiologyExtractor) -> key by dedup_key
           -> GroupByKey -> merge_duplicates -> WriteSorted(sentences/)
     rejects -> WriteSorted(dead_letter/)
@@ -20,7 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from medsimp.lineage import MIMIC, with_lineage
-from pipelines.radiology_core import (SCHEMA, RadiologyExtractor, dedup_key, merge_duplicates,
+from medsimp.pipelines.radiology_core import (SCHEMA, RadiologyExtractor, dedup_key, merge_duplicates,
                                       row_order)
 
 NAMESPACE = "radiology"
@@ -53,8 +53,8 @@ def _merge(element):
 def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: str,
           params: Mapping, lexicons) -> None:
     """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/)."""
-    from pipelines.beam_io import WriteSorted
-    from pipelines.notes_job import ReadNotes, dead_letter_sort_key
+    from medsimp.pipelines.beam_io import WriteSorted
+    from medsimp.pipelines.notes_job import ReadNotes, dead_letter_sort_key
 
     read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], int(params.get("num_ranges", 2)))
     (read.notes

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from pipelines.noteevents import Note
-from pipelines.sections import SectionExtractor
-from pipelines.sentence_rows import sentence_id, sentence_schema
-from pipelines.sentences import PLACEHOLDER, splitter
+from medsimp.pipelines.noteevents import Note
+from medsimp.pipelines.sections import SectionExtractor
+from medsimp.pipelines.sentence_rows import sentence_id, sentence_schema
+from medsimp.pipelines.sentences import PLACEHOLDER, splitter
 
 SOURCE = "radiology"
 LEXICONS = Path(__file__).resolve().parents[1] / "resources" / "radiology"

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.sentences import PLACEHOLDER
+from medsimp.pipelines.sentences import PLACEHOLDER
 
 _WORD = re.compile(r"[^\W_]")
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,:/-]\d+)*|\.\d+)%?")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipelines.multilingual_sentences import split_sentences
+from medsimp.pipelines.multilingual_sentences import split_sentences
 
 BASE_FIELDS = [
     pa.field("sentence_id", pa.string()),

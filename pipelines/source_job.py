@@ -18,9 +18,9 @@ from apache_beam.metrics import Metrics
 
 from medsimp.lineage import with_lineage
 from medsimp.outputs import check_reconciles, output_stats, print_summary, write_json
-from pipelines.beam_io import WriteSorted, counters, fill_empty_shards
-from pipelines.cochrane_formats import FormatError
-from pipelines.sentence_rows import dead_letter, locator_key
+from medsimp.pipelines.beam_io import WriteSorted, counters, fill_empty_shards
+from medsimp.pipelines.cochrane_formats import FormatError
+from medsimp.pipelines.sentence_rows import dead_letter, locator_key
 
 DEAD_LETTER = "dead_letter"
 

@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Iterator
 from typing import BinaryIO, cast
 
-from pipelines.noteevents import MIMIC3
+from medsimp.pipelines.noteevents import MIMIC3
 
 # MIMIC-III v1.4 NOTEEVENTS counts per CATEGORY (trailing spaces as in the data).
 CATEGORY_MIX: dict[str, int] = {

@@ -34,15 +34,15 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
     import pyarrow as pa
     import yaml
 
-    from pipelines.noteevents import Note
-    from pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
-    from pipelines.sections import extractor_from_params
-    from pipelines.selection import load_lexicons
+    from medsimp.pipelines.noteevents import Note
+    from medsimp.pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
+    from medsimp.pipelines.sections import extractor_from_params
+    from medsimp.pipelines.selection import load_lexicons
 
     if tokenizer == "stock":
         from nltk.tokenize import NLTKWordTokenizer
 
-        from pipelines import selection
+        from medsimp.pipelines import selection
 
         stock = NLTKWordTokenizer()
         selection._tokenizer = lambda: stock
@@ -122,7 +122,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     data = work / f"notes-{args.rows}-{args.seed}.csv{'.gz' if args.gz else ''}"
     if not data.exists():
-        from pipelines.synth_notes import write_file
+        from medsimp.pipelines.synth_notes import write_file
 
         t = time.perf_counter()
         write_file(str(data), args.rows, args.seed)

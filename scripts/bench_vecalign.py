@@ -23,10 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from alignment import vecalign  # noqa: E402
-from alignment.encoders import PairEncoders  # noqa: E402
-from alignment.gold import Block, read_blocks  # noqa: E402
-from alignment.score import vecalign_scores  # noqa: E402
+from medsimp.alignment import vecalign  # noqa: E402
+from medsimp.alignment.encoders import PairEncoders  # noqa: E402
+from medsimp.alignment.gold import Block, read_blocks  # noqa: E402
+from medsimp.alignment.score import vecalign_scores  # noqa: E402
 
 BASELINE = {"encoder": [{"kind": "e5", "prefix": "query"}], "alignment_max_size": 4, "del_percentile_frac": 0.2,
             "del_percentile_of": "random", "length_weight": 0, "number_weight": 0}

@@ -29,7 +29,7 @@ def main() -> int:
     if not path.exists():
         print(f"skip: {path} not found")
         return 0
-    from pipelines.selection import Selector, load_abbreviations, load_common_words
+    from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words
 
     abbreviations = load_abbreviations(ROOT / "resources" / "abbreviations.json")
     common = load_common_words(ROOT / "resources" / "common_words.txt")
@@ -45,7 +45,7 @@ def main() -> int:
             "ratio<0.1" if f.ratio < 0.1 else "ratio>0.5"] += 1
     from nltk.tokenize import NLTKWordTokenizer
 
-    from pipelines.selection import _tokenizer
+    from medsimp.pipelines.selection import _tokenizer
 
     stock = NLTKWordTokenizer()
     differ = sum(_tokenizer().tokenize(s) != stock.tokenize(s) for s in sources)

@@ -18,9 +18,9 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pipelines.cochrane_formats import FormatError, join_reviews, read_devaraj  # noqa: E402
-from pipelines.plaba import document_sentence_rows, gold_pairs, iter_documents  # noqa: E402
-from pipelines.sentence_rows import document_rows  # noqa: E402
+from medsimp.pipelines.cochrane_formats import FormatError, join_reviews, read_devaraj  # noqa: E402
+from medsimp.pipelines.plaba import document_sentence_rows, gold_pairs, iter_documents  # noqa: E402
+from medsimp.pipelines.sentence_rows import document_rows  # noqa: E402
 
 # A sentence that ends inside a statistic: an open bracket, or "95% CI 0." / "RR 2." left dangling.
 _BROKEN = re.compile(r"(\([^)]*$)|(\b(?:CI|RR|OR|MD|SMD|HR)\s+-?\d+\.$)")
@@ -76,7 +76,7 @@ def check_plaba(path: str) -> Counter:
 
 def check_multicochrane(folder: str) -> Counter:
     """How many MultiCochrane gold sentences (aligned by the authors) our splitter keeps whole."""
-    from pipelines.multilingual_sentences import split_sentences
+    from medsimp.pipelines.multilingual_sentences import split_sentences
 
     counts: Counter = Counter()
     for name, fields, language in (("en-test-with-doi.json", ("input", "gold"), "en"),

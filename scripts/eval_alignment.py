@@ -28,12 +28,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from alignment import vecalign  # noqa: E402
-from alignment.crf import CRFAligner  # noqa: E402
-from alignment.encoders import PairEncoders, make_encoder  # noqa: E402
-from alignment.gold import Block, read_blocks, read_plaba  # noqa: E402
-from alignment.score import pair_prf, vecalign_scores  # noqa: E402
-from alignment.text import content_tokens  # noqa: E402
+from medsimp.alignment import vecalign  # noqa: E402
+from medsimp.alignment.crf import CRFAligner  # noqa: E402
+from medsimp.alignment.encoders import PairEncoders, make_encoder  # noqa: E402
+from medsimp.alignment.gold import Block, read_blocks, read_plaba  # noqa: E402
+from medsimp.alignment.score import pair_prf, vecalign_scores  # noqa: E402
+from medsimp.alignment.text import content_tokens  # noqa: E402
 
 
 def _jaccard(doc) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from importlib.metadata import version
 
-from pipelines.selection import common_lemmas
+from medsimp.pipelines.selection import common_lemmas
 
 
 def main() -> int:

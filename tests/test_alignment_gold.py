@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from alignment.gold import DocPair, GoldFormatError, parse_blocks, read_gold
-from alignment.overlap import filter_row, lemma_set, overlap_r
-from alignment.score import blocks_to_pairs, pair_prf, pairs_to_blocks
+from medsimp.alignment.gold import DocPair, GoldFormatError, parse_blocks, read_gold
+from medsimp.alignment.overlap import filter_row, lemma_set, overlap_r
+from medsimp.alignment.score import blocks_to_pairs, pair_prf, pairs_to_blocks
 
 PLABA = {"7": {"question": "q?", "123": {
     "Title": "t",

@@ -7,7 +7,7 @@ import sentencepiece as spm
 import torch
 from nano_laser.models import LaserLstmEncoder
 
-from alignment.encoders import LaserEncoder, make_encoder
+from medsimp.alignment.encoders import LaserEncoder, make_encoder
 
 TEXT = ["the patient has a fever", "aspirin lowers the risk of heart attack", "le patient a de la fièvre",
         "children with asthma", "we found twelve studies", "side effects were similar"]

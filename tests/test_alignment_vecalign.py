@@ -11,10 +11,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from fakes import HashEncoder, random_sentences  # noqa: E402
 
-from alignment import vecalign  # noqa: E402
-from alignment.encoders import CachedEncoder  # noqa: E402
-from alignment.gold import parse_blocks  # noqa: E402
-from alignment.score import format_block, vecalign_scores  # noqa: E402
+from medsimp.alignment import vecalign  # noqa: E402
+from medsimp.alignment.encoders import CachedEncoder  # noqa: E402
+from medsimp.alignment.gold import parse_blocks  # noqa: E402
+from medsimp.alignment.score import format_block, vecalign_scores  # noqa: E402
 
 
 def _constructed():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.medlane_format import (MedLaneFormatError, expand_terms, read_medlane_eval,
+from medsimp.pipelines.medlane_format import (MedLaneFormatError, expand_terms, read_medlane_eval,
                                       read_medlane_train, split_eval)
 
 EVAL = (

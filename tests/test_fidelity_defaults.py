@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alignment import vecalign
-from alignment.overlap import filter_row, overlap_r, passes
+from medsimp.alignment import vecalign
+from medsimp.alignment.overlap import filter_row, overlap_r, passes
 from medsimp.builders.common import exact_split
 from medsimp.builders.plaba import DEFAULT_SPLIT, plaba_split
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
-from pipelines.notes_core import SENTENCE_SCHEMA
+from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = str(ROOT / "params.yaml")
@@ -117,7 +117,7 @@ def test_synth_notes_is_deterministic(tmp_path):
                      "--output", str(tmp_path / name)]) == 0
     assert (tmp_path / "a.csv.gz").read_bytes() == (tmp_path / "b.csv.gz").read_bytes()
     text = gzip.decompress((tmp_path / "a.csv.gz").read_bytes())
-    from pipelines.noteevents import iter_records
+    from medsimp.pipelines.noteevents import iter_records
 
     assert len(list(iter_records(str(tmp_path / "a.csv.gz"), categories=None))) == 300
     assert text.startswith(b'"ROW_ID","SUBJECT_ID"')

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import noteevents
-from pipelines.noteevents import Filtered, Note, NoteFileError, Reject, iter_records, plan_ranges
+from medsimp.pipelines import noteevents
+from medsimp.pipelines.noteevents import Filtered, Note, NoteFileError, Reject, iter_records, plan_ranges
 
 HEADER = ('"ROW_ID","SUBJECT_ID","HADM_ID","CHARTDATE","CHARTTIME","STORETIME","CATEGORY",'
           '"DESCRIPTION","CGID","ISERROR","TEXT"\n').encode()

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.sections import SectionExtractor, extractor_from_params
-from pipelines.selection import (Selector, load_abbreviations, load_common_words, tokenize)
-from pipelines.sentences import splitter
+from medsimp.pipelines.sections import SectionExtractor, extractor_from_params
+from medsimp.pipelines.selection import (Selector, load_abbreviations, load_common_words, tokenize)
+from medsimp.pipelines.sentences import splitter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ TRICKY = ['He said "hi" -- and left... can\'t won\'t (ok) [x] {y} <z> \u201cq\u2
 def test_tokenizer_matches_stock_nltk():
     from nltk.tokenize import NLTKWordTokenizer
 
-    from pipelines.selection import _tokenizer
+    from medsimp.pipelines.selection import _tokenizer
 
     stock = NLTKWordTokenizer()
     for text in TRICKY + [SPLIT_TEXT, NOTE]:

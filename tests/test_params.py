@@ -79,12 +79,12 @@ def test_disagreement_report_names_the_key():
 def test_code_defaults_come_from_the_schema():
     """The literals that drifted (issue 13) now read the schema."""
     from medsimp import params_schema as ps
-    from training.trainer import Settings
+    from medsimp.training.trainer import Settings
 
     settings = dataclasses.asdict(Settings())
     assert settings == {k: ps.default(f"train.{k}") for k in settings}
     assert ps.default("evaluate.length_buckets") == [0, 10, 15, 20, 30]
-    from alignment import crf, vecalign
+    from medsimp.alignment import crf, vecalign
 
     assert vecalign.DEFAULTS == {k: v for k, v in ps.default("align.vecalign").items() if k != "encoder"}
     assert crf.DEFAULTS == {k: v for k, v in ps.default("align.crf").items() if k != "encoder"}
@@ -189,7 +189,7 @@ def test_bad_param_through_the_real_cli_is_one_line_exit_2():
 
 def test_global_options_after_the_subcommand(tmp_path, monkeypatch):
     from medsimp.cli import main
-    from pipelines import filter_job
+    from medsimp.pipelines import filter_job
 
     seen = {}
 

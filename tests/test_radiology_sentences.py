@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
-from pipelines.noteevents import Note
-from pipelines.radiology_core import RadiologyExtractor, dedup_key, merge_duplicates
+from medsimp.pipelines.noteevents import Note
+from medsimp.pipelines.radiology_core import RadiologyExtractor, dedup_key, merge_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = """EXAMINATION: CHEST (PA AND LAT)

@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 
 from medsimp.errors import InputError
-from pipelines.cochrane_formats import (FormatError, devaraj_prefixes, join_reviews, normalise_doi,
+from medsimp.pipelines.cochrane_formats import (FormatError, devaraj_prefixes, join_reviews, normalise_doi,
                                         parse_canonical_line, read_devaraj, split_doi)
-from pipelines.msd_formats import assemble, parse_line, pcio_lookup
-from pipelines.multilingual_sentences import split_sentences
-from pipelines.plaba import document_sentence_rows, gold_pairs, iter_documents
+from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
+from medsimp.pipelines.multilingual_sentences import split_sentences
+from medsimp.pipelines.plaba import document_sentence_rows, gold_pairs, iter_documents
 
 FIX = Path(__file__).parent / "fixtures" / "sources"
 
@@ -139,8 +139,8 @@ def test_plaba_deletions_splits_and_errors():
 
 
 def test_jsonl_line_with_invalid_utf8_is_rejected_not_replaced(tmp_path):
-    from pipelines.cochrane import read_spec
-    from pipelines.cochrane_formats import FormatError
+    from medsimp.pipelines.cochrane import read_spec
+    from medsimp.pipelines.cochrane_formats import FormatError
 
     good = ('{"doi": "10.1002/14651858.CD000001.pub2", "language": "en", "title": "T", '
             '"abstract": [{"heading": "Main results", "text": "It worked."}], "pls": "It helped."}')

@@ -7,9 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
-from pipelines.readability import document_scores, scores
-from pipelines.sentence_rows import document_rows, sentence_schema
-from pipelines.umls import ConceptLinker, build_index, negation_flip
+from medsimp.pipelines.readability import document_scores, scores
+from medsimp.pipelines.sentence_rows import document_rows, sentence_schema
+from medsimp.pipelines.umls import ConceptLinker, build_index, negation_flip
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"

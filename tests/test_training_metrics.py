@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from training import metrics as M
-from training import scoring as S
+from medsimp.training import metrics as M
+from medsimp.training import scoring as S
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -177,7 +177,7 @@ def test_cwr_words_only():
 
 
 def test_medlane_cwr_counts_punctuation_and_numbers_like_the_authors():
-    from training.lexicon import lemma
+    from medsimp.training.lexicon import lemma
 
     common = {"the", "be"}
     # "bp was 120 ." -> tokens bp / was / num / . : bp pro, num uncommon, '.' common, was common

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from training.declare import NEG_INF, partial_translate
-from training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
+from medsimp.training.declare import NEG_INF, partial_translate
+from medsimp.training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "medlane"
@@ -103,8 +103,8 @@ def test_partial_translation_stops_at_max_span():
 # ---------------------------------------------------------------- modules
 @pytest.fixture(scope="module")
 def model_and_feat(tiny_encoder):
-    from training.declare import Declare
-    from training.trainer import Featurizer, Settings, load_backbone, seed_everything
+    from medsimp.training.declare import Declare
+    from medsimp.training.trainer import Featurizer, Settings, load_backbone, seed_everything
 
     seed_everything(0)
     s = Settings(encoder=tiny_encoder, max_options=4)
@@ -138,8 +138,8 @@ def test_module_shapes_and_option_masking(model_and_feat):
 
 
 def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
-    from training.data import load_medlane
-    from training.trainer import Settings, load, predict, save, train
+    from medsimp.training.data import load_medlane
+    from medsimp.training.trainer import Settings, load, predict, save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
     d = json.loads((SAMPLE / "dictionary.json").read_text())
@@ -170,7 +170,7 @@ def test_pairs_folder_reader_carves_missing_splits(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from training.data import load_splits
+    from medsimp.training.data import load_splits
 
     rows = [(f"complex sentence number {i} with htn .", f"simple sentence {i} with high blood pressure .")
             for i in range(40)]

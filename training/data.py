@@ -1,6 +1,6 @@
 """Training and evaluation data for DECLARE and the baselines.
 
-Two inputs: MedLane-format files (`pipelines.medlane_format`) or a builder
+Two inputs: MedLane-format files (`medsimp.pipelines.medlane_format`) or a builder
 folder of (complex, simple) English pairs such as `builders/multicochrane/en`
 (locator labels then come from the diff, as for MedLane).
 """
@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.scoring import EvalItem, expand, tokenize
+from medsimp.training.scoring import EvalItem, expand, tokenize
 
 
 @dataclass
@@ -30,7 +30,7 @@ def _pairs_from_eval(items: list[EvalItem]) -> list[tuple[list[str], list[str]]]
 
 def load_medlane(train: str, validation: str, test: str) -> Splits:
     """MedLane train file (source, target, second-person target) and two evaluation files."""
-    from pipelines.medlane_format import read_medlane_eval, read_medlane_train
+    from medsimp.pipelines.medlane_format import read_medlane_eval, read_medlane_train
 
     rejects: list[dict] = []
     train_recs = read_medlane_train(train, rejects)

@@ -1,6 +1,6 @@
 """Lexical resources for DECLARE and the metrics: the abbreviation dictionary,
 the common-word list and an offline English lemmatizer (the last two shared
-with the notes selection in `pipelines.selection`)."""
+with the notes selection in `medsimp.pipelines.selection`)."""
 from __future__ import annotations
 
 import json
@@ -33,7 +33,7 @@ def load_dictionary(paths: Sequence[str | Path]) -> dict[str, list[str]]:
 
 def lemma(word: str) -> str:
     """Lowercased lookup lemma (spaCy's English lemma table; no POS needed, works offline)."""
-    from pipelines.selection import lemma_lookup
+    from medsimp.pipelines.selection import lemma_lookup
 
     w = word.lower()
     return lemma_lookup().get(w, w)
@@ -41,7 +41,7 @@ def lemma(word: str) -> str:
 
 def load_common_words(path: str | Path) -> set[str]:
     """The common-word list (top-3000 wordfreq lemmas, resources/common_words.txt), lowercased."""
-    from pipelines.selection import load_common_words as load
+    from medsimp.pipelines.selection import load_common_words as load
 
     if not Path(path).exists():
         raise FileNotFoundError(f"common-word list {path} not found")

@@ -1,7 +1,7 @@
 """Simplification metrics as pure functions (MedLane / DECLARE evaluation suite).
 
 Token-level inputs are lists of strings; callers choose the tokenizer (see
-`training.scoring` for the two modes). Library-backed metrics follow the
+`medsimp.training.scoring` for the two modes). Library-backed metrics follow the
 libraries MedLane's scorer used (nlg-eval = pycocoevalcap); SARI, HIT, CWR and
 AScore are written here from their papers. docs/metrics.md lists every
 difference from the authors' `bleu_eval_new.py`.

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from training import metrics as M
+from medsimp.training import metrics as M
 
 # MedLane's scorer: an annotated pair is the non-space, non-bracket run right before `[...]`.
 _MEDLANE_PAIR_RE = re.compile(r"[^\[\] ]+\[[^\[\]]+\]")
@@ -77,7 +77,7 @@ def attach_terms(items: Sequence[EvalItem], dictionary: dict[str, list[str]] | N
 
 
 def _is_common(common: set[str]) -> Callable[[str], bool]:
-    from training.lexicon import lemma
+    from medsimp.training.lexicon import lemma
 
     return lambda w: w in common or lemma(w) in common
 
@@ -160,7 +160,7 @@ def score_medlane(hyps: Sequence[str], items: Sequence[EvalItem], common: set[st
     tok_txt = [" ".join(_treebank().tokenize(h)) for h in hyps]
     bleu = max(sum(bleus) / 4, M.EPS)
     hit = max(M.medlane_hit([t + " " for t in tok_txt], dics), M.EPS)
-    from training.lexicon import lemma, stopwords
+    from medsimp.training.lexicon import lemma, stopwords
 
     cwr = max(M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words), M.EPS)
     out.update({"bleu": bleu, "hit": hit, "cwr": cwr, "ascore": M.ascore(bleu, hit, cwr)})

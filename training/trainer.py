@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 
 from medsimp.params_schema import Train as _TrainParams
-from training.declare import Declare, partial_translate
-from training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
+from medsimp.training.declare import Declare, partial_translate
+from medsimp.training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
 
 Pair = tuple[list[str], list[str]]
 _P = _TrainParams()  # defaults live in medsimp.params_schema (== params.yaml `train`)

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from medsimp.builders.common import (MIMIC_III_CITATION, BuildError, BuiltDataset, read_parquet_dir,
                                      table_from_rows)
-from pipelines.medlane_format import read_medlane_eval, read_medlane_train, split_eval
+from medsimp.pipelines.medlane_format import read_medlane_eval, read_medlane_train, split_eval
 
 TERM = pa.struct([("abbreviation", pa.string()), ("expansion", pa.string()),
                   ("reference_index", pa.int32())])

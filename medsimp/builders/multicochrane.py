@@ -160,10 +160,10 @@ def gold_rows(path: str | Path, split_of: dict[str, str]) -> dict[str, list[dict
     Each gold block (connected component of the gold sentence pairs) is one row, method
     `gold`; sentence ids are `mc_human:<doi>:<side>:<index>`; alignment scores and overlap
     are null (the rows are not filtered). The English gold is read with
-    `alignment.gold.read_mc_clean` (its assumed layout: docs/alignment.md).
+    `medsimp.alignment.gold.read_mc_clean` (its assumed layout: docs/alignment.md).
     """
-    from alignment.gold import GoldFormatError, read_mc_clean
-    from alignment.score import pairs_to_blocks
+    from medsimp.alignment.gold import GoldFormatError, read_mc_clean
+    from medsimp.alignment.score import pairs_to_blocks
 
     try:
         docs = read_mc_clean(path)

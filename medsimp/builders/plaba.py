@@ -1,7 +1,7 @@
 """PLABA builder: gold sentence-aligned abstract -> plain-language adaptation pairs.
 
 Inputs (params `build.plaba`): the pairs `medsimp plaba` emits (`out/plaba/pairs`, see
-`pipelines.plaba.gold_pairs`), its sentence table and the linked table
+`medsimp.pipelines.plaba.gold_pairs`), its sentence table and the linked table
 (`out/linked/plaba`). One config, `pairs`, with every pair including deletions
 (`alignment` 1-0); splits are by question, 70/15/15 as in Attal et al. (2023), so all
 abstracts of a question (and all adaptations of an abstract) land in one split.

@@ -16,8 +16,8 @@ import pyarrow as pa
 
 from medsimp.builders.common import (MIMIC_III_CITATION, BuiltDataset, read_parquet_dir,
                                      split_units, table_from_rows)
-from pipelines.radiology_core import SCHEMA as SENTENCES
-from pipelines.radiology_core import doc_order
+from medsimp.pipelines.radiology_core import SCHEMA as SENTENCES
+from medsimp.pipelines.radiology_core import doc_order
 
 COLUMNS = ["sentence_id", "doc_id", "language", "exam", "section", "sentence_index",
            "char_start", "char_end", "text", "body_parts", "finding_words", "negated",

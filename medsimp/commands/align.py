@@ -48,8 +48,8 @@ class _FileAligner:
     """Loads the chosen model once and aligns sentence-per-line files."""
 
     def __init__(self, method: str, params: dict, model_dir: str | None):
-        from alignment.crf import CRFAligner
-        from alignment.encoders import PairEncoders, make_encoder
+        from medsimp.alignment.crf import CRFAligner
+        from medsimp.alignment.encoders import PairEncoders, make_encoder
         from medsimp.params_schema import default
 
         cache = (params.get("_cache") or None)
@@ -68,7 +68,7 @@ class _FileAligner:
         if self.method == "crf":
             res = self.model.align(src, tgt, src_lang)
             return res.blocks, res.block_scores
-        from alignment import vecalign
+        from medsimp.alignment import vecalign
 
         vec = vecalign.align(src, tgt, self.encoders.for_pair(src_lang, tgt_lang), src_lang=src_lang,
                              tgt_lang=tgt_lang, params=self.vec_params)
@@ -76,8 +76,8 @@ class _FileAligner:
 
 
 def _file_mode(args, params: dict) -> int:
-    from alignment.gold import read_blocks
-    from alignment.score import format_block, vecalign_scores
+    from medsimp.alignment.gold import read_blocks
+    from medsimp.alignment.score import format_block, vecalign_scores
 
     aligner = _FileAligner(args.method, params, args.model)
     if args.method == "vecalign":
@@ -117,11 +117,11 @@ def _file_mode(args, params: dict) -> int:
 
 
 def _train(args, params: dict) -> int:
-    from alignment.crf import CRFAligner
-    from alignment.encoders import make_encoder
-    from alignment.gold import read_gold
+    from medsimp.alignment.crf import CRFAligner
+    from medsimp.alignment.encoders import make_encoder
+    from medsimp.alignment.gold import read_gold
     from medsimp.params_schema import default
-    from alignment.score import pair_prf
+    from medsimp.alignment.score import pair_prf
     from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
 
     gold = args.gold or params.get("gold", "data/sample/align_gold.jsonl")
@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     if args.src or args.batch:
         return _file_mode(args, params)
     from medsimp.outputs import atomic_dir
-    from pipelines import align_job
+    from medsimp.pipelines import align_job
 
     if args.model:
         params["model"] = args.model

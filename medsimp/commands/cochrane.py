@@ -19,6 +19,6 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.cli_args import run_source_job
-    from pipelines import cochrane
+    from medsimp.pipelines import cochrane
 
     return run_source_job(args, "cochrane", cochrane)

@@ -42,8 +42,8 @@ def medlane_items(path: str, split: str | None):
     The authors split the file text on blank lines and take the first `len // 2`
     blocks as validation (a trailing empty block counts), the rest as test.
     """
-    from pipelines.medlane_format import read_medlane_eval
-    from training.scoring import EvalItem
+    from medsimp.pipelines.medlane_format import read_medlane_eval
+    from medsimp.training.scoring import EvalItem
 
     records = read_medlane_eval(path)
     items = [EvalItem(r["source"], list(r["raw_references"])) for r in records]
@@ -54,7 +54,7 @@ def medlane_items(path: str, split: str | None):
 
 
 def file_items(refs: list[str], src: str | None, n: int):
-    from training.scoring import EvalItem
+    from medsimp.training.scoring import EvalItem
 
     ref_lines = [_lines(r) for r in refs]
     src_lines = _lines(src) if src else [None] * n
@@ -69,7 +69,7 @@ class Scorer:
 
     def __init__(self, cfg: dict, train_cfg: dict):
         from medsimp.resources import resolve_model
-        from training.lexicon import load_common_words, load_dictionary
+        from medsimp.training.lexicon import load_common_words, load_dictionary
 
         self.common = load_common_words(cfg.get("common_words", "resources/common_words.txt"))
         self.dictionary = load_dictionary(cfg.get("dictionaries") or train_cfg.get("dictionaries") or [])
@@ -77,7 +77,7 @@ class Scorer:
         self.bert = resolve_model(cfg.get("bertscore_model", "minilm")) if cfg.get("bertscore", True) else None
 
     def score(self, hyps: list[str], items, mode: str, full: bool = True) -> dict:
-        from training import scoring
+        from medsimp.training import scoring
 
         if len(hyps) != len(items):
             raise SystemExit(f"{len(hyps)} outputs for {len(items)} evaluation sentences")
@@ -123,7 +123,7 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     from medsimp.config import section
     from medsimp.outputs import print_summary, write_json
     from medsimp.params_schema import default
-    from training.scoring import length_buckets
+    from medsimp.training.scoring import length_buckets
 
     train_cfg = section(args.params_data, "train")
     split = cfg.get("split", "test")
@@ -131,7 +131,7 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     if data.get("format", "medlane") == "medlane":
         items = medlane_items(data[split], None)
     else:
-        from training.data import load_splits
+        from medsimp.training.data import load_splits
 
         items = load_splits(train_cfg).eval[split]
     models = list(cfg.get("models") or ["declare", "dictionary", "copy"])

@@ -22,7 +22,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from medsimp.config import section
     from medsimp.outputs import atomic_dir
-    from pipelines import filter_job
+    from medsimp.pipelines import filter_job
 
     params = section(args.params_data, "filter")
     with atomic_dir(args.output or params.get("output", "out/filter")) as tmp:

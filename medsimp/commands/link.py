@@ -24,7 +24,7 @@ def run(args) -> int:
     from medsimp.config import section
     from medsimp.outputs import atomic_dir
     from medsimp.params_schema import default
-    from pipelines import link
+    from medsimp.pipelines import link
 
     params = section(args.params_data, "link")
     matcher = {k: params[k] for k in ("overlapping_criteria", "threshold", "similarity_name", "window",

@@ -18,6 +18,6 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.cli_args import run_source_job
-    from pipelines import msd
+    from medsimp.pipelines import msd
 
     return run_source_job(args, "msd", msd)

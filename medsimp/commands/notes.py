@@ -66,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
 
     from medsimp.config import section
     from medsimp.outputs import atomic_dir, print_summary, write_json
-    from pipelines import beam_io, notes_job
-    from pipelines.notes_core import SENTENCE_SCHEMA
-    from pipelines.selection import load_lexicons
+    from medsimp.pipelines import beam_io, notes_job
+    from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
+    from medsimp.pipelines.selection import load_lexicons
 
     params = section(args.params_data, "notes")
     pattern = args.input or params.get("input")

@@ -17,6 +17,6 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.cli_args import run_source_job
-    from pipelines import plaba_job
+    from medsimp.pipelines import plaba_job
 
     return run_source_job(args, "plaba", plaba_job)

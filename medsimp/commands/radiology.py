@@ -54,9 +54,9 @@ def run(args) -> int:
 
     from medsimp.config import section
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
-    from pipelines import beam_io, radiology
-    from pipelines.notes_job import NAMESPACE as NOTES_NS
-    from pipelines.radiology_core import SCHEMA, load_lexicons
+    from medsimp.pipelines import beam_io, radiology
+    from medsimp.pipelines.notes_job import NAMESPACE as NOTES_NS
+    from medsimp.pipelines.radiology_core import SCHEMA, load_lexicons
 
     params = section(args.params_data, "radiology")
     patterns = args.input or ([params["input"]] if params.get("input") else [])

@@ -26,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from medsimp.config import section
-    from pipelines.selection import load_lexicons
-    from pipelines.notes_core import NoteProcessor
+    from medsimp.pipelines.selection import load_lexicons
+    from medsimp.pipelines.notes_core import NoteProcessor
 
     params = dict(section(args.params_data, "notes"))
     if args.abbreviations:

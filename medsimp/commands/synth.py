@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     import time
 
-    from pipelines import synth_notes
+    from medsimp.pipelines import synth_notes
 
     start = time.perf_counter()
     tmp = f"{args.output}.tmp-{os.getpid()}" + (".gz" if args.output.endswith(".gz") else "")

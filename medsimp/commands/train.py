@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
 
     from medsimp.config import section
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
-    from training import baselines
-    from training.data import load_splits
-    from training.lexicon import load_dictionary
+    from medsimp.training import baselines
+    from medsimp.training.data import load_splits
+    from medsimp.training.lexicon import load_dictionary
 
     cfg = section(args.params_data, "train")
     splits = load_splits(cfg)
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                    "filtered": 0, "rejected": splits.counts["rejected"], "splits": dict(splits.counts)}
     with atomic_dir(args.out) as tmp:
         if args.model == "declare":
-            from training import trainer
+            from medsimp.training import trainer
 
             settings = trainer.Settings.from_params(cfg)
             cache = Path((args.params_data.get("cache") or {}).get("dir", ".cache/medsimp"))
@@ -89,6 +89,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tokens_of(text: str | None) -> list[str]:
-    from training.scoring import tokenize
+    from medsimp.training.scoring import tokenize
 
     return tokenize(text or "")

@@ -21,7 +21,7 @@ def run(args) -> int:
     from medsimp.config import section
     from medsimp.outputs import atomic_dir, print_summary, write_json
     from medsimp.params_schema import default
-    from pipelines.umls import build_index
+    from medsimp.pipelines.umls import build_index
 
     params = section(args.params_data, "umls")
     output = args.output or params.get("index") or default("umls.index")
