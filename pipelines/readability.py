@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from nltk.tokenize import NLTKWordTokenizer
 
@@ -66,3 +66,18 @@ def document_scores(sentences: list[str], language: str, syllable_languages: Ite
     out = scores(" ".join(sentences), language, syllable_languages, len(sentences))
     out["n_sentences"] = len(sentences)
     return out
+
+
+def text_scores(text: str, language: str = "en") -> dict:
+    """Scores of free text (a model's output): sentences counted by the toolkit's splitter."""
+    from medsimp.pipelines.multilingual_sentences import split_sentences
+
+    return document_scores([s.text for s in split_sentences(text, language)], language, [language])
+
+
+def corpus_fkgl(lines: Sequence[str], language: str = "en") -> float:
+    """FKGL of a system output with one sentence per line (evaluate's convention); 0.0 when
+    it has no words."""
+    kept = [line for line in lines if line.strip()]
+    value = document_scores(kept, language, [language])["fkgl"] if kept else None
+    return 0.0 if value is None else float(value)

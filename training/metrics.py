@@ -188,18 +188,10 @@ def sari(srcs: Sequence[Tokens], hyps: Sequence[Tokens], refs: Sequence[Sequence
 
 # ---------------------------------------------------------------- FKGL
 def fkgl(sentences: Sequence[str]) -> float:
-    """Corpus Flesch-Kincaid grade: one sentence per line, textstat word and syllable counts."""
-    import textstat
+    """Corpus Flesch-Kincaid grade, one sentence per line: the toolkit's readability module."""
+    from medsimp.pipelines.readability import corpus_fkgl
 
-    from medsimp.resources import ensure_nltk_data
-
-    ensure_nltk_data()
-    lines = [s for s in sentences if s.strip()]
-    words = sum(textstat.lexicon_count(s) for s in lines)
-    syllables = sum(textstat.syllable_count(s) for s in lines)
-    if not lines or not words:
-        return 0.0
-    return 0.39 * words / len(lines) + 11.8 * syllables / words - 15.59
+    return corpus_fkgl(sentences)
 
 
 # ---------------------------------------------------------------- BERTScore

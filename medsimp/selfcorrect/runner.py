@@ -25,17 +25,11 @@ CSV_COLUMNS = ("sentence_id", "variant", "source", "output", "rounds_used", "rev
 
 
 def readability(text: str) -> dict[str, float]:
-    """FKGL, Gunning fog and ARI (textstat), rounded to 4 decimals; zeros for empty text."""
-    import textstat
+    """FKGL, Gunning fog and ARI from the toolkit's readability module; zeros for empty text."""
+    from medsimp.pipelines.readability import text_scores
 
-    from medsimp.resources import ensure_nltk_data
-
-    ensure_nltk_data()
-    if not text.strip():
-        return {"fkgl": 0.0, "gunning_fog": 0.0, "ari": 0.0}
-    return {"fkgl": round(float(textstat.flesch_kincaid_grade(text)), 4),
-            "gunning_fog": round(float(textstat.gunning_fog(text)), 4),
-            "ari": round(float(textstat.automated_readability_index(text)), 4)}
+    found = text_scores(text) if text.strip() else {}
+    return {k: float(found.get(k) or 0.0) for k in ("fkgl", "gunning_fog", "ari")}
 
 
 def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptSet,
