@@ -193,13 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from medsimp import outputs
-    from medsimp.config import load_params
+    from medsimp.config import load_params, params_dir
     from medsimp.errors import EXIT_FAILED, MedsimpError
 
     outputs.configure(command=command_name(args), force=args.force)
     signal.signal(signal.SIGTERM, _terminate)  # unwind: temp outputs are removed on the way out
     try:
         args.params_data = load_params(args.params, args.overrides)
+        args.params_dir = params_dir(args.params)
         return int(args._module.run(args) or 0)
     except MedsimpError as exc:
         if args.verbose:

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from medsimp import resources
 from medsimp.errors import UsageError
 
 
@@ -65,6 +66,20 @@ def load_params(path: str | Path = "params.yaml", overrides: list[str] | None = 
     except params_schema.SchemaError as exc:
         raise ParamsError(str(exc)) from None
     return data
+
+
+def resolve_path(value: str | Path, base: str | Path = ".") -> Path:
+    """A path named in params: `resource:<name>` is a packaged file (`medsimp.resources.path`);
+    a relative path is relative to `base`, the params file's folder (not the current one)."""
+    text = str(value)
+    if text.startswith(resources.PREFIX):
+        return resources.path(text.removeprefix(resources.PREFIX))
+    return Path(base) / text
+
+
+def params_dir(params_file: str | Path) -> Path:
+    """The folder relative params paths are resolved against."""
+    return Path(params_file).resolve().parent
 
 
 def section(params: dict, name: str) -> dict:

@@ -56,8 +56,8 @@ class Notes:
     })
     any_header: str | None = None
     splitter: Literal["rules", "rush"] = "rules"
-    abbreviations: str = "resources/abbreviations.json"
-    common_words: str = "resources/common_words.txt"
+    abbreviations: str = "resource:abbreviations.json"
+    common_words: str = "resource:common_words.txt"
     case_sensitive: bool = True
     min_tokens: int = 10
     min_ratio: float = 0.1
@@ -259,7 +259,7 @@ class TrainData:
 class Train:
     models: list[str] = _f(["declare", "dictionary", "copy"])
     data: TrainData = field(default_factory=TrainData)
-    dictionaries: list[str] = _f(["resources/abbreviations.json", "data/sample/medlane/dictionary.json"])
+    dictionaries: list[str] = _f(["resource:abbreviations.json", "data/sample/medlane/dictionary.json"])
     encoder: str = "minilm"
     max_length: int = 64
     max_option_length: int = 16
@@ -282,7 +282,7 @@ class Evaluate:
     models: list[str] = _f(["declare", "dictionary", "copy"])
     models_dir: str = "out/models"
     split: str = "test"
-    common_words: str = "resources/common_words.txt"
+    common_words: str = "resource:common_words.txt"
     dictionaries: list[str] | None = None  # null: train.dictionaries
     meteor: bool = True
     bertscore: bool = True
@@ -348,7 +348,7 @@ class Simplify:
     backend: Literal["openai", "local"] = "openai"
     input: str = "out/radiology/sentences"
     output: str = "out/simplify"
-    prompts: str = "resources/prompts/selfcorrect-yang2024.yaml"
+    prompts: str = "resource:prompts/selfcorrect-yang2024.yaml"
     max_rounds: int = 10
     reviser_memory: bool = True
     concurrency: int = 4

@@ -3,7 +3,7 @@ radiology note -> self-contained finding sentences with diversity metadata.
 
 A sentence is kept when it has `min_tokens`..`max_tokens` words, starts like a sentence
 (not lower case, not a continuation word), holds no de-identification placeholder, and names
-at least one finding word (resources/radiology/finding_words.txt), so technique lines such
+at least one finding word (medsimp/resources/radiology/finding_words.txt), so technique lines such
 as "Single portable AP view of the chest." drop out. Metadata: body parts and finding words
 (lexicon lookups with plural folding), negation ("no", "without", "negative for") and the
 exam description. Duplicates are found by `dedup_key` (case, spacing and a final period ignored).
@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from medsimp import resources
 from medsimp.pipelines.noteevents import Note
 from medsimp.pipelines.sections import SectionExtractor
 from medsimp.pipelines.sentence_rows import sentence_id, sentence_schema
 from medsimp.pipelines.sentences import PLACEHOLDER, splitter
 
 SOURCE = "radiology"
-LEXICONS = Path(__file__).resolve().parents[1] / "resources" / "radiology"
+LEXICONS = resources.path("radiology")
 SECTION_HEADERS = {"findings": r"findings?", "impression": r"impressions?"}
 _WORD = re.compile(r"[a-z]+")
 _NEGATION = re.compile(r"\b(?:no|not|without|negative\s+for)\b", re.I)

@@ -204,11 +204,14 @@ class Selector:
 
 
 def load_lexicons(params: dict, root: str | Path = ".") -> tuple[list[str], list[str]]:
-    """(abbreviations A, common words T) named by the `notes` params, paths relative to `root`."""
-    root = Path(root)
-    abbreviations = load_abbreviations(root / params.get("abbreviations",
-                                                         "resources/abbreviations.json"))
-    common = load_common_words(root / params.get("common_words", "resources/common_words.txt"))
+    """(abbreviations A, common words T) named by the `notes` params (`resource:<name>` or a
+    path relative to `root`, the params file's folder)."""
+    from medsimp.config import resolve_path
+    from medsimp.params_schema import default
+
+    abbreviations = load_abbreviations(resolve_path(
+        params.get("abbreviations", default("notes.abbreviations")), root))
+    common = load_common_words(resolve_path(params.get("common_words", default("notes.common_words")), root))
     return sorted(abbreviations), sorted(common)
 
 

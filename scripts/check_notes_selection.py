@@ -29,10 +29,11 @@ def main() -> int:
     if not path.exists():
         print(f"skip: {path} not found")
         return 0
+    from medsimp import resources
     from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words
 
-    abbreviations = load_abbreviations(ROOT / "resources" / "abbreviations.json")
-    common = load_common_words(ROOT / "resources" / "common_words.txt")
+    abbreviations = load_abbreviations(resources.path("abbreviations.json"))
+    common = load_common_words(resources.path("common_words.txt"))
     selector = Selector(abbreviations, common, case_sensitive=False)
     lines = path.read_text(encoding="utf-8").split("\n")
     sources = [lines[i] for i in range(0, len(lines), 6) if lines[i].strip()]
@@ -54,7 +55,7 @@ def main() -> int:
     print(f"MedLane test sample: {len(sources)} source sentences")
     print("  Algorithm 1 (case-insensitive, shipped lexicons): " +
           ", ".join(f"{k}={v}" for k, v in sorted(why.items())))
-    print(f"  annotated abbreviation types: {len(annotated)}; in resources/abbreviations.json: "
+    print(f"  annotated abbreviation types: {len(annotated)}; in medsimp/resources/abbreviations.json: "
           f"{covered} ({covered / max(len(annotated), 1):.0%})")
     print(f"  sentences tokenised differently by the job's tokenizer and stock NLTK: {differ}")
     return 0

@@ -1,7 +1,7 @@
-"""Regenerate resources/common_words.txt: the top-3000 English lemmas from wordfreq.
+"""Regenerate medsimp/resources/common_words.txt: the top-3000 English lemmas from wordfreq.
 
 Deterministic for the pinned wordfreq and spacy-lookups-data versions:
-    python scripts/make_common_words.py [--count 3000] [--output resources/common_words.txt]
+    python scripts/make_common_words.py [--count 3000] [--output medsimp/resources/common_words.txt]
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from medsimp.pipelines.selection import common_lemmas
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=3000)
-    parser.add_argument("--output", default="resources/common_words.txt")
+    parser.add_argument("--output", default="medsimp/resources/common_words.txt")
     args = parser.parse_args()
     header = (f"# top {args.count} English lemmas: wordfreq {version('wordfreq')} top_n_list('en'), "
               f"alphabetic words lemmatised with spacy-lookups-data {version('spacy-lookups-data')}"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from medsimp import resources
 from medsimp.pipelines.sections import SectionExtractor, extractor_from_params
 from medsimp.pipelines.selection import (Selector, load_abbreviations, load_common_words, tokenize)
 from medsimp.pipelines.sentences import splitter
 
-ROOT = Path(__file__).resolve().parents[1]
 
 NOTE = """Admission Date:  [**2151-7-16**]     Discharge Date:  [**2151-8-4**]
 
@@ -151,9 +151,9 @@ def test_lexicon_loaders(tmp_path):
 
 
 def test_shipped_lexicons():
-    abbreviations = load_abbreviations(ROOT / "resources" / "abbreviations.json")
+    abbreviations = load_abbreviations(resources.path("abbreviations.json"))
     assert len(abbreviations) >= 300 and all(abbreviations.values())
     for a in ("CHF", "HTN", "s/p", "ED", "BP", "IV", "ICU", "CXR", "y/o", "NS", "PO", "tid"):
         assert a in abbreviations
-    common = load_common_words(ROOT / "resources" / "common_words.txt")
+    common = load_common_words(resources.path("common_words.txt"))
     assert len(common) == 3000 and {"the", "be", "patient"} <= common

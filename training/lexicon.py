@@ -40,7 +40,7 @@ def lemma(word: str) -> str:
 
 
 def load_common_words(path: str | Path) -> set[str]:
-    """The common-word list (top-3000 wordfreq lemmas, resources/common_words.txt), lowercased."""
+    """The common-word list (top-3000 wordfreq lemmas, medsimp/resources/common_words.txt), lowercased."""
     from medsimp.pipelines.selection import load_common_words as load
 
     if not Path(path).exists():

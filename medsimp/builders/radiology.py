@@ -34,9 +34,9 @@ FEATURES = {
     "sentence_index": "0-based sentence position in the note (across sections)",
     "char_start": "start offset in the section text", "char_end": "end offset",
     "text": "the finding sentence",
-    "body_parts": "body parts named (lexicon `resources/radiology/body_parts.tsv`)",
+    "body_parts": "body parts named (lexicon `medsimp/resources/radiology/body_parts.tsv`)",
     "finding_words": "finding words named, singular forms "
-                     "(`resources/radiology/finding_words.txt`)",
+                     "(`medsimp/resources/radiology/finding_words.txt`)",
     "negated": "the sentence contains no, not, without or negative for",
     "n_duplicates": "further copies of the sentence (case, spacing, final period ignored) "
                     "merged into this row",

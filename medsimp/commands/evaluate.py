@@ -67,12 +67,15 @@ def file_items(refs: list[str], src: str | None, n: int):
 class Scorer:
     """Both scoring modes with the shared resources loaded once."""
 
-    def __init__(self, cfg: dict, train_cfg: dict):
+    def __init__(self, cfg: dict, train_cfg: dict, base: str | Path = "."):
+        from medsimp.config import resolve_path
+        from medsimp.params_schema import default
         from medsimp.resources import resolve_model
         from medsimp.training.lexicon import load_common_words, load_dictionary
 
-        self.common = load_common_words(cfg.get("common_words", "resources/common_words.txt"))
-        self.dictionary = load_dictionary(cfg.get("dictionaries") or train_cfg.get("dictionaries") or [])
+        self.common = load_common_words(resolve_path(cfg.get("common_words", default("evaluate.common_words")), base))
+        self.dictionary = load_dictionary([resolve_path(p, base) for p in
+                                           cfg.get("dictionaries") or train_cfg.get("dictionaries") or []])
         self.meteor = bool(cfg.get("meteor", True))
         self.bert = resolve_model(cfg.get("bertscore_model", "minilm")) if cfg.get("bertscore", True) else None
 
@@ -95,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.config import section
 
     cfg = section(args.params_data, "evaluate")
-    scorer = Scorer(cfg, section(args.params_data, "train"))
+    scorer = Scorer(cfg, section(args.params_data, "train"), args.params_dir)
     if args.hyp:
         return _run_files(args, scorer)
     return _run_stage(args, cfg, scorer)

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if not matches:
         raise SystemExit(f"medsimp notes: no file matches {pattern!r}")
     files = [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
-    lexicons = load_lexicons(params)
+    lexicons = load_lexicons(params, args.params_dir)
     with atomic_dir(output) as tmp:
         (tmp / "sentences").mkdir()
         pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)

@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
+    import os
     import sys
 
     from medsimp.config import section
@@ -30,13 +31,13 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.pipelines.notes_core import NoteProcessor
 
     params = dict(section(args.params_data, "notes"))
-    if args.abbreviations:
-        params["abbreviations"] = args.abbreviations
+    if args.abbreviations:  # flags are relative to the current folder, params to theirs
+        params["abbreviations"] = os.path.abspath(args.abbreviations)
     if args.common_words:
-        params["common_words"] = args.common_words
+        params["common_words"] = os.path.abspath(args.common_words)
     if args.case_insensitive:
         params["case_sensitive"] = False
-    selector = NoteProcessor(params, *load_lexicons(params)).selector
+    selector = NoteProcessor(params, *load_lexicons(params, args.params_dir)).selector
     stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
     with stream:
         for line in stream:

@@ -86,7 +86,7 @@ def run(args) -> int:
 def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     from tqdm import tqdm
 
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
     from medsimp.outputs import (atomic_dir, check_reconciles, output_stats, print_summary,
                                  write_json, write_jsonl)
     from medsimp.selfcorrect.backends import BackendError
@@ -130,7 +130,7 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
               f"(restricted text: {'yes' if restricted else 'no'}"
               f"{', agreement: ' + egress_record['dua'] if egress_record['dua'] else ''})",
               file=sys.stderr)
-    prompts = load_prompts(sp.get("prompts") or None)
+    prompts = load_prompts(resolve_path(sp["prompts"], args.params_dir) if sp.get("prompts") else None)
     limit = args.limit if args.limit is not None else int(sp.get("limit", 0) or 0)
     read = len(rows)
     usable = [(s, t) for s, t in rows if t.strip()]

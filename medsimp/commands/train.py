@@ -23,12 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def _data_key(cfg: dict, model: str) -> str:
-    """Params hash of the train section, the model and the bytes of every input file."""
+def _data_key(cfg: dict, model: str, base) -> str:
+    """Params hash of the train section, the model and the bytes of every input file
+    (keyed by their params value, so the key does not depend on where the checkout lives)."""
     import hashlib
     from pathlib import Path
 
-    from medsimp.config import params_hash
+    from medsimp.config import params_hash, resolve_path
 
     data = cfg.get("data") or {}
     if data.get("format", "medlane") == "pairs":
@@ -36,14 +37,15 @@ def _data_key(cfg: dict, model: str) -> str:
     else:
         inputs = [str(data[k]) for k in ("train", "validation", "test")]
     files = sorted({*(cfg.get("dictionaries") or []), *inputs})
-    digests = {f: hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files if Path(f).is_file()}
+    paths = {f: resolve_path(f, base) for f in files}
+    digests = {f: hashlib.sha256(p.read_bytes()).hexdigest() for f, p in paths.items() if p.is_file()}
     return params_hash({"train": cfg, "model": model, "files": digests})
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
     from medsimp.training import baselines
     from medsimp.training.data import load_splits
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = section(args.params_data, "train")
     splits = load_splits(cfg)
-    dictionary = load_dictionary(cfg.get("dictionaries") or [])
+    dictionary = load_dictionary([resolve_path(p, args.params_dir) for p in cfg.get("dictionaries") or []])
     sources = {name: [tokens_of(it.source) for it in items] for name, items in splits.eval.items()}
     stats: dict = {"model": args.model, "dictionary_terms": len(dictionary),
                    "read": sum(splits.counts.values()),
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
             settings = trainer.Settings.from_params(cfg)
             cache = Path((args.params_data.get("cache") or {}).get("dir", ".cache/medsimp"))
-            ckpt = cache / "checkpoints" / f"declare-{_data_key(cfg, args.model)}"
+            ckpt = cache / "checkpoints" / f"declare-{_data_key(cfg, args.model, args.params_dir)}"
             model, feat, log = trainer.train(splits.train, splits.validation, dictionary, settings, ckpt,
                                              progress=not args.no_progress)
             preds = {name: trainer.predict(model, feat, srcs) for name, srcs in sources.items()}

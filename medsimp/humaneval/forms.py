@@ -11,11 +11,12 @@ from typing import Any
 
 import jinja2
 
+from medsimp import resources
 from medsimp.humaneval.schema import CSV_COLUMNS, Question, expected
 from medsimp.outputs import cell_escape, write_json
 
 _EPOCH = datetime.datetime(2000, 1, 1)
-TEMPLATE = Path(__file__).resolve().parents[2] / "resources" / "humaneval" / "form.html.j2"
+TEMPLATE = resources.path("humaneval/form.html.j2")
 INSTRUCTIONS = {
     "expert": "For each sentence from a radiology report, rate the severity of its finding once, "
               "then rate every simplified version on the five scales (1 = worst, 5 = best).",

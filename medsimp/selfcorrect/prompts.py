@@ -8,9 +8,11 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from medsimp import resources
+
 ROLES = ("generator_plain", "generator_cot", "generator_revise", "radiologist", "patient",
          "processor")
-DEFAULT_TEMPLATES = Path(__file__).resolve().parents[2] / "resources" / "prompts" / "selfcorrect-yang2024.yaml"
+DEFAULT_TEMPLATES = resources.path("prompts/selfcorrect-yang2024.yaml")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,9 @@
-"""Offline resources the libraries expect: NLTK data, a spaCy pipeline, local model paths.
+"""Packaged resources and the offline ones the libraries expect.
+
+`path(name)` is a file shipped in this package (abbreviations, common words, prompts,
+radiology lexicons, the human-eval form template), found through `importlib.resources`
+so it works from any directory and in an installed wheel; params name one as
+`resource:<name>` (`medsimp.config.resolve_path`).
 
 NLTK's downloader cannot reach its server here, so the corpora we need are built
 from installed packages into a project cache (`MEDSIMP_CACHE`, default
@@ -9,7 +14,19 @@ from __future__ import annotations
 
 import functools
 import os
+from importlib.resources import files
 from pathlib import Path
+
+PREFIX = "resource:"
+
+
+def path(name: str) -> Path:
+    """The packaged file `name` (e.g. `radiology/body_parts.tsv`). medsimp is installed as
+    plain files (never zipped), so it is a real path."""
+    target = files(__name__).joinpath(*name.split("/"))
+    if not target.is_file() and not target.is_dir():
+        raise FileNotFoundError(f"no packaged resource {name!r}")
+    return Path(str(target))
 
 
 def cache_dir() -> Path:

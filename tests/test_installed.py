@@ -1,0 +1,79 @@
+"""The installed distribution: one top-level import name, resources inside the package, and
+the CLI working from a directory that is not the checkout (no params.yaml there)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The wheel built from this checkout, unpacked as a site directory."""
+    out = tmp_path_factory.mktemp("wheel")
+    src = out / "src"  # a copy: an in-tree build would reuse a stale build/ folder
+    skip = {".git", ".venv", ".cache", ".dvc", "out", "build", "builders", "medsimp.egg-info"}
+    shutil.copytree(ROOT, src, ignore=lambda folder, names: [
+        n for n in names if n == "__pycache__" or (Path(folder) == ROOT and n in skip)])
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    "-w", str(out), str(src)], check=True, capture_output=True, cwd=out)
+    wheel = next(out.glob("medsimp-*.whl"))
+    site = out / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    return site
+
+
+def test_wheel_claims_only_medsimp(installed: Path):
+    tops = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info")}
+    assert tops == {"medsimp"}
+    top_level = next(installed.glob("*.dist-info")) / "top_level.txt"
+    assert top_level.read_text().split() == ["medsimp"]
+    for layer in ("pipelines", "alignment", "training"):
+        assert (installed / "medsimp" / layer / "__init__.py").is_file()
+    for name in ("abbreviations.json", "common_words.txt", "humaneval/form.html.j2",
+                 "prompts/selfcorrect-yang2024.yaml", "radiology/body_parts.tsv"):
+        assert (installed / "medsimp" / "resources" / name).is_file(), name
+
+
+def _cli(installed: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    return subprocess.run([sys.executable, "-m", "medsimp.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_installed_cli_runs_notes_from_another_directory(installed: Path, tmp_path: Path):
+    assert not (tmp_path / "params.yaml").exists()
+    done = _cli(installed, tmp_path, "notes", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"),
+                "--output", "notes")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    stats = json.loads((tmp_path / "notes" / "stats.json").read_text())
+    assert stats["sentences_selected"] > 0  # the packaged lexicons were found and used
+    where = _cli(installed, tmp_path, "--version")
+    assert where.returncode == 0
+
+
+def test_params_paths_are_relative_to_the_params_file(installed: Path, tmp_path: Path):
+    """A relative lexicon path in a params file names a file beside that file, whatever the
+    current directory."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "words.txt").write_text("the\n", encoding="utf-8")
+    (conf / "params.yaml").write_text("notes:\n  common_words: words.txt\n", encoding="utf-8")
+    run = tmp_path / "elsewhere"
+    run.mkdir()
+    (run / "notes.txt").write_text("The pt had CHF and HTN and was seen in clinic today again .\n",
+                                   encoding="utf-8")
+    done = _cli(installed, run, "--params", str(conf / "params.yaml"), "select", "notes.txt")
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout.splitlines()[0])
+    # only "the" is common: every other word is uncommon
+    assert row["unc"] == row["n"] - 1 - row["abb"]
