@@ -19,11 +19,11 @@ def add_job_arguments(parser, input_help: str, default_output: str) -> None:
 
 def run_source_job(args, section_name: str, job) -> int:
     """Run `job.run(input, tmp_dir, params, beam_params, beam_args, metrics)` into an atomic dir."""
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
     from medsimp.outputs import atomic_dir
 
     params = section(args.params_data, section_name)
     with atomic_dir(args.output) as tmp:
-        job.run(args.input or params["input"], str(tmp), params,
+        job.run(args.input or resolve_path(params["input"], args.params_dir), str(tmp), params,
                 section(args.params_data, "beam"), args.beam_arg, args.metrics)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +69,16 @@ def load_params(path: str | Path = "params.yaml", overrides: list[str] | None = 
     return data
 
 
-def resolve_path(value: str | Path, base: str | Path = ".") -> Path:
+def resolve_path(value: str | Path, base: str | Path = ".") -> str:
     """A path named in params: `resource:<name>` is a packaged file (`medsimp.resources.path`);
-    a relative path is relative to `base`, the params file's folder (not the current one)."""
+    a relative path is relative to `base`, the params file's folder (not the current one);
+    absolute paths and URLs (`gs://...`) are kept."""
     text = str(value)
     if text.startswith(resources.PREFIX):
-        return resources.path(text.removeprefix(resources.PREFIX))
-    return Path(base) / text
+        return str(resources.path(text.removeprefix(resources.PREFIX)))
+    if "://" in text:
+        return text
+    return os.path.join(base, text)
 
 
 def params_dir(params_file: str | Path) -> Path:

@@ -64,20 +64,21 @@ def run(args: argparse.Namespace) -> int:
 
     from apache_beam.io.filesystems import FileSystems
 
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
+    from medsimp.errors import InputError, UsageError
     from medsimp.outputs import atomic_dir, print_summary, write_json
     from medsimp.pipelines import beam_io, notes_job
     from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
     from medsimp.pipelines.selection import load_lexicons
 
     params = section(args.params_data, "notes")
-    pattern = args.input or params.get("input")
+    pattern = args.input or (params.get("input") and resolve_path(params["input"], args.params_dir))
     output = args.output or params.get("output", "out/notes")
     if not pattern:
-        raise SystemExit("medsimp notes: no --input and no params notes.input")
+        raise UsageError("no --input and no params notes.input")
     matches = sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path)
     if not matches:
-        raise SystemExit(f"medsimp notes: no file matches {pattern!r}")
+        raise InputError(f"no file matches {pattern!r}")
     files = [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
     lexicons = load_lexicons(params, args.params_dir)
     with atomic_dir(output) as tmp:

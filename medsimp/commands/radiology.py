@@ -52,24 +52,25 @@ def run(args) -> int:
 
     from apache_beam.io.filesystems import FileSystems
 
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
+    from medsimp.errors import InputError, UsageError
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
     from medsimp.pipelines import beam_io, radiology
     from medsimp.pipelines.notes_job import NAMESPACE as NOTES_NS
     from medsimp.pipelines.radiology_core import SCHEMA, load_lexicons
 
     params = section(args.params_data, "radiology")
-    patterns = args.input or ([params["input"]] if params.get("input") else [])
+    patterns = args.input or ([resolve_path(params["input"], args.params_dir)] if params.get("input") else [])
     output = args.output or params.get("output", "out/radiology")
     if not patterns:
-        raise SystemExit("medsimp radiology: no --input and no params radiology.input")
+        raise UsageError("no --input and no params radiology.input")
     files = []
     for pattern in patterns:
         if os.path.isdir(pattern):
             pattern = os.path.join(pattern, "*.csv*")
         matches = FileSystems.match([pattern])[0].metadata_list
         if not matches:
-            raise SystemExit(f"medsimp radiology: no file matches {pattern!r}")
+            raise InputError(f"no file matches {pattern!r}")
         files += [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
     files.sort()
     shards = int(params.get("num_shards", 1))

@@ -37,7 +37,7 @@ def _data_key(cfg: dict, model: str, base) -> str:
     else:
         inputs = [str(data[k]) for k in ("train", "validation", "test")]
     files = sorted({*(cfg.get("dictionaries") or []), *inputs})
-    paths = {f: resolve_path(f, base) for f in files}
+    paths = {f: Path(resolve_path(f, base)) for f in files}
     digests = {f: hashlib.sha256(p.read_bytes()).hexdigest() for f, p in paths.items() if p.is_file()}
     return params_hash({"train": cfg, "model": model, "files": digests})
 
