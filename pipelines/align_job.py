@@ -14,8 +14,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
-from medsimp.pipelines.beam_io import new_pipeline
-from medsimp.lineage import read_lineage
+from medsimp.pipelines.beam_io import new_pipeline, parquet_lineage
 from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "align"
@@ -89,7 +88,7 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
     shards = int(params.get("num_shards", 1))
     tables = {"pairs": Table("pairs", PAIR_SCHEMA, lambda r: r["doi"], pair_sort_key),
               "dead_letter": dead_letter_table()}
-    tables = stamp(tables, read_lineage(input_dir))
+    tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         rows = (p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))

@@ -63,6 +63,43 @@ def new_pipeline(beam_params: Mapping[str, Any] | None = None, extra_args: Itera
     return beam.Pipeline(runner=FnApiRunner(provision_info=info), options=options)
 
 
+def list_files(pattern: str) -> list[str]:
+    """Files matching a glob (`dir/*.parquet`, `dir/**.parquet`) on any Beam filesystem, sorted."""
+    return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+
+
+def open_file(path: str):
+    """`path` opened for binary reading through Beam's FileSystems, without decompression."""
+    from apache_beam.io.filesystem import CompressionTypes
+
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Write `data` to `path` through Beam's FileSystems (inside an output folder that is
+    swapped in whole, so no temp file is needed)."""
+    with FileSystems.create(path) as fh:
+        fh.write(data)
+
+
+def parquet_lineage(path: str) -> tuple[str, ...] | None:
+    """`medsimp.lineage.read_lineage` on any Beam filesystem: the union of the lineage of a
+    Parquet file or of every `*.parquet` below a folder (None: unknown)."""
+    from medsimp.lineage import from_metadata, union
+
+    files = [path] if path.endswith(".parquet") else list_files(FileSystems.join(path, "**.parquet"))
+    if not files:
+        return None
+    found = []
+    for file in files:
+        try:
+            with open_file(file) as fh:
+                found.append(from_metadata(pq.read_schema(io.BytesIO(fh.read())).metadata))
+        except (OSError, ValueError):
+            return None
+    return union(*found)
+
+
 def stable_shard(key: str, num_shards: int) -> int:
     """Shard index from a CRC32 of the key: the same on every machine and run."""
     return zlib.crc32(key.encode("utf-8")) % num_shards

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import apache_beam as beam
 import pyarrow as pa
 
-from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.beam_io import list_files, new_pipeline, open_file
 from medsimp.pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefixes, join_reviews,
                                         parse_canonical_line, read_devaraj)
 from medsimp.pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
@@ -25,16 +25,17 @@ SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.in
 
 
 def input_specs(path: str) -> list[tuple[str, str]]:
-    """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple."""
-    if os.path.isfile(path) and not os.path.exists(path + ".source"):
+    """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple (any Beam
+    filesystem)."""
+    if list_files(path) == [path] and not os.path.isdir(path) and not list_files(path + ".source"):
         return [("jsonl", path)]
-    return [("devaraj", prefix) for prefix in devaraj_prefixes(path)]
+    return [("devaraj", prefix) for prefix in devaraj_prefixes(path, list_files)]
 
 
 def read_spec(spec: tuple[str, str]) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
     kind, path = spec
     if kind == "devaraj":
-        yield from read_devaraj(path)
+        yield from read_devaraj(path, open_file)
         return
     yield from iter_lines(path, lambda line, _number, locator: parse_canonical_line(line, locator))
 

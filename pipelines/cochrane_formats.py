@@ -8,10 +8,12 @@ No Beam here: the job in `pipelines/cochrane.py` calls these functions.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import BinaryIO
 from dataclasses import dataclass, field
 
 from medsimp.errors import InputError
@@ -123,29 +125,41 @@ def parse_canonical_line(line: str, locator: str) -> ReviewRecord:
     return parse_canonical(obj, locator)
 
 
-def devaraj_prefixes(path: str) -> list[str]:
-    """Prefixes `dir/split` of complete Devaraj triples in a directory, or the given prefix."""
-    if os.path.isdir(path):
-        names = sorted(n[: -len(".source")] for n in os.listdir(path) if n.endswith(".source"))
-        prefixes = [os.path.join(path, n) for n in names
-                    if all(os.path.exists(os.path.join(path, n + ext)) for ext in (".target", ".doi"))]
+def _local_glob(pattern: str) -> list[str]:
+    return sorted(glob.glob(pattern))
+
+
+def _local_open(path: str) -> BinaryIO:
+    return open(path, "rb")
+
+
+def devaraj_prefixes(path: str, listing: Callable[[str], list[str]] = _local_glob) -> list[str]:
+    """Prefixes `dir/split` of complete Devaraj triples in a directory, or the given prefix.
+    `listing(glob)` lists matching files (the Beam job passes one over Beam's FileSystems)."""
+    sources = listing(os.path.join(path, "*.source"))
+    if sources or os.path.isdir(path):
+        prefixes = [s[: -len(".source")] for s in sorted(sources)]
+        prefixes = [p for p in prefixes if all(listing(p + ext) for ext in (".target", ".doi"))]
         if not prefixes:
             raise InputError(f"no X.source/X.target/X.doi triple in {path}")
         return prefixes
-    missing = [path + ext for ext in (".source", ".target", ".doi") if not os.path.exists(path + ext)]
+    missing = [path + ext for ext in (".source", ".target", ".doi") if not listing(path + ext)]
     if missing:
         raise InputError(f"Devaraj prefix {path}: missing {', '.join(missing)}")
     return [path]
 
 
-def _lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8", newline="") as fh:
-        return fh.read().split("\n")[:-1] if os.path.getsize(path) else []
+def _lines(path: str, opener: Callable[[str], BinaryIO]) -> list[str]:
+    with opener(path) as fh:
+        text = fh.read().decode("utf-8")
+    return text.split("\n")[:-1] if text else []
 
 
-def read_devaraj(prefix: str) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
-    """(locator, record or error) for each line of a Devaraj triple (locator `X.doi:N`)."""
-    dois, sources, targets = (_lines(prefix + ext) for ext in (".doi", ".source", ".target"))
+def read_devaraj(prefix: str, opener: Callable[[str], BinaryIO] = _local_open
+                 ) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
+    """(locator, record or error) for each line of a Devaraj triple (locator `X.doi:N`).
+    `opener` opens a file for binary reading (the Beam job passes Beam's FileSystems.open)."""
+    dois, sources, targets = (_lines(prefix + ext, opener) for ext in (".doi", ".source", ".target"))
     name = os.path.basename(prefix)
     for i in range(max(len(dois), len(sources), len(targets))):
         locator = f"{name}.doi:{i + 1}"

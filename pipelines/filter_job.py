@@ -13,8 +13,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.pipelines.align_job import PAIR_SCHEMA, pair_sort_key
-from medsimp.pipelines.beam_io import new_pipeline
-from medsimp.lineage import read_lineage
+from medsimp.pipelines.beam_io import new_pipeline, parquet_lineage
 from medsimp.pipelines.source_job import Counter, Table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "filter"
@@ -58,7 +57,7 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
 
         raise UsageError(str(exc)) from None
     tables = {n: Table(n, FILTER_SCHEMA, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
-    tables = stamp(tables, read_lineage(input_dir))
+    tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         rows = (p | "Read" >> beam.io.ReadFromParquet(pattern)

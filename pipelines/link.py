@@ -6,19 +6,19 @@ loads the QuickUMLS matchers in setup(). Results per document side go through Do
 """
 from __future__ import annotations
 
-import glob
+import io
 import os
 from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
 
 from medsimp.doccache import DocCache, content_key
 from medsimp.params_schema import default
-from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.beam_io import list_files, new_pipeline, open_file, parquet_lineage
 from medsimp.pipelines.sentence_rows import dead_letter
-from medsimp.lineage import read_lineage
 from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "link"
@@ -40,8 +40,8 @@ _NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "se
 
 def sentence_files(path: str) -> list[str]:
     """Parquet parts of a sentence table: `path/sentences/*.parquet` or `path/*.parquet`."""
-    for pattern in (os.path.join(path, "sentences", "*.parquet"), os.path.join(path, "*.parquet")):
-        files = sorted(glob.glob(pattern))
+    for pattern in (FileSystems.join(path, "sentences", "*.parquet"), FileSystems.join(path, "*.parquet")):
+        files = list_files(pattern)
         if files:
             return files
     raise FileNotFoundError(f"no sentence table (parquet) under {path}")
@@ -49,7 +49,8 @@ def sentence_files(path: str) -> list[str]:
 
 def read_rows(path: str):
     name = os.path.basename(path)
-    table = pq.read_table(path)
+    with open_file(path) as fh:
+        table = pq.read_table(io.BytesIO(fh.read()))
     missing = [c for c in _NEEDED if c not in table.column_names]
     if missing:
         raise ValueError(f"{path}: not a sentence table, missing columns {missing}")
@@ -145,7 +146,7 @@ def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readab
         "documents": Table("documents", DOC_SCHEMA, lambda r: r["doc_id"], lambda r: r["doc_key"]),
         "dead": dead_letter_table(),
     }
-    tables = stamp(tables, read_lineage(input_path))
+    tables = stamp(tables, parquet_lineage(input_path))
     prepare_dirs(out_dir, tables)
     syllables = list(readability_params.get("syllable_languages", default("readability.syllable_languages")))
     with new_pipeline(beam_params, beam_args) as p:

@@ -5,9 +5,10 @@ import os
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
-from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.beam_io import list_files, new_pipeline
 from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
 from medsimp.pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
@@ -27,13 +28,13 @@ GROUP_SCHEMA = pa.schema([
 
 
 def input_files(path: str) -> list[str]:
-    if os.path.isdir(path):
-        files = sorted(os.path.join(path, n) for n in os.listdir(path)
-                       if os.path.isfile(os.path.join(path, n)) and not n.startswith("."))
-        if not files:
-            raise FileNotFoundError(f"no files in {path}")
+    """The input file, or the files (not hidden) in a folder, on any Beam filesystem."""
+    files = [f for f in list_files(FileSystems.join(path, "*")) if not os.path.basename(f).startswith(".")]
+    if files:
         return files
-    if not os.path.exists(path):
+    if os.path.isdir(path):
+        raise FileNotFoundError(f"no files in {path}")
+    if not list_files(path):
         raise FileNotFoundError(path)
     return [path]
 

@@ -27,11 +27,11 @@ from collections import Counter
 from collections.abc import Mapping
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from medsimp.pipelines import noteevents
+from medsimp.pipelines.beam_io import open_file
 from medsimp.lineage import MIMIC, with_lineage
 from medsimp.pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
 
@@ -42,10 +42,6 @@ def _count(counts: Mapping[str, int]) -> None:
     for name, value in counts.items():
         if value:
             Metrics.counter(NAMESPACE, name).inc(value)
-
-
-def _open(path: str):
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
 class _ReadRangeFn(beam.DoFn):
@@ -59,7 +55,7 @@ class _ReadRangeFn(beam.DoFn):
         key, path, name, start, end = element
         counts: Counter = Counter()
         for rec in noteevents.iter_records(path, categories=self.categories, byte_range=(start, end),
-                                           source=name, opener=_open):
+                                           source=name, opener=open_file):
             counts["rows_read"] += 1
             if rec is noteevents.FILTERED_CATEGORY:
                 counts["notes_filtered_category"] += 1
