@@ -211,6 +211,7 @@ class PairEncoders:
         self.specs = [dict(s) for s in ([specs] if isinstance(specs, Mapping) else specs)]
         self.cache_root = cache_root
         self.built: dict[int, CachedEncoder] = {}
+        self.fallbacks: dict[str, int] = {}  # "en-fa" -> times a later spec served the pair
 
     @staticmethod
     def _languages(spec: Mapping[str, Any]) -> frozenset[str] | None:
@@ -225,6 +226,9 @@ class PairEncoders:
             if langs is None or wanted <= langs:
                 if i not in self.built:
                     self.built[i] = make_encoder(spec, self.cache_root)
+                if i:
+                    pair = f"{src_lang}-{tgt_lang}"
+                    self.fallbacks[pair] = self.fallbacks.get(pair, 0) + 1
                 return self.built[i]
         raise ValueError(f"no encoder in the params covers {src_lang}-{tgt_lang}: {self.specs}")
 

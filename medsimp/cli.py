@@ -177,6 +177,42 @@ def command_name(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
+# Libraries' own chatter (progress bars, advisory notes) off unless -v; worker processes
+# inherit these. Set before any of them is imported.
+QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+             "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+             "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore"}
+
+
+def configure_logging(verbose: bool) -> None:
+    """The one logging set-up: medsimp's own messages (`medsimp.*` loggers) at INFO, plain,
+    on stderr; every library (Beam, HF, spaCy, ...) only at ERROR, and Python warnings hidden.
+    `-v`: libraries at INFO with logger names, medsimp at DEBUG, warnings shown."""
+    if not verbose:
+        for key, value in QUIET_ENV.items():
+            os.environ.setdefault(key, value)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s" if verbose
+                                           else "%(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO if verbose else logging.ERROR)
+    logging.getLogger("medsimp").setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.captureWarnings(True)
+    if not verbose:
+        import warnings
+
+        warnings.simplefilter("ignore")
+
+
+def _announce(args: argparse.Namespace) -> None:
+    """One line saying what the stage does and on what (before any work)."""
+    where = [f"{flag} {getattr(args, dest)}" for flag, dest in (("from", "input"), ("to", "output"))
+             if isinstance(getattr(args, dest, None), str)]
+    logging.getLogger("medsimp").info("medsimp %s: %s%s", command_name(args), args._module.HELP,
+                                      f" ({', '.join(where)})" if where else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
@@ -184,11 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _merge_globals(args)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    if not args.verbose:
-        for noisy in ("apache_beam", "absl", "datasets", "transformers", "urllib3"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging(args.verbose)
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
@@ -201,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.params_data = load_params(args.params, args.overrides)
         args.params_dir = params_dir(args.params)
+        _announce(args)
         return int(args._module.run(args) or 0)
     except MedsimpError as exc:
         if args.verbose:

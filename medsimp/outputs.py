@@ -215,8 +215,31 @@ def check_reconciles(counts: Mapping[str, Any], total: str, parts: list[str]) ->
         raise CountsMismatch(f"{total}={counts.get(total, 0)} but {detail} = {got}")
 
 
-def print_summary(title: str, counts: Mapping[str, Any]) -> None:
-    """A one-screen table of counts on stderr (rich)."""
+def _rejected(counts: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
+    """(records dead-lettered, by reason) from either stats shape (`rejected` + `rejected_by`,
+    or `rows_rejected` + a `rejected` map)."""
+    total = counts.get("rejected", counts.get("rows_rejected", 0))
+    reasons = counts.get("rejected_by") or (total if isinstance(total, Mapping) else {})
+    if isinstance(total, Mapping):
+        total = counts.get("rows_rejected", sum(total.values()))
+    return int(total or 0), dict(reasons)
+
+
+def summary_notes(counts: Mapping[str, Any], notes: Iterable[str] = ()) -> list[str]:
+    """Warnings that matter, in plain words: dead-lettered records (always checked) and the
+    stage's own `notes`."""
+    out = []
+    total, reasons = _rejected(counts)
+    if total:
+        why = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items()))
+        out.append(f"{total} record(s) could not be used and were set aside in dead_letter/"
+                   f"{f' ({why})' if why else ''}; the rest were processed.")
+    return out + list(notes)
+
+
+def print_summary(title: str, counts: Mapping[str, Any], notes: Iterable[str] = ()) -> None:
+    """A one-screen table of counts on stderr (rich), then each warning that matters once
+    (`summary_notes`)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -230,4 +253,7 @@ def print_summary(title: str, counts: Mapping[str, Any]) -> None:
                 table.add_row(f"{key}.{sub}", str(value[sub]))
         else:
             table.add_row(key, str(value))
-    Console(stderr=True).print(table)
+    console = Console(stderr=True)
+    console.print(table)
+    for note in summary_notes(counts, notes):
+        console.print(f"note: {note}", highlight=False, markup=False)

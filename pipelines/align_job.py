@@ -14,7 +14,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
-from medsimp.pipelines.beam_io import new_pipeline, parquet_lineage
+from medsimp.pipelines.beam_io import counters, new_pipeline, parquet_lineage
 from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
 
 NAMESPACE = "align"
@@ -57,6 +57,7 @@ class AlignDocFn(beam.DoFn):
         rows = sorted(rows, key=lambda r: r["sentence_id"])
         self.count.inc("read")
         before = self._cache_counts()
+        fallbacks = dict(self.vec_encoders.fallbacks)
         try:
             pairs = align_document(doi, rows, self.crf, self.vec_encoders, self.vec_params)
         except DocumentError as exc:
@@ -69,6 +70,9 @@ class AlignDocFn(beam.DoFn):
         after = self._cache_counts()
         self.count.inc("cache_hits", after[0] - before[0])
         self.count.inc("cache_misses", after[1] - before[1])
+        for pair, n in self.vec_encoders.fallbacks.items():
+            if n > fallbacks.get(pair, 0):
+                self.count.inc(f"encoder_fallback.{pair}", n - fallbacks.get(pair, 0))
         self.count.inc("kept")
         for p in pairs:
             self.count.inc(f"pairs.{p['language']}")
@@ -98,5 +102,11 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
                                                                                           main="pairs")
         write_tables({"pairs": out.pairs, "dead_letter": out.dead_letter}, tables, out_dir, shards)
     result = p.result
+    fallback = counters(result, NAMESPACE)
+    fallback = {k.split(".", 1)[1]: v for k, v in fallback.items() if k.startswith("encoder_fallback.")}
+    notes = [f"the first encoder in align.vecalign.encoder does not cover {pair}; a fallback encoder "
+             f"aligned it {n} time(s) (check its quality for that language pair)"
+             for pair, n in sorted(fallback.items())]
     return finish(result, NAMESPACE, out_dir, tables, shards, metrics_file,
-                  reconcile=("read", ["kept", "rejected"]), zero=("cache_hits", "cache_misses", "pairs_total"))
+                  reconcile=("read", ["kept", "rejected"]), zero=("cache_hits", "cache_misses", "pairs_total"),
+                  notes=notes)

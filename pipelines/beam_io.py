@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -45,22 +46,56 @@ def pipeline_options(beam_params: Mapping[str, Any] | None = None,
     return PipelineOptions(args)
 
 
+class _LivePipeline(beam.Pipeline):
+    """A Pipeline that shows a live spinner with the elapsed time while it runs (TTY only)."""
+
+    def run(self, test_runner_api="AUTO"):
+        from medsimp.progress import live
+
+        with live(f"Beam job on {self._options.view_as(StandardOptions).runner}"):
+            result = super().run(test_runner_api)
+            result.wait_until_finish()
+        return result
+
+
+def _quiet_fn_api_runner(provision_info):
+    """FnApiRunner whose worker processes start through `medsimp.pipelines.beam_worker`
+    (Beam's worker without its start-up chatter). FnApiRunner picks the worker command when
+    it runs (from `--direct_running_mode`), so the swap happens as it assigns it."""
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import FnApiRunner
+    from apache_beam.transforms.environments import SubprocessSDKEnvironment
+
+    class QuietWorkersRunner(FnApiRunner):
+        @property
+        def _default_environment(self):
+            return self._environment
+
+        @_default_environment.setter
+        def _default_environment(self, environment):
+            if isinstance(environment, SubprocessSDKEnvironment):
+                environment = SubprocessSDKEnvironment.from_command_string(
+                    f"{sys.executable} -m medsimp.pipelines.beam_worker")
+            self._environment = environment
+
+    return QuietWorkersRunner(provision_info=provision_info)
+
+
 def new_pipeline(beam_params: Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()) -> beam.Pipeline:
     """A Pipeline on `pipeline_options`. The local FnApiRunner does not hand pipeline options
     to its worker processes, so they would log at INFO whatever `--default_sdk_harness_log_level`
     says; here the runner gets the level in its provision info, which the workers read."""
     options = pipeline_options(beam_params, extra_args)
     if options.view_as(StandardOptions).runner != "FnApiRunner":
-        return beam.Pipeline(options=options)
+        return _LivePipeline(options=options)
     from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo, FnApiRunner
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo
     from google.protobuf import struct_pb2
 
     level = struct_pb2.Struct()
     level.update({"default_sdk_harness_log_level": options.get_all_options()["default_sdk_harness_log_level"]})
     info = ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token",
                                                                        pipeline_options=level))
-    return beam.Pipeline(runner=FnApiRunner(provision_info=info), options=options)
+    return _LivePipeline(runner=_quiet_fn_api_runner(info), options=options)
 
 
 def list_files(pattern: str) -> list[str]:

@@ -136,7 +136,7 @@ class LinkFn(beam.DoFn):
 def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readability_params: dict,
         cache_root: str | None, num_shards: int, beam_params: dict, beam_args: list[str],
         metrics_file: str | None) -> dict:
-    from medsimp.pipelines.umls import read_manifest
+    from medsimp.pipelines.umls import demo_note, read_manifest
 
     files = sentence_files(input_path)
     manifest = read_manifest(index_dir)  # fail early with a clear message
@@ -160,5 +160,5 @@ def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readab
                      tables, out_dir, num_shards)
     return finish(p.result, NAMESPACE, out_dir, tables, num_shards, metrics_file,
                   extra={"index_fingerprint": manifest["fingerprint"],
-                         "index_languages": sorted(manifest["languages"])},
+                         "index_languages": sorted(manifest["languages"])}, notes=demo_note(manifest),
                   zero=("cache_hits", "cache_misses", "sentences_without_index", "concepts"))

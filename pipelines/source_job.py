@@ -141,8 +141,9 @@ def nest(flat: Mapping[str, int]) -> dict[str, Any]:
 def finish(result, namespace: str, out_dir: str, tables: Mapping[str, Table], num_shards: int,
            metrics_file: str | None, extra: Mapping[str, Any] | None = None,
            reconcile: tuple[str, list[str]] = ("read", ["kept", "filtered", "rejected"]),
-           zero: tuple[str, ...] = ()) -> dict:
-    """Fill empty shards, reconcile counters and write stats.json (+ metrics copy)."""
+           zero: tuple[str, ...] = (), notes: Iterable[str] = ()) -> dict:
+    """Fill empty shards, reconcile counters and write stats.json (+ metrics copy); the
+    summary says `notes` (and any dead letters) in plain words."""
     for table in tables.values():
         fmt = "parquet" if table.schema is not None else "jsonl"
         fill_empty_shards(_table_dir(out_dir, table), "part",
@@ -156,5 +157,5 @@ def finish(result, namespace: str, out_dir: str, tables: Mapping[str, Table], nu
     write_file(FileSystems.join(out_dir, "stats.json"), canonical_json(output_stats(stats)).encode("utf-8"))
     if metrics_file:
         write_json(metrics_file, stats)
-    print_summary(f"medsimp {namespace}", stats)
+    print_summary(f"medsimp {namespace}", stats, notes)
     return stats

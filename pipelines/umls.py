@@ -110,6 +110,18 @@ def build_index(mrconso: str, mrsty: str, dest: str | Path, languages: list[str]
     return manifest
 
 
+DEMO_TERMS = 1000  # fewer terms than this: a demo vocabulary, not a UMLS release
+
+
+def demo_note(manifest: dict[str, Any]) -> list[str]:
+    """The summary warning for a demo-sized index (the embedded starter vocabulary)."""
+    terms = sum(int(v.get("terms", 0)) for v in manifest.get("languages", {}).values())
+    if terms >= DEMO_TERMS:
+        return []
+    return [f"the UMLS index holds only {terms} terms: a demo vocabulary, not UMLS, so concept "
+            "links are a smoke test; point umls.mrconso and umls.mrsty at a licensed UMLS release"]
+
+
 def read_manifest(index_dir: str | Path) -> dict[str, Any]:
     path = Path(index_dir) / MANIFEST
     if not path.exists():

@@ -87,6 +87,7 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     from tqdm import tqdm
 
     from medsimp.config import resolve_path, section
+    from medsimp.progress import interactive
     from medsimp.outputs import (atomic_dir, check_reconciles, output_stats, print_summary,
                                  write_json, write_jsonl)
     from medsimp.selfcorrect.backends import BackendError
@@ -139,7 +140,8 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
         usable = usable[:limit]
         filtered = read - len(usable)
     chat = CachedChat(backend, section(args.params_data, "cache").get("dir"))
-    with tqdm(total=len(usable), desc="simplify", unit="sent", file=sys.stderr) as bar:
+    with tqdm(total=len(usable), desc="simplify", unit="sent", file=sys.stderr,
+              disable=not interactive()) as bar:
         records, failures = run_all(usable, chat, prompts, max_rounds=int(sp.get("max_rounds", 10)),
                                     memory=bool(sp.get("reviser_memory", True)),
                                     concurrency=int(sp.get("concurrency", 4)), progress=bar.update)

@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from medsimp.config import resolve_path, section
+    from medsimp.progress import interactive
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
     from medsimp.training import baselines
     from medsimp.training.data import load_splits
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             cache = Path((args.params_data.get("cache") or {}).get("dir", ".cache/medsimp"))
             ckpt = cache / "checkpoints" / f"declare-{_data_key(cfg, args.model, args.params_dir)}"
             model, feat, log = trainer.train(splits.train, splits.validation, dictionary, settings, ckpt,
-                                             progress=not args.no_progress)
+                                             progress=not args.no_progress and interactive())
             preds = {name: trainer.predict(model, feat, srcs) for name, srcs in sources.items()}
             trainer.save(model, feat, tmp, log)
             stats["best_epoch"] = log["best_epoch"]

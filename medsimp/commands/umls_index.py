@@ -21,7 +21,7 @@ def run(args) -> int:
     from medsimp.config import section
     from medsimp.outputs import atomic_dir, print_summary, write_json
     from medsimp.params_schema import default
-    from medsimp.pipelines.umls import build_index
+    from medsimp.pipelines.umls import build_index, demo_note
 
     params = section(args.params_data, "umls")
     output = args.output or params.get("index") or default("umls.index")
@@ -36,5 +36,5 @@ def run(args) -> int:
         write_json(tmp / "stats.json", summary)
         if args.metrics:
             write_json(args.metrics, summary)
-    print_summary("medsimp umls-index", summary["terms"])
+    print_summary("medsimp umls-index", summary["terms"], demo_note(manifest))
     return 0
