@@ -223,10 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.verbose)
     if not getattr(args, "_module", None):
         parser.print_help()
-        return 2
+        return 2  # EXIT_USAGE: no command given
     from medsimp import outputs
     from medsimp.config import load_params, params_dir
-    from medsimp.errors import EXIT_FAILED, MedsimpError
+    from medsimp.errors import EXIT_FAILED, EXIT_USAGE, MedsimpError
 
     outputs.configure(command=command_name(args), force=args.force)
     signal.signal(signal.SIGTERM, _terminate)  # unwind: temp outputs are removed on the way out
@@ -240,6 +240,17 @@ def main(argv: list[str] | None = None) -> int:
             logging.exception("%s failed", args.command)
         print(f"medsimp {args.command}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except SystemExit as exc:
+        if not isinstance(exc.code, str):  # an exit status: keep it
+            raise
+        print(f"medsimp {args.command}: {exc.code}", file=sys.stderr)  # SystemExit("why"): usage
+        return EXIT_USAGE
+    except FileNotFoundError as exc:  # a named input that is not there: bad input
+        if args.verbose:
+            logging.exception("%s failed", args.command)
+        print(f"medsimp {args.command}: not found: {exc.filename or exc} (check the path)",
+              file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"medsimp {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -232,8 +232,8 @@ def test_missing_input_is_a_clear_error(tmp_path, capsys):
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"build": {"msd": {"sentences": str(tmp_path / "nope"),
                                                         "linked": str(tmp_path / "nope")}}}))
-    assert main(["--params", str(params), "build", "msd", "--output", str(tmp_path / "o")]) == 1
-    assert "no parquet files" in capsys.readouterr().out
+    assert main(["--params", str(params), "build", "msd", "--output", str(tmp_path / "o")]) == 2
+    assert "no parquet files" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 

@@ -190,7 +190,7 @@ def test_dry_run_and_targets(project: Path):
         "extract": "ran", "align": "ran", "build": "not_run"}
     assert run_refresh(project, "--targets", "align")[0] == EXIT_NOTHING_TO_DO
     code, out = run_refresh(project, "--set", "align.num_shards=2", "refresh")
-    assert code == 1 and "only refresh.* may be overridden" in out
+    assert code == 2 and "only refresh.* may be overridden" in out
 
 
 def test_stage_failure_exit_code_and_restore(built: Path):

@@ -121,7 +121,7 @@ def test_simplify_command_end_to_end_and_resume(tmp_path):
     out, inp = tmp_path / "out", _input(tmp_path)
     with FakeChatServer(fail_always=True) as srv:  # a run that dies: every call fails
         params = _params(tmp_path, srv.url)
-        assert main(["--params", params, "simplify", "--input", inp, "--output", str(out)]) == 1
+        assert main(["--params", params, "simplify", "--input", inp, "--output", str(out)]) == 4
     stats = json.loads((out / "stats.json").read_text())
     assert (stats["read"], stats["kept"], stats["filtered"], stats["rejected"]) == (3, 0, 1, 2)
     dead = [json.loads(x) for x in (out / "dead_letter" / "part-00000.jsonl").read_text().splitlines()]

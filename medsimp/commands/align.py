@@ -120,6 +120,7 @@ def _train(args, params: dict) -> int:
     from medsimp.alignment.crf import CRFAligner
     from medsimp.alignment.encoders import make_encoder
     from medsimp.alignment.gold import read_gold
+    from medsimp.errors import InputError
     from medsimp.params_schema import default
     from medsimp.alignment.score import pair_prf
     from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
@@ -127,8 +128,7 @@ def _train(args, params: dict) -> int:
     gold = args.gold or params.get("gold", "data/sample/align_gold.jsonl")
     docs = read_gold(gold, args.gold_format or params.get("gold_format", "auto"))
     if not docs:
-        print(f"error: no gold documents in {gold}", file=sys.stderr)
-        return 1
+        raise InputError(f"no gold documents in {gold}")
     crf_p = dict(params.get("crf", {}))
     enc = make_encoder(crf_p.get("encoder") or default("align.crf.encoder"), params.get("_cache") or None)
     model = CRFAligner.train(docs, enc, crf_p)

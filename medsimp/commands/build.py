@@ -38,17 +38,16 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.builders.common import BuildError
     from medsimp.builders.writer import git_revision, write_builder
     from medsimp.config import params_hash, section
+    from medsimp.errors import InputError, UsageError
     from medsimp.outputs import print_summary, write_json
 
     if args.name not in BUILDERS:
-        print(f"error: unknown builder {args.name!r}; known: {', '.join(sorted(BUILDERS))}")
-        return 2
+        raise UsageError(f"unknown builder {args.name!r}; known: {', '.join(sorted(BUILDERS))}")
     cfg = section(section(args.params_data, "build"), args.name)
     try:
         dataset = build_dataset(args.name, cfg)
     except BuildError as exc:
-        print(f"error: build {args.name}: {exc}")
-        return 1
+        raise InputError(str(exc)) from None
     dataset.lineage = input_lineage(cfg, dataset.mimic_derived)
     provenance = {"stage": f"build@{args.name}", "command": f"medsimp build {args.name}",
                   "git_revision": git_revision(),

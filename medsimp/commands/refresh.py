@@ -7,8 +7,8 @@ cache (published builders stay loadable), and writes `<report-dir>/<UTC time>.js
 
 exit codes:
   0   success: stages ran and the report was written
-  1   error outside a stage (unreadable dvc.yaml, DVC missing, --set on a non-refresh key)
-  2   bad command-line arguments
+  2   bad command-line arguments, or an error outside a stage (unreadable dvc.yaml, DVC
+      missing, --set on a non-refresh key)
   3   nothing to do: every stage is up to date (a report is still written)
   4   a stage failed or the run was interrupted (outputs restored; next run resumes)
   75  lock held: another refresh (or a dvc command) is running; try again later

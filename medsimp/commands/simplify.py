@@ -87,6 +87,7 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     from tqdm import tqdm
 
     from medsimp.config import resolve_path, section
+    from medsimp.errors import StageFailed
     from medsimp.progress import interactive
     from medsimp.outputs import (atomic_dir, check_reconciles, output_stats, print_summary,
                                  write_json, write_jsonl)
@@ -166,4 +167,7 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     if args.metrics:
         write_json(args.metrics, stats)
     print_summary("simplify", {k: v for k, v in stats.items() if k != "variants"})
-    return 0 if records or not usable else 1
+    if usable and not records:
+        raise StageFailed(f"no sentence could be simplified ({len(failures)} failed; reasons in "
+                          f"{out_dir}/dead_letter/)")
+    return 0
