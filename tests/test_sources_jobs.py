@@ -91,7 +91,8 @@ def test_plaba_sample(tmp_path):
 
 def test_bad_input_path_is_a_clear_error(tmp_path, capsys):
     code = main(BASE + ["cochrane", "--input", str(tmp_path / "missing"), "--output", str(tmp_path / "o")])
-    err = capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()  # the stage's announce line, then the error
     assert code == 2
-    assert "missing" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in "\n".join(err) and len(err) == 2
+    assert err[1].startswith("medsimp cochrane: ") and "missing" in err[1]
     assert not (tmp_path / "o").exists()

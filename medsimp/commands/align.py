@@ -120,12 +120,13 @@ def _train(args, params: dict) -> int:
     from medsimp.alignment.crf import CRFAligner
     from medsimp.alignment.encoders import make_encoder
     from medsimp.alignment.gold import read_gold
+    from medsimp.config import resolve_path
     from medsimp.errors import InputError
     from medsimp.params_schema import default
     from medsimp.alignment.score import pair_prf
     from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
 
-    gold = args.gold or params.get("gold", "data/sample/align_gold.jsonl")
+    gold = args.gold or resolve_path(params.get("gold", "data/sample/align_gold.jsonl"), args.params_dir)
     docs = read_gold(gold, args.gold_format or params.get("gold_format", "auto"))
     if not docs:
         raise InputError(f"no gold documents in {gold}")
@@ -133,7 +134,7 @@ def _train(args, params: dict) -> int:
     enc = make_encoder(crf_p.get("encoder") or default("align.crf.encoder"), params.get("_cache") or None)
     model = CRFAligner.train(docs, enc, crf_p)
     fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
-    out = args.output or params.get("model", "out/models/crf_aligner")
+    out = args.output or resolve_path(params.get("model", "out/models/crf_aligner"), args.params_dir)
     stats = {"documents": len(docs), "gold_pairs": sum(len(d.pairs) for d in docs),
              "train_f1": round(fit["f1"], 6), "train_precision": round(fit["precision"], 6),
              "train_recall": round(fit["recall"], 6), "encoder": enc.name,
@@ -148,7 +149,7 @@ def _train(args, params: dict) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
 
     params = dict(section(args.params_data, "align"))
     params["_cache"] = section(args.params_data, "cache").get("dir")
@@ -159,10 +160,9 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.outputs import atomic_dir
     from medsimp.pipelines import align_job
 
-    if args.model:
-        params["model"] = args.model
+    params["model"] = args.model or resolve_path(params.get("model", "out/models/crf_aligner"), args.params_dir)
     cache = params.pop("_cache")
-    with atomic_dir(args.output or params.get("output", "out/align")) as tmp:
-        align_job.run(args.input or params.get("input", "out/cochrane"), str(tmp), params,
+    with atomic_dir(args.output or resolve_path(params.get("output", "out/align"), args.params_dir)) as tmp:
+        align_job.run(args.input or resolve_path(params.get("input", "out/cochrane"), args.params_dir), str(tmp), params,
                       section(args.params_data, "beam"), args.beam_arg, args.metrics, cache)
     return 0

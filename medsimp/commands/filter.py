@@ -20,12 +20,12 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
     from medsimp.outputs import atomic_dir
     from medsimp.pipelines import filter_job
 
     params = section(args.params_data, "filter")
-    with atomic_dir(args.output or params.get("output", "out/filter")) as tmp:
-        filter_job.run(args.input or params.get("input", "out/align"), str(tmp), params,
+    with atomic_dir(args.output or resolve_path(params.get("output", "out/filter"), args.params_dir)) as tmp:
+        filter_job.run(args.input or resolve_path(params.get("input", "out/align"), args.params_dir), str(tmp), params,
                        section(args.params_data, "beam"), args.beam_arg, args.metrics)
     return 0

@@ -21,7 +21,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
     from medsimp.outputs import atomic_dir
     from medsimp.params_schema import default
     from medsimp.pipelines import link
@@ -31,7 +31,8 @@ def run(args) -> int:
                                       "min_match_length", "accepted_semtypes", "reject_negation_flips")
                if k in params}
     cache_root = section(args.params_data, "cache").get("dir")
-    index = args.index or section(args.params_data, "umls").get("index") or default("umls.index")
+    index = args.index or resolve_path(section(args.params_data, "umls").get("index") or default("umls.index"),
+                                       args.params_dir)
     with atomic_dir(args.output) as tmp:
         link.run(args.input, str(tmp), index, matcher,
                  section(args.params_data, "readability"), cache_root,

@@ -18,15 +18,17 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from medsimp.config import section
+    from medsimp.config import resolve_path, section
     from medsimp.outputs import atomic_dir, print_summary, write_json
     from medsimp.params_schema import default
     from medsimp.pipelines.umls import build_index, demo_note
 
     params = section(args.params_data, "umls")
-    output = args.output or params.get("index") or default("umls.index")
+    output = args.output or resolve_path(params.get("index") or default("umls.index"), args.params_dir)
+    mrconso = args.mrconso or resolve_path(params["mrconso"], args.params_dir)
+    mrsty = args.mrsty or resolve_path(params["mrsty"], args.params_dir)
     with atomic_dir(output) as tmp:
-        manifest = build_index(args.mrconso or params["mrconso"], args.mrsty or params["mrsty"], tmp,
+        manifest = build_index(mrconso, mrsty, tmp,
                                list(params.get("languages", default("umls.languages"))),
                                lowercase=bool(params.get("lowercase", True)),
                                normalize_unicode=bool(params.get("normalize_unicode", False)))
