@@ -20,7 +20,6 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-
 DEFAULT_RUNNER = "FnApiRunner"
 
 
