@@ -238,21 +238,21 @@ def main(argv: list[str] | None = None) -> int:
     except MedsimpError as exc:
         if args.verbose:
             logging.exception("%s failed", args.command)
-        print(f"medsimp {args.command}: {exc}", file=sys.stderr)
+        print(f"medsimp {command_name(args)}: {exc}", file=sys.stderr)
         return exc.exit_code
     except SystemExit as exc:
         if not isinstance(exc.code, str):  # an exit status: keep it
             raise
-        print(f"medsimp {args.command}: {exc.code}", file=sys.stderr)  # SystemExit("why"): usage
+        print(f"medsimp {command_name(args)}: {exc.code}", file=sys.stderr)  # SystemExit("why"): usage
         return EXIT_USAGE
     except FileNotFoundError as exc:  # a named input that is not there: bad input
         if args.verbose:
             logging.exception("%s failed", args.command)
-        print(f"medsimp {args.command}: not found: {exc.filename or exc} (check the path)",
+        print(f"medsimp {command_name(args)}: not found: {exc.filename or exc} (check the path)",
               file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"medsimp {args.command}: interrupted", file=sys.stderr)
+        print(f"medsimp {command_name(args)}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one line, never record text; -v shows the traceback
         if args.verbose:
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
         where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
-        print(f"medsimp {args.command}: internal error {type(exc).__name__} at {where} "
+        print(f"medsimp {command_name(args)}: internal error {type(exc).__name__} at {where} "
               "(rerun with -v for the traceback)", file=sys.stderr)
         return EXIT_FAILED
 

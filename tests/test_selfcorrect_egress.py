@@ -74,9 +74,9 @@ def test_remote_host_refused_before_any_request(tmp_path, fake_dns, capsys):
                      "LOCALHOST.evil.host", "2130706433", "0x7f.0.0.1"):
             url = f"http://{host}:{port}/v1"
             assert _run(tmp_path, _params(tmp_path, url), inp) == 3, host
-            err = capsys.readouterr().err.strip().splitlines()
-            assert len(err) == 1 and "refusing to send MIMIC-derived" in err[0], host
-            assert "effusion" not in err[0]
+            err = capsys.readouterr().err.strip().splitlines()  # the announce line, then the error
+            assert len(err) == 2 and "refusing to send MIMIC-derived" in err[1], host
+            assert "effusion" not in err[1]
         # the same endpoint with the DUA flag but without the params entry: still refused
         url = f"http://llm.example.org:{port}/v1"
         assert _run(tmp_path, _params(tmp_path, url), inp, "--mimic-egress-dua", DUA) == 3
@@ -156,7 +156,7 @@ def test_redirect_from_loopback_to_elsewhere_is_not_followed(tmp_path):
     inp = _parquet(tmp_path, [lineage.MIMIC_III])
     with FakeChatServer() as target:
         with FakeChatServer(redirect_to=target.url + "/chat/completions") as front:
-            assert _run(tmp_path, _params(tmp_path, front.url), inp) == 1  # every call fails
+            assert _run(tmp_path, _params(tmp_path, front.url), inp) == 4  # every call fails: stage failed
     assert front.requests and target.requests == []
     dead = (tmp_path / "out" / "dead_letter" / "part-00000.jsonl").read_text()
     assert "redirect" in dead and "effusion" not in dead
