@@ -18,7 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 Tokens = list[str]
-EPS = 1e-4  # the floor MedLane applies to BLEU, HIT and CWR before AScore
+ZERO_SHIFT = 1e-8     # the paper (Luo et al. 2022, Sec. 5): a zero metric gets 1e-8 before AScore
+MEDLANE_FLOOR = 1e-4  # the authors' bleu_eval_new.py floors BLEU, HIT and CWR at 1e-4 instead
 
 
 class MetricUnavailable(RuntimeError):
@@ -26,10 +27,10 @@ class MetricUnavailable(RuntimeError):
 
 
 # ---------------------------------------------------------------- AScore
-def ascore(bleu: float, hit: float, cwr: float, alpha: float = 2.0, beta: float = 1.5,
-           eps: float = EPS) -> float:
-    """AScore = (1 + a^2 + b^2) / (a^2/BLEU + b^2/HIT + 1/CWR), inputs floored at `eps`."""
-    b, h, c = (max(float(x), eps) for x in (bleu, hit, cwr))
+def ascore(bleu: float, hit: float, cwr: float, alpha: float = 2.0, beta: float = 1.5) -> float:
+    """AScore = (1 + a^2 + b^2) / (a^2/BLEU + b^2/HIT + 1/CWR); a metric that is 0 gets
+    1e-8 added (the paper). MedLane compat mode floors its inputs at 1e-4 first."""
+    b, h, c = (float(x) if float(x) > 0 else float(x) + ZERO_SHIFT for x in (bleu, hit, cwr))
     a2, b2 = alpha * alpha, beta * beta
     return (1.0 + a2 + b2) / (a2 / b + b2 / h + 1.0 / c)
 
@@ -92,8 +93,20 @@ def meteor(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
     if shutil.which("java") is None:
         raise MetricUnavailable("METEOR needs a Java runtime (`java` on PATH, e.g. OpenJDK 17); "
                                 "install one or leave METEOR out")
+    if not hyps:
+        raise ValueError("METEOR of an empty corpus")
     gts, res = _coco_inputs(hyps, refs)
-    score, _ = _meteor_scorer().compute_score(gts, res)
+    scorer = _meteor_scorer()
+    try:
+        score, _ = scorer.compute_score(gts, res)
+    except Exception:
+        # pycocoevalcap holds its lock across the call: a failure inside would leave it held
+        # and its __del__ would wait for ever at exit. Drop this JVM and let the error out.
+        _meteor_scorer.cache_clear()
+        scorer.meteor_p.kill()
+        if scorer.lock.locked():
+            scorer.lock.release()
+        raise
     return float(score)
 
 
@@ -214,19 +227,17 @@ def contains(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
 
 
 def hit(hyps: Sequence[Tokens], terms: Sequence[Sequence[tuple[str, Sequence[Tokens]]]]) -> float | None:
-    """HIT = correctly translated professional terms / professional terms in the source.
+    """HIT (Luo et al. 2022): per sentence, correctly translated professional terms /
+    professional terms in its source; the mean over the sentences that have terms.
 
     `terms[i]` lists, for sentence i, each source term with its accepted
     expansions (token lists). A term counts as translated when one accepted
-    expansion occurs in the output as a whole-token sequence. Micro-averaged;
-    None when no sentence has a term.
+    expansion occurs in the output as a whole-token sequence. None when no
+    sentence has a term.
     """
-    found = total = 0
-    for hyp, ts in zip(hyps, terms, strict=True):
-        for _, expansions in ts:
-            total += 1
-            found += any(contains(hyp, e) for e in expansions)
-    return found / total if total else None
+    ratios = [sum(any(contains(hyp, e) for e in expansions) for _, expansions in ts) / len(ts)
+              for hyp, ts in zip(hyps, terms, strict=True) if ts]
+    return sum(ratios) / len(ratios) if ratios else None
 
 
 def medlane_hit(hyp_texts: Sequence[str], ref_dicts: Sequence[Sequence[dict[str, str]]]) -> float:
@@ -259,16 +270,21 @@ def _regex_found(pattern: str, text: str) -> bool:
 
 # ---------------------------------------------------------------- CWR
 def cwr(hyps: Sequence[Tokens], is_common: Callable[[str], bool]) -> float:
-    """Common word ratio: per sentence, common words / words (tokens with a letter), averaged
-    over sentences that have words. `is_common` decides on a lowercased word (lemma lookup)."""
+    """Common word ratio (Luo et al. 2022): per sentence, the output's words whose lemma is
+    common / the output's length in tokens; the mean over non-empty outputs.
+
+    Every token counts in the length. Punctuation (no letter or digit) counts as common,
+    as in the authors' scorer; numbers are common only if the list has them (the
+    stand-in list has none). `is_common` decides on a lowercased token's lemma.
+    """
     ratios = []
     for hyp in hyps:
-        words = [t.lower() for t in hyp if any(ch.isalpha() for ch in t)]
-        if words:
-            ratios.append(sum(1 for w in words if is_common(w)) / len(words))
+        if hyp:
+            ratios.append(sum(1 for t in hyp if not _ALNUM.search(t) or is_common(t.lower())) / len(hyp))
     return sum(ratios) / len(ratios) if ratios else 0.0
 
 
+_ALNUM = re.compile(r"[^\W_]")
 _NUM_RE = re.compile(r"-?\d+\.?\d*e?-?\d*?")
 
 

@@ -1,8 +1,8 @@
 """Score system outputs in two modes: `default` (corrected) and `medlane` (the authors' scorer).
 
 `default`: lowercased NLTK Treebank tokens for every metric, references with
-`abbr[full]` replaced by the full form, HIT over the source's annotated terms
-with whole-token matching, CWR over words only. `medlane`: reproduces
+`abbr[full]` replaced by the full form, HIT per sentence over the source's
+annotated terms with whole-token matching, CWR = common lemmas / output tokens. `medlane`: reproduces
 `bleu_eval_new.py` of machinelearning4health/MedLane (see docs/metrics.md).
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from medsimp.training import metrics as M
 _MEDLANE_PAIR_RE = re.compile(r"[^\[\] ]+\[[^\[\]]+\]")
 _BRACKET_RE = re.compile(r"\[[^\[\]]*\]")
 _TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*)\]")
+MEDLANE_REFERENCES = 4  # bleu_eval_new.py writes ref0..ref3.txt for nlg-eval
 
 
 @dataclass
@@ -79,7 +80,7 @@ def attach_terms(items: Sequence[EvalItem], dictionary: dict[str, list[str]] | N
 def _is_common(common: set[str]) -> Callable[[str], bool]:
     from medsimp.training.lexicon import lemma
 
-    return lambda w: w in common or lemma(w) in common
+    return lambda w: lemma(w) in common
 
 
 def score_default(hyps: Sequence[str], items: Sequence[EvalItem], common: set[str],
@@ -145,9 +146,15 @@ def medlane_reference(raw: str) -> tuple[str, dict[str, str]]:
 
 def score_medlane(hyps: Sequence[str], items: Sequence[EvalItem], common: set[str],
                   pro_words: set[str], with_meteor: bool = True) -> dict[str, float | None]:
-    """The authors' metric set computed as `bleu_eval_new.get_score` does."""
+    """The authors' metric set computed as `bleu_eval_new.get_score` does.
+
+    nlg-eval's `compute_metrics` gets the first 4 prepared references of each record
+    (their scorer writes `ref0..ref3.txt`), stripped, and the stripped outputs; HIT
+    reads every reference line's annotations. BLEU, HIT and CWR are floored at 1e-4
+    before AScore, as their code does.
+    """
     prepared = [[medlane_reference(r) for r in it.references] for it in items]
-    refs = [[p[0] for p in ps] for ps in prepared]
+    refs = [[p[0].strip() for p in ps[:MEDLANE_REFERENCES]] for ps in prepared]
     dics = [[p[1] for p in ps] for ps in prepared]
     hyps = [h.strip() for h in hyps]
     out: dict[str, float | None] = {}
@@ -158,11 +165,12 @@ def score_medlane(hyps: Sequence[str], items: Sequence[EvalItem], common: set[st
     out["rouge_l"] = M.coco_rouge_l(hyps, refs)
     out["cider"] = M.cider(hyps, refs)
     tok_txt = [" ".join(_treebank().tokenize(h)) for h in hyps]
-    bleu = max(sum(bleus) / 4, M.EPS)
-    hit = max(M.medlane_hit([t + " " for t in tok_txt], dics), M.EPS)
+    bleu = max(sum(bleus) / 4, M.MEDLANE_FLOOR)
+    hit = max(M.medlane_hit([t + " " for t in tok_txt], dics), M.MEDLANE_FLOOR)
     from medsimp.training.lexicon import lemma, stopwords
 
-    cwr = max(M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words), M.EPS)
+    cwr = max(M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words),
+              M.MEDLANE_FLOOR)
     out.update({"bleu": bleu, "hit": hit, "cwr": cwr, "ascore": M.ascore(bleu, hit, cwr)})
     return out
 

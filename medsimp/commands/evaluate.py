@@ -13,6 +13,7 @@ like the paper's Table 3) and `--plots` (AScore etc. per source-length bucket).
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 HELP = "score outputs: BLEU, METEOR, ROUGE-L, CIDEr, SARI, FKGL, BERTScore, HIT, CWR, AScore"
@@ -32,35 +33,96 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plots", help="stage mode: per-length-bucket plot data (plots/length_buckets.json)")
 
 
-def _lines(path: str) -> list[str]:
-    return Path(path).read_text(encoding="utf-8").splitlines()
+def _lines(path: str, flag: str) -> list[str]:
+    """One entry per line; a missing, unreadable or non-UTF-8 file is one clear error."""
+    from medsimp.errors import InputError
+
+    try:
+        return Path(path).read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = f"byte {exc.start} is not UTF-8" if isinstance(exc, UnicodeDecodeError) else \
+            (exc.strerror or type(exc).__name__)
+        raise InputError(f"{flag} {path}: {reason}") from None
 
 
-def medlane_items(path: str, split: str | None):
-    """EvalItems of a MedLane evaluation file; `split` keeps the authors' half.
+@dataclass
+class MedLaneEval:
+    """Scored items of a MedLane evaluation file and where each sits in the file.
 
-    The authors split the file text on blank lines and take the first `len // 2`
-    blocks as validation (a trailing empty block counts), the rest as test.
+    `positions[i]`: item i's 0-based record position in the whole file; `split_positions`:
+    the positions of every record of the chosen split (scored or dead-lettered), in order.
+    A hypothesis file has one line per record of the split, or per record of the file, or
+    per scored record (as `medsimp train` writes its predictions).
     """
-    from medsimp.pipelines.medlane_format import read_medlane_eval
+    items: list
+    positions: list[int]
+    split_positions: list[int]
+    n_records: int
+    rejects: list[dict]
+
+    def align(self, hyps: list[str]) -> list[str]:
+        """The output lines of the scored items (dead-lettered records' lines dropped)."""
+        from medsimp.errors import InputError
+
+        if len(hyps) == self.n_records:
+            return [hyps[p] for p in self.positions]
+        if len(hyps) == len(self.split_positions):
+            index = {p: i for i, p in enumerate(self.split_positions)}
+            return [hyps[index[p]] for p in self.positions]
+        if len(hyps) == len(self.positions):
+            return hyps
+        whole = "" if len(self.split_positions) == self.n_records else f" (the whole file: {self.n_records})"
+        raise InputError(f"--hyp has {len(hyps)} lines but the evaluation set has "
+                         f"{len(self.split_positions)} records{whole}; give one output line per record")
+
+
+def medlane_items(path: str, split: str | None, mode: str = "default") -> MedLaneEval:
+    """The records of a MedLane evaluation file; `split` keeps the authors' half.
+
+    `medlane` mode reads the file exactly as the authors' scorer does
+    (`read_medlane_authors`: blank-line blocks of the lowercased text, the first
+    `len(blocks) // 2` blocks are validation). Default mode uses `read_medlane_eval`:
+    odd records are dead-lettered (and their output lines skipped), and the first
+    `n_records // 2` records are validation.
+    """
+    from medsimp.errors import InputError
+    from medsimp.pipelines.medlane_format import MedLaneFormatError, read_medlane_authors, read_medlane_eval
     from medsimp.training.scoring import EvalItem
 
-    records = read_medlane_eval(path)
-    items = [EvalItem(r["source"], list(r["raw_references"])) for r in records]
-    if split is None:
-        return items
-    half = len(Path(path).read_text(encoding="utf-8").split("\n\n")) // 2
-    return items[:half] if split == "validation" else items[half:]
+    if not Path(path).is_file():
+        raise InputError(f"--medlane {path}: not a file")
+    rejects: list[dict] = []
+    try:
+        if mode == "medlane":
+            records, rejects = read_medlane_authors(path)
+            n = len(records)
+            in_split = [split is None or r["split"] == split for r in records]
+            items = [EvalItem(r["source"], list(r["references"])) for r in records]
+        else:
+            records = read_medlane_eval(path, rejects)
+            n = len(records) + len(rejects)
+            in_split = [split is None or (r["ordinal"] < n // 2) == (split == "validation") for r in records]
+            items = [EvalItem(r["source"], list(r["raw_references"])) for r in records]
+    except MedLaneFormatError as exc:
+        raise InputError(f"--medlane {exc}") from None
+    if mode == "medlane":
+        split_positions = [r["ordinal"] for r, keep in zip(records, in_split) if keep]
+    else:
+        split_positions = [p for p in range(n) if split is None or (p < n // 2) == (split == "validation")]
+        rejects = [r for r in rejects if r["ordinal"] in set(split_positions)]
+    kept = [(it, r["ordinal"]) for it, r, keep in zip(items, records, in_split) if keep]
+    return MedLaneEval([it for it, _ in kept], [p for _, p in kept], split_positions, n, rejects)
 
 
 def file_items(refs: list[str], src: str | None, n: int):
+    from medsimp.errors import InputError
     from medsimp.training.scoring import EvalItem
 
-    ref_lines = [_lines(r) for r in refs]
-    src_lines = _lines(src) if src else [None] * n
+    ref_lines = [_lines(r, "--ref") for r in refs]
+    src_lines = _lines(src, "--src") if src else [None] * n
     for name, lines in [("--src", src_lines), *[(r, x) for r, x in zip(refs, ref_lines)]]:
         if len(lines) != n:
-            raise SystemExit(f"{name} has {len(lines)} lines but --hyp has {n}")
+            raise InputError(f"{name} has {len(lines)} lines but --hyp has {n}")
     return [EvalItem(src_lines[i], [r[i] for r in ref_lines]) for i in range(n)]
 
 
@@ -94,9 +156,31 @@ def _rounded(scores: dict) -> dict:
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in scores.items()}
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Refuse a flag the chosen mode would ignore (one line, exit 2)."""
+    from medsimp.errors import UsageError
+
+    given = lambda *names: [f"--{n}" for n in names if getattr(args, n)]  # noqa: E731
+    if args.hyp:
+        unused = given("metrics", "plots")
+        if args.medlane:
+            unused += given("ref", "src")
+        else:
+            unused += given("split")
+            if not args.ref:
+                raise UsageError("give --ref FILE (repeatable) or --medlane FILE with --hyp")
+        if unused:
+            raise UsageError(f"{', '.join(unused)} cannot be used with --hyp"
+                             f"{' --medlane' if args.medlane else ''}: drop {'them' if len(unused) > 1 else 'it'}")
+    elif given("ref", "src", "medlane", "split", "json"):
+        raise UsageError(f"{', '.join(given('ref', 'src', 'medlane', 'split', 'json'))} need --hyp "
+                         "(without --hyp, evaluate scores the stage's models and writes --metrics/--plots)")
+
+
 def run(args: argparse.Namespace) -> int:
     from medsimp.config import section
 
+    _check_flags(args)
     cfg = section(args.params_data, "evaluate")
     scorer = Scorer(cfg, section(args.params_data, "train"), args.params_dir)
     if args.hyp:
@@ -105,20 +189,32 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_files(args: argparse.Namespace, scorer: Scorer) -> int:
+    import sys
+
+    from medsimp.errors import InputError
     from medsimp.outputs import print_summary, write_json
 
-    hyps = _lines(args.hyp)
-    if args.medlane:
-        items = medlane_items(args.medlane, args.split)
-    elif args.ref:
-        items = file_items(args.ref, args.src, len(hyps))
-    else:
-        raise SystemExit("give --ref FILE (repeatable) or --medlane FILE")
     mode = args.mode or "default"
+    hyps = _lines(args.hyp, "--hyp")
+    rejects: list[dict] = []
+    if args.medlane:
+        evalset = medlane_items(args.medlane, args.split, mode)
+        hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
+    else:
+        items = file_items(args.ref, args.src, len(hyps))
+    if not items:
+        raise InputError(f"nothing to score: --hyp {args.hyp} has {len(hyps)} lines and the evaluation "
+                         "set has no usable record")
     scores = _rounded(scorer.score(hyps, items, mode))
+    if rejects:
+        reasons = sorted({r["reason"] for r in rejects})
+        print(f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
+              f"{', '.join(r['locator'] for r in rejects[:5])}{' ...' if len(rejects) > 5 else ''}); "
+              "their output lines were skipped", file=sys.stderr)
     if args.json:
-        write_json(args.json, {"mode": mode, "n": len(hyps), "scores": scores})
-    print_summary(f"evaluate ({mode})", scores)
+        write_json(args.json, {"mode": mode, "n": len(items), "scores": scores,
+                               "not_scored": [{k: r[k] for k in ("locator", "reason")} for r in rejects]})
+    print_summary(f"evaluate ({mode}, n={len(items)})", scores)
     return 0
 
 
@@ -131,23 +227,28 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     train_cfg = section(args.params_data, "train")
     split = cfg.get("split", "test")
     data = train_cfg.get("data") or {}
+    modes = [args.mode] if args.mode else ["default", "medlane"]
+    evalsets: dict[str, MedLaneEval] = {}
     if data.get("format", "medlane") == "medlane":
-        items = medlane_items(data[split], None)
+        evalsets = {mode: medlane_items(data[split], None, mode) for mode in {"default", *modes}}
+        items = evalsets["default"].items
     else:
         from medsimp.training.data import load_splits
 
         items = load_splits(train_cfg).eval[split]
     models = list(cfg.get("models") or ["declare", "dictionary", "copy"])
     models_dir = Path(cfg.get("models_dir", "out/models"))
-    modes = [args.mode] if args.mode else ["default", "medlane"]
     edges = [int(x) for x in cfg.get("length_buckets", default("evaluate.length_buckets"))]
     labels = length_buckets(items, edges)
     results: dict = {mode: {} for mode in modes}
     buckets: dict[str, dict] = {}
     for model in models:
-        hyps = _lines(str(models_dir / model / "predictions" / f"{split}.txt"))
+        lines = _lines(str(models_dir / model / "predictions" / f"{split}.txt"), "prediction file")
         for mode in modes:
-            results[mode][model] = _rounded(scorer.score(hyps, items, mode))
+            ev = evalsets.get(mode)
+            results[mode][model] = _rounded(scorer.score(ev.align(lines) if ev else lines,
+                                                         ev.items if ev else items, mode))
+        hyps = evalsets["default"].align(lines) if evalsets else lines
         for label in sorted(set(labels), key=lambda s: int(s.split("-")[0].rstrip("+"))):
             idx = [i for i, lab in enumerate(labels) if lab == label]
             sub = scorer.score([hyps[i] for i in idx], [items[i] for i in idx], "default", full=False)
