@@ -58,6 +58,7 @@ class Notes:
     splitter: Literal["rules", "rush"] = "rules"
     abbreviations: str = "resource:abbreviations.json"
     common_words: str = "resource:common_words.txt"
+    abbreviation_counting: Literal["pseudocode", "prose"] = "pseudocode"
     case_sensitive: bool = True
     min_tokens: int = 10
     min_ratio: float = 0.1
@@ -282,7 +283,7 @@ class Evaluate:
     models: list[str] = _f(["declare", "dictionary", "copy"])
     models_dir: str = "out/models"
     split: str = "test"
-    common_words: str = "resource:common_words.txt"
+    common_words: str | None = None  # null: notes.common_words
     dictionaries: list[str] | None = None  # null: train.dictionaries
     meteor: bool = True
     bertscore: bool = True

@@ -47,7 +47,9 @@ class NoteProcessor:
                                  case_sensitive=bool(params.get("case_sensitive", True)),
                                  min_tokens=int(params.get("min_tokens", 10)),
                                  min_ratio=float(params.get("min_ratio", 0.1)),
-                                 max_ratio=float(params.get("max_ratio", 0.5)))
+                                 max_ratio=float(params.get("max_ratio", 0.5)),
+                                 abbreviation_counting=str(params.get("abbreviation_counting",
+                                                                      "pseudocode")))
 
     def sentence_rows(self, record: Mapping) -> list[dict]:
         """Every sentence of the record's sections, numbered across sections."""

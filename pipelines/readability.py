@@ -7,7 +7,8 @@ sentence, n for a document side), so the formulas are applied here to textstat's
 polysyllable counts:
   FKGL = 0.39 W/S + 11.8 Y/W - 15.59 (Kincaid et al. 1975)
   Gunning fog = 0.4 (W/S + 100 P/W), P = words of 3+ syllables (Gunning 1952)
-  Coleman-Liau = 0.0588 L - 0.296 S100 - 15.8, L / S100 = letters / sentences per 100 words
+  Coleman-Liau = 0.0588 L - 0.296 S100 - 15.8, L / S100 = letters (not digits) / sentences
+  per 100 words (Coleman & Liau 1975)
   ARI = 4.71 C/W + 0.5 W/S - 21.43, C = letters and digits
 Syllable-based scores (FKGL, fog) need textstat's support for the language (pyphen);
 elsewhere (e.g. fa) they are null. `n_tokens` counts NLTK Treebank tokens holding a word
@@ -51,12 +52,13 @@ def scores(text: str, language: str, syllable_languages: Iterable[str], n_senten
         words = textstat.lexicon_count(text)
         if words == 0 or n_sentences == 0:
             return out
+        letters = sum(ch.isalpha() for ch in text)
         chars = sum(ch.isalnum() for ch in text)
         if language in set(syllable_languages):
             syllables, poly = textstat.syllable_count(text), textstat.polysyllabcount(text)
             out["fkgl"] = _round(0.39 * words / n_sentences + 11.8 * syllables / words - 15.59)
             out["gunning_fog"] = _round(0.4 * (words / n_sentences + 100 * poly / words))
-    out["coleman_liau"] = _round(0.0588 * 100 * chars / words - 0.296 * 100 * n_sentences / words - 15.8)
+    out["coleman_liau"] = _round(0.0588 * 100 * letters / words - 0.296 * 100 * n_sentences / words - 15.8)
     out["ari"] = _round(4.71 * chars / words + 0.5 * words / n_sentences - 21.43)
     return out
 

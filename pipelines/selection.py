@@ -1,16 +1,24 @@
 """MedLane sentence selection (Luo et al. 2022, Section 3.1, Algorithm 1) and its lexicons.
 
-For a sentence s, tokenised with NLTK's word tokenizer (`NLTKWordTokenizer`, see `_tokenizer`):
+For a sentence s, tokenised with NLTK's word tokenizer (`NLTKWordTokenizer`, see `_tokenizer`),
+as Algorithm 1's pseudocode counts (and the authors' `mark_sentence` does):
 
-- n   = word tokens (tokens with a letter or digit; punctuation does not count)
-- abb = word tokens in the abbreviation set A (case-sensitive unless `case_sensitive=False`)
-- unc = word tokens that are not abbreviations, not numbers, and whose lemma (lower-cased,
-  then spaCy's English lookup lemmatizer from spacy-lookups-data) is not in the common set T
+- n   = every token, punctuation included
+- abb = tokens in the abbreviation set A (case-sensitive unless `case_sensitive=False`)
+- unc = tokens with a letter or digit whose lemma (lower-cased, then spaCy's English lookup
+  lemmatizer from spacy-lookups-data) is not in the common set T. Numbers are never in T
+  (the authors map them to `num`, an uncommon word), so they count as uncommon.
+  `abbreviation_counting="pseudocode"` (default): an abbreviation not in T counts in both
+  abb and unc, as the pseudocode's two independent tests do; `"prose"`: it counts once,
+  in abb only, as Section 3.1's text reads.
 - keep iff n >= 10 and 0.1 <= (unc + abb) / n <= 0.5 (thresholds are params)
 
-A de-identification placeholder (``[**Hospital1 18**]``) is one token; it is a word token,
-never an abbreviation or a number, and its lemma is not a common word, so it counts in
-`unc`. Numbers: digits with optional sign, separators (. , : / -) and a trailing %.
+T is EF's top-3000 English word list in the paper (`notes.common_words`: point it at that
+list); the packaged `medsimp/resources/common_words.txt` is a stand-in (wordfreq's top-3000 lemmas,
+no digits; its header says so). The same list feeds CWR in `medsimp evaluate`.
+
+A de-identification placeholder (``[**Hospital1 18**]``) is one token; it is never an
+abbreviation and its lemma is not a common word, so it counts in `unc`.
 """
 from __future__ import annotations
 
@@ -25,7 +33,7 @@ from pathlib import Path
 from medsimp.pipelines.sentences import PLACEHOLDER
 
 _WORD = re.compile(r"[^\W_]")
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,:/-]\d+)*|\.\d+)%?")
+ABBREVIATION_COUNTING = ("pseudocode", "prose")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +111,11 @@ def lemma_lookup() -> dict[str, str]:
 
 
 def lemmatize(word: str) -> str:
-    """Lower-case, then the lookup lemma (the word itself when unknown)."""
+    """Lower-case, then the lookup lemma (the word itself when unknown). An alphabetic word
+    keeps itself when the table gives a non-alphabetic lemma (it maps "first" to "1")."""
     low = word.lower()
-    return lemma_lookup().get(low, low)
+    lemma = lemma_lookup().get(low, low)
+    return low if low.isalpha() and not lemma.isalpha() else lemma
 
 
 def _stdlib(pattern):
@@ -168,12 +178,16 @@ class Selector:
 
     def __init__(self, abbreviations: Iterable[str], common_words: Iterable[str], *,
                  case_sensitive: bool = True, min_tokens: int = 10,
-                 min_ratio: float = 0.1, max_ratio: float = 0.5):
+                 min_ratio: float = 0.1, max_ratio: float = 0.5,
+                 abbreviation_counting: str = "pseudocode"):
+        if abbreviation_counting not in ABBREVIATION_COUNTING:
+            raise ValueError(f"abbreviation_counting must be one of {ABBREVIATION_COUNTING}, "
+                             f"got {abbreviation_counting!r}")
+        self.count_abbreviations_twice = abbreviation_counting == "pseudocode"
         self.case_sensitive = case_sensitive
         self.abbreviations = frozenset(a if case_sensitive else a.lower() for a in abbreviations)
         self.common = frozenset(w.lower() for w in common_words)
         self.min_tokens, self.min_ratio, self.max_ratio = min_tokens, min_ratio, max_ratio
-        self._lemmas = lemma_lookup()
         # Token -> its (n, abb, unc) increments; bounded, tokens repeat with Zipf frequencies.
         self._counts = functools.lru_cache(maxsize=1 << 17)(self._token_counts)
 
@@ -182,13 +196,11 @@ class Selector:
 
     def _token_counts(self, token: str) -> tuple[int, int, int]:
         if not _WORD.search(token):
-            return 0, 0, 0
+            return 1, 0, 0  # punctuation: in n only
+        uncommon = int(lemmatize(token) not in self.common)
         if self.is_abbreviation(token):
-            return 1, 1, 0
-        if _NUMBER.fullmatch(token):
-            return 1, 0, 0
-        low = token.lower()
-        return 1, 0, int(self._lemmas.get(low, low) not in self.common)
+            return 1, 1, uncommon if self.count_abbreviations_twice else 0
+        return 1, 0, uncommon
 
     def features(self, sentence: str) -> Features:
         n = abb = unc = 0
@@ -217,7 +229,8 @@ def load_lexicons(params: dict, root: str | Path = ".") -> tuple[list[str], list
 
 def common_lemmas(count: int = 3000, lang: str = "en") -> list[str]:
     """The `count` most frequent distinct alphabetic lemmas from wordfreq's ranked list
-    (each word lemmatised with the same lookup table), in frequency order."""
+    (each word lemmatised with the same lookup table), in frequency order: a stand-in for
+    EF's top-3000 list, with no digits."""
     from wordfreq import top_n_list
 
     out: list[str] = []
@@ -226,7 +239,7 @@ def common_lemmas(count: int = 3000, lang: str = "en") -> list[str]:
         if not word.isalpha():
             continue
         lemma = lemmatize(word)
-        if lemma not in seen:
+        if lemma.isalpha() and lemma not in seen:
             seen.add(lemma)
             out.append(lemma)
             if len(out) == count:

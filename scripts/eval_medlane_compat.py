@@ -28,13 +28,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from medsimp.commands.evaluate import Scorer, medlane_items
-    from medsimp.config import load_params, section
+    from medsimp.config import load_params, params_dir, section
     from medsimp.outputs import canonical_json, write_json
 
     params = load_params(args.params)
     cfg = dict(section(params, "evaluate"))
     cfg["meteor"] = not args.no_meteor and cfg.get("meteor", True)
-    scorer = Scorer(cfg, section(params, "train"))
+    scorer = Scorer(cfg, section(params, "train"), section(params, "notes"), params_dir(args.params))
     items = medlane_items(str(path), None if args.split == "all" else args.split)
     hyps = [it.source or "" for it in items]
     result = {"file": path.name, "split": args.split, "n": len(items), "system": "copy-the-source",

@@ -105,16 +105,17 @@ T = {"the", "be", "start", "on", "and", "daily", "with", "a", "patient"}
 
 @pytest.mark.parametrize("sentence,expected", [
     # Pt* was started on ASA* 325# mg? PO* daily and metoprolol? 25# mg? PO* b.i.d* .
-    # n=15 (the final "." is punctuation), abb=5, unc=3 (mg, metoprolol, mg) -> 8/15 > 0.5
-    ("Pt was started on ASA 325 mg PO daily and metoprolol 25 mg PO b.i.d.", (15, 5, 3, 8 / 15, False)),
-    # n=8 < 10: abb=1 (CHF), unc=1 (lasix)
-    ("The patient with CHF was started on lasix.", (8, 1, 1, 2 / 8, False)),
-    # n=16, abb=1 (CHF), unc=4 (lasix, seen->see, by, the placeholder) -> 5/16
+    # n=16 (the final "." counts), abb=5, unc=10 (the 5 abbreviations, 2 numbers, mg, metoprolol,
+    # mg: the pseudocode counts an abbreviation not in T in both abb and unc) -> 15/16 > 0.5
+    ("Pt was started on ASA 325 mg PO daily and metoprolol 25 mg PO b.i.d.", (16, 5, 10, 15 / 16, False)),
+    # n=9 < 10: abb=1 (CHF), unc=2 (CHF, lasix)
+    ("The patient with CHF was started on lasix.", (9, 1, 2, 3 / 9, False)),
+    # n=17, abb=1 (CHF), unc=5 (CHF, lasix, seen->see, by, the placeholder) -> 6/17
     ("The patient with CHF was started on lasix and the patient was seen by "
-     "[**Doctor 12**] daily.", (16, 1, 4, 5 / 16, True)),
-    # numbers (120/80, 88, 97) are neither; "%", "--", "...", ":" are not word tokens;
-    # BP, HR, 2L, ok, fine are uncommon here: n=9, unc=5
-    ("BP 120/80, HR 88 -- 97% on 2L ... ok: fine", (9, 0, 5, 5 / 9, False)),
+     "[**Doctor 12**] daily.", (17, 1, 5, 6 / 17, True)),
+    # every token counts in n (14 with ",", "--", "%", "...", ":"); numbers are uncommon:
+    # BP, 120/80, HR, 88, 97, 2L, ok, fine -> unc=8
+    ("BP 120/80, HR 88 -- 97% on 2L ... ok: fine", (14, 0, 8, 8 / 14, False)),
     ("", (0, 0, 0, 0.0, False)),
 ])
 def test_algorithm1_hand_computed(sentence, expected):
@@ -123,13 +124,32 @@ def test_algorithm1_hand_computed(sentence, expected):
     assert f.ratio == pytest.approx(expected[3])
 
 
+def test_algorithm1_issue_19_example_numbers_are_uncommon():
+    # issue 19 item 4: 16 tokens, uncommon = 3/12, 4/15, 5/20 and "clinic" -> 0.25, kept
+    # (the old rules skipped numbers: 1/16 = 0.0625, rejected)
+    common = load_common_words(resources.path("common_words.txt"))
+    abbreviations = load_abbreviations(resources.path("abbreviations.json"))
+    f = Selector(abbreviations, common).features(
+        "She was seen in clinic on 3/12 and again on 4/15 and 5/20 with her family")
+    assert (f.n, f.abb, f.unc, f.ratio, f.keep) == (16, 0, 4, 0.25, True)
+
+
+def test_algorithm1_abbreviation_counting_prose_counts_once():
+    s = "Pt was started on ASA 325 mg PO daily and metoprolol 25 mg PO b.i.d."
+    f = Selector(A, T, abbreviation_counting="prose").features(s)
+    assert (f.n, f.abb, f.unc) == (16, 5, 5) and f.ratio == pytest.approx(10 / 16)
+    with pytest.raises(ValueError, match="abbreviation_counting"):
+        Selector(A, T, abbreviation_counting="both")
+
+
 def test_algorithm1_case_switch_and_thresholds():
     s = "pt was started on asa."
-    assert Selector(A, T).features(s).as_dict() == {"n": 5, "abb": 0, "unc": 2, "ratio": 0.4,
+    # n=6 with ".", lower-case pt/asa are no abbreviations here but uncommon
+    assert Selector(A, T).features(s).as_dict() == {"n": 6, "abb": 0, "unc": 2, "ratio": 2 / 6,
                                                      "keep": False}
     assert Selector(A, T, case_sensitive=False).features(s).abb == 2
-    assert Selector(A, T, min_tokens=5).features(s).keep is True
-    assert Selector(A, T, min_tokens=5, max_ratio=0.3).features(s).keep is False
+    assert Selector(A, T, min_tokens=6).features(s).keep is True
+    assert Selector(A, T, min_tokens=6, max_ratio=0.3).features(s).keep is False
 
 
 def test_lexicon_loaders(tmp_path):
@@ -156,4 +176,7 @@ def test_shipped_lexicons():
     for a in ("CHF", "HTN", "s/p", "ED", "BP", "IV", "ICU", "CXR", "y/o", "NS", "PO", "tid"):
         assert a in abbreviations
     common = load_common_words(resources.path("common_words.txt"))
-    assert len(common) == 3000 and {"the", "be", "patient"} <= common
+    assert len(common) == 3000 and {"the", "be", "patient", "first", "one"} <= common
+    assert not any(ch.isdigit() for w in common for ch in w)  # the lemmatizer's "first" -> "1" is undone
+    header = resources.path("common_words.txt").read_text().splitlines()[0]
+    assert header.startswith("# STAND-IN for EF's top-3000")

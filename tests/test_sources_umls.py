@@ -65,6 +65,11 @@ def test_readability_formulas():
                  "ari": round(4.71 * 17 / 6 + 3 - 21.43, 4), "n_tokens": 6}
     fa = scores("آسم یک بیماری شایع ریه در کودکان است.", "fa", ["en"])
     assert fa["fkgl"] is None and fa["gunning_fog"] is None and fa["ari"] is not None
+    # Coleman-Liau counts letters only (issue 19 item 10): "Take 20 mg daily." = 4 words,
+    # 11 letters, 2 digits; ARI's character count keeps the digits (13)
+    d = scores("Take 20 mg daily.", "en", ["en"])
+    assert d["coleman_liau"] == round(0.0588 * 100 * 11 / 4 - 0.296 * 100 / 4 - 15.8, 4)
+    assert d["ari"] == round(4.71 * 13 / 4 + 0.5 * 4 - 21.43, 4)
     doc = document_scores(["The cat sat on the mat.", "It slept."], "en", ["en"])
     assert doc["n_sentences"] == 2 and doc["n_tokens"] == 8
 

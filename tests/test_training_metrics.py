@@ -22,9 +22,18 @@ def test_ascore_hand_values():
     assert M.ascore(0.4, 0.8, 0.9, alpha=1, beta=1) == pytest.approx(3 / (2.5 + 1.25 + 1 / 0.9))
 
 
-def test_ascore_floors_inputs_at_eps():
-    assert M.ascore(0.0, 1.0, 1.0) == pytest.approx(7.25 / (4 / 1e-4 + 2.25 + 1))
-    assert M.ascore(-1.0, 0.0, 0.0) == pytest.approx(1e-4)
+def test_ascore_adds_1e8_to_a_zero_metric_as_the_paper():
+    # Luo et al. 2022, Sec. 5: "we add 1e-8 to a metric that is zero" (old code floored at 1e-4)
+    assert M.ascore(0.0, 1.0, 1.0) == pytest.approx(7.25 / (4 / 1e-8 + 2.25 + 1), rel=1e-12)
+    assert M.ascore(0.0, 0.0, 0.0) == pytest.approx(1e-8)
+    assert M.ascore(5e-5, 1.0, 1.0) == pytest.approx(7.25 / (4 / 5e-5 + 2.25 + 1))  # no floor
+
+
+def test_medlane_mode_floors_at_1e4_like_the_authors_code():
+    items = [S.EvalItem("x y z", ["1 completely different words"])]
+    scores = S.score_medlane(["a b c"], items, common=set(), pro_words=set(), with_meteor=False)
+    assert scores["bleu"] == pytest.approx(1e-4)
+    assert scores["ascore"] == pytest.approx(7.25 / (4 / 1e-4 + 2.25 / scores["hit"] + 1 / scores["cwr"]))
 
 
 def test_ascore_matches_the_authors_formula():
@@ -155,8 +164,18 @@ def test_hit_counts_whole_token_matches_over_source_terms():
     hyps = [S.tokenize("the patient had high blood pressure ."), S.tokenize("outpatient visit .")]
     terms = [[("pt", [["patient"]]), ("htn", [["high", "blood", "pressure"]]), ("cp", [["chest", "pain"]])],
              [("pt", [["patient"]])]]
-    assert M.hit(hyps, terms) == pytest.approx(2 / 4)  # "outpatient" does not count
+    assert M.hit(hyps, terms) == pytest.approx((2 / 3 + 0 / 1) / 2)  # "outpatient" does not count
     assert M.hit(hyps, [[], []]) is None  # no terms: undefined, not a free 1.0
+
+
+def test_hit_is_per_sentence_then_averaged_issue_19_example():
+    # issue 19 item 6: one sentence with 1 term translated, one with 3 terms none translated:
+    # the paper's per-sentence mean is 0.5 (the old corpus-pooled ratio gave 0.25)
+    hyps = [["the", "patient", "rested"], ["bp", "hr", "rr", "up"]]
+    terms = [[("pt", [["patient"]])],
+             [("bp", [["blood", "pressure"]]), ("hr", [["heart", "rate"]]), ("rr", [["breathing", "rate"]])]]
+    assert M.hit(hyps, terms) == pytest.approx(0.5)
+    assert M.hit(hyps + [["x"]], terms + [[]]) == pytest.approx(0.5)  # a sentence without terms does not count
 
 
 def test_medlane_hit_reproduces_the_authors_quirks():
@@ -169,12 +188,23 @@ def test_medlane_hit_reproduces_the_authors_quirks():
     assert M.medlane_hit(["a b . "], [[{"x": "zz"}]]) == 0.0
 
 
-def test_cwr_words_only():
-    common = {"the", "be", "low", "blood", "pressure"}
-    is_common = S._is_common(common)
-    # words: the, patient, was(be), hypotensive -> 2 common of 4; "120" and "." ignored
-    assert M.cwr([S.tokenize("The patient was hypotensive 120 .")], is_common) == pytest.approx(2 / 4)
-    assert M.cwr([["."], S.tokenize("blood pressure low")], is_common) == pytest.approx(1.0)
+def test_cwr_is_common_lemmas_over_output_length_issue_19_example():
+    # issue 19 item 7: lemmatize each output word, divide by the output length:
+    # "the patient has 2 stents ." -> the, patient, have, "." common; 2, stent not -> 4/6
+    is_common = S._is_common({"the", "patient", "have"})
+    assert M.cwr([S.tokenize("the patient has 2 stents .")], is_common) == pytest.approx(4 / 6)
+    # the project's stand-in list gives the same: it has no digits and no "stent"
+    from training.lexicon import load_common_words
+
+    stand_in = S._is_common(load_common_words("resources/common_words.txt"))
+    assert M.cwr([S.tokenize("the patient has 2 stents .")], stand_in) == pytest.approx(4 / 6)
+
+
+def test_cwr_uses_the_lemma_only():
+    # "was" is common through its lemma "be" only
+    assert M.cwr([["was"]], S._is_common({"be"})) == 1.0
+    assert M.cwr([["was"]], S._is_common({"was"})) == 0.0  # surface form alone is not enough
+    assert M.cwr([[], ["."]], S._is_common(set())) == 1.0  # empty outputs are skipped
 
 
 def test_medlane_cwr_counts_punctuation_and_numbers_like_the_authors():

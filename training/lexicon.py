@@ -33,14 +33,13 @@ def load_dictionary(paths: Sequence[str | Path]) -> dict[str, list[str]]:
 
 def lemma(word: str) -> str:
     """Lowercased lookup lemma (spaCy's English lemma table; no POS needed, works offline)."""
-    from medsimp.pipelines.selection import lemma_lookup
+    from medsimp.pipelines.selection import lemmatize
 
-    w = word.lower()
-    return lemma_lookup().get(w, w)
+    return lemmatize(word)
 
 
 def load_common_words(path: str | Path) -> set[str]:
-    """The common-word list (top-3000 wordfreq lemmas, medsimp/resources/common_words.txt), lowercased."""
+    """The common-word list (EF's top 3000 when given; the packaged stand-in otherwise), lowercased."""
     from medsimp.pipelines.selection import load_common_words as load
 
     if not Path(path).exists():

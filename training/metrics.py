@@ -145,6 +145,8 @@ def cider(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
     """CIDEr (Vedantam et al. 2015) as pycocoevalcap / nlg-eval compute it (whitespace tokens)."""
     from pycocoevalcap.cider.cider import Cider
 
+    if not any(r.split() for rs in refs for r in rs):
+        return 0.0  # no reference n-gram: pycocoevalcap fails on max() of an empty df table
     gts, res = _coco_inputs(hyps, refs)
     score, _ = Cider().compute_score(gts, res)
     return float(score)

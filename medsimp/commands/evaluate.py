@@ -129,13 +129,14 @@ def file_items(refs: list[str], src: str | None, n: int):
 class Scorer:
     """Both scoring modes with the shared resources loaded once."""
 
-    def __init__(self, cfg: dict, train_cfg: dict, base: str | Path = "."):
+    def __init__(self, cfg: dict, train_cfg: dict, notes_cfg: dict, base: str | Path = "."):
         from medsimp.config import resolve_path
         from medsimp.params_schema import default
         from medsimp.resources import resolve_model
         from medsimp.training.lexicon import load_common_words, load_dictionary
 
-        self.common = load_common_words(resolve_path(cfg.get("common_words", default("evaluate.common_words")), base))
+        self.common = load_common_words(resolve_path(cfg.get("common_words") or notes_cfg.get("common_words")
+                                                     or default("notes.common_words"), base))
         self.dictionary = load_dictionary([resolve_path(p, base) for p in
                                            cfg.get("dictionaries") or train_cfg.get("dictionaries") or []])
         self.meteor = bool(cfg.get("meteor", True))
@@ -173,7 +174,7 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise UsageError(f"{', '.join(unused)} cannot be used with --hyp"
                              f"{' --medlane' if args.medlane else ''}: drop {'them' if len(unused) > 1 else 'it'}")
     elif given("ref", "src", "medlane", "split", "json"):
-        raise UsageError(f"{', '.join(given('ref', 'src', 'medlane', 'split', 'json'))} need --hyp "
+        raise UsageError(f"{', '.join(given('ref', 'src', 'medlane', 'split', 'json'))}: only with --hyp "
                          "(without --hyp, evaluate scores the stage's models and writes --metrics/--plots)")
 
 
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
 
     _check_flags(args)
     cfg = section(args.params_data, "evaluate")
-    scorer = Scorer(cfg, section(args.params_data, "train"), args.params_dir)
+    scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir)
     if args.hyp:
         return _run_files(args, scorer)
     return _run_stage(args, cfg, scorer)
