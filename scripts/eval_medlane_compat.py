@@ -35,11 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg = dict(section(params, "evaluate"))
     cfg["meteor"] = not args.no_meteor and cfg.get("meteor", True)
     scorer = Scorer(cfg, section(params, "train"), section(params, "notes"), params_dir(args.params))
-    items = medlane_items(str(path), None if args.split == "all" else args.split)
-    hyps = [it.source or "" for it in items]
-    result = {"file": path.name, "split": args.split, "n": len(items), "system": "copy-the-source",
-              "medlane": scorer.score(hyps, items, "medlane"),
-              "default": scorer.score(hyps, items, "default")}
+    split = None if args.split == "all" else args.split
+    result: dict = {"file": path.name, "split": args.split, "system": "copy-the-source"}
+    for mode in ("medlane", "default"):
+        items = medlane_items(str(path), split, mode).items  # each mode reads the file its own way
+        result[mode] = scorer.score([it.source or "" for it in items], items, mode)
+        result[f"n_{mode}"] = len(items)
     print(canonical_json(result), end="")
     if args.json:
         write_json(args.json, result)
