@@ -62,8 +62,8 @@ def _blocks(path: Path) -> Iterator[tuple[int, list[str]]]:
 
 def _fail(rejects: list[dict] | None, path: Path, line: int, reason: str, detail: str,
           ordinal: int | None = None) -> None:
-    reject = {"source": "medlane", "locator": f"{path.name}:{line}", "reason": reason,
-              "detail": detail}
+    reject: dict[str, Any] = {"source": "medlane", "locator": f"{path.name}:{line}",
+                              "reason": reason, "detail": detail}
     if ordinal is not None:
         reject["ordinal"] = ordinal
     if rejects is None:

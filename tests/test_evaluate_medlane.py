@@ -74,6 +74,7 @@ def test_default_reader_dead_letters_odd_records_with_their_position(quirky):
     assert records[1]["reference_labels"] == [1, 2, 3, 4]  # "1the": prefix 1 glued to "the"
 
 
+@pytest.mark.slow
 def test_default_mode_keeps_outputs_line_aligned(quirky, tmp_path):
     # one output line per record, each the record's first reference: perfect only if aligned
     firsts = ["patient was given antibiotics .", "-", "the heart rate was high .", "-",
@@ -150,7 +151,7 @@ def test_empty_files_end_with_one_line_never_hang(tmp_path, mode):
     (tmp_path / "r.txt").write_text("")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for extra in (["--ref", str(tmp_path / "r.txt")], ["--medlane", str(tmp_path / "r.txt")]):
-        # METEOR on (its JVM used to deadlock at exit after an error on empty input)
+        # METEOR on: its JVM used to deadlock at exit after an error on empty input
         proc = subprocess.run([sys.executable, "-m", "medsimp.cli", "--set", "evaluate.bertscore=false",
                                "evaluate", "--hyp", str(tmp_path / "h.txt"), *extra, "--mode", mode],
                               capture_output=True, text=True, timeout=100, cwd=ROOT, env=env)
