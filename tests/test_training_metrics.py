@@ -188,6 +188,14 @@ def test_medlane_hit_reproduces_the_authors_quirks():
     assert M.medlane_hit(["a b . "], [[{"x": "zz"}]]) == 0.0
 
 
+@pytest.mark.timeout(30)
+def test_medlane_hit_regex_cannot_hang_or_crash():
+    # an invalid pattern and a catastrophic one are matched literally, within the time limit
+    assert M.medlane_hit(["a ( b . "], [[{"x": "a ("}]]) == 1.0
+    evil = "(a+)+$"
+    assert M.medlane_hit(["a" * 40 + "! "], [[{"x": evil}]]) == 0.0
+
+
 def test_cwr_is_common_lemmas_over_output_length_issue_19_example():
     # issue 19 item 7: lemmatize each output word, divide by the output length:
     # "the patient has 2 stents ." -> the, patient, have, "." common; 2, stent not -> 4/6

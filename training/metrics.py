@@ -262,11 +262,18 @@ def medlane_hit(hyp_texts: Sequence[str], ref_dicts: Sequence[Sequence[dict[str,
     return total
 
 
+REGEX_TIMEOUT = 1.0  # seconds per HIT search: a hostile explanation cannot hang the scorer
+
+
 def _regex_found(pattern: str, text: str) -> bool:
-    """`re.findall(pattern, text)` as the authors call it; an invalid regex is matched literally."""
+    """`re.findall(pattern, text)` as the authors call it, through `regex` (the same syntax in
+    its default VERSION0 mode) for its time limit. An invalid pattern, or one still running
+    after `REGEX_TIMEOUT` (catastrophic backtracking), is matched literally."""
+    import regex
+
     try:
-        return bool(re.findall(pattern, text))
-    except re.error:
+        return bool(regex.findall(pattern, text, timeout=REGEX_TIMEOUT))
+    except (regex.error, TimeoutError):
         return pattern in text
 
 
