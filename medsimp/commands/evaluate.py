@@ -3,8 +3,10 @@
 Files mode: `medsimp evaluate --hyp OUT.txt --ref R1.txt [--ref R2.txt ...] [--src SRC.txt]`
 or `--medlane FILE [--split validation|test]` to take the sources, references and
 `abbr[full]` term annotations from a MedLane-format evaluation file (`--split`
-takes the authors' half of a combined file). `--mode default` (corrected) or
-`--mode medlane` (the authors' scorer); `--json OUT` writes the scores.
+takes the authors' half of a combined file; OUT.txt has one line per record of the
+split or of the whole file). `--mode default` (the paper's definitions) or
+`--mode medlane` (the authors' scorer, step by step); `--json OUT` writes the scores.
+A flag the chosen mode would ignore is refused (exit 2); so are empty inputs.
 
 Stage mode (no `--hyp`): scores `out/models/<model>/predictions/<split>.txt` for
 every model in `evaluate.models` in both modes, writes `--metrics` (per model,
