@@ -102,9 +102,10 @@ def test_select_command(tmp_path, capsys, monkeypatch):
     assert main(["--params", PARAMS, "select", str(tmp_path / "s.txt"), "--abbreviations",
                  str(tmp_path / "a.txt"), "--common-words", str(tmp_path / "t.txt")]) == 0
     out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert out == [{"text": "The patient with CHF was started on lasix.", "n": 8, "abb": 1, "unc": 1,
-                    "ratio": 0.25, "keep": False},
-                   {"text": "pt was seen.", "n": 3, "abb": 0, "unc": 2, "ratio": 2 / 3, "keep": False}]
+    # Algorithm 1's pseudocode: "." counts in n; CHF (not in T) counts in abb and unc
+    assert out == [{"text": "The patient with CHF was started on lasix.", "n": 9, "abb": 1, "unc": 2,
+                    "ratio": 3 / 9, "keep": False},
+                   {"text": "pt was seen.", "n": 4, "abb": 0, "unc": 2, "ratio": 0.5, "keep": False}]
     assert main(["--params", PARAMS, "select", str(tmp_path / "s.txt"), "--abbreviations",
                  str(tmp_path / "a.txt"), "--common-words", str(tmp_path / "t.txt"),
                  "--case-insensitive"]) == 0
