@@ -47,10 +47,16 @@ def quirky(tmp_path) -> Path:
 
 
 def run(*argv: str) -> tuple[int, str]:
+    """Exit code and stderr without the command's announce line."""
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = main([*FAST, *argv])
-    return code, err.getvalue()
+    return code, _unannounced(err.getvalue())
+
+
+def _unannounced(err: str) -> str:
+    announce = "medsimp evaluate: score outputs"
+    return "".join(ln for ln in err.splitlines(keepends=True) if not ln.startswith(announce))
 
 
 def test_authors_reader_step_by_step(quirky):
@@ -156,7 +162,8 @@ def test_empty_files_end_with_one_line_never_hang(tmp_path, mode):
                                "evaluate", "--hyp", str(tmp_path / "h.txt"), *extra, "--mode", mode],
                               capture_output=True, text=True, timeout=100, cwd=ROOT, env=env)
         assert proc.returncode == 2, proc.stderr
-        assert proc.stderr.count("\n") == 1 and "nothing to score" in proc.stderr
+        err = _unannounced(proc.stderr)
+        assert err.count("\n") == 1 and "nothing to score" in err
 
 
 def test_blank_outputs_and_references_give_a_result(tmp_path):

@@ -202,9 +202,10 @@ def test_cwr_is_common_lemmas_over_output_length_issue_19_example():
     is_common = S._is_common({"the", "patient", "have"})
     assert M.cwr([S.tokenize("the patient has 2 stents .")], is_common) == pytest.approx(4 / 6)
     # the project's stand-in list gives the same: it has no digits and no "stent"
+    from medsimp import resources
     from medsimp.training.lexicon import load_common_words
 
-    stand_in = S._is_common(load_common_words("resources/common_words.txt"))
+    stand_in = S._is_common(load_common_words(resources.path("common_words.txt")))
     assert M.cwr([S.tokenize("the patient has 2 stents .")], stand_in) == pytest.approx(4 / 6)
 
 
