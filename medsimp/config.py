@@ -70,15 +70,16 @@ def load_params(path: str | Path = "params.yaml", overrides: list[str] | None = 
 
 
 def resolve_path(value: str | Path, base: str | Path = ".") -> str:
-    """A path named in params: `resource:<name>` is a packaged file (`medsimp.resources.path`);
-    a relative path is relative to `base`, the params file's folder (not the current one);
-    absolute paths and URLs (`gs://...`) are kept."""
+    """A path named in params: relative to `base`, the params file's folder (not the current
+    one); absolute paths and URLs (`gs://...`) are kept. `medsimp/resources/<name>` that is not
+    under `base` (an installed medsimp, no checkout) is the packaged file (`resources.path`)."""
     text = str(value)
-    if text.startswith(resources.PREFIX):
-        return str(resources.path(text.removeprefix(resources.PREFIX)))
     if "://" in text:
         return text
-    return os.path.join(base, text)
+    path = os.path.join(base, text)
+    if text.startswith(resources.FOLDER) and not os.path.exists(path):
+        return str(resources.path(text.removeprefix(resources.FOLDER)))
+    return path
 
 
 def params_dir(params_file: str | Path) -> Path:

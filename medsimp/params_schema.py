@@ -56,8 +56,8 @@ class Notes:
     })
     any_header: str | None = None
     splitter: Literal["rules", "rush"] = "rules"
-    abbreviations: str = "resource:abbreviations.json"
-    common_words: str = "resource:common_words.txt"
+    abbreviations: str = "medsimp/resources/abbreviations.json"
+    common_words: str = "medsimp/resources/common_words.txt"
     abbreviation_counting: Literal["pseudocode", "prose"] = "pseudocode"
     case_sensitive: bool = True
     min_tokens: int = 10
@@ -260,7 +260,7 @@ class TrainData:
 class Train:
     models: list[str] = _f(["declare", "dictionary", "copy"])
     data: TrainData = field(default_factory=TrainData)
-    dictionaries: list[str] = _f(["resource:abbreviations.json", "data/sample/medlane/dictionary.json"])
+    dictionaries: list[str] = _f(["medsimp/resources/abbreviations.json", "data/sample/medlane/dictionary.json"])
     encoder: str = "minilm"
     max_length: int = 64
     max_option_length: int = 16
@@ -349,7 +349,7 @@ class Simplify:
     backend: Literal["openai", "local"] = "openai"
     input: str = "out/radiology/sentences"
     output: str = "out/simplify"
-    prompts: str = "resource:prompts/selfcorrect-yang2024.yaml"
+    prompts: str = "medsimp/resources/prompts/selfcorrect-yang2024.yaml"
     max_rounds: int = 10
     reviser_memory: bool = True
     concurrency: int = 4

@@ -216,8 +216,8 @@ class Selector:
 
 
 def load_lexicons(params: dict, root: str | Path = ".") -> tuple[list[str], list[str]]:
-    """(abbreviations A, common words T) named by the `notes` params (`resource:<name>` or a
-    path relative to `root`, the params file's folder)."""
+    """(abbreviations A, common words T) named by the `notes` params (paths relative to
+    `root`, the params file's folder; `medsimp.config.resolve_path`)."""
     from medsimp.config import resolve_path
     from medsimp.params_schema import default
 

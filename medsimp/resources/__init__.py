@@ -2,8 +2,8 @@
 
 `path(name)` is a file shipped in this package (abbreviations, common words, prompts,
 radiology lexicons, the human-eval form template), found through `importlib.resources`
-so it works from any directory and in an installed wheel; params name one as
-`resource:<name>` (`medsimp.config.resolve_path`).
+so it works from any directory and in an installed wheel; params name one by its
+checkout path `medsimp/resources/<name>` (`medsimp.config.resolve_path`).
 
 NLTK's downloader cannot reach its server here, so the corpora we need are built
 from installed packages into a project cache (`MEDSIMP_CACHE`, default
@@ -17,7 +17,7 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
-PREFIX = "resource:"
+FOLDER = "medsimp/resources/"  # where the files live in a checkout
 
 
 def path(name: str) -> Path:
