@@ -110,7 +110,7 @@ def build_index(mrconso: str, mrsty: str, dest: str | Path, languages: list[str]
     return manifest
 
 
-DEMO_TERMS = 1000  # fewer terms than this: a demo vocabulary, not a UMLS release
+DEMO_TERMS = 100_000  # MRCONSO rows; a UMLS release has millions, the embedded demo about 1,300
 
 
 def demo_note(manifest: dict[str, Any]) -> list[str]:
@@ -118,8 +118,9 @@ def demo_note(manifest: dict[str, Any]) -> list[str]:
     terms = sum(int(v.get("terms", 0)) for v in manifest.get("languages", {}).values())
     if terms >= DEMO_TERMS:
         return []
-    return [f"the UMLS index holds only {terms} terms: a demo vocabulary, not UMLS, so concept "
-            "links are a smoke test; point umls.mrconso and umls.mrsty at a licensed UMLS release"]
+    return [f"the UMLS index holds only {terms} terms: a demo vocabulary, not a UMLS release, so "
+            "concept links are a smoke test; point umls.mrconso and umls.mrsty at a licensed UMLS "
+            "release (META/MRCONSO.RRF, META/MRSTY.RRF)"]
 
 
 def read_manifest(index_dir: str | Path) -> dict[str, Any]:

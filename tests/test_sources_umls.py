@@ -118,3 +118,11 @@ def test_link_job_cache_and_stats(index, tmp_path, capsys):
     assert table["expert"]["sentences"] == 2 and table["layman"]["sentences"] == 1
     assert table["expert"]["concept_vocabulary"] == 3 and table["layman"]["concept_vocabulary"] == 2
     assert table["ratio"]["sentences"] == 0.5
+
+
+def test_a_demo_sized_index_is_named_in_the_summary(index, capsys):
+    from medsimp.pipelines.umls import demo_note, read_manifest
+
+    note = demo_note(read_manifest(index))
+    assert len(note) == 1 and "demo vocabulary" in note[0]
+    assert demo_note({"languages": {"ENG": {"terms": 8_000_000}}}) == []
