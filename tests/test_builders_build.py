@@ -181,7 +181,7 @@ def test_mc_human_without_gold_alignments_is_a_clear_error(params_file, tmp_path
     assert main(["--params", str(params), "build", "multicochrane", "--output",
                  str(tmp_path / "mc")]) == 2
     err = capsys.readouterr().err.strip().splitlines()  # the stage's announce line, then the error
-    assert len(err) == 2 and err[1].startswith("medsimp build: ") and "no gold alignments" in err[1]
+    assert len(err) == 2 and err[1].startswith("medsimp build multicochrane: ") and "no gold alignments" in err[1]
 
 
 def test_seeded_split_says_it_is_not_mc_clean(built):
