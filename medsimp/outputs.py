@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -238,22 +239,32 @@ def summary_notes(counts: Mapping[str, Any], notes: Iterable[str] = ()) -> list[
 
 
 def print_summary(title: str, counts: Mapping[str, Any], notes: Iterable[str] = ()) -> None:
-    """A one-screen table of counts on stderr (rich), then each warning that matters once
-    (`summary_notes`)."""
+    """The stage's counts on stderr in a compact grid (rich; a map such as `rejected_by` is one
+    row, `reason n, reason n`; two key/value columns when there are many rows), then each
+    warning that matters once (`summary_notes`)."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title, show_header=True, header_style="bold")
-    table.add_column("count")
-    table.add_column("value", justify="right")
+    rows = []
     for key in sorted(counts):
         value = counts[key]
         if isinstance(value, Mapping):
-            for sub in sorted(value):
-                table.add_row(f"{key}.{sub}", str(value[sub]))
-        else:
-            table.add_row(key, str(value))
-    console = Console(stderr=True)
+            value = ", ".join(f"{sub} {value[sub]}" for sub in sorted(value))
+        elif isinstance(value, list | tuple):
+            value = ", ".join(map(str, value))
+        rows.append((key, str(value)))
+    columns = 2 if len(rows) > 8 else 1
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_header=False,
+                  padding=(0, 1), show_edge=False)
+    for _ in range(columns):
+        table.add_column(style="dim", no_wrap=True)
+        table.add_column(justify="right", overflow="fold")
+    half = -(-len(rows) // columns)
+    for i in range(half):
+        cells = [cell for j in range(columns) if i + j * half < len(rows) for cell in rows[i + j * half]]
+        table.add_row(*cells, *[""] * (2 * columns - len(cells)))
+    console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)  # logs: wider
     console.print(table)
     for note in summary_notes(counts, notes):
         console.print(f"note: {note}", highlight=False, markup=False)
