@@ -64,7 +64,7 @@ def test_duplicates_keep_the_first_note_in_numeric_order():
 def mimic4(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("m4") / "radiology.csv.gz"
     header = "note_id,subject_id,hadm_id,note_type,note_seq,charttime,storetime,text\n"
-    rows = [f'10000032-RR-{n},10000032,22595853,RR,{n},2180-05-0{n} 10:00:00,,"{REPORT}"\n'
+    rows = [f'10000032-RR-{n},10000032,22595853,RR,{n},2180-05-{n:02d} 10:00:00,,"{REPORT}"\n'
             for n in (14, 15)]
     path.write_bytes(gzip.compress((header + "".join(rows)).encode()))
     return path
