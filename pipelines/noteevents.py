@@ -19,7 +19,7 @@ of a row of the detected schema, so it costs only itself.
 Every field is checked: ids are digits within the int64 range of the output columns
 (`id_out_of_range` otherwise), dates have the ISO shape, TEXT is non-blank UTF-8. A row
 longer than MAX_RECORD_BYTES is skipped by the grammar without being held in memory
-(`record_too_large`). Any other failure inside one row becomes a `Reject` with reason
+(`record_too_large`); a TEXT longer than `max_text_chars` is `text_too_long`. Any other failure inside one row becomes a `Reject` with reason
 `internal_error`. Rejects carry the file name, a byte offset, field names and lengths, and
 the raw row as data (`raw`), never text in `reason`/`detail`; NoteFileError messages name
 the file and the problem, never content.
@@ -333,8 +333,8 @@ class _Reader:
     """Cuts one byte range of a note file into rows and classifies them."""
 
     def __init__(self, path: str, categories: Iterable[str] | None, source: str,
-                 opener: Callable[[str], BinaryIO]):
-        self.path, self.opener = path, opener
+                 opener: Callable[[str], BinaryIO], max_text_chars: int | None = None):
+        self.path, self.opener, self.max_text_chars = path, opener, max_text_chars
         self.name = source or os.path.basename(path)
         self.categories = None if categories is None else {normalise_category(c) for c in categories}
         self._wanted: dict[bytes, bool] = {}
@@ -464,6 +464,10 @@ class _Reader:
         if not text.strip():
             return Reject(self.name, locator, "missing_text", {"field": schema.columns[-1]},
                           cut.raw)
+        if self.max_text_chars is not None and len(text) > self.max_text_chars:
+            return Reject(self.name, locator, "text_too_long",
+                          {"field": schema.columns[-1], "chars": len(text),
+                           "limit": self.max_text_chars}, cut.raw)
         problem = _check_fields(schema, fields)
         if problem is not None:
             reason, column = problem
@@ -532,7 +536,8 @@ def plan_ranges(path: str, size: int, parts: int,
 
 def iter_records(path: str, *, categories: Iterable[str] | None = ("Discharge summary",),
                  byte_range: tuple[int, int | None] = (0, None), source: str = "",
-                 opener: Callable[[str], BinaryIO] | None = None) -> Iterator[Record]:
+                 opener: Callable[[str], BinaryIO] | None = None,
+                 max_text_chars: int | None = None) -> Iterator[Record]:
     """Yield every record of `path` (within `byte_range`, which `plan_ranges` makes) as Note,
     Reject or Filtered.
 
@@ -540,9 +545,11 @@ def iter_records(path: str, *, categories: Iterable[str] | None = ("Discharge su
     MIMIC-IV note types map to MIMIC-III names (DS/AD -> Discharge summary, RR/AR -> Radiology).
     `source`: the file name used in locators (default: the basename of `path`).
     `opener`: opens `path` for binary reading (default: `open(path, "rb")`; pass e.g.
-    Beam's `FileSystems.open` for remote files). Raises NoteFileError on a whole-file fault.
+    Beam's `FileSystems.open` for remote files). `max_text_chars`: a longer TEXT is rejected
+    (`text_too_long`), which bounds the work per note downstream. Raises NoteFileError on a
+    whole-file fault.
     """
-    reader = _Reader(path, categories, source, opener or (lambda p: open(p, "rb")))
+    reader = _Reader(path, categories, source, opener or (lambda p: open(p, "rb")), max_text_chars)
     return reader.records(*byte_range)
 
 

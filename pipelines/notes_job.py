@@ -68,14 +68,15 @@ class _ReadRangeFn(beam.DoFn):
     (tagged 'rejects', a whole-file fault as reason `file_error`) and (note_id, (range_key,
     seq, locator)) (tagged 'ids'); filtered rows are only counted. `seq` numbers kept notes."""
 
-    def __init__(self, categories: list[str] | None):
-        self.categories = categories
+    def __init__(self, categories: list[str] | None, max_text_chars: int | None):
+        self.categories, self.max_text_chars = categories, max_text_chars
 
     def process(self, element):
         key, path, name, start, end = element
         counts: Counter = Counter()
         records = noteevents.iter_records(path, categories=self.categories,
-                                          byte_range=(start, end), source=name, opener=open_file)
+                                          byte_range=(start, end), source=name, opener=open_file,
+                                          max_text_chars=self.max_text_chars)
         try:
             for rec in records:
                 counts["rows_read"] += 1
@@ -127,16 +128,17 @@ class ReadNotes(beam.PTransform):
     treat them as rejected)."""
 
     def __init__(self, files: list[tuple[str, str, int]], categories: list[str] | None,
-                 num_ranges: int):
+                 num_ranges: int, max_text_chars: int | None = None):
         super().__init__()
         self.files, self.categories, self.num_ranges = files, categories, num_ranges
+        self.max_text_chars = max_text_chars
 
     def expand(self, pbegin):
         read = (pbegin
                 | "Files" >> beam.Create([(i, *f) for i, f in enumerate(self.files)])
                 | "Plan" >> beam.ParDo(_PlanFn(self.num_ranges))
                 | "Spread" >> beam.Reshuffle()
-                | "Read" >> beam.ParDo(_ReadRangeFn(self.categories)).with_outputs(
+                | "Read" >> beam.ParDo(_ReadRangeFn(self.categories, self.max_text_chars)).with_outputs(
                     "rejects", "ids", main="notes"))
         dup_letters = (read.ids
                        | "GroupIds" >> beam.GroupByKey()
@@ -237,7 +239,8 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
 
     categories = params.get("categories", ["Discharge summary"])
     read = pipeline | "ReadNotes" >> ReadNotes(files, categories,
-                                               int(params.get("num_ranges", 2)))
+                                               int(params.get("num_ranges", 2)),
+                                               params.get("max_text_chars"))
     (read["notes"]
      | "ExtractSections" >> ExtractSections(params)
      | "SelectSentences" >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences"),

@@ -64,7 +64,8 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
     from medsimp.pipelines.beam_io import WriteSorted
     from medsimp.pipelines.notes_job import ReadNotes, dead_letter_sort_key
 
-    read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], int(params.get("num_ranges", 2)))
+    read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], int(params.get("num_ranges", 2)),
+                                               params.get("max_text_chars"))
     (read["notes"]
      | "Extract" >> beam.ParDo(_ExtractFn(params, lexicons))
      | "GroupDuplicates" >> beam.GroupByKey()
