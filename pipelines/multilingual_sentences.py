@@ -23,7 +23,7 @@ _STARTS_NUMERIC = re.compile(r"^\s*[\d.,;:%)\]]")
 _ENDS_NUMERIC_DOT = re.compile(r"\d[.,]\s*$")
 _SINGLE_CAPITAL_END = re.compile(r"\b[a-zà-öø-ÿ][a-zà-öø-ÿ'’-]+ [A-Z]\.(\s+)(?=[\"'«“]?[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ])")
 _SPACE = re.compile(r"\s")
-WINDOW = 10_000  # characters pysbd sees at once (see _pysbd_spans)
+WINDOW = 2_000  # characters pysbd sees at once (see _pysbd_spans)
 _SCRIPTS_WITHOUT_CASE = {"fa", "ar", "ur", "zh", "ja", "hi", "mr", "am", "my", "hy"}
 
 
