@@ -3,11 +3,14 @@ selection flags, dead letters and reconciled counts.
 
 DAG (each step a composite transform)::
 
-    ReadNotes:        input files -> byte ranges -> Reshuffle -> records (Note | Reject)
-                      (category/ISERROR filtering happens inside the reading DoFn: counted only)
+    ReadNotes:        input files -> byte ranges (cut at row starts by a grammar scan) -> Reshuffle
+                      -> records (Note | Reject); note ids -> GroupByKey -> duplicate_id dead
+                      letters (category/ISERROR filtering happens inside the reading DoFn:
+                      counted only)
     ExtractSections:  Note -> {provenance, sections}, grouped into batches of `batch_notes`
                       consecutive notes of one byte range (GroupByKey: spreads the CPU work)
-    SelectSentences:  per batch: split sentences + Algorithm 1 -> one sorted parquet file
+    SelectSentences:  per batch, minus duplicate-id notes (side input): split sentences +
+                      Algorithm 1 -> one sorted parquet file
     WriteDeadLetters: medsimp.pipelines.beam_io.WriteSorted
 
 Sentences are written per batch, not through `WriteSorted`: a batch's content and file name
