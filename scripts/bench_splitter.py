@@ -26,8 +26,8 @@ SHAPES = {
 
 
 def splitters() -> dict:
-    from pipelines.multilingual_sentences import split_sentences
-    from pipelines.sentences import splitter
+    from medsimp.pipelines.multilingual_sentences import split_sentences
+    from medsimp.pipelines.sentences import splitter
 
     out = {"rules": splitter("rules"), "rush": splitter("rush")}
     for lang in ("en", "es", "fr", "fa"):
