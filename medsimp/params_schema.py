@@ -65,6 +65,7 @@ class Notes:
     max_ratio: float = 0.5
     num_ranges: int = 2
     batch_notes: int = 1000
+    max_text_chars: int = 1_000_000
 
 
 @dataclass
@@ -312,6 +313,7 @@ class Radiology:
     max_tokens: int = 60
     num_shards: int = 1
     num_ranges: int = 2
+    max_text_chars: int = 1_000_000
 
 
 @dataclass

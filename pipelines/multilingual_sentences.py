@@ -22,6 +22,8 @@ _CONTINUES_LOWER = re.compile(r"^[\s\"'«“]*[a-zà-öø-ÿ]")
 _STARTS_NUMERIC = re.compile(r"^\s*[\d.,;:%)\]]")
 _ENDS_NUMERIC_DOT = re.compile(r"\d[.,]\s*$")
 _SINGLE_CAPITAL_END = re.compile(r"\b[a-zà-öø-ÿ][a-zà-öø-ÿ'’-]+ [A-Z]\.(\s+)(?=[\"'«“]?[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ])")
+_SPACE = re.compile(r"\s")
+WINDOW = 2_000  # characters pysbd sees at once (see _pysbd_spans)
 _SCRIPTS_WITHOUT_CASE = {"fa", "ar", "ur", "zh", "ja", "hi", "mr", "am", "my", "hy"}
 
 
@@ -40,18 +42,9 @@ def _segmenter(language: str) -> pysbd.Segmenter:
         return pysbd.Segmenter(language="en", clean=False)
 
 
-def _depth(text: str) -> int:
-    depth = 0
-    for ch in text:
-        if ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE and depth > 0:
-            depth -= 1
-    return depth
-
-
-def _spans(text: str, pieces: list[str]) -> list[tuple[int, int]]:
-    """Locate pysbd's pieces in `text` (pysbd's own char_span is unreliable)."""
+def _spans(text: str, pieces: list[str], offset: int = 0) -> list[tuple[int, int]]:
+    """Locate pysbd's pieces in `text` (pysbd's own char_span is unreliable); spans are
+    shifted by `offset`."""
     spans, cursor = [], 0
     for piece in pieces:
         core = piece.strip()
@@ -63,15 +56,51 @@ def _spans(text: str, pieces: list[str]) -> list[tuple[int, int]]:
             end = len(text)
         else:
             end = start + len(core)
-        spans.append((start, end))
+        spans.append((offset + start, offset + end))
         cursor = end
     return spans
 
 
-def _should_join(prev: str, nxt: str, language: str) -> bool:
-    if _depth(prev) > 0:
+def _pysbd_spans(text: str, language: str) -> list[tuple[int, int]]:
+    """pysbd's sentences as spans, in windows of at most WINDOW characters: pysbd's cost grows
+    with the square of its input (its abbreviation pass rescans the whole text per match),
+    so a longer text is cut after the last sentence pysbd ends inside each window. A text
+    up to WINDOW characters is segmented whole, exactly as before; a run of more than
+    WINDOW characters in which pysbd finds no sentence end is cut at the window's last space."""
+    segment = _segmenter(language).segment
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while len(text) - pos > WINDOW:
+        window = text[pos:pos + WINDOW]
+        found = _spans(window, segment(window), pos)
+        if len(found) >= 2 and found[-1][0] > pos:  # all but the last (the window may cut it)
+            spans += found[:-1]
+            pos = found[-1][0]
+            continue
+        cut = window.rstrip().rfind(" ", WINDOW // 2)
+        cut = cut if cut > 0 else WINDOW
+        spans += _spans(window[:cut], [window[:cut]], pos)
+        pos += cut
+    return spans + _spans(text[pos:], segment(text[pos:]), pos)
+
+
+def _depth_after(depth: int, text: str, start: int, end: int) -> int:
+    """Bracket depth after reading text[start:end] from `depth` (never below 0)."""
+    for ch in text[start:end]:
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE and depth > 0:
+            depth -= 1
+    return depth
+
+
+def _should_join(text: str, prev: list[int], start: int, end: int, language: str) -> bool:
+    """prev = [start, end, bracket depth, one word]: the merged span so far."""
+    if prev[2] > 0:
         return True
-    if _STARTS_NUMERIC.match(nxt) and (_ENDS_NUMERIC_DOT.search(prev) or len(prev.split()) == 1):
+    nxt = text[start:end]
+    if _STARTS_NUMERIC.match(nxt) and (_ENDS_NUMERIC_DOT.search(text[max(prev[0], prev[1] - 8):prev[1]])
+                                       or prev[3]):
         return True  # "95% CI 0." + "14 to 0.68", or a lone abbreviation "Aprox." + "3 ensayos"
     if language not in _SCRIPTS_WITHOUT_CASE and _CONTINUES_LOWER.match(nxt):
         return True
@@ -83,23 +112,32 @@ def _cuts(text: str, start: int, end: int, language: str) -> list[tuple[int, int
     if language in _SCRIPTS_WITHOUT_CASE:
         return []
     piece = text[start:end]
-    return [(start + m.start(1), start + m.end(1)) for m in _SINGLE_CAPITAL_END.finditer(piece)
-            if _depth(piece[:m.start(1)]) == 0]
+    out, depth, read = [], 0, 0
+    for m in _SINGLE_CAPITAL_END.finditer(piece):
+        depth, read = _depth_after(depth, piece, read, m.start(1)), m.start(1)
+        if depth == 0:
+            out.append((start + m.start(1), start + m.end(1)))
+    return out
 
 
 def split_sentences(text: str, language: str = "en") -> list[Sentence]:
-    """Sentences of `text` with their [start, end) offsets; whitespace-only text gives []."""
+    """Sentences of `text` with their [start, end) offsets; whitespace-only text gives [].
+    Linear time: pysbd runs on windows (see `_pysbd_spans`), the repairs read each
+    character a bounded number of times."""
     if not text or not text.strip():
         return []
-    pieces = _segmenter(language).segment(text)
-    merged: list[list[int]] = []
-    for start, end in _spans(text, pieces):
-        if merged and _should_join(text[merged[-1][0]:merged[-1][1]], text[start:end], language):
-            merged[-1][1] = end
+    merged: list[list] = []  # [start, end, bracket depth, one word]
+    for start, end in _pysbd_spans(text, language):
+        if merged and _should_join(text, merged[-1], start, end, language):
+            last = merged[-1]
+            last[2] = _depth_after(last[2], text, last[1], end)
+            last[3] = last[3] and not _SPACE.search(text, last[1], end)
+            last[1] = end
         else:
-            merged.append([start, end])
+            merged.append([start, end, _depth_after(0, text, start, end),
+                           not _SPACE.search(text, start, end)])
     spans: list[tuple[int, int]] = []
-    for start, end in merged:
+    for start, end, _, _ in merged:
         for stop, nxt in _cuts(text, start, end, language):
             spans.append((start, stop))
             start = nxt

@@ -29,13 +29,11 @@ SENTENCE_SCHEMA = pa.schema([
 ])
 
 
-def section_record(note: Note, extractor: SectionExtractor) -> dict | None:
-    """Provenance and target sections of a note, or None when it has none."""
+def section_record(note: Note, extractor: SectionExtractor) -> dict:
+    """Provenance and target sections of a note (`sections` may be empty)."""
     sections = [(s.name, s.text, s.start) for s in extractor.extract(note.text)]
-    if not sections:
-        return None
     return {"note_id": note.note_id, "subject_id": note.subject_id, "hadm_id": note.hadm_id,
-            "category": note.category, "sections": sections}
+            "category": note.category, "locator": note.locator, "sections": sections}
 
 
 class NoteProcessor:

@@ -3,11 +3,14 @@ selection flags, dead letters and reconciled counts.
 
 DAG (each step a composite transform)::
 
-    ReadNotes:        input files -> byte ranges -> Reshuffle -> records (Note | Reject)
-                      (category/ISERROR filtering happens inside the reading DoFn: counted only)
+    ReadNotes:        input files -> byte ranges (cut at row starts by a grammar scan) -> Reshuffle
+                      -> records (Note | Reject); note ids -> GroupByKey -> duplicate_id dead
+                      letters (category/ISERROR filtering happens inside the reading DoFn:
+                      counted only)
     ExtractSections:  Note -> {provenance, sections}, grouped into batches of `batch_notes`
                       consecutive notes of one byte range (GroupByKey: spreads the CPU work)
-    SelectSentences:  per batch: split sentences + Algorithm 1 -> one sorted parquet file
+    SelectSentences:  per batch, minus duplicate-id notes (side input): split sentences +
+                      Algorithm 1 -> one sorted parquet file
     WriteDeadLetters: medsimp.pipelines.beam_io.WriteSorted
 
 Sentences are written per batch, not through `WriteSorted`: a batch's content and file name
@@ -21,7 +24,10 @@ one worker while the sentence work after the grouping is shared by all.
 """
 from __future__ import annotations
 
+import json
+import os
 import pickle
+import posixpath
 import zlib
 from collections import Counter
 from collections.abc import Mapping
@@ -44,49 +50,105 @@ def _count(counts: Mapping[str, int]) -> None:
             Metrics.counter(NAMESPACE, name).inc(value)
 
 
-class _ReadRangeFn(beam.DoFn):
-    """(range_key, path, name, start, end) -> (range_key, seq, Note) (main) and Reject dicts
-    (tagged 'rejects'); filtered rows are only counted. `seq` numbers the kept notes."""
+class _PlanFn(beam.DoFn):
+    """(file index, path, name, size) -> (range_key, path, name, start, end) per byte range."""
 
-    def __init__(self, categories: list[str] | None):
-        self.categories = categories
+    def __init__(self, num_ranges: int):
+        self.num_ranges = num_ranges
+
+    def process(self, element):
+        i, path, name, size = element
+        try:
+            ranges = noteevents.plan_ranges(path, size, self.num_ranges, opener=open_file)
+        except noteevents.NoteFileError:
+            ranges = [(0, None)]  # the reader reports the fault
+        for j, (a, b) in enumerate(ranges):
+            yield f"{i:03d}-{j:03d}", path, name, a, b
+
+
+class _ReadRangeFn(beam.DoFn):
+    """(range_key, path, name, start, end) -> (range_key, seq, Note) (main), Reject dicts
+    (tagged 'rejects', a whole-file fault as reason `file_error`) and (note_id, (range_key,
+    seq, locator)) (tagged 'ids'); filtered rows are only counted. `seq` numbers kept notes."""
+
+    def __init__(self, categories: list[str] | None, max_text_chars: int | None):
+        self.categories, self.max_text_chars = categories, max_text_chars
 
     def process(self, element):
         key, path, name, start, end = element
         counts: Counter = Counter()
-        for rec in noteevents.iter_records(path, categories=self.categories, byte_range=(start, end),
-                                           source=name, opener=open_file):
-            counts["rows_read"] += 1
-            if rec is noteevents.FILTERED_CATEGORY:
-                counts["notes_filtered_category"] += 1
-            elif rec is noteevents.FILTERED_ISERROR:
-                counts["notes_filtered_iserror"] += 1
-            elif isinstance(rec, noteevents.Note):
-                yield key, counts["notes_kept"], rec
-                counts["notes_kept"] += 1
-            else:
-                counts[f"rejected_{rec.reason}"] += 1
-                yield beam.pvalue.TaggedOutput("rejects", rec.as_dict())
+        records = noteevents.iter_records(path, categories=self.categories,
+                                          byte_range=(start, end), source=name, opener=open_file,
+                                          max_text_chars=self.max_text_chars)
+        try:
+            for rec in records:
+                counts["rows_read"] += 1
+                if rec is noteevents.FILTERED_CATEGORY:
+                    counts["notes_filtered_category"] += 1
+                elif rec is noteevents.FILTERED_ISERROR:
+                    counts["notes_filtered_iserror"] += 1
+                elif isinstance(rec, noteevents.Note):
+                    yield beam.pvalue.TaggedOutput("ids", (rec.note_id, (key, counts["notes_kept"],
+                                                                          rec.locator)))
+                    yield key, counts["notes_kept"], rec
+                    counts["notes_kept"] += 1
+                else:
+                    counts[f"rejected_{rec.reason}"] += 1
+                    yield beam.pvalue.TaggedOutput("rejects", rec.as_dict())
+        except noteevents.NoteFileError as exc:
+            counts["file_errors"] += 1
+            yield beam.pvalue.TaggedOutput("rejects", noteevents.Reject(
+                name, f"{name}@{start}", "file_error", {"problem": str(exc)}).as_dict())
         _count(counts)
 
 
+def _duplicates(element):
+    """(note_id, [(range_key, seq, locator)]) -> a duplicate_id dead letter for every note
+    after the first (in file and byte order)."""
+    note_id, seen = element
+    first, *later = sorted(seen)
+    for _, _, locator in later:
+        Metrics.counter(NAMESPACE, "rejected_duplicate_id").inc()
+        source = locator.rpartition("@")[0]
+        yield noteevents.Reject(source, locator, "duplicate_id",
+                                {"field": "note id", "first": first[2]}).as_dict()
+
+
+def display_names(paths: list[str]) -> list[str]:
+    """Locator names: each file's base name, or its path below the inputs' common folder
+    when two inputs share a base name (so locators and dead letters stay unique)."""
+    names = [posixpath.basename(p.rstrip("/")) for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    common = posixpath.commonpath(paths) if all(p.startswith("/") for p in paths) else ""
+    return [posixpath.relpath(p, common) if common else p for p in paths]
+
+
 class ReadNotes(beam.PTransform):
-    """Note files (path, display name, size) -> PCollections 'notes' and 'rejects'."""
+    """Note files (path, display name, size) -> PCollections 'notes', 'rejects' (including
+    `duplicate_id` dead letters: a note id seen before, in file then byte order) and
+    'duplicates' ((locator, 1) of those notes, for `AsDict`: consumers drop them, the counts
+    treat them as rejected)."""
 
     def __init__(self, files: list[tuple[str, str, int]], categories: list[str] | None,
-                 num_ranges: int):
+                 num_ranges: int, max_text_chars: int | None = None):
         super().__init__()
         self.files, self.categories, self.num_ranges = files, categories, num_ranges
+        self.max_text_chars = max_text_chars
 
     def expand(self, pbegin):
-        ranges = [(f"{i:03d}-{j:03d}", path, name, a, b)
-                  for i, (path, name, size) in enumerate(self.files)
-                  for j, (a, b) in enumerate(noteevents.plan_ranges(path, size, self.num_ranges))]
-        return (pbegin
-                | "Ranges" >> beam.Create(ranges)
+        read = (pbegin
+                | "Files" >> beam.Create([(i, *f) for i, f in enumerate(self.files)])
+                | "Plan" >> beam.ParDo(_PlanFn(self.num_ranges))
                 | "Spread" >> beam.Reshuffle()
-                | "Read" >> beam.ParDo(_ReadRangeFn(self.categories)).with_outputs("rejects",
-                                                                                   main="notes"))
+                | "Read" >> beam.ParDo(_ReadRangeFn(self.categories, self.max_text_chars)).with_outputs(
+                    "rejects", "ids", main="notes"))
+        dup_letters = (read.ids
+                       | "GroupIds" >> beam.GroupByKey()
+                       | "Duplicates" >> beam.FlatMap(_duplicates))
+        rejects = (read.rejects, dup_letters) | "AllRejects" >> beam.Flatten()
+        duplicates = dup_letters | "DuplicateLocators" >> beam.Map(lambda r: (r["locator"], 1))
+        return {"notes": read.notes, "rejects": rejects, "duplicates": duplicates}
 
 
 class _SectionsFn(beam.DoFn):
@@ -102,18 +164,13 @@ class _SectionsFn(beam.DoFn):
     def process(self, element):
         key, seq, note = element
         record = section_record(note, self.extractor)
-        if record is None:
-            Metrics.counter(NAMESPACE, "notes_without_sections").inc()
-            return
-        _count({"notes_with_sections": 1, "sections": len(record["sections"])})
         # Compressed bytes: the in-memory runner keeps shuffled values in RAM (as Python
         # objects unless they are bytes).
         yield f"{key}-{seq // self.batch:05d}", zlib.compress(pickle.dumps((seq, record), 5), 1)
 
 
 class ExtractSections(beam.PTransform):
-    """(range, seq, Note) -> target sections, grouped in batches of consecutive notes
-    (notes without any target section are counted, not emitted)."""
+    """(range, seq, Note) -> target sections, grouped in batches of consecutive notes."""
 
     def __init__(self, params: Mapping):
         super().__init__()
@@ -132,15 +189,22 @@ class _SentencesFn(beam.DoFn):
     def setup(self):
         self.processor = NoteProcessor(self.params, *self.lexicons)
 
-    def process(self, element):
+    def process(self, element, duplicates):
         from medsimp.pipelines.beam_io import table_bytes
 
         key, packed = element
-        rows = [row for _, record in sorted(pickle.loads(zlib.decompress(p)) for p in packed)
-                for row in self.processor.sentence_rows(record)]
+        records = [record for _, record in sorted(pickle.loads(zlib.decompress(p)) for p in packed)
+                   if record["locator"] not in duplicates]  # counted as rejected duplicate_id
+        with_sections = [r for r in records if r["sections"]]
+        rows = [row for record in with_sections for row in self.processor.sentence_rows(record)]
         kept = sum(r["keep"] for r in rows)
-        _count({"sentences": len(rows), "sentences_selected": kept,
+        _count({"notes_with_sections": len(with_sections),
+                "notes_without_sections": len(records) - len(with_sections),
+                "sections": sum(len(r["sections"]) for r in with_sections),
+                "sentences": len(rows), "sentences_selected": kept,
                 "sentences_not_selected": len(rows) - kept})
+        if not with_sections:
+            return
         path = FileSystems.join(self.out_dir, f"part-{key}.parquet")
         with FileSystems.create(path) as fh:
             fh.write(table_bytes(rows, with_lineage(SENTENCE_SCHEMA, [MIMIC])))
@@ -149,16 +213,20 @@ class _SentencesFn(beam.DoFn):
 
 class SelectSentences(beam.PTransform):
     """Batches of sections -> sentence rows with Algorithm 1's n, abb, unc, ratio and keep,
-    written as one parquet file per batch under `out_dir`. The lexicons travel with the
-    transform, so workers need no local files."""
+    written as one parquet file per batch under `out_dir`; notes whose locator is in
+    `duplicates` are dropped. The lexicons travel with the transform, so workers need no
+    local files."""
 
-    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str):
+    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str,
+                 duplicates: beam.PCollection):
         super().__init__()
         self.params, self.lexicons, self.out_dir = params, lexicons, out_dir
+        self.duplicates = duplicates
 
     def expand(self, batches):
         return batches | "SplitSelectWrite" >> beam.ParDo(
-            _SentencesFn(self.params, self.lexicons, self.out_dir))
+            _SentencesFn(self.params, self.lexicons, self.out_dir),
+            beam.pvalue.AsDict(self.duplicates))
 
 
 def dead_letter_sort_key(row: Mapping) -> tuple:
@@ -174,11 +242,56 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
 
     categories = params.get("categories", ["Discharge summary"])
     read = pipeline | "ReadNotes" >> ReadNotes(files, categories,
-                                               int(params.get("num_ranges", 2)))
-    (read.notes
+                                               int(params.get("num_ranges", 2)),
+                                               params.get("max_text_chars"))
+    (read["notes"]
      | "ExtractSections" >> ExtractSections(params)
-     | "SelectSentences" >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences")))
-    (read.rejects
+     | "SelectSentences" >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences"),
+                                            read["duplicates"]))
+    (read["rejects"]
      | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
                                          num_shards=1, shard_key=lambda r: r["locator"],
                                          sort_key=dead_letter_sort_key, fmt="jsonl"))
+
+
+def note_files(patterns: list[str], expand_dirs: bool) -> list[tuple[str, str, int]]:
+    """(path, display name, size) of every file matching `patterns` (a folder gives its
+    *.csv* files when `expand_dirs`), each checked up front by `noteevents.check_file`.
+    Raises InputError (one line, naming the file, never its content)."""
+    from medsimp.errors import InputError
+
+    found = []
+    for pattern in patterns:
+        if FileSystems.exists(pattern) and os.path.isdir(pattern):
+            if not expand_dirs:
+                raise InputError(f"{pattern} is a directory; give a note file or a glob")
+            pattern = FileSystems.join(pattern, "*.csv*")
+        try:
+            matches = FileSystems.match([pattern])[0].metadata_list
+        except Exception as exc:  # noqa: BLE001 - Beam wraps every match failure
+            raise InputError(f"cannot list {pattern!r} ({type(exc).__name__})") from None
+        if not matches:
+            raise InputError(f"no file matches {pattern!r}")
+        found += [(m.path, m.size_in_bytes) for m in matches]
+    found = sorted(set(found))
+    names = display_names([p for p, _ in found])
+    for (path, _), name in zip(found, names):
+        try:
+            noteevents.check_file(path, source=name, opener=open_file)
+        except noteevents.NoteFileError as exc:
+            raise InputError(str(exc)) from None
+    return [(path, name, size) for (path, size), name in zip(found, names)]
+
+
+def raise_file_errors(dead_letter_dir: str) -> None:
+    """InputError naming the first whole-file fault a reader met mid-file (e.g. a truncated
+    .gz), found among the dead letters; nothing when there is none."""
+    from medsimp.errors import InputError
+
+    for match in sorted(m.path for m in FileSystems.match(
+            [FileSystems.join(dead_letter_dir, "*.jsonl")])[0].metadata_list):
+        with FileSystems.open(match) as fh:
+            for line in fh:
+                row = json.loads(line)
+                if row["reason"] == "file_error":
+                    raise InputError(row["detail"]["problem"])

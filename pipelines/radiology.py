@@ -3,9 +3,9 @@ radiology tables -> de-duplicated FINDINGS / IMPRESSION finding sentences with m
 
 DAG::
 
-    ReadNotes (medsimp.pipelines.notes_job, categories=[Radiology]) -> notes | rejects
+    ReadNotes (medsimp.pipelines.notes_job, categories=[Radiology]) -> notes | rejects | duplicates
     notes -> Extract (radiology_core.RadiologyExtractor) -> key by dedup_key
-          -> GroupByKey -> merge_duplicates -> WriteSorted(sentences/)
+          -> GroupByKey -> merge_duplicates (minus duplicate-id notes) -> WriteSorted(sentences/)
     rejects -> WriteSorted(dead_letter/)
 
 Counters: the reader's `notes` namespace (rows_read = notes_kept + notes_filtered_* +
@@ -42,12 +42,20 @@ class _ExtractFn(beam.DoFn):
             yield dedup_key(row["text"]), row
 
 
-def _merge(element):
+def _merge(element, duplicate_notes):
+    """One row per group of equal sentences; rows of notes rejected as duplicate ids are
+    dropped (counted as filtered_duplicate_note)."""
     _, rows = element
-    row = merge_duplicates(list(rows))
+    rows = list(rows)
+    kept = [r for r in rows if r["locator"] not in duplicate_notes]
+    if len(kept) < len(rows):
+        Metrics.counter(NAMESPACE, "filtered_duplicate_note").inc(len(rows) - len(kept))
+    if not kept:
+        return
+    row = merge_duplicates(kept)
     Metrics.counter(NAMESPACE, "kept").inc()
     Metrics.counter(NAMESPACE, "duplicates").inc(row["n_duplicates"])
-    return row
+    yield row
 
 
 def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: str,
@@ -56,17 +64,18 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
     from medsimp.pipelines.beam_io import WriteSorted
     from medsimp.pipelines.notes_job import ReadNotes, dead_letter_sort_key
 
-    read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], int(params.get("num_ranges", 2)))
-    (read.notes
+    read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], int(params.get("num_ranges", 2)),
+                                               params.get("max_text_chars"))
+    (read["notes"]
      | "Extract" >> beam.ParDo(_ExtractFn(params, lexicons))
      | "GroupDuplicates" >> beam.GroupByKey()
-     | "Merge" >> beam.Map(_merge)
+     | "Merge" >> beam.FlatMap(_merge, beam.pvalue.AsDict(read["duplicates"]))
      | "WriteSentences" >> WriteSorted(FileSystems.join(out_dir, "sentences"), prefix="part",
                                        num_shards=int(params.get("num_shards", 1)),
                                        shard_key=lambda r: r["doc_id"],
                                        sort_key=row_order,
                                        schema=with_lineage(SCHEMA, [MIMIC])))
-    (read.rejects
+    (read["rejects"]
      | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
                                          num_shards=1, shard_key=lambda r: r["locator"],
                                          sort_key=dead_letter_sort_key, fmt="jsonl"))

@@ -25,14 +25,16 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-PLACEHOLDER = re.compile(r"\[\*\*[^\n]*?\*\*\]")
+PLACEHOLDER = re.compile(r"\[\*\*[^\n]{0,256}?\*\*\]")  # bounded: linear on "[**" runs
 _ALNUM = re.compile(r"[^\W_]")
 _CONT = re.compile(r"\bcont\.$", re.I)
 
 _BLANK = re.compile(r"\n[ \t]*\n\s*")
 _LINE_ITEM = re.compile(r"\n(?=[ \t]*(?:\d{1,2}[.)][ \t]|[-*\u2022#][ \t]?\S|"
                         r"[A-Z][A-Za-z/&-]*(?:[ \t][A-Za-z/&-]+){0,3}:))")
-_TERMINAL = re.compile(r"[.!?]+[\"')\]]*(?=\s+(?:[\"'(\[]?[A-Z0-9]|#\s))")
+# Starts only at the first mark of a run (possessive): one try per run, not per character.
+_TERMINAL = re.compile(r"(?<![.!?])[.!?]++[\"')\]]*+(?=\s+(?:[\"'(\[]?[A-Z0-9]|#\s))")
+_NONSPACE = re.compile(r"\S")
 _NO_BREAK = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e", "approx",
                        "cont", "no", "nos", "fig", "jr", "sr", "ca", "cf", "al", "etc", "resp"})
 
@@ -46,24 +48,33 @@ def mask_placeholders(text: str) -> str:
 
 def _word_before(text: str, start: int, end: int) -> str:
     """The last whitespace-free run of text[start:end] minus its trailing ".", "!", "?"
-    (keeping at least one character); a regex search here was quadratic in the line length."""
-    run = text[start:end].rsplit(None, 1)[-1]
+    (keeping at least one character). Looks back at most 64 characters: a longer run is
+    never an abbreviation or a list number, and the cost stays linear on long lines."""
+    run = text[max(start, end - 64):end].rsplit(None, 1)[-1]
     return run.rstrip(".!?") or run[0]
 
 
 def _rules_breaks(text: str) -> list[int]:
-    """Break offsets (a sentence ends there) found by the rule splitter."""
+    """Break offsets (a sentence ends there) found by the rule splitter (linear time)."""
     breaks = [m.start() for m in _BLANK.finditer(text)]
     breaks += [m.start() for m in _LINE_ITEM.finditer(text)]
+    line_start, scanned, first_content = 0, 0, None
     for m in _TERMINAL.finditer(text):
         if text[m.start()] == ".":
-            line_start = text.rfind("\n", 0, m.start()) + 1
+            nl = text.rfind("\n", scanned, m.start())
+            scanned = m.start()
+            if nl >= 0:
+                line_start, first_content = nl + 1, None
             word = _word_before(text, line_start, m.start() + 1)
             bare = word.lower().strip("([\"'")
             if bare in _NO_BREAK or (len(bare) == 1 and bare.isalpha()):
                 continue
-            if word.isdigit() and len(word) <= 2 and not text[line_start:m.start() - len(word)].strip():
-                continue  # "1." opening a numbered list item
+            if word.isdigit() and len(word) <= 2:
+                if first_content is None:
+                    found = _NONSPACE.search(text, line_start)
+                    first_content = found.start() if found else len(text)
+                if first_content >= m.start() - len(word):
+                    continue  # "1." opening a numbered list item
         breaks.append(m.end())
     return breaks
 
@@ -109,7 +120,7 @@ def postprocess(text: str, spans: list[Span]) -> list[Span]:
             out[-1] = (out[-1][0], b)
         else:
             out.append((a, b))
-        join_next = bool(_CONT.search(text[out[-1][0]:out[-1][1]]))
+        join_next = bool(_CONT.search(text[max(out[-1][0], out[-1][1] - 6):out[-1][1]]))
     return out
 
 

@@ -60,9 +60,7 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
             if len(r) != 11 or r[6].strip() != "Discharge summary" or r[9] == "1":
                 continue
             note = Note(r[0], int(r[1]), int(r[2]) if r[2] else None, r[6], r[7], r[3], r[10], "")
-            record = section_record(note, extractor)
-            if record:
-                rows += processor.sentence_rows(record)
+            rows += processor.sentence_rows(section_record(note, extractor))
     pq.write_table(pa.Table.from_pylist(rows, schema=SENTENCE_SCHEMA), out)
     return {"rows_read": read, "sentences": len(rows)}
 

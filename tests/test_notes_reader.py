@@ -138,7 +138,7 @@ def test_embedded_sample_outcomes():
 def test_unknown_header_is_a_clear_error(tmp_path):
     path = tmp_path / "x.csv"
     path.write_bytes(b"a,b,c\n1,2,3\n")
-    with pytest.raises(NoteFileError, match="unknown note table header"):
+    with pytest.raises(NoteFileError, match="x.csv: the first line is not a note table header; expected mimic3"):
         list(iter_records(str(path)))
 
 

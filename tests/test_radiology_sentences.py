@@ -64,7 +64,7 @@ def test_duplicates_keep_the_first_note_in_numeric_order():
 def mimic4(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("m4") / "radiology.csv.gz"
     header = "note_id,subject_id,hadm_id,note_type,note_seq,charttime,storetime,text\n"
-    rows = [f'10000032-RR-{n},10000032,22595853,RR,{n},2180-05-0{n} 10:00:00,,"{REPORT}"\n'
+    rows = [f'10000032-RR-{n},10000032,22595853,RR,{n},2180-05-{n:02d} 10:00:00,,"{REPORT}"\n'
             for n in (14, 15)]
     path.write_bytes(gzip.compress((header + "".join(rows)).encode()))
     return path
@@ -100,3 +100,24 @@ def test_job_on_mimic3_sample_and_mimic4_fixture(tmp_path, mimic4):
     _run(tmp_path / "b", mimic4)
     for f in ("sentences/part-00000-of-00001.parquet", "stats.json"):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+
+
+def test_same_report_file_in_two_folders_dead_letters_duplicate_ids(tmp_path, mimic4):
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / mimic4.name).write_bytes(mimic4.read_bytes())
+    out = tmp_path / "out"
+    rc = main(["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1", "radiology",
+               "--input", str(tmp_path / "a"), "--input", str(tmp_path / "b"), "--output", str(out)])
+    assert rc == 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["rejected"] == {"duplicate_id": 2} and stats["notes_kept"] == 2
+    assert stats["read"] == stats["notes_kept"] + stats["notes_filtered"] + stats["notes_rejected"]
+    assert stats["sentences"] == stats["kept"] + stats["duplicates"] + stats["filtered"]
+    assert stats["filtered_reasons"]["duplicate_note"] > 0
+    letters = [json.loads(x) for x in (out / "dead_letter" / "part-00000-of-00001.jsonl")
+               .read_text().splitlines()]
+    assert {r["locator"].split("@")[0] for r in letters} == {f"b/{mimic4.name}"}
+    table = pq.read_table(out / "sentences").to_pylist()
+    assert len({r["sentence_id"] for r in table}) == len(table)
+    assert not any(d.startswith("b/") for r in table for d in r["duplicate_doc_ids"])

@@ -35,7 +35,7 @@ def stats_from_counters(counts: dict[str, int], inputs: list[str], params: dict)
         "inputs": inputs,
         "categories": list(params.get("categories", ["Discharge summary"])),
         "rows_read": get("rows_read"),
-        "notes_kept": get("notes_kept"),
+        "notes_kept": get("notes_kept") - get("rejected_duplicate_id"),
         "notes_filtered": sum(get(k) for k in FILTERED),
         "notes_filtered_category": get("notes_filtered_category"),
         "notes_filtered_iserror": get("notes_filtered_iserror"),
@@ -60,12 +60,9 @@ def check_stats(stats: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
-    from apache_beam.io.filesystems import FileSystems
-
     from medsimp.config import resolve_path, section
-    from medsimp.errors import InputError, UsageError
+    from medsimp.errors import UsageError
+    from medsimp.lineage import MIMIC
     from medsimp.outputs import atomic_dir, print_summary, write_json
     from medsimp.pipelines import beam_io, notes_job
     from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
@@ -76,17 +73,15 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or params.get("output", "out/notes")
     if not pattern:
         raise UsageError("no --input and no params notes.input")
-    matches = sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path)
-    if not matches:
-        raise InputError(f"no file matches {pattern!r}")
-    files = [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
+    files = notes_job.note_files([pattern], expand_dirs=False)
     lexicons = load_lexicons(params, args.params_dir)
-    with atomic_dir(output) as tmp:
+    with atomic_dir(output, lineage=[MIMIC]) as tmp:
         (tmp / "sentences").mkdir()
         pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)
         notes_job.build(pipeline, files, str(tmp), params, lexicons)
         result = pipeline.run()
         result.wait_until_finish()
+        notes_job.raise_file_errors(str(tmp / "dead_letter"))
         if not any((tmp / "sentences").iterdir()):  # no sentence at all: one empty part
             beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, SENTENCE_SCHEMA)
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")

@@ -35,7 +35,7 @@ def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) ->
     return {
         "inputs": inputs,
         "read": notes.get("rows_read", 0),
-        "notes_kept": notes.get("notes_kept", 0),
+        "notes_kept": notes.get("notes_kept", 0) - notes.get("rejected_duplicate_id", 0),
         "notes_filtered": notes.get("notes_filtered_category", 0) + notes.get("notes_filtered_iserror", 0),
         "notes_rejected": sum(rejected.values()),
         "rejected": rejected,
@@ -48,14 +48,11 @@ def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) ->
 
 
 def run(args) -> int:
-    import os
-
-    from apache_beam.io.filesystems import FileSystems
-
     from medsimp.config import resolve_path, section
-    from medsimp.errors import InputError, UsageError
+    from medsimp.errors import UsageError
+    from medsimp.lineage import MIMIC
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
-    from medsimp.pipelines import beam_io, radiology
+    from medsimp.pipelines import beam_io, notes_job, radiology
     from medsimp.pipelines.notes_job import NAMESPACE as NOTES_NS
     from medsimp.pipelines.radiology_core import SCHEMA, load_lexicons
 
@@ -64,21 +61,14 @@ def run(args) -> int:
     output = args.output or params.get("output", "out/radiology")
     if not patterns:
         raise UsageError("no --input and no params radiology.input")
-    files = []
-    for pattern in patterns:
-        if os.path.isdir(pattern):
-            pattern = os.path.join(pattern, "*.csv*")
-        matches = FileSystems.match([pattern])[0].metadata_list
-        if not matches:
-            raise InputError(f"no file matches {pattern!r}")
-        files += [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
-    files.sort()
+    files = notes_job.note_files(patterns, expand_dirs=True)
     shards = int(params.get("num_shards", 1))
-    with atomic_dir(output) as tmp:
+    with atomic_dir(output, lineage=[MIMIC]) as tmp:
         pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)
         radiology.build(pipeline, files, str(tmp), params, load_lexicons())
         result = pipeline.run()
         result.wait_until_finish()
+        notes_job.raise_file_errors(str(tmp / "dead_letter"))
         beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, SCHEMA)
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from(beam_io.counters(result, NOTES_NS),
