@@ -142,8 +142,9 @@ def atomic_dir(final: str | Path, command: str = "", *, inputs: Iterable[str | P
                force: bool = False, lineage: Iterable[str] | None = None) -> Iterator[Path]:
     """Yield a fresh temp directory beside `final`; on success swap it into place.
 
-    `command` names the writer in the folder's marker (with `lineage`, the data's source
-    tags). On error or interrupt the temp directory is removed and `final` is left as it was.
+    `command` names the writer in the folder's marker with the data's source tags: `lineage`,
+    else the union over the Parquet tables written (stages writing only JSONL/CSV pass it).
+    On error or interrupt the temp directory is removed and `final` is left as it was.
     """
     final = Path(final)
     command = command or str(_RUN["command"]) or final.name
@@ -159,6 +160,11 @@ def atomic_dir(final: str | Path, command: str = "", *, inputs: Iterable[str | P
         marker: dict[str, Any] = {"command": command, "tool": "medsimp"}
         if lineage is not None:
             marker["lineage"] = sorted(set(lineage))
+        elif any(tmp.rglob("*.parquet")):  # the union of the tables written (None: unknown)
+            from medsimp.lineage import read_lineage
+
+            tags = read_lineage(tmp)
+            marker["lineage"] = list(tags) if tags is not None else None
         (tmp / MARKER).write_text(canonical_json(marker), encoding="utf-8")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
