@@ -17,6 +17,7 @@ KEY = b"medsimp.lineage"
 MIMIC_III = "mimic-iii"
 MIMIC_IV_NOTE = "mimic-iv-note"
 MIMIC = "mimic"  # a MIMIC note table whose release is not known
+UNKNOWN = "unknown"  # recorded for outputs derived from data whose lineage is unknown
 # Sources that may leave the machine: every other tag (a typo, a look-alike of "mimic") is
 # restricted, so an edited lineage must name a public source exactly to pass.
 PUBLIC = frozenset({"cochrane", "msd", "plaba"})
@@ -55,6 +56,43 @@ def with_lineage(schema, tags: Iterable[str]):
     meta = dict(schema.metadata or {})
     meta.update(metadata(set(from_metadata(meta) or ()) | set(normalise(tags))))
     return schema.with_metadata(meta)
+
+
+def describe(tags: Iterable[str] | None) -> str:
+    """Tags for a message: known ones by name, others only counted (a tag is user data)."""
+    if tags is None:
+        return "unknown"
+    known = PUBLIC | {MIMIC, MIMIC_III, MIMIC_IV_NOTE, UNKNOWN}
+    tags = normalise(tags)
+    names = [t for t in tags if t in known]
+    other = len(tags) - len(names)
+    return ", ".join(names + ([f"{other} unlisted tag(s)"] if other else [])) or "none"
+
+
+def marker_tags(tags: Iterable[str] | None) -> list[str]:
+    """Tags to record for an output derived from `tags` (UNKNOWN when it is unknown)."""
+    return list(normalise(tags)) if tags is not None else [UNKNOWN]
+
+
+def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
+    """Release tags of MIMIC note tables, from each file's header: MIMIC-III NOTEEVENTS ->
+    mimic-iii, MIMIC-IV-Note -> mimic-iv-note, anything unreadable -> mimic."""
+    import gzip
+
+    from apache_beam.io.filesystems import FileSystems
+
+    from medsimp.pipelines.noteevents import NoteFileError, detect_schema
+
+    releases = {"mimic3": MIMIC_III, "mimic4": MIMIC_IV_NOTE}
+    tags = set()
+    for path in paths:
+        try:
+            with FileSystems.open(path, compression_type="uncompressed") as raw:
+                fh = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
+                tags.add(releases.get(detect_schema(fh.readline(1 << 16)).name, MIMIC))
+        except (OSError, EOFError, NoteFileError, ValueError):
+            tags.add(MIMIC)
+    return normalise(tags or [MIMIC])
 
 
 def from_metadata(meta: dict[bytes, bytes] | None) -> tuple[str, ...] | None:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -237,12 +238,16 @@ def test_trick_is_refused_before_any_connection(trick, hub, tmp_path, monkeypatc
     assert accepted == []
 
 
-def test_the_clean_folder_does_reach_the_hub(hub, tmp_path, monkeypatch):
-    """The control: without a trick the same folder gets past the guard to the network."""
+def test_the_clean_folder_does_reach_the_hub(hub, tmp_path):
+    """The control: without a trick the same folder gets past the guard to the network (in a
+    fresh process: huggingface_hub reads HF_ENDPOINT once, at import)."""
     endpoint, accepted = hub
-    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "1")
-    code = _publish(monkeypatch, endpoint, _clean(tmp_path))
-    assert code != 3 and accepted
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_fake",
+           "HF_HUB_ETAG_TIMEOUT": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    result = subprocess.run([sys.executable, "-m", "medsimp.cli", "publish", str(_clean(tmp_path)),
+                             "--repo-id", "me/ds"], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode != 3 and accepted, result.stderr[-500:]
 
 
 def test_guard_options_never_turn_the_guard_off(hub, tmp_path, monkeypatch, capsys):

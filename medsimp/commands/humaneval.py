@@ -102,6 +102,14 @@ def _write_plots(pdir: Path, votes: list[dict], scores: list[dict]) -> None:
     (pdir / "scores.csv").write_text(_csv(scores, SCORE_COLUMNS), encoding="utf-8")
 
 
+def _text_lineage(source: Path, texts: list[str]) -> list[str]:
+    """Lineage of outputs holding text from `source` (MIMIC if the text shows its shapes)."""
+    from medsimp import lineage
+
+    tags = lineage.marker_tags(lineage.read_lineage(source))
+    return tags + ([lineage.MIMIC] if any(lineage.has_mimic_shapes(t) for t in texts) else [])
+
+
 def _forms(args, hp: dict) -> int:
     from medsimp.humaneval.design import build_manifest, load_items
     from medsimp.humaneval.forms import write_forms
@@ -118,7 +126,7 @@ def _forms(args, hp: dict) -> int:
         return 2
     manifest = build_manifest(items, systems, int(hp.get("n_laypeople", 8)),
                               int(hp.get("seed", 0)))
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, lineage=_text_lineage(src, [i["source"] for i in items])) as tmp:
         files = write_forms(manifest, tmp)
         stats = {"skipped": False, "read": len(items), "kept": len(items), "filtered": 0,
                  "rejected": 0, "systems": len(systems), "files": len(files),
@@ -186,7 +194,7 @@ def _analyze(args, hp: dict) -> int:
                                              for f in ("expert", "layperson", "multicochrane")},
              "agreement": agree}
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, lineage=_text_lineage(forms, [])) as tmp:
         for name, rows in (("table1", t1), ("table2", t2), ("table3", t3), ("correlations", corr)):
             (tmp / f"{name}.csv").write_text(_csv(rows), encoding="utf-8")
         write_json(tmp / "agreement.json", agree)

@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     from medsimp.config import resolve_path, section
     from medsimp.errors import InputError, UsageError
+    from medsimp.lineage import note_lineage, with_lineage
     from medsimp.outputs import atomic_dir, print_summary, write_json
     from medsimp.pipelines import beam_io, notes_job
     from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
@@ -81,14 +82,16 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"no file matches {pattern!r}")
     files = [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
     lexicons = load_lexicons(params, args.params_dir)
-    with atomic_dir(output) as tmp:
+    tags = note_lineage([path for path, _, _ in files])
+    with atomic_dir(output, lineage=tags) as tmp:
         (tmp / "sentences").mkdir()
         pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)
-        notes_job.build(pipeline, files, str(tmp), params, lexicons)
+        notes_job.build(pipeline, files, str(tmp), params, lexicons, tags)
         result = pipeline.run()
         result.wait_until_finish()
         if not any((tmp / "sentences").iterdir()):  # no sentence at all: one empty part
-            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, SENTENCE_SCHEMA)
+            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1,
+                                      with_lineage(SENTENCE_SCHEMA, tags))
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from_counters(beam_io.counters(result, notes_job.NAMESPACE),
                                     [name for _, name, _ in files], params)

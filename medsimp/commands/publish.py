@@ -134,9 +134,10 @@ def _copy_parquet(src: Path, rel: str, dest: Path) -> None:
         if tags is None:
             raise Refused(f"{rel} has no lineage (medsimp.lineage); rebuild it with `medsimp build`")
         if lineage.is_restricted(tags):
-            raise Refused(f"{rel} has lineage {', '.join(tags) or 'none'}, not only public sources "
-                          f"({', '.join(sorted(lineage.PUBLIC))}): PhysioNet (MIMIC) data is never "
-                          "published to a hub; share it through PhysioNet (docs/mimic.md)")
+            raise Refused(f"{rel} derives from MIMIC or a source not known to be public (lineage: "
+                          f"{lineage.describe(tags)}; public: {', '.join(sorted(lineage.PUBLIC))}): "
+                          "PhysioNet data is never published to a hub; share it through PhysioNet "
+                          "(docs/mimic.md)")
         described = schema.to_string(show_field_metadata=True, show_schema_metadata=True,
                                      truncate_metadata=False)
         if lineage.has_mimic_shapes(described):
@@ -192,8 +193,9 @@ def check_publishable(folder: Path, snapshot: Path | None = None) -> list[str]:
 
     marker = marker_of(folder) or {}
     if "lineage" in marker and lineage.is_restricted(marker["lineage"]):
-        raise Refused(f"{folder} was written from MIMIC-derived data (lineage in {MARKER}); share it "
-                      "through PhysioNet (docs/mimic.md)")
+        raise Refused(f"{folder} derives from MIMIC or an unknown source (lineage in {MARKER}): "
+                      "PhysioNet data is never published to a hub; share it through PhysioNet "
+                      "(docs/mimic.md)")
     files = upload_files(folder)
     if not any(f.endswith(".parquet") for f in files):
         raise Refused(f"{folder} holds no Parquet data; run `medsimp build` first")

@@ -54,6 +54,7 @@ def run(args) -> int:
 
     from medsimp.config import resolve_path, section
     from medsimp.errors import InputError, UsageError
+    from medsimp.lineage import note_lineage, with_lineage
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
     from medsimp.pipelines import beam_io, radiology
     from medsimp.pipelines.notes_job import NAMESPACE as NOTES_NS
@@ -74,12 +75,13 @@ def run(args) -> int:
         files += [(m.path, os.path.basename(m.path), m.size_in_bytes) for m in matches]
     files.sort()
     shards = int(params.get("num_shards", 1))
-    with atomic_dir(output) as tmp:
+    tags = note_lineage([path for path, _, _ in files])
+    with atomic_dir(output, lineage=tags) as tmp:
         pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)
-        radiology.build(pipeline, files, str(tmp), params, load_lexicons())
+        radiology.build(pipeline, files, str(tmp), params, load_lexicons(), tags)
         result = pipeline.run()
         result.wait_until_finish()
-        beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, SCHEMA)
+        beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, with_lineage(SCHEMA, tags))
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from(beam_io.counters(result, NOTES_NS),
                            beam_io.counters(result, radiology.NAMESPACE),
