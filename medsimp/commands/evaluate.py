@@ -184,6 +184,11 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.config import section
 
     _check_flags(args)
+
+    from medsimp.outputs import check_file_target
+
+    if args.hyp and args.json:
+        check_file_target(args.json)  # refuse a file medsimp did not write before scoring
     cfg = section(args.params_data, "evaluate")
     scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir)
     if args.hyp:

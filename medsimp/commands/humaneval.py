@@ -94,12 +94,15 @@ def _skip(out: str, metrics: str | None, reason: str, plots: str | None = None) 
 
 def _write_plots(pdir: Path, votes: list[dict], scores: list[dict]) -> None:
     """DVC plots data: votes.csv (long: system, preference, votes, majority_items), scores.csv."""
-    pdir.mkdir(parents=True, exist_ok=True)
+    from medsimp.outputs import atomic_file
+
     long = [{"system": r["system"], "preference": name, "votes": r[f"{name}_votes"],
              "majority_items": r[f"{name}_majority_items"]}
             for r in votes for name in ("most", "least")]
-    (pdir / "votes.csv").write_text(_csv(long, VOTE_COLUMNS), encoding="utf-8")
-    (pdir / "scores.csv").write_text(_csv(scores, SCORE_COLUMNS), encoding="utf-8")
+    for name, text in (("votes.csv", _csv(long, VOTE_COLUMNS)),
+                       ("scores.csv", _csv(scores, SCORE_COLUMNS))):
+        with atomic_file(pdir / name) as tmp:
+            tmp.write_text(text, encoding="utf-8")
 
 
 def _text_lineage(source: Path, texts: list[str]) -> list[str]:
