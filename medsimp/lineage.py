@@ -74,27 +74,6 @@ def marker_tags(tags: Iterable[str] | None) -> list[str]:
     return list(normalise(tags)) if tags is not None else [UNKNOWN]
 
 
-def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
-    """Release tags of MIMIC note tables, from each file's header: MIMIC-III NOTEEVENTS ->
-    mimic-iii, MIMIC-IV-Note -> mimic-iv-note, anything unreadable -> mimic."""
-    import gzip
-
-    from apache_beam.io.filesystems import FileSystems
-
-    from medsimp.pipelines.noteevents import NoteFileError, detect_schema
-
-    releases = {"mimic3": MIMIC_III, "mimic4": MIMIC_IV_NOTE}
-    tags = set()
-    for path in paths:
-        try:
-            with FileSystems.open(path, compression_type="uncompressed") as raw:
-                fh = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
-                tags.add(releases.get(detect_schema(fh.readline(1 << 16)).name, MIMIC))
-        except (OSError, EOFError, NoteFileError, ValueError):
-            tags.add(MIMIC)
-    return normalise(tags or [MIMIC])
-
-
 def from_metadata(meta: dict[bytes, bytes] | None) -> tuple[str, ...] | None:
     """The tags in a schema's metadata, or None when it has no (valid) lineage entry."""
     if not meta or KEY not in meta:

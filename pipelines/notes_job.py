@@ -33,6 +33,7 @@ from apache_beam.metrics import Metrics
 from medsimp.pipelines import noteevents
 from medsimp.pipelines.beam_io import open_file
 from medsimp.lineage import MIMIC, with_lineage
+from medsimp.pipelines import noteevents
 from medsimp.pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
 
 NAMESPACE = "notes"

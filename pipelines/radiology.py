@@ -20,8 +20,13 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from medsimp.lineage import MIMIC, with_lineage
-from medsimp.pipelines.radiology_core import (SCHEMA, RadiologyExtractor, dedup_key, merge_duplicates,
-                                      row_order)
+from medsimp.pipelines.radiology_core import (
+    SCHEMA,
+    RadiologyExtractor,
+    dedup_key,
+    merge_duplicates,
+    row_order,
+)
 
 NAMESPACE = "radiology"
 

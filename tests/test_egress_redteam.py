@@ -13,13 +13,22 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from test_selfcorrect_egress import DUA, _params, _parquet, _run
 
 from medsimp import lineage
 from medsimp.cli import main
 from medsimp.errors import Refused, UsageError
 from medsimp.selfcorrect import egress
 from medsimp.selfcorrect.fake_server import FakeChatServer
-from test_selfcorrect_egress import DUA, _params, _parquet, _run, fake_dns  # noqa: F401
+
+
+@pytest.fixture
+def fake_dns(monkeypatch):
+    """Every name resolves to 127.0.0.1 (as a hostile DNS or /etc/hosts entry could)."""
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo",
+                        lambda host, port, *a, **k: real("127.0.0.1", port, *a, **k))
+
 
 LOOPBACK = ["http://[::1]:8000/v1", "http://[0:0:0:0:0:0:0:1]/v1", "http://[::ffff:127.0.0.1]/v1",
             "http://[::ffff:7f00:1]/v1", "http://127.255.255.254/v1", "http://LOCALHOST./v1"]

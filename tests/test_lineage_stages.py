@@ -14,6 +14,7 @@ import pytest
 
 from medsimp import lineage
 from medsimp.cli import main
+from medsimp.commands.notes import note_lineage
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = str(ROOT / "params.yaml")
@@ -24,10 +25,10 @@ def test_release_tags_come_from_the_note_table_header(tmp_path):
     discharge = str(ROOT / "data/sample/mimic4/discharge.csv.gz")
     bad = tmp_path / "headerless.csv"
     bad.write_text("1,2,3\n")
-    assert lineage.note_lineage([noteevents]) == (lineage.MIMIC_III,)
-    assert lineage.note_lineage([discharge]) == (lineage.MIMIC_IV_NOTE,)
-    assert lineage.note_lineage([noteevents, discharge]) == (lineage.MIMIC_III, lineage.MIMIC_IV_NOTE)
-    assert lineage.note_lineage([str(bad)]) == (lineage.MIMIC,)
+    assert note_lineage([noteevents]) == (lineage.MIMIC_III,)
+    assert note_lineage([discharge]) == (lineage.MIMIC_IV_NOTE,)
+    assert note_lineage([noteevents, discharge]) == (lineage.MIMIC_III, lineage.MIMIC_IV_NOTE)
+    assert note_lineage([str(bad)]) == (lineage.MIMIC,)
     assert all(lineage.is_restricted([t]) for t in ("mimic", "mimic-iii", "mimic-iv-note", "mimic-cxr"))
 
 

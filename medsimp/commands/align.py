@@ -148,6 +148,7 @@ def _train(args, params: dict) -> int:
     from medsimp.params_schema import default
     from medsimp.alignment.score import pair_prf
     from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
+    from medsimp.params_schema import default
 
     gold = args.gold or resolve_path(params.get("gold", "data/sample/align_gold.jsonl"), args.params_dir)
     docs = read_gold(gold, args.gold_format or params.get("gold_format", "auto"))

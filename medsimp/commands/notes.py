@@ -10,6 +10,7 @@ sentences = sentences_selected + sentences_not_selected). Knobs: params `notes:`
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 
 HELP = "MIMIC notes -> section sentences flagged by MedLane's Algorithm 1 (Beam job)"
 
@@ -50,6 +51,28 @@ def stats_from_counters(counts: dict[str, int], inputs: list[str], params: dict)
     }
 
 
+def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
+    """Release tags of MIMIC note tables, from each file's header: MIMIC-III NOTEEVENTS ->
+    mimic-iii, MIMIC-IV-Note -> mimic-iv-note, anything unreadable -> mimic."""
+    import gzip
+
+    from apache_beam.io.filesystems import FileSystems
+
+    from medsimp.lineage import MIMIC, MIMIC_III, MIMIC_IV_NOTE, normalise
+    from medsimp.pipelines.noteevents import NoteFileError, detect_schema
+
+    releases = {"mimic3": MIMIC_III, "mimic4": MIMIC_IV_NOTE}
+    tags = set()
+    for path in paths:
+        try:
+            with FileSystems.open(path, compression_type="uncompressed") as raw:
+                fh = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
+                tags.add(releases.get(detect_schema(fh.readline(1 << 16)).name, MIMIC))
+        except (OSError, EOFError, NoteFileError, ValueError):
+            tags.add(MIMIC)
+    return normalise(tags or [MIMIC])
+
+
 def check_stats(stats: dict) -> None:
     from medsimp.outputs import check_reconciles
 
@@ -66,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     from medsimp.config import resolve_path, section
     from medsimp.errors import InputError, UsageError
-    from medsimp.lineage import note_lineage, with_lineage
+    from medsimp.lineage import with_lineage
     from medsimp.outputs import atomic_dir, print_summary, write_json
     from medsimp.pipelines import beam_io, notes_job
     from medsimp.pipelines.notes_core import SENTENCE_SCHEMA

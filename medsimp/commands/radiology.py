@@ -52,9 +52,10 @@ def run(args) -> int:
 
     from apache_beam.io.filesystems import FileSystems
 
+    from medsimp.commands.notes import note_lineage
     from medsimp.config import resolve_path, section
     from medsimp.errors import InputError, UsageError
-    from medsimp.lineage import note_lineage, with_lineage
+    from medsimp.lineage import with_lineage
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
     from medsimp.pipelines import beam_io, radiology
     from medsimp.pipelines.notes_job import NAMESPACE as NOTES_NS
