@@ -13,10 +13,14 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
+import upstream  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = str(ROOT / "params.yaml")
@@ -132,7 +136,7 @@ def cases(tmp: Path) -> dict[str, list[str]]:
                     "--metrics", str(tmp / "plaba.metrics.json")]
     medlane = _medlane_dir(tmp / "medlane", mark("buildmedlane"))
     out["buildmedlane"] = ["--set", f"build.medlane.input={medlane}", "--set",
-                           f"build.medlane.candidates={tmp / 'none'}", "build", "medlane",
+                           f"build.medlane.candidates={upstream.write_notes(tmp)}", "build", "medlane",
                            "--output", str(tmp / "o-buildmedlane"),
                            "--metrics", str(tmp / "buildmedlane.metrics.json")]
     m = mark("evaluate")
@@ -153,10 +157,17 @@ def cases(tmp: Path) -> dict[str, list[str]]:
     out["simplify"] = ["--set", "simplify.openai.base_url=http://127.0.0.1:9/v1", "--set",
                        "simplify.openai.model=m", "simplify", "--backend", "openai", "--input",
                        str(tmp / "simplify.jsonl"), "--output", str(tmp / "o-simplify")]
+    (tmp / "simplifycalls.csv").write_text("sentence_id,text\n1," + mark("simplifycalls") + "\n")
+    out["simplifycalls"] = ["--set", "simplify.openai.base_url=http://127.0.0.1:9/v1", "--set",
+                            "simplify.openai.model=m", "--set", "simplify.openai.max_retries=0",
+                            "--set", f"cache.dir={tmp / 'cache'}", "simplify", "--backend", "openai",
+                            "--input", str(tmp / "simplifycalls.csv"),
+                            "--output", str(tmp / "o-simplifycalls"),
+                            "--metrics", str(tmp / "simplifycalls.metrics.json")]
     return out
 
 
-def run_case(argv: list[str], timeout: int = 300) -> str:
+def run_case(argv: list[str], timeout: int = 150) -> str:
     """stdout + stderr of one run, in its own process as a user would run it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     try:
@@ -189,8 +200,10 @@ def test_hostile_inputs_never_leak_marker_text(tmp_path):
     runs = cases(work)
     with ThreadPoolExecutor(max_workers=2) as pool:
         texts = dict(zip(runs, pool.map(run_case, runs.values())))
-    leaks = []
+    leaks, hangs = [], []
     for name, text in texts.items():
+        if text.endswith("<timeout>"):
+            hangs.append(name)  # a hang is issue 18 part 7's; here only leaks fail
         probe = mark(name.removeprefix("radiology_")).split(" ")[0]  # survives truncation
         if probe in text:
             line = next(x for x in text.splitlines() if probe in x)
@@ -201,15 +214,18 @@ def test_hostile_inputs_never_leak_marker_text(tmp_path):
             if mark(name.removeprefix("radiology_")).split(" ")[0] in body:
                 leaks.append(f"{name}: {path.relative_to(work)}")
     assert len(runs) >= 25
-    assert leaks == []
+    assert leaks == [], (leaks, hangs)
+    if hangs:
+        warnings.warn(f"runs that hit the timeout: {hangs}", stacklevel=1)
 
 
 def _dvc_project(root: Path, notes: Path) -> None:
     root.mkdir()
-    med = f"{sys.executable} -m medsimp.cli --params {PARAMS}"
+    # run from the repository (params' lexicon paths are relative to it), write into the project
+    med = f"cd {ROOT} && {sys.executable} -m medsimp.cli --params {PARAMS}"
     (root / "dvc.yaml").write_text(f"""stages:
   notes:
-    cmd: {med} notes --input {notes} --output out/notes --metrics metrics/notes.json
+    cmd: {med} notes --input {notes} --output {root}/out/notes --metrics {root}/metrics/notes.json
     deps: [{notes}]
     outs: [out/notes]
     metrics: [{{metrics/notes.json: {{cache: false}}}}]
@@ -238,7 +254,8 @@ def test_refresh_reports_and_logs_keep_no_record_text(tmp_path):
     probe = m.split(" ")[0]
     assert probe not in result.stdout + result.stderr
     reports = [p for p in (root / "reports").rglob("*") if p.is_file()]
-    assert reports  # the refresh did write its report and logs
+    logs = "".join(p.read_text(errors="replace") for p in reports if p.suffix == ".log")
+    assert "medsimp notes:" in logs and "FileNotFoundError" not in logs  # the reader ran and failed
     for path in reports + [p for p in root.rglob("*.log") if p.is_file()]:
         assert probe not in path.read_text(encoding="utf-8", errors="replace"), path
 
