@@ -89,8 +89,14 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     from medsimp import lineage
     from medsimp.config import load_params, resolve_path, section
     from medsimp.errors import InputError, StageFailed
-    from medsimp.outputs import (atomic_dir, check_reconciles, output_stats, print_summary,
-                                 write_json, write_jsonl)
+    from medsimp.outputs import (
+        atomic_dir,
+        check_reconciles,
+        output_stats,
+        print_summary,
+        write_json,
+        write_jsonl,
+    )
     from medsimp.progress import interactive
     from medsimp.selfcorrect import egress
     from medsimp.selfcorrect.backends import BackendError
