@@ -70,9 +70,9 @@ def test_parser_confusion_urls_never_reach_anything(tmp_path, fake_dns, capsys):
         port = srv.url.split(":")[2].split("/")[0]
         for url in _confusing(port):
             code = _run(tmp_path, _params(tmp_path, url), inp, "--mimic-egress-dua", DUA)
-            err = capsys.readouterr().err.strip().splitlines()
+            err = capsys.readouterr().err.strip().splitlines()  # the announce line, then the error
             assert code in (2, 3), url
-            assert len(err) == 1 and "effusion" not in err[0], (url, err)
+            assert len(err) <= 2 and not any("effusion" in line for line in err), (url, err)
     assert srv.requests == []
 
 
@@ -103,7 +103,7 @@ def test_no_redirect_status_is_followed(tmp_path, status, fake_dns):
         threading.Thread(target=front.serve_forever, daemon=True).start()
         try:
             url = f"http://127.0.0.1:{front.server_address[1]}/v1"
-            assert _run(tmp_path, _params(tmp_path, url), inp) == 1
+            assert _run(tmp_path, _params(tmp_path, url), inp) == 4  # every call failed
         finally:
             front.shutdown()
             front.server_close()
