@@ -35,46 +35,97 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
 
 
-def write_json(path: str | Path, obj: Any, *, force: bool = False) -> None:
-    """Write canonical JSON atomically (temp file + rename).
-
-    An existing file is replaced only if it holds a JSON object (what medsimp writes:
-    stats, metrics) or `force` is set; anything else is refused, so a mistyped
-    `--metrics` never clobbers a user's file.
-    """
-    path = Path(path)
-    _check_file_target(path, force or bool(_RUN["force"]))
-    _write_atomic(path, canonical_json(obj))
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write canonical JSON atomically, as `atomic_file` (stats, metrics, reports)."""
+    with atomic_file(path, same_content_ok=True) as tmp:
+        tmp.write_text(canonical_json(obj), encoding="utf-8")
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Write rows as JSON Lines (sorted keys) atomically (inside an output folder)."""
-    _write_atomic(Path(path), "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
-                                      for row in rows))
+    with atomic_file(path) as tmp:
+        tmp.write_text("".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
+                               for row in rows), encoding="utf-8")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+OWNER_SUFFIX = ".medsimp-owner"  # `.<name>.medsimp-owner` beside a single-file output
+_ACTIVE: set[Path] = set()  # temp folders `atomic_dir` is filling in this process
+
+
+def _owner_record(path: Path) -> Path:
+    return path.with_name(f".{path.name}{OWNER_SUFFIX}")
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _owned(path: Path) -> bool:
+    """True if medsimp wrote `path` and nobody changed it since (its ownership record)."""
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        record = json.loads(_owner_record(path).read_text(encoding="utf-8"))
+        return isinstance(record, dict) and record.get("sha256") == _digest(path)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
 
 
-def _check_file_target(path: Path, force: bool) -> None:
+def _in_output_dir(path: Path) -> bool:
+    where = path.absolute()
+    return any(_inside(where, tmp) for tmp in _ACTIVE)
+
+
+NOT_OURS = "exists and was not written by medsimp (or was changed since); choose another path or remove it first"
+
+
+def check_file_target(path: str | Path, same_content_ok: bool = False) -> bool:
+    """Raise UsageError unless medsimp may replace the file `path` (see `atomic_file`).
+    With `same_content_ok`, True means: only by byte-identical content."""
+    path = Path(path)
+    if path.is_symlink():
+        raise UsageError(f"{path} is a symbolic link; give a plain file path")
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file path")
-    if not path.exists() or force:
-        return
+    foreign = path.exists() and not _in_output_dir(path) and not _owned(path)
+    if foreign and not same_content_ok:
+        raise UsageError(f"{path} {NOT_OURS}")
+    return foreign
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Path]:
+    """Yield a temp path beside `path`; on success it replaces `path` atomically.
+
+    Outside an output folder the file gets an ownership record (`.<name>.medsimp-owner`: the
+    writing command and the file's sha256). An existing file without a matching record, i.e.
+    one medsimp did not write or someone changed since, is refused (exit 2) before anything
+    is written; with `same_content_ok` (metrics) it is replaced by byte-identical content
+    only. The temp file keeps the name's suffix (`.gz` stays `.gz`).
+    """
+    path = Path(path)
+    foreign = check_file_target(path, same_content_ok)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
     try:
-        ours = isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
-    except (OSError, UnicodeDecodeError, ValueError):
-        ours = False
-    if not ours:
-        raise UsageError(f"{path} exists and was not written by medsimp; choose another path "
-                         "or remove it first")
+        yield tmp
+        if foreign and (not tmp.is_file() or _digest(tmp) != _digest(path)):
+            raise UsageError(f"{path} {NOT_OURS}")
+        if _in_output_dir(path):
+            os.replace(tmp, path)
+            return
+        record = {"command": str(_RUN["command"]), "sha256": _digest(tmp), "tool": "medsimp"}
+        os.replace(tmp, path)
+        owner = _owner_record(path)
+        owner_tmp = owner.with_name(f"{owner.name}.tmp-{os.getpid()}")
+        owner_tmp.write_text(canonical_json(record), encoding="utf-8")
+        os.replace(owner_tmp, owner)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def marker_of(folder: str | Path) -> dict[str, Any] | None:
@@ -143,8 +194,9 @@ def atomic_dir(final: str | Path, command: str = "", *, inputs: Iterable[str | P
                force: bool = False, lineage: Iterable[str] | None = None) -> Iterator[Path]:
     """Yield a fresh temp directory beside `final`; on success swap it into place.
 
-    `command` names the writer in the folder's marker (with `lineage`, the data's source
-    tags). On error or interrupt the temp directory is removed and `final` is left as it was.
+    `command` names the writer in the folder's marker with the data's source tags: `lineage`,
+    else the union over the Parquet tables written (stages writing only JSONL/CSV pass it).
+    On error or interrupt the temp directory is removed and `final` is left as it was.
     """
     final = Path(final)
     command = command or str(_RUN["command"]) or final.name
@@ -155,15 +207,23 @@ def atomic_dir(final: str | Path, command: str = "", *, inputs: Iterable[str | P
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
+    _ACTIVE.add(tmp.absolute())
     try:
         yield tmp
         marker: dict[str, Any] = {"command": command, "tool": "medsimp"}
         if lineage is not None:
             marker["lineage"] = sorted(set(lineage))
+        elif any(tmp.rglob("*.parquet")):  # the union of the tables written (None: unknown)
+            from medsimp.lineage import read_lineage
+
+            tags = read_lineage(tmp)
+            marker["lineage"] = list(tags) if tags is not None else None
         (tmp / MARKER).write_text(canonical_json(marker), encoding="utf-8")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        _ACTIVE.discard(tmp.absolute())
     old = final.with_name(f".{final.name}.old-{os.getpid()}")
     if final.exists():
         os.replace(final, old)

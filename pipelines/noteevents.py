@@ -369,7 +369,7 @@ class _Reader:
                         break
                     stop = m.end() if m else len(buf)
                     if not skipping:
-                        yield _cut(base + pos, buf, pos, stop, problem=c.problem)
+                        yield _cut(base + pos, buf, pos, stop, problem=c.problem if c is not None else "")
                     pos, resync, c, skipping = stop, -1, None, False
                     continue
                 if pos >= len(buf):
@@ -406,7 +406,7 @@ class _Reader:
             # drop what is done; a skipped row keeps only its grammar state (or resync lookahead)
             keep = pos
             if skipping:
-                keep = max(len(buf) - 256, pos) if resync >= 0 else max(c.pos, pos)
+                keep = max(len(buf) - 256, pos) if resync >= 0 or c is None else max(c.pos, pos)
             if c is not None:
                 c.shift(keep)
             if resync >= 0:
@@ -475,7 +475,8 @@ class _Reader:
             return Reject(self.name, locator, reason, {"field": column, "length": len(fields[i])},
                           cut.raw)
         subject = int(fields[1])
-        hadm = int(_DECIMAL_ID.fullmatch(fields[2].strip()).group(1)) if fields[2].strip() else None
+        hadm_match = _DECIMAL_ID.fullmatch(fields[2].strip())  # checked by the field rules above
+        hadm = int(hadm_match.group(1)) if hadm_match and fields[2].strip() else None
         if schema is MIMIC3:
             return Note(fields[0].strip(), subject, hadm, fields[6].strip(), fields[7].strip(),
                         fields[3].strip(), text, locator)
@@ -486,7 +487,7 @@ class _Reader:
 def _quoted(cut: _Cut, i: int) -> int:
     """1 when field i is quoted (its content starts one byte later)."""
     a, _ = cut.spans[i]
-    return int(cut.raw[a:a + 1] == b'"')
+    return int((cut.raw or b"")[a:a + 1] == b'"')
 
 
 def _check_fields(schema: Schema, fields: list[str]) -> tuple[str, str] | None:

@@ -36,9 +36,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from medsimp.lineage import MIMIC, with_lineage
 from medsimp.pipelines import noteevents
 from medsimp.pipelines.beam_io import open_file
-from medsimp.lineage import MIMIC, with_lineage
 from medsimp.pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
 
 NAMESPACE = "notes"
@@ -183,8 +183,9 @@ class ExtractSections(beam.PTransform):
 
 
 class _SentencesFn(beam.DoFn):
-    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str):
-        self.params, self.lexicons, self.out_dir = dict(params), lexicons, out_dir
+    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str,
+                 tags: tuple[str, ...] = (MIMIC,)):
+        self.params, self.lexicons, self.out_dir, self.tags = dict(params), lexicons, out_dir, tags
 
     def setup(self):
         self.processor = NoteProcessor(self.params, *self.lexicons)
@@ -207,7 +208,7 @@ class _SentencesFn(beam.DoFn):
             return
         path = FileSystems.join(self.out_dir, f"part-{key}.parquet")
         with FileSystems.create(path) as fh:
-            fh.write(table_bytes(rows, with_lineage(SENTENCE_SCHEMA, [MIMIC])))
+            fh.write(table_bytes(rows, with_lineage(SENTENCE_SCHEMA, self.tags)))
         yield path
 
 
@@ -218,14 +219,14 @@ class SelectSentences(beam.PTransform):
     local files."""
 
     def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str,
-                 duplicates: beam.PCollection):
+                 duplicates: beam.PCollection, tags: tuple[str, ...] = (MIMIC,)):
         super().__init__()
-        self.params, self.lexicons, self.out_dir = params, lexicons, out_dir
+        self.params, self.lexicons, self.out_dir, self.tags = params, lexicons, out_dir, tags
         self.duplicates = duplicates
 
     def expand(self, batches):
         return batches | "SplitSelectWrite" >> beam.ParDo(
-            _SentencesFn(self.params, self.lexicons, self.out_dir),
+            _SentencesFn(self.params, self.lexicons, self.out_dir, self.tags),
             beam.pvalue.AsDict(self.duplicates))
 
 
@@ -235,8 +236,10 @@ def dead_letter_sort_key(row: Mapping) -> tuple:
 
 
 def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: str,
-          params: Mapping, lexicons: tuple[list[str], list[str]]) -> None:
-    """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/).
+          params: Mapping, lexicons: tuple[list[str], list[str]],
+          tags: tuple[str, ...] = (MIMIC,)) -> None:
+    """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
+    with `tags` (the release of the note tables) as the sentences' lineage.
     The caller creates `out_dir/sentences` and writes an empty part if the job wrote none."""
     from medsimp.pipelines.beam_io import WriteSorted
 
@@ -247,7 +250,7 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
     (read["notes"]
      | "ExtractSections" >> ExtractSections(params)
      | "SelectSentences" >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences"),
-                                            read["duplicates"]))
+                                            read["duplicates"], tags))
     (read["rejects"]
      | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
                                          num_shards=1, shard_key=lambda r: r["locator"],

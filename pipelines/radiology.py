@@ -20,8 +20,13 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from medsimp.lineage import MIMIC, with_lineage
-from medsimp.pipelines.radiology_core import (SCHEMA, RadiologyExtractor, dedup_key, merge_duplicates,
-                                      row_order)
+from medsimp.pipelines.radiology_core import (
+    SCHEMA,
+    RadiologyExtractor,
+    dedup_key,
+    merge_duplicates,
+    row_order,
+)
 
 NAMESPACE = "radiology"
 
@@ -59,8 +64,9 @@ def _merge(element, duplicate_notes):
 
 
 def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: str,
-          params: Mapping, lexicons) -> None:
-    """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/)."""
+          params: Mapping, lexicons, tags: tuple[str, ...] = (MIMIC,)) -> None:
+    """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
+    with `tags` (the release of the note tables) as the sentences' lineage."""
     from medsimp.pipelines.beam_io import WriteSorted
     from medsimp.pipelines.notes_job import ReadNotes, dead_letter_sort_key
 
@@ -74,7 +80,7 @@ def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: s
                                        num_shards=int(params.get("num_shards", 1)),
                                        shard_key=lambda r: r["doc_id"],
                                        sort_key=row_order,
-                                       schema=with_lineage(SCHEMA, [MIMIC])))
+                                       schema=with_lineage(SCHEMA, tags)))
     (read["rejects"]
      | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
                                          num_shards=1, shard_key=lambda r: r["locator"],

@@ -60,7 +60,7 @@ def test_output_over_what_medsimp_did_not_write_is_refused(tmp_path, target):
 def test_rerun_replaces_own_output_and_force_crosses_commands_only(tmp_path):
     out = tmp_path / "out"
     assert cli("cochrane", "--output", str(out)).returncode == 0
-    assert marker_of(out) == {"command": "cochrane", "tool": "medsimp"}
+    assert marker_of(out) == {"command": "cochrane", "tool": "medsimp", "lineage": ["cochrane"]}
     assert cli("cochrane", "--output", str(out)).returncode == 0  # the normal rerun (dvc repro)
     refused = cli("msd", "--output", str(out))
     assert refused.returncode == 2 and "--force" in refused.stderr

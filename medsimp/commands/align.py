@@ -75,10 +75,40 @@ class _FileAligner:
         return vec.blocks, vec.scores
 
 
+def _batch_jobs(batch: str) -> list[tuple[str, str, str]]:
+    """(src, tgt, out) per line of a batch file, all checked before anything is written: an
+    output may not be an input of the batch, repeat another output, or replace a file
+    medsimp did not write (UsageError, exit 2)."""
+    from pathlib import Path
+
+    from medsimp.errors import UsageError
+    from medsimp.outputs import check_file_target
+
+    jobs = []
+    for lineno, line in enumerate(_lines(batch), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise UsageError(f"{batch}:{lineno}: expected src<TAB>tgt<TAB>out")
+        jobs.append((parts[0], parts[1], parts[2]))
+    inputs = {Path(p).resolve() for src, tgt, _ in jobs for p in (src, tgt)} | {Path(batch).resolve()}
+    outs: set[Path] = set()
+    for n, (_, _, out) in enumerate(jobs, 1):
+        where = Path(out).resolve()
+        if where in inputs or where in outs:
+            raise UsageError(f"{batch}: output {n} ({out}) is an input or another output of the batch")
+        outs.add(where)
+        check_file_target(out)
+    return jobs
+
+
 def _file_mode(args, params: dict) -> int:
     from medsimp.alignment.gold import read_blocks
     from medsimp.alignment.score import format_block, vecalign_scores
+    from medsimp.outputs import atomic_file
 
+    jobs = _batch_jobs(args.batch) if args.batch else []  # checked before the model loads
     aligner = _FileAligner(args.method, params, args.model)
     if args.method == "vecalign":
         try:  # the languages are the same for every pair of the run: check them once, up front
@@ -87,19 +117,12 @@ def _file_mode(args, params: dict) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     if args.batch:
-        n = 0
-        for lineno, line in enumerate(_lines(args.batch), 1):
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 3:
-                print(f"error: {args.batch}:{lineno}: expected src<TAB>tgt<TAB>out", file=sys.stderr)
-                return 2
-            blocks, scores = aligner.align(_lines(parts[0]), _lines(parts[1]), args.src_lang, args.tgt_lang)
-            with open(parts[2], "w", encoding="utf-8") as fh:
-                fh.writelines(format_block(b, s) + "\n" for b, s in zip(blocks, scores))
-            n += 1
-        print(f"aligned {n} document pairs", file=sys.stderr)
+        for src, tgt, out in jobs:
+            blocks, scores = aligner.align(_lines(src), _lines(tgt), args.src_lang, args.tgt_lang)
+            with atomic_file(out) as tmp:
+                tmp.write_text("".join(format_block(b, s) + "\n" for b, s in zip(blocks, scores)),
+                               encoding="utf-8")
+        print(f"aligned {len(jobs)} document pairs", file=sys.stderr)
         return 0
     if not (args.src and args.tgt):
         print("error: file mode needs --src and --tgt (or --batch)", file=sys.stderr)
@@ -120,11 +143,11 @@ def _train(args, params: dict) -> int:
     from medsimp.alignment.crf import CRFAligner
     from medsimp.alignment.encoders import make_encoder
     from medsimp.alignment.gold import read_gold
+    from medsimp.alignment.score import pair_prf
     from medsimp.config import resolve_path
     from medsimp.errors import InputError
-    from medsimp.params_schema import default
-    from medsimp.alignment.score import pair_prf
     from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
+    from medsimp.params_schema import default
 
     gold = args.gold or resolve_path(params.get("gold", "data/sample/align_gold.jsonl"), args.params_dir)
     docs = read_gold(gold, args.gold_format or params.get("gold_format", "auto"))

@@ -20,17 +20,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", help="also write the stats JSON here (DVC metrics)")
 
 
-def input_lineage(cfg: dict, mimic_derived: bool) -> tuple[str, ...] | None:
-    """Union of the lineage of every Parquet input named in the builder's params (and MIMIC
-    when the builder's own text inputs are): a MIMIC table swapped in by `--set` stays MIMIC."""
+# Raw (non-Parquet) builder inputs of a public source, by builder and params key.
+RAW_PUBLIC_INPUTS = {("multicochrane", "mc_human"): "cochrane"}
+
+
+def input_lineage(cfg: dict, mimic_derived: bool, name: str = "") -> tuple[str, ...] | None:
+    """Union of the lineage of every input path named in the builder's params: a Parquet
+    input's own lineage; any other file or folder is MIMIC when the builder's own inputs are
+    (`mimic_derived`), a declared public source (RAW_PUBLIC_INPUTS), else unknown. So a
+    MIMIC table or file swapped in by `--set` keeps the output restricted."""
     from pathlib import Path
 
     from medsimp import lineage
 
-    found = [lineage.read_lineage(value) for value in cfg.values()
-             if isinstance(value, str) and Path(value).exists()
-             and (value.endswith(".parquet") or any(Path(value).rglob("*.parquet")))]
-    return lineage.union([lineage.MIMIC] if mimic_derived else [], *found)
+    found: list[tuple[str, ...] | None] = [(lineage.MIMIC,)] if mimic_derived else []
+    for key, value in sorted(cfg.items()):
+        if not isinstance(value, str) or not value or not Path(value).exists():
+            continue
+        path = Path(value)
+        if path.suffix == ".parquet" or (path.is_dir() and any(path.rglob("*.parquet"))):
+            found.append(lineage.read_lineage(path))
+        elif (name, key) in RAW_PUBLIC_INPUTS:
+            found.append((RAW_PUBLIC_INPUTS[name, key],))
+        elif not mimic_derived:
+            found.append(None)
+    return lineage.union(*found)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         dataset = build_dataset(args.name, cfg)
     except BuildError as exc:
         raise InputError(str(exc)) from None
-    dataset.lineage = input_lineage(cfg, dataset.mimic_derived)
+    dataset.lineage = input_lineage(cfg, dataset.mimic_derived, args.name)
     provenance = {"stage": f"build@{args.name}", "command": f"medsimp build {args.name}",
                   "git_revision": git_revision(),
                   "params_section": f"build.{args.name}", "params_hash": params_hash(cfg)}

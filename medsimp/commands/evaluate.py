@@ -182,8 +182,11 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from medsimp.config import section
+    from medsimp.outputs import check_file_target
 
     _check_flags(args)
+    if args.hyp and args.json:
+        check_file_target(args.json)  # refuse a file medsimp did not write before scoring
     cfg = section(args.params_data, "evaluate")
     scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir)
     if args.hyp:

@@ -94,12 +94,23 @@ def _skip(out: str, metrics: str | None, reason: str, plots: str | None = None) 
 
 def _write_plots(pdir: Path, votes: list[dict], scores: list[dict]) -> None:
     """DVC plots data: votes.csv (long: system, preference, votes, majority_items), scores.csv."""
-    pdir.mkdir(parents=True, exist_ok=True)
+    from medsimp.outputs import atomic_file
+
     long = [{"system": r["system"], "preference": name, "votes": r[f"{name}_votes"],
              "majority_items": r[f"{name}_majority_items"]}
             for r in votes for name in ("most", "least")]
-    (pdir / "votes.csv").write_text(_csv(long, VOTE_COLUMNS), encoding="utf-8")
-    (pdir / "scores.csv").write_text(_csv(scores, SCORE_COLUMNS), encoding="utf-8")
+    for name, text in (("votes.csv", _csv(long, VOTE_COLUMNS)),
+                       ("scores.csv", _csv(scores, SCORE_COLUMNS))):
+        with atomic_file(pdir / name) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+
+
+def _text_lineage(source: Path, texts: list[str]) -> list[str]:
+    """Lineage of outputs holding text from `source` (MIMIC if the text shows its shapes)."""
+    from medsimp import lineage
+
+    tags = lineage.marker_tags(lineage.read_lineage(source))
+    return tags + ([lineage.MIMIC] if any(lineage.has_mimic_shapes(t) for t in texts) else [])
 
 
 def _forms(args, hp: dict) -> int:
@@ -118,7 +129,7 @@ def _forms(args, hp: dict) -> int:
         return 2
     manifest = build_manifest(items, systems, int(hp.get("n_laypeople", 8)),
                               int(hp.get("seed", 0)))
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, lineage=_text_lineage(src, [i["source"] for i in items])) as tmp:
         files = write_forms(manifest, tmp)
         stats = {"skipped": False, "read": len(items), "kept": len(items), "filtered": 0,
                  "rejected": 0, "systems": len(systems), "files": len(files),
@@ -186,7 +197,7 @@ def _analyze(args, hp: dict) -> int:
                                              for f in ("expert", "layperson", "multicochrane")},
              "agreement": agree}
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, lineage=_text_lineage(forms, [])) as tmp:
         for name, rows in (("table1", t1), ("table2", t2), ("table3", t3), ("correlations", corr)):
             (tmp / f"{name}.csv").write_text(_csv(rows), encoding="utf-8")
         write_json(tmp / "agreement.json", agree)

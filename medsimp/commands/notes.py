@@ -10,6 +10,7 @@ sentences = sentences_selected + sentences_not_selected). Knobs: params `notes:`
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 
 HELP = "MIMIC notes -> section sentences flagged by MedLane's Algorithm 1 (Beam job)"
 
@@ -50,6 +51,28 @@ def stats_from_counters(counts: dict[str, int], inputs: list[str], params: dict)
     }
 
 
+def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
+    """Release tags of MIMIC note tables, from each file's header: MIMIC-III NOTEEVENTS ->
+    mimic-iii, MIMIC-IV-Note -> mimic-iv-note, anything unreadable -> mimic."""
+    import gzip
+
+    from apache_beam.io.filesystems import FileSystems
+
+    from medsimp.lineage import MIMIC, MIMIC_III, MIMIC_IV_NOTE, normalise
+    from medsimp.pipelines.noteevents import NoteFileError, detect_schema
+
+    releases = {"mimic3": MIMIC_III, "mimic4": MIMIC_IV_NOTE}
+    tags = set()
+    for path in paths:
+        try:
+            with FileSystems.open(path, compression_type="uncompressed") as raw:
+                fh = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
+                tags.add(releases.get(detect_schema(fh.readline(1 << 16)).name, MIMIC))
+        except (OSError, EOFError, NoteFileError, ValueError):
+            tags.add(MIMIC)
+    return normalise(tags or [MIMIC])
+
+
 def check_stats(stats: dict) -> None:
     from medsimp.outputs import check_reconciles
 
@@ -62,7 +85,7 @@ def check_stats(stats: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     from medsimp.config import resolve_path, section
     from medsimp.errors import UsageError
-    from medsimp.lineage import MIMIC
+    from medsimp.lineage import with_lineage
     from medsimp.outputs import atomic_dir, print_summary, write_json
     from medsimp.pipelines import beam_io, notes_job
     from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
@@ -75,15 +98,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no --input and no params notes.input")
     files = notes_job.note_files([pattern], expand_dirs=False)
     lexicons = load_lexicons(params, args.params_dir)
-    with atomic_dir(output, lineage=[MIMIC]) as tmp:
+    tags = note_lineage([path for path, _, _ in files])
+    with atomic_dir(output, lineage=tags) as tmp:
         (tmp / "sentences").mkdir()
         pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)
-        notes_job.build(pipeline, files, str(tmp), params, lexicons)
+        notes_job.build(pipeline, files, str(tmp), params, lexicons, tags)
         result = pipeline.run()
         result.wait_until_finish()
         notes_job.raise_file_errors(str(tmp / "dead_letter"))
         if not any((tmp / "sentences").iterdir()):  # no sentence at all: one empty part
-            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, SENTENCE_SCHEMA)
+            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1,
+                                      with_lineage(SENTENCE_SCHEMA, tags))
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from_counters(beam_io.counters(result, notes_job.NAMESPACE),
                                     [name for _, name, _ in files], params)

@@ -48,9 +48,10 @@ def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) ->
 
 
 def run(args) -> int:
+    from medsimp.commands.notes import note_lineage
     from medsimp.config import resolve_path, section
     from medsimp.errors import UsageError
-    from medsimp.lineage import MIMIC
+    from medsimp.lineage import with_lineage
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
     from medsimp.pipelines import beam_io, notes_job, radiology
     from medsimp.pipelines.notes_job import NAMESPACE as NOTES_NS
@@ -63,13 +64,14 @@ def run(args) -> int:
         raise UsageError("no --input and no params radiology.input")
     files = notes_job.note_files(patterns, expand_dirs=True)
     shards = int(params.get("num_shards", 1))
-    with atomic_dir(output, lineage=[MIMIC]) as tmp:
+    tags = note_lineage([path for path, _, _ in files])
+    with atomic_dir(output, lineage=tags) as tmp:
         pipeline = beam_io.new_pipeline(section(args.params_data, "beam"), args.beam_arg)
-        radiology.build(pipeline, files, str(tmp), params, load_lexicons())
+        radiology.build(pipeline, files, str(tmp), params, load_lexicons(), tags)
         result = pipeline.run()
         result.wait_until_finish()
         notes_job.raise_file_errors(str(tmp / "dead_letter"))
-        beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, SCHEMA)
+        beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, with_lineage(SCHEMA, tags))
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from(beam_io.counters(result, NOTES_NS),
                            beam_io.counters(result, radiology.NAMESPACE),

@@ -86,20 +86,23 @@ def run(args) -> int:
 def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     from tqdm import tqdm
 
-    from medsimp.config import resolve_path, section
-    from medsimp.errors import StageFailed
+    from medsimp import lineage
+    from medsimp.config import load_params, resolve_path, section
+    from medsimp.errors import InputError, StageFailed
+    from medsimp.outputs import (
+        atomic_dir,
+        check_reconciles,
+        output_stats,
+        print_summary,
+        write_json,
+        write_jsonl,
+    )
     from medsimp.progress import interactive
-    from medsimp.outputs import (atomic_dir, check_reconciles, output_stats, print_summary,
-                                 write_json, write_jsonl)
+    from medsimp.selfcorrect import egress
     from medsimp.selfcorrect.backends import BackendError
     from medsimp.selfcorrect.cache import CachedChat
     from medsimp.selfcorrect.prompts import load_prompts
-    from medsimp.selfcorrect.runner import read_sentences, run_all, summary, variants_csv
-
-    from medsimp.config import load_params
-    from medsimp.errors import InputError
-    from medsimp.selfcorrect import egress
-    from medsimp.selfcorrect.runner import input_restricted
+    from medsimp.selfcorrect.runner import input_restricted, read_sentences, run_all, summary, variants_csv
 
     kind = args.backend or sp.get("backend", "openai")
     source = args.input or sp.get("input", "out/radiology/sentences")
@@ -159,7 +162,11 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
     dead = [{"source": "simplify", "locator": f["sentence_id"], "reason": f["reason"],
              "detail": f["detail"]} for f in failures]
-    with atomic_dir(out_dir) as tmp:
+    # The outputs (and dead letters) hold the input's text: they carry its lineage, and MIMIC
+    # when placeholders made a public-lineage input restricted.
+    out_tags = lineage.marker_tags(tags) + (
+        [lineage.MIMIC] if restricted and not lineage.is_restricted(tags) else [])
+    with atomic_dir(out_dir, lineage=out_tags) as tmp:
         write_jsonl(tmp / "simplifications.jsonl", records)
         (tmp / "variants.csv").write_text(variants_csv(records), encoding="utf-8")
         write_jsonl(tmp / "dead_letter" / "part-00000.jsonl", dead)

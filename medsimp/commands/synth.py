@@ -19,14 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
     import time
 
+    from medsimp.outputs import atomic_file
     from medsimp.pipelines import synth_notes
 
     start = time.perf_counter()
-    tmp = f"{args.output}.tmp-{os.getpid()}" + (".gz" if args.output.endswith(".gz") else "")
-    synth_notes.write_file(tmp, args.rows, args.seed)
-    os.replace(tmp, args.output)
+    with atomic_file(args.output) as tmp:  # refuses to replace a file medsimp did not write
+        synth_notes.write_file(str(tmp), args.rows, args.seed)
     print(f"wrote {args.rows} notes to {args.output} in {time.perf_counter() - start:.1f}s")
     return 0

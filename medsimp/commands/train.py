@@ -42,12 +42,23 @@ def _data_key(cfg: dict, model: str, base) -> str:
     return params_hash({"train": cfg, "model": model, "files": digests})
 
 
+def data_lineage(cfg: dict) -> list[str]:
+    """Lineage of the training data, recorded for the model and predictions trained on it:
+    MedLane-format files are MedLane (MIMIC-III); pairs carry their own."""
+    from medsimp import lineage
+
+    data = cfg.get("data") or {}
+    if data.get("format", "medlane") == "pairs":
+        return lineage.marker_tags(lineage.read_lineage(data["pairs"]))
+    return [lineage.MIMIC_III]
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from medsimp.config import resolve_path, section
-    from medsimp.progress import interactive
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
+    from medsimp.progress import interactive
     from medsimp.training import baselines
     from medsimp.training.data import load_splits
     from medsimp.training.lexicon import load_dictionary
@@ -60,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                    "read": sum(splits.counts.values()),
                    "kept": splits.counts["train"] + splits.counts["validation"] + splits.counts["test"],
                    "filtered": 0, "rejected": splits.counts["rejected"], "splits": dict(splits.counts)}
-    with atomic_dir(args.out) as tmp:
+    with atomic_dir(args.out, lineage=data_lineage(cfg)) as tmp:
         if args.model == "declare":
             from medsimp.training import trainer
 

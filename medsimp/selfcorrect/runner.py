@@ -152,13 +152,12 @@ def input_restricted(path: str | Path, rows: list[tuple[str, str]]) -> tuple[boo
     """(restricted?, lineage tags or None) of a sentence input.
 
     Parquet inputs carry lineage in their schema metadata (`medsimp.lineage`); JSONL and CSV
-    carry none, so they are unknown and count as restricted. Text with MIMIC
-    de-identification placeholders is restricted whatever its lineage says.
+    only in the marker of the output folder holding them, else they are unknown and count as
+    restricted. Text with MIMIC de-identification placeholders is restricted whatever its
+    lineage says.
     """
     from medsimp import lineage
 
-    path = Path(path)
-    parquet = path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet")))
-    tags = lineage.read_lineage(path) if parquet else None
+    tags = lineage.read_lineage(path)
     restricted = lineage.is_restricted(tags) or any(lineage.has_mimic_shapes(t) for _, t in rows)
     return restricted, (list(tags) if tags is not None else None)
