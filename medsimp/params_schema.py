@@ -288,6 +288,7 @@ class Evaluate:
     meteor: bool = True
     bertscore: bool = True
     bertscore_model: str = "minilm"
+    select: list[str] | None = None  # null: every metric
     length_buckets: list[int] = _f([0, 10, 15, 20, 30])
 
 

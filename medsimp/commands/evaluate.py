@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("default", "medlane"), default=None,
                         help="default: corrected metrics; medlane: the authors' scorer")
     parser.add_argument("--json", help="write the scores here")
+    parser.add_argument("--select", help="comma-separated metrics to compute (default: params evaluate.select, "
+                        "null = all): bleu, meteor, rouge_l, cider, sari, fkgl, bertscore, hit, cwr, ascore")
     parser.add_argument("--metrics", help="stage mode: metrics file (metrics/eval.json)")
     parser.add_argument("--plots", help="stage mode: per-length-bucket plot data (plots/length_buckets.json)")
 
@@ -131,10 +133,12 @@ def file_items(refs: list[str], src: str | None, n: int):
 class Scorer:
     """Both scoring modes with the shared resources loaded once."""
 
-    def __init__(self, cfg: dict, train_cfg: dict, notes_cfg: dict, base: str | Path = "."):
+    def __init__(self, cfg: dict, train_cfg: dict, notes_cfg: dict, base: str | Path = ".",
+                 select: list[str] | None = None):
         from medsimp.config import resolve_path
         from medsimp.params_schema import default
         from medsimp.resources import resolve_model
+        from medsimp.training import scoring
         from medsimp.training.lexicon import load_common_words, load_dictionary
 
         self.common = load_common_words(resolve_path(cfg.get("common_words") or notes_cfg.get("common_words")
@@ -142,7 +146,9 @@ class Scorer:
         self.dictionary = load_dictionary([resolve_path(p, base) for p in
                                            cfg.get("dictionaries") or train_cfg.get("dictionaries") or []])
         self.meteor = bool(cfg.get("meteor", True))
-        self.bert = resolve_model(cfg.get("bertscore_model", "minilm")) if cfg.get("bertscore", True) else None
+        self.select = select if select is not None else cfg.get("select")
+        self.bert = resolve_model(cfg.get("bertscore_model", "minilm")) \
+            if cfg.get("bertscore", True) and "bertscore" in scoring.selection(self.select) else None
 
     def score(self, hyps: list[str], items, mode: str, full: bool = True) -> dict:
         from medsimp.training import scoring
@@ -150,9 +156,11 @@ class Scorer:
         if len(hyps) != len(items):
             raise SystemExit(f"{len(hyps)} outputs for {len(items)} evaluation sentences")
         if mode == "medlane":
-            return scoring.score_medlane(hyps, items, self.common, set(self.dictionary), self.meteor and full)
+            return scoring.score_medlane(hyps, items, self.common, set(self.dictionary), self.meteor and full,
+                                         self.select)
         scoring.attach_terms(items, self.dictionary)
-        return scoring.score_default(hyps, items, self.common, self.bert if full else None, self.meteor and full)
+        return scoring.score_default(hyps, items, self.common, self.bert if full else None, self.meteor and full,
+                                     self.select)
 
 
 def _rounded(scores: dict) -> dict:
@@ -182,10 +190,18 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from medsimp.config import section
+    from medsimp.errors import UsageError
+    from medsimp.training.scoring import selection
 
     _check_flags(args)
     cfg = section(args.params_data, "evaluate")
-    scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir)
+    select = [m.strip() for m in args.select.split(",") if m.strip()] if args.select else None
+    try:
+        selection(select if select is not None else cfg.get("select"))
+    except ValueError as exc:
+        raise UsageError(f"--select: {exc}") from None
+    scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir,
+                    select)
     if args.hyp:
         return _run_files(args, scorer)
     return _run_stage(args, cfg, scorer)
@@ -257,7 +273,7 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
             sub = scorer.score([hyps[i] for i in idx], [items[i] for i in idx], "default", full=False)
             row = buckets.setdefault(label, {"bucket": label, "n": len(idx)})
             for key in ("bleu", "hit", "cwr", "ascore"):
-                row[f"{model}_{key}"] = round(sub[key], 6) if sub[key] is not None else None
+                row[f"{model}_{key}"] = round(sub[key], 6) if sub.get(key) is not None else None
     metrics = {"split": split, "n": len(items), **results}
     write_json(args.metrics or "metrics/eval.json", metrics)
     write_json(args.plots or "plots/length_buckets.json", list(buckets.values()))
