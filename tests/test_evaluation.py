@@ -32,3 +32,31 @@ def test_select_computes_only_the_named_metrics_with_the_same_values(tmp_path, m
     capsys.readouterr()
     assert main(["evaluate", *args, "--select", "bleu,blue"]) == 2
     assert "blue" in capsys.readouterr().err
+
+
+def test_every_result_carries_a_signature_and_one_scale_per_value(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "s.json"
+    assert main([*FAST, "evaluate", *_files(tmp_path), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["scales"]) == {k for k, v in result["scores"].items()}
+    assert result["scales"]["sari"] == "0-100" and result["scales"]["bleu"] == "0-1"
+    assert result["scales"]["cider"] == "0-10"
+    sig = result["signature"]
+    assert sig.startswith("medsimp:") and "|mode:default|tok:nltk-treebank|case:lc|refs:1|" in sig
+    assert "|rouge_l:rouge-score-f1@0.1.2|" in sig and "meteor" not in sig  # METEOR off: not in it
+    err = capsys.readouterr().err
+    assert f"signature: {sig}" in err and "sari [0-100]" in err
+
+
+def test_api_score_matches_the_cli(tmp_path, monkeypatch):
+    from medsimp.training.evaluation import score
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "s.json"
+    assert main(["evaluate", *_files(tmp_path), "--select", "bleu,sari,hit,cwr,ascore", "--json", str(out)]) == 0
+    cli = json.loads(out.read_text())
+    api = score(["the patient had high blood pressure .", "he is stable ."],
+                [["the patient had high blood pressure ."], ["he is stable now ."]],
+                sources=["pt had htn .", "he is stable ."], select=["bleu", "sari", "hit", "cwr", "ascore"])
+    assert api.scores == cli["scores"] and api.signature == cli["signature"] and api.n == 2

@@ -17,6 +17,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from medsimp.training.evaluation import Scorer
 
 HELP = "score outputs: BLEU, METEOR, ROUGE-L, CIDEr, SARI, FKGL, BERTScore, HIT, CWR, AScore"
 
@@ -130,43 +134,6 @@ def file_items(refs: list[str], src: str | None, n: int):
     return [EvalItem(src_lines[i], [r[i] for r in ref_lines]) for i in range(n)]
 
 
-class Scorer:
-    """Both scoring modes with the shared resources loaded once."""
-
-    def __init__(self, cfg: dict, train_cfg: dict, notes_cfg: dict, base: str | Path = ".",
-                 select: list[str] | None = None):
-        from medsimp.config import resolve_path
-        from medsimp.params_schema import default
-        from medsimp.resources import resolve_model
-        from medsimp.training import scoring
-        from medsimp.training.lexicon import load_common_words, load_dictionary
-
-        self.common = load_common_words(resolve_path(cfg.get("common_words") or notes_cfg.get("common_words")
-                                                     or default("notes.common_words"), base))
-        self.dictionary = load_dictionary([resolve_path(p, base) for p in
-                                           cfg.get("dictionaries") or train_cfg.get("dictionaries") or []])
-        self.meteor = bool(cfg.get("meteor", True))
-        self.select = select if select is not None else cfg.get("select")
-        self.bert = resolve_model(cfg.get("bertscore_model", "minilm")) \
-            if cfg.get("bertscore", True) and "bertscore" in scoring.selection(self.select) else None
-
-    def score(self, hyps: list[str], items, mode: str, full: bool = True) -> dict:
-        from medsimp.training import scoring
-
-        if len(hyps) != len(items):
-            raise SystemExit(f"{len(hyps)} outputs for {len(items)} evaluation sentences")
-        if mode == "medlane":
-            return scoring.score_medlane(hyps, items, self.common, set(self.dictionary), self.meteor and full,
-                                         self.select)
-        scoring.attach_terms(items, self.dictionary)
-        return scoring.score_default(hyps, items, self.common, self.bert if full else None, self.meteor and full,
-                                     self.select)
-
-
-def _rounded(scores: dict) -> dict:
-    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in scores.items()}
-
-
 def _check_flags(args: argparse.Namespace) -> None:
     """Refuse a flag the chosen mode would ignore (one line, exit 2)."""
     from medsimp.errors import UsageError
@@ -190,7 +157,8 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from medsimp.config import section
-    from medsimp.errors import UsageError
+    from medsimp.errors import InputError, UsageError
+    from medsimp.training.evaluation import Scorer
     from medsimp.training.scoring import selection
 
     _check_flags(args)
@@ -202,9 +170,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--select: {exc}") from None
     scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir,
                     select)
-    if args.hyp:
-        return _run_files(args, scorer)
-    return _run_stage(args, cfg, scorer)
+    try:
+        return _run_files(args, scorer) if args.hyp else _run_stage(args, cfg, scorer)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _run_files(args: argparse.Namespace, scorer: Scorer) -> int:
@@ -224,23 +193,32 @@ def _run_files(args: argparse.Namespace, scorer: Scorer) -> int:
     if not items:
         raise InputError(f"nothing to score: --hyp {args.hyp} has {len(hyps)} lines and the evaluation "
                          "set has no usable record")
-    scores = _rounded(scorer.score(hyps, items, mode))
+    result = scorer.evaluate(hyps, items, mode)
     if rejects:
         reasons = sorted({r["reason"] for r in rejects})
         print(f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
               f"{', '.join(r['locator'] for r in rejects[:5])}{' ...' if len(rejects) > 5 else ''}); "
               "their output lines were skipped", file=sys.stderr)
     if args.json:
-        write_json(args.json, {"mode": mode, "n": len(items), "scores": scores,
+        write_json(args.json, {**result.as_dict(),
                                "not_scored": [{k: r[k] for k in ("locator", "reason")} for r in rejects]})
-    print_summary(f"evaluate ({mode}, n={len(items)})", scores)
+    print_summary(f"evaluate ({mode}, n={len(items)})", _labelled(result.scores))
+    print(f"signature: {result.signature}", file=sys.stderr)
     return 0
+
+
+def _labelled(scores: dict) -> dict:
+    """Table rows named with their scale: `sari [0-100]`."""
+    from medsimp.training.evaluation import SCALES
+
+    return {f"{k} [{SCALES[k]}]" if k in SCALES else k: v for k, v in scores.items()}
 
 
 def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     from medsimp.config import section
     from medsimp.outputs import print_summary, write_json
     from medsimp.params_schema import default
+    from medsimp.training.evaluation import SCALES
     from medsimp.training.scoring import length_buckets
 
     train_cfg = section(args.params_data, "train")
@@ -260,13 +238,15 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     edges = [int(x) for x in cfg.get("length_buckets", default("evaluate.length_buckets"))]
     labels = length_buckets(items, edges)
     results: dict = {mode: {} for mode in modes}
+    signatures: dict[str, str] = {}
     buckets: dict[str, dict] = {}
     for model in models:
         lines = _lines(str(models_dir / model / "predictions" / f"{split}.txt"), "prediction file")
         for mode in modes:
             ev = evalsets.get(mode)
-            results[mode][model] = _rounded(scorer.score(ev.align(lines) if ev else lines,
-                                                         ev.items if ev else items, mode))
+            result = scorer.evaluate(ev.align(lines) if ev else lines, ev.items if ev else items, mode)
+            results[mode][model] = result.scores
+            signatures[mode] = result.signature
         hyps = evalsets["default"].align(lines) if evalsets else lines
         for label in sorted(set(labels), key=lambda s: int(s.split("-")[0].rstrip("+"))):
             idx = [i for i, lab in enumerate(labels) if lab == label]
@@ -274,7 +254,8 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
             row = buckets.setdefault(label, {"bucket": label, "n": len(idx)})
             for key in ("bleu", "hit", "cwr", "ascore"):
                 row[f"{model}_{key}"] = round(sub[key], 6) if sub.get(key) is not None else None
-    metrics = {"split": split, "n": len(items), **results}
+    metrics = {"split": split, "n": len(items), **results, "signature": signatures,
+               "scales": {k: v for k, v in SCALES.items() if any(k in sc for r in results.values() for sc in r.values())}}
     write_json(args.metrics or "metrics/eval.json", metrics)
     write_json(args.plots or "plots/length_buckets.json", list(buckets.values()))
     for mode in modes:
