@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from medsimp.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,3 +62,34 @@ def test_api_score_matches_the_cli(tmp_path, monkeypatch):
                 [["the patient had high blood pressure ."], ["he is stable now ."]],
                 sources=["pt had htn .", "he is stable ."], select=["bleu", "sari", "hit", "cwr", "ascore"])
     assert api.scores == cli["scores"] and api.signature == cli["signature"] and api.n == 2
+
+
+def test_easse_measures_on_a_hand_computed_case():
+    from wordfreq import zipf_frequency
+
+    from medsimp.training.simplification_measures import levenshtein_similarity, measures
+
+    assert levenshtein_similarity("kitten", "sitting") == pytest.approx(8 / 13)  # LCS "ittn" = 4
+    src = "The patient has hypertension ."                    # 30 chars, 5 tokens
+    out = "The patient has high blood pressure . It is bad ."  # 49 chars, 11 tokens, 2 sentences
+    got = measures([src, "He is stable ."], [out, "He is stable ."])
+    assert got["compression_ratio"] == pytest.approx((49 / 30 + 1) / 2)
+    assert got["sentence_splits"] == pytest.approx((2 + 1) / 2)
+    assert got["exact_copies"] == pytest.approx(0.5)
+    # added: high blood pressure it is bad . = 7 of 11; deleted: hypertension = 1 of 5
+    assert got["additions_proportion"] == pytest.approx((7 / 11 + 0) / 2)
+    assert got["deletions_proportion"] == pytest.approx((1 / 5 + 0) / 2)
+    # content words of `out`: patient high blood pressure bad; Q3 of 8 - zipf (numpy linear quantile)
+    first = sorted(8 - zipf_frequency(w, "en") for w in ("patient", "high", "blood", "pressure", "bad"))
+    q3_first = first[3]  # 0.75 * (5 - 1) = index 3 exactly
+    q3_second = 8 - zipf_frequency("stable", "en")  # "he", "is" are stopwords
+    assert got["lexical_complexity"] == pytest.approx((q3_first + q3_second) / 2)
+
+
+def test_measures_flag_adds_measures_and_length_buckets(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "s.json"
+    assert main(["evaluate", *_files(tmp_path), "--select", "bleu", "--measures", "--json", str(out)]) == 0
+    extra = json.loads(out.read_text())["extra"]
+    assert extra["measures"]["exact_copies"] == pytest.approx(0.5)  # "he is stable ." copied
+    assert [(b["bucket"], b["n"]) for b in extra["length_buckets"]] == [("0-9", 2)]

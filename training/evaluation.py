@@ -22,6 +22,11 @@ SCALES: dict[str, str] = {
     "cider": "0-10",
     **{k: "0-100" for k in ("sari", "sari_keep", "sari_del", "sari_add")},
     "fkgl": "US grade (unbounded, lower = simpler)",
+    # EASSE-style measures (training/simplification_measures.py), means over sentences
+    **{k: "0-1" for k in ("levenshtein_similarity", "exact_copies", "additions_proportion", "deletions_proportion")},
+    "compression_ratio": "ratio (output / source characters)",
+    "sentence_splits": "ratio (output / source sentences)",
+    "lexical_complexity": "8 - Zipf (0-8, higher = rarer words)",
 }
 
 # metric -> (implementation, the distribution whose version is recorded; None = medsimp's own)
@@ -132,14 +137,40 @@ class Scorer:
         return scoring.score_default(hyps, items, self.common, self.bert if full else None, self.meteor and full,
                                      self.select)
 
-    def evaluate(self, hyps: list[str], items, mode: str) -> Evaluation:
-        """`score` wrapped with its scales and signature (values rounded to 6 decimals)."""
-        scores = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.score(hyps, items, mode).items()}
+    def evaluate(self, hyps: list[str], items, mode: str, extras: bool = False,
+                 bucket_edges: Sequence[int] = (0, 10, 15, 20, 30), language: str = "en") -> Evaluation:
+        """`score` wrapped with its scales and signature (values rounded to 6 decimals).
+        `extras`: also the EASSE measures (`simplification_measures`, needs sources) and the
+        MedLane length-bucket breakdown (default mode, BLEU/HIT/CWR/AScore per source-length bucket)."""
+        scores = _rounded(self.score(hyps, items, mode))
         n_refs = max((len(it.references) for it in items), default=0)
         if mode == "medlane":
             n_refs = min(n_refs, 4)
-        return Evaluation(mode, len(items), scores, {k: SCALES[k] for k in scores if k in SCALES},
-                          signature(mode, n_refs, metric_names(scores)))
+        result = Evaluation(mode, len(items), scores, {k: SCALES[k] for k in scores if k in SCALES},
+                            signature(mode, n_refs, metric_names(scores)))
+        if extras and all(it.source is not None for it in items):
+            from medsimp.training.simplification_measures import measures
+
+            result.extra["measures"] = _rounded(measures([it.source for it in items], hyps, language))
+            result.extra["length_buckets"] = self.buckets(hyps, items, bucket_edges)
+        return result
+
+    def buckets(self, hyps: list[str], items, edges: Sequence[int]) -> list[dict]:
+        """One row per source-length bucket: {bucket, n, bleu, hit, cwr, ascore} (default mode)."""
+        from medsimp.training.scoring import length_buckets
+
+        labels = length_buckets(items, edges)
+        rows = []
+        for label in sorted(set(labels), key=lambda s: int(s.split("-")[0].rstrip("+"))):
+            idx = [i for i, lab in enumerate(labels) if lab == label]
+            sub = self.score([hyps[i] for i in idx], [items[i] for i in idx], "default", full=False)
+            rows.append({"bucket": label, "n": len(idx),
+                         **_rounded({k: sub.get(k) for k in ("bleu", "hit", "cwr", "ascore")})})
+        return rows
+
+
+def _rounded(scores: dict) -> dict:
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in scores.items()}
 
 
 def score(hyps: Sequence[str], references: Sequence[Sequence[str]], sources: Sequence[str] | None = None,

@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("default", "medlane"), default=None,
                         help="default: corrected metrics; medlane: the authors' scorer")
     parser.add_argument("--json", help="write the scores here")
+    parser.add_argument("--measures", action="store_true",
+                        help="also the EASSE measures and the length-bucket breakdown (needs sources)")
     parser.add_argument("--select", help="comma-separated metrics to compute (default: params evaluate.select, "
                         "null = all): bleu, meteor, rouge_l, cider, sari, fkgl, bertscore, hit, cwr, ascore")
     parser.add_argument("--metrics", help="stage mode: metrics file (metrics/eval.json)")
@@ -193,7 +195,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer) -> int:
     if not items:
         raise InputError(f"nothing to score: --hyp {args.hyp} has {len(hyps)} lines and the evaluation "
                          "set has no usable record")
-    result = scorer.evaluate(hyps, items, mode)
+    result = scorer.evaluate(hyps, items, mode, extras=args.measures)
     if rejects:
         reasons = sorted({r["reason"] for r in rejects})
         print(f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
@@ -202,7 +204,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer) -> int:
     if args.json:
         write_json(args.json, {**result.as_dict(),
                                "not_scored": [{k: r[k] for k in ("locator", "reason")} for r in rejects]})
-    print_summary(f"evaluate ({mode}, n={len(items)})", _labelled(result.scores))
+    print_summary(f"evaluate ({mode}, n={len(items)})", _labelled({**result.scores, **result.extra.get("measures", {})}))
     print(f"signature: {result.signature}", file=sys.stderr)
     return 0
 
