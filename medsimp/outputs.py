@@ -46,6 +46,22 @@ def write_json(path: str | Path, obj: Any, *, force: bool = False) -> None:
     _write_atomic(path, canonical_json(obj))
 
 
+def write_text(path: str | Path, text: str) -> None:
+    """Write a text report (e.g. HTML) atomically; an existing file is replaced only if it starts
+    as `text` does (an earlier report of the same kind) or with --force."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a file path")
+    if path.exists() and not _RUN["force"]:
+        try:
+            ours = path.read_text(encoding="utf-8")[:200] == text[:200]
+        except (OSError, UnicodeDecodeError):
+            ours = False
+        if not ours:
+            raise UsageError(f"{path} exists and was not written by medsimp; choose another path or pass --force")
+    _write_atomic(path, text)
+
+
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Write rows as JSON Lines (sorted keys) atomically (inside an output folder)."""
     _write_atomic(Path(path), "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"

@@ -21,12 +21,12 @@ SCALES: dict[str, str] = {
                           "bertscore_f1", "hit", "cwr", "ascore")},
     "cider": "0-10",
     **{k: "0-100" for k in ("sari", "sari_keep", "sari_del", "sari_add")},
-    "fkgl": "US grade (unbounded, lower = simpler)",
+    "fkgl": "US grade: unbounded, lower = simpler",
     # EASSE-style measures (training/simplification_measures.py), means over sentences
     **{k: "0-1" for k in ("levenshtein_similarity", "exact_copies", "additions_proportion", "deletions_proportion")},
-    "compression_ratio": "ratio (output / source characters)",
-    "sentence_splits": "ratio (output / source sentences)",
-    "lexical_complexity": "8 - Zipf (0-8, higher = rarer words)",
+    "compression_ratio": "ratio: output / source characters",
+    "sentence_splits": "ratio: output / source sentences",
+    "lexical_complexity": "8 - Zipf: 0-8, higher = rarer words",
 }
 
 # metric -> (implementation, the distribution whose version is recorded; None = medsimp's own)

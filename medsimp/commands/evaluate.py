@@ -26,7 +26,13 @@ HELP = "score outputs: BLEU, METEOR, ROUGE-L, CIDEr, SARI, FKGL, BERTScore, HIT,
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hyp", help="system output, one sentence per line")
+    parser.add_argument("--hyp", action="append", default=[],
+                        help="system output, one sentence per line (repeatable to compare systems; a folder = its *.txt)")
+    parser.add_argument("--name", action="append", default=[], help="system name per --hyp (default: file stem)")
+    parser.add_argument("--report", help="write a self-contained HTML report here (metric table, charts, bootstrap)")
+    parser.add_argument("--report-text", action="store_true",
+                        help="include a sample of source/reference/output text in the report "
+                             "(it may be MIMIC-derived: the report then carries a do-not-share banner)")
     parser.add_argument("--ref", action="append", default=[], help="reference file (repeatable)")
     parser.add_argument("--src", help="source file (needed for SARI and default-mode HIT)")
     parser.add_argument("--medlane", help="MedLane-format evaluation file (sources, references, terms)")
@@ -173,47 +179,113 @@ def run(args: argparse.Namespace) -> int:
     scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir,
                     select)
     try:
-        return _run_files(args, scorer) if args.hyp else _run_stage(args, cfg, scorer)
+        return _run_files(args, scorer, cfg) if args.hyp else _run_stage(args, cfg, scorer)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 
 
-def _run_files(args: argparse.Namespace, scorer: Scorer) -> int:
+def _systems(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(name, path) per `--hyp` (a folder stands for its *.txt files, named by stem); `--name` renames."""
+    from medsimp.errors import UsageError
+
+    paths = [str(p) for h in args.hyp for p in (sorted(Path(h).glob("*.txt")) if Path(h).is_dir() else [h])]
+    names = args.name or [Path(p).stem for p in paths]
+    if len(names) != len(paths):
+        raise UsageError(f"{len(names)} --name for {len(paths)} system output files: give one per --hyp")
+    if len(set(names)) != len(names):
+        raise UsageError(f"system names must differ: {', '.join(names)} (use --name)")
+    return list(zip(names, paths))
+
+
+def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
     import sys
 
-    from medsimp.errors import InputError
+    from medsimp.errors import InputError, UsageError
     from medsimp.outputs import print_summary, write_json
 
     mode = args.mode or "default"
-    hyps = _lines(args.hyp, "--hyp")
-    rejects: list[dict] = []
-    if args.medlane:
-        evalset = medlane_items(args.medlane, args.split, mode)
-        hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
-    else:
-        items = file_items(args.ref, args.src, len(hyps))
-    if not items:
-        raise InputError(f"nothing to score: --hyp {args.hyp} has {len(hyps)} lines and the evaluation "
-                         "set has no usable record")
-    result = scorer.evaluate(hyps, items, mode, extras=args.measures)
+    systems = _systems(args)
+    if (args.report or len(systems) > 1) and args.medlane and mode == "medlane":
+        raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
+    results, rejects, hyp_lists = {}, [], {}
+    for name, path in systems:
+        hyps = _lines(path, "--hyp")
+        if args.medlane:
+            evalset = medlane_items(args.medlane, args.split, mode)
+            hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
+        else:
+            items = file_items(args.ref, args.src, len(hyps))
+        if not items:
+            raise InputError(f"nothing to score: --hyp {path} has {len(hyps)} lines and the evaluation "
+                             "set has no usable record")
+        hyp_lists[name] = hyps
+        results[name] = scorer.evaluate(hyps, items, mode, extras=args.measures or bool(args.report),
+                                        bucket_edges=cfg.get("length_buckets", (0, 10, 15, 20, 30)))
     if rejects:
         reasons = sorted({r["reason"] for r in rejects})
         print(f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
               f"{', '.join(r['locator'] for r in rejects[:5])}{' ...' if len(rejects) > 5 else ''}); "
               "their output lines were skipped", file=sys.stderr)
-    if args.json:
-        write_json(args.json, {**result.as_dict(),
-                               "not_scored": [{k: r[k] for k in ("locator", "reason")} for r in rejects]})
-    print_summary(f"evaluate ({mode}, n={len(items)})", _labelled({**result.scores, **result.extra.get("measures", {})}))
-    print(f"signature: {result.signature}", file=sys.stderr)
+    not_scored = [{k: r[k] for k in ("locator", "reason")} for r in rejects]
+    bootstrap = _bootstrap(hyp_lists, items, cfg) if len(systems) > 1 else {}
+    if len(systems) == 1:
+        result = next(iter(results.values()))
+        if args.json:
+            write_json(args.json, {**result.as_dict(), "not_scored": not_scored})
+        print_summary(f"evaluate ({mode}, n={len(items)})", _labelled({**result.scores, **result.extra.get("measures", {})}))
+    else:
+        if args.json:
+            write_json(args.json, {"mode": mode, "n": len(items), "systems": {n: r.as_dict() for n, r in results.items()},
+                                   "bootstrap": bootstrap, "not_scored": not_scored})
+        table: dict[str, dict] = {}
+        for name, r in results.items():
+            for k, v in _labelled({**r.scores, **r.extra.get("measures", {})}).items():
+                table.setdefault(k, {})[name] = v
+        print_summary(f"evaluate ({mode}, n={len(items)}, {len(systems)} systems)", table)
+        for pair, res in bootstrap.items():
+            for m, v in res.items():
+                print(f"paired bootstrap {pair} {m}: delta {v['delta']:g}, p = {v['p_value']:g}, "
+                      f"95% CI [{v['ci_low']:g}, {v['ci_high']:g}]", file=sys.stderr)
+    for name, r in results.items():
+        print(f"signature{'' if len(results) == 1 else ' ' + name}: {r.signature}", file=sys.stderr)
+    if args.report:
+        _write_report(args, results, bootstrap, items, hyp_lists)
     return 0
 
 
-def _labelled(scores: dict) -> dict:
-    """Table rows named with their scale: `sari [0-100]`."""
+def _bootstrap(hyp_lists: dict[str, list[str]], items, cfg: dict) -> dict:
+    """Paired bootstrap of the first system against each other one ('A vs B': B - A)."""
+    from medsimp.evaluate_report import paired_bootstrap, sentence_stats
+
+    names = list(hyp_lists)
+    base = sentence_stats(hyp_lists[names[0]], items)
+    return {f"{names[0]} vs {n}": paired_bootstrap(base, sentence_stats(hyp_lists[n], items),
+                                                    int(cfg.get("bootstrap_samples", 1000)),
+                                                    int(cfg.get("bootstrap_seed", 12345)))
+            for n in names[1:]}
+
+
+def _write_report(args: argparse.Namespace, results: dict, bootstrap: dict, items, hyp_lists: dict) -> None:
+    """The self-contained HTML report; output text only with --report-text (may be MIMIC-derived)."""
+    from medsimp.evaluate_report import render
+    from medsimp.outputs import write_text
     from medsimp.training.evaluation import SCALES
 
-    return {f"{k} [{SCALES[k]}]" if k in SCALES else k: v for k, v in scores.items()}
+    sample = None
+    if args.report_text:
+        sample = [{"source": it.source, "references": it.references,
+                   "outputs": {n: h[i] for n, h in hyp_lists.items()}} for i, it in enumerate(items[:20])]
+    systems = {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()}
+    buckets = {n: r.extra["length_buckets"] for n, r in results.items() if "length_buckets" in r.extra}
+    write_text(args.report, render(systems, SCALES, {n: r.signature for n, r in results.items()},
+                                   bootstrap, buckets, sample))
+
+
+def _labelled(scores: dict) -> dict:
+    """Table rows named with their scale: `sari (0-100)`."""
+    from medsimp.training.evaluation import SCALES
+
+    return {f"{k} ({SCALES[k]})" if k in SCALES else k: v for k, v in scores.items()}
 
 
 def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
