@@ -235,7 +235,8 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
         print_summary(f"evaluate ({mode}, n={len(items)})", _labelled({**result.scores, **result.extra.get("measures", {})}))
     else:
         if args.json:
-            write_json(args.json, {"mode": mode, "n": len(items), "systems": {n: r.as_dict() for n, r in results.items()},
+            write_json(args.json, {"mode": mode, "n": len(items), "names": list(results),
+                                   "systems": {n: r.as_dict() for n, r in results.items()},
                                    "bootstrap": bootstrap, "not_scored": not_scored})
         table: dict[str, dict] = {}
         for name, r in results.items():
