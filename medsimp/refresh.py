@@ -25,6 +25,7 @@ from medsimp.errors import EXIT_FAILED as EXIT_STAGE_FAILED
 from medsimp.errors import EXIT_LOCKED as EXIT_LOCK_HELD  # EX_TEMPFAIL: try again later
 from medsimp.errors import EXIT_OK
 from medsimp.errors import EXIT_REFUSED as EXIT_NOTHING_TO_DO
+from medsimp.errors import EXIT_USAGE as EXIT_ERROR  # setup outside a stage (dvc.yaml, DVC)
 from medsimp.refresh_dvc import Dag, LockHeld, read_dag, restore_outputs, run_repro, stages_to_run
 
 

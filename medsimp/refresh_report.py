@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+
 CARD = "README.md"
 MAX_SHOWN = 8  # changed counts per stage in the Markdown summary
 

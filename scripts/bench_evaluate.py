@@ -29,7 +29,8 @@ def build(workdir: Path, lines: int) -> list[str]:
     blocks = [b.splitlines() for b in (ROOT / "data/sample/medlane/test.txt").read_text().split("\n\n")
               if b.strip()]
     blocks = [b for b in blocks if len(b) >= 5]
-    src, refs = [], [[] for _ in range(4)]
+    src: list[str] = []
+    refs: list[list[str]] = [[] for _ in range(4)]
     for i in range(lines):
         block = blocks[i % len(blocks)]
         src.append(f"{block[0]} {i}")

@@ -96,7 +96,7 @@ def side_annotations(ids: list[str], texts: dict[str, str],
 
 def unit_hash(key: str, seed: int) -> float:
     """A number in [0, 1) from sha256(seed:key): stable on every machine and run."""
-    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    digest = hashlib.sha256(f"{seed}:{key}".encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 

@@ -15,13 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from medsimp.builders.common import (
-    MIMIC_III_CITATION,
-    BuildError,
-    BuiltDataset,
-    read_parquet_dir,
-    table_from_rows,
-)
+from medsimp.builders.common import (MIMIC_III_CITATION, BuildError, BuiltDataset, read_parquet_dir,
+                                     table_from_rows)
 from medsimp.pipelines.medlane_format import read_medlane_eval, read_medlane_train, split_eval
 
 TERM = pa.struct([("abbreviation", pa.string()), ("expansion", pa.string()),

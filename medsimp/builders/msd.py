@@ -15,16 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (
-    CONCEPT,
-    READABILITY,
-    BuiltDataset,
-    load_links,
-    read_parquet_dir,
-    seeded_split,
-    side_annotations,
-    table_from_rows,
-)
+from medsimp.builders.common import (CONCEPT, READABILITY, BuiltDataset, load_links,
+                                     read_parquet_dir, seeded_split, side_annotations,
+                                     table_from_rows)
 
 COLUMNS = ["sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text"]
 GROUP_COLUMNS = ["group_id", "doc_id", "pcio", "complex_ids", "simple_ids"]

@@ -24,21 +24,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from medsimp.builders.common import (
-    CONCEPT,
-    READABILITY,
-    BuildError,
-    BuiltDataset,
-    cover_splits,
-    load_links,
-    load_texts,
-    read_parquet_dir,
-    seeded_split,
-    side_annotations,
-    table_from_rows,
-    unit_hash,
-)
 from medsimp.errors import InputError
+from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset,
+                                     cover_splits, load_links, load_texts, read_parquet_dir,
+                                     seeded_split, side_annotations, table_from_rows, unit_hash)
 
 PAIR_COLUMNS = ["pair_id", "doi", "language", "complex_ids", "simple_ids", "pivot_ids",
                 "complex_text", "simple_text", "pivot_text", "section", "method", "crf_score",

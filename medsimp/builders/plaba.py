@@ -12,20 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (
-    CONCEPT,
-    READABILITY,
-    BuildError,
-    BuiltDataset,
-    cover_splits,
-    exact_split,
-    load_links,
-    load_texts,
-    read_parquet_dir,
-    side_annotations,
-    split_units,
-    table_from_rows,
-)
+from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset, cover_splits,
+                                     exact_split, load_links, load_texts, read_parquet_dir,
+                                     side_annotations, split_units, table_from_rows)
 
 PAIR_COLUMNS = ["pair_id", "question_id", "pmid", "adaptation", "sentence_number", "complex_id",
                 "complex_text", "simple_ids", "simple_text", "alignment"]

@@ -14,13 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (
-    MIMIC_III_CITATION,
-    BuiltDataset,
-    read_parquet_dir,
-    split_units,
-    table_from_rows,
-)
+from medsimp.builders.common import (MIMIC_III_CITATION, BuiltDataset, read_parquet_dir,
+                                     split_units, table_from_rows)
 from medsimp.pipelines.radiology_core import SCHEMA as SENTENCES
 from medsimp.pipelines.radiology_core import doc_order
 

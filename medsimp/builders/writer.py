@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from medsimp import lineage
 from medsimp.builders.common import SPLITS, BuiltDataset
+from medsimp import lineage
 from medsimp.outputs import atomic_dir, check_reconciles, write_json, write_jsonl
 
 PARQUET_SETTINGS: dict[str, Any] = {

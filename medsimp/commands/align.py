@@ -120,11 +120,11 @@ def _train(args, params: dict) -> int:
     from medsimp.alignment.crf import CRFAligner
     from medsimp.alignment.encoders import make_encoder
     from medsimp.alignment.gold import read_gold
-    from medsimp.alignment.score import pair_prf
     from medsimp.config import resolve_path
     from medsimp.errors import InputError
-    from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
     from medsimp.params_schema import default
+    from medsimp.alignment.score import pair_prf
+    from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
 
     gold = args.gold or resolve_path(params.get("gold", "data/sample/align_gold.jsonl"), args.params_dir)
     docs = read_gold(gold, args.gold_format or params.get("gold_format", "auto"))

@@ -27,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from medsimp.config import section
-    from medsimp.pipelines.notes_core import NoteProcessor
     from medsimp.pipelines.selection import load_lexicons
+    from medsimp.pipelines.notes_core import NoteProcessor
 
     params = dict(section(args.params_data, "notes"))
     if args.abbreviations:  # flags are relative to the current folder, params to theirs

@@ -86,22 +86,20 @@ def run(args) -> int:
 def _run(args, sp: dict[str, Any], out_dir: str) -> int:
     from tqdm import tqdm
 
-    from medsimp.config import load_params, resolve_path, section
-    from medsimp.errors import InputError, StageFailed
-    from medsimp.outputs import (
-        atomic_dir,
-        check_reconciles,
-        output_stats,
-        print_summary,
-        write_json,
-        write_jsonl,
-    )
+    from medsimp.config import resolve_path, section
+    from medsimp.errors import StageFailed
     from medsimp.progress import interactive
-    from medsimp.selfcorrect import egress
+    from medsimp.outputs import (atomic_dir, check_reconciles, output_stats, print_summary,
+                                 write_json, write_jsonl)
     from medsimp.selfcorrect.backends import BackendError
     from medsimp.selfcorrect.cache import CachedChat
     from medsimp.selfcorrect.prompts import load_prompts
-    from medsimp.selfcorrect.runner import input_restricted, read_sentences, run_all, summary, variants_csv
+    from medsimp.selfcorrect.runner import read_sentences, run_all, summary, variants_csv
+
+    from medsimp.config import load_params
+    from medsimp.errors import InputError
+    from medsimp.selfcorrect import egress
+    from medsimp.selfcorrect.runner import input_restricted
 
     kind = args.backend or sp.get("backend", "openai")
     source = args.input or sp.get("input", "out/radiology/sentences")

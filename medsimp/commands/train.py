@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from medsimp.config import resolve_path, section
-    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
     from medsimp.progress import interactive
+    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
     from medsimp.training import baselines
     from medsimp.training.data import load_splits
     from medsimp.training.lexicon import load_dictionary

@@ -20,6 +20,7 @@ filtered), `system3_plain` / `gpt_plain` (GPT-3, plain prompt), `flan_t5`, `flan
 """
 from __future__ import annotations
 
+
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path

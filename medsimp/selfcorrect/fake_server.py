@@ -106,7 +106,7 @@ class FakeChatServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> FakeChatServer:
+    def __enter__(self) -> "FakeChatServer":
         self._thread.start()
         return self
 
