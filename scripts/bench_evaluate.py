@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -47,11 +48,14 @@ def build(workdir: Path, lines: int) -> list[str]:
     return args
 
 
-def timed(cmd: list[str], root: Path = ROOT) -> float:
+def timed(cmd: list[str], root: Path = ROOT) -> tuple[float, float]:
+    """(wall seconds, CPU seconds user + system) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, check=True, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)})
-    return time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter() - start, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def main() -> int:
@@ -74,7 +78,8 @@ def main() -> int:
     print(f"{args.lines} lines, 4 references, cold process each, {os.cpu_count()} cores")
     for name, cmd in runs.items():
         root = Path(args.before) if args.before and name.startswith("before") else ROOT
-        print(f"{timed(cmd, root):7.2f} s  {name}{f' [{root}]' if root != ROOT else ''}")
+        wall, cpu = timed(cmd, root)
+        print(f"{wall:7.2f} s wall {cpu:7.2f} s CPU  {name}{f' [{root}]' if root != ROOT else ''}")
     return 0
 
 

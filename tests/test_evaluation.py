@@ -182,7 +182,8 @@ def test_report_renders_in_headless_chromium(tmp_path, monkeypatch):
                 if msg.get("id") == msg_id:
                     return msg["result"]["result"].get("value")
 
-        while js("document.readyState") != "complete" and time.monotonic() < end:
+        while not js("location.protocol === 'file:' && document.readyState === 'complete'") \
+                and time.monotonic() < end:
             time.sleep(0.1)
         assert js("document.title") == "medsimp evaluate report"
         assert js("[...document.querySelectorAll('#scores tr.system th')].map(e => e.textContent)") == ["Good", "Copy"]

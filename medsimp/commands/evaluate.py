@@ -202,6 +202,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
 
     from medsimp.errors import InputError, UsageError
     from medsimp.outputs import print_summary, write_json
+    from medsimp.params_schema import default
 
     mode = args.mode or "default"
     systems = _systems(args)
@@ -220,7 +221,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
                              "set has no usable record")
         hyp_lists[name] = hyps
         results[name] = scorer.evaluate(hyps, items, mode, extras=args.measures or bool(args.report),
-                                        bucket_edges=cfg.get("length_buckets", (0, 10, 15, 20, 30)))
+                                        bucket_edges=cfg.get("length_buckets", default("evaluate.length_buckets")))
     if rejects:
         reasons = sorted({r["reason"] for r in rejects})
         print(f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
@@ -294,7 +295,6 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     from medsimp.outputs import print_summary, write_json
     from medsimp.params_schema import default
     from medsimp.training.evaluation import SCALES
-    from medsimp.training.scoring import length_buckets
 
     train_cfg = section(args.params_data, "train")
     split = cfg.get("split", "test")
@@ -311,7 +311,6 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     models = list(cfg.get("models") or ["declare", "dictionary", "copy"])
     models_dir = Path(cfg.get("models_dir", "out/models"))
     edges = [int(x) for x in cfg.get("length_buckets", default("evaluate.length_buckets"))]
-    labels = length_buckets(items, edges)
     results: dict = {mode: {} for mode in modes}
     signatures: dict[str, str] = {}
     buckets: dict[str, dict] = {}
@@ -323,12 +322,9 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
             results[mode][model] = result.scores
             signatures[mode] = result.signature
         hyps = evalsets["default"].align(lines) if evalsets else lines
-        for label in sorted(set(labels), key=lambda s: int(s.split("-")[0].rstrip("+"))):
-            idx = [i for i, lab in enumerate(labels) if lab == label]
-            sub = scorer.score([hyps[i] for i in idx], [items[i] for i in idx], "default", full=False)
-            row = buckets.setdefault(label, {"bucket": label, "n": len(idx)})
-            for key in ("bleu", "hit", "cwr", "ascore"):
-                row[f"{model}_{key}"] = round(sub[key], 6) if sub.get(key) is not None else None
+        for b in scorer.buckets(hyps, items, edges):
+            row = buckets.setdefault(b["bucket"], {"bucket": b["bucket"], "n": b["n"]})
+            row.update({f"{model}_{key}": b[key] for key in ("bleu", "hit", "cwr", "ascore")})
     metrics = {"split": split, "n": len(items), **results, "signature": signatures,
                "scales": {k: v for k, v in SCALES.items() if any(k in sc for r in results.values() for sc in r.values())}}
     write_json(args.metrics or "metrics/eval.json", metrics)
