@@ -206,7 +206,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
 
     mode = args.mode or "default"
     systems = _systems(args)
-    if (args.report or len(systems) > 1) and args.medlane and mode == "medlane":
+    if (args.report or len(systems) > 1) and mode == "medlane":
         raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
     results, rejects, hyp_lists = {}, [], {}
     for name, path in systems:
