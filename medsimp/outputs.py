@@ -41,6 +41,12 @@ def write_json(path: str | Path, obj: Any) -> None:
         tmp.write_text(canonical_json(obj), encoding="utf-8")
 
 
+def write_text(path: str | Path, text: str) -> None:
+    """Write a text report (e.g. HTML) atomically, as `atomic_file`."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Write rows as JSON Lines (sorted keys) atomically (inside an output folder)."""
     with atomic_file(path) as tmp:

@@ -289,6 +289,9 @@ class Evaluate:
     meteor: bool = True
     bertscore: bool = True
     bertscore_model: str = "minilm"
+    select: list[str] | None = None  # null: every metric
+    bootstrap_samples: int = 1000
+    bootstrap_seed: int = 12345
     length_buckets: list[int] = _f([0, 10, 15, 20, 30])
 
 

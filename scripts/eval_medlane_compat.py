@@ -27,9 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skip: {path} not found", file=sys.stderr)
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from medsimp.commands.evaluate import Scorer, medlane_items
+    from medsimp.commands.evaluate import medlane_items
     from medsimp.config import load_params, params_dir, section
     from medsimp.outputs import canonical_json, write_json
+    from medsimp.training.evaluation import Scorer
 
     params = load_params(args.params)
     cfg = dict(section(params, "evaluate"))

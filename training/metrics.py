@@ -46,19 +46,30 @@ def corpus_bleu_n(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], max_
     Clipped n-gram counts and lengths are summed over the corpus; the brevity
     penalty uses, per sentence, the closest reference length (ties -> shorter).
     """
-    match = [0] * max_n
-    total = [0] * max_n
-    hyp_len = ref_len = 0
+    totals = [0] * (2 * max_n + 2)
     for hyp, rs in zip(hyps, refs, strict=True):
-        hyp_len += len(hyp)
-        ref_len += min((abs(len(r) - len(hyp)), len(r)) for r in rs)[1]
-        for n in range(1, max_n + 1):
-            counts = _ngrams(hyp, n)
-            best: Counter = Counter()
-            for r in rs:
-                best |= _ngrams(r, n)
-            match[n - 1] += sum(min(c, best[g]) for g, c in counts.items())
-            total[n - 1] += max(len(hyp) - n + 1, 0)
+        totals = [t + s for t, s in zip(totals, bleu_stats(hyp, rs, max_n))]
+    return bleu_from_stats(totals, max_n)
+
+
+def bleu_stats(hyp: Tokens, rs: Sequence[Tokens], max_n: int = 4) -> list[int]:
+    """One sentence's BLEU sufficient statistics: [hyp_len, closest ref_len, matches x max_n, totals x max_n]."""
+    out = [len(hyp), min((abs(len(r) - len(hyp)), len(r)) for r in rs)[1]]
+    match, total = [], []
+    for n in range(1, max_n + 1):
+        counts = _ngrams(hyp, n)
+        best: Counter = Counter()
+        for r in rs:
+            best |= _ngrams(r, n)
+        match.append(sum(min(c, best[g]) for g, c in counts.items()))
+        total.append(max(len(hyp) - n + 1, 0))
+    return out + match + total
+
+
+def bleu_from_stats(stats: Sequence[float], max_n: int = 4) -> list[float]:
+    """Cumulative BLEU-1..max_n from summed `bleu_stats`."""
+    hyp_len, ref_len = stats[0], stats[1]
+    match, total = stats[2:2 + max_n], stats[2 + max_n:2 + 2 * max_n]
     bp = 1.0 if hyp_len > ref_len else (math.exp(1 - ref_len / hyp_len) if hyp_len else 0.0)
     scores = []
     log_sum = 0.0

@@ -29,16 +29,21 @@ class EvalItem:
     terms: list[tuple[str, list[str]]] = field(default_factory=list)  # filled by `attach_terms`
 
 
-@functools.lru_cache(maxsize=1)
 def _treebank():
-    from nltk.tokenize import NLTKWordTokenizer
+    """NLTK's Treebank word tokenizer with stdlib-compiled rules (the same tokens, faster)."""
+    from medsimp.pipelines.selection import _tokenizer
 
-    return NLTKWordTokenizer()
+    return _tokenizer()
 
 
 def tokenize(text: str) -> list[str]:
     """Lowercased NLTK Treebank word tokens (`nltk.word_tokenize` without sentence splitting)."""
-    return _treebank().tokenize(text.lower())
+    return list(_tokens(text.lower()))
+
+
+@functools.lru_cache(maxsize=65536)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(_treebank().tokenize(text))
 
 
 def expand(ref: str) -> str:
@@ -83,32 +88,59 @@ def _is_common(common: set[str]) -> Callable[[str], bool]:
     return lambda w: lemma(w) in common
 
 
+METRICS = ("bleu", "meteor", "rouge_l", "cider", "sari", "fkgl", "bertscore", "hit", "cwr", "ascore")
+TEXT_ONLY = tuple(m for m in METRICS if m not in ("meteor", "bertscore"))
+
+
+def selection(select: Sequence[str] | None) -> frozenset[str]:
+    """The metrics to compute: `select` (None = all); AScore brings in its inputs BLEU, HIT, CWR.
+    An unknown name raises ValueError."""
+    chosen = set(METRICS if select is None else select)
+    unknown = sorted(chosen - set(METRICS))
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; choose from {', '.join(METRICS)}")
+    if "ascore" in chosen:
+        chosen |= {"bleu", "hit", "cwr"}
+    return frozenset(chosen)
+
+
 def score_default(hyps: Sequence[str], items: Sequence[EvalItem], common: set[str],
-                  bertscore_model: str | None = None, with_meteor: bool = True) -> dict[str, float | None]:
-    """All metrics, corrected mode. Needs `attach_terms` first for HIT."""
+                  bertscore_model: str | None = None, with_meteor: bool = True,
+                  select: Sequence[str] | None = None) -> dict[str, float | None]:
+    """The selected metrics (`select`, None = all), corrected mode; each is computed (and its
+    library imported) only when selected. Needs `attach_terms` first for HIT."""
+    want = selection(select)
     h_tok = [tokenize(h) for h in hyps]
     r_raw = [[expand(r) for r in it.references] for it in items]
     r_tok = [[tokenize(r) for r in rs] for rs in r_raw]
     out: dict[str, float | None] = {}
-    bleus = M.corpus_bleu_n(h_tok, r_tok)
-    for n, b in enumerate(bleus, 1):
-        out[f"bleu_{n}"] = b
-    out["bleu"] = sum(bleus) / 4
+    if "bleu" in want:
+        bleus = M.corpus_bleu_n(h_tok, r_tok)
+        for n, b in enumerate(bleus, 1):
+            out[f"bleu_{n}"] = b
+        out["bleu"] = sum(bleus) / 4
     h_join = [" ".join(t) for t in h_tok]
     r_join = [[" ".join(t) for t in rs] for rs in r_tok]
-    out["meteor"] = _meteor_or_none(h_join, r_join, with_meteor)
-    out["rouge_l"] = M.rouge_l(h_tok, r_tok)
-    out["cider"] = M.cider(h_join, r_join)
-    if all(it.source is not None for it in items):
+    if "meteor" in want:
+        out["meteor"] = _meteor_or_none(h_join, r_join, with_meteor)
+    if "rouge_l" in want:
+        out["rouge_l"] = M.rouge_l(h_tok, r_tok)
+    if "cider" in want:
+        out["cider"] = M.cider(h_join, r_join)
+    if "sari" in want and all(it.source is not None for it in items):
         out.update({f"sari{'' if k == 'sari' else '_' + k}": v for k, v in
                     M.sari([tokenize(it.source or "") for it in items], h_tok, r_tok).items()})
-    out["fkgl"] = M.fkgl(list(hyps))
-    if bertscore_model:
+    if "fkgl" in want:
+        out["fkgl"] = M.fkgl(list(hyps))
+    if bertscore_model and "bertscore" in want:
         out["bertscore_f1"] = M.bertscore_f1(list(hyps), r_raw, bertscore_model)
-    out["hit"] = M.hit(h_tok, [[(t, [tokenize(e) for e in exps]) for t, exps in it.terms] for it in items])
-    out["cwr"] = M.cwr(h_tok, _is_common(common))
-    bleu, hit, cwr = out["bleu"], out["hit"], out["cwr"]
-    out["ascore"] = None if hit is None or bleu is None or cwr is None else M.ascore(bleu, hit, cwr)
+    if "hit" in want:
+        out["hit"] = M.hit(h_tok, [[(t, [tokenize(e) for e in exps]) for t, exps in it.terms] for it in items])
+    if "cwr" in want:
+        out["cwr"] = M.cwr(h_tok, _is_common(common))
+    if "ascore" in want:
+        bleu, hit, cwr = out["bleu"], out["hit"], out["cwr"]
+        out["ascore"] = None if hit is None or bleu is None or cwr is None else M.ascore(bleu, hit, cwr)
     return out
 
 
@@ -145,33 +177,43 @@ def medlane_reference(raw: str) -> tuple[str, dict[str, str]]:
 
 
 def score_medlane(hyps: Sequence[str], items: Sequence[EvalItem], common: set[str],
-                  pro_words: set[str], with_meteor: bool = True) -> dict[str, float | None]:
-    """The authors' metric set computed as `bleu_eval_new.get_score` does.
+                  pro_words: set[str], with_meteor: bool = True,
+                  select: Sequence[str] | None = None) -> dict[str, float | None]:
+    """The authors' metric set computed as `bleu_eval_new.get_score` does (the selected ones).
 
     nlg-eval's `compute_metrics` gets the first 4 prepared references of each record
     (their scorer writes `ref0..ref3.txt`), stripped, and the stripped outputs; HIT
     reads every reference line's annotations. BLEU, HIT and CWR are floored at 1e-4
-    before AScore, as their code does.
+    before AScore, as their code does. SARI, FKGL and BERTScore are not part of it.
     """
+    want = selection(select)
     prepared = [[medlane_reference(r) for r in it.references] for it in items]
     refs = [[p[0].strip() for p in ps[:MEDLANE_REFERENCES]] for ps in prepared]
     dics = [[p[1] for p in ps] for ps in prepared]
     hyps = [h.strip() for h in hyps]
     out: dict[str, float | None] = {}
-    bleus = M.coco_bleu_n(hyps, refs)
-    for n, b in enumerate(bleus, 1):
-        out[f"bleu_{n}"] = b
-    out["meteor"] = _meteor_or_none(hyps, refs, with_meteor)
-    out["rouge_l"] = M.coco_rouge_l(hyps, refs)
-    out["cider"] = M.cider(hyps, refs)
+    if "bleu" in want:
+        bleus = M.coco_bleu_n(hyps, refs)
+        for n, b in enumerate(bleus, 1):
+            out[f"bleu_{n}"] = b
+    if "meteor" in want:
+        out["meteor"] = _meteor_or_none(hyps, refs, with_meteor)
+    if "rouge_l" in want:
+        out["rouge_l"] = M.coco_rouge_l(hyps, refs)
+    if "cider" in want:
+        out["cider"] = M.cider(hyps, refs)
     tok_txt = [" ".join(_treebank().tokenize(h)) for h in hyps]
-    bleu = max(sum(bleus) / 4, M.MEDLANE_FLOOR)
-    hit = max(M.medlane_hit([t + " " for t in tok_txt], dics), M.MEDLANE_FLOOR)
-    from medsimp.training.lexicon import lemma, stopwords
+    if "bleu" in want:
+        out["bleu"] = max(sum(bleus) / 4, M.MEDLANE_FLOOR)
+    if "hit" in want:
+        out["hit"] = max(M.medlane_hit([t + " " for t in tok_txt], dics), M.MEDLANE_FLOOR)
+    if "cwr" in want:
+        from medsimp.training.lexicon import lemma, stopwords
 
-    cwr = max(M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words),
-              M.MEDLANE_FLOOR)
-    out.update({"bleu": bleu, "hit": hit, "cwr": cwr, "ascore": M.ascore(bleu, hit, cwr)})
+        out["cwr"] = max(M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words),
+                         M.MEDLANE_FLOOR)
+    if "ascore" in want:
+        out["ascore"] = M.ascore(out["bleu"], out["hit"], out["cwr"])
     return out
 
 

@@ -17,12 +17,22 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from medsimp.training.evaluation import Scorer
 
 HELP = "score outputs: BLEU, METEOR, ROUGE-L, CIDEr, SARI, FKGL, BERTScore, HIT, CWR, AScore"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hyp", help="system output, one sentence per line")
+    parser.add_argument("--hyp", action="append", default=[],
+                        help="system output, one sentence per line (repeatable to compare systems; a folder = its *.txt)")
+    parser.add_argument("--name", action="append", default=[], help="system name per --hyp (default: file stem)")
+    parser.add_argument("--report", help="write a self-contained HTML report here (metric table, charts, bootstrap)")
+    parser.add_argument("--report-text", action="store_true",
+                        help="include a sample of source/reference/output text in the report "
+                             "(it may be MIMIC-derived: the report then carries a do-not-share banner)")
     parser.add_argument("--ref", action="append", default=[], help="reference file (repeatable)")
     parser.add_argument("--src", help="source file (needed for SARI and default-mode HIT)")
     parser.add_argument("--medlane", help="MedLane-format evaluation file (sources, references, terms)")
@@ -31,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("default", "medlane"), default=None,
                         help="default: corrected metrics; medlane: the authors' scorer")
     parser.add_argument("--json", help="write the scores here")
+    parser.add_argument("--measures", action="store_true",
+                        help="also the EASSE measures and the length-bucket breakdown (needs sources)")
+    parser.add_argument("--select", help="comma-separated metrics to compute (default: params evaluate.select, "
+                        "null = all): bleu, meteor, rouge_l, cider, sari, fkgl, bertscore, hit, cwr, ascore")
     parser.add_argument("--metrics", help="stage mode: metrics file (metrics/eval.json)")
     parser.add_argument("--plots", help="stage mode: per-length-bucket plot data (plots/length_buckets.json)")
 
@@ -128,37 +142,6 @@ def file_items(refs: list[str], src: str | None, n: int):
     return [EvalItem(src_lines[i], [r[i] for r in ref_lines]) for i in range(n)]
 
 
-class Scorer:
-    """Both scoring modes with the shared resources loaded once."""
-
-    def __init__(self, cfg: dict, train_cfg: dict, notes_cfg: dict, base: str | Path = "."):
-        from medsimp.config import resolve_path
-        from medsimp.params_schema import default
-        from medsimp.resources import resolve_model
-        from medsimp.training.lexicon import load_common_words, load_dictionary
-
-        self.common = load_common_words(resolve_path(cfg.get("common_words") or notes_cfg.get("common_words")
-                                                     or default("notes.common_words"), base))
-        self.dictionary = load_dictionary([resolve_path(p, base) for p in
-                                           cfg.get("dictionaries") or train_cfg.get("dictionaries") or []])
-        self.meteor = bool(cfg.get("meteor", True))
-        self.bert = resolve_model(cfg.get("bertscore_model", "minilm")) if cfg.get("bertscore", True) else None
-
-    def score(self, hyps: list[str], items, mode: str, full: bool = True) -> dict:
-        from medsimp.training import scoring
-
-        if len(hyps) != len(items):
-            raise SystemExit(f"{len(hyps)} outputs for {len(items)} evaluation sentences")
-        if mode == "medlane":
-            return scoring.score_medlane(hyps, items, self.common, set(self.dictionary), self.meteor and full)
-        scoring.attach_terms(items, self.dictionary)
-        return scoring.score_default(hyps, items, self.common, self.bert if full else None, self.meteor and full)
-
-
-def _rounded(scores: dict) -> dict:
-    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in scores.items()}
-
-
 def _check_flags(args: argparse.Namespace) -> None:
     """Refuse a flag the chosen mode would ignore (one line, exit 2)."""
     from medsimp.errors import UsageError
@@ -182,53 +165,139 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from medsimp.config import section
+    from medsimp.errors import InputError, UsageError
     from medsimp.outputs import check_file_target
+    from medsimp.training.evaluation import Scorer
+    from medsimp.training.scoring import selection
 
     _check_flags(args)
     if args.hyp and args.json:
         check_file_target(args.json)  # refuse a file medsimp did not write before scoring
     cfg = section(args.params_data, "evaluate")
-    scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir)
-    if args.hyp:
-        return _run_files(args, scorer)
-    return _run_stage(args, cfg, scorer)
+    select = [m.strip() for m in args.select.split(",") if m.strip()] if args.select else None
+    try:
+        selection(select if select is not None else cfg.get("select"))
+    except ValueError as exc:
+        raise UsageError(f"--select: {exc}") from None
+    scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir,
+                    select)
+    try:
+        return _run_files(args, scorer, cfg) if args.hyp else _run_stage(args, cfg, scorer)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
-def _run_files(args: argparse.Namespace, scorer: Scorer) -> int:
+def _systems(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(name, path) per `--hyp` (a folder stands for its *.txt files, named by stem); `--name` renames."""
+    from medsimp.errors import UsageError
+
+    paths = [str(p) for h in args.hyp for p in (sorted(Path(h).glob("*.txt")) if Path(h).is_dir() else [h])]
+    names = args.name or [Path(p).stem for p in paths]
+    if len(names) != len(paths):
+        raise UsageError(f"{len(names)} --name for {len(paths)} system output files: give one per --hyp")
+    if len(set(names)) != len(names):
+        raise UsageError(f"system names must differ: {', '.join(names)} (use --name)")
+    return list(zip(names, paths))
+
+
+def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
     import sys
 
-    from medsimp.errors import InputError
+    from medsimp.errors import InputError, UsageError
     from medsimp.outputs import print_summary, write_json
+    from medsimp.params_schema import default
 
     mode = args.mode or "default"
-    hyps = _lines(args.hyp, "--hyp")
-    rejects: list[dict] = []
-    if args.medlane:
-        evalset = medlane_items(args.medlane, args.split, mode)
-        hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
-    else:
-        items = file_items(args.ref, args.src, len(hyps))
-    if not items:
-        raise InputError(f"nothing to score: --hyp {args.hyp} has {len(hyps)} lines and the evaluation "
-                         "set has no usable record")
-    scores = _rounded(scorer.score(hyps, items, mode))
+    systems = _systems(args)
+    if (args.report or len(systems) > 1) and mode == "medlane":
+        raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
+    results, rejects, hyp_lists = {}, [], {}
+    for name, path in systems:
+        hyps = _lines(path, "--hyp")
+        if args.medlane:
+            evalset = medlane_items(args.medlane, args.split, mode)
+            hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
+        else:
+            items = file_items(args.ref, args.src, len(hyps))
+        if not items:
+            raise InputError(f"nothing to score: --hyp {path} has {len(hyps)} lines and the evaluation "
+                             "set has no usable record")
+        hyp_lists[name] = hyps
+        results[name] = scorer.evaluate(hyps, items, mode, extras=args.measures or bool(args.report),
+                                        bucket_edges=cfg.get("length_buckets", default("evaluate.length_buckets")))
     if rejects:
         reasons = sorted({r["reason"] for r in rejects})
         print(f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
               f"{', '.join(r['locator'] for r in rejects[:5])}{' ...' if len(rejects) > 5 else ''}); "
               "their output lines were skipped", file=sys.stderr)
-    if args.json:
-        write_json(args.json, {"mode": mode, "n": len(items), "scores": scores,
-                               "not_scored": [{k: r[k] for k in ("locator", "reason")} for r in rejects]})
-    print_summary(f"evaluate ({mode}, n={len(items)})", scores)
+    not_scored = [{k: r[k] for k in ("locator", "reason")} for r in rejects]
+    bootstrap = _bootstrap(hyp_lists, items, cfg) if len(systems) > 1 else {}
+    if len(systems) == 1:
+        result = next(iter(results.values()))
+        if args.json:
+            write_json(args.json, {**result.as_dict(), "not_scored": not_scored})
+        print_summary(f"evaluate ({mode}, n={len(items)})", _labelled({**result.scores, **result.extra.get("measures", {})}))
+    else:
+        if args.json:
+            write_json(args.json, {"mode": mode, "n": len(items), "names": list(results),
+                                   "systems": {n: r.as_dict() for n, r in results.items()},
+                                   "bootstrap": bootstrap, "not_scored": not_scored})
+        table: dict[str, dict] = {}
+        for name, r in results.items():
+            for k, v in _labelled({**r.scores, **r.extra.get("measures", {})}).items():
+                table.setdefault(k, {})[name] = v
+        print_summary(f"evaluate ({mode}, n={len(items)}, {len(systems)} systems)", table)
+        for pair, res in bootstrap.items():
+            for m, v in res.items():
+                print(f"paired bootstrap {pair} {m}: delta {v['delta']:g}, p = {v['p_value']:g}, "
+                      f"95% CI [{v['ci_low']:g}, {v['ci_high']:g}]", file=sys.stderr)
+    for name, r in results.items():
+        print(f"signature{'' if len(results) == 1 else ' ' + name}: {r.signature}", file=sys.stderr)
+    if args.report:
+        _write_report(args, results, bootstrap, items, hyp_lists)
     return 0
+
+
+def _bootstrap(hyp_lists: dict[str, list[str]], items, cfg: dict) -> dict:
+    """Paired bootstrap of the first system against each other one ('A vs B': B - A)."""
+    from medsimp.evaluate_report import paired_bootstrap, sentence_stats
+
+    names = list(hyp_lists)
+    base = sentence_stats(hyp_lists[names[0]], items)
+    return {f"{names[0]} vs {n}": paired_bootstrap(base, sentence_stats(hyp_lists[n], items),
+                                                    int(cfg.get("bootstrap_samples", 1000)),
+                                                    int(cfg.get("bootstrap_seed", 12345)))
+            for n in names[1:]}
+
+
+def _write_report(args: argparse.Namespace, results: dict, bootstrap: dict, items, hyp_lists: dict) -> None:
+    """The self-contained HTML report; output text only with --report-text (may be MIMIC-derived)."""
+    from medsimp.evaluate_report import render
+    from medsimp.outputs import write_text
+    from medsimp.training.evaluation import SCALES
+
+    sample = None
+    if args.report_text:
+        sample = [{"source": it.source, "references": it.references,
+                   "outputs": {n: h[i] for n, h in hyp_lists.items()}} for i, it in enumerate(items[:20])]
+    systems = {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()}
+    buckets = {n: r.extra["length_buckets"] for n, r in results.items() if "length_buckets" in r.extra}
+    write_text(args.report, render(systems, SCALES, {n: r.signature for n, r in results.items()},
+                                   bootstrap, buckets, sample))
+
+
+def _labelled(scores: dict) -> dict:
+    """Table rows named with their scale: `sari (0-100)`."""
+    from medsimp.training.evaluation import SCALES
+
+    return {f"{k} ({SCALES[k]})" if k in SCALES else k: v for k, v in scores.items()}
 
 
 def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     from medsimp.config import section
     from medsimp.outputs import print_summary, write_json
     from medsimp.params_schema import default
-    from medsimp.training.scoring import length_buckets
+    from medsimp.training.evaluation import SCALES
 
     train_cfg = section(args.params_data, "train")
     split = cfg.get("split", "test")
@@ -245,23 +314,22 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     models = list(cfg.get("models") or ["declare", "dictionary", "copy"])
     models_dir = Path(cfg.get("models_dir", "out/models"))
     edges = [int(x) for x in cfg.get("length_buckets", default("evaluate.length_buckets"))]
-    labels = length_buckets(items, edges)
     results: dict = {mode: {} for mode in modes}
+    signatures: dict[str, str] = {}
     buckets: dict[str, dict] = {}
     for model in models:
         lines = _lines(str(models_dir / model / "predictions" / f"{split}.txt"), "prediction file")
         for mode in modes:
             ev = evalsets.get(mode)
-            results[mode][model] = _rounded(scorer.score(ev.align(lines) if ev else lines,
-                                                         ev.items if ev else items, mode))
+            result = scorer.evaluate(ev.align(lines) if ev else lines, ev.items if ev else items, mode)
+            results[mode][model] = result.scores
+            signatures[mode] = result.signature
         hyps = evalsets["default"].align(lines) if evalsets else lines
-        for label in sorted(set(labels), key=lambda s: int(s.split("-")[0].rstrip("+"))):
-            idx = [i for i, lab in enumerate(labels) if lab == label]
-            sub = scorer.score([hyps[i] for i in idx], [items[i] for i in idx], "default", full=False)
-            row = buckets.setdefault(label, {"bucket": label, "n": len(idx)})
-            for key in ("bleu", "hit", "cwr", "ascore"):
-                row[f"{model}_{key}"] = round(sub[key], 6) if sub[key] is not None else None
-    metrics = {"split": split, "n": len(items), **results}
+        for b in scorer.buckets(hyps, items, edges):
+            row = buckets.setdefault(b["bucket"], {"bucket": b["bucket"], "n": b["n"]})
+            row.update({f"{model}_{key}": b[key] for key in ("bleu", "hit", "cwr", "ascore")})
+    metrics = {"split": split, "n": len(items), **results, "signature": signatures,
+               "scales": {k: v for k, v in SCALES.items() if any(k in sc for r in results.values() for sc in r.values())}}
     write_json(args.metrics or "metrics/eval.json", metrics)
     write_json(args.plots or "plots/length_buckets.json", list(buckets.values()))
     for mode in modes:

