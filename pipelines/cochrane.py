@@ -19,8 +19,8 @@ from medsimp.pipelines.cochrane_formats import (FormatError, ReviewRecord, devar
 from medsimp.pipelines.input_files import check_file
 from medsimp.pipelines.records import guarded
 from medsimp.pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
-from medsimp.pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, prepare_dirs,
-                                 read_records, stamp, write_tables)
+from medsimp.pipelines.source_job import (Counter, ParseFn, Table, check_json_lines, dead_letter_table, finish,
+                                 prepare_dirs, read_records, stamp, write_tables)
 
 SOURCE = "cochrane"
 SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.int32()),
@@ -32,7 +32,7 @@ def input_specs(path: str) -> list[tuple[str, str]]:
     file passes `check_file` (one line, exit 2, for a whole-file fault)."""
     if FileSystems.exists(path) and not FileSystems.exists(path + ".source") and not FileSystems.match(
             [FileSystems.join(path.rstrip("/"), "*")])[0].metadata_list:
-        check_file(path)
+        check_json_lines(path)
         return [("jsonl", path)]
     specs = [("devaraj", prefix) for prefix in devaraj_prefixes(path)]
     for _, prefix in specs:

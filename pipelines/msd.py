@@ -7,12 +7,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
 from medsimp.pipelines.beam_io import new_pipeline
-from medsimp.pipelines.input_files import check_file, list_inputs
+from medsimp.pipelines.input_files import list_inputs
 from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from medsimp.pipelines.records import FormatError, guarded
 from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
-from medsimp.pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, prepare_dirs,
-                                 read_records, stamp, write_tables)
+from medsimp.pipelines.source_job import (Counter, ParseFn, Table, check_json_lines, dead_letter_table, finish,
+                                 prepare_dirs, read_records, stamp, write_tables)
 
 SOURCE = "msd"
 _CONCEPT = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32()),
@@ -28,10 +28,10 @@ GROUP_SCHEMA = pa.schema([
 
 
 def input_files(path: str) -> list[str]:
-    """The file, or the files of a folder; each passes `check_file` (one line, exit 2)."""
+    """The file, or the files of a folder; each passes `check_json_lines` (one line, exit 2)."""
     files = list_inputs(path)
     for name in files:
-        check_file(name)
+        check_json_lines(name)
     return files
 
 

@@ -6,6 +6,7 @@ Counter names may contain one dot (`rejected.bad_json`): they become nested maps
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,7 +19,8 @@ from apache_beam.metrics import Metrics
 from medsimp.lineage import with_lineage
 from medsimp.outputs import canonical_json, check_reconciles, output_stats, print_summary, write_json
 from medsimp.pipelines.beam_io import WriteSorted, counters, fill_empty_shards, write_file
-from medsimp.pipelines.input_files import iter_lines
+from medsimp.errors import InputError
+from medsimp.pipelines.input_files import check_file, iter_lines
 from medsimp.pipelines.records import FormatError, Line, guarded
 from medsimp.pipelines.sentence_rows import dead_letter, locator_key
 
@@ -50,6 +52,20 @@ class Counter:
         if name not in self._counters:
             self._counters[name] = Metrics.counter(self.namespace, name)
         self._counters[name].inc(n)
+
+
+def check_json_lines(path: str) -> None:
+    """Whole-file faults (`check_file`), and a file in which no line is a JSON object (not
+    JSON Lines at all): one line, exit 2. Stops at the first object line."""
+    check_file(path)
+    for _, text in iter_lines(path):
+        if isinstance(text, str) and text.strip().startswith("{"):
+            try:
+                if isinstance(json.loads(text), dict):
+                    return
+            except (ValueError, RecursionError):
+                continue
+    raise InputError(f"{path}: not JSON Lines (no line is a JSON object)")
 
 
 def read_records(path: str, parse: Callable[[Line], Any]) -> Iterator[tuple[str, Any]]:
