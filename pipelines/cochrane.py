@@ -10,17 +10,33 @@ from collections.abc import Iterator
 
 import apache_beam as beam
 import pyarrow as pa
-
-from medsimp.pipelines.beam_io import new_pipeline
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefixes, doi_key, join_reviews,
-                                        parse_canonical_line, read_devaraj)
+from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.cochrane_formats import (
+    FormatError,
+    ReviewRecord,
+    devaraj_prefixes,
+    doi_key,
+    join_reviews,
+    parse_canonical_line,
+    read_devaraj,
+)
 from medsimp.pipelines.input_files import check_file
 from medsimp.pipelines.records import guarded
 from medsimp.pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
-from medsimp.pipelines.source_job import (Counter, ParseFn, Table, check_json_lines, dead_letter_table, finish,
-                                 prepare_dirs, read_records, stamp, write_tables)
+from medsimp.pipelines.source_job import (
+    Counter,
+    ParseFn,
+    Table,
+    check_json_lines,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    read_records,
+    stamp,
+    write_tables,
+)
 
 SOURCE = "cochrane"
 SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.int32()),

@@ -11,8 +11,18 @@ from medsimp.pipelines.input_files import list_inputs
 from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from medsimp.pipelines.records import FormatError, guarded
 from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
-from medsimp.pipelines.source_job import (Counter, ParseFn, Table, check_json_lines, dead_letter_table, finish,
-                                 prepare_dirs, read_records, stamp, write_tables)
+from medsimp.pipelines.source_job import (
+    Counter,
+    ParseFn,
+    Table,
+    check_json_lines,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    read_records,
+    stamp,
+    write_tables,
+)
 
 SOURCE = "msd"
 _CONCEPT = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32()),

@@ -122,6 +122,10 @@ def _question(text: str, start: int) -> tuple[str, list[tuple[str, int, int]]]:
     return question, [m for m in block if m[0] != "question"]
 
 
+def _entry(qid: str, question: str, pmid: str, raw: str) -> PlabaDoc:
+    return parse_document(check_text(qid, "question id"), question, check_text(pmid, "pmid"), loads(raw))
+
+
 def iter_documents(text: str, name: str) -> Iterator[tuple[str, PlabaDoc | FormatError]]:
     """(locator `file#question_id/pmid`, document or error) for every PubMed entry of the
     file's text. Each entry is parsed on its own, so a bad one costs only itself; a
@@ -147,8 +151,7 @@ def iter_documents(text: str, name: str) -> Iterator[tuple[str, PlabaDoc | Forma
             if pcounts[pmid] > 1:
                 yield locator, FormatError("duplicate_key", f"pmid appears {pcounts[pmid]} times")
                 continue
-            yield locator, guarded(lambda: parse_document(check_text(qid, "question id"), question,
-                                                          check_text(pmid, "pmid"), loads(text[s:e])))
+            yield locator, guarded(_entry, qid, question, pmid, text[s:e])
 
 
 def document_sentence_rows(doc: PlabaDoc, locator: str) -> list[dict]:

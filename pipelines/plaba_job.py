@@ -13,7 +13,15 @@ from medsimp.pipelines.input_files import check_file, read_text
 from medsimp.pipelines.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents, top_members
 from medsimp.pipelines.records import FormatError, guarded
 from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
-from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
+from medsimp.pipelines.source_job import (
+    Counter,
+    Table,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    stamp,
+    write_tables,
+)
 
 _IDS = [pa.field("question_id", pa.string()), pa.field("pmid", pa.string())]
 SCHEMA = sentence_schema(*_IDS, pa.field("sentence_number", pa.int32()), pa.field("adaptation", pa.int32()))

@@ -16,10 +16,10 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from medsimp.errors import InputError
 from medsimp.lineage import with_lineage
 from medsimp.outputs import canonical_json, check_reconciles, output_stats, print_summary, write_json
 from medsimp.pipelines.beam_io import WriteSorted, counters, fill_empty_shards, write_file
-from medsimp.errors import InputError
 from medsimp.pipelines.input_files import check_file, iter_lines
 from medsimp.pipelines.records import FormatError, Line, guarded
 from medsimp.pipelines.sentence_rows import dead_letter, locator_key

@@ -167,7 +167,8 @@ def mutations(reader: str) -> st.SearchStrategy[dict[str, bytes]]:
 
 @contextmanager
 def _captured_fds():
-    """stdout and stderr at the file-descriptor level (Beam workers log there too)."""
+    """stdout and stderr at the file-descriptor level (Beam workers log there too); the
+    text lands in the yielded dict under "out" and "err" on exit."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         saved = os.dup(1), os.dup(2)
         box: dict[str, str] = {}
@@ -195,8 +196,10 @@ def _alarm(signum, frame):
     raise _Hang()
 
 
-def run_case(reader: str, files: dict[str, bytes]) -> str:
-    """Write the files, run the reader's command through the CLI, classify the outcome."""
+def run_case(reader: str, files: dict[str, bytes], capfd=None) -> str:
+    """Write the files, run the reader's command through the CLI, classify the outcome.
+    Output is read from pytest's `capfd` when given (pytest owns sys.stdout/stderr then),
+    else captured at the file-descriptor level."""
     from medsimp.cli import main
 
     work = Path(tempfile.mkdtemp(prefix="medsimp-fuzz-"))
@@ -211,8 +214,14 @@ def run_case(reader: str, files: dict[str, bytes]) -> str:
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(HANG_SECONDS)
         try:
-            with _captured_fds() as seen:
+            if capfd is None:
+                with _captured_fds() as seen:
+                    code = main(argv)
+            else:
+                capfd.readouterr()
                 code = main(argv)
+                captured = capfd.readouterr()
+                seen = {"out": captured.out, "err": captured.err}
         except _Hang:
             return "hang"
         except BaseException:  # noqa: BLE001 - an escaped exception is a traceback for the user

@@ -5,12 +5,19 @@ from pathlib import Path
 import pytest
 
 from medsimp.errors import InputError
-from medsimp.pipelines.cochrane_formats import (FormatError, devaraj_prefixes, join_reviews, normalise_doi,
-                                        parse_canonical_line, read_devaraj, split_doi)
+from medsimp.pipelines.cochrane_formats import (
+    FormatError,
+    devaraj_prefixes,
+    join_reviews,
+    normalise_doi,
+    parse_canonical_line,
+    read_devaraj,
+    split_doi,
+)
 from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
-from medsimp.pipelines.records import Line
 from medsimp.pipelines.multilingual_sentences import split_sentences
 from medsimp.pipelines.plaba import document_sentence_rows, gold_pairs, iter_documents
+from medsimp.pipelines.records import Line
 
 FIX = Path(__file__).parent / "fixtures" / "sources"
 
