@@ -99,7 +99,7 @@ class JoinFn(beam.DoFn):
             self.count.inc("rejected")
             self.count.inc(f"rejected.{reason}")
             yield beam.pvalue.TaggedOutput("dead", dead_letter(
-                SOURCE, rec.locator, reason, f"language {rec.language}, {len(records)} record(s) of this DOI"))
+                SOURCE, rec.locator, reason, f"doi {rec.doi} language {rec.language}"))
         if review is None:
             return
         self.count.inc("kept", len(records) - len(filtered) - len(orphans))

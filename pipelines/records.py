@@ -59,7 +59,8 @@ def loads(text: str) -> Any:
     try:
         value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
     except json.JSONDecodeError as exc:
-        raise FormatError("bad_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        raise FormatError("bad_json", f"{exc.msg} at {where}") from None
     except RecursionError:
         raise FormatError("too_deep", f"nesting deeper than {MAX_DEPTH}") from None
     except ValueError as exc:
