@@ -70,7 +70,7 @@ def _chunks(path: str, fh: BinaryIO) -> Iterator[bytes]:
     first = True
     while True:
         try:
-            chunk = fh.read(CHUNK)
+            chunk = fh.read(max(CHUNK, 64) if first else CHUNK)  # the first read holds any BOM whole
         except EOFError:
             raise InputError(f"{path}: truncated compressed file (the stream ends early)") from None
         except (gzip.BadGzipFile, zlib.error, OSError, ValueError) as exc:

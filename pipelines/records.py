@@ -10,6 +10,7 @@ positions and lengths, never record text.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -54,10 +55,18 @@ def _constant(name: str):
     raise FormatError("bad_json", f"{name} is not a JSON number")
 
 
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise FormatError("bad_json", "a number is out of the float range")
+    return value
+
+
 def loads(text: str) -> Any:
     """Strict JSON: FormatError `bad_json`, `duplicate_key`, `too_deep` or `lone_surrogate`."""
     try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
+                           parse_float=_float)
     except json.JSONDecodeError as exc:
         where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
         raise FormatError("bad_json", f"{exc.msg} at {where}") from None

@@ -29,6 +29,7 @@ CASES = [
     ("cochrane", "cochrane/crlf.jsonl", ok(2, 2)),
     ("cochrane", "cochrane/cr_only.jsonl", ok(2, 2)),
     ("cochrane", "cochrane/no_final_newline.jsonl", ok(2, 2)),
+    ("cochrane", "cochrane/valid_bom.jsonl.gz", ok(2, 2)),
     ("cochrane", "cochrane/empty.jsonl", EXIT2),
     ("cochrane", "cochrane/blank_only.jsonl", EXIT2),
     ("cochrane", "cochrane/truncated.jsonl.gz", EXIT2),
@@ -82,6 +83,7 @@ CASES = [
     # PLABA
     ("plaba", "plaba/bom.json", ok(1, 1)),
     ("plaba", "plaba/crlf.json", ok(1, 1)),
+    ("plaba", "plaba/valid.json.gz", ok(1, 1)),
     ("plaba", "plaba/empty.json", EXIT2),
     ("plaba", "plaba/truncated.json", EXIT2),
     ("plaba", "plaba/top_array.json", EXIT2),
