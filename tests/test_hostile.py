@@ -49,6 +49,7 @@ CASES = [
     ("cochrane", "cochrane/invalid_utf8.jsonl", ok(3, 2, rejected=1, reasons=["bad_utf8"])),
     ("cochrane", "cochrane/control_chars.jsonl", ok(3, 2, rejected=1, reasons=["bad_json"])),
     ("cochrane", "cochrane/doi_case.jsonl", ok(2, 2)),
+    ("cochrane", "cochrane/unicode_line_separators.jsonl", ok(2, 2)),
     ("cochrane", "cochrane/field_types.jsonl",
      ok(9, 2, rejected=7, reasons=["bad_title", "bad_language", "bad_abstract", "missing_doi", "bad_pls",
                                    "not_an_object"])),
