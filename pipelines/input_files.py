@@ -18,7 +18,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -56,8 +56,8 @@ def _open(path: str) -> Iterator[BinaryIO]:
     except OSError as exc:
         raise InputError(f"{path}: cannot open ({type(exc).__name__})") from None
     lower = path.lower()
-    stream = (gzip.GzipFile(fileobj=raw) if lower.endswith(".gz")
-              else bz2.BZ2File(raw) if lower.endswith(".bz2") else raw)
+    stream = cast(BinaryIO, gzip.GzipFile(fileobj=raw) if lower.endswith(".gz")
+                  else bz2.BZ2File(raw) if lower.endswith(".bz2") else raw)
     try:
         yield stream
     finally:

@@ -19,10 +19,9 @@ MAX_DEPTH = 64
 INT32_MAX = 2**31 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _DECODER = json.JSONDecoder()
-_WS = re.compile(r"[ \t\n\r]*")
 # A JSON string, or one bracket: enough to find where a (syntactically sane) value ends.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-_SCALAR_END = re.compile(r"[,}\]\s]|$")
+_SCALAR_END = re.compile(r"[,}\]\s]")
 
 
 class Line(NamedTuple):
@@ -46,8 +45,10 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict:
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        index = next(i for i, (k, _) in enumerate(pairs) if k in seen or seen.add(k))
-        raise FormatError("duplicate_key", f"an object repeats a key (member {index + 1})")
+        for index, (key, _) in enumerate(pairs, start=1):
+            if key in seen:
+                raise FormatError("duplicate_key", f"an object repeats a key (member {index})")
+            seen.add(key)
     return out
 
 
@@ -120,7 +121,8 @@ def value_end(text: str, start: int) -> int:
             if match is None:
                 raise FormatError("bad_json", f"unterminated string at offset {start}")
             return match.end()
-        return _SCALAR_END.search(text, start).start()
+        match = _SCALAR_END.search(text, start)
+        return match.start() if match else len(text)
     depth = 0
     for match in _TOKEN.finditer(text, start):
         token = match.group()
@@ -133,14 +135,21 @@ def value_end(text: str, start: int) -> int:
     raise FormatError("bad_json", f"unclosed bracket opened at offset {start}")
 
 
+def _ws(text: str, pos: int) -> int:
+    """The index of the first character at or after `pos` that is not JSON whitespace."""
+    while pos < len(text) and text[pos] in " \t\n\r":
+        pos += 1
+    return pos
+
+
 def members(text: str, start: int = 0) -> Iterator[tuple[str, int, int]]:
     """(key, value start, value end) for each member of the JSON object at `start`, without
     parsing the values (parse each with `loads(text[s:e])`). Raises FormatError `bad_json`
     when the object itself is malformed (keys, colons, commas, brackets)."""
-    pos = _WS.match(text, start).end()
+    pos = _ws(text, start)
     if text[pos:pos + 1] != "{":
         raise FormatError("bad_json", f"expected an object at offset {pos}")
-    pos = _WS.match(text, pos + 1).end()
+    pos = _ws(text, pos + 1)
     if text[pos:pos + 1] == "}":
         return
     while True:
@@ -150,20 +159,20 @@ def members(text: str, start: int = 0) -> Iterator[tuple[str, int, int]]:
             key, pos = _DECODER.raw_decode(text, pos)
         except json.JSONDecodeError:
             raise FormatError("bad_json", f"bad key at offset {pos}") from None
-        pos = _WS.match(text, pos).end()
+        pos = _ws(text, pos)
         if text[pos:pos + 1] != ":":
             raise FormatError("bad_json", f"expected ':' at offset {pos}")
-        begin = _WS.match(text, pos + 1).end()
+        begin = _ws(text, pos + 1)
         end = value_end(text, begin)
         if end == begin:
             raise FormatError("bad_json", f"expected a value at offset {begin}")
         yield key, begin, end
-        pos = _WS.match(text, end).end()
+        pos = _ws(text, end)
         if text[pos:pos + 1] == "}":
             return
         if text[pos:pos + 1] != ",":
             raise FormatError("bad_json", f"expected ',' or '}}' at offset {pos}")
-        pos = _WS.match(text, pos + 1).end()
+        pos = _ws(text, pos + 1)
 
 
 def guarded(parse: Callable[..., Any], *args: Any) -> Any:
