@@ -12,7 +12,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.beam_io import list_files, new_pipeline
 from medsimp.pipelines.cochrane_formats import (
     FormatError,
     ReviewRecord,
@@ -46,8 +46,8 @@ SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.in
 def input_specs(path: str) -> list[tuple[str, str]]:
     """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple; every
     file passes `check_file` (one line, exit 2, for a whole-file fault)."""
-    if FileSystems.exists(path) and not FileSystems.exists(path + ".source") and not FileSystems.match(
-            [FileSystems.join(path.rstrip("/"), "*")])[0].metadata_list:
+    if FileSystems.exists(path) and not FileSystems.exists(path + ".source") and not list_files(
+            FileSystems.join(path.rstrip("/"), "*")):
         check_json_lines(path)
         return [("jsonl", path)]
     specs = [("devaraj", prefix) for prefix in devaraj_prefixes(path)]

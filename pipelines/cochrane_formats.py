@@ -16,6 +16,7 @@ from itertools import zip_longest
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
+from medsimp.pipelines.beam_io import list_files
 from medsimp.pipelines.input_files import iter_lines
 from medsimp.pipelines.records import FormatError, check_text, guarded, int_field, loads
 from medsimp.pipelines.sentence_rows import locator_key
@@ -130,7 +131,7 @@ def parse_canonical_line(line: str, locator: str) -> ReviewRecord:
 def devaraj_prefixes(path: str) -> list[str]:
     """Prefixes `dir/split` of complete Devaraj triples in a folder, or the given prefix."""
     exts = (".source", ".target", ".doi")
-    found = {m.path for m in FileSystems.match([FileSystems.join(path.rstrip("/"), "*")])[0].metadata_list}
+    found = set(list_files(FileSystems.join(path.rstrip("/"), "*")))
     if found:
         prefixes = sorted(p[: -len(".source")] for p in found if p.endswith(".source")
                           and all(p[: -len(".source")] + ext in found for ext in exts))

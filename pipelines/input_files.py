@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, cast
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
+from medsimp.pipelines.beam_io import list_files, open_file
 
 BOM = b"\xef\xbb\xbf"
 CHUNK = 1 << 20
@@ -32,13 +32,13 @@ _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 def list_inputs(path: str) -> list[str]:
     """[path] for a file; the sorted non-hidden files of a folder; InputError when neither."""
-    children = [m.path for m in FileSystems.match([FileSystems.join(path.rstrip("/"), "*")])[0].metadata_list]
+    children = list_files(FileSystems.join(path.rstrip("/"), "*"))
     if children:
-        files = sorted(p for p in children if not FileSystems.split(p)[1].startswith("."))
+        files = [p for p in children if not FileSystems.split(p)[1].startswith(".")]
         if not files:
             raise InputError(f"{path}: folder holds no input files")
         return files
-    if not FileSystems.match([path])[0].metadata_list:
+    if not list_files(path):
         raise InputError(f"{path}: no such file or folder")
     return [path]
 
@@ -46,7 +46,7 @@ def list_inputs(path: str) -> list[str]:
 @contextmanager
 def _open(path: str) -> Iterator[BinaryIO]:
     try:
-        raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        raw = open_file(path)
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, not a file") from None
     except PermissionError:

@@ -188,6 +188,14 @@ def _captured_fds():
                 box[key] = fh.read().decode("utf-8", "replace")
 
 
+def error_lines(command: str, err: str) -> list[str]:
+    """stderr without the CLI's announce line (`medsimp <command>: <HELP> (from ..., to ...)`)."""
+    import importlib
+
+    announce = f"medsimp {command}: {importlib.import_module(f'medsimp.commands.{command}').HELP}"
+    return [line for line in err.strip().splitlines() if not line.startswith(announce)]
+
+
 class _Hang(BaseException):
     pass
 
@@ -236,7 +244,7 @@ def run_case(reader: str, files: dict[str, bytes], capfd=None) -> str:
         if MARKER in shown or any(MARKER in p.read_text("utf-8", "replace") for p in reports if p.is_file()):
             return "leak"
         if code == 2:
-            return "exit2" if len(seen["err"].strip().splitlines()) == 1 and not out.exists() else "crash"
+            return "exit2" if len(error_lines(COMMAND[reader], seen["err"])) == 1 and not out.exists() else "crash"
         if code != 0:
             return "crash"
         stats = json.loads((out / "stats.json").read_text())

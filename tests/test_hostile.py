@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fuzz_readers import error_lines
 
 from medsimp.cli import main
 
@@ -117,14 +118,14 @@ def run_reader(reader: str, input_path: Path, out: Path, capfd) -> tuple[int, st
     return code, captured.out, captured.err
 
 
-def check_outcome(code: int, out_text: str, err: str, out: Path, expected) -> None:
+def check_outcome(reader: str, code: int, out_text: str, err: str, out: Path, expected) -> None:
     """The hostile-suite property: one line and exit 2, or reconciled counts; no traceback,
     no marker text anywhere the user or a report can see."""
     assert "Traceback" not in out_text + err
     assert MARKER not in out_text + err
     if expected == EXIT2:
         assert code == 2, err
-        assert len(err.strip().splitlines()) == 1, err
+        assert len(error_lines(reader, err)) == 1, err
         assert not out.exists()
         return
     assert code == 0, err
@@ -145,7 +146,7 @@ def check_outcome(code: int, out_text: str, err: str, out: Path, expected) -> No
 def test_hostile_file(reader, rel, expected, tmp_path, capfd):
     out = tmp_path / "out"
     code, stdout, stderr = run_reader(reader, HOSTILE / rel, out, capfd)
-    check_outcome(code, stdout, stderr, out, expected)
+    check_outcome(reader, code, stdout, stderr, out, expected)
 
 
 @pytest.mark.parametrize("reader,name", [("cochrane", "reviews.jsonl"), ("msd", "msd.jsonl"),
@@ -153,7 +154,7 @@ def test_hostile_file(reader, rel, expected, tmp_path, capfd):
 def test_folder_given_as_file(reader, name, tmp_path, capfd):
     (tmp_path / name).mkdir()
     code, stdout, stderr = run_reader(reader, tmp_path / name, tmp_path / "out", capfd)
-    check_outcome(code, stdout, stderr, tmp_path / "out", EXIT2)
+    check_outcome(reader, code, stdout, stderr, tmp_path / "out", EXIT2)
     assert "folder" in stderr
 
 
@@ -174,7 +175,7 @@ def test_no_permission(reader, rel, tmp_path, capfd, monkeypatch):
 
     monkeypatch.setattr(LocalFileSystem, "open", refuse)
     code, stdout, stderr = run_reader(reader, target, tmp_path / "out", capfd)
-    check_outcome(code, stdout, stderr, tmp_path / "out", EXIT2)
+    check_outcome(reader, code, stdout, stderr, tmp_path / "out", EXIT2)
     assert "permission denied" in stderr
 
 
