@@ -6,18 +6,37 @@ language present (side `simple`) as sentence rows carrying `doi` and `version`.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
 
-from medsimp.pipelines.beam_io import list_files, new_pipeline, open_file
-from medsimp.pipelines.cochrane_formats import (FormatError, ReviewRecord, devaraj_prefixes, join_reviews,
-                                        parse_canonical_line, read_devaraj)
+from medsimp.pipelines.beam_io import list_files, new_pipeline
+from medsimp.pipelines.cochrane_formats import (
+    FormatError,
+    ReviewRecord,
+    devaraj_prefixes,
+    doi_key,
+    join_reviews,
+    parse_canonical_line,
+    read_devaraj,
+)
+from medsimp.pipelines.input_files import check_file
+from medsimp.pipelines.records import guarded
 from medsimp.pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
-from medsimp.pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
-                                 prepare_dirs, stamp, write_tables)
+from medsimp.pipelines.source_job import (
+    Counter,
+    ParseFn,
+    Table,
+    check_json_lines,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    read_records,
+    stamp,
+    write_tables,
+)
 
 SOURCE = "cochrane"
 SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.int32()),
@@ -25,19 +44,25 @@ SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.in
 
 
 def input_specs(path: str) -> list[tuple[str, str]]:
-    """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple (any Beam
-    filesystem)."""
-    if list_files(path) == [path] and not os.path.isdir(path) and not list_files(path + ".source"):
+    """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple; every
+    file passes `check_file` (one line, exit 2, for a whole-file fault)."""
+    if FileSystems.exists(path) and not FileSystems.exists(path + ".source") and not list_files(
+            FileSystems.join(path.rstrip("/"), "*")):
+        check_json_lines(path)
         return [("jsonl", path)]
-    return [("devaraj", prefix) for prefix in devaraj_prefixes(path, list_files)]
+    specs = [("devaraj", prefix) for prefix in devaraj_prefixes(path)]
+    for _, prefix in specs:
+        for ext in (".doi", ".source", ".target"):
+            check_file(prefix + ext)
+    return specs
 
 
 def read_spec(spec: tuple[str, str]) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
     kind, path = spec
     if kind == "devaraj":
-        yield from read_devaraj(path, open_file)
+        yield from read_devaraj(path)
         return
-    yield from iter_lines(path, lambda line, _number, locator: parse_canonical_line(line, locator))
+    yield from read_records(path, lambda line: parse_canonical_line(line.text, line.locator))
 
 
 def review_rows(review) -> list[dict]:
@@ -59,21 +84,26 @@ class JoinFn(beam.DoFn):
         self.count = Counter(SOURCE)
 
     def process(self, element):
-        doi, records = element
+        _, records = element
         records = list(records)
-        review, filtered, orphans = join_reviews(doi, records)
+        review, filtered, orphans = join_reviews(records)
+        rows = guarded(review_rows, review) if review is not None else []
+        if isinstance(rows, FormatError):  # the review's text broke a later step: reject its records
+            orphans = [r for r in records if all(r is not f for f in filtered)]
+            review, reason = None, rows.reason
+        else:
+            reason = "no_english_abstract"
         self.count.inc("filtered", len(filtered))
         self.count.inc("filtered.superseded_or_unused", len(filtered))
         for rec in orphans:
             self.count.inc("rejected")
-            self.count.inc("rejected.no_english_abstract")
+            self.count.inc(f"rejected.{reason}")
             yield beam.pvalue.TaggedOutput("dead", dead_letter(
-                SOURCE, rec.locator, "no_english_abstract", f"doi {doi} language {rec.language}"))
+                SOURCE, rec.locator, reason, f"doi {rec.doi} language {rec.language}"))
         if review is None:
             return
         self.count.inc("kept", len(records) - len(filtered) - len(orphans))
         self.count.inc("reviews")
-        rows = review_rows(review)
         if len(review.pls) > 1:
             self.count.inc("reviews_multilingual")
         for row in rows:
@@ -94,7 +124,7 @@ def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_arg
     with new_pipeline(beam_params, beam_args) as p:
         parsed = (p | "Specs" >> beam.Create(specs) | "Read" >> beam.FlatMap(read_spec)
                   | "Reshuffle" >> beam.Reshuffle()
-                  | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doi)).with_outputs("dead", main="records"))
+                  | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records"))
         joined = (parsed.records | "ByDoi" >> beam.GroupByKey()
                   | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows"))
         dead = (parsed.dead, joined.dead) | "Dead" >> beam.Flatten()

@@ -4,32 +4,30 @@ Canonical JSONL (docs/formats.md): one object per review and language,
 `{"doi", "version"?, "language", "title"?, "abstract"?: [{"heading", "text"}],
 "pls": [{"heading", "text"}] | "text"}`. Devaraj format: `X.source` (abstract),
 `X.target` (English PLS) and `X.doi`, one document per line, line-aligned.
-No Beam here: the job in `pipelines/cochrane.py` calls these functions.
+No Beam pipeline here (files open through Beam's FileSystems): `pipelines/cochrane.py` runs them.
 """
 from __future__ import annotations
 
-import glob
-import json
-import os
 import re
-from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import zip_longest
+
+from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
+from medsimp.pipelines.beam_io import list_files
+from medsimp.pipelines.input_files import iter_lines
+from medsimp.pipelines.records import FormatError, check_text, guarded, int_field, loads
 from medsimp.pipelines.sentence_rows import locator_key
+
+__all__ = ["FormatError", "ReviewRecord", "Review", "split_doi", "normalise_doi", "doi_key",
+           "parse_canonical", "parse_canonical_line", "devaraj_prefixes", "read_devaraj", "join_reviews"]
 
 _DOI_VERSION = re.compile(r"\.pub(\d+)$", re.IGNORECASE)
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 _LANGUAGE = re.compile(r"^[a-z]{2}$")
-
-
-class FormatError(ValueError):
-    """A record that cannot be used; `reason` is a short stable code for dead letters."""
-
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason, self.detail = reason, detail
+_DOI = re.compile(r"^10\.[^\s/]{1,32}/[^\s]{1,256}$")
 
 
 @dataclass(frozen=True)
@@ -60,12 +58,23 @@ class Review:
 
 
 def split_doi(doi: str) -> tuple[str, int]:
-    """`10.1002/14651858.CD011364.pub2` -> (`10.1002/14651858.CD011364`, 2); no suffix is version 1."""
+    """`10.1002/14651858.CD011364.pub2` -> (`10.1002/14651858.CD011364`, 2); no suffix is version 1.
+
+    FormatError `bad_doi` for what is not a DOI (`10.<registrant>/<suffix>`, no spaces) or a
+    version suffix past int32."""
     doi = _DOI_PREFIX.sub("", doi.strip())
+    if not _DOI.match(doi):
+        raise FormatError("bad_doi", f"not a DOI ({len(doi)} characters)")
     match = _DOI_VERSION.search(doi)
     if match:
-        return doi[: match.start()], int(match.group(1))
+        version = int(match.group(1))
+        return doi[: match.start()], int_field(version, "the DOI's .pubN suffix", "bad_doi", 1)
     return doi, 1
+
+
+def doi_key(doi: str) -> str:
+    """The join key of a normalised DOI: DOIs are case-insensitive."""
+    return doi.lower()
 
 
 def normalise_doi(doi: str) -> str:
@@ -77,7 +86,7 @@ def _sections(value, name: str) -> tuple[Section, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        return (Section("", value),) if value.strip() else ()
+        return (Section("", check_text(value, name)),) if value.strip() else ()
     if not isinstance(value, list):
         raise FormatError(f"bad_{name}", f"{name} must be a list of sections or a string")
     out = []
@@ -88,7 +97,7 @@ def _sections(value, name: str) -> tuple[Section, ...]:
         if not isinstance(heading, str):
             raise FormatError(f"bad_{name}", f"{name}[{i}].heading must be a string")
         if item["text"].strip():
-            out.append(Section(heading.strip(), item["text"]))
+            out.append(Section(check_text(heading.strip(), name), check_text(item["text"], name)))
     return tuple(out)
 
 
@@ -101,9 +110,7 @@ def parse_canonical(obj, locator: str) -> ReviewRecord:
         raise FormatError("missing_doi")
     base, version = split_doi(doi)
     if obj.get("version") is not None:
-        if not isinstance(obj["version"], int) or obj["version"] < 1:
-            raise FormatError("bad_version", "version must be a positive integer")
-        version = obj["version"]
+        version = int_field(obj["version"], "version", "bad_version", 1)
     language = obj.get("language")
     if not isinstance(language, str) or not _LANGUAGE.match(language):
         raise FormatError("bad_language", "language must be an ISO 639-1 code")
@@ -114,78 +121,63 @@ def parse_canonical(obj, locator: str) -> ReviewRecord:
     pls = _sections(obj.get("pls"), "pls")
     if not abstract and not pls:
         raise FormatError("empty_record", "neither abstract nor pls has text")
-    return ReviewRecord(base, version, language, title, abstract, pls, locator)
+    return ReviewRecord(base, version, language, check_text(title, "title"), abstract, pls, locator)
 
 
 def parse_canonical_line(line: str, locator: str) -> ReviewRecord:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise FormatError("bad_json", f"{exc.msg} at column {exc.colno}") from None
-    return parse_canonical(obj, locator)
+    return parse_canonical(loads(line), locator)
 
 
-def _local_glob(pattern: str) -> list[str]:
-    return sorted(glob.glob(pattern))
-
-
-def _local_open(path: str) -> BinaryIO:
-    return open(path, "rb")
-
-
-def devaraj_prefixes(path: str, listing: Callable[[str], list[str]] = _local_glob) -> list[str]:
-    """Prefixes `dir/split` of complete Devaraj triples in a directory, or the given prefix.
-    `listing(glob)` lists matching files (the Beam job passes one over Beam's FileSystems)."""
-    sources = listing(os.path.join(path, "*.source"))
-    if sources or os.path.isdir(path):
-        prefixes = [s[: -len(".source")] for s in sorted(sources)]
-        prefixes = [p for p in prefixes if all(listing(p + ext) for ext in (".target", ".doi"))]
+def devaraj_prefixes(path: str) -> list[str]:
+    """Prefixes `dir/split` of complete Devaraj triples in a folder, or the given prefix."""
+    exts = (".source", ".target", ".doi")
+    found = set(list_files(FileSystems.join(path.rstrip("/"), "*")))
+    if found:
+        prefixes = sorted(p[: -len(".source")] for p in found if p.endswith(".source")
+                          and all(p[: -len(".source")] + ext in found for ext in exts))
         if not prefixes:
-            raise InputError(f"no X.source/X.target/X.doi triple in {path}")
+            raise InputError(f"{path}: no X.source/X.target/X.doi triple in this folder")
         return prefixes
-    missing = [path + ext for ext in (".source", ".target", ".doi") if not listing(path + ext)]
+    missing = [path + ext for ext in exts if not FileSystems.exists(path + ext)]
     if missing:
         raise InputError(f"Devaraj prefix {path}: missing {', '.join(missing)}")
     return [path]
 
 
-def _lines(path: str, opener: Callable[[str], BinaryIO]) -> list[str]:
-    with opener(path) as fh:
-        text = fh.read().decode("utf-8")
-    return text.split("\n")[:-1] if text else []
+def _devaraj_record(name: str, number: int, doi, source, target) -> ReviewRecord:
+    locator = f"{name}.doi:{number}"
+    if doi is None or source is None or target is None:
+        raise FormatError("line_counts_differ", "the .doi, .source and .target files differ in length")
+    for text, ext in ((doi, "doi"), (source, "source"), (target, "target")):
+        if isinstance(text, UnicodeDecodeError):
+            raise FormatError("bad_utf8", f".{ext} line: invalid byte at column {text.start}")
+    if not doi.strip():
+        raise FormatError("missing_doi")
+    if not source.strip() or not target.strip():
+        raise FormatError("empty_record", "empty source or target line")
+    base, version = split_doi(doi)
+    return ReviewRecord(base, version, "en", "", (Section("", check_text(source, "source")),),
+                        (Section("", check_text(target, "target")),), locator)
 
 
-def read_devaraj(prefix: str, opener: Callable[[str], BinaryIO] = _local_open
-                 ) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
-    """(locator, record or error) for each line of a Devaraj triple (locator `X.doi:N`).
-    `opener` opens a file for binary reading (the Beam job passes Beam's FileSystems.open)."""
-    dois, sources, targets = (_lines(prefix + ext, opener) for ext in (".doi", ".source", ".target"))
-    name = os.path.basename(prefix)
-    for i in range(max(len(dois), len(sources), len(targets))):
-        locator = f"{name}.doi:{i + 1}"
-        if i >= min(len(dois), len(sources), len(targets)):
-            yield locator, FormatError("line_counts_differ",
-                                       f"doi={len(dois)} source={len(sources)} target={len(targets)} lines")
-            continue
-        doi, source, target = dois[i].strip(), sources[i].rstrip("\r"), targets[i].rstrip("\r")
-        if not doi:
-            yield locator, FormatError("missing_doi")
-            continue
-        if not source.strip() or not target.strip():
-            yield locator, FormatError("empty_record", "empty source or target line")
-            continue
-        base, version = split_doi(doi)
-        yield locator, ReviewRecord(base, version, "en", "", (Section("", source),),
-                                    (Section("", target),), locator)
+def read_devaraj(prefix: str) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
+    """(locator `X.doi:N`, record or error) for each line of a Devaraj triple, read in step
+    (any newline convention; a last line without a newline counts)."""
+    name = FileSystems.split(prefix)[1]
+    streams = (iter_lines(prefix + ext) for ext in (".doi", ".source", ".target"))
+    for number, lines in enumerate(zip_longest(*streams), start=1):
+        doi, source, target = (line[1] if line else None for line in lines)
+        yield f"{name}.doi:{number}", guarded(_devaraj_record, name, number, doi, source, target)
 
 
-def join_reviews(doi: str, records: Iterable[ReviewRecord]
+def join_reviews(records: Iterable[ReviewRecord]
                  ) -> tuple[Review | None, list[ReviewRecord], list[ReviewRecord]]:
-    """Join one DOI's records: (review or None, superseded records, orphaned records).
+    """Join one DOI's records (same `doi_key`): (review or None, superseded, orphaned records).
 
     Per language the highest version wins (ties: first locator); older versions and
     duplicates are superseded. The English record must carry an abstract, else every
-    record of the DOI is orphaned (nothing to align to).
+    record of the DOI is orphaned (nothing to align to). The review's DOI is spelled as
+    its English record spells it.
     """
     best: dict[str, ReviewRecord] = {}
     superseded: list[ReviewRecord] = []
@@ -197,7 +189,7 @@ def join_reviews(doi: str, records: Iterable[ReviewRecord]
     english = best.get("en")
     if english is None or not english.abstract:
         return None, [], sorted(best.values(), key=lambda r: locator_key(r.locator)) + superseded
-    review = Review(doi, english.title, english)
+    review = Review(english.doi, english.title, english)
     review.pls = {lang: rec for lang, rec in sorted(best.items()) if rec.pls}
     unused = [rec for lang, rec in best.items() if not rec.pls and lang != "en"]
     return review, superseded + unused, []

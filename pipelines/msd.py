@@ -1,18 +1,28 @@
 """Beam job: MSD manuals (documented JSONL or the MSD dataset) -> sentence table + PCIO groups."""
 from __future__ import annotations
 
-import os
-
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
-from medsimp.pipelines.beam_io import list_files, new_pipeline
+from medsimp.pipelines.beam_io import new_pipeline
+from medsimp.pipelines.input_files import list_inputs
 from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
+from medsimp.pipelines.records import FormatError, guarded
 from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
-from medsimp.pipelines.source_job import (Counter, ParseFn, Table, dead_letter_table, finish, iter_lines,
-                                 prepare_dirs, stamp, write_tables)
+from medsimp.pipelines.source_job import (
+    Counter,
+    ParseFn,
+    Table,
+    check_json_lines,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    read_records,
+    stamp,
+    write_tables,
+)
 
 SOURCE = "msd"
 _CONCEPT = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32()),
@@ -28,23 +38,18 @@ GROUP_SCHEMA = pa.schema([
 
 
 def input_files(path: str) -> list[str]:
-    """The input file, or the files (not hidden) in a folder, on any Beam filesystem."""
-    files = [f for f in list_files(FileSystems.join(path, "*")) if not os.path.basename(f).startswith(".")]
-    if files:
-        return files
-    if os.path.isdir(path):
-        raise FileNotFoundError(f"no files in {path}")
-    if not list_files(path):
-        raise FileNotFoundError(path)
-    return [path]
+    """The file, or the files of a folder; each passes `check_json_lines` (one line, exit 2)."""
+    files = list_inputs(path)
+    for name in files:
+        check_json_lines(name)
+    return files
 
 
 def read_file(path: str, paired_markers: list[str]):
-    name = os.path.basename(path)
-    stem = os.path.splitext(name)[0]
+    name = FileSystems.split(path)[1]
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
     paired = any(marker in stem for marker in paired_markers)
-    yield from iter_lines(path, lambda line, number, locator: parse_line(line, stem, number, paired,
-                                                                       locator))
+    yield from read_records(path, lambda line: parse_line(line, stem, paired))
 
 
 class AssembleFn(beam.DoFn):
@@ -58,14 +63,17 @@ class AssembleFn(beam.DoFn):
     def process(self, element):
         doc_id, records = element
         records = list(records)
-        rows, groups, filtered, rejected = assemble(doc_id, records, self.lookup, SOURCE)
+        done = guarded(assemble, doc_id, records, self.lookup, SOURCE)
+        if isinstance(done, FormatError):  # the document's text broke a later step
+            done = [], [], [], [(rec, done.reason) for rec in records]
+        rows, groups, filtered, rejected = done
         self.count.inc("filtered", len(filtered))
         self.count.inc("filtered.duplicate_side", len(filtered))
         for rec, reason in rejected:
             self.count.inc("rejected")
             self.count.inc(f"rejected.{reason}")
             yield beam.pvalue.TaggedOutput("dead", dead_letter(
-                SOURCE, rec.locator, reason, f"document {doc_id} has {len(records)} line(s)"))
+                SOURCE, rec.locator, reason, f"its document has {len(records)} line(s)"))
         self.count.inc("kept", len(records) - len(filtered) - len(rejected))
         for row in rows:
             self.count.inc(f"sentences.{row['side']}")

@@ -4,18 +4,18 @@ Two line formats, detected per line:
 - documented JSONL: `{"topic", "audience": "professional"|"consumer", "title"?, "sections":
   [{"heading", "text"}]}`; doc_id is the topic slug.
 - the MSD dataset: `{"text", "label": 0 (expert) | 1 (layman), "concepts": [{"range": [s, e],
-  "term", "cui"}]}`; in a paired (test) file line 2n-1 pairs with line 2n (doc_id `<stem>-<n>`),
-  elsewhere each line is its own document (doc_id `<stem>-L<line>`).
+  "term", "cui"}]}`; in a paired (test) file record 2n-1 pairs with record 2n (doc_id
+  `<stem>-<n>`; blank lines are not records, so they shift nothing), elsewhere each line is its
+  own document (doc_id `<stem>-L<line>`).
 Section headings map to PCIO elements through the `msd.pcio` params table.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from medsimp.pipelines.cochrane_formats import FormatError
+from medsimp.pipelines.records import FormatError, Line, check_text, int_field, loads
 from medsimp.pipelines.sentence_rows import document_rows, locator_key
 
 AUDIENCE_SIDE = {"professional": "complex", "consumer": "simple"}
@@ -48,7 +48,14 @@ def slug(topic: str) -> str:
     return re.sub(r"[^0-9a-z]+", "-", topic.lower()).strip("-")
 
 
-def _concepts(value) -> tuple[GoldConcept, ...]:
+def _optional_text(obj: dict, field: str, reason: str) -> str:
+    value = obj.get(field)
+    if value is not None and not isinstance(value, str):
+        raise FormatError(reason, f"{field} must be a string")
+    return check_text(value or "", field)
+
+
+def _concepts(value, text_length: int) -> tuple[GoldConcept, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -56,47 +63,48 @@ def _concepts(value) -> tuple[GoldConcept, ...]:
     out = []
     for i, c in enumerate(value):
         rng = c.get("range") if isinstance(c, dict) else None
-        if (not isinstance(rng, list) or len(rng) != 2 or not all(isinstance(x, int) for x in rng)
-                or not isinstance(c.get("cui", ""), str)):
-            raise FormatError("bad_concepts", f"concepts[{i}] needs range [start, end] and cui")
-        out.append(GoldConcept(rng[0], rng[1], str(c.get("term", "")), c.get("cui", "")))
+        if not isinstance(rng, list) or len(rng) != 2:
+            raise FormatError("bad_concepts", f"concepts[{i}] needs range [start, end]")
+        start = int_field(rng[0], f"concepts[{i}].range[0]", "bad_concepts", 0, text_length)
+        end = int_field(rng[1], f"concepts[{i}].range[1]", "bad_concepts", start, text_length)
+        out.append(GoldConcept(start, end, _optional_text(c, "term", "bad_concepts"),
+                               _optional_text(c, "cui", "bad_concepts")))
     return tuple(out)
 
 
-def parse_line(line: str, stem: str, number: int, paired: bool, locator: str) -> MsdRecord:
-    """Parse one line of either format (`number` is the 1-based line number)."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise FormatError("bad_json", f"{exc.msg} at column {exc.colno}") from None
+def parse_line(line: Line, stem: str, paired: bool) -> MsdRecord:
+    """Parse one line of either format (a paired file pairs by `line.ordinal`)."""
+    obj = loads(line.text)
     if not isinstance(obj, dict):
         raise FormatError("not_an_object", type(obj).__name__)
     if "audience" in obj or "topic" in obj:
         topic, audience = obj.get("topic"), obj.get("audience")
         if not isinstance(topic, str) or not slug(topic):
             raise FormatError("missing_topic")
-        if audience not in AUDIENCE_SIDE:
+        if not isinstance(audience, str) or audience not in AUDIENCE_SIDE:
             raise FormatError("bad_audience", "audience must be professional or consumer")
         sections = obj.get("sections")
         if not isinstance(sections, list) or not all(
-                isinstance(s, dict) and isinstance(s.get("text"), str) for s in sections):
+                isinstance(s, dict) and isinstance(s.get("text"), str)
+                and isinstance(s.get("heading") or "", str) for s in sections):
             raise FormatError("bad_sections", "sections must be a list of {heading, text}")
-        kept = tuple((str(s.get("heading") or "").strip(), s["text"]) for s in sections if s["text"].strip())
+        kept = tuple((check_text((s.get("heading") or "").strip(), "heading"), check_text(s["text"], "text"))
+                     for s in sections if s["text"].strip())
         if not kept:
             raise FormatError("empty_record", "no section has text")
-        return MsdRecord(slug(topic), topic.strip(), AUDIENCE_SIDE[audience],
-                         str(obj.get("title") or ""), kept, (), locator)
+        return MsdRecord(slug(topic), check_text(topic.strip(), "topic"), AUDIENCE_SIDE[audience],
+                         _optional_text(obj, "title", "bad_title"), kept, (), line.locator)
     text, label = obj.get("text"), obj.get("label")
     if not isinstance(text, str) or not text.strip():
         raise FormatError("empty_record", "text missing or empty")
-    if label not in LABEL_SIDE or isinstance(label, bool):
+    if type(label) is not int or label not in LABEL_SIDE:
         raise FormatError("bad_label", "label must be 0 (expert) or 1 (layman)")
     if paired:
-        doc_id, pair_index = f"{stem}-{(number + 1) // 2}", 2 - number % 2
+        doc_id, pair_index = f"{stem}-{(line.ordinal + 1) // 2}", 2 - line.ordinal % 2
     else:
-        doc_id, pair_index = f"{stem}-L{number}", 0
-    return MsdRecord(doc_id, "", LABEL_SIDE[label], "", (("", text),), _concepts(obj.get("concepts")),
-                     locator, pair_index)
+        doc_id, pair_index = f"{stem}-L{line.number}", 0
+    return MsdRecord(doc_id, "", LABEL_SIDE[label], "", (("", check_text(text, "text")),),
+                     _concepts(obj.get("concepts"), len(text)), line.locator, pair_index)
 
 
 def pcio_lookup(table: Mapping[str, list[str]]) -> dict[str, str]:

@@ -9,14 +9,17 @@ split (1 -> N). Adaptation k is document `<question_id>:<pmid>` for k = 1 and
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from medsimp.pipelines.cochrane_formats import FormatError
+from medsimp.pipelines.records import FormatError, check_text, guarded, loads, members, value_end
 from medsimp.pipelines.sentence_rows import document_rows, sentence_id
 
 SOURCE = "plaba"
-_ADAPTATION = re.compile(r"^translation(\d+)$")
+_ADAPTATION = re.compile(r"^translation([1-9][0-9]{0,2})$")
+_NUMBER = re.compile(r"0|[1-9][0-9]{0,5}")  # a sentence number as PLABA writes it: plain ASCII digits
+_ID = re.compile(r"[0-9]{1,20}")
 
 
 @dataclass(frozen=True)
@@ -38,15 +41,30 @@ def adaptation_doc_id(doc: PlabaDoc, k: int) -> str:
 
 
 def _numbered(value, name: str) -> dict[int, str]:
+    """{"1": text, ...} -> {1: text}. A key that is not plain ASCII digits is never folded
+    into another: `ambiguous_sentence_number` when its value repeats a key ("01", "١" beside
+    "1"), else `bad_sentence_number` ("²", " 1", "1.5")."""
     if not isinstance(value, dict):
         raise FormatError(f"bad_{name}", f"{name} must map sentence numbers to text")
     out: dict[int, str] = {}
-    for key, text in value.items():
-        if not str(key).strip().isdigit():
-            raise FormatError(f"bad_{name}", f"{name} key {str(key)[:20]!r} is not a sentence number")
+    loose = []
+    for index, (key, text) in enumerate(value.items(), start=1):
         if text is not None and not isinstance(text, str):
-            raise FormatError(f"bad_{name}", f"{name}[{key}] must be a string")
-        out[int(key)] = text or ""
+            raise FormatError(f"bad_{name}", f"{name} member {index} must be a string")
+        if _NUMBER.fullmatch(key):
+            out[int(key)] = check_text(text or "", name)
+        else:
+            loose.append(index)
+    for index in loose:
+        key = list(value)[index - 1]
+        try:
+            number = int(key)
+        except ValueError:
+            number = None
+        if number in out:
+            raise FormatError("ambiguous_sentence_number",
+                              f"{name} member {index} names sentence {number} again in another spelling")
+        raise FormatError("bad_sentence_number", f"{name} member {index} is not a plain ASCII sentence number")
     return out
 
 
@@ -67,28 +85,73 @@ def parse_document(question_id: str, question: str, pmid: str, entry) -> PlabaDo
             adaptations.append((int(match.group(1)), numbered))
     if not adaptations:
         raise FormatError("no_adaptation", "no translationN field")
-    title = entry.get("Title") or ""
-    return PlabaDoc(question_id, question, pmid, title if isinstance(title, str) else "",
+    title = entry.get("Title")
+    if title is not None and not isinstance(title, str):
+        raise FormatError("bad_title", "Title must be a string")
+    return PlabaDoc(question_id, question, pmid, check_text(title or "", "Title"),
                     tuple(sorted(abstract.items())), tuple(sorted(adaptations, key=lambda a: a[0])))
 
 
-def iter_documents(data, name: str) -> Iterator[tuple[str, PlabaDoc | FormatError]]:
-    """(locator `file#question_id/pmid`, document or error) for every PubMed entry."""
-    if not isinstance(data, dict):
-        yield f"{name}#", FormatError("not_an_object", "top level must map question ids")
-        return
-    for qid in sorted(data, key=lambda q: (len(q), q)):
-        block = data[qid]
-        if not isinstance(block, dict) or not isinstance(block.get("question", ""), str):
-            yield f"{name}#{qid}", FormatError("bad_question", "question block must be an object "
-                                                                "with a string 'question'")
+def top_members(text: str) -> list[tuple[str, int, int]]:
+    """(question id, value start, value end) of the file's top-level object; FormatError
+    `bad_json` when the file is not one JSON object (a whole-file fault)."""
+    start = len(text) - len(text.lstrip())
+    if text[start:start + 1] != "{":
+        raise FormatError("bad_json", "the top level must be an object of question ids")
+    if text[value_end(text, start):].strip():
+        raise FormatError("bad_json", "text after the top-level object")
+    return list(members(text, start))
+
+
+def _label(key: str, index: int) -> str:
+    """A key as shown in a locator: PLABA ids are digits; anything else by its position."""
+    return key if _ID.fullmatch(key) else f"@{index}"
+
+
+def _question(text: str, start: int) -> tuple[str, list[tuple[str, int, int]]]:
+    if text[start] != "{":
+        raise FormatError("bad_question", "question block must be an object with a string 'question'")
+    block = list(members(text, start))
+    counts = Counter(key for key, _, _ in block)
+    if counts["question"] > 1:
+        raise FormatError("duplicate_key", "the question block repeats 'question'")
+    question = next((loads(text[s:e]) for key, s, e in block if key == "question"), "")
+    if not isinstance(question, str):
+        raise FormatError("bad_question", "'question' must be a string")
+    check_text(question, "question")
+    return question, [m for m in block if m[0] != "question"]
+
+
+def _entry(qid: str, question: str, pmid: str, raw: str) -> PlabaDoc:
+    return parse_document(check_text(qid, "question id"), question, check_text(pmid, "pmid"), loads(raw))
+
+
+def iter_documents(text: str, name: str) -> Iterator[tuple[str, PlabaDoc | FormatError]]:
+    """(locator `file#question_id/pmid`, document or error) for every PubMed entry of the
+    file's text. Each entry is parsed on its own, so a bad one costs only itself; a
+    question id or pmid that appears twice is a `duplicate_key` for each occurrence (never
+    overwritten). The unit is the entry; a question block that cannot be read counts once."""
+    top = top_members(text)
+    qcounts = Counter(key for key, _, _ in top)
+    order = sorted(range(len(top)), key=lambda i: (len(top[i][0]), top[i][0], i))
+    for qindex in order:
+        qid, start, _ = top[qindex]
+        qlabel = f"{name}#{_label(qid, qindex + 1)}"
+        if qcounts[qid] > 1:
+            yield qlabel, FormatError("duplicate_key", f"question id appears {qcounts[qid]} times")
             continue
-        for pmid in sorted(k for k in block if k != "question"):
-            locator = f"{name}#{qid}/{pmid}"
-            try:
-                yield locator, parse_document(str(qid), block.get("question", ""), str(pmid), block[pmid])
-            except FormatError as exc:
-                yield locator, exc
+        block = guarded(_question, text, start)
+        if isinstance(block, FormatError):
+            yield qlabel, block
+            continue
+        question, entries = block
+        pcounts = Counter(key for key, _, _ in entries)
+        for pindex, (pmid, s, e) in sorted(enumerate(entries, start=1), key=lambda m: (m[1][0], m[0])):
+            locator = f"{qlabel}/{_label(pmid, pindex)}"
+            if pcounts[pmid] > 1:
+                yield locator, FormatError("duplicate_key", f"pmid appears {pcounts[pmid]} times")
+                continue
+            yield locator, guarded(_entry, qid, question, pmid, text[s:e])
 
 
 def document_sentence_rows(doc: PlabaDoc, locator: str) -> list[dict]:

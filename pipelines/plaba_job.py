@@ -1,19 +1,27 @@
 """Beam job: PLABA JSON -> sentence table + gold sentence-aligned pairs."""
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from medsimp.errors import InputError
 from medsimp.pipelines.beam_io import new_pipeline
-from medsimp.pipelines.cochrane_formats import FormatError
-from medsimp.pipelines.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents
+from medsimp.pipelines.input_files import check_file, read_text
+from medsimp.pipelines.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents, top_members
+from medsimp.pipelines.records import FormatError, guarded
 from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
-from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
+from medsimp.pipelines.source_job import (
+    Counter,
+    Table,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    stamp,
+    write_tables,
+)
 
 _IDS = [pa.field("question_id", pa.string()), pa.field("pmid", pa.string())]
 SCHEMA = sentence_schema(*_IDS, pa.field("sentence_number", pa.int32()), pa.field("adaptation", pa.int32()))
@@ -26,16 +34,26 @@ PAIR_SCHEMA = pa.schema([
 ])
 
 
-def read_file(path: str):
-    name = os.path.basename(path)
-    with FileSystems.open(path) as fh:
-        raw = fh.read()
+def check_input(path: str) -> None:
+    """Whole-file faults (input_files), and a file that is not one JSON object: one line, exit 2."""
+    check_file(path)
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        yield f"{name}#", FormatError("bad_json", str(exc)[:200])
-        return
-    yield from iter_documents(data, name)
+        top_members(read_text(path))
+    except FormatError as exc:
+        raise InputError(f"{path}: not PLABA JSON ({exc.detail})") from None
+
+
+def read_file(path: str):
+    name = FileSystems.split(path)[1]
+    try:
+        yield from iter_documents(read_text(path), name)
+    except FormatError as exc:  # checked before the run; the file changed since
+        yield f"{name}#", exc
+
+
+def _document(doc, locator: str) -> tuple[list[dict], list[dict]]:
+    rows = document_sentence_rows(doc, locator)
+    return rows, gold_pairs(doc, rows)
 
 
 @beam.typehints.with_output_types(Any)
@@ -46,17 +64,18 @@ class DocFn(beam.DoFn):
     def process(self, item):
         locator, doc = item
         self.count.inc("read")
-        if isinstance(doc, FormatError):
+        done = doc if isinstance(doc, FormatError) else guarded(_document, doc, locator)
+        if isinstance(done, FormatError):
             self.count.inc("rejected")
-            self.count.inc(f"rejected.{doc.reason}")
-            yield beam.pvalue.TaggedOutput("dead", dead_letter(SOURCE, locator, doc.reason, doc.detail))
+            self.count.inc(f"rejected.{done.reason}")
+            yield beam.pvalue.TaggedOutput("dead", dead_letter(SOURCE, locator, done.reason, done.detail))
             return
         self.count.inc("kept")
-        rows = document_sentence_rows(doc, locator)
+        rows, pairs = done
         for row in rows:
             self.count.inc(f"sentences.{row['side']}")
             yield row
-        for pair in gold_pairs(doc, rows):
+        for pair in pairs:
             self.count.inc("pairs")
             self.count.inc(f"pairs.{pair['alignment']}")
             yield beam.pvalue.TaggedOutput("pairs", pair)
@@ -64,6 +83,7 @@ class DocFn(beam.DoFn):
 
 def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_args: list[str],
         metrics_file: str | None) -> dict:
+    check_input(input_path)
     num_shards = int(params.get("num_shards", 1))
     tables = {
         "sentences": Table("sentences", SCHEMA, lambda r: r["doc_id"],

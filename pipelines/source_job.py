@@ -6,7 +6,7 @@ Counter names may contain one dot (`rejected.bad_json`): they become nested maps
 """
 from __future__ import annotations
 
-import os
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,10 +16,12 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from medsimp.errors import InputError
 from medsimp.lineage import with_lineage
 from medsimp.outputs import canonical_json, check_reconciles, output_stats, print_summary, write_json
 from medsimp.pipelines.beam_io import WriteSorted, counters, fill_empty_shards, write_file
-from medsimp.pipelines.cochrane_formats import FormatError
+from medsimp.pipelines.input_files import check_file, iter_lines
+from medsimp.pipelines.records import FormatError, Line, guarded
 from medsimp.pipelines.sentence_rows import dead_letter, locator_key
 
 DEAD_LETTER = "dead_letter"
@@ -52,26 +54,38 @@ class Counter:
         self._counters[name].inc(n)
 
 
-def iter_lines(path: str, parse: Callable[[str, int, str], Any]) -> Iterator[tuple[str, Any]]:
-    """(locator, parse(line, number, locator) or its FormatError) for each non-blank line.
+def check_json_lines(path: str) -> None:
+    """Whole-file faults (`check_file`), and a file in which no line is a JSON object (not
+    JSON Lines at all): one line, exit 2. Stops at the first object line."""
+    check_file(path)
+    for _, text in iter_lines(path):
+        if isinstance(text, str) and text.strip().startswith("{"):
+            try:
+                if isinstance(json.loads(text), dict):
+                    return
+            except (ValueError, RecursionError):
+                continue
+    raise InputError(f"{path}: not JSON Lines (no line is a JSON object)")
+
+
+def read_records(path: str, parse: Callable[[Line], Any]) -> Iterator[tuple[str, Any]]:
+    """(locator `file:line`, parse(line) or the FormatError standing for any exception of it)
+    for each non-blank line (input_files.iter_lines: any newline convention, BOM, last line).
 
     A line that is not valid UTF-8 becomes a `bad_utf8` FormatError (never silently replaced).
     """
-    name = os.path.basename(path)
-    with FileSystems.open(path) as fh:
-        for number, raw in enumerate(fh, start=1):
-            locator = f"{name}:{number}"
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as exc:
-                yield locator, FormatError("bad_utf8", f"invalid byte at column {exc.start}")
-                continue
-            if not line:
-                continue
-            try:
-                yield locator, parse(line, number, locator)
-            except FormatError as exc:
-                yield locator, exc
+    name = FileSystems.split(path)[1]
+    ordinal = 0
+    for number, text in iter_lines(path):
+        locator = f"{name}:{number}"
+        if isinstance(text, UnicodeDecodeError):
+            ordinal += 1
+            yield locator, FormatError("bad_utf8", f"invalid byte at column {text.start}")
+            continue
+        if not text.strip():
+            continue
+        ordinal += 1
+        yield locator, guarded(parse, Line(text.strip(), number, ordinal, locator))
 
 
 @beam.typehints.with_output_types(Any)

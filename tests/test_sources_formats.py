@@ -5,11 +5,19 @@ from pathlib import Path
 import pytest
 
 from medsimp.errors import InputError
-from medsimp.pipelines.cochrane_formats import (FormatError, devaraj_prefixes, join_reviews, normalise_doi,
-                                        parse_canonical_line, read_devaraj, split_doi)
+from medsimp.pipelines.cochrane_formats import (
+    FormatError,
+    devaraj_prefixes,
+    join_reviews,
+    normalise_doi,
+    parse_canonical_line,
+    read_devaraj,
+    split_doi,
+)
 from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from medsimp.pipelines.multilingual_sentences import split_sentences
 from medsimp.pipelines.plaba import document_sentence_rows, gold_pairs, iter_documents
+from medsimp.pipelines.records import Line
 
 FIX = Path(__file__).parent / "fixtures" / "sources"
 
@@ -30,9 +38,13 @@ def test_canonical_record_and_errors():
     assert (rec.doi, rec.version, rec.language, rec.abstract) == ("10.1/x.CD1", 3, "es", ())
     assert rec.pls[0].text == "Texto."
     for bad, reason in [("{", "bad_json"), (_line(language="en", pls="x"), "missing_doi"),
-                        (_line(doi="d", language="english", pls="x"), "bad_language"),
-                        (_line(doi="d", language="en", abstract=[], pls=""), "empty_record"),
-                        (_line(doi="d", language="en", abstract=[{"heading": "B"}]), "bad_abstract")]:
+                        (_line(doi="10.1/d", language="english", pls="x"), "bad_language"),
+                        (_line(doi="10.1/d", language="en", abstract=[], pls=""), "empty_record"),
+                        (_line(doi="10.1/d", language="en", abstract=[{"heading": "B"}]), "bad_abstract"),
+                        (_line(doi="d", language="en", pls="x"), "bad_doi"),
+                        (_line(doi="10.1/d.pub99999999999", language="en", pls="x"), "bad_doi"),
+                        (_line(doi="10.1/d", version=True, language="en", pls="x"), "bad_version"),
+                        (_line(doi="10.1/d", version=2**40, language="en", pls="x"), "bad_version")]:
         with pytest.raises(FormatError) as err:
             parse_canonical_line(bad, "f:2")
         assert err.value.reason == reason
@@ -56,10 +68,10 @@ def test_join_by_doi_keeps_latest_version_and_rejects_orphans():
                                           abstract=[{"heading": "H", "text": "A."}] if abstract else None), loc)
     old, new = rec("10.1/CD1.pub2", "en", "f:1"), rec("10.1/CD1.pub3", "en", "f:2")
     es, fr = rec("10.1/CD1.pub3", "es", "f:3", False), rec("10.1/CD1", "fr", "f:4", False)
-    review, filtered, orphans = join_reviews("10.1/CD1", [es, old, fr, new])
+    review, filtered, orphans = join_reviews([es, old, fr, new])
     assert review.abstract is new and sorted(review.pls) == ["en", "es", "fr"]
     assert filtered == [old] and orphans == []
-    review, filtered, orphans = join_reviews("10.1/CD2", [rec("10.1/CD2", "es", "f:9", False)])
+    review, filtered, orphans = join_reviews([rec("10.1/CD2", "es", "f:9", False)])
     assert review is None and len(orphans) == 1
 
 
@@ -96,10 +108,11 @@ def test_sentence_splitting_after_a_single_capital(language, text, expected):
 
 def test_msd_dataset_pairs_and_pcio_groups():
     lines = (FIX / "msd_test.jsonl").read_text().splitlines()
-    recs = [parse_line(line, "msd_test", i + 1, True, f"msd_test.jsonl:{i + 1}") for i, line in enumerate(lines[:4])]
+    recs = [parse_line(Line(line, i + 1, i + 1, f"msd_test.jsonl:{i + 1}"), "msd_test", True)
+            for i, line in enumerate(lines[:4])]
     assert [r.doc_id for r in recs] == ["msd_test-1", "msd_test-1", "msd_test-2", "msd_test-2"]
     with pytest.raises(FormatError) as err:
-        parse_line(lines[4], "msd_test", 5, True, "msd_test.jsonl:5")
+        parse_line(Line(lines[4], 5, 5, "msd_test.jsonl:5"), "msd_test", True)
     assert err.value.reason == "bad_label"
     rows, groups, filtered, rejected = assemble("msd_test-1", recs[:2], {})
     assert [g["pcio"] for g in groups] == ["test_pair"] and not rejected
@@ -108,7 +121,8 @@ def test_msd_dataset_pairs_and_pcio_groups():
     _, _, _, rejected = assemble("msd_test-2", recs[2:], {})
     assert [reason for _, reason in rejected] == ["bad_pair", "bad_pair"]
     lookup = pcio_lookup({"symptoms": ["Symptoms and Signs", "Symptoms"], "treatment": ["Treatment"]})
-    docs = [parse_line(json.dumps({"topic": "Gout", "audience": aud, "sections": secs}), "m", i, False, f"m:{i}")
+    docs = [parse_line(Line(json.dumps({"topic": "Gout", "audience": aud, "sections": secs}), i, i, f"m:{i}"),
+                       "m", False)
             for i, (aud, secs) in enumerate([
                 ("professional", [{"heading": "Symptoms and Signs", "text": "Acute monoarthritis occurs."},
                                   {"heading": "Etiology", "text": "Urate crystals deposit."}]),
@@ -124,7 +138,7 @@ def test_plaba_deletions_splits_and_errors():
         "translation1": {"1": "One. Two.", "2": ""},
         "translation2": {"1": "Only one.", "2": "Kept.", "3": "Also kept."}},
         "112": {"abstract": {"1": "x"}, "translation1": {"9": "no such number"}}}, "8": []}
-    items = list(iter_documents(data, "p.json"))
+    items = list(iter_documents(json.dumps(data), "p.json"))
     assert [loc for loc, _ in items] == ["p.json#7/111", "p.json#7/112", "p.json#8"]
     assert [v.reason for _, v in items[1:]] == ["unknown_sentence_number", "bad_question"]
     doc = items[0][1]

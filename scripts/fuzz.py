@@ -1,0 +1,73 @@
+"""Long fuzz profile of the source readers: mutated sample records through the real CLI.
+
+    python scripts/fuzz.py --minutes 30 [--readers cochrane,devaraj,msd,plaba] [--save DIR]
+
+Uses the strategies and the property of tests/fuzz_readers.py (the CI runs its fast
+profile in tests/test_fuzz_readers.py). Prints examples run and how many ended in each
+outcome: ok and exit2 hold the property; tracebacks, hangs, unreconciled counts, leaks
+(the planted marker in output) and crashes (any other exit) break it. A breaking input is
+saved under --save. Exit status 1 when anything broke.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fuzz_readers import HOLDS, SAMPLES, mutations, run_case  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+BATCH = settings(max_examples=10, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--readers", default=",".join(SAMPLES))
+    parser.add_argument("--save", default="fuzz-failures", help="folder for inputs that broke the property")
+    args = parser.parse_args()
+    import apache_beam  # noqa: F401 - its start-up warnings once, before any capture
+
+    readers = args.readers.split(",")
+    outcomes: collections.Counter = collections.Counter()
+    per_reader: dict[str, collections.Counter] = {r: collections.Counter() for r in readers}
+    deadline = time.monotonic() + args.minutes * 60
+    saved = 0
+    while time.monotonic() < deadline:
+        for reader in readers:
+            @BATCH
+            @given(mutations(reader))
+            def fuzz(files):
+                nonlocal saved
+                outcome = run_case(reader, files)  # noqa: B023 - called before the loop moves on
+                outcomes[outcome] += 1
+                per_reader[reader][outcome] += 1  # noqa: B023
+                if outcome not in HOLDS:
+                    saved += 1
+                    folder = Path(args.save) / f"{saved:04d}-{reader}-{outcome}"  # noqa: B023
+                    for name, data in files.items():
+                        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                        (folder / name).write_bytes(data)
+
+            fuzz()
+            if time.monotonic() >= deadline:
+                break
+    total = sum(outcomes.values())
+    summary = {"minutes": args.minutes, "examples": total, "ok": outcomes["ok"], "exit2": outcomes["exit2"],
+               "tracebacks": outcomes["traceback"], "hangs": outcomes["hang"],
+               "unreconciled": outcomes["unreconciled"], "leaks": outcomes["leak"], "crashes": outcomes["crash"],
+               "per_reader": {r: dict(sorted(c.items())) for r, c in per_reader.items()}}
+    os.write(1, (json.dumps(summary, indent=1) + "\n").encode())
+    return 0 if total == outcomes["ok"] + outcomes["exit2"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
