@@ -76,7 +76,7 @@ def _documents(args, params: dict) -> tuple[list[dict], list[str] | None, str]:
         rejects: list[dict] = []
         docs, lineage = documents.from_gold(args.gold, args.gold_format, rejects)
         for r in rejects:
-            print(f"note: left out {r['reason']}", file=sys.stderr)
+            print(f"note: left out {r['locator']} ({r['reason'].rsplit(': ', 1)[-1]})", file=sys.stderr)
         title = Path(args.gold).name
     else:
         docs, lineage = documents.from_vecalign(args.src, args.tgt, args.alignments,
