@@ -119,3 +119,22 @@ def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
                  "--set", "align.crf.epochs=3"]) == 0
     stats = json.loads((model / "stats.json").read_text())
     assert stats["documents"] == 2 and stats["gold_pairs"] == sum(len(r["pairs"]) for r in rows)
+
+
+def test_markup_in_sentences_is_shown_as_text(tmp_path, browser):  # noqa: F811
+    evil = '</script><img src=x onerror="window.pwned=1"><b id="bold">x</b>'
+    (tmp_path / "a.txt").write_text(f"{evil}\nsecond\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text(f"{evil}\n", encoding="utf-8")
+    out = tmp_path / "page"
+    assert main(["annotate", "page", "--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "b.txt"),
+                 "--show-restricted", "--output", str(out), "--set", "annotate.similarities=[overlap]"]) == 0
+    _, page = browser
+    page.call("Page.navigate", url=(out / "index.html").as_uri() + "?annotator=" + "%3Cb%3Ez")
+    _wait(lambda: page.js("document.readyState === 'complete' && !!document.getElementById('c-0')"))
+    assert page.js("document.querySelectorAll('img, #bold').length") == 0
+    assert page.js("window.pwned === undefined")
+    assert page.js("document.getElementById('c-0').firstChild.textContent") == evil
+    assert not page.js("document.getElementById('banner').classList.contains('hidden')")
+    page.click("#s-0")  # an annotator name with markup is text too
+    assert page.js("document.querySelectorAll('#simple li .badge').length") == 1
+    assert page.js("document.querySelectorAll('img, b').length") == 0
