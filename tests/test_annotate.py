@@ -151,3 +151,46 @@ def test_unfinished_documents_are_left_out_and_bad_exports_are_one_line_errors(t
     (tmp_path / "c.json").write_text("{\"format\": \"other\"}")
     assert main(["annotate", "ingest", str(tmp_path / "c.json"), "--output", str(tmp_path / "g")]) == 2
     assert "not a medsimp annotation export" in capsys.readouterr().err
+
+
+def test_page_opens_on_the_multicochrane_es_builder_config(tmp_path):
+    import yaml
+
+    paths = upstream.write_cochrane(tmp_path)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"build": {"multicochrane": paths}}), encoding="utf-8")
+    builder = tmp_path / "builders" / "multicochrane"
+    assert main(["--params", str(params), "build", "multicochrane", "--output", str(builder)]) == 0
+    out = tmp_path / "page"
+    assert main(["annotate", "page", "--pairs", str(builder), "--config", "es", "--sentences",
+                 paths["sentences"], "--output", str(out), "--set", "annotate.similarities=[overlap]"]) == 0
+    html = (out / "index.html").read_text(encoding="utf-8")
+    data = json.loads(html.split('id="data">', 1)[1].split("</script>", 1)[0])
+    assert data["restricted"] is False and data["lineage"] == ["cochrane"]
+    assert data["docs"] and {d["language"] for d in data["docs"]} == {"es"}
+    assert data["measures"] == ["overlap"]
+    d = data["docs"][0]
+    assert len(d["sim"]["overlap"]) == len(d["complex"]) and len(d["sim"]["overlap"][0]) == len(d["simple"])
+    assert {a["method"] for doc in data["docs"] for a in doc["alignments"]} <= {"crf+vecalign"}
+
+
+def test_crf_similarity_is_the_aligners_pair_probability():
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+    from fakes import HashEncoder
+
+    from alignment.crf import CRFAligner
+    from alignment.gold import read_gold
+    from medsimp.annotate.similarity import cosine_matrix, crf_matrix, overlap_matrix
+
+    docs = read_gold(Path(__file__).resolve().parents[1] / "data/sample/align_gold.jsonl")
+    enc = HashEncoder()
+    model = CRFAligner.train(docs, enc, {"epochs": 5})
+    d = docs[0]
+    mat = crf_matrix(model, d.complex, d.simple)
+    assert mat.shape == (len(d.complex), len(d.simple)) and ((mat >= 0) & (mat <= 1 + 1e-9)).all()
+    for (c, s), p in model.align(d.complex, d.simple).pairs.items():
+        assert abs(mat[c, s] - p) < 1e-6
+    cos = cosine_matrix(enc, d.complex, d.simple, "en")
+    assert abs(cos[0, 0] - (enc.encode([d.complex[0]]) @ enc.encode([d.simple[0]]).T)[0, 0]) < 1e-6
+    r = overlap_matrix(["The cat sat."], ["cats sat", "dog"], "en")
+    assert r.tolist() == [[1.0, 0.0]]  # lemmas: cats -> cat
