@@ -78,12 +78,13 @@ def _summary(values: list[float]) -> dict[str, Any]:
 
 
 def alignment_types(rows: list[dict]) -> Counter:
-    """1-1 / 1-N / N-1 / N-M of pair rows; PLABA's own `alignment` labels (1-0 = deletion)."""
+    """1-1 / 1-N / N-1 / N-M of aligned-pair rows (`pair_id`); PLABA's own `alignment` labels
+    (1-0 = deletion). Other builders (MSD groups, sentences) have no alignments."""
     types: Counter = Counter()
     for r in rows:
         if r.get("alignment"):
             types["deletion" if r["alignment"] == "1-0" else r["alignment"]] += 1
-        elif "complex_ids" in r and "simple_ids" in r and r.get("simple_ids"):
+        elif "pair_id" in r and r.get("complex_ids") and r.get("simple_ids"):
             nc, ns = len(r["complex_ids"]), len(r["simple_ids"])
             types[f"{'1' if nc == 1 else 'N'}-{'1' if ns == 1 else ('N' if nc == 1 else 'M')}"] += 1
     return types

@@ -86,9 +86,9 @@ def test_mimic_derived_builder_shows_no_text_without_the_flag(built, tmp_path):
 
 
 def test_alignment_types_and_ratios_on_crafted_rows():
-    rows = [{"doi": "d", "language": "es", "complex_ids": ["c0"], "simple_ids": ["s0"]},
-            {"doi": "d", "language": "es", "complex_ids": ["c1", "c2"], "simple_ids": ["s1"]},
-            {"doi": "d", "language": "es", "complex_ids": ["c3"], "simple_ids": ["s2", "s3"]}]
+    rows = [{"pair_id": "p0", "doi": "d", "language": "es", "complex_ids": ["c0"], "simple_ids": ["s0"]},
+            {"pair_id": "p1", "doi": "d", "language": "es", "complex_ids": ["c1", "c2"], "simple_ids": ["s1"]},
+            {"pair_id": "p2", "doi": "d", "language": "es", "complex_ids": ["c3"], "simple_ids": ["s2", "s3"]}]
     assert alignment_types(rows) == {"1-1": 1, "N-1": 1, "1-N": 1}
     sentences = [{"sentence_id": f"c{i}", "doc_id": "d", "side": "complex", "language": "en"}
                  for i in range(5)]  # c4 is deleted

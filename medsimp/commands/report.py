@@ -6,6 +6,7 @@ MIMIC-derived builders show no text unless --show-restricted (then under a do-no
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -39,9 +40,11 @@ def _markdown(r: dict) -> str:
             lines.append(f"| {side} | {s['units']} | {s['length']['mean']}, {s['length']['median']} | "
                          f"{s['fkgl']['mean']}, {s['fkgl']['median']} |")
         types = ", ".join(f"{t}: {n}" for t, n in st["alignment_types"].items()) or "-"
-        lines += ["", f"Alignment types: {types}; deletions {st['deletions']}, insertions "
-                  f"{st['insertions']}, deletion ratio {st['deletion_ratio']}, elaboration ratio "
-                  f"{st['elaboration_ratio']}."]
+        ratios = {k: "-" if st[k] is None else st[k] for k in
+                  ("deletions", "insertions", "deletion_ratio", "elaboration_ratio")}
+        lines += ["", f"Alignment types: {types}; deletions {ratios['deletions']}, insertions "
+                  f"{ratios['insertions']}, deletion ratio {ratios['deletion_ratio']}, "
+                  f"elaboration ratio {ratios['elaboration_ratio']}."]
         if st["overlap_r"]:
             o = st["overlap_r"]
             lines.append(f"Overlap r: mean {o['mean']}, {o['above']} of {o['n']} above {o['threshold']}.")
@@ -71,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
     meta = card.get("medsimp") or {}
     builder = str(meta.get("builder") or folder.name)
     try:
-        import json
-
         stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise InputError(f"{folder}: no readable stats.json") from None
