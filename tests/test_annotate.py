@@ -17,7 +17,7 @@ from medsimp.cli import main
 from medsimp.errors import Refused
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
-import upstream  # noqa: E402
+import upstream
 
 EVIL = '</script><img src=x onerror="window.pwned=1"><b>&amp;</b>'
 

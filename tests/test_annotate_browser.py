@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from test_humaneval_browser import _wait, browser  # noqa: F401 - the Chromium fixture
 
 from medsimp.cli import main
-from test_humaneval_browser import _wait, browser  # noqa: F401 - the Chromium fixture
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

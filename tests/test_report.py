@@ -10,13 +10,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from test_humaneval_browser import _wait, browser  # noqa: F401 - the Chromium fixture
 
 from medsimp.cli import main
 from medsimp.report import alignment_types, unaligned
-from test_humaneval_browser import _wait, browser  # noqa: F401 - the Chromium fixture
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
-import upstream  # noqa: E402
+import upstream
 
 REPO = Path(__file__).resolve().parents[1]
 SPLIT = {"seed": 13, "validation": 0.2, "test": 0.2}

@@ -73,13 +73,13 @@ def make_server(html: str, host: str, port: int, save_dir: Path, restricted: boo
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self):  # noqa: N802 - http.server's name
+        def do_GET(self):
             if self.path.split("?")[0] in ("/", "/index.html"):
                 self._send(200, page, "text/html; charset=utf-8")
             else:
                 self._send(404, b"not found")
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             if self.path != "/save":
                 return self._send(404, b"not found")
             try:

@@ -119,8 +119,14 @@ def _ingest(args, params: dict) -> int:
     from medsimp.config import section
     from medsimp.errors import InputError
     from medsimp.humaneval.schema import ALIGNMENT_PER_PAIR
-    from medsimp.outputs import (atomic_dir, check_reconciles, output_stats, print_summary,
-                                 write_json, write_jsonl)
+    from medsimp.outputs import (
+        atomic_dir,
+        check_reconciles,
+        output_stats,
+        print_summary,
+        write_json,
+        write_jsonl,
+    )
     from medsimp.params_schema import default
 
     ap = section(params, "annotate")

@@ -42,9 +42,9 @@ def _markdown(r: dict) -> str:
         types = ", ".join(f"{t}: {n}" for t, n in st["alignment_types"].items()) or "-"
         ratios = {k: "-" if st[k] is None else st[k] for k in
                   ("deletions", "insertions", "deletion_ratio", "elaboration_ratio")}
-        lines += ["", f"Alignment types: {types}; deletions {ratios['deletions']}, insertions "
+        lines += ["", (f"Alignment types: {types}; deletions {ratios['deletions']}, insertions "
                   f"{ratios['insertions']}, deletion ratio {ratios['deletion_ratio']}, "
-                  f"elaboration ratio {ratios['elaboration_ratio']}."]
+                  f"elaboration ratio {ratios['elaboration_ratio']}.")]
         if st["overlap_r"]:
             o = st["overlap_r"]
             lines.append(f"Overlap r: mean {o['mean']}, {o['above']} of {o['n']} above {o['threshold']}.")
