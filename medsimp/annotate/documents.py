@@ -50,10 +50,10 @@ def pair_folder(path: Path, config: str | None) -> Path:
 
 
 def _alignment(row: dict, cidx: list[int], sidx: list[int]) -> dict[str, Any]:
-    scores = {k: row.get(k) for k in ("crf_score", "vecalign_score", "overlap_r")
+    scores = {k: round(float(row[k]), 4) for k in ("crf_score", "vecalign_score", "overlap_r")
               if row.get(k) is not None}
-    return {"c": cidx, "s": sidx, "method": str(row.get("method") or ""),
-            "scores": {k: round(float(v), 4) for k, v in scores.items()}, "keep": row.get("keep")}
+    return {"c": cidx, "s": sidx, "method": str(row.get("method") or ""), "scores": scores,
+            "keep": row.get("keep")}
 
 
 def from_pairs(pairs_dir: str | Path, sentences_dir: str | Path, *, config: str | None = None,

@@ -4,6 +4,7 @@ posterior probability (English documents; the larger of its two directions, as `
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +56,8 @@ class Scorer:
                              f"(use {', '.join(MEASURES)})")
         self.measures = list(measures)
         self.params, self.cache, self.model_dir = align_params, cache, model_dir
-        self._encoders = None
-        self._crf = None
+        self._encoders: tuple[Any, Any] | None = None
+        self._crf: Any = None
 
     def _encoder(self, language: str):
         from alignment.encoders import PairEncoders, make_encoder

@@ -92,7 +92,10 @@ def run(args: argparse.Namespace) -> int:
                                                                "language"]).to_pylist()
         except (OSError, ValueError, KeyError):
             raise InputError(f"{args.sentences}: not a sentence table") from None
-    configs, splits, images, pngs = {}, {}, {}, {}
+    configs: dict[str, dict] = {}
+    splits: dict[str, dict[str, int]] = {}
+    images: dict[str, str] = {}
+    pngs: dict[str, bytes] = {}
     for cfg in card.get("configs") or []:
         name = str(cfg["config_name"])
         rows = []
