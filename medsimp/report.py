@@ -181,12 +181,16 @@ def figure_png(name: str, st: dict, bins: int) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    import numpy as np
+
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.2))
     for ax, key, label in ((axes[0], "_lengths", "tokens per sentence"), (axes[1], "_fkgl", "FKGL")):
+        both = st["sides"]["complex"][key] + st["sides"]["simple"][key]
+        edges = np.histogram_bin_edges(both, bins=bins) if both else bins  # one set of bins
         for side, colour in (("complex", "#1f5fbf"), ("simple", "#d06000")):
             values = st["sides"][side][key]
             if values:
-                ax.hist(values, bins=bins, alpha=0.6, color=colour, label=side)
+                ax.hist(values, bins=edges, alpha=0.6, color=colour, label=side)
         ax.set_xlabel(label)
         ax.legend(fontsize=8)
     ov = st["overlap_r"]
