@@ -138,3 +138,36 @@ def test_markup_in_sentences_is_shown_as_text(tmp_path, browser):  # noqa: F811
     page.click("#s-0")  # an annotator name with markup is text too
     assert page.js("document.querySelectorAll('#simple li .badge').length") == 1
     assert page.js("document.querySelectorAll('img, b').length") == 0
+
+
+def test_served_page_saves_the_export_on_the_server(tmp_path, browser):  # noqa: F811
+    import os
+    import subprocess
+    import sys
+
+    saved = tmp_path / "saved"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "medsimp.cli", "annotate", "serve", "--gold",
+         str(REPO / "data/sample/plaba.json"), "--port", "0", "--save-dir", str(saved),
+         "--set", "annotate.similarities=[overlap]"],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        line = ""
+        while "serving" not in line:
+            line = proc.stderr.readline()
+            assert line, "the server exited"
+        url = line.split()[1]
+        assert url.startswith("http://127.0.0.1:")
+        top, page = browser
+        top.call("Browser.setDownloadBehavior", behavior="deny")  # the server's copy is checked
+        page.call("Page.navigate", url=url + "?annotator=ann3")
+        _wait(lambda: page.js("document.readyState === 'complete' && !!document.getElementById('c-0')"))
+        press(page, "m")
+        press(page, "e")
+        out = _wait(lambda: next(iter(saved.glob("ann3.json")), None))
+        data = json.loads(out.read_text(encoding="utf-8"))
+        assert data["annotator"] == "ann3" and data["documents"][0]["done"] is True
+        assert data["lineage"] == ["plaba"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
