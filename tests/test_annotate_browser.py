@@ -171,3 +171,21 @@ def test_served_page_saves_the_export_on_the_server(tmp_path, browser):  # noqa:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_rank_order_toggle_lists_simple_sentences_by_combined_score(tmp_path, browser):  # noqa: F811
+    out = tmp_path / "page"
+    assert main(["annotate", "page", "--gold", str(REPO / "data/sample/plaba.json"),
+                 "--output", str(out), "--set", "annotate.similarities=[overlap]"]) == 0
+    _, page = browser
+    page.call("Page.navigate", url=(out / "index.html").as_uri() + "?annotator=r")
+    _wait(lambda: page.js("document.readyState === 'complete' && !!document.getElementById('c-0')"))
+    page.click("#c-2")
+    order = "[...document.querySelectorAll('#simple li')].map((li) => Number(li.dataset.j))"
+    assert page.js(order) == list(range(6))
+    press(page, "o")
+    ranked = page.js(order)
+    scores = page.js("DATA.docs[0].sim.overlap[2]")
+    assert sorted(ranked) == list(range(6)) and ranked != list(range(6))
+    assert [scores[j] for j in ranked] == sorted(scores, reverse=True)
+    assert page.js("document.getElementById(`s-${" + str(ranked[0]) + "}`).value") == ranked[0] + 1
