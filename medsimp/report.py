@@ -154,7 +154,7 @@ def examples(rows: list[dict], k: int) -> list[dict[str, str]]:
 
 def config_stats(rows: list[dict], sentences: list[dict] | None, threshold: float,
                  syllable_languages: Iterable[str], top: int) -> dict[str, Any]:
-    from pipelines.readability import scores
+    from medsimp.pipelines.readability import scores
 
     sides = {}
     for side, units in side_units(rows).items():
@@ -180,7 +180,6 @@ def figure_png(name: str, st: dict, bins: int) -> bytes:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     import numpy as np
 
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.2))

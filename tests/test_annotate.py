@@ -178,8 +178,8 @@ def test_crf_similarity_is_the_aligners_pair_probability():
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
     from fakes import HashEncoder
 
-    from alignment.crf import CRFAligner
-    from alignment.gold import read_gold
+    from medsimp.alignment.crf import CRFAligner
+    from medsimp.alignment.gold import read_gold
     from medsimp.annotate.similarity import cosine_matrix, crf_matrix, overlap_matrix
 
     docs = read_gold(Path(__file__).resolve().parents[1] / "data/sample/align_gold.jsonl")

@@ -95,7 +95,7 @@ def from_pairs(pairs_dir: str | Path, sentences_dir: str | Path, *, config: str 
 
 
 def _from_docpairs(docs, method: str, language: str = "en") -> list[dict]:
-    from alignment.score import pairs_to_blocks
+    from medsimp.alignment.score import pairs_to_blocks
 
     out = []
     for d in docs:
@@ -122,7 +122,7 @@ def from_gold(path: str | Path, fmt: str = "auto",
               rejects: list[dict] | None = None) -> tuple[list[dict], tuple[str, ...] | None]:
     """Documents of a gold file and the lineage its format implies (None: unknown). Malformed
     PLABA abstracts go to `rejects` ({locator, reason}) and are left out."""
-    from alignment.gold import GoldFormatError, read_gold, read_plaba
+    from medsimp.alignment.gold import GoldFormatError, read_gold, read_plaba
 
     path = Path(path)
     if not path.is_file():
@@ -139,8 +139,8 @@ def from_gold(path: str | Path, fmt: str = "auto",
 def from_vecalign(src: str | Path, tgt: str | Path, alignments: str | Path | None,
                   language: str = "en") -> list[dict]:
     """One document from sentence-per-line files and an optional Vecalign-format alignment file."""
-    from alignment.gold import DocPair, GoldFormatError, read_blocks
-    from alignment.score import blocks_to_pairs
+    from medsimp.alignment.gold import DocPair, GoldFormatError, read_blocks
+    from medsimp.alignment.score import blocks_to_pairs
 
     def lines(p) -> list[str]:
         if not Path(p).is_file():

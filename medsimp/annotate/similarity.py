@@ -13,7 +13,7 @@ MEASURES = ("overlap", "cosine", "crf")
 
 def overlap_matrix(complex_: Sequence[str], simple: Sequence[str], language: str) -> np.ndarray:
     """r = |Lc ∩ Ls| / |Ls| for every (complex, simple) pair (simple lemmas in `language`)."""
-    from alignment.overlap import lemma_set
+    from medsimp.alignment.overlap import lemma_set
 
     lc = [lemma_set(t, "en") for t in complex_]
     ls = [lemma_set(t, language) for t in simple]
@@ -33,8 +33,8 @@ def cosine_matrix(encoder, complex_: Sequence[str], simple: Sequence[str], langu
 
 def crf_matrix(model, complex_: Sequence[str], simple: Sequence[str]) -> np.ndarray:
     """max(forward, reverse) posterior marginal of each pair under a trained `CRFAligner`."""
-    from alignment.crf import lattice
-    from alignment.features import pair_features
+    from medsimp.alignment.crf import lattice
+    from medsimp.alignment.features import pair_features
 
     if not complex_ or not simple:
         return np.zeros((len(complex_), len(simple)))
@@ -60,7 +60,7 @@ class Scorer:
         self._crf: Any = None
 
     def _encoder(self, language: str):
-        from alignment.encoders import PairEncoders, make_encoder
+        from medsimp.alignment.encoders import PairEncoders, make_encoder
         from medsimp.params_schema import default
 
         if self._encoders is None:
@@ -70,7 +70,7 @@ class Scorer:
         return self._encoders[0] if language == "en" else self._encoders[1].for_pair("en", language)
 
     def _model(self):
-        from alignment.crf import CRFAligner
+        from medsimp.alignment.crf import CRFAligner
 
         if self._crf is None:
             path = self.model_dir or self.params.get("model", "out/models/crf_aligner")

@@ -113,8 +113,8 @@ def _page(args, params: dict, save_url: str | None = None) -> tuple[str, bool]:
 
 
 def _ingest(args, params: dict) -> int:
-    from alignment.gold import DocPair
-    from alignment.score import format_block, pairs_to_blocks
+    from medsimp.alignment.gold import DocPair
+    from medsimp.alignment.score import format_block, pairs_to_blocks
     from medsimp.annotate import ingest
     from medsimp.config import section
     from medsimp.errors import InputError
