@@ -174,6 +174,7 @@ def test_page_opens_on_the_multicochrane_es_builder_config(tmp_path):
     assert {a["method"] for doc in data["docs"] for a in doc["alignments"]} <= {"crf+vecalign"}
 
 
+@pytest.mark.slow
 def test_crf_similarity_is_the_aligners_pair_probability():
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
     from fakes import HashEncoder

@@ -49,6 +49,7 @@ def _report(built, name: str, tmp_path: Path, *extra: str) -> tuple[dict, str, P
     return (json.loads((out / "report.json").read_text()), (out / "index.html").read_text(), out)
 
 
+@pytest.mark.slow
 def test_report_numbers_equal_stats_and_parquet(built, tmp_path):
     folder = built["root"] / "multicochrane"
     data, html, out = _report(built, "multicochrane", tmp_path)
@@ -70,6 +71,7 @@ def test_report_numbers_equal_stats_and_parquet(built, tmp_path):
     assert (tmp_path / "again" / "report" / "multicochrane" / "index.html").read_text() == html
 
 
+@pytest.mark.slow
 def test_mimic_derived_builder_shows_no_text_without_the_flag(built, tmp_path):
     rows = [r for f in sorted((built["root"] / "medlane").rglob("*.parquet"))
             for r in pq.read_table(f).to_pylist()]
