@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "radiology": "radiology",
     "simplify": "simplify",
     "humaneval": "humaneval",
+    "annotate": "annotate",
+    "report": "report",
 }
 
 

@@ -377,6 +377,24 @@ class Humaneval:
 
 
 @dataclass
+class AnnotateReport:
+    examples: int = 3
+    bins: int = 20
+    top_semtypes: int = 10
+
+
+@dataclass
+class Annotate:
+    similarities: list[str] = _f(["overlap", "cosine", "crf"])
+    majority: float = 0.5
+    annotations: str = "data/sample/annotations"
+    gold: str = "out/annotate/gold"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    report: AnnotateReport = field(default_factory=AnnotateReport)
+
+
+@dataclass
 class Cache:
     dir: str | None = ".cache/medsimp"
 
@@ -401,6 +419,7 @@ class Params:
     radiology: Radiology = field(default_factory=Radiology)
     simplify: Simplify = field(default_factory=Simplify)
     humaneval: Humaneval = field(default_factory=Humaneval)
+    annotate: Annotate = field(default_factory=Annotate)
     cache: Cache = field(default_factory=Cache)
 
 

@@ -1,0 +1,160 @@
+"""From annotators' exports to gold and agreement.
+
+Only documents an annotator marked done count. A pair is aligned in an annotator's work unless
+it was rejected (proposals left as they were count as confirmed). Gold holds a pair when more
+than `majority` of the document's annotators aligned it; each label of a gold pair is the
+lower median of the annotators' values. Agreement, as MultiCochrane reports it: each
+annotator's pair F1 against the majority vote of the other annotators (same rule), macro
+averaged; plus Krippendorff's alpha (nominal) over every (complex, simple) cell of documents
+with two or more annotators, and alpha (interval) per label over gold pairs.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from medsimp.errors import InputError
+
+FORMAT = "medsimp-annotations"
+
+
+@dataclass(frozen=True)
+class Work:
+    """One annotator's finished document."""
+
+    annotator: str
+    pairs: frozenset[tuple[int, int]]
+    labels: dict[tuple[int, int], dict[str, int]]
+
+
+def read_exports(paths: list[Path]) -> tuple[dict[str, dict], dict[str, list[Work]], list | None]:
+    """Documents (texts) by id, each document's finished work, and the union of the lineages
+    (None when any export's lineage is unknown)."""
+    from medsimp.lineage import union
+
+    docs: dict[str, dict] = {}
+    work: dict[str, list[Work]] = defaultdict(list)
+    seen: set[str] = set()
+    lineages = []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            raise InputError(f"{path}: not a JSON file") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise InputError(f"{path}: not a medsimp annotation export (format {FORMAT!r})")
+        who = str(data.get("annotator") or "")
+        if not who or who in seen:
+            raise InputError(f"{path}: annotator {who!r} is missing or appears in two files")
+        seen.add(who)
+        lineages.append(data.get("lineage"))
+        for n, d in enumerate(data.get("documents") or []):
+            where = f"{path}: document {n}"
+            try:
+                doc_id, complex_, simple = str(d["doc_id"]), list(d["complex"]), list(d["simple"])
+                rows = [(int(a["c"]), int(a["s"]), str(a["state"]), dict(a.get("labels") or {}))
+                        for a in d.get("alignments") or []]
+            except (KeyError, TypeError, ValueError):
+                raise InputError(f"{where}: missing doc_id/complex/simple/alignments fields") from None
+            known = docs.setdefault(doc_id, {"doc_id": doc_id, "language": d.get("language", "en"),
+                                             "complex": complex_, "simple": simple})
+            if (known["complex"], known["simple"]) != (complex_, simple):
+                raise InputError(f"{where}: document {doc_id!r} has other sentences than in "
+                                 "another export")
+            bad = [r for r in rows if not (0 <= r[0] < len(complex_) and 0 <= r[1] < len(simple))]
+            if bad:
+                raise InputError(f"{where}: alignment {list(bad[0][:2])} out of range")
+            if d.get("done"):
+                live = [r for r in rows if r[2] != "rejected"]
+                work[doc_id].append(Work(who, frozenset((c, s) for c, s, _, _ in live),
+                                         {(c, s): {k: int(v) for k, v in lab.items()}
+                                          for c, s, _, lab in live}))
+    lineage = union(*lineages) if all(x is not None for x in lineages) else None
+    return docs, work, (list(lineage) if lineage is not None else None)
+
+
+def majority(sets: list[frozenset], share: float) -> set:
+    """Items in more than `share` of `sets`."""
+    counts: dict = defaultdict(int)
+    for s in sets:
+        for x in s:
+            counts[x] += 1
+    return {x for x, n in counts.items() if n > share * len(sets)}
+
+
+def _lower_median(values: list[int]) -> int:
+    values = sorted(values)
+    return values[(len(values) - 1) // 2]
+
+
+def gold(docs: dict[str, dict], work: dict[str, list[Work]], share: float) -> list[dict]:
+    """Majority-vote documents `{doc_id, complex, simple, pairs, labels, annotators}`, by id."""
+    out = []
+    for doc_id in sorted(work):
+        ws = work[doc_id]
+        pairs = sorted(majority([w.pairs for w in ws], share))
+        labels = {}
+        for p in pairs:
+            votes: dict[str, list[int]] = defaultdict(list)
+            for w in ws:
+                for k, v in w.labels.get(p, {}).items():
+                    votes[k].append(v)
+            labels[p] = {k: _lower_median(v) for k, v in sorted(votes.items())}
+        out.append({**docs[doc_id], "pairs": pairs, "labels": labels,
+                    "annotators": sorted(w.annotator for w in ws)})
+    return out
+
+
+def alpha(rows: list[tuple[str, str, object]], interval: bool = False) -> float | None:
+    """Krippendorff's alpha over (annotator, unit, value) rows, units with >= 2 values only
+    (nominal; `interval` for numeric labels); None without such units or with no variation."""
+    from nltk.metrics.agreement import AnnotationTask
+    from nltk.metrics.distance import binary_distance, interval_distance
+
+    per_unit: dict[str, int] = defaultdict(int)
+    for _, unit, _ in rows:
+        per_unit[unit] += 1
+    kept = sorted((r for r in rows if per_unit[r[1]] >= 2), key=lambda r: (r[1], r[0]))
+    if not kept or len({r[2] for r in kept}) < 2:
+        return None
+    task = AnnotationTask(data=kept, distance=interval_distance if interval else binary_distance)
+    return float(task.alpha())
+
+
+def agreement(docs: dict[str, dict], work: dict[str, list[Work]], share: float,
+              label_names: list[str]) -> dict:
+    """F1 of each annotator against the majority of the others (macro average), and alphas."""
+    from medsimp.alignment.score import pair_prf
+
+    per: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+    cells: list[tuple[str, str, object]] = []
+    label_rows: dict[str, list] = defaultdict(list)
+    for doc_id in sorted(work):
+        ws = work[doc_id]
+        if len(ws) < 2:
+            continue
+        for w in ws:
+            others = majority([o.pairs for o in ws if o is not w], share)
+            per[w.annotator][0].append(others)
+            per[w.annotator][1].append(set(w.pairs))
+        n_c, n_s = len(docs[doc_id]["complex"]), len(docs[doc_id]["simple"])
+        for w in ws:
+            cells += [(w.annotator, f"{doc_id}|{c}|{s}", int((c, s) in w.pairs))
+                      for c in range(n_c) for s in range(n_s)]
+        for p in majority([w.pairs for w in ws], share):
+            for w in ws:
+                for k, v in w.labels.get(p, {}).items():
+                    label_rows[k].append((w.annotator, f"{doc_id}|{p[0]}|{p[1]}", v))
+    f1 = {a: round(pair_prf(ref, mine)["f1"], 6) for a, (ref, mine) in sorted(per.items())}
+    return {"f1_vs_majority_of_others": f1,
+            "f1_macro": round(sum(f1.values()) / len(f1), 6) if f1 else None,
+            "alpha_alignment": _round(alpha(cells)),
+            "alpha_labels": {k: _round(alpha(label_rows.get(k, []), interval=True))
+                             for k in label_names},
+            "documents_with_2plus_annotators": sum(len(ws) >= 2 for ws in work.values())}
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
