@@ -11,11 +11,12 @@ from pathlib import Path
 
 import jinja2
 
+from medsimp import resources
 from medsimp.errors import Refused, UsageError
 from medsimp.humaneval.schema import ALIGNMENT_PER_PAIR
 from medsimp.lineage import is_restricted
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "resources" / "annotate" / "annotator.html.j2"
+TEMPLATE = resources.path("annotate/annotator.html.j2")
 ANNOTATOR = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     import jinja2
     import pyarrow.parquet as pq
 
-    from medsimp import report
+    from medsimp import report, resources
     from medsimp.config import section
     from medsimp.errors import InputError
     from medsimp.lineage import is_restricted, read_lineage
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             "counts": counts, "splits": splits, "split_names": split_names,
             "configs": report.public(configs)}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    template = (Path(__file__).resolve().parents[2] / "resources" / "report" / "report.html.j2")
+    template = resources.path("report/report.html.j2")
     html = env.from_string(template.read_text(encoding="utf-8")).render(r={**data, "images": images})
     out = args.output or f"out/report/{builder}"
     with atomic_dir(out, inputs=[folder], lineage=lineage or None) as tmp:
