@@ -276,6 +276,7 @@ class Train:
     dropout: float = 0.1
     copy_attention: bool = True
     seed: int = 13
+    threads: int = 1
 
 
 @dataclass
