@@ -9,7 +9,7 @@ import pytest
 from medsimp.cli import main
 from medsimp.pipelines.readability import document_scores, scores
 from medsimp.pipelines.sentence_rows import document_rows, sentence_schema
-from medsimp.pipelines.umls import ConceptLinker, build_index, negation_flip
+from medsimp.pipelines.umls import ConceptLinker, build_index, installation, negation_flip
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"
@@ -23,6 +23,16 @@ def index(tmp_path_factory):
     manifest = build_index(str(UMLS / "MRCONSO.RRF"), str(UMLS / "MRSTY.RRF"), dest, ["ENG", "SPA", "GER"])
     assert sorted(manifest["languages"]) == ["ENG", "SPA"] and manifest["skipped_languages"] == ["GER"]
     return dest
+
+
+def test_index_output_is_a_reproducible_manifest(index, tmp_path):
+    """QuickUMLS's installer writes different bytes each run, so the output (a DVC out) is the
+    manifest alone, byte-identical on a rebuild; the installation is in the fingerprint's store."""
+    again = tmp_path / "again"
+    manifest = build_index(str(UMLS / "MRCONSO.RRF"), str(UMLS / "MRSTY.RRF"), again, ["ENG", "SPA", "GER"])
+    assert sorted(p.name for p in again.iterdir()) == ["index.json"]
+    assert (again / "index.json").read_bytes() == (index / "index.json").read_bytes()
+    assert (installation(manifest) / "ENG").is_dir()
 
 
 def test_concept_spans_on_a_known_sentence(index):
