@@ -135,6 +135,7 @@ class Crf:
     epochs: int = 40
     lr: float = 0.01
     seed: int = 13
+    threads: int = 1
     merge: Literal["union", "intersection", "forward"] = "union"
 
 
