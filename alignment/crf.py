@@ -46,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "epochs": 40,
     "lr": 0.01,
     "seed": 13,
+    "threads": 1,
     "merge": "union",  # union | forward | intersection
 }
 
@@ -254,8 +255,10 @@ def gold_labels(pairs: set[tuple[int, int]], n_rows: int, cosine: np.ndarray) ->
 
 
 def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Mapping[str, Any]) -> CRFScorer:
-    """Fit one direction by Adam on the summed per-document NLL (divided by rows)."""
+    """Fit one direction by Adam on the summed per-document NLL (divided by rows). The thread
+    count is fixed (float sums depend on it) whether or not the encoder ran first (cold cache)."""
     torch.manual_seed(int(config["seed"]))
+    torch.set_num_threads(int(config["threads"]))
     scorer = CRFScorer(int(config["jump_cap"]), int(config["hidden"]))
     opt = torch.optim.Adam(scorer.parameters(), lr=float(config["lr"]))
     data = [(_tensor(f), _tensor(null_features(f)), torch.tensor(y)) for f, y in examples if len(y) and f.shape[1]]

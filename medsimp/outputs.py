@@ -261,13 +261,25 @@ def cell_unescape(value: Any) -> Any:
     return value
 
 
-RUN_KEYS = ("cache_hits", "cache_misses")  # how a run went (metrics), not what it produced
+RUN_KEYS = ("cache_hits", "cache_misses")  # how a run went, not what it produced
+RUN_SUFFIX = ".run.json"
 
 
 def output_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
-    """Stats for a stage's output dir: without RUN_KEYS, so outputs stay byte-identical
-    whether or not the document cache was warm (the `--metrics` copy keeps them)."""
+    """Stats without RUN_KEYS, so outputs and metrics stay byte-identical whether or not the
+    document cache was warm."""
     return {k: v for k, v in stats.items() if k not in RUN_KEYS}
+
+
+def write_metrics(path: str | Path, stats: Mapping[str, Any],
+                  run: Mapping[str, Any] | None = None) -> None:
+    """A stage's `--metrics` file (DVC hashes it, git tracks it): what the stage produced.
+    How this run went (RUN_KEYS, provenance such as the git revision: `run`) goes to
+    `<path>.run.json` beside it, which dvc.yaml does not declare and git ignores, so a warm
+    run, a cold run and a run at another commit write the same metrics bytes."""
+    write_json(path, output_stats(stats))
+    record = {**{k: stats[k] for k in RUN_KEYS if k in stats}, **(run or {})}
+    write_json(Path(str(path) + RUN_SUFFIX), record)
 
 
 class CountsMismatch(AssertionError):

@@ -136,6 +136,7 @@ class Crf:
     epochs: int = 40
     lr: float = 0.01
     seed: int = 13
+    threads: int = 1
     merge: Literal["union", "intersection", "forward"] = "union"
 
 
@@ -277,6 +278,7 @@ class Train:
     dropout: float = 0.1
     copy_attention: bool = True
     seed: int = 13
+    threads: int = 1
 
 
 @dataclass

@@ -25,7 +25,7 @@ from medsimp.errors import EXIT_FAILED as EXIT_STAGE_FAILED
 from medsimp.errors import EXIT_LOCKED as EXIT_LOCK_HELD  # EX_TEMPFAIL: try again later
 from medsimp.errors import EXIT_OK
 from medsimp.errors import EXIT_REFUSED as EXIT_NOTHING_TO_DO
-from medsimp.errors import EXIT_USAGE as EXIT_ERROR  # setup outside a stage (dvc.yaml, DVC)
+from medsimp.errors import EXIT_USAGE as EXIT_ERROR  # noqa: F401  (setup outside a stage: dvc.yaml, DVC)
 from medsimp.refresh_dvc import Dag, LockHeld, read_dag, restore_outputs, run_repro, stages_to_run
 
 
@@ -102,12 +102,14 @@ class RunResult:
     message: str = ""
 
 
-def _repro(cfg: RefreshConfig, dag: Dag, log_path: Path, echo: Callable[[str], None]) -> RunResult:
+def _repro(cfg: RefreshConfig, dag: Dag, changed: set[str], log_path: Path,
+           echo: Callable[[str], None]) -> RunResult:
     # DVC deletes a stage's metrics before running it and cannot check out `cache: false`
     # files, so keep their bytes to put back for stages that do not finish.
     saved = {rel: (cfg.root / rel).read_bytes() for name in dag.scope for rel in dag.metrics[name]
              if (cfg.root / rel).is_file()}
-    outcome = run_repro(cfg.root, cfg.targets, cfg.repro_args, log_path, echo)
+    outcome = run_repro(cfg.root, cfg.targets, cfg.repro_args, log_path, echo, dag,
+                        stages_to_run(dag, changed))
     if outcome.lock_busy:
         raise LockHeld("DVC's repository lock is held by another dvc command")
     stages = {n: outcome.stages.get(n, "not_run") for n in dag.names}
@@ -178,7 +180,7 @@ def run_refresh(cfg: RefreshConfig, params: dict[str, Any], dry_run: bool = Fals
                 return (EXIT_OK if would else EXIT_NOTHING_TO_DO), None
             stamp = _free_stamp(cfg.report_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t0)))
             if status:
-                result = _repro(cfg, dag, cfg.report_dir / f"{stamp}.log", echo)
+                result = _repro(cfg, dag, set(status), cfg.report_dir / f"{stamp}.log", echo)
             else:
                 result = RunResult(EXIT_NOTHING_TO_DO, "nothing_to_do",
                                    {n: "skipped" if n in dag.scope else "not_run" for n in dag.names},

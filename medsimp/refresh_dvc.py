@@ -1,4 +1,4 @@
-"""DVC as refresh drives it: the DAG and its status, `dvc repro` with parsed outcomes, restores.
+"""DVC as refresh drives it: the DAG and its status, `dvc repro` classified from DVC's records, restores.
 
 `dvc repro` and `dvc checkout` run as subprocesses (own process group, signals forwarded);
 the DAG and `dvc status` are read in-process with DVC's own loader, which saves a DVC
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,12 +17,6 @@ from pathlib import Path
 from typing import Any
 
 DVC_LOCK_BUSY = "Unable to acquire lock"
-
-_RUNNING = re.compile(r"^Running stage '(?P<stage>[^']+)':")
-_SKIPPED = re.compile(r"^Stage '(?P<stage>[^']+)' didn't change, skipping")
-_CACHED = re.compile(r"^Stage '(?P<stage>[^']+)' is cached - skipping run, checking out outputs")
-_FAILED = re.compile(r"failed to reproduce '(?P<stage>[^']+)'")
-_LOCK_WRITTEN = re.compile(r"^(Updating|Generating) lock file ")
 
 
 class LockHeld(RuntimeError):
@@ -48,57 +41,87 @@ def _dvc_env() -> dict[str, str]:
 
 @dataclass
 class StageOutcome:
-    """What `dvc repro` did, parsed from its output."""
+    """What `dvc repro` did: per stage ran|restored|skipped|failed|not_run (`classify`)."""
 
-    stages: dict[str, str] = field(default_factory=dict)  # name -> ran|restored|skipped|failed
+    stages: dict[str, str] = field(default_factory=dict)
     returncode: int = 0
     interrupted: bool = False
     lock_busy: bool = False
     tail: list[str] = field(default_factory=list)
 
 
-class ReproParser:
-    """Turns `dvc repro` output lines into per-stage outcomes."""
+@dataclass
+class Snapshot:
+    """DVC's records of what ran: `dvc.lock` entries and the run-cache entries (stage records)."""
 
-    def __init__(self) -> None:
-        self.outcome = StageOutcome()
-        self._current: str | None = None
-        self._from_run_cache = False
+    lock: dict[str, Any]
+    run_cache: dict[str, Any]  # run-cache file -> its stage record (cmd, deps, outs)
 
-    def feed(self, line: str) -> None:
-        line = line.rstrip("\n")
-        stages = self.outcome.stages
-        if m := _RUNNING.match(line) or _CACHED.match(line):
-            self._current = m["stage"]
-            self._from_run_cache = m.re is _CACHED
-            stages[self._current] = "failed"  # until its lock entry is written
-        elif m := _SKIPPED.match(line):
-            stages[m["stage"]] = "skipped"
-        elif _LOCK_WRITTEN.match(line) and self._current:
-            stages[self._current] = "restored" if self._from_run_cache else "ran"
-            self._current = None
-        elif m := _FAILED.search(line):
-            stages[m["stage"]] = "failed"
-        if DVC_LOCK_BUSY in line:
-            self.outcome.lock_busy = True
-        self.outcome.tail = (self.outcome.tail + [line])[-20:]
+
+def _record(entry: dict[str, Any]) -> tuple[Any, ...]:
+    """A stage record's identity: command and the hashes of its deps and outs."""
+    def files(key: str) -> frozenset[tuple[str, str | None]]:
+        return frozenset((f["path"], f.get("md5")) for f in entry.get(key) or [])
+    return entry.get("cmd"), files("deps"), files("outs")
+
+
+def snapshot(root: Path) -> Snapshot:
+    """`dvc.lock` and the run cache (`<cache>/runs`, DVC's stage-record store) as they are now."""
+    import yaml
+    from dvc.repo import Repo
+
+    lock_path = root / "dvc.lock"
+    lock = (yaml.safe_load(lock_path.read_text(encoding="utf-8")) or {}).get("stages", {}) \
+        if lock_path.is_file() else {}
+    with Repo(str(root)) as repo:
+        runs = Path(repo.stage_cache.cache_dir)
+    entries = {}
+    for path in (runs.rglob("*") if runs.is_dir() else []):
+        if path.is_file():
+            entries[str(path)] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return Snapshot(lock, entries)
+
+
+def classify(dag: Dag, will: list[str], before: Snapshot, after: Snapshot,
+             still_changed: set[str]) -> dict[str, str]:
+    """Per-stage outcome from DVC's records, not its log. A stage `dvc status` still reports
+    changed did not finish: the first such (no unfinished upstream) failed, the rest did not run.
+    A finished stage whose lock entry changed ran, or was restored when a run-cache record with
+    its exact cmd, deps and outs existed before this repro; an unchanged one was skipped."""
+    known = {_record(e) for e in before.run_cache.values()}
+    out: dict[str, str] = {}
+    for name in dag.names:
+        if name not in dag.scope:
+            out[name] = "not_run"
+        elif name not in will:
+            out[name] = "skipped"
+        elif name in still_changed:
+            blocked = dag.upstream.get(name, set()) & still_changed
+            out[name] = "not_run" if blocked else "failed"
+        elif after.lock.get(name) == before.lock.get(name):
+            out[name] = "skipped"
+        else:
+            out[name] = "restored" if _record(after.lock.get(name) or {}) in known else "ran"
+    return out
 
 
 def run_repro(root: Path, targets: list[str], extra: list[str], log_path: Path,
-              echo: Callable[[str], None]) -> StageOutcome:
-    """Run `dvc repro` in its own process group, log and parse its output.
+              echo: Callable[[str], None], dag: Dag, will: list[str]) -> StageOutcome:
+    """Run `dvc repro` in its own process group (output logged), then classify its stages from
+    `dvc.lock`, the run cache and `dvc status` (`classify`).
 
     SIGTERM/SIGINT/SIGHUP to this process are forwarded to the whole group (DVC and
     the stage command it spawned) so no orphan keeps writing outputs after we stop.
     """
-    parser = ReproParser()
+    outcome = StageOutcome()
+    before = snapshot(root)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(dvc_command("repro", *extra, *targets), cwd=root, env=_dvc_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             bufsize=1, start_new_session=True)
 
     def forward(signum, _frame):
-        parser.outcome.interrupted = True
+        outcome.interrupted = True
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
 
@@ -111,16 +134,20 @@ def run_repro(root: Path, targets: list[str], extra: list[str], log_path: Path,
                 log.write(line)
                 log.flush()
                 echo(line.rstrip("\n"))
-                parser.feed(line)
+                outcome.lock_busy |= DVC_LOCK_BUSY in line  # DVC's own lock error: no stage ran
+                outcome.tail = (outcome.tail + [line.rstrip("\n")])[-20:]
         proc.wait()
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-    if parser.outcome.interrupted:  # stage commands may leave children behind: end the group
+    if outcome.interrupted:  # stage commands may leave children behind: end the group
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-    parser.outcome.returncode = proc.returncode
-    return parser.outcome
+    outcome.returncode = proc.returncode
+    if not outcome.lock_busy:
+        _, status = read_dag(root, targets)
+        outcome.stages = classify(dag, will, before, snapshot(root), set(status))
+    return outcome
 
 
 def restore_outputs(root: Path, stages: list[str], log_path: Path) -> bool:

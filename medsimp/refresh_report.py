@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from medsimp.outputs import RUN_SUFFIX
+
 
 CARD = "README.md"
 MAX_SHOWN = 8  # changed counts per stage in the Markdown summary
@@ -129,12 +131,13 @@ def stage_entries(root: Path, statuses: Mapping[str, str], metric_paths: Mapping
     out: dict[str, dict[str, Any]] = {}
     for name, status in statuses.items():
         counts = read_metrics(root, metric_paths.get(name, []))
+        run = read_metrics(root, [p + RUN_SUFFIX for p in metric_paths.get(name, [])])
         entry: dict[str, Any] = {
             "status": status,
             "counts": counts,
             "changes": count_changes(prev_stages.get(name, {}).get("counts"), counts),
         }
-        if status == "ran" and (used := cache_counts(counts)) is not None:
+        if status == "ran" and (used := cache_counts({**counts, **run})) is not None:
             entry["cache"] = used
         out[name] = entry
     return out

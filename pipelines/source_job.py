@@ -18,7 +18,7 @@ from apache_beam.metrics import Metrics
 
 from medsimp.errors import InputError
 from medsimp.lineage import with_lineage
-from medsimp.outputs import canonical_json, check_reconciles, output_stats, print_summary, write_json
+from medsimp.outputs import canonical_json, check_reconciles, output_stats, print_summary, write_metrics
 from medsimp.pipelines.beam_io import WriteSorted, counters, fill_empty_shards, write_file
 from medsimp.pipelines.input_files import check_file, iter_lines
 from medsimp.pipelines.records import FormatError, Line, guarded
@@ -170,6 +170,6 @@ def finish(result, namespace: str, out_dir: str, tables: Mapping[str, Table], nu
     check_reconciles(stats, reconcile[0], reconcile[1])
     write_file(FileSystems.join(out_dir, "stats.json"), canonical_json(output_stats(stats)).encode("utf-8"))
     if metrics_file:
-        write_json(metrics_file, stats)
+        write_metrics(metrics_file, stats)
     print_summary(f"medsimp {namespace}", stats, notes)
     return stats

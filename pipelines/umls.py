@@ -4,8 +4,12 @@ Offline setup: QuickUMLS loads the spaCy pipeline named in
 `quickumls.constants.SPACY_LANGUAGE_MAP` (and would `spacy download` it) and NLTK
 stopwords. It only needs tokenisation, so we save `spacy.blank(<lang>)` pipelines into the
 project cache and point the map at them; stopwords come from `ensure_nltk_data()`.
-An index directory holds one QuickUMLS installation per UMLS language (`ENG/`, `SPA/`, ...)
-and `index.json` (fingerprint, per-language term counts, installer options).
+An index directory (the `umls_index` stage's DVC output) holds only `index.json`: fingerprint,
+per-language term counts, installer options and the MRCONSO/MRSTY it came from. The QuickUMLS
+installations (one per UMLS language, `ENG/`, `SPA/`, ...) live in a content-addressed store,
+`<MEDSIMP_CACHE>/quickumls/<fingerprint>/`: QuickUMLS's installer writes different bytes on
+every run (UnQLite/LevelDB files), so they must not be a hashed output; the fingerprint is
+the sha256 of the inputs and options, so the same inputs always find the same installation.
 """
 from __future__ import annotations
 
@@ -76,38 +80,60 @@ def mrconso_languages(mrconso: str) -> Counter:
 
 def build_index(mrconso: str, mrsty: str, dest: str | Path, languages: list[str],
                 lowercase: bool = True, normalize_unicode: bool = False) -> dict[str, Any]:
-    """Run QuickUMLS's installer once per language present; write `index.json`; return it."""
-    from quickumls import install
-
-    dest = Path(dest)
+    """Write `dest/index.json` and make sure the store holds its installation; return it."""
     present = mrconso_languages(mrconso)
     unknown = sorted(set(languages) - set(SPACY_LANG))
     if unknown:
         raise ValueError(f"umls.languages {unknown} are not UMLS LAT codes QuickUMLS tokenises")
-    prepare_quickumls([lat for lat in languages if present[lat]])
     options = {"lowercase": lowercase, "normalize_unicode": normalize_unicode}
-    manifest: dict[str, Any] = {"fingerprint": "", "languages": {}, "options": options,
-                                "skipped_languages": sorted(lat for lat in languages if not present[lat])}
-    with tempfile.TemporaryDirectory() as src:
+    installed = sorted(lat for lat in languages if present[lat])
+    manifest: dict[str, Any] = {
+        "fingerprint": hashlib.sha256(json.dumps(
+            [file_digest(mrconso, mrsty), options, installed]).encode()).hexdigest()[:16],
+        "languages": {lat: {"terms": present[lat]} for lat in installed}, "options": options,
+        "skipped_languages": sorted(lat for lat in languages if not present[lat]),
+        "sources": {"mrconso": str(mrconso), "mrsty": str(mrsty)}}
+    installation(manifest)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def installation(manifest: Mapping[str, Any]) -> Path:
+    """The store folder of `manifest`'s QuickUMLS installations, built (atomically, so parallel
+    workers are safe) from its sources when missing."""
+    from quickumls import install
+
+    store = cache_dir() / "quickumls" / manifest["fingerprint"]
+    if store.is_dir():
+        return store
+    mrconso, mrsty = manifest["sources"]["mrconso"], manifest["sources"]["mrsty"]
+    if not (os.path.isfile(mrconso) and os.path.isfile(mrsty)):
+        raise FileNotFoundError(f"QuickUMLS index {manifest['fingerprint']} is not in {store.parent} "
+                                f"and its sources ({mrconso}, {mrsty}) are missing: run `medsimp umls-index`")
+    prepare_quickumls(sorted(manifest["languages"]))
+    store.parent.mkdir(parents=True, exist_ok=True)
+    options = manifest["options"]
+    with tempfile.TemporaryDirectory() as src, \
+            tempfile.TemporaryDirectory(dir=store.parent, prefix=f".{store.name}.tmp-") as tmp:
         os.symlink(os.path.abspath(mrconso), os.path.join(src, "MRCONSO.RRF"))
         os.symlink(os.path.abspath(mrsty), os.path.join(src, "MRSTY.RRF"))
-        for lat in sorted(x for x in languages if present[x]):
-            target = dest / lat
+        for lat in sorted(manifest["languages"]):
+            target = Path(tmp) / "index" / lat
             target.mkdir(parents=True)  # the installer asks on stdin when it must create it
             argv = ["quickumls-install", src, str(target), "-E", lat]
-            argv += ["-L"] if lowercase else []
-            argv += ["-U"] if normalize_unicode else []
+            argv += ["-L"] if options["lowercase"] else []
+            argv += ["-U"] if options["normalize_unicode"] else []
             saved, sys.argv = sys.argv, argv
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
                     install.main()
             finally:
                 sys.argv = saved
-            manifest["languages"][lat] = {"terms": present[lat]}
-    manifest["fingerprint"] = hashlib.sha256(json.dumps(
-        [file_digest(mrconso, mrsty), options, sorted(manifest["languages"])]).encode()).hexdigest()[:16]
-    (dest / MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    return manifest
+        with contextlib.suppress(OSError):  # another worker won the race: theirs is the same index
+            os.rename(Path(tmp) / "index", store)
+    return store
 
 
 DEMO_TERMS = 100_000  # MRCONSO rows; a UMLS release has millions, the embedded demo about 1,300
@@ -160,6 +186,7 @@ class ConceptLinker:
         from quickumls import QuickUMLS
 
         self.manifest = read_manifest(index_dir)
+        store = installation(self.manifest)
         prepare_quickumls(sorted(self.manifest["languages"]))
         semtypes = params.get("accepted_semtypes", default("link.accepted_semtypes"))  # null: every type
         self.reject_flips = bool(params.get("reject_negation_flips", True))
@@ -167,7 +194,7 @@ class ConceptLinker:
         with contextlib.redirect_stdout(io.StringIO()):
             for lat in sorted(self.manifest["languages"]):
                 self.matchers[SPACY_LANG[lat]] = QuickUMLS(
-                    str(Path(index_dir) / lat),
+                    str(store / lat),
                     overlapping_criteria=params.get("overlapping_criteria", "score"),
                     threshold=float(params.get("threshold", 0.7)),
                     window=int(params.get("window", 5)),

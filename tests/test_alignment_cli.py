@@ -99,7 +99,7 @@ def test_train_corpus_align_and_filter(tmp_path):
     assert main(base + ["align", "--input", str(tmp_path / "cochrane"), "--output", str(tmp_path / "align"),
                         "--model", str(model), "--metrics", str(tmp_path / "align2.json")]) == 0
     assert (tmp_path / "align" / "pairs" / "part-00000-of-00001.parquet").read_bytes() == first
-    assert json.loads((tmp_path / "align2.json").read_text())["cache_misses"] == 0
+    assert json.loads((tmp_path / "align2.json.run.json").read_text())["cache_misses"] == 0
     # a language no configured encoder covers: the document goes to the dead letter, counts reconcile
     assert main(base + ["--set", "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]", "align", "--input",
                         str(tmp_path / "cochrane"), "--output", str(tmp_path / "align3"), "--model", str(model),

@@ -71,8 +71,8 @@ def test_restricted_input_needs_the_flag_and_gets_the_banner(tmp_path, capsys):
             "--alignments", str(tmp_path / "al.txt"), "--set", "annotate.similarities=[overlap]",
             "--output", str(tmp_path / "page")]
     assert main(args) == 3  # unknown lineage counts as MIMIC-derived
-    err = capsys.readouterr().err
-    assert "--show-restricted" in err and "SOB" not in err and len(err.splitlines()) == 1
+    err = capsys.readouterr().err.splitlines()  # the announce line, then the one-line refusal
+    assert len(err) == 2 and "--show-restricted" in err[1] and "SOB" not in "\n".join(err)
     assert not (tmp_path / "page").exists()
     assert main([*args, "--show-restricted"]) == 0
     html = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Refresh pieces without DVC: output parsing, count diffs, fingerprints, the lock."""
+"""Refresh pieces without DVC: stage classification, count diffs, fingerprints, the lock."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,37 +7,39 @@ import pytest
 
 from medsimp import refresh_report as rr
 from medsimp.refresh import refresh_lock
-from medsimp.refresh_dvc import Dag, LockHeld, ReproParser, stages_to_run
-
-DVC_OUTPUT = """\
-Stage 'notes' didn't change, skipping
-Running stage 'cochrane':
-> medsimp cochrane --metrics metrics/cochrane.json
-Updating lock file 'dvc.lock'
-
-Stage 'align' is cached - skipping run, checking out outputs
-Updating lock file 'dvc.lock'
-
-Running stage 'build':
-> medsimp build
-ERROR: failed to reproduce 'build': failed to run: medsimp build, exited with 1
-"""
+from medsimp.refresh_dvc import Dag, LockHeld, Snapshot, classify, stages_to_run
 
 
-def test_parser_classifies_every_stage():
-    parser = ReproParser()
-    for line in DVC_OUTPUT.splitlines(keepends=True):
-        parser.feed(line)
-    assert parser.outcome.stages == {"notes": "skipped", "cochrane": "ran", "align": "restored",
-                                     "build": "failed"}
-    assert not parser.outcome.lock_busy
+def _entry(cmd: str, dep: str, out: str) -> dict:
+    return {"cmd": cmd, "deps": [{"path": "in", "md5": dep}], "outs": [{"path": "o", "md5": out}]}
 
 
-def test_parser_stage_cut_off_mid_run_counts_as_failed():
-    parser = ReproParser()
-    for line in ["Running stage 'link':", "> medsimp link"]:
-        parser.feed(line)
-    assert parser.outcome.stages == {"link": "failed"}
+def test_classify_reads_lock_run_cache_and_status():
+    """notes up to date; cochrane's input changed and it ran; align got a run-cache hit;
+    build failed (still changed after repro) so evaluate, downstream of it, never ran."""
+    dag = Dag(names=["notes", "cochrane", "align", "build", "evaluate", "other"], metrics={},
+              upstream={"notes": set(), "cochrane": set(), "align": {"cochrane"},
+                        "build": {"align"}, "evaluate": {"build"}, "other": set()},
+              scope={"notes", "cochrane", "align", "build", "evaluate"})
+    before = Snapshot(
+        lock={"notes": _entry("n", "1", "1"), "cochrane": _entry("c", "1", "1"),
+              "align": _entry("a", "1", "1"), "build": _entry("b", "1", "1")},
+        run_cache={"runs/x": _entry("a", "2", "2")})
+    after = Snapshot(lock={**before.lock, "cochrane": _entry("c", "2", "2"),
+                           "align": _entry("a", "2", "2")},
+                     run_cache={**before.run_cache, "runs/y": _entry("c", "2", "2")})
+    will = stages_to_run(dag, {"cochrane"})
+    assert will == ["cochrane", "align", "build", "evaluate"]
+    assert classify(dag, will, before, after, still_changed={"build", "evaluate"}) == {
+        "notes": "skipped", "cochrane": "ran", "align": "restored", "build": "failed",
+        "evaluate": "not_run", "other": "not_run"}
+
+
+def test_classify_downstream_with_identical_inputs_is_skipped():
+    dag = Dag(names=["a", "b"], metrics={}, upstream={"a": set(), "b": {"a"}}, scope={"a", "b"})
+    before = Snapshot(lock={"a": _entry("a", "1", "1"), "b": _entry("b", "1", "1")}, run_cache={})
+    after = Snapshot(lock={**before.lock, "a": _entry("a", "2", "1")}, run_cache={})
+    assert classify(dag, ["a", "b"], before, after, set()) == {"a": "ran", "b": "skipped"}
 
 
 def test_stages_to_run_follows_downstream_within_scope():

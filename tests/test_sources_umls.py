@@ -9,7 +9,7 @@ import pytest
 from medsimp.cli import main
 from medsimp.pipelines.readability import document_scores, scores
 from medsimp.pipelines.sentence_rows import document_rows, sentence_schema
-from medsimp.pipelines.umls import ConceptLinker, build_index, negation_flip
+from medsimp.pipelines.umls import ConceptLinker, build_index, installation, negation_flip
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"
@@ -23,6 +23,16 @@ def index(tmp_path_factory):
     manifest = build_index(str(UMLS / "MRCONSO.RRF"), str(UMLS / "MRSTY.RRF"), dest, ["ENG", "SPA", "GER"])
     assert sorted(manifest["languages"]) == ["ENG", "SPA"] and manifest["skipped_languages"] == ["GER"]
     return dest
+
+
+def test_index_output_is_a_reproducible_manifest(index, tmp_path):
+    """QuickUMLS's installer writes different bytes each run, so the output (a DVC out) is the
+    manifest alone, byte-identical on a rebuild; the installation is in the fingerprint's store."""
+    again = tmp_path / "again"
+    manifest = build_index(str(UMLS / "MRCONSO.RRF"), str(UMLS / "MRSTY.RRF"), again, ["ENG", "SPA", "GER"])
+    assert sorted(p.name for p in again.iterdir()) == ["index.json"]
+    assert (again / "index.json").read_bytes() == (index / "index.json").read_bytes()
+    assert (installation(manifest) / "ENG").is_dir()
 
 
 def test_concept_spans_on_a_known_sentence(index):
@@ -95,14 +105,16 @@ def test_link_job_cache_and_stats(index, tmp_path, capsys):
         out = tmp_path / name
         assert main(base + extra + ["link", "--input", str(tmp_path / "src"), "--output", str(out),
                                     "--index", str(index), "--metrics", str(tmp_path / f"{name}.json")]) == 0
-        metrics.append(json.loads((tmp_path / f"{name}.json").read_text()))
+        metrics.append({**json.loads((tmp_path / f"{name}.json").read_text()),
+                        **json.loads((tmp_path / f"{name}.json.run.json").read_text())})
     first, second, other_params = metrics
     assert other_params["cache_misses"] == 4  # every matcher param is part of the cache key
     assert (first["read"], first["kept"], first["rejected"]) == (6, 5, 1)
     assert (first["cache_hits"], first["cache_misses"]) == (0, 4)
     assert (second["cache_hits"], second["cache_misses"]) == (4, 0)
     assert first["sentences_without_index_by"] == {"fa": 1}
-    # cold and warm cache runs write the same bytes (cache counts live only in --metrics)
+    # cold and warm cache runs write the same bytes, metrics too (cache counts: the run record)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     for f in sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.*")):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
     assert "cache_hits" not in json.loads((tmp_path / "a" / "stats.json").read_text())

@@ -106,7 +106,7 @@ def model_and_feat(tiny_encoder):
     from medsimp.training.declare import Declare
     from medsimp.training.trainer import Featurizer, Settings, load_backbone, seed_everything
 
-    seed_everything(0)
+    seed_everything(0, 1)
     s = Settings(encoder=tiny_encoder, max_options=4)
     tok, enc = load_backbone(tiny_encoder)
     return Declare(enc), Featurizer(tok, DICT, s)
@@ -164,6 +164,28 @@ def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
     files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(out2) for p in out2.rglob("*") if p.is_file())
     assert all((out / f).read_bytes() == (out2 / f).read_bytes() for f in files)  # byte-identical
+
+
+def test_training_is_bit_reproducible_whatever_the_callers_thread_count(tiny_encoder, tmp_path):
+    """DVC's lock holds the model's hash: two fresh trainings must give the same bytes, even when
+    the process started with another torch thread count (train.threads fixes it)."""
+    from medsimp.training.data import load_medlane
+    from medsimp.training.trainer import Settings, save, train
+
+    splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
+    d = json.loads((SAMPLE / "dictionary.json").read_text())
+    s = Settings(encoder=tiny_encoder, epochs=1, batch_size=4, head_lr=5e-3)
+    digests = []
+    for run, threads in enumerate((2, 1)):
+        torch.set_num_threads(threads)
+        model, feat, log = train(splits.train[:8], splits.validation[:4], d, s, tmp_path / f"ck{run}",
+                                 progress=False)
+        out = tmp_path / f"m{run}"
+        out.mkdir()
+        save(model, feat, out, log)
+        digests.append({p.name: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
+        assert torch.get_num_threads() == s.threads == 1
+    assert digests[0] == digests[1]
 
 
 def test_pairs_folder_reader_carves_missing_splits(tmp_path):

@@ -40,6 +40,7 @@ class Settings:
     dropout: float = _P.dropout
     copy_attention: bool = _P.copy_attention
     seed: int = _P.seed
+    threads: int = _P.threads
 
     @classmethod
     def from_params(cls, cfg: dict) -> Settings:
@@ -47,12 +48,15 @@ class Settings:
         return cls(**{k: known[k](cfg[k]) for k in known if k in cfg})
 
 
-def seed_everything(seed: int) -> None:
+def seed_everything(seed: int, threads: int) -> None:
+    """Seeds, deterministic kernels and a fixed CPU thread count: float sums are reduced in
+    a thread-count-dependent order, so the same seed on another core count differs."""
     import numpy as np
 
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+    torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
@@ -165,7 +169,7 @@ def train(train_pairs: list[Pair], val_pairs: list[Pair], dictionary: dict[str, 
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
 
-    seed_everything(s.seed)
+    seed_everything(s.seed, s.threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     use_amp = device.type == "cuda"
     tokenizer, encoder = load_backbone(s.encoder)

@@ -146,7 +146,7 @@ def _train(args, params: dict) -> int:
     from medsimp.alignment.score import pair_prf
     from medsimp.config import resolve_path
     from medsimp.errors import InputError
-    from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json
+    from medsimp.outputs import atomic_dir, output_stats, print_summary, write_json, write_metrics
     from medsimp.params_schema import default
 
     gold = args.gold or resolve_path(params.get("gold", "data/sample/align_gold.jsonl"), args.params_dir)
@@ -166,7 +166,7 @@ def _train(args, params: dict) -> int:
         model.save(tmp)
         write_json(tmp / "stats.json", output_stats(stats))
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats)
     print_summary("medsimp align --train", stats)
     return 0
 

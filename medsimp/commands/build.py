@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.builders.writer import git_revision, write_builder
     from medsimp.config import params_hash, section
     from medsimp.errors import InputError, UsageError
-    from medsimp.outputs import print_summary, write_json
+    from medsimp.outputs import print_summary, write_metrics
 
     if args.name not in BUILDERS:
         raise UsageError(f"unknown builder {args.name!r}; known: {', '.join(sorted(BUILDERS))}")
@@ -63,12 +63,13 @@ def run(args: argparse.Namespace) -> int:
     except BuildError as exc:
         raise InputError(str(exc)) from None
     dataset.lineage = input_lineage(cfg, dataset.mimic_derived, args.name)
+    # the card holds only what determines the data; the git revision changes with every commit,
+    # so it goes to the metrics' run record (medsimp.outputs.write_metrics), not the card
     provenance = {"stage": f"build@{args.name}", "command": f"medsimp build {args.name}",
-                  "git_revision": git_revision(),
                   "params_section": f"build.{args.name}", "params_hash": params_hash(cfg)}
     stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats, run={"git_revision": git_revision()})
     flat = {k: v for k, v in stats.items() if k not in ("builder", "splits")}
     flat.update({f"rows {cfg}": splits for cfg, splits in stats["splits"].items()})
     print_summary(f"build {args.name}", flat)

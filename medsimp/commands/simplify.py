@@ -96,6 +96,7 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
         print_summary,
         write_json,
         write_jsonl,
+        write_metrics,
     )
     from medsimp.progress import interactive
     from medsimp.selfcorrect import egress
@@ -172,7 +173,7 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
         write_jsonl(tmp / "dead_letter" / "part-00000.jsonl", dead)
         write_json(tmp / "stats.json", output_stats(stats))
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats)
     print_summary("simplify", {k: v for k, v in stats.items() if k != "variants"})
     if usable and not records:
         raise StageFailed(f"no sentence could be simplified ({len(failures)} failed; reasons in "
