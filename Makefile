@@ -12,5 +12,7 @@ repro: install
 	dvc repro
 
 test: install
+	ruff check .
+	ruff format --check .
 	mypy
 	pytest

@@ -20,6 +20,7 @@ sentence encoders with bag-like pooling do not see: gluing a short caption or a 
 line to a good 1-1 pair barely moves their embedding, but moves these features.
 With both weights 0 nothing is appended.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,7 @@ def ascii_digits(run: str) -> str:
 def length_features(lengths: Sequence[float], unit: float, sigma: float) -> np.ndarray:
     """Rows of Gaussian bumps over log(length / unit), unit norm."""
     x = np.log(np.maximum(np.asarray(lengths, dtype=np.float64), 1.0) / max(unit, 1.0))[:, None]
-    f = np.exp(-((x - LENGTH_CENTRES[None, :]) ** 2) / (2.0 * sigma ** 2)) + 1e-12
+    f = np.exp(-((x - LENGTH_CENTRES[None, :]) ** 2) / (2.0 * sigma**2)) + 1e-12
     return f / np.linalg.norm(f, axis=1, keepdims=True)
 
 
@@ -54,12 +55,21 @@ def number_features(texts: Sequence[str]) -> np.ndarray:
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
-def with_anchors(semantic: np.ndarray, texts: Sequence[str], length_unit: float, *,
-                 length_weight: float, number_weight: float, length_sigma: float) -> np.ndarray:
+def with_anchors(
+    semantic: np.ndarray,
+    texts: Sequence[str],
+    length_unit: float,
+    *,
+    length_weight: float,
+    number_weight: float,
+    length_sigma: float,
+) -> np.ndarray:
     """`semantic` rows (unit norm) for `texts`, with the weighted anchor blocks appended."""
     parts = [np.asarray(semantic, dtype=np.float64)]
     if length_weight > 0:
-        parts.append(np.sqrt(length_weight) * length_features([len(t) for t in texts], length_unit, length_sigma))
+        parts.append(
+            np.sqrt(length_weight) * length_features([len(t) for t in texts], length_unit, length_sigma)
+        )
     if number_weight > 0:
         parts.append(np.sqrt(number_weight) * number_features(texts))
     return np.hstack(parts).astype(np.float32)

@@ -4,6 +4,7 @@ English abstract -> English PLS with the CRF; English PLS -> PLS in language X w
 Vecalign; the two are chained through the English PLS sentences ("pivots") into
 (complex English, simple X) pairs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -29,23 +30,43 @@ def _side(rows: Sequence[Mapping], side: str, lang: str | None = None) -> list[M
     return sorted(got, key=lambda r: int(r["sentence_index"]))
 
 
-def _row(doi: str, lang: str, n: int, complex_rows, simple_rows, pivot_rows, method: str,
-         crf_score: float, vec_score: float | None) -> dict[str, Any]:
+def _row(
+    doi: str,
+    lang: str,
+    n: int,
+    complex_rows,
+    simple_rows,
+    pivot_rows,
+    method: str,
+    crf_score: float,
+    vec_score: float | None,
+) -> dict[str, Any]:
     def ids(rs):
         return [r["sentence_id"] for r in rs]
 
     def text(rs):
         return " ".join(r["text"] for r in rs)
 
-    return {"pair_id": f"{doi}:{lang}:{n}", "doi": doi, "language": lang,
-            "complex_ids": ids(complex_rows), "simple_ids": ids(simple_rows), "pivot_ids": ids(pivot_rows),
-            "complex_text": text(complex_rows), "simple_text": text(simple_rows), "pivot_text": text(pivot_rows),
-            "section": complex_rows[0].get("section", "") or "", "method": method,
-            "crf_score": float(crf_score), "vecalign_score": None if vec_score is None else float(vec_score)}
+    return {
+        "pair_id": f"{doi}:{lang}:{n}",
+        "doi": doi,
+        "language": lang,
+        "complex_ids": ids(complex_rows),
+        "simple_ids": ids(simple_rows),
+        "pivot_ids": ids(pivot_rows),
+        "complex_text": text(complex_rows),
+        "simple_text": text(simple_rows),
+        "pivot_text": text(pivot_rows),
+        "section": complex_rows[0].get("section", "") or "",
+        "method": method,
+        "crf_score": float(crf_score),
+        "vecalign_score": None if vec_score is None else float(vec_score),
+    }
 
 
-def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders: PairEncoders,
-                   vec_params: Mapping[str, Any]) -> list[dict[str, Any]]:
+def align_document(
+    doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders: PairEncoders, vec_params: Mapping[str, Any]
+) -> list[dict[str, Any]]:
     """All pair rows of one document (English first, then each language in code order)."""
     complex_rows = _side(rows, "complex", "en")
     pls_en = _side(rows, "simple", "en")
@@ -55,8 +76,10 @@ def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders:
         raise DocumentError("no_english_simple", "no English simple (PLS) sentences")
     res = crf.align([r["text"] for r in complex_rows], [r["text"] for r in pls_en], "en")
     en_blocks = [(b, s) for b, s in zip(res.blocks, res.block_scores) if b[0] and b[1]]
-    out = [_row(doi, "en", n, [complex_rows[i] for i in b[0]], [pls_en[j] for j in b[1]], [], "crf", s, None)
-           for n, (b, s) in enumerate(en_blocks)]
+    out = [
+        _row(doi, "en", n, [complex_rows[i] for i in b[0]], [pls_en[j] for j in b[1]], [], "crf", s, None)
+        for n, (b, s) in enumerate(en_blocks)
+    ]
     pivot_to_block = {j: k for k, (b, _) in enumerate(en_blocks) for j in b[1]}
     for lang in sorted({r["language"] for r in rows if r["side"] == "simple"} - {"en"}):
         pls_x = _side(rows, "simple", lang)
@@ -64,8 +87,14 @@ def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders:
             encoder = encoders.for_pair("en", lang)
         except ValueError as exc:
             raise DocumentError("no_encoder_for_language", str(exc)) from exc
-        va = vecalign.align([r["text"] for r in pls_en], [r["text"] for r in pls_x], encoder,
-                            src_lang="en", tgt_lang=lang, params=vec_params)
+        va = vecalign.align(
+            [r["text"] for r in pls_en],
+            [r["text"] for r in pls_x],
+            encoder,
+            src_lang="en",
+            tgt_lang=lang,
+            params=vec_params,
+        )
         n = 0
         for (src, tgt), cost in zip(va.blocks, va.scores):
             linked = sorted({pivot_to_block[j] for j in src if j in pivot_to_block})
@@ -73,7 +102,18 @@ def align_document(doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders:
                 continue
             cids = sorted({i for k in linked for i in en_blocks[k][0][0]})
             crf_score = float(np.mean([en_blocks[k][1] for k in linked]))
-            out.append(_row(doi, lang, n, [complex_rows[i] for i in cids], [pls_x[j] for j in tgt],
-                            [pls_en[j] for j in src], "crf+vecalign", crf_score, cost))
+            out.append(
+                _row(
+                    doi,
+                    lang,
+                    n,
+                    [complex_rows[i] for i in cids],
+                    [pls_x[j] for j in tgt],
+                    [pls_en[j] for j in src],
+                    "crf+vecalign",
+                    crf_score,
+                    cost,
+                )
+            )
             n += 1
     return out

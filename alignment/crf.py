@@ -24,6 +24,7 @@ O(n * m * jump_cap) time and O(n * m) memory with prefix/suffix max / logsumexp:
 One pass finds 1 column -> N rows. `CRFAligner` trains a forward (rows = simple) and a
 reverse (rows = complex) model and merges their pairs (see docs/alignment.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -74,12 +75,16 @@ class CRFScorer(nn.Module):
         d = torch.arange(k + 1, dtype=torch.float32)
         z = torch.zeros(k + 1)
         aa = torch.stack([d / k, (d == 0).float(), z, z, z, z], dim=1)
-        other = torch.tensor([[1 / k, 0, 1, 0, 0, 0],   # same state (d = 1)
-                              [0, 0, 0, 1, 0, 0],        # NULL -> NULL
-                              [0, 0, 0, 0, 1, 0],        # aligned -> NULL
-                              [0, 0, 0, 0, 0, 1]])       # NULL -> aligned
+        other = torch.tensor(
+            [
+                [1 / k, 0, 1, 0, 0, 0],  # same state (d = 1)
+                [0, 0, 0, 1, 0, 0],  # NULL -> NULL
+                [0, 0, 0, 0, 1, 0],  # aligned -> NULL
+                [0, 0, 0, 0, 0, 1],
+            ]
+        )  # NULL -> aligned
         out = self.trans(torch.cat([aa, other])).squeeze(-1)
-        return {"aa": out[:k + 1], "same": out[k + 1], "nn": out[k + 2], "an": out[k + 3], "na": out[k + 4]}
+        return {"aa": out[: k + 1], "same": out[k + 1], "nn": out[k + 2], "an": out[k + 3], "na": out[k + 4]}
 
     def full_transitions(self, m: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Dense (m+1, m+1) transition matrix [prev, cur] and the start vector (m+1)."""
@@ -111,7 +116,7 @@ class Lattice:
     """Numpy view of one direction's scores for a document: emissions and transition table."""
 
     emit: np.ndarray  # (n, m+1), column 0 NULL
-    aa: np.ndarray    # (jump_cap+1,)
+    aa: np.ndarray  # (jump_cap+1,)
     same: float
     nn: float
     an: float
@@ -134,9 +139,9 @@ class Lattice:
         """
         k, m = self.cap, len(vec)
         padded = np.full(m + 2 * k, -np.inf)
-        padded[k:k + m] = vec
+        padded[k : k + m] = vec
         start = 0 if forward else 2
-        return np.lib.stride_tricks.sliding_window_view(padded, 2 * k - 1)[start:start + m]
+        return np.lib.stride_tricks.sliding_window_view(padded, 2 * k - 1)[start : start + m]
 
     def _far_bounds(self, m: int, forward: bool) -> tuple[np.ndarray, np.ndarray]:
         j = np.arange(m)
@@ -241,8 +246,9 @@ def lattice(scorer: CRFScorer, feats: np.ndarray) -> Lattice:
     with torch.no_grad():
         emit = scorer.emissions(_tensor(feats), _tensor(null_features(feats))).numpy()
         t = {k: v.numpy() for k, v in scorer.transition_table().items()}
-    return Lattice(emit, t["aa"].astype(np.float64), float(t["same"]), float(t["nn"]),
-                   float(t["an"]), float(t["na"]))
+    return Lattice(
+        emit, t["aa"].astype(np.float64), float(t["same"]), float(t["nn"]), float(t["an"]), float(t["na"])
+    )
 
 
 def gold_labels(pairs: set[tuple[int, int]], n_rows: int, cosine: np.ndarray) -> list[int]:
@@ -250,8 +256,10 @@ def gold_labels(pairs: set[tuple[int, int]], n_rows: int, cosine: np.ndarray) ->
     by_row: dict[int, list[int]] = {}
     for r, c in pairs:
         by_row.setdefault(r, []).append(c)
-    return [0 if r not in by_row else 1 + max(sorted(by_row[r]), key=lambda c: cosine[r, c])
-            for r in range(n_rows)]
+    return [
+        0 if r not in by_row else 1 + max(sorted(by_row[r]), key=lambda c: cosine[r, c])
+        for r in range(n_rows)
+    ]
 
 
 def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Mapping[str, Any]) -> CRFScorer:
@@ -261,7 +269,9 @@ def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Mappi
     torch.set_num_threads(int(config["threads"]))
     scorer = CRFScorer(int(config["jump_cap"]), int(config["hidden"]))
     opt = torch.optim.Adam(scorer.parameters(), lr=float(config["lr"]))
-    data = [(_tensor(f), _tensor(null_features(f)), torch.tensor(y)) for f, y in examples if len(y) and f.shape[1]]
+    data = [
+        (_tensor(f), _tensor(null_features(f)), torch.tensor(y)) for f, y in examples if len(y) and f.shape[1]
+    ]
     for _ in range(int(config["epochs"])):
         for f, nf, y in data:
             opt.zero_grad()
@@ -274,8 +284,8 @@ def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Mappi
 @dataclass
 class CRFResult:
     pairs: dict[tuple[int, int], float]  # (complex, simple) -> posterior probability
-    blocks: list[Block]                  # (complex ids, simple ids) components, in order
-    block_scores: list[float]            # mean pair probability per block (0 for 1-0 / 0-1)
+    blocks: list[Block]  # (complex ids, simple ids) components, in order
+    block_scores: list[float]  # mean pair probability per block (0 for 1-0 / 0-1)
 
 
 class CRFAligner:
@@ -287,7 +297,9 @@ class CRFAligner:
         self.forward, self.reverse = forward, reverse
 
     @staticmethod
-    def featurize(encoder, complex_: Sequence[str], simple: Sequence[str], lang: str | None = "en") -> np.ndarray:
+    def featurize(
+        encoder, complex_: Sequence[str], simple: Sequence[str], lang: str | None = "en"
+    ) -> np.ndarray:
         """Features with rows = simple sentences, columns = complex sentences."""
         if not complex_ or not simple:
             return np.zeros((len(simple), len(complex_), len(PAIR_FEATURES)), np.float32)
@@ -295,15 +307,18 @@ class CRFAligner:
         return pair_features(simple, complex_, cos)
 
     @classmethod
-    def train(cls, docs: Sequence[DocPair], encoder, config: Mapping[str, Any] | None = None) -> "CRFAligner":
+    def train(cls, docs: Sequence[DocPair], encoder, config: Mapping[str, Any] | None = None) -> CRFAligner:
         config = {**DEFAULTS, **dict(config or {})}
         fwd, rev = [], []
         for d in docs:
             f = cls.featurize(encoder, d.complex, d.simple)
             cos = f[..., 0]
             fwd.append((f, gold_labels({(s, c) for c, s in d.pairs}, len(d.simple), cos)))
-            rf = np.ascontiguousarray(pair_features(d.complex, d.simple, cos.T)) if f.size else \
-                np.zeros((len(d.complex), len(d.simple), len(PAIR_FEATURES)), np.float32)
+            rf = (
+                np.ascontiguousarray(pair_features(d.complex, d.simple, cos.T))
+                if f.size
+                else np.zeros((len(d.complex), len(d.simple), len(PAIR_FEATURES)), np.float32)
+            )
             rev.append((rf, gold_labels(set(d.pairs), len(d.complex), cos.T)))
         return cls(encoder, config, train_scorer(fwd, config), train_scorer(rev, config))
 
@@ -318,7 +333,9 @@ class CRFAligner:
             fwd = {(a - 1, s): float(marg[s, a]) for s, a in enumerate(lat.viterbi()) if a}
             rev: dict[tuple[int, int], float] = {}
             if merge != "forward":
-                rlat = lattice(self.reverse, np.ascontiguousarray(pair_features(complex_, simple, f[..., 0].T)))
+                rlat = lattice(
+                    self.reverse, np.ascontiguousarray(pair_features(complex_, simple, f[..., 0].T))
+                )
                 rmarg, _ = rlat.forward_backward()
                 rev = {(c, a - 1): float(rmarg[c, a]) for c, a in enumerate(rlat.viterbi()) if a}
             if merge == "union":
@@ -331,26 +348,36 @@ class CRFAligner:
                 raise ValueError(f"merge must be union, intersection or forward, got {merge!r}")
             pairs = {k: max(fwd.get(k, 0.0), rev.get(k, 0.0)) for k in sorted(keys)}
         blocks = pairs_to_blocks(pairs, n_c, n_s)
-        scores = [float(np.mean([pairs[(c, s)] for c in b[0] for s in b[1] if (c, s) in pairs]))
-                  if b[0] and b[1] else 0.0 for b in blocks]
+        scores = [
+            float(np.mean([pairs[(c, s)] for c in b[0] for s in b[1] if (c, s) in pairs]))
+            if b[0] and b[1]
+            else 0.0
+            for b in blocks
+        ]
         return CRFResult(pairs, blocks, scores)
 
     def save(self, out_dir: str | Path) -> None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        torch.save({"forward": self.forward.state_dict(), "reverse": self.reverse.state_dict()}, out / "model.pt")
+        torch.save(
+            {"forward": self.forward.state_dict(), "reverse": self.reverse.state_dict()}, out / "model.pt"
+        )
         cfg = {**self.config, "encoder": self.encoder.name}
         (out / "config.json").write_text(json.dumps(cfg, sort_keys=True, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, model_dir: str | Path, encoder, overrides: Mapping[str, Any] | None = None) -> "CRFAligner":
+    def load(cls, model_dir: str | Path, encoder, overrides: Mapping[str, Any] | None = None) -> CRFAligner:
         """Load a trained aligner; `encoder.name` must match the one it was trained with."""
         d = Path(model_dir)
         if not (d / "model.pt").exists():
-            raise FileNotFoundError(f"no CRF model in {d} (run `medsimp align --train` / `dvc repro align_train`)")
+            raise FileNotFoundError(
+                f"no CRF model in {d} (run `medsimp align --train` / `dvc repro align_train`)"
+            )
         cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
         if cfg.get("encoder") != encoder.name:
-            raise ValueError(f"CRF model {d} was trained with encoder {cfg.get('encoder')!r}, not {encoder.name!r}")
+            raise ValueError(
+                f"CRF model {d} was trained with encoder {cfg.get('encoder')!r}, not {encoder.name!r}"
+            )
         cfg.update(dict(overrides or {}))
         state = torch.load(d / "model.pt", map_location="cpu", weights_only=True)
         fwd, rev = (CRFScorer(int(cfg["jump_cap"]), int(cfg["hidden"])) for _ in range(2))

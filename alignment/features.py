@@ -4,6 +4,7 @@ Rows are the sentences being labelled (the CRF's sequence), columns its candidat
 All features are computed with sparse/dense matrix products, so a 1000 x 1000 document
 costs a few matrix multiplications, not a million Python loops.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -13,8 +14,16 @@ from scipy import sparse
 
 from medsimp.alignment.text import content_tokens, numbers, tokens
 
-PAIR_FEATURES = ("cosine", "jaccard", "containment_row", "containment_col", "length_ratio",
-                 "shared_numbers", "row_has_numbers", "relative_position")
+PAIR_FEATURES = (
+    "cosine",
+    "jaccard",
+    "containment_row",
+    "containment_col",
+    "length_ratio",
+    "shared_numbers",
+    "row_has_numbers",
+    "relative_position",
+)
 NULL_FEATURES = ("bias", "max_cosine", "max_containment_row")
 
 

@@ -3,6 +3,7 @@
 Every document-level reader returns `DocPair`s: the complex and simple sentence lists
 and the gold set of aligned `(complex_index, simple_index)` pairs (0-based).
 """
+
 from __future__ import annotations
 
 import csv
@@ -28,13 +29,23 @@ class DocPair:
     group: str = ""  # e.g. the PLABA question: splits keep a group on one side
 
     def to_json(self) -> dict:
-        return {"doc_id": self.doc_id, "group": self.group, "complex": self.complex,
-                "simple": self.simple, "pairs": sorted([list(p) for p in self.pairs])}
+        return {
+            "doc_id": self.doc_id,
+            "group": self.group,
+            "complex": self.complex,
+            "simple": self.simple,
+            "pairs": sorted([list(p) for p in self.pairs]),
+        }
 
     @classmethod
-    def from_json(cls, row: dict) -> "DocPair":
-        return cls(str(row["doc_id"]), list(row["complex"]), list(row["simple"]),
-                   frozenset((int(c), int(s)) for c, s in row.get("pairs", [])), str(row.get("group", "")))
+    def from_json(cls, row: dict) -> DocPair:
+        return cls(
+            str(row["doc_id"]),
+            list(row["complex"]),
+            list(row["simple"]),
+            frozenset((int(c), int(s)) for c, s in row.get("pairs", [])),
+            str(row.get("group", "")),
+        )
 
 
 class GoldFormatError(ValueError):
@@ -164,8 +175,9 @@ def _docs_from_rows(rows: list[list[str]], where: str) -> list[DocPair]:
         cpos, spos = sorted(g["c"]), sorted(g["s"])  # type: ignore[assignment]
         ci, si = {p: i for i, p in enumerate(cpos)}, {p: i for i, p in enumerate(spos)}
         pairs = frozenset((ci[c], si[s]) for c, s in g["p"])
-        docs.append(DocPair(f"{cdoc}|{sdoc}", [g["c"][p] for p in cpos], [g["s"][p] for p in spos],
-                            pairs, cdoc))
+        docs.append(
+            DocPair(f"{cdoc}|{sdoc}", [g["c"][p] for p in cpos], [g["s"][p] for p in spos], pairs, cdoc)
+        )
     return docs
 
 
@@ -215,9 +227,16 @@ def read_gold(path: str | Path, fmt: str = "auto") -> list[DocPair]:
             head = json.loads(path.read_text(encoding="utf-8"))
             first = next(iter(head.values())) if isinstance(head, dict) and head else None
             fmt = "plaba" if isinstance(first, dict) and "question" in first else "mc_clean"
-    readers = {"plaba": read_plaba, "mc_clean": read_mc_clean, "wiki_auto": read_wiki_auto,
-               "jsonl": lambda p: [DocPair.from_json(json.loads(line))
-                                   for line in Path(p).read_text(encoding="utf-8").splitlines() if line.strip()]}
+    readers = {
+        "plaba": read_plaba,
+        "mc_clean": read_mc_clean,
+        "wiki_auto": read_wiki_auto,
+        "jsonl": lambda p: [
+            DocPair.from_json(json.loads(line))
+            for line in Path(p).read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ],
+    }
     if fmt not in readers:
         raise GoldFormatError(f"unknown gold format {fmt!r} (plaba, mc_clean, wiki_auto, jsonl)")
     return readers[fmt](path)

@@ -9,6 +9,7 @@ en, es, fr (and the other languages that have a lookup table). Persian (fa) has 
 rule tables that need a POS tagger, which is not available offline, so fa (and any
 language without a lookup table) uses lower-cased surface tokens.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,8 +32,11 @@ def lemma_set(text: str, lang: str = "en") -> set[str]:
     """Lower-cased lemmas (surface forms when `lang` has no lookup table), no punctuation."""
     nlp = _nlp(lang)
     has_lemmas = "lemmatizer" in nlp.pipe_names
-    return {(t.lemma_ if has_lemmas and t.lemma_ else t.text).lower()
-            for t in nlp(text.lower()) if not (t.is_punct or t.is_space)}
+    return {
+        (t.lemma_ if has_lemmas and t.lemma_ else t.text).lower()
+        for t in nlp(text.lower())
+        if not (t.is_punct or t.is_space)
+    }
 
 
 def overlap_r(complex_text: str, simple_text: str, lang: str = "en") -> float:

@@ -1,4 +1,5 @@
 """Alignment scores: Vecalign's strict/lax P/R/F1 over blocks, and P/R/F1 over sentence pairs."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence

@@ -1,4 +1,5 @@
 """Small text helpers shared by the aligners: tokens, numbers, a rule sentence splitter."""
+
 from __future__ import annotations
 
 import functools

@@ -15,6 +15,7 @@ number anchors to every overlap embedding (`medsimp.alignment.anchors`); `del_pe
 the deletion knob is read. `center: false`, both weights 0 and `del_percentile_of: random` is
 Vecalign exactly as published.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,10 +54,22 @@ DEFAULTS: dict[str, Any] = {
 # 0.797 plain Vecalign with USE on the Bleualign dev file); a preset sets these keys over
 # whatever else params give.
 PRESETS: dict[str, dict[str, Any]] = {
-    "published": {"alignment_max_size": 4, "del_percentile_frac": 0.2, "del_percentile_of": "random",
-                  "center": False, "length_weight": 0.0, "number_weight": 0.0},
-    "medsimp": {"alignment_max_size": 5, "del_percentile_frac": 0.1, "del_percentile_of": "unmatched",
-                "center": True, "length_weight": 0.6, "number_weight": 0.3},
+    "published": {
+        "alignment_max_size": 4,
+        "del_percentile_frac": 0.2,
+        "del_percentile_of": "random",
+        "center": False,
+        "length_weight": 0.0,
+        "number_weight": 0.0,
+    },
+    "medsimp": {
+        "alignment_max_size": 5,
+        "del_percentile_frac": 0.1,
+        "del_percentile_of": "unmatched",
+        "center": True,
+        "length_weight": 0.6,
+        "number_weight": 0.3,
+    },
 }
 
 
@@ -66,8 +79,9 @@ def resolve(params: Mapping[str, Any] | None) -> dict[str, Any]:
     preset = p.get("preset")
     if preset:
         if preset not in PRESETS:
-            raise ValueError(f"align.vecalign.preset must be one of {sorted(PRESETS)} or null, "
-                             f"got {preset!r}")
+            raise ValueError(
+                f"align.vecalign.preset must be one of {sorted(PRESETS)} or null, got {preset!r}"
+            )
         p.update(PRESETS[preset])
     return p
 
@@ -79,8 +93,9 @@ class VecalignResult:
     timing: dict[str, float] = field(default_factory=dict)
 
 
-def side_vectors(clean: Sequence[str], semantic: np.ndarray, p: Mapping[str, Any],
-                 length_unit: float) -> np.ndarray:
+def side_vectors(
+    clean: Sequence[str], semantic: np.ndarray, p: Mapping[str, Any], length_unit: float
+) -> np.ndarray:
     """One side's overlap vectors as the DP gets them: centred when `center` (its level-1 mean
     removed from every level; Libovický et al. 2020: the mean carries language, not meaning),
     then with the length/number anchors of `medsimp.alignment.anchors` appended. Sides of fewer than
@@ -90,9 +105,17 @@ def side_vectors(clean: Sequence[str], semantic: np.ndarray, p: Mapping[str, Any
         semantic = semantic / (np.linalg.norm(semantic, axis=2, keepdims=True) + 1e-8)
     if float(p["length_weight"]) <= 0 and float(p["number_weight"]) <= 0:
         return np.ascontiguousarray(semantic, dtype=np.float32)
-    layers = [with_anchors(semantic[k - 1], layer(clean, k), length_unit, length_weight=float(p["length_weight"]),
-                           number_weight=float(p["number_weight"]), length_sigma=float(p["length_sigma"]))
-              for k in range(1, semantic.shape[0] + 1)]
+    layers = [
+        with_anchors(
+            semantic[k - 1],
+            layer(clean, k),
+            length_unit,
+            length_weight=float(p["length_weight"]),
+            number_weight=float(p["number_weight"]),
+            length_sigma=float(p["length_sigma"]),
+        )
+        for k in range(1, semantic.shape[0] + 1)
+    ]
     return np.ascontiguousarray(np.stack(layers), dtype=np.float32)
 
 
@@ -104,8 +127,9 @@ def length_units(clean_src: Sequence[str], clean_tgt: Sequence[str]) -> tuple[fl
     return sum(len(s) for s in clean_src) / n, sum(len(s) for s in clean_tgt) / n
 
 
-def overlap_embeddings(clean: Sequence[str], levels: int, encoder: Encoder, lang: str | None,
-                       mode: str) -> np.ndarray:
+def overlap_embeddings(
+    clean: Sequence[str], levels: int, encoder: Encoder, lang: str | None, mode: str
+) -> np.ndarray:
     """Array (levels, n, dim): row [k-1, i] embeds sentences i-k+1..i (front-padded).
     `clean`: sentences through Vecalign's `preprocess_line` (as for the functions above)."""
     clean = list(clean)
@@ -143,13 +167,21 @@ def deletion_percentile(p: Mapping[str, Any], n: int, m: int) -> float:
     return share + frac * (1.0 - share)
 
 
-def align(src: Sequence[str], tgt: Sequence[str], encoder: Encoder, *, src_lang: str | None = None,
-          tgt_lang: str | None = None, params: Mapping[str, Any] | None = None) -> VecalignResult:
+def align(
+    src: Sequence[str],
+    tgt: Sequence[str],
+    encoder: Encoder,
+    *,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> VecalignResult:
     """Align two sentence lists; blocks are `(src indices, tgt indices)` in document order."""
     p = resolve(params)
     if not src or not tgt:
-        blocks: list[tuple[tuple[int, ...], tuple[int, ...]]] = (
-            [((i,), ()) for i in range(len(src))] + [((), (j,)) for j in range(len(tgt))])
+        blocks: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((i,), ()) for i in range(len(src))] + [
+            ((), (j,)) for j in range(len(tgt))
+        ]
         return VecalignResult(blocks, [0.0] * len(blocks), {"embed_s": 0.0, "dp_s": 0.0})
     max_size = max(int(p["alignment_max_size"]), 2)
     types = make_alignment_types(max_size)
@@ -157,18 +189,26 @@ def align(src: Sequence[str], tgt: Sequence[str], encoder: Encoder, *, src_lang:
     t0 = time.perf_counter()
     clean0, clean1 = [preprocess_line(s) for s in src], [preprocess_line(s) for s in tgt]
     unit0, unit1 = length_units(clean0, clean1)
-    v0 = side_vectors(clean0, overlap_embeddings(clean0, levels, encoder, src_lang, p["overlap_mode"]), p, unit0)
-    v1 = side_vectors(clean1, overlap_embeddings(clean1, levels, encoder, tgt_lang, p["overlap_mode"]), p, unit1)
+    v0 = side_vectors(
+        clean0, overlap_embeddings(clean0, levels, encoder, src_lang, p["overlap_mode"]), p, unit0
+    )
+    v1 = side_vectors(
+        clean1, overlap_embeddings(clean1, levels, encoder, tgt_lang, p["overlap_mode"]), p, unit1
+    )
     t1 = time.perf_counter()
     random.seed(int(p["seed"]))
     np.random.seed(int(p["seed"]))
     with np.errstate(invalid="ignore"):  # sentalign casts an uninitialised np.empty to int, then fills it
-        stack = vecalign(vecs0=v0, vecs1=v1, final_alignment_types=types,
-                         del_percentile_frac=deletion_percentile(p, len(src), len(tgt)),
-                         width_over2=math.ceil(max_size / 2.0) + int(p["search_buffer_size"]),
-                         max_size_full_dp=int(p["max_size_full_dp"]),
-                         costs_sample_size=int(p["costs_sample_size"]),
-                         num_samps_for_norm=int(p["num_samps_for_norm"]))
+        stack = vecalign(
+            vecs0=v0,
+            vecs1=v1,
+            final_alignment_types=types,
+            del_percentile_frac=deletion_percentile(p, len(src), len(tgt)),
+            width_over2=math.ceil(max_size / 2.0) + int(p["search_buffer_size"]),
+            max_size_full_dp=int(p["max_size_full_dp"]),
+            costs_sample_size=int(p["costs_sample_size"]),
+            num_samps_for_norm=int(p["num_samps_for_norm"]),
+        )
     t2 = time.perf_counter()
     blocks = [(tuple(int(i) for i in a), tuple(int(j) for j in b)) for a, b in stack[0]["final_alignments"]]
     scores = [float(s) for s in stack[0]["alignment_scores"]]

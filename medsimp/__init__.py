@@ -6,6 +6,7 @@ An installed distribution carries them inside this package (pyproject's package-
 in a source checkout, `_CheckoutLayers` serves them from the folders beside this one, so every
 clone and worktree runs its own copy.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -26,7 +27,8 @@ class _CheckoutLayers:
             return None
         folder = _HERE.parent / layer
         return importlib.util.spec_from_file_location(
-            fullname, folder / "__init__.py", submodule_search_locations=[str(folder)])
+            fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
 
 
 if not (_HERE / "pipelines").is_dir() and (_HERE.parent / "pyproject.toml").is_file():

@@ -6,6 +6,7 @@ Modules keep heavy imports inside `run` so `medsimp --help` stays fast.
 The global options `--params`, `--set` and `-v` are accepted before or after the
 subcommand (at any depth: `medsimp humaneval forms --set humaneval.seed=1`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,7 @@ def version_string() -> str:
     root = Path(__file__).resolve().parent.parent
 
     def git(*cmd: str) -> str:
-        out = subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True, check=True,
-                             timeout=10)
+        out = subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True, check=True, timeout=10)
         return out.stdout.strip()
 
     try:
@@ -89,9 +89,9 @@ GLOBAL_HELP = {
     "params": "params file (default: $MEDSIMP_PARAMS or ./params.yaml)",
     "verbose": "log at INFO level; show tracebacks",
     "set": "override a param, e.g. --set notes.min_tokens=12 (repeatable; checked against "
-           "medsimp/params_schema.py: unknown keys and bad values are errors)",
+    "medsimp/params_schema.py: unknown keys and bad values are errors)",
     "force": "replace an output folder another medsimp command wrote (never one medsimp did "
-             "not write, nor one holding an input)",
+    "not write, nor one holding an input)",
 }
 
 
@@ -100,14 +100,36 @@ def _add_late_globals(parser: argparse.ArgumentParser, depth: int) -> None:
     absent unless given) so a later level does not overwrite an earlier one; `main` merges them.
     Nested subcommands (humaneval forms, synth notes) get them too."""
     group = parser.add_argument_group("global options (also accepted before the command)")
-    group.add_argument("--params", dest=f"_g{depth}_params", default=argparse.SUPPRESS,
-                       metavar="PARAMS", help=GLOBAL_HELP["params"])
-    group.add_argument("-v", "--verbose", dest=f"_g{depth}_verbose", action="store_true",
-                       default=argparse.SUPPRESS, help=GLOBAL_HELP["verbose"])
-    group.add_argument("--set", dest=f"_g{depth}_overrides", action="append", default=argparse.SUPPRESS,
-                       metavar="KEY=VALUE", help=GLOBAL_HELP["set"])
-    group.add_argument("--force", dest=f"_g{depth}_force", action="store_true",
-                       default=argparse.SUPPRESS, help=GLOBAL_HELP["force"])
+    group.add_argument(
+        "--params",
+        dest=f"_g{depth}_params",
+        default=argparse.SUPPRESS,
+        metavar="PARAMS",
+        help=GLOBAL_HELP["params"],
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        dest=f"_g{depth}_verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=GLOBAL_HELP["verbose"],
+    )
+    group.add_argument(
+        "--set",
+        dest=f"_g{depth}_overrides",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="KEY=VALUE",
+        help=GLOBAL_HELP["set"],
+    )
+    group.add_argument(
+        "--force",
+        dest=f"_g{depth}_force",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=GLOBAL_HELP["force"],
+    )
     for action in parser._actions:  # argparse keeps subparsers here
         if isinstance(action, argparse._SubParsersAction):
             for child in dict.fromkeys(action.choices.values()):
@@ -116,12 +138,14 @@ def _add_late_globals(parser: argparse.ArgumentParser, depth: int) -> None:
 
 def _merge_globals(args: argparse.Namespace) -> None:
     """Fold `_g<depth>_*` (options given after a subcommand) into params / verbose / overrides."""
-    late = sorted((k for k in vars(args) if k.startswith("_g") and k[2:3].isdigit()),
-                  key=lambda k: int(k[2:k.index("_", 2)]))
+    late = sorted(
+        (k for k in vars(args) if k.startswith("_g") and k[2:3].isdigit()),
+        key=lambda k: int(k[2 : k.index("_", 2)]),
+    )
     for key in late:
         value = getattr(args, key)
         delattr(args, key)
-        name = key[key.index("_", 2) + 1:]
+        name = key[key.index("_", 2) + 1 :]
         if name == "params":
             args.params = value
         elif name == "verbose":
@@ -140,14 +164,17 @@ def build_parser() -> argparse.ArgumentParser:
             "(Beam jobs, aligners, HF builders) and train/evaluate simplifiers."
         ),
     )
-    parser.add_argument("--params", default=os.environ.get("MEDSIMP_PARAMS", "params.yaml"),
-                        help=GLOBAL_HELP["params"])
+    parser.add_argument(
+        "--params", default=os.environ.get("MEDSIMP_PARAMS", "params.yaml"), help=GLOBAL_HELP["params"]
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help=GLOBAL_HELP["verbose"])
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help=GLOBAL_HELP["set"])
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=GLOBAL_HELP["set"]
+    )
     parser.add_argument("--force", action="store_true", help=GLOBAL_HELP["force"])
-    parser.add_argument("--version", action=_VersionAction,
-                        help="print the medsimp version and git revision, then exit")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the medsimp version and git revision, then exit"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         try:
@@ -156,8 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name != f"medsimp.commands.{module}":
                 raise
             continue
-        p = sub.add_parser(name, help=mod.HELP, description=(mod.__doc__ or mod.HELP).strip(),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            name,
+            help=mod.HELP,
+            description=(mod.__doc__ or mod.HELP).strip(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         mod.add_arguments(p)
         _add_late_globals(p, 1)
         p.set_defaults(_module=mod)
@@ -181,9 +212,14 @@ def command_name(args: argparse.Namespace) -> str:
 
 # Libraries' own chatter (progress bars, advisory notes) off unless -v; worker processes
 # inherit these. Set before any of them is imported.
-QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
-             "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-             "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore"}
+QUIET_ENV = {
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "3",
+    "PYTHONWARNINGS": "ignore",
+}
 
 
 def configure_logging(verbose: bool) -> None:
@@ -194,8 +230,9 @@ def configure_logging(verbose: bool) -> None:
         for key, value in QUIET_ENV.items():
             os.environ.setdefault(key, value)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s" if verbose
-                                           else "%(message)s"))
+    handler.setFormatter(
+        logging.Formatter("%(levelname)s %(name)s: %(message)s" if verbose else "%(message)s")
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO if verbose else logging.ERROR)
@@ -209,10 +246,14 @@ def configure_logging(verbose: bool) -> None:
 
 def _announce(args: argparse.Namespace) -> None:
     """One line saying what the stage does and on what (before any work)."""
-    where = [f"{flag} {getattr(args, dest)}" for flag, dest in (("from", "input"), ("to", "output"))
-             if isinstance(getattr(args, dest, None), str)]
-    logging.getLogger("medsimp").info("medsimp %s: %s%s", command_name(args), args._module.HELP,
-                                      f" ({', '.join(where)})" if where else "")
+    where = [
+        f"{flag} {getattr(args, dest)}"
+        for flag, dest in (("from", "input"), ("to", "output"))
+        if isinstance(getattr(args, dest, None), str)
+    ]
+    logging.getLogger("medsimp").info(
+        "medsimp %s: %s%s", command_name(args), args._module.HELP, f" ({', '.join(where)})" if where else ""
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,8 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as exc:  # a named input that is not there: bad input
         if args.verbose:
             logging.exception("%s failed", args.command)
-        print(f"medsimp {command_name(args)}: not found: {exc.filename or exc} (check the path)",
-              file=sys.stderr)
+        print(
+            f"medsimp {command_name(args)}: not found: {exc.filename or exc} (check the path)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"medsimp {command_name(args)}: interrupted", file=sys.stderr)
@@ -263,8 +306,11 @@ def main(argv: list[str] | None = None) -> int:
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
         where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
-        print(f"medsimp {command_name(args)}: internal error {type(exc).__name__} at {where} "
-              "(rerun with -v for the traceback)", file=sys.stderr)
+        print(
+            f"medsimp {command_name(args)}: internal error {type(exc).__name__} at {where} "
+            "(rerun with -v for the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
 
 

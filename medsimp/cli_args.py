@@ -1,12 +1,18 @@
 """Argument helpers shared by subcommands (kept free of heavy imports so `--help` is fast)."""
+
 from __future__ import annotations
 
 
 def add_beam_arguments(parser) -> None:
     """The `--beam-arg` flag every Beam subcommand accepts."""
-    parser.add_argument("--beam-arg", action="append", default=[], metavar="ARG",
-                        help="extra Beam pipeline option, e.g. --beam-arg=--runner=FlinkRunner "
-                             "(repeatable; overrides params.beam)")
+    parser.add_argument(
+        "--beam-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra Beam pipeline option, e.g. --beam-arg=--runner=FlinkRunner "
+        "(repeatable; overrides params.beam)",
+    )
 
 
 def add_job_arguments(parser, input_help: str, default_output: str) -> None:
@@ -24,6 +30,12 @@ def run_source_job(args, section_name: str, job) -> int:
 
     params = section(args.params_data, section_name)
     with atomic_dir(args.output) as tmp:
-        job.run(args.input or resolve_path(params["input"], args.params_dir), str(tmp), params,
-                section(args.params_data, "beam"), args.beam_arg, args.metrics)
+        job.run(
+            args.input or resolve_path(params["input"], args.params_dir),
+            str(tmp),
+            params,
+            section(args.params_data, "beam"),
+            args.beam_arg,
+            args.metrics,
+        )
     return 0

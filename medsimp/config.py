@@ -1,4 +1,5 @@
 """Loading `params.yaml` with command-line overrides, and a stable params hash."""
+
 from __future__ import annotations
 
 import copy

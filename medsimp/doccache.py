@@ -6,6 +6,7 @@ new documents. Entries are written atomically (temp file + rename), so concurren
 workers and killed runs never leave a half-written entry. Results must not depend on
 whether an entry was cached: the cache only saves time.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -11,6 +11,7 @@ sections the stage declares.
 `scripts/dvc_deps.py --write` rewrites only the code lines of each stage's `deps` (entries under
 `medsimp/`, `pipelines/`, `alignment/`, `training/`); data deps are kept in their place.
 """
+
 from __future__ import annotations
 
 import ast
@@ -70,10 +71,16 @@ def _imports(name: str, path: Path) -> tuple[frozenset[str], frozenset[str]]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if re.fullmatch(rf"{ROOT_PACKAGE}(\.\w+)+", node.value):
                 names.add(node.value)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "path" and isinstance(node.func.value, ast.Name)
-              and node.func.value.id == "resources" and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "path"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "resources"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             resources.add(node.args[0].value)
     return frozenset(names), frozenset(resources)
 
@@ -169,8 +176,11 @@ def rewrite(text: str, code: dict[str, list[str]]) -> str:
         if stage is None or not re.match(r"^\s+deps:\s*$", line):
             continue
         items_indent: str | None = None
-        while i < len(lines) and (m := _ITEM.match(lines[i])) and (
-                items_indent is None or m["indent"] == items_indent):
+        while (
+            i < len(lines)
+            and (m := _ITEM.match(lines[i]))
+            and (items_indent is None or m["indent"] == items_indent)
+        ):
             items_indent = m["indent"]
             if not is_code_dep(m["value"]):
                 out.append(lines[i])
@@ -185,8 +195,7 @@ def missing(root: Path, text: str | None = None) -> dict[str, list[str]]:
     gaps: dict[str, list[str]] = {}
     for name, paths in expected(root, text).items():
         covered = set(_stages(root, text)[name].get("deps", []))
-        lost = [p for p in paths
-                if not any(p == d or p.startswith(d.rstrip("/") + "/") for d in covered)]
+        lost = [p for p in paths if not any(p == d or p.startswith(d.rstrip("/") + "/") for d in covered)]
         if lost:
             gaps[name] = lost
     return gaps

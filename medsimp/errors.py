@@ -6,6 +6,7 @@ traceback. Messages name files, offsets, fields and reasons, never record text.
 Exit codes: 0 ok, 2 usage or bad input, 3 nothing to do or refused, 4 stage failed,
 75 lock held (EX_TEMPFAIL).
 """
+
 from __future__ import annotations
 
 EXIT_OK = 0

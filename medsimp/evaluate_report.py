@@ -7,6 +7,7 @@ BLEU (from summed sufficient statistics) and of mean sentence SARI. The p-value 
 on the mean-centred differences: (1 + #{|d_s - mean(d)| >= |d_obs|}) / (samples + 1), so two
 identical systems get p = 1; the 95% interval is the 2.5 / 97.5 percentiles of d_s.
 """
+
 from __future__ import annotations
 
 import html
@@ -14,8 +15,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
-HIGHER = ("bleu", "bleu_1", "bleu_2", "bleu_3", "bleu_4", "meteor", "rouge_l", "cider", "sari",
-          "bertscore_f1", "hit", "cwr", "ascore")
+HIGHER = (
+    "bleu",
+    "bleu_1",
+    "bleu_2",
+    "bleu_3",
+    "bleu_4",
+    "meteor",
+    "rouge_l",
+    "cider",
+    "sari",
+    "bertscore_f1",
+    "hit",
+    "cwr",
+    "ascore",
+)
 LOWER = ("fkgl",)
 
 
@@ -29,8 +43,9 @@ def sentence_stats(hyps: Sequence[str], items) -> tuple[np.ndarray, np.ndarray |
     bleu = np.array([M.bleu_stats(h, rs) for h, rs in zip(h_tok, r_tok)], dtype=float)
     if any(it.source is None for it in items):
         return bleu, None
-    sari = np.array([M.sari_sentence(tokenize(it.source), h, rs)["sari"] * 100
-                     for it, h, rs in zip(items, h_tok, r_tok)])
+    sari = np.array(
+        [M.sari_sentence(tokenize(it.source), h, rs)["sari"] * 100 for it, h, rs in zip(items, h_tok, r_tok)]
+    )
     return bleu, sari
 
 
@@ -40,8 +55,12 @@ def _bleu(stats: np.ndarray) -> float:
     return sum(bleu_from_stats(list(stats))) / 4
 
 
-def paired_bootstrap(a: tuple[np.ndarray, np.ndarray | None], b: tuple[np.ndarray, np.ndarray | None],
-                     samples: int = 1000, seed: int = 12345) -> dict[str, dict[str, float]]:
+def paired_bootstrap(
+    a: tuple[np.ndarray, np.ndarray | None],
+    b: tuple[np.ndarray, np.ndarray | None],
+    samples: int = 1000,
+    seed: int = 12345,
+) -> dict[str, dict[str, float]]:
     """{metric: {delta, p_value, ci_low, ci_high}} for BLEU (mean of BLEU-1..4, 0-1) and SARI (0-100), B - A."""
     n = len(a[0])
     idx = np.random.default_rng(seed).integers(0, n, size=(samples, n))
@@ -56,9 +75,12 @@ def paired_bootstrap(a: tuple[np.ndarray, np.ndarray | None], b: tuple[np.ndarra
         else:
             diffs = xb[idx].mean(axis=1) - xa[idx].mean(axis=1)
         extreme = int(np.sum(np.abs(diffs - diffs.mean()) >= abs(observed) - 1e-12))
-        out[name] = {"delta": round(float(observed), 6), "p_value": round((extreme + 1) / (samples + 1), 6),
-                     "ci_low": round(float(np.percentile(diffs, 2.5)), 6),
-                     "ci_high": round(float(np.percentile(diffs, 97.5)), 6)}
+        out[name] = {
+            "delta": round(float(observed), 6),
+            "p_value": round((extreme + 1) / (samples + 1), 6),
+            "ci_low": round(float(np.percentile(diffs, 2.5)), 6),
+            "ci_high": round(float(np.percentile(diffs, 97.5)), 6),
+        }
     return out
 
 
@@ -77,19 +99,25 @@ def _bars(title: str, values: dict[str, float]) -> str:
     rows = []
     for i, (name, v) in enumerate(values.items()):
         width = 300 * abs(v) / top
-        rows.append(f'<text x="0" y="{20 * i + 34}">{html.escape(name)}</text>'
-                    f'<rect x="120" y="{20 * i + 22}" width="{width:.1f}" height="14" fill="#4a7ab5"/>'
-                    f'<text x="{125 + width:.1f}" y="{20 * i + 34}">{v:g}</text>')
+        rows.append(
+            f'<text x="0" y="{20 * i + 34}">{html.escape(name)}</text>'
+            f'<rect x="120" y="{20 * i + 22}" width="{width:.1f}" height="14" fill="#4a7ab5"/>'
+            f'<text x="{125 + width:.1f}" y="{20 * i + 34}">{v:g}</text>'
+        )
     h = 20 * len(values) + 30
-    return (f'<svg class="chart" width="520" height="{h}" role="img" aria-label="{html.escape(title)}">'
-            f'<text x="0" y="14" font-weight="bold">{html.escape(title)}</text>{"".join(rows)}</svg>')
+    return (
+        f'<svg class="chart" width="520" height="{h}" role="img" aria-label="{html.escape(title)}">'
+        f'<text x="0" y="14" font-weight="bold">{html.escape(title)}</text>{"".join(rows)}</svg>'
+    )
 
 
 def _bucket_plot(buckets: dict[str, list[dict]], key: str = "ascore") -> str:
     """Grouped bars of `key` per source-length bucket, one colour per system."""
     colours = ["#4a7ab5", "#d9822b", "#3c9d5d", "#b54a7a", "#7a4ab5", "#888888"]
-    labels = sorted({r["bucket"] for rows in buckets.values() for r in rows},
-                    key=lambda s: int(s.split("-")[0].rstrip("+")))
+    labels = sorted(
+        {r["bucket"] for rows in buckets.values() for r in rows},
+        key=lambda s: int(s.split("-")[0].rstrip("+")),
+    )
     names = list(buckets)
     group = 20 * len(names) + 20
     parts = []
@@ -98,24 +126,38 @@ def _bucket_plot(buckets: dict[str, list[dict]], key: str = "ascore") -> str:
         parts.append(f'<text x="{x0}" y="220">{html.escape(label)}</text>')
         for si, name in enumerate(names):
             v = next((r.get(key) for r in buckets[name] if r["bucket"] == label), None) or 0.0
-            parts.append(f'<rect x="{x0 + 20 * si}" y="{200 - 180 * v:.1f}" width="16" height="{180 * v:.1f}" '
-                         f'fill="{colours[si % len(colours)]}"><title>{html.escape(name)} {label}: {v:g}</title></rect>')
-    legend = "".join(f'<tspan fill="{colours[i % len(colours)]}">&#9632; {html.escape(n)} </tspan>'
-                     for i, n in enumerate(names))
+            parts.append(
+                f'<rect x="{x0 + 20 * si}" y="{200 - 180 * v:.1f}" width="16" height="{180 * v:.1f}" '
+                f'fill="{colours[si % len(colours)]}"><title>{html.escape(name)} {label}: {v:g}</title></rect>'
+            )
+    legend = "".join(
+        f'<tspan fill="{colours[i % len(colours)]}">&#9632; {html.escape(n)} </tspan>'
+        for i, n in enumerate(names)
+    )
     width = 60 + group * len(labels)
-    return (f'<svg class="chart buckets" width="{max(width, 300)}" height="250" role="img" '
-            f'aria-label="{key} per source-length bucket"><text x="0" y="14">{key} (0-1) per source length '
-            f'(tokens)</text><text x="0" y="245">{legend}</text>{"".join(parts)}</svg>')
+    return (
+        f'<svg class="chart buckets" width="{max(width, 300)}" height="250" role="img" '
+        f'aria-label="{key} per source-length bucket"><text x="0" y="14">{key} (0-1) per source length '
+        f'(tokens)</text><text x="0" y="245">{legend}</text>{"".join(parts)}</svg>'
+    )
 
 
-def render(systems: dict[str, dict], scales: dict[str, str], signature: dict[str, str],
-           bootstrap: dict[str, dict], buckets: dict[str, list[dict]],
-           sample: list[dict] | None) -> str:
+def render(
+    systems: dict[str, dict],
+    scales: dict[str, str],
+    signature: dict[str, str],
+    bootstrap: dict[str, dict],
+    buckets: dict[str, list[dict]],
+    sample: list[dict] | None,
+) -> str:
     """The HTML report. `systems`: name -> flat scores; `sample`: rows {source, references,
     outputs: {name: text}} or None (text left out: evaluation text may be MIMIC-derived)."""
     e = html.escape
-    metrics = [m for m in dict.fromkeys(k for r in systems.values() for k in r) if any(
-        r.get(m) is not None for r in systems.values())]
+    metrics = [
+        m
+        for m in dict.fromkeys(k for r in systems.values() for k in r)
+        if any(r.get(m) is not None for r in systems.values())
+    ]
     head = "".join(f"<th>{e(m)}<br><small>{e(scales.get(m, ''))}</small></th>" for m in metrics)
     rows = []
     for name, r in systems.items():
@@ -123,27 +165,47 @@ def render(systems: dict[str, dict], scales: dict[str, str], signature: dict[str
         for m in metrics:
             v = r.get(m)
             mark = name in best(systems, m)
-            cells.append(f'<td class="{"best" if mark else ""}">{"" if v is None else f"{v:g}"}{" ★" if mark else ""}</td>')
+            cells.append(
+                f'<td class="{"best" if mark else ""}">{"" if v is None else f"{v:g}"}{" ★" if mark else ""}</td>'
+            )
         rows.append(f'<tr class="system"><th>{e(name)}</th>{"".join(cells)}</tr>')
-    charts = "".join(_bars(f"{m} ({scales.get(m, '')})", {n: r[m] for n, r in systems.items() if r.get(m) is not None})
-                     for m in metrics)
-    boot = "".join(f"<tr><td>{e(pair)}</td><td>{e(m)}</td><td>{v['delta']:g}</td><td>{v['p_value']:g}</td>"
-                   f"<td>[{v['ci_low']:g}, {v['ci_high']:g}]</td></tr>"
-                   for pair, res in bootstrap.items() for m, v in res.items())
+    charts = "".join(
+        _bars(f"{m} ({scales.get(m, '')})", {n: r[m] for n, r in systems.items() if r.get(m) is not None})
+        for m in metrics
+    )
+    boot = "".join(
+        f"<tr><td>{e(pair)}</td><td>{e(m)}</td><td>{v['delta']:g}</td><td>{v['p_value']:g}</td>"
+        f"<td>[{v['ci_low']:g}, {v['ci_high']:g}]</td></tr>"
+        for pair, res in bootstrap.items()
+        for m, v in res.items()
+    )
     sigs = "".join(f"<li><code>{e(n)}: {e(s)}</code></li>" for n, s in signature.items())
     if sample is None:
-        sample_html = ("<p>Outputs are not shown: evaluation text may be MIMIC-derived. Pass "
-                       "<code>--report-text</code> to include a sample (the report must then not be shared).</p>")
+        sample_html = (
+            "<p>Outputs are not shown: evaluation text may be MIMIC-derived. Pass "
+            "<code>--report-text</code> to include a sample (the report must then not be shared).</p>"
+        )
         banner = ""
     else:
-        banner = ('<div class="banner">This report contains evaluation text that may be MIMIC-derived '
-                  '(PhysioNet credentialed data): do not share it.</div>')
+        banner = (
+            '<div class="banner">This report contains evaluation text that may be MIMIC-derived '
+            "(PhysioNet credentialed data): do not share it.</div>"
+        )
         names = list(systems)
-        srows = "".join("<tr><td>" + e(r["source"] or "") + "</td><td>" + "<br>".join(e(x) for x in r["references"])
-                        + "</td>" + "".join(f"<td>{e(r['outputs'][n])}</td>" for n in names) + "</tr>"
-                        for r in sample)
-        sample_html = (f'<table class="sample"><tr><th>source</th><th>references</th>'
-                       f'{"".join(f"<th>{e(n)}</th>" for n in names)}</tr>{srows}</table>')
+        srows = "".join(
+            "<tr><td>"
+            + e(r["source"] or "")
+            + "</td><td>"
+            + "<br>".join(e(x) for x in r["references"])
+            + "</td>"
+            + "".join(f"<td>{e(r['outputs'][n])}</td>" for n in names)
+            + "</tr>"
+            for r in sample
+        )
+        sample_html = (
+            f'<table class="sample"><tr><th>source</th><th>references</th>'
+            f"{''.join(f'<th>{e(n)}</th>' for n in names)}</tr>{srows}</table>"
+        )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>medsimp evaluate report</title>
 <style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse;margin:.5em 0}}

@@ -5,6 +5,7 @@ metadata key `medsimp.lineage` (a JSON list of tags, sorted). Lineage is the uni
 inputs' lineage and passes through every stage. Guards (publish, LLM egress) read it from
 the data itself, never from a flag: a table without lineage is treated as restricted.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,11 +25,15 @@ PUBLIC = frozenset({"cochrane", "msd", "plaba"})
 # MIMIC's de-identification placeholders, a second line of defence: MIMIC-III's
 # [**Hospital1 18**] (spaces, markdown backslashes, full-width forms tolerated) and
 # MIMIC-IV-Note's "___" standing alone. Searched after `_fold`.
-MIMIC_SHAPE = re.compile(r"\[\s*\*\s*\*[^\n]{0,200}?\*\s*\*\s*\]"
-                         r"|(?:^|[\s(:/])___(?=$|[\s.,;:)/])")
+MIMIC_SHAPE = re.compile(
+    r"\[\s*\*\s*\*[^\n]{0,200}?\*\s*\*\s*\]"
+    r"|(?:^|[\s(:/])___(?=$|[\s.,;:)/])"
+)
 # The same shapes in RE2 syntax (pyarrow.compute), for Parquet columns scanned in bulk.
-MIMIC_SHAPE_RE2 = (r"\[\s*\*\s*\*[^\n]{0,200}?\*\s*\*\s*\]"
-                   r"|(?:^|[\s(:/])___(?:$|[\s.,;:)/])")
+MIMIC_SHAPE_RE2 = (
+    r"\[\s*\*\s*\*[^\n]{0,200}?\*\s*\*\s*\]"
+    r"|(?:^|[\s(:/])___(?:$|[\s.,;:)/])"
+)
 # Removed before matching: NUL (UTF-16 text stored as UTF-8), invisible format characters
 # and markdown backslashes, each of which could split a placeholder.
 INVISIBLE = "\x00\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\ufeff\\"
@@ -141,8 +146,7 @@ def read_lineage(path) -> tuple[str, ...] | None:
     import pyarrow.parquet as pq
 
     root = Path(path)
-    files = (sorted(root.rglob("*.parquet")) if root.is_dir()
-             else [root] if root.suffix == ".parquet" else [])
+    files = sorted(root.rglob("*.parquet")) if root.is_dir() else [root] if root.suffix == ".parquet" else []
     marked = marker_lineage(root)
     found = [] if marked is _NO_MARKER else [marked]
     if not files and not found:

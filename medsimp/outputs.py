@@ -8,6 +8,7 @@ one of the command's inputs, or an existing file. A marked folder written by the
 command is replaced (the normal rerun); one written by another command needs `force`.
 Temp folders of dead processes are swept on the next run.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,8 +51,10 @@ def write_text(path: str | Path, text: str) -> None:
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Write rows as JSON Lines (sorted keys) atomically (inside an output folder)."""
     with atomic_file(path) as tmp:
-        tmp.write_text("".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
-                               for row in rows), encoding="utf-8")
+        tmp.write_text(
+            "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows),
+            encoding="utf-8",
+        )
 
 
 OWNER_SUFFIX = ".medsimp-owner"  # `.<name>.medsimp-owner` beside a single-file output
@@ -86,7 +89,9 @@ def _in_output_dir(path: Path) -> bool:
     return any(_inside(where, tmp) for tmp in _ACTIVE)
 
 
-NOT_OURS = "exists and was not written by medsimp (or was changed since); choose another path or remove it first"
+NOT_OURS = (
+    "exists and was not written by medsimp (or was changed since); choose another path or remove it first"
+)
 
 
 def check_file_target(path: str | Path, same_content_ok: bool = False) -> bool:
@@ -147,15 +152,15 @@ def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 
 
-def check_output_target(final: str | Path, command: str, inputs: Iterable[str | Path] = (),
-                        force: bool = False) -> None:
+def check_output_target(
+    final: str | Path, command: str, inputs: Iterable[str | Path] = (), force: bool = False
+) -> None:
     """Raise UsageError unless `command` may replace `final` (see the module docstring)."""
     final = Path(final)
     where = final.resolve()
     for item in inputs:
         if item and _inside(Path(item).resolve(), where):
-            raise UsageError(f"--output {final} holds the input {item}; write the output to "
-                             "another folder")
+            raise UsageError(f"--output {final} holds the input {item}; write the output to another folder")
     if not final.exists() and not final.is_symlink():
         return
     if not final.is_dir() or final.is_symlink():
@@ -164,11 +169,14 @@ def check_output_target(final: str | Path, command: str, inputs: Iterable[str | 
         return
     marker = marker_of(final)
     if marker is None:
-        raise UsageError(f"--output {final} is a folder medsimp did not write (no {MARKER}); "
-                         "choose a new or empty folder")
+        raise UsageError(
+            f"--output {final} is a folder medsimp did not write (no {MARKER}); choose a new or empty folder"
+        )
     if marker.get("command") != command and not force:
-        raise UsageError(f"--output {final} was written by `medsimp {marker.get('command')}`; "
-                         "pass --force to replace it with this command's output")
+        raise UsageError(
+            f"--output {final} was written by `medsimp {marker.get('command')}`; "
+            "pass --force to replace it with this command's output"
+        )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -196,8 +204,14 @@ def sweep_stale(final: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_dir(final: str | Path, command: str = "", *, inputs: Iterable[str | Path] = (),
-               force: bool = False, lineage: Iterable[str] | None = None) -> Iterator[Path]:
+def atomic_dir(
+    final: str | Path,
+    command: str = "",
+    *,
+    inputs: Iterable[str | Path] = (),
+    force: bool = False,
+    lineage: Iterable[str] | None = None,
+) -> Iterator[Path]:
     """Yield a fresh temp directory beside `final`; on success swap it into place.
 
     `command` names the writer in the folder's marker with the data's source tags: `lineage`,
@@ -246,17 +260,21 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def cell_escape(value: Any) -> Any:
     """`value` safe for a spreadsheet cell (strings only; reversible by `cell_unescape`)."""
-    if isinstance(value, str) and value and (
+    if (
+        isinstance(value, str)
+        and value
+        and (
             value[0] in FORMULA_STARTS
-            or (value[0] == "'" and len(value) > 1 and value[1] in (*FORMULA_STARTS, "'"))):
+            or (value[0] == "'" and len(value) > 1 and value[1] in (*FORMULA_STARTS, "'"))
+        )
+    ):
         return "'" + value
     return value
 
 
 def cell_unescape(value: Any) -> Any:
     """The original of a `cell_escape`d value."""
-    if (isinstance(value, str) and len(value) > 1 and value[0] == "'"
-            and value[1] in (*FORMULA_STARTS, "'")):
+    if isinstance(value, str) and len(value) > 1 and value[0] == "'" and value[1] in (*FORMULA_STARTS, "'"):
         return value[1:]
     return value
 
@@ -271,8 +289,7 @@ def output_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in stats.items() if k not in RUN_KEYS}
 
 
-def write_metrics(path: str | Path, stats: Mapping[str, Any],
-                  run: Mapping[str, Any] | None = None) -> None:
+def write_metrics(path: str | Path, stats: Mapping[str, Any], run: Mapping[str, Any] | None = None) -> None:
     """A stage's `--metrics` file (DVC hashes it, git tracks it): what the stage produced.
     How this run went (RUN_KEYS, provenance such as the git revision: `run`) goes to
     `<path>.run.json` beside it, which dvc.yaml does not declare and git ignores, so a warm
@@ -311,8 +328,10 @@ def summary_notes(counts: Mapping[str, Any], notes: Iterable[str] = ()) -> list[
     total, reasons = _rejected(counts)
     if total:
         why = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items()))
-        out.append(f"{total} record(s) could not be used and were set aside in dead_letter/"
-                   f"{f' ({why})' if why else ''}; the rest were processed.")
+        out.append(
+            f"{total} record(s) could not be used and were set aside in dead_letter/"
+            f"{f' ({why})' if why else ''}; the rest were processed."
+        )
     return out + list(notes)
 
 
@@ -333,8 +352,14 @@ def print_summary(title: str, counts: Mapping[str, Any], notes: Iterable[str] = 
             value = ", ".join(map(str, value))
         rows.append((key, str(value)))
     columns = 2 if len(rows) > 8 else 1
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_header=False,
-                  padding=(0, 1), show_edge=False)
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_header=False,
+        padding=(0, 1),
+        show_edge=False,
+    )
     for _ in range(columns):
         table.add_column(style="dim", no_wrap=True)
         table.add_column(justify="right", overflow="fold")

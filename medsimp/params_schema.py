@@ -14,6 +14,7 @@ Types understood: bool, int, float (an int is accepted), str, None, Any, Literal
 list[T], dict[str, T] (an open, user-defined map), unions (`str | None`) and nested dataclasses
 (a mapping with exactly those keys). Read a default in code with `default("section.key")`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -49,11 +50,13 @@ class Notes:
     input: str = "data/sample/NOTEEVENTS.csv"
     output: str = "out/notes"
     categories: list[str] = _f(["Discharge summary"])
-    headers: dict[str, str] | None = _f({
-        "History of Present Illness": r"history\s+of\s+(?:the\s+)?present(?:ing)?\s+illness|hpi",
-        "Brief Summary of Hospital Course": r"brief\s+summary\s+of\s+(?:the\s+)?hospital\s+course",
-        "Brief Hospital Course": r"brief\s+hospital\s+course",
-    })
+    headers: dict[str, str] | None = _f(
+        {
+            "History of Present Illness": r"history\s+of\s+(?:the\s+)?present(?:ing)?\s+illness|hpi",
+            "Brief Summary of Hospital Course": r"brief\s+summary\s+of\s+(?:the\s+)?hospital\s+course",
+            "Brief Hospital Course": r"brief\s+hospital\s+course",
+        }
+    )
     any_header: str | None = None
     splitter: Literal["rules", "rush"] = "rules"
     abbreviations: str = "medsimp/resources/abbreviations.json"
@@ -79,15 +82,22 @@ class Msd:
     input: str = "data/sample/msd.jsonl"
     num_shards: int = 1
     paired_files: list[str] = _f(["test"])
-    pcio: dict[str, list[str]] = _f({
-        "cause": ["Etiology", "Causes", "Pathophysiology", "Risk Factors"],
-        "symptoms": ["Symptoms and Signs", "Symptoms", "Signs", "Manifestations",
-                     "Clinical Manifestations"],
-        "diagnosis": ["Diagnosis", "Tests", "Screening", "Evaluation"],
-        "treatment": ["Treatment", "Management", "Therapy"],
-        "prevention": ["Prevention"],
-        "prognosis": ["Prognosis", "Outlook", "Complications"],
-    })
+    pcio: dict[str, list[str]] = _f(
+        {
+            "cause": ["Etiology", "Causes", "Pathophysiology", "Risk Factors"],
+            "symptoms": [
+                "Symptoms and Signs",
+                "Symptoms",
+                "Signs",
+                "Manifestations",
+                "Clinical Manifestations",
+            ],
+            "diagnosis": ["Diagnosis", "Tests", "Screening", "Evaluation"],
+            "treatment": ["Treatment", "Management", "Therapy"],
+            "prevention": ["Prevention"],
+            "prognosis": ["Prognosis", "Outlook", "Complications"],
+        }
+    )
 
 
 @dataclass
@@ -115,9 +125,32 @@ class Link:
     window: int = 5
     min_match_length: int = 3
     reject_negation_flips: bool = True
-    accepted_semtypes: list[str] | None = _f([
-        "T020", "T023", "T029", "T031", "T033", "T034", "T037", "T046", "T047", "T048", "T059",
-        "T060", "T061", "T074", "T109", "T116", "T121", "T125", "T184", "T191", "T195", "T200"])
+    accepted_semtypes: list[str] | None = _f(
+        [
+            "T020",
+            "T023",
+            "T029",
+            "T031",
+            "T033",
+            "T034",
+            "T037",
+            "T046",
+            "T047",
+            "T048",
+            "T059",
+            "T060",
+            "T061",
+            "T074",
+            "T109",
+            "T116",
+            "T121",
+            "T125",
+            "T184",
+            "T191",
+            "T195",
+            "T200",
+        ]
+    )
 
 
 @dataclass
@@ -262,7 +295,9 @@ class TrainData:
 class Train:
     models: list[str] = _f(["declare", "dictionary", "copy"])
     data: TrainData = field(default_factory=TrainData)
-    dictionaries: list[str] = _f(["medsimp/resources/abbreviations.json", "data/sample/medlane/dictionary.json"])
+    dictionaries: list[str] = _f(
+        ["medsimp/resources/abbreviations.json", "data/sample/medlane/dictionary.json"]
+    )
     encoder: str = "minilm"
     max_length: int = 64
     max_option_length: int = 16
@@ -404,6 +439,7 @@ class Cache:
 @dataclass
 class Params:
     """The whole params file: one field per section."""
+
     beam: Beam = field(default_factory=Beam)
     notes: Notes = field(default_factory=Notes)
     cochrane: Cochrane = field(default_factory=Cochrane)
@@ -473,8 +509,13 @@ def describe(tp: Any) -> str:
         return "one of " + ", ".join(repr(a) for a in args)
     if origin is list:
         inner = describe(args[0]) if args else "any value"
-        plural = {"an integer": "integers", "a number": "numbers", "a string": "strings",
-                  "true or false": "booleans", "a mapping": "mappings"}.get(inner, inner)
+        plural = {
+            "an integer": "integers",
+            "a number": "numbers",
+            "a string": "strings",
+            "true or false": "booleans",
+            "a mapping": "mappings",
+        }.get(inner, inner)
         return f"a list of {plural}"
     if origin is dict:
         return "a mapping"
@@ -505,7 +546,7 @@ def suggest(dotted: str, level: str, valid: list[str]) -> str | None:
     """The nearest valid key for `dotted` whose prefix `level` does not exist (difflib):
     a sibling of the misspelt part, or for a misspelt section the nearest full key."""
     parent, _, part = level.rpartition(".")
-    rest = dotted[len(level):]
+    rest = dotted[len(level) :]
     if parent:
         near = _close(part, valid)
         return f"{parent}.{near}{rest}" if near else None
@@ -609,8 +650,9 @@ def check_mapping(cls: type, value: Any, where: str = "") -> None:
     if not isinstance(value, dict):
         if not where:
             raise SchemaError(f"a params file must hold a mapping at top level, got {_short(value)}")
-        raise SchemaError(f"param {where!r} must be a mapping with keys {', '.join(fields_of(cls))}, "
-                          f"got {_short(value)}")
+        raise SchemaError(
+            f"param {where!r} must be a mapping with keys {', '.join(fields_of(cls))}, got {_short(value)}"
+        )
     known = fields_of(cls)
     for key, item in value.items():
         dotted = f"{where}.{key}" if where else str(key)
@@ -650,7 +692,7 @@ def type_of(dotted: str) -> Any:
     tp: Any = Params
     parts = dotted.split(".")
     for i, part in enumerate(parts):
-        here, parent = ".".join(parts[:i + 1]), ".".join(parts[:i])
+        here, parent = ".".join(parts[: i + 1]), ".".join(parts[:i])
         if _is_schema(tp):
             known = fields_of(tp)
             if part not in known:
@@ -701,8 +743,10 @@ def _apply_alias_in_file(data: dict, old: str, new: str) -> None:
         target = data[new_parent] = {}
     if isinstance(target, dict):
         if new_leaf in target and target[new_leaf] != value:
-            raise SchemaError(f"param {old!r} is deprecated and differs from {new!r} "
-                              f"({_short(value)} vs {_short(target[new_leaf])}): keep only {new!r}")
+            raise SchemaError(
+                f"param {old!r} is deprecated and differs from {new!r} "
+                f"({_short(value)} vs {_short(target[new_leaf])}): keep only {new!r}"
+            )
         target[new_leaf] = value
     log.warning("param %r is deprecated: read as %r (set %r instead)", old, new, new)
 
@@ -740,7 +784,9 @@ def parse_override(item: str) -> tuple[str, Any]:
     try:
         value = yaml.safe_load(raw)
     except yaml.YAMLError:
-        raise SchemaError(f"param {key!r} must be {describe(tp)}, got {_short(raw)} (not valid YAML)") from None
+        raise SchemaError(
+            f"param {key!r} must be {describe(tp)}, got {_short(raw)} (not valid YAML)"
+        ) from None
     if isinstance(value, (bool, int, float)) and not _fits(tp, value) and _fits(tp, raw):
         value = raw
     check_value(tp, value, key)

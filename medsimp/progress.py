@@ -1,4 +1,5 @@
 """Live progress on stderr, shown only when stderr is a terminal (never in logs or pipes)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,8 +26,13 @@ def live(label: str) -> Iterator[None]:
 
     _ACTIVE["live"] = True
     try:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=Console(stderr=True), transient=True) as bar:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as bar:
             bar.add_task(label, total=None)
             yield
     finally:

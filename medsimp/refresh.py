@@ -10,6 +10,7 @@ outputs (`dvc.lock` already records them), so the next run resumes where this on
 The stages' `cache: false` metrics files, which DVC deletes but cannot check out, are put
 back from a copy taken before `dvc repro`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,8 +44,13 @@ class RefreshConfig:
     keep_reports: int = 200
 
     @classmethod
-    def from_params(cls, section: dict[str, Any], root: Path, report_dir: str | None = None,
-                    targets: list[str] | None = None) -> RefreshConfig:
+    def from_params(
+        cls,
+        section: dict[str, Any],
+        root: Path,
+        report_dir: str | None = None,
+        targets: list[str] | None = None,
+    ) -> RefreshConfig:
         def rooted(value: str) -> Path:
             path = Path(value)
             return path if path.is_absolute() else root / path
@@ -102,14 +108,20 @@ class RunResult:
     message: str = ""
 
 
-def _repro(cfg: RefreshConfig, dag: Dag, changed: set[str], log_path: Path,
-           echo: Callable[[str], None]) -> RunResult:
+def _repro(
+    cfg: RefreshConfig, dag: Dag, changed: set[str], log_path: Path, echo: Callable[[str], None]
+) -> RunResult:
     # DVC deletes a stage's metrics before running it and cannot check out `cache: false`
     # files, so keep their bytes to put back for stages that do not finish.
-    saved = {rel: (cfg.root / rel).read_bytes() for name in dag.scope for rel in dag.metrics[name]
-             if (cfg.root / rel).is_file()}
-    outcome = run_repro(cfg.root, cfg.targets, cfg.repro_args, log_path, echo, dag,
-                        stages_to_run(dag, changed))
+    saved = {
+        rel: (cfg.root / rel).read_bytes()
+        for name in dag.scope
+        for rel in dag.metrics[name]
+        if (cfg.root / rel).is_file()
+    }
+    outcome = run_repro(
+        cfg.root, cfg.targets, cfg.repro_args, log_path, echo, dag, stages_to_run(dag, changed)
+    )
     if outcome.lock_busy:
         raise LockHeld("DVC's repository lock is held by another dvc command")
     stages = {n: outcome.stages.get(n, "not_run") for n in dag.names}
@@ -125,12 +137,19 @@ def _repro(cfg: RefreshConfig, dag: Dag, changed: set[str], log_path: Path,
             (cfg.root / rel).write_bytes(saved[rel])
     status = "interrupted" if outcome.interrupted else "failed"
     tail = "\n".join(outcome.tail[-8:])
-    return RunResult(EXIT_STAGE_FAILED, status, stages, failed, restored,
-                     f"refresh {status}: stage(s) {', '.join(failed) or '?'}; dvc said:\n{tail}")
+    return RunResult(
+        EXIT_STAGE_FAILED,
+        status,
+        stages,
+        failed,
+        restored,
+        f"refresh {status}: stage(s) {', '.join(failed) or '?'}; dvc said:\n{tail}",
+    )
 
 
-def _report(cfg: RefreshConfig, dag: Dag, result: RunResult, params: dict[str, Any],
-            t0: float, stamp: str) -> dict[str, Any]:
+def _report(
+    cfg: RefreshConfig, dag: Dag, result: RunResult, params: dict[str, Any], t0: float, stamp: str
+) -> dict[str, Any]:
     from medsimp import refresh_report as rr
     from medsimp.config import params_hash
 
@@ -138,8 +157,10 @@ def _report(cfg: RefreshConfig, dag: Dag, result: RunResult, params: dict[str, A
     fingerprints = rr.fingerprint_builders(cfg.builders_dir)
     stages = rr.stage_entries(cfg.root, result.stages, dag.metrics, previous)
     counted = [e["cache"] for e in stages.values() if "cache" in e]
-    tally = {s: sum(1 for v in result.stages.values() if v == s)
-             for s in ("ran", "restored", "skipped", "failed", "not_run")}
+    tally = {
+        s: sum(1 for v in result.stages.values() if v == s)
+        for s in ("ran", "restored", "skipped", "failed", "not_run")
+    }
     return {
         "status": result.status,
         "exit_code": result.exit_code,
@@ -154,8 +175,7 @@ def _report(cfg: RefreshConfig, dag: Dag, result: RunResult, params: dict[str, A
         "stages": stages,
         "failed_stages": result.failed,
         "restored": result.restored,
-        "cache": {"hits": sum(c["hits"] for c in counted),
-                  "misses": sum(c["misses"] for c in counted)},
+        "cache": {"hits": sum(c["hits"] for c in counted), "misses": sum(c["misses"] for c in counted)},
         "fingerprints": fingerprints,
         "fingerprints_changed": rr.fingerprint_changes(previous, fingerprints),
         "previous_report": (previous or {}).get("report"),
@@ -164,8 +184,9 @@ def _report(cfg: RefreshConfig, dag: Dag, result: RunResult, params: dict[str, A
     }
 
 
-def run_refresh(cfg: RefreshConfig, params: dict[str, Any], dry_run: bool = False,
-                echo: Callable[[str], None] = print) -> tuple[int, dict[str, Any] | None]:
+def run_refresh(
+    cfg: RefreshConfig, params: dict[str, Any], dry_run: bool = False, echo: Callable[[str], None] = print
+) -> tuple[int, dict[str, Any] | None]:
     """One scheduled run: lock, decide, repro, restore on failure, report. -> (exit code, report)."""
     from medsimp.refresh_report import write_report
 
@@ -175,16 +196,22 @@ def run_refresh(cfg: RefreshConfig, params: dict[str, Any], dry_run: bool = Fals
             dag, status = read_dag(cfg.root, cfg.targets)
             if dry_run:
                 would = stages_to_run(dag, set(status))
-                echo("nothing to do: every stage is up to date" if not would
-                     else "would run: " + ", ".join(would))
+                echo(
+                    "nothing to do: every stage is up to date"
+                    if not would
+                    else "would run: " + ", ".join(would)
+                )
                 return (EXIT_OK if would else EXIT_NOTHING_TO_DO), None
             stamp = _free_stamp(cfg.report_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t0)))
             if status:
                 result = _repro(cfg, dag, set(status), cfg.report_dir / f"{stamp}.log", echo)
             else:
-                result = RunResult(EXIT_NOTHING_TO_DO, "nothing_to_do",
-                                   {n: "skipped" if n in dag.scope else "not_run" for n in dag.names},
-                                   message="nothing to do: every stage is up to date")
+                result = RunResult(
+                    EXIT_NOTHING_TO_DO,
+                    "nothing_to_do",
+                    {n: "skipped" if n in dag.scope else "not_run" for n in dag.names},
+                    message="nothing to do: every stage is up to date",
+                )
             report = _report(cfg, dag, result, params, t0, stamp)
             path = write_report(cfg.report_dir, report, stamp, cfg.keep_reports)
             echo(result.message or f"refresh {result.status}: {report['summary']}")

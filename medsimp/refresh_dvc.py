@@ -4,6 +4,7 @@
 the DAG and `dvc status` are read in-process with DVC's own loader, which saves a DVC
 start-up on every no-op run.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -60,8 +61,10 @@ class Snapshot:
 
 def _record(entry: dict[str, Any]) -> tuple[Any, ...]:
     """A stage record's identity: command and the hashes of its deps and outs."""
+
     def files(key: str) -> frozenset[tuple[str, str | None]]:
         return frozenset((f["path"], f.get("md5")) for f in entry.get(key) or [])
+
     return entry.get("cmd"), files("deps"), files("outs")
 
 
@@ -71,19 +74,23 @@ def snapshot(root: Path) -> Snapshot:
     from dvc.repo import Repo
 
     lock_path = root / "dvc.lock"
-    lock = (yaml.safe_load(lock_path.read_text(encoding="utf-8")) or {}).get("stages", {}) \
-        if lock_path.is_file() else {}
+    lock = (
+        (yaml.safe_load(lock_path.read_text(encoding="utf-8")) or {}).get("stages", {})
+        if lock_path.is_file()
+        else {}
+    )
     with Repo(str(root)) as repo:
         runs = Path(repo.stage_cache.cache_dir)
     entries = {}
-    for path in (runs.rglob("*") if runs.is_dir() else []):
+    for path in runs.rglob("*") if runs.is_dir() else []:
         if path.is_file():
             entries[str(path)] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     return Snapshot(lock, entries)
 
 
-def classify(dag: Dag, will: list[str], before: Snapshot, after: Snapshot,
-             still_changed: set[str]) -> dict[str, str]:
+def classify(
+    dag: Dag, will: list[str], before: Snapshot, after: Snapshot, still_changed: set[str]
+) -> dict[str, str]:
     """Per-stage outcome from DVC's records, not its log. A stage `dvc status` still reports
     changed did not finish: the first such (no unfinished upstream) failed, the rest did not run.
     A finished stage whose lock entry changed ran, or was restored when a run-cache record with
@@ -105,8 +112,15 @@ def classify(dag: Dag, will: list[str], before: Snapshot, after: Snapshot,
     return out
 
 
-def run_repro(root: Path, targets: list[str], extra: list[str], log_path: Path,
-              echo: Callable[[str], None], dag: Dag, will: list[str]) -> StageOutcome:
+def run_repro(
+    root: Path,
+    targets: list[str],
+    extra: list[str],
+    log_path: Path,
+    echo: Callable[[str], None],
+    dag: Dag,
+    will: list[str],
+) -> StageOutcome:
     """Run `dvc repro` in its own process group (output logged), then classify its stages from
     `dvc.lock`, the run cache and `dvc status` (`classify`).
 
@@ -116,9 +130,16 @@ def run_repro(root: Path, targets: list[str], extra: list[str], log_path: Path,
     outcome = StageOutcome()
     before = snapshot(root)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(dvc_command("repro", *extra, *targets), cwd=root, env=_dvc_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            bufsize=1, start_new_session=True)
+    proc = subprocess.Popen(
+        dvc_command("repro", *extra, *targets),
+        cwd=root,
+        env=_dvc_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+    )
 
     def forward(signum, _frame):
         outcome.interrupted = True
@@ -154,8 +175,14 @@ def restore_outputs(root: Path, stages: list[str], log_path: Path) -> bool:
     """Check out the `dvc.lock` versions of these stages' outs from the DVC cache."""
     if not stages:
         return True
-    proc = subprocess.run(dvc_command("checkout", "--force", *stages), cwd=root, env=_dvc_env(),
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        dvc_command("checkout", "--force", *stages),
+        cwd=root,
+        env=_dvc_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     with log_path.open("a", encoding="utf-8") as log:
         log.write(f"\n# restore: dvc checkout --force {' '.join(stages)} -> {proc.returncode}\n")
         log.write(proc.stdout + proc.stderr)
@@ -187,14 +214,19 @@ def read_dag(root: Path, targets: list[str]) -> tuple[Dag, dict[str, Any]]:
         with Repo(str(root)) as repo:
             graph = repo.index.graph  # edges point from a stage to the stages it depends on
             position = {s: i for i, s in enumerate(repo.index.stages)}  # dvc.yaml order
-            order = list(nx.lexicographical_topological_sort(graph.reverse(copy=False),
-                                                             key=position.__getitem__))
-            metrics = {s.addressing: [os.path.relpath(o.fs_path, root) for o in s.outs if o.metric]
-                       for s in order}
+            order = list(
+                nx.lexicographical_topological_sort(graph.reverse(copy=False), key=position.__getitem__)
+            )
+            metrics = {
+                s.addressing: [os.path.relpath(o.fs_path, root) for o in s.outs if o.metric] for s in order
+            }
             upstream = {s.addressing: {d.addressing for d in graph.successors(s)} for s in order}
             names = [s.addressing for s in order]
-            scope = ({s.addressing for t in targets for s in repo.stage.collect(t, with_deps=True)}
-                     if targets else set(names))
+            scope = (
+                {s.addressing for t in targets for s in repo.stage.collect(t, with_deps=True)}
+                if targets
+                else set(names)
+            )
             status = repo.status(targets=targets or None, with_deps=True)
     except LockError as exc:
         raise LockHeld(f"a dvc command holds DVC's lock: {exc}") from exc

@@ -3,6 +3,7 @@
 A report is `<report_dir>/<UTC start>.json` + `.md` (+ `.log`, DVC's output), copied to
 `latest.json` / `latest.md`; the next run diffs its counts against `latest.json`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from medsimp.outputs import RUN_SUFFIX
-
 
 CARD = "README.md"
 MAX_SHOWN = 8  # changed counts per stage in the Markdown summary
@@ -44,8 +44,9 @@ def read_metrics(root: Path, paths: list[str]) -> dict[str, int | float]:
     return dict(sorted(flat.items()))
 
 
-def count_changes(previous: Mapping[str, Any] | None,
-                  current: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def count_changes(
+    previous: Mapping[str, Any] | None, current: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
     """{key: {previous, current, delta}} for every count that differs from the previous run
     ({} when there is no previous run to compare with)."""
     if previous is None:
@@ -94,8 +95,11 @@ def fingerprint_builders(builders_dir: Path) -> dict[str, dict[str, Any]]:
         digest, files, size = hashlib.sha256(), 0, 0
         for path in sorted(builder.rglob("*")):
             rel = path.relative_to(builder)
-            if not path.is_file() or rel.as_posix() == CARD or any(
-                    part.startswith(".") for part in rel.parts):
+            if (
+                not path.is_file()
+                or rel.as_posix() == CARD
+                or any(part.startswith(".") for part in rel.parts)
+            ):
                 continue
             digest.update(f"{rel.as_posix()}\0{_file_sha256(path)}\n".encode())
             files += 1
@@ -106,6 +110,7 @@ def fingerprint_builders(builders_dir: Path) -> dict[str, dict[str, Any]]:
 
 def git_info(root: Path) -> dict[str, Any]:
     """HEAD revision and whether tracked files differ from it (None outside git)."""
+
     def git(*args: str) -> str | None:
         with contextlib.suppress(OSError):
             proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
@@ -124,8 +129,12 @@ def load_previous(report_dir: Path) -> dict[str, Any] | None:
     return None
 
 
-def stage_entries(root: Path, statuses: Mapping[str, str], metric_paths: Mapping[str, list[str]],
-                  previous: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+def stage_entries(
+    root: Path,
+    statuses: Mapping[str, str],
+    metric_paths: Mapping[str, list[str]],
+    previous: Mapping[str, Any] | None,
+) -> dict[str, dict[str, Any]]:
     """Per stage: status, counts, their changes vs the previous report, cache use if it ran."""
     prev_stages = (previous or {}).get("stages", {})
     out: dict[str, dict[str, Any]] = {}
@@ -143,11 +152,15 @@ def stage_entries(root: Path, statuses: Mapping[str, str], metric_paths: Mapping
     return out
 
 
-def fingerprint_changes(previous: Mapping[str, Any] | None,
-                        current: Mapping[str, dict[str, Any]]) -> list[str]:
+def fingerprint_changes(
+    previous: Mapping[str, Any] | None, current: Mapping[str, dict[str, Any]]
+) -> list[str]:
     before = (previous or {}).get("fingerprints", {})
-    return sorted(name for name in set(before) | set(current)
-                  if before.get(name, {}).get("sha256") != current.get(name, {}).get("sha256"))
+    return sorted(
+        name
+        for name in set(before) | set(current)
+        if before.get(name, {}).get("sha256") != current.get(name, {}).get("sha256")
+    )
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -156,8 +169,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines = [
         f"# medsimp refresh: {report['status'].replace('_', ' ')} (exit {report['exit_code']})",
         "",
-        f"- started {report['started_at']}, finished {report['finished_at']} "
-        f"({report['duration_s']:.1f} s)",
+        f"- started {report['started_at']}, finished {report['finished_at']} ({report['duration_s']:.1f} s)",
         f"- git {report['git']['revision'] or 'n/a'}{' (dirty)' if report['git']['dirty'] else ''}, "
         f"params hash {report['params_hash']}",
         f"- stages: {report['summary']}",
@@ -165,8 +177,10 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     ]
     if report.get("failed_stages"):
         restored = report.get("restored")
-        lines.append(f"- failed: {', '.join(report['failed_stages'])}; previous outputs "
-                     f"{'restored' if restored else 'NOT restored'} from the DVC cache")
+        lines.append(
+            f"- failed: {', '.join(report['failed_stages'])}; previous outputs "
+            f"{'restored' if restored else 'NOT restored'} from the DVC cache"
+        )
     order = report.get("stage_order") or list(report["stages"])
     by_status: dict[str, list[str]] = {}
     for name in order:
@@ -176,13 +190,19 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             lines.append(f"- {label}: {', '.join(by_status[status])}")
     worked = [n for n in order if report["stages"][n]["status"] not in ("skipped", "not_run")]
     if worked:
-        lines += ["", "| stage | status | changes vs previous run | cache hits / misses |",
-                  "|---|---|---|---|"]
+        lines += [
+            "",
+            "| stage | status | changes vs previous run | cache hits / misses |",
+            "|---|---|---|---|",
+        ]
     for name in worked:
         entry = report["stages"][name]
-        shown = [f"{k} {v['delta']:+g}" if isinstance(v["delta"], (int, float))
-                 else f"{k} {v['previous']}->{v['current']}"
-                 for k, v in entry["changes"].items()]
+        shown = [
+            f"{k} {v['delta']:+g}"
+            if isinstance(v["delta"], (int, float))
+            else f"{k} {v['previous']}->{v['current']}"
+            for k, v in entry["changes"].items()
+        ]
         if len(shown) > MAX_SHOWN:
             shown = shown[:MAX_SHOWN] + [f"... {len(shown) - MAX_SHOWN} more in the JSON"]
         changes = ", ".join(shown) or "-"
@@ -193,8 +213,10 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines += ["", "| builder | files | bytes | sha256 | changed |", "|---|---|---|---|---|"]
         changed = set(report["fingerprints_changed"])
         for name, fp in report["fingerprints"].items():
-            lines.append(f"| {name} | {fp['files']} | {fp['bytes']} | {fp['sha256'][:16]} | "
-                         f"{'yes' if name in changed else 'no'} |")
+            lines.append(
+                f"| {name} | {fp['files']} | {fp['bytes']} | {fp['sha256'][:16]} | "
+                f"{'yes' if name in changed else 'no'} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -216,4 +238,3 @@ def write_report(report_dir: Path, report: dict[str, Any], stamp: str, keep: int
                 with contextlib.suppress(OSError):
                     stale.with_suffix(suffix).unlink()
     return path
-

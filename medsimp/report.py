@@ -11,6 +11,7 @@ sentences of a document in no pair, over its complex sentences; elaboration rati
 sentences in no pair (insertions) over its simple sentences (needs the sentence table for
 pair-only builders; PLABA rows carry their deletions).
 """
+
 from __future__ import annotations
 
 import base64
@@ -73,8 +74,13 @@ def _summary(values: list[float]) -> dict[str, Any]:
     if not values:
         return {"n": 0, "mean": None, "median": None, "p10": None, "p90": None}
     a = np.asarray(values, dtype=float)
-    return {"n": len(values), "mean": round(float(a.mean()), 2), "median": round(float(np.median(a)), 2),
-            "p10": round(float(np.percentile(a, 10)), 2), "p90": round(float(np.percentile(a, 90)), 2)}
+    return {
+        "n": len(values),
+        "mean": round(float(a.mean()), 2),
+        "median": round(float(np.median(a)), 2),
+        "p10": round(float(np.percentile(a, 10)), 2),
+        "p90": round(float(np.percentile(a, 90)), 2),
+    }
 
 
 def alignment_types(rows: list[dict]) -> Counter:
@@ -95,12 +101,14 @@ def unaligned(rows: list[dict], sentences: list[dict] | None) -> dict[str, Any]:
     if rows and "alignment" in rows[0]:  # PLABA: one row per abstract sentence
         complex_ids = {r["complex_id"] for r in rows}
         deleted = {r["complex_id"] for r in rows if r["alignment"] == "1-0"}
-        return {"deletions": len(deleted), "insertions": 0,
-                "deletion_ratio": round(len(deleted) / len(complex_ids), 4) if complex_ids else None,
-                "elaboration_ratio": 0.0 if complex_ids else None}
+        return {
+            "deletions": len(deleted),
+            "insertions": 0,
+            "deletion_ratio": round(len(deleted) / len(complex_ids), 4) if complex_ids else None,
+            "elaboration_ratio": 0.0 if complex_ids else None,
+        }
     if sentences is None or not rows or "doi" not in rows[0]:
-        return {"deletions": None, "insertions": None, "deletion_ratio": None,
-                "elaboration_ratio": None}
+        return {"deletions": None, "insertions": None, "deletion_ratio": None, "elaboration_ratio": None}
     docs = {(r["doi"], r["language"]) for r in rows}
     aligned = {i for r in rows for i in (*r["complex_ids"], *r["simple_ids"])}
     total = {"complex": 0, "simple": 0}
@@ -119,14 +127,17 @@ def unaligned(rows: list[dict], sentences: list[dict] | None) -> dict[str, Any]:
             total["simple"] += 1
             missing["simple"] += s["sentence_id"] not in aligned
     ratio = {k: round(missing[k] / total[k], 4) if total[k] else None for k in total}
-    return {"deletions": missing["complex"], "insertions": missing["simple"],
-            "deletion_ratio": ratio["complex"], "elaboration_ratio": ratio["simple"]}
+    return {
+        "deletions": missing["complex"],
+        "insertions": missing["simple"],
+        "deletion_ratio": ratio["complex"],
+        "elaboration_ratio": ratio["simple"],
+    }
 
 
 def semtypes(rows: list[dict], top: int) -> dict[str, list[list]]:
     out = {}
-    for side, col in (("complex", "complex_concepts"), ("simple", "simple_concepts"),
-                      ("all", "concepts")):
+    for side, col in (("complex", "complex_concepts"), ("simple", "simple_concepts"), ("all", "concepts")):
         counts: Counter = Counter()
         for r in rows:
             for c in r.get(col) or []:
@@ -138,6 +149,7 @@ def semtypes(rows: list[dict], top: int) -> dict[str, list[list]]:
 
 def examples(rows: list[dict], k: int) -> list[dict[str, str]]:
     """k rows chosen by a hash of their content (stable across runs)."""
+
     def key(r):
         return hashlib.sha256(repr(sorted((a, str(b)) for a, b in r.items())).encode()).hexdigest()
 
@@ -152,8 +164,13 @@ def examples(rows: list[dict], k: int) -> list[dict[str, str]]:
     return out
 
 
-def config_stats(rows: list[dict], sentences: list[dict] | None, threshold: float,
-                 syllable_languages: Iterable[str], top: int) -> dict[str, Any]:
+def config_stats(
+    rows: list[dict],
+    sentences: list[dict] | None,
+    threshold: float,
+    syllable_languages: Iterable[str],
+    top: int,
+) -> dict[str, Any]:
     from medsimp.pipelines.readability import scores
 
     sides = {}
@@ -164,14 +181,29 @@ def config_stats(rows: list[dict], sentences: list[dict] | None, threshold: floa
             lengths.append(sc["n_tokens"] / n)
             if sc["fkgl"] is not None:
                 fkgl.append(sc["fkgl"])
-        sides[side] = {"units": len(units), "length": _summary(lengths), "fkgl": _summary(fkgl),
-                       "_lengths": lengths, "_fkgl": fkgl}
+        sides[side] = {
+            "units": len(units),
+            "length": _summary(lengths),
+            "fkgl": _summary(fkgl),
+            "_lengths": lengths,
+            "_fkgl": fkgl,
+        }
     rs = [r["overlap_r"] for r in rows if r.get("overlap_r") is not None]
-    return {"rows": len(rows), "sides": sides,
-            "overlap_r": {**_summary(rs), "threshold": threshold,
-                          "above": sum(r > threshold for r in rs), "_values": rs} if rs else None,
-            "alignment_types": dict(sorted(alignment_types(rows).items())),
-            **unaligned(rows, sentences), "semtypes": semtypes(rows, top)}
+    return {
+        "rows": len(rows),
+        "sides": sides,
+        "overlap_r": {
+            **_summary(rs),
+            "threshold": threshold,
+            "above": sum(r > threshold for r in rs),
+            "_values": rs,
+        }
+        if rs
+        else None,
+        "alignment_types": dict(sorted(alignment_types(rows).items())),
+        **unaligned(rows, sentences),
+        "semtypes": semtypes(rows, top),
+    }
 
 
 def figure_png(name: str, st: dict, bins: int) -> bytes:
@@ -195,7 +227,9 @@ def figure_png(name: str, st: dict, bins: int) -> bytes:
     ov = st["overlap_r"]
     if ov:
         axes[2].hist(ov["_values"], bins=bins, range=(0, 1), color="#2e7d32")
-        axes[2].axvline(ov["threshold"], color="#b00020", linestyle="--", label=f"threshold {ov['threshold']}")
+        axes[2].axvline(
+            ov["threshold"], color="#b00020", linestyle="--", label=f"threshold {ov['threshold']}"
+        )
         axes[2].legend(fontsize=8)
     axes[2].set_xlabel("overlap r")
     types = st["alignment_types"]

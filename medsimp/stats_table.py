@@ -4,6 +4,7 @@ Per side (expert = complex, layman = simple): sentences, vocabulary (distinct lo
 word tokens), concept vocabulary (distinct CUIs), mean tokens and concepts per sentence,
 and mean sentence-level readability; plus the layman/expert ratio of every row.
 """
+
 from __future__ import annotations
 
 import glob
@@ -11,8 +12,17 @@ import os
 from statistics import fmean
 from typing import Any
 
-ROWS = ("sentences", "vocabulary", "concept_vocabulary", "tokens_per_sentence",
-        "concepts_per_sentence", "fkgl", "gunning_fog", "coleman_liau", "ari")
+ROWS = (
+    "sentences",
+    "vocabulary",
+    "concept_vocabulary",
+    "tokens_per_sentence",
+    "concepts_per_sentence",
+    "fkgl",
+    "gunning_fog",
+    "coleman_liau",
+    "ari",
+)
 SIDES = (("complex", "expert"), ("simple", "layman"))
 
 
@@ -38,9 +48,13 @@ def side_stats(rows: list[dict]) -> dict[str, Any]:
         n_tokens += len(toks)
         n_concepts += len(r["concepts"])
         cuis.update(c["cui"] for c in r["concepts"])
-    out: dict[str, Any] = {"sentences": len(rows), "vocabulary": len(vocab), "concept_vocabulary": len(cuis),
-                           "tokens_per_sentence": round(n_tokens / len(rows), 4) if rows else None,
-                           "concepts_per_sentence": round(n_concepts / len(rows), 4) if rows else None}
+    out: dict[str, Any] = {
+        "sentences": len(rows),
+        "vocabulary": len(vocab),
+        "concept_vocabulary": len(cuis),
+        "tokens_per_sentence": round(n_tokens / len(rows), 4) if rows else None,
+        "concepts_per_sentence": round(n_concepts / len(rows), 4) if rows else None,
+    }
     for name in ("fkgl", "gunning_fog", "coleman_liau", "ari"):
         values = [r["readability"][name] for r in rows if r["readability"][name] is not None]
         out[name] = round(fmean(values), 4) if values else None
@@ -50,9 +64,14 @@ def side_stats(rows: list[dict]) -> dict[str, Any]:
 def corpus_stats(rows: list[dict]) -> dict[str, Any]:
     """{"expert": {...}, "layman": {...}, "ratio": {...}} (ratio = layman / expert)."""
     table = {label: side_stats([r for r in rows if r["side"] == side]) for side, label in SIDES}
-    table["ratio"] = {k: (round(table["layman"][k] / table["expert"][k], 4)
-                          if table["expert"][k] and table["layman"][k] is not None else None)
-                      for k in ROWS}
+    table["ratio"] = {
+        k: (
+            round(table["layman"][k] / table["expert"][k], 4)
+            if table["expert"][k] and table["layman"][k] is not None
+            else None
+        )
+        for k in ROWS
+    }
     return table
 
 
@@ -64,6 +83,8 @@ def print_table(title: str, table: dict[str, Any]) -> None:
     for col in ("", "expert", "layman", "layman/expert"):
         out.add_column(col, justify="right" if col else "left")
     for key in ROWS:
-        out.add_row(key, *("-" if table[c][key] is None else str(table[c][key])
-                           for c in ("expert", "layman", "ratio")))
+        out.add_row(
+            key,
+            *("-" if table[c][key] is None else str(table[c][key]) for c in ("expert", "layman", "ratio")),
+        )
     Console().print(out)

@@ -4,6 +4,7 @@ Reads `<input>/sentences/*.parquet`, groups sentences by document, and aligns ea
 document in `AlignDocFn` (CRF model and encoders loaded once per worker in setup()).
 Counts documents: read = kept (aligned) + rejected (dead letter with the reason).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -15,18 +16,36 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
 from medsimp.pipelines.beam_io import counters, new_pipeline, parquet_lineage
-from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
+from medsimp.pipelines.source_job import (
+    Counter,
+    Table,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    stamp,
+    write_tables,
+)
 
 NAMESPACE = "align"
 _FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text")
 
-PAIR_SCHEMA = pa.schema([
-    ("pair_id", pa.string()), ("doi", pa.string()), ("language", pa.string()),
-    ("complex_ids", pa.list_(pa.string())), ("simple_ids", pa.list_(pa.string())),
-    ("pivot_ids", pa.list_(pa.string())), ("complex_text", pa.string()), ("simple_text", pa.string()),
-    ("pivot_text", pa.string()), ("section", pa.string()), ("method", pa.string()),
-    ("crf_score", pa.float64()), ("vecalign_score", pa.float64()),
-])
+PAIR_SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("doi", pa.string()),
+        ("language", pa.string()),
+        ("complex_ids", pa.list_(pa.string())),
+        ("simple_ids", pa.list_(pa.string())),
+        ("pivot_ids", pa.list_(pa.string())),
+        ("complex_text", pa.string()),
+        ("simple_text", pa.string()),
+        ("pivot_text", pa.string()),
+        ("section", pa.string()),
+        ("method", pa.string()),
+        ("crf_score", pa.float64()),
+        ("vecalign_score", pa.float64()),
+    ]
+)
 
 
 def pair_sort_key(row: Mapping[str, Any]):
@@ -44,7 +63,9 @@ class AlignDocFn(beam.DoFn):
 
         crf_p = dict(self.params.get("crf", {}))
         self.crf_encoder = make_encoder(crf_p.get("encoder") or default("align.crf.encoder"), self.cache_root)
-        self.crf = CRFAligner.load(self.params["model"], self.crf_encoder, {"merge": crf_p.get("merge", "union")})
+        self.crf = CRFAligner.load(
+            self.params["model"], self.crf_encoder, {"merge": crf_p.get("merge", "union")}
+        )
         vec_p = dict(self.params.get("vecalign", {}))
         self.vec_encoders = PairEncoders(vec_p.pop("encoder", None), self.cache_root)  # built on first use
         self.vec_params = vec_p
@@ -63,9 +84,9 @@ class AlignDocFn(beam.DoFn):
         except DocumentError as exc:
             self.count.inc("rejected")
             self.count.inc(f"rejected.{exc.reason}")
-            yield beam.pvalue.TaggedOutput("dead_letter", {"source": "align", "locator": doi,
-                                                           "reason": exc.reason,
-                                                           "detail": str(exc)})
+            yield beam.pvalue.TaggedOutput(
+                "dead_letter", {"source": "align", "locator": doi, "reason": exc.reason, "detail": str(exc)}
+            )
             return
         after = self._cache_counts()
         self.count.inc("cache_hits", after[0] - before[0])
@@ -84,29 +105,52 @@ class AlignDocFn(beam.DoFn):
         return sum(e.hits for e in encs), sum(e.misses for e in encs)
 
 
-def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Mapping[str, Any],
-        beam_args: list[str], metrics_file: str | None, cache_root: str | None) -> dict:
+def run(
+    input_dir: str,
+    out_dir: str,
+    params: Mapping[str, Any],
+    beam_params: Mapping[str, Any],
+    beam_args: list[str],
+    metrics_file: str | None,
+    cache_root: str | None,
+) -> dict:
     pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
     if not FileSystems.match([pattern])[0].metadata_list:
         raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
     shards = int(params.get("num_shards", 1))
-    tables = {"pairs": Table("pairs", PAIR_SCHEMA, lambda r: r["doi"], pair_sort_key),
-              "dead_letter": dead_letter_table()}
+    tables = {
+        "pairs": Table("pairs", PAIR_SCHEMA, lambda r: r["doi"], pair_sort_key),
+        "dead_letter": dead_letter_table(),
+    }
     tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        rows = (p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))
-                  | "KeyByDoc" >> beam.Map(lambda r: (r["doc_id"], {k: r[k] for k in _FIELDS}))
-                  | "GroupByDoc" >> beam.GroupByKey())
-        out = rows | "Align" >> beam.ParDo(AlignDocFn(params, cache_root)).with_outputs("dead_letter",
-                                                                                          main="pairs")
+        rows = (
+            p
+            | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))
+            | "KeyByDoc" >> beam.Map(lambda r: (r["doc_id"], {k: r[k] for k in _FIELDS}))
+            | "GroupByDoc" >> beam.GroupByKey()
+        )
+        out = rows | "Align" >> beam.ParDo(AlignDocFn(params, cache_root)).with_outputs(
+            "dead_letter", main="pairs"
+        )
         write_tables({"pairs": out.pairs, "dead_letter": out.dead_letter}, tables, out_dir, shards)
     result = p.result
     fallback = counters(result, NAMESPACE)
     fallback = {k.split(".", 1)[1]: v for k, v in fallback.items() if k.startswith("encoder_fallback.")}
-    notes = [f"the first encoder in align.vecalign.encoder does not cover {pair}; a fallback encoder "
-             f"aligned it {n} time(s) (check its quality for that language pair)"
-             for pair, n in sorted(fallback.items())]
-    return finish(result, NAMESPACE, out_dir, tables, shards, metrics_file,
-                  reconcile=("read", ["kept", "rejected"]), zero=("cache_hits", "cache_misses", "pairs_total"),
-                  notes=notes)
+    notes = [
+        f"the first encoder in align.vecalign.encoder does not cover {pair}; a fallback encoder "
+        f"aligned it {n} time(s) (check its quality for that language pair)"
+        for pair, n in sorted(fallback.items())
+    ]
+    return finish(
+        result,
+        NAMESPACE,
+        out_dir,
+        tables,
+        shards,
+        metrics_file,
+        reconcile=("read", ["kept", "rejected"]),
+        zero=("cache_hits", "cache_misses", "pairs_total"),
+        notes=notes,
+    )

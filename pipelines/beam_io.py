@@ -5,6 +5,7 @@ number of shards by a stable hash of a key, sorted inside each shard, and
 written by one DoFn call per shard through Beam's FileSystems (so gs://, s3://,
 hdfs:// work on distributed runners).
 """
+
 from __future__ import annotations
 
 import io
@@ -23,8 +24,9 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 DEFAULT_RUNNER = "FnApiRunner"
 
 
-def pipeline_options(beam_params: Mapping[str, Any] | None = None,
-                     extra_args: Iterable[str] = ()) -> PipelineOptions:
+def pipeline_options(
+    beam_params: Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()
+) -> PipelineOptions:
     """Options from the `beam` params section plus raw `--beam-arg` flags.
 
     Locally: FnApiRunner (the DirectRunner's engine, no Prism download) in
@@ -73,13 +75,16 @@ def _quiet_fn_api_runner(provision_info):
         def _default_environment(self, environment):
             if isinstance(environment, SubprocessSDKEnvironment):
                 environment = SubprocessSDKEnvironment.from_command_string(
-                    f"{sys.executable} -m medsimp.pipelines.beam_worker")
+                    f"{sys.executable} -m medsimp.pipelines.beam_worker"
+                )
             self._environment = environment
 
     return QuietWorkersRunner(provision_info=provision_info)
 
 
-def new_pipeline(beam_params: Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()) -> beam.Pipeline:
+def new_pipeline(
+    beam_params: Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()
+) -> beam.Pipeline:
     """A Pipeline on `pipeline_options`. The local FnApiRunner does not hand pipeline options
     to its worker processes, so they would log at INFO whatever `--default_sdk_harness_log_level`
     says; here the runner gets the level in its provision info, which the workers read."""
@@ -91,9 +96,12 @@ def new_pipeline(beam_params: Mapping[str, Any] | None = None, extra_args: Itera
     from google.protobuf import struct_pb2
 
     level = struct_pb2.Struct()
-    level.update({"default_sdk_harness_log_level": options.get_all_options()["default_sdk_harness_log_level"]})
-    info = ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token",
-                                                                       pipeline_options=level))
+    level.update(
+        {"default_sdk_harness_log_level": options.get_all_options()["default_sdk_harness_log_level"]}
+    )
+    info = ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token", pipeline_options=level)
+    )
     return _LivePipeline(runner=_quiet_fn_api_runner(info), options=options)
 
 
@@ -152,8 +160,15 @@ def table_bytes(rows: list[dict], schema: pa.Schema) -> bytes:
 
 
 class _WriteShardFn(beam.DoFn):
-    def __init__(self, out_dir: str, prefix: str, num_shards: int, schema: pa.Schema,
-                 sort_key: Callable[[dict], Any], fmt: str):
+    def __init__(
+        self,
+        out_dir: str,
+        prefix: str,
+        num_shards: int,
+        schema: pa.Schema,
+        sort_key: Callable[[dict], Any],
+        fmt: str,
+    ):
         self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
         self.schema, self.sort_key, self.fmt = schema, sort_key, fmt
 
@@ -178,9 +193,17 @@ class WriteSorted(beam.PTransform):
     Shards that receive no rows are written empty by `fill_empty_shards` after the run.
     """
 
-    def __init__(self, out_dir: str, *, prefix: str, num_shards: int,
-                 shard_key: Callable[[dict], str], sort_key: Callable[[dict], Any],
-                 schema: pa.Schema | None = None, fmt: str = "parquet"):
+    def __init__(
+        self,
+        out_dir: str,
+        *,
+        prefix: str,
+        num_shards: int,
+        shard_key: Callable[[dict], str],
+        sort_key: Callable[[dict], Any],
+        schema: pa.Schema | None = None,
+        fmt: str = "parquet",
+    ):
         super().__init__()
         if fmt == "parquet" and schema is None:
             raise ValueError("parquet output needs a schema")
@@ -193,13 +216,14 @@ class WriteSorted(beam.PTransform):
             rows
             | "KeyByShard" >> beam.Map(lambda r: (stable_shard(shard_key(r), n), r))
             | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.out_dir, self.prefix, n, self.schema,
-                                                       self.sort_key, self.fmt))
+            | "WriteShard"
+            >> beam.ParDo(_WriteShardFn(self.out_dir, self.prefix, n, self.schema, self.sort_key, self.fmt))
         )
 
 
-def fill_empty_shards(out_dir: str, prefix: str, num_shards: int,
-                      schema: pa.Schema | None = None, fmt: str = "parquet") -> None:
+def fill_empty_shards(
+    out_dir: str, prefix: str, num_shards: int, schema: pa.Schema | None = None, fmt: str = "parquet"
+) -> None:
     """Write an empty file for every shard the pipeline did not produce."""
     suffix = ".parquet" if fmt == "parquet" else ".jsonl"
     for i in range(num_shards):

@@ -4,6 +4,7 @@ handler created"). Beam's bigquery client logs through `logging.warning` at impo
 which would install a stderr handler (an implicit `basicConfig`); a NullHandler on the root
 logger prevents that. Worker log records still reach the runner through Beam's logging
 service, where the CLI's logging configuration decides what is shown."""
+
 import logging
 import sys
 

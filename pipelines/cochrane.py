@@ -4,6 +4,7 @@ Reads every record, joins the records of a review by normalised DOI, and writes 
 English abstract (side `complex`, section headings kept) and the PLS of every
 language present (side `simple`) as sentence rows carrying `doi` and `version`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -39,15 +40,19 @@ from medsimp.pipelines.source_job import (
 )
 
 SOURCE = "cochrane"
-SCHEMA = sentence_schema(pa.field("doi", pa.string()), pa.field("version", pa.int32()),
-                         pa.field("title", pa.string()))
+SCHEMA = sentence_schema(
+    pa.field("doi", pa.string()), pa.field("version", pa.int32()), pa.field("title", pa.string())
+)
 
 
 def input_specs(path: str) -> list[tuple[str, str]]:
     """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple; every
     file passes `check_file` (one line, exit 2, for a whole-file fault)."""
-    if FileSystems.exists(path) and not FileSystems.exists(path + ".source") and not list_files(
-            FileSystems.join(path.rstrip("/"), "*")):
+    if (
+        FileSystems.exists(path)
+        and not FileSystems.exists(path + ".source")
+        and not list_files(FileSystems.join(path.rstrip("/"), "*"))
+    ):
         check_json_lines(path)
         return [("jsonl", path)]
     specs = [("devaraj", prefix) for prefix in devaraj_prefixes(path)]
@@ -67,15 +72,30 @@ def read_spec(spec: tuple[str, str]) -> Iterator[tuple[str, ReviewRecord | Forma
 
 def review_rows(review) -> list[dict]:
     """Sentence rows of a joined review: English abstract + PLS per language."""
+
     def extra(rec: ReviewRecord) -> dict:
         return {"doi": review.doi, "version": rec.version, "title": rec.title}
 
     rec = review.abstract
-    rows = document_rows(SOURCE, review.doi, "complex", "en",
-                         [(s.heading, s.text) for s in rec.abstract], rec.locator, extra(rec))
+    rows = document_rows(
+        SOURCE,
+        review.doi,
+        "complex",
+        "en",
+        [(s.heading, s.text) for s in rec.abstract],
+        rec.locator,
+        extra(rec),
+    )
     for lang, pls in review.pls.items():
-        rows += document_rows(SOURCE, review.doi, "simple", lang,
-                              [(s.heading, s.text) for s in pls.pls], pls.locator, extra(pls))
+        rows += document_rows(
+            SOURCE,
+            review.doi,
+            "simple",
+            lang,
+            [(s.heading, s.text) for s in pls.pls],
+            pls.locator,
+            extra(pls),
+        )
     return rows
 
 
@@ -98,8 +118,9 @@ class JoinFn(beam.DoFn):
         for rec in orphans:
             self.count.inc("rejected")
             self.count.inc(f"rejected.{reason}")
-            yield beam.pvalue.TaggedOutput("dead", dead_letter(
-                SOURCE, rec.locator, reason, f"doi {rec.doi} language {rec.language}"))
+            yield beam.pvalue.TaggedOutput(
+                "dead", dead_letter(SOURCE, rec.locator, reason, f"doi {rec.doi} language {rec.language}")
+            )
         if review is None:
             return
         self.count.inc("kept", len(records) - len(filtered) - len(orphans))
@@ -112,21 +133,41 @@ class JoinFn(beam.DoFn):
             yield row
 
 
-def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_args: list[str],
-        metrics_file: str | None) -> dict:
+def run(
+    input_path: str,
+    out_dir: str,
+    params: dict,
+    beam_params: dict,
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
     specs = input_specs(input_path)
     num_shards = int(params.get("num_shards", 2))
-    tables = {"sentences": Table("sentences", SCHEMA, lambda r: r["doc_id"],
-                                 lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"])),
-              "dead": dead_letter_table()}
+    tables = {
+        "sentences": Table(
+            "sentences",
+            SCHEMA,
+            lambda r: r["doc_id"],
+            lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
+        ),
+        "dead": dead_letter_table(),
+    }
     tables = stamp(tables, ["cochrane"])
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        parsed = (p | "Specs" >> beam.Create(specs) | "Read" >> beam.FlatMap(read_spec)
-                  | "Reshuffle" >> beam.Reshuffle()
-                  | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records"))
-        joined = (parsed.records | "ByDoi" >> beam.GroupByKey()
-                  | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows"))
+        parsed = (
+            p
+            | "Specs" >> beam.Create(specs)
+            | "Read" >> beam.FlatMap(read_spec)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Parse"
+            >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records")
+        )
+        joined = (
+            parsed.records
+            | "ByDoi" >> beam.GroupByKey()
+            | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows")
+        )
         dead = (parsed.dead, joined.dead) | "Dead" >> beam.Flatten()
         write_tables({"sentences": joined.rows, "dead": dead}, tables, out_dir, num_shards)
     result = p.result

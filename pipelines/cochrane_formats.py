@@ -6,6 +6,7 @@ Canonical JSONL (docs/formats.md): one object per review and language,
 `X.target` (English PLS) and `X.doi`, one document per line, line-aligned.
 No Beam pipeline here (files open through Beam's FileSystems): `pipelines/cochrane.py` runs them.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,19 @@ from medsimp.pipelines.input_files import iter_lines
 from medsimp.pipelines.records import FormatError, check_text, guarded, int_field, loads
 from medsimp.pipelines.sentence_rows import locator_key
 
-__all__ = ["FormatError", "ReviewRecord", "Review", "split_doi", "normalise_doi", "doi_key",
-           "parse_canonical", "parse_canonical_line", "devaraj_prefixes", "read_devaraj", "join_reviews"]
+__all__ = [
+    "FormatError",
+    "ReviewRecord",
+    "Review",
+    "split_doi",
+    "normalise_doi",
+    "doi_key",
+    "parse_canonical",
+    "parse_canonical_line",
+    "devaraj_prefixes",
+    "read_devaraj",
+    "join_reviews",
+]
 
 _DOI_VERSION = re.compile(r"\.pub(\d+)$", re.IGNORECASE)
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
@@ -39,6 +51,7 @@ class Section:
 @dataclass(frozen=True)
 class ReviewRecord:
     """One review in one language, as read (DOI already normalised)."""
+
     doi: str
     version: int
     language: str
@@ -51,6 +64,7 @@ class ReviewRecord:
 @dataclass
 class Review:
     """A review after the DOI join: English abstract, PLS per language."""
+
     doi: str
     title: str
     abstract: ReviewRecord
@@ -133,8 +147,11 @@ def devaraj_prefixes(path: str) -> list[str]:
     exts = (".source", ".target", ".doi")
     found = set(list_files(FileSystems.join(path.rstrip("/"), "*")))
     if found:
-        prefixes = sorted(p[: -len(".source")] for p in found if p.endswith(".source")
-                          and all(p[: -len(".source")] + ext in found for ext in exts))
+        prefixes = sorted(
+            p[: -len(".source")]
+            for p in found
+            if p.endswith(".source") and all(p[: -len(".source")] + ext in found for ext in exts)
+        )
         if not prefixes:
             raise InputError(f"{path}: no X.source/X.target/X.doi triple in this folder")
         return prefixes
@@ -156,8 +173,15 @@ def _devaraj_record(name: str, number: int, doi, source, target) -> ReviewRecord
     if not source.strip() or not target.strip():
         raise FormatError("empty_record", "empty source or target line")
     base, version = split_doi(doi)
-    return ReviewRecord(base, version, "en", "", (Section("", check_text(source, "source")),),
-                        (Section("", check_text(target, "target")),), locator)
+    return ReviewRecord(
+        base,
+        version,
+        "en",
+        "",
+        (Section("", check_text(source, "source")),),
+        (Section("", check_text(target, "target")),),
+        locator,
+    )
 
 
 def read_devaraj(prefix: str) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
@@ -170,8 +194,9 @@ def read_devaraj(prefix: str) -> Iterator[tuple[str, ReviewRecord | FormatError]
         yield f"{name}.doi:{number}", guarded(_devaraj_record, name, number, doi, source, target)
 
 
-def join_reviews(records: Iterable[ReviewRecord]
-                 ) -> tuple[Review | None, list[ReviewRecord], list[ReviewRecord]]:
+def join_reviews(
+    records: Iterable[ReviewRecord],
+) -> tuple[Review | None, list[ReviewRecord], list[ReviewRecord]]:
     """Join one DOI's records (same `doi_key`): (review or None, superseded, orphaned records).
 
     Per language the highest version wins (ties: first locator); older versions and

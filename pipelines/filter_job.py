@@ -3,6 +3,7 @@
 read = kept + filtered (+ rejected, always 0 here: every pair row gets a score).
 Writes `pairs/` (every row, flagged) and `kept/` (the filtered view).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -41,8 +42,14 @@ class FilterFn(beam.DoFn):
         yield out
 
 
-def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Mapping[str, Any],
-        beam_args: list[str], metrics_file: str | None) -> dict:
+def run(
+    input_dir: str,
+    out_dir: str,
+    params: Mapping[str, Any],
+    beam_params: Mapping[str, Any],
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
     pattern = FileSystems.join(input_dir, "pairs", "*.parquet")
     if not FileSystems.match([pattern])[0].metadata_list:
         raise FileNotFoundError(f"no aligned pairs at {pattern} (run `medsimp align` first)")
@@ -60,9 +67,20 @@ def run(input_dir: str, out_dir: str, params: Mapping[str, Any], beam_params: Ma
     tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        rows = (p | "Read" >> beam.io.ReadFromParquet(pattern)
-                  | "Score" >> beam.ParDo(FilterFn(params.get("threshold", 0.5), comparison)))
+        rows = (
+            p
+            | "Read" >> beam.io.ReadFromParquet(pattern)
+            | "Score" >> beam.ParDo(FilterFn(params.get("threshold", 0.5), comparison))
+        )
         kept = rows | "KeptView" >> beam.Filter(lambda r: r["keep"])
         write_tables({"pairs": rows, "kept": kept}, tables, out_dir, shards)
-    return finish(p.result, NAMESPACE, out_dir, tables, shards, metrics_file,
-                  extra={"threshold": float(params.get("threshold", 0.5)), "comparison": comparison}, zero=("filtered", "rejected"))
+    return finish(
+        p.result,
+        NAMESPACE,
+        out_dir,
+        tables,
+        shards,
+        metrics_file,
+        extra={"threshold": float(params.get("threshold", 0.5)), "comparison": comparison},
+        zero=("filtered", "rejected"),
+    )

@@ -10,6 +10,7 @@ with or without a UTF-8 byte-order mark; a last line without a newline is a line
 API: `list_inputs(path)` (a file, or the files of a folder), `check_file(path)` (run it
 before the pipeline), `iter_lines(path)` (numbered lines, streaming), `read_text(path)`.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -56,8 +57,14 @@ def _open(path: str) -> Iterator[BinaryIO]:
     except OSError as exc:
         raise InputError(f"{path}: cannot open ({type(exc).__name__})") from None
     lower = path.lower()
-    stream = cast(BinaryIO, gzip.GzipFile(fileobj=raw) if lower.endswith(".gz")
-                  else bz2.BZ2File(raw) if lower.endswith(".bz2") else raw)
+    stream = cast(
+        BinaryIO,
+        gzip.GzipFile(fileobj=raw)
+        if lower.endswith(".gz")
+        else bz2.BZ2File(raw)
+        if lower.endswith(".bz2")
+        else raw,
+    )
     try:
         yield stream
     finally:
@@ -80,7 +87,7 @@ def _chunks(path: str, fh: BinaryIO) -> Iterator[bytes]:
                 raise InputError(f"{path}: UTF-16/32 text; convert it to UTF-8")
             if b"\x00" in chunk:
                 raise InputError(f"{path}: binary data (NUL bytes), not UTF-8 text")
-            chunk = chunk[len(BOM):] if chunk.startswith(BOM) else chunk
+            chunk = chunk[len(BOM) :] if chunk.startswith(BOM) else chunk
             first = False
         if not chunk:
             return
@@ -111,7 +118,7 @@ def iter_lines(path: str) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
     with _open(path) as fh:
         for chunk in _chunks(path, fh):
             buf += chunk
-            sep = sep or _separator(buf[-len(chunk) - 1:])
+            sep = sep or _separator(buf[-len(chunk) - 1 :])
             if sep is None:
                 continue
             *lines, buf = buf.split(sep)
@@ -133,7 +140,7 @@ def _separator(buf: bytes) -> bytes | None:
     match = re.search(rb"[\r\n]", buf)
     if match is None or match.end() == len(buf) and match.group() == b"\r":
         return None
-    if match.group() == b"\r" and buf[match.end():match.end() + 1] != b"\n":
+    if match.group() == b"\r" and buf[match.end() : match.end() + 1] != b"\n":
         return b"\r"
     return b"\n"
 

@@ -4,6 +4,7 @@ Sentences are grouped by document side (doc_id, side, language); one DoFn per wo
 loads the QuickUMLS matchers in setup(). Results per document side go through DocCache
 (key: its sentences, the index fingerprint and the link/readability params).
 """
+
 from __future__ import annotations
 
 import io
@@ -19,22 +20,51 @@ from medsimp.doccache import DocCache, content_key
 from medsimp.params_schema import default
 from medsimp.pipelines.beam_io import list_files, new_pipeline, open_file, parquet_lineage
 from medsimp.pipelines.sentence_rows import dead_letter
-from medsimp.pipelines.source_job import Counter, Table, dead_letter_table, finish, prepare_dirs, stamp, write_tables
+from medsimp.pipelines.source_job import (
+    Counter,
+    Table,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    stamp,
+    write_tables,
+)
 
 NAMESPACE = "link"
-CONCEPT = pa.struct([
-    pa.field("start", pa.int32()), pa.field("end", pa.int32()), pa.field("term", pa.string()),
-    pa.field("cui", pa.string()), pa.field("semtypes", pa.list_(pa.string())),
-    pa.field("similarity", pa.float64())])
+CONCEPT = pa.struct(
+    [
+        pa.field("start", pa.int32()),
+        pa.field("end", pa.int32()),
+        pa.field("term", pa.string()),
+        pa.field("cui", pa.string()),
+        pa.field("semtypes", pa.list_(pa.string())),
+        pa.field("similarity", pa.float64()),
+    ]
+)
 _SCORES = [pa.field(n, pa.float64()) for n in ("fkgl", "gunning_fog", "coleman_liau", "ari")]
 READABILITY = pa.struct(_SCORES + [pa.field("n_tokens", pa.int32())])
 DOC_READABILITY = pa.struct(_SCORES + [pa.field("n_tokens", pa.int32()), pa.field("n_sentences", pa.int32())])
 _KEYS = [pa.field(n, pa.string()) for n in ("source", "doc_id", "side", "language")]
-SCHEMA = pa.schema([pa.field("sentence_id", pa.string()), *_KEYS, pa.field("section", pa.string()),
-                    pa.field("sentence_index", pa.int32()), pa.field("text", pa.string()),
-                    pa.field("concepts", pa.list_(CONCEPT)), pa.field("readability", READABILITY)])
-DOC_SCHEMA = pa.schema([pa.field("doc_key", pa.string()), *_KEYS, pa.field("linked", pa.bool_()),
-                        pa.field("n_concepts", pa.int32()), pa.field("readability", DOC_READABILITY)])
+SCHEMA = pa.schema(
+    [
+        pa.field("sentence_id", pa.string()),
+        *_KEYS,
+        pa.field("section", pa.string()),
+        pa.field("sentence_index", pa.int32()),
+        pa.field("text", pa.string()),
+        pa.field("concepts", pa.list_(CONCEPT)),
+        pa.field("readability", READABILITY),
+    ]
+)
+DOC_SCHEMA = pa.schema(
+    [
+        pa.field("doc_key", pa.string()),
+        *_KEYS,
+        pa.field("linked", pa.bool_()),
+        pa.field("n_concepts", pa.int32()),
+        pa.field("readability", DOC_READABILITY),
+    ]
+)
 _NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")
 
 
@@ -83,8 +113,9 @@ class ValidateFn(beam.DoFn):
         if bad:
             self.count.inc("rejected")
             self.count.inc("rejected.missing_field")
-            yield beam.pvalue.TaggedOutput("dead", dead_letter(
-                NAMESPACE, locator, "missing_field", f"empty or null: {', '.join(bad)}"))
+            yield beam.pvalue.TaggedOutput(
+                "dead", dead_letter(NAMESPACE, locator, "missing_field", f"empty or null: {', '.join(bad)}")
+            )
             return
         yield (row["source"], row["doc_id"], row["side"], row["language"]), row
 
@@ -93,8 +124,9 @@ CACHE_VERSION = "link-v2"  # bump when linking or readability code changes what 
 
 
 class LinkFn(beam.DoFn):
-    def __init__(self, index_dir: str, link_params: dict, syllable_languages: list[str],
-                 cache_root: str | None):
+    def __init__(
+        self, index_dir: str, link_params: dict, syllable_languages: list[str], cache_root: str | None
+    ):
         self.index_dir, self.link_params = index_dir, link_params
         self.syllable_languages, self.cache_root = syllable_languages, cache_root
 
@@ -109,8 +141,9 @@ class LinkFn(beam.DoFn):
         (source, doc_id, side, language), rows = element
         rows = sorted(rows, key=lambda r: r["sentence_index"])
         texts = [r["text"] for r in rows]
-        key = content_key(CACHE_VERSION, texts, language, self.linker.fingerprint, self.link_params,
-                          self.syllable_languages)
+        key = content_key(
+            CACHE_VERSION, texts, language, self.linker.fingerprint, self.link_params, self.syllable_languages
+        )
         result = self.cache.get(key)
         if result is None:
             self.count.inc("cache_misses")
@@ -127,22 +160,44 @@ class LinkFn(beam.DoFn):
         self.count.inc("concepts", n_concepts)
         for row, concepts, readability in zip(rows, result["concepts"], result["readability"]):
             yield {**{c: row[c] for c in _NEEDED}, "concepts": concepts, "readability": readability}
-        yield beam.pvalue.TaggedOutput("documents", {
-            "doc_key": f"{source}:{doc_id}:{side}:{language}", "source": source, "doc_id": doc_id,
-            "side": side, "language": language, "linked": result["linked"],
-            "n_concepts": n_concepts, "readability": result["document"]})
+        yield beam.pvalue.TaggedOutput(
+            "documents",
+            {
+                "doc_key": f"{source}:{doc_id}:{side}:{language}",
+                "source": source,
+                "doc_id": doc_id,
+                "side": side,
+                "language": language,
+                "linked": result["linked"],
+                "n_concepts": n_concepts,
+                "readability": result["document"],
+            },
+        )
 
 
-def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readability_params: dict,
-        cache_root: str | None, num_shards: int, beam_params: dict, beam_args: list[str],
-        metrics_file: str | None) -> dict:
+def run(
+    input_path: str,
+    out_dir: str,
+    index_dir: str,
+    link_params: dict,
+    readability_params: dict,
+    cache_root: str | None,
+    num_shards: int,
+    beam_params: dict,
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
     from medsimp.pipelines.umls import demo_note, read_manifest
 
     files = sentence_files(input_path)
     manifest = read_manifest(index_dir)  # fail early with a clear message
     tables = {
-        "sentences": Table("", SCHEMA, lambda r: r["doc_id"],
-                           lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"])),
+        "sentences": Table(
+            "",
+            SCHEMA,
+            lambda r: r["doc_id"],
+            lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
+        ),
         "documents": Table("documents", DOC_SCHEMA, lambda r: r["doc_id"], lambda r: r["doc_key"]),
         "dead": dead_letter_table(),
     }
@@ -150,15 +205,38 @@ def run(input_path: str, out_dir: str, index_dir: str, link_params: dict, readab
     prepare_dirs(out_dir, tables)
     syllables = list(readability_params.get("syllable_languages", default("readability.syllable_languages")))
     with new_pipeline(beam_params, beam_args) as p:
-        valid = (p | "Files" >> beam.Create(files) | "Read" >> beam.FlatMap(read_rows)
-                 | "Reshuffle" >> beam.Reshuffle()
-                 | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows"))
-        linked = (valid.rows | "ByDoc" >> beam.GroupByKey()
-                  | "Link" >> beam.ParDo(LinkFn(index_dir, dict(link_params), syllables, cache_root))
-                  .with_outputs("documents", main="rows"))
-        write_tables({"sentences": linked.rows, "documents": linked.documents, "dead": valid.dead},
-                     tables, out_dir, num_shards)
-    return finish(p.result, NAMESPACE, out_dir, tables, num_shards, metrics_file,
-                  extra={"index_fingerprint": manifest["fingerprint"],
-                         "index_languages": sorted(manifest["languages"])}, notes=demo_note(manifest),
-                  zero=("cache_hits", "cache_misses", "sentences_without_index", "concepts"))
+        valid = (
+            p
+            | "Files" >> beam.Create(files)
+            | "Read" >> beam.FlatMap(read_rows)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows")
+        )
+        linked = (
+            valid.rows
+            | "ByDoc" >> beam.GroupByKey()
+            | "Link"
+            >> beam.ParDo(LinkFn(index_dir, dict(link_params), syllables, cache_root)).with_outputs(
+                "documents", main="rows"
+            )
+        )
+        write_tables(
+            {"sentences": linked.rows, "documents": linked.documents, "dead": valid.dead},
+            tables,
+            out_dir,
+            num_shards,
+        )
+    return finish(
+        p.result,
+        NAMESPACE,
+        out_dir,
+        tables,
+        num_shards,
+        metrics_file,
+        extra={
+            "index_fingerprint": manifest["fingerprint"],
+            "index_languages": sorted(manifest["languages"]),
+        },
+        notes=demo_note(manifest),
+        zero=("cache_hits", "cache_misses", "sentences_without_index", "concepts"),
+    )

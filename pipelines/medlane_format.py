@@ -16,6 +16,7 @@ the way the authors' scorer does instead (docs/metrics.md).
 MedLane text derives from MIMIC-III: errors and rejects carry file:line
 locators and lengths, never the text.
 """
+
 from __future__ import annotations
 
 import re
@@ -60,10 +61,15 @@ def _blocks(path: Path) -> Iterator[tuple[int, list[str]]]:
         yield start, block
 
 
-def _fail(rejects: list[dict] | None, path: Path, line: int, reason: str, detail: str,
-          ordinal: int | None = None) -> None:
-    reject: dict[str, Any] = {"source": "medlane", "locator": f"{path.name}:{line}",
-                              "reason": reason, "detail": detail}
+def _fail(
+    rejects: list[dict] | None, path: Path, line: int, reason: str, detail: str, ordinal: int | None = None
+) -> None:
+    reject: dict[str, Any] = {
+        "source": "medlane",
+        "locator": f"{path.name}:{line}",
+        "reason": reason,
+        "detail": detail,
+    }
     if ordinal is not None:
         reject["ordinal"] = ordinal
     if rejects is None:
@@ -78,8 +84,7 @@ def expand_terms(text: str) -> str:
 
 def find_terms(text: str) -> list[dict[str, str]]:
     """The `abbr[full form]` annotations of one line, in order."""
-    return [{"abbreviation": m.group(1), "expansion": m.group(2).strip()}
-            for m in TERM_RE.finditer(text)]
+    return [{"abbreviation": m.group(1), "expansion": m.group(2).strip()} for m in TERM_RE.finditer(text)]
 
 
 def read_medlane_train(path: str | Path, rejects: list[dict] | None = None) -> list[dict[str, Any]]:
@@ -90,8 +95,9 @@ def read_medlane_train(path: str | Path, rejects: list[dict] | None = None) -> l
         if len(block) != 3:
             _fail(rejects, path, line, "wrong_line_count", f"{len(block)} lines, expected 3")
             continue
-        records.append({"line": line, "source": block[0], "target": block[1],
-                        "target_second_person": block[2]})
+        records.append(
+            {"line": line, "source": block[0], "target": block[1], "target_second_person": block[2]}
+        )
     return records
 
 
@@ -109,21 +115,40 @@ def read_medlane_eval(path: str | Path, rejects: list[dict] | None = None) -> li
     for ordinal, (line, block) in enumerate(_blocks(path)):
         refs = block[1:]
         if not 1 <= len(refs) <= MAX_REFERENCES:
-            _fail(rejects, path, line, "wrong_reference_count",
-                  f"{len(refs)} references, expected 1-{MAX_REFERENCES}", ordinal)
+            _fail(
+                rejects,
+                path,
+                line,
+                "wrong_reference_count",
+                f"{len(refs)} references, expected 1-{MAX_REFERENCES}",
+                ordinal,
+            )
             continue
         matches = [REF_RE.match(r) for r in refs]
         bad = [i for i, m in enumerate(matches) if m is None or not m.group(2).strip()]
         if bad:
-            _fail(rejects, path, line + bad[0] + 1, "bad_reference_prefix",
-                  f"reference line of length {len(refs[bad[0]])} lacks a 1-4 prefix or text", ordinal)
+            _fail(
+                rejects,
+                path,
+                line + bad[0] + 1,
+                "bad_reference_prefix",
+                f"reference line of length {len(refs[bad[0]])} lacks a 1-4 prefix or text",
+                ordinal,
+            )
             continue
         raw = [m.group(2).strip() for m in matches if m]
         terms = [{**t, "reference_index": i} for i, r in enumerate(raw) for t in find_terms(r)]
-        records.append({"line": line, "ordinal": ordinal, "source": block[0],
-                        "references": [expand_terms(r) for r in raw],
-                        "reference_labels": [int(m.group(1)) for m in matches if m],
-                        "raw_references": raw, "terms": terms})
+        records.append(
+            {
+                "line": line,
+                "ordinal": ordinal,
+                "source": block[0],
+                "references": [expand_terms(r) for r in raw],
+                "reference_labels": [int(m.group(1)) for m in matches if m],
+                "raw_references": raw,
+                "terms": terms,
+            }
+        )
     return records
 
 
@@ -150,13 +175,25 @@ def read_medlane_authors(path: str | Path) -> tuple[list[dict[str, Any]], list[d
         lines = para.split("\n")
         if len(lines) < 2 or len(lines[0]) < 3 or len(lines[1]) < 3:
             if para.strip():
-                skipped.append({"source": "medlane", "locator": f"{path.name}:{line}",
-                                "reason": "skipped_by_authors_reader",
-                                "detail": f"{len(lines)} lines; source or first reference under 3 characters"})
+                skipped.append(
+                    {
+                        "source": "medlane",
+                        "locator": f"{path.name}:{line}",
+                        "reason": "skipped_by_authors_reader",
+                        "detail": f"{len(lines)} lines; source or first reference under 3 characters",
+                    }
+                )
         else:
-            records.append({"line": line, "ordinal": len(records), "block": number,
-                            "split": "validation" if number < half else "test",
-                            "source": lines[0], "references": [ln[2:] for ln in lines[1:]]})
+            records.append(
+                {
+                    "line": line,
+                    "ordinal": len(records),
+                    "block": number,
+                    "split": "validation" if number < half else "test",
+                    "source": lines[0],
+                    "references": [ln[2:] for ln in lines[1:]],
+                }
+            )
         line += len(lines) + 1
     return records, skipped
 

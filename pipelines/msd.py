@@ -1,4 +1,5 @@
 """Beam job: MSD manuals (documented JSONL or the MSD dataset) -> sentence table + PCIO groups."""
+
 from __future__ import annotations
 
 import apache_beam as beam
@@ -25,16 +26,32 @@ from medsimp.pipelines.source_job import (
 )
 
 SOURCE = "msd"
-_CONCEPT = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32()),
-                      pa.field("term", pa.string()), pa.field("cui", pa.string())])
-SCHEMA = sentence_schema(pa.field("topic", pa.string()), pa.field("title", pa.string()),
-                         pa.field("pcio", pa.string()), pa.field("gold_concepts", pa.list_(_CONCEPT)))
-GROUP_SCHEMA = pa.schema([
-    pa.field("group_id", pa.string()), pa.field("doc_id", pa.string()), pa.field("topic", pa.string()),
-    pa.field("pcio", pa.string()), pa.field("complex_ids", pa.list_(pa.string())),
-    pa.field("simple_ids", pa.list_(pa.string())), pa.field("n_complex", pa.int32()),
-    pa.field("n_simple", pa.int32()),
-])
+_CONCEPT = pa.struct(
+    [
+        pa.field("start", pa.int32()),
+        pa.field("end", pa.int32()),
+        pa.field("term", pa.string()),
+        pa.field("cui", pa.string()),
+    ]
+)
+SCHEMA = sentence_schema(
+    pa.field("topic", pa.string()),
+    pa.field("title", pa.string()),
+    pa.field("pcio", pa.string()),
+    pa.field("gold_concepts", pa.list_(_CONCEPT)),
+)
+GROUP_SCHEMA = pa.schema(
+    [
+        pa.field("group_id", pa.string()),
+        pa.field("doc_id", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("pcio", pa.string()),
+        pa.field("complex_ids", pa.list_(pa.string())),
+        pa.field("simple_ids", pa.list_(pa.string())),
+        pa.field("n_complex", pa.int32()),
+        pa.field("n_simple", pa.int32()),
+    ]
+)
 
 
 def input_files(path: str) -> list[str]:
@@ -72,8 +89,9 @@ class AssembleFn(beam.DoFn):
         for rec, reason in rejected:
             self.count.inc("rejected")
             self.count.inc(f"rejected.{reason}")
-            yield beam.pvalue.TaggedOutput("dead", dead_letter(
-                SOURCE, rec.locator, reason, f"its document has {len(records)} line(s)"))
+            yield beam.pvalue.TaggedOutput(
+                "dead", dead_letter(SOURCE, rec.locator, reason, f"its document has {len(records)} line(s)")
+            )
         self.count.inc("kept", len(records) - len(filtered) - len(rejected))
         for row in rows:
             self.count.inc(f"sentences.{row['side']}")
@@ -84,27 +102,47 @@ class AssembleFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput("groups", group)
 
 
-def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_args: list[str],
-        metrics_file: str | None) -> dict:
+def run(
+    input_path: str,
+    out_dir: str,
+    params: dict,
+    beam_params: dict,
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
     files = input_files(input_path)
     num_shards = int(params.get("num_shards", 1))
     markers = list(params.get("paired_files", ["test"]))
     tables = {
-        "sentences": Table("sentences", SCHEMA, lambda r: r["doc_id"],
-                           lambda r: (r["doc_id"], r["side"], r["sentence_index"])),
+        "sentences": Table(
+            "sentences",
+            SCHEMA,
+            lambda r: r["doc_id"],
+            lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
+        ),
         "pairs": Table("pairs", GROUP_SCHEMA, lambda r: r["doc_id"], lambda r: r["group_id"]),
         "dead": dead_letter_table(),
     }
     tables = stamp(tables, ["msd"])
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        parsed = (p | "Files" >> beam.Create(files)
-                  | "Read" >> beam.FlatMap(read_file, markers) | "Reshuffle" >> beam.Reshuffle()
-                  | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doc_id)).with_outputs("dead", main="records"))
-        docs = (parsed.records | "ByDoc" >> beam.GroupByKey()
-                | "Assemble" >> beam.ParDo(AssembleFn(dict(params.get("pcio", default("msd.pcio")))))
-                .with_outputs("dead", "groups", main="rows"))
+        parsed = (
+            p
+            | "Files" >> beam.Create(files)
+            | "Read" >> beam.FlatMap(read_file, markers)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doc_id)).with_outputs("dead", main="records")
+        )
+        docs = (
+            parsed.records
+            | "ByDoc" >> beam.GroupByKey()
+            | "Assemble"
+            >> beam.ParDo(AssembleFn(dict(params.get("pcio", default("msd.pcio"))))).with_outputs(
+                "dead", "groups", main="rows"
+            )
+        )
         dead = (parsed.dead, docs.dead) | "Dead" >> beam.Flatten()
-        write_tables({"sentences": docs.rows, "pairs": docs.groups, "dead": dead},
-                     tables, out_dir, num_shards)
+        write_tables(
+            {"sentences": docs.rows, "pairs": docs.groups, "dead": dead}, tables, out_dir, num_shards
+        )
     return finish(p.result, SOURCE, out_dir, tables, num_shards, metrics_file)

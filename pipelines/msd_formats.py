@@ -9,6 +9,7 @@ Two line formats, detected per line:
   own document (doc_id `<stem>-L<line>`).
 Section headings map to PCIO elements through the `msd.pcio` params table.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,6 +34,7 @@ class GoldConcept:
 @dataclass(frozen=True)
 class MsdRecord:
     """One side of one document, as read."""
+
     doc_id: str
     topic: str
     side: str
@@ -67,8 +69,14 @@ def _concepts(value, text_length: int) -> tuple[GoldConcept, ...]:
             raise FormatError("bad_concepts", f"concepts[{i}] needs range [start, end]")
         start = int_field(rng[0], f"concepts[{i}].range[0]", "bad_concepts", 0, text_length)
         end = int_field(rng[1], f"concepts[{i}].range[1]", "bad_concepts", start, text_length)
-        out.append(GoldConcept(start, end, _optional_text(c, "term", "bad_concepts"),
-                               _optional_text(c, "cui", "bad_concepts")))
+        out.append(
+            GoldConcept(
+                start,
+                end,
+                _optional_text(c, "term", "bad_concepts"),
+                _optional_text(c, "cui", "bad_concepts"),
+            )
+        )
     return tuple(out)
 
 
@@ -85,15 +93,26 @@ def parse_line(line: Line, stem: str, paired: bool) -> MsdRecord:
             raise FormatError("bad_audience", "audience must be professional or consumer")
         sections = obj.get("sections")
         if not isinstance(sections, list) or not all(
-                isinstance(s, dict) and isinstance(s.get("text"), str)
-                and isinstance(s.get("heading") or "", str) for s in sections):
+            isinstance(s, dict) and isinstance(s.get("text"), str) and isinstance(s.get("heading") or "", str)
+            for s in sections
+        ):
             raise FormatError("bad_sections", "sections must be a list of {heading, text}")
-        kept = tuple((check_text((s.get("heading") or "").strip(), "heading"), check_text(s["text"], "text"))
-                     for s in sections if s["text"].strip())
+        kept = tuple(
+            (check_text((s.get("heading") or "").strip(), "heading"), check_text(s["text"], "text"))
+            for s in sections
+            if s["text"].strip()
+        )
         if not kept:
             raise FormatError("empty_record", "no section has text")
-        return MsdRecord(slug(topic), check_text(topic.strip(), "topic"), AUDIENCE_SIDE[audience],
-                         _optional_text(obj, "title", "bad_title"), kept, (), line.locator)
+        return MsdRecord(
+            slug(topic),
+            check_text(topic.strip(), "topic"),
+            AUDIENCE_SIDE[audience],
+            _optional_text(obj, "title", "bad_title"),
+            kept,
+            (),
+            line.locator,
+        )
     text, label = obj.get("text"), obj.get("label")
     if not isinstance(text, str) or not text.strip():
         raise FormatError("empty_record", "text missing or empty")
@@ -103,8 +122,16 @@ def parse_line(line: Line, stem: str, paired: bool) -> MsdRecord:
         doc_id, pair_index = f"{stem}-{(line.ordinal + 1) // 2}", 2 - line.ordinal % 2
     else:
         doc_id, pair_index = f"{stem}-L{line.number}", 0
-    return MsdRecord(doc_id, "", LABEL_SIDE[label], "", (("", check_text(text, "text")),),
-                     _concepts(obj.get("concepts"), len(text)), line.locator, pair_index)
+    return MsdRecord(
+        doc_id,
+        "",
+        LABEL_SIDE[label],
+        "",
+        (("", check_text(text, "text")),),
+        _concepts(obj.get("concepts"), len(text)),
+        line.locator,
+        pair_index,
+    )
 
 
 def pcio_lookup(table: Mapping[str, list[str]]) -> dict[str, str]:
@@ -127,12 +154,16 @@ def pcio_of(heading: str, lookup: Mapping[str, str]) -> str:
 
 def concepts_in(concepts: tuple[GoldConcept, ...], start: int, end: int) -> list[dict]:
     """Gold concepts inside [start, end), re-offset to the sentence."""
-    return [{"start": c.start - start, "end": c.end - start, "term": c.term, "cui": c.cui}
-            for c in concepts if start <= c.start and c.end <= end]
+    return [
+        {"start": c.start - start, "end": c.end - start, "term": c.term, "cui": c.cui}
+        for c in concepts
+        if start <= c.start and c.end <= end
+    ]
 
 
-def assemble(doc_id: str, records: list[MsdRecord], lookup: Mapping[str, str], source: str = "msd"
-             ) -> tuple[list[dict], list[dict], list[MsdRecord], list[tuple[MsdRecord, str]]]:
+def assemble(
+    doc_id: str, records: list[MsdRecord], lookup: Mapping[str, str], source: str = "msd"
+) -> tuple[list[dict], list[dict], list[MsdRecord], list[tuple[MsdRecord, str]]]:
     """One document's records -> (sentence rows, candidate groups, filtered, rejected with reason).
 
     A paired document needs one expert and one layman line. Otherwise the first record
@@ -154,10 +185,16 @@ def assemble(doc_id: str, records: list[MsdRecord], lookup: Mapping[str, str], s
     for side, rec in sorted(kept.items()):
         side_rows: list[dict] = []
         for heading, text in rec.sections:
-            part = document_rows(source, doc_id, side, "en", [(heading, text)], rec.locator,
-                                 {"topic": rec.topic, "title": rec.title,
-                                  "pcio": pcio_of(heading, lookup) if heading else ""},
-                                 len(side_rows))
+            part = document_rows(
+                source,
+                doc_id,
+                side,
+                "en",
+                [(heading, text)],
+                rec.locator,
+                {"topic": rec.topic, "title": rec.title, "pcio": pcio_of(heading, lookup) if heading else ""},
+                len(side_rows),
+            )
             for row in part:
                 row["gold_concepts"] = concepts_in(rec.concepts, row["char_start"], row["char_end"])
             side_rows += part
@@ -170,8 +207,16 @@ def assemble(doc_id: str, records: list[MsdRecord], lookup: Mapping[str, str], s
         complex_ids = [r["sentence_id"] for r in members if r["side"] == "complex"]
         simple_ids = [r["sentence_id"] for r in members if r["side"] == "simple"]
         if complex_ids and simple_ids:
-            groups.append({"group_id": f"{doc_id}:{element}", "doc_id": doc_id,
-                           "topic": members[0]["topic"], "pcio": element,
-                           "complex_ids": complex_ids, "simple_ids": simple_ids,
-                           "n_complex": len(complex_ids), "n_simple": len(simple_ids)})
+            groups.append(
+                {
+                    "group_id": f"{doc_id}:{element}",
+                    "doc_id": doc_id,
+                    "topic": members[0]["topic"],
+                    "pcio": element,
+                    "complex_ids": complex_ids,
+                    "simple_ids": simple_ids,
+                    "n_complex": len(complex_ids),
+                    "n_simple": len(simple_ids),
+                }
+            )
     return rows, groups, filtered, []

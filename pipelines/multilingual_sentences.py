@@ -9,6 +9,7 @@ lowercase word + single capital + full stop before a capitalised word ("hepatiti
 ("Group A. Group B") are left alone, as is anything inside brackets.
 Offsets are character offsets in the input text.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,7 +22,9 @@ _OPEN, _CLOSE = "([{", ")]}"
 _CONTINUES_LOWER = re.compile(r"^[\s\"'«“]*[a-zà-öø-ÿ]")
 _STARTS_NUMERIC = re.compile(r"^\s*[\d.,;:%)\]]")
 _ENDS_NUMERIC_DOT = re.compile(r"\d[.,]\s*$")
-_SINGLE_CAPITAL_END = re.compile(r"\b[a-zà-öø-ÿ][a-zà-öø-ÿ'’-]+ [A-Z]\.(\s+)(?=[\"'«“]?[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ])")
+_SINGLE_CAPITAL_END = re.compile(
+    r"\b[a-zà-öø-ÿ][a-zà-öø-ÿ'’-]+ [A-Z]\.(\s+)(?=[\"'«“]?[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ])"
+)
 _SPACE = re.compile(r"\s")
 WINDOW = 2_000  # characters pysbd sees at once (see _pysbd_spans)
 _SCRIPTS_WITHOUT_CASE = {"fa", "ar", "ur", "zh", "ja", "hi", "mr", "am", "my", "hy"}
@@ -71,7 +74,7 @@ def _pysbd_spans(text: str, language: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     pos = 0
     while len(text) - pos > WINDOW:
-        window = text[pos:pos + WINDOW]
+        window = text[pos : pos + WINDOW]
         found = _spans(window, segment(window), pos)
         if len(found) >= 2 and found[-1][0] > pos:  # all but the last (the window may cut it)
             spans += found[:-1]
@@ -99,8 +102,9 @@ def _should_join(text: str, prev: list[int], start: int, end: int, language: str
     if prev[2] > 0:
         return True
     nxt = text[start:end]
-    if _STARTS_NUMERIC.match(nxt) and (_ENDS_NUMERIC_DOT.search(text[max(prev[0], prev[1] - 8):prev[1]])
-                                       or prev[3]):
+    if _STARTS_NUMERIC.match(nxt) and (
+        _ENDS_NUMERIC_DOT.search(text[max(prev[0], prev[1] - 8) : prev[1]]) or prev[3]
+    ):
         return True  # "95% CI 0." + "14 to 0.68", or a lone abbreviation "Aprox." + "3 ensayos"
     if language not in _SCRIPTS_WITHOUT_CASE and _CONTINUES_LOWER.match(nxt):
         return True
@@ -134,8 +138,9 @@ def split_sentences(text: str, language: str = "en") -> list[Sentence]:
             last[3] = last[3] and not _SPACE.search(text, last[1], end)
             last[1] = end
         else:
-            merged.append([start, end, _depth_after(0, text, start, end),
-                           not _SPACE.search(text, start, end)])
+            merged.append(
+                [start, end, _depth_after(0, text, start, end), not _SPACE.search(text, start, end)]
+            )
     spans: list[tuple[int, int]] = []
     for start, end, _, _ in merged:
         for stop, nxt in _cuts(text, start, end, language):

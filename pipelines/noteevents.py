@@ -28,6 +28,7 @@ the file and the problem, never content.
 scan, so readers of the ranges yield exactly the records of a sequential read. Gzip streams
 are not seekable: a ``.gz`` file is one range (offsets then count decompressed bytes).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -76,8 +77,13 @@ class Reject:
         import base64
 
         raw = None if self.raw is None else base64.b64encode(self.raw).decode("ascii")
-        return {"source": self.source, "locator": self.locator, "reason": self.reason,
-                "detail": self.detail, "raw_base64": raw}
+        return {
+            "source": self.source,
+            "locator": self.locator,
+            "reason": self.reason,
+            "detail": self.detail,
+            "raw_base64": raw,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +130,19 @@ def _record_pattern(n: int) -> re.Pattern:
 
 MIMIC3 = Schema(
     "mimic3",
-    ("ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "STORETIME", "CATEGORY",
-     "DESCRIPTION", "CGID", "ISERROR", "TEXT"),
+    (
+        "ROW_ID",
+        "SUBJECT_ID",
+        "HADM_ID",
+        "CHARTDATE",
+        "CHARTTIME",
+        "STORETIME",
+        "CATEGORY",
+        "DESCRIPTION",
+        "CGID",
+        "ISERROR",
+        "TEXT",
+    ),
     re.compile(rb'(?:\r\n|\r|\n)(?="?\d+"?,"?\d+"?,"?[\d.]*"?,"?\d{4}-\d\d-\d\d)'),
     6,
 )
@@ -138,8 +155,7 @@ MIMIC4 = Schema(
 SCHEMAS = (MIMIC3, MIMIC4)
 _RECORDS = {s.name: s.record for s in SCHEMAS}
 # MIMIC-IV note_type -> the MIMIC-III category it corresponds to.
-MIMIC4_TYPES = {"DS": "Discharge summary", "AD": "Discharge summary",
-                "RR": "Radiology", "AR": "Radiology"}
+MIMIC4_TYPES = {"DS": "Discharge summary", "AD": "Discharge summary", "RR": "Radiology", "AR": "Radiology"}
 EXPECTED_HEADERS = " or ".join(f"{s.name} ({','.join(s.columns)})" for s in SCHEMAS)
 
 
@@ -161,14 +177,18 @@ def _unquote(value: bytes) -> bytes:
 def detect_schema(header: bytes, name: str = "input") -> Schema:
     """The schema whose column names match the header line (quotes and case ignored)."""
     m = _record_pattern(header.count(b",") + 1).fullmatch(header + b"\n")
-    names = () if m is None else tuple(
-        _unquote(m.group(i + 1)).decode("utf-8", "replace").strip().upper()
-        for i in range(header.count(b",") + 1))
+    names = (
+        ()
+        if m is None
+        else tuple(
+            _unquote(m.group(i + 1)).decode("utf-8", "replace").strip().upper()
+            for i in range(header.count(b",") + 1)
+        )
+    )
     for schema in SCHEMAS:
         if names == tuple(c.upper() for c in schema.columns):
             return schema
-    raise NoteFileError(f"{name}: the first line is not a note table header; expected "
-                        f"{EXPECTED_HEADERS}")
+    raise NoteFileError(f"{name}: the first line is not a note table header; expected {EXPECTED_HEADERS}")
 
 
 @dataclass(frozen=True)
@@ -180,8 +200,9 @@ class Layout:
     newline: bytes  # the header's line ending: b"\n", b"\r\n" or b"\r"
 
 
-def _open_stream(path: str, opener: Callable[[str], BinaryIO], stack: contextlib.ExitStack,
-                 name: str) -> BinaryIO:
+def _open_stream(
+    path: str, opener: Callable[[str], BinaryIO], stack: contextlib.ExitStack, name: str
+) -> BinaryIO:
     try:
         fh = stack.enter_context(opener(path))
     except IsADirectoryError:
@@ -202,11 +223,11 @@ def _read(fh: BinaryIO, size: int, name: str, offset: int) -> bytes:
     try:
         return fh.read(size)
     except EOFError:
-        raise NoteFileError(f"{name}: compressed stream ends early (truncated .gz) after "
-                            f"{offset} decompressed bytes") from None
+        raise NoteFileError(
+            f"{name}: compressed stream ends early (truncated .gz) after {offset} decompressed bytes"
+        ) from None
     except (gzip.BadGzipFile, zlib.error):
-        raise NoteFileError(f"{name}: corrupt or not gzip data near decompressed byte "
-                            f"{offset}") from None
+        raise NoteFileError(f"{name}: corrupt or not gzip data near decompressed byte {offset}") from None
     except IsADirectoryError:
         raise NoteFileError(f"{name}: is a directory, not a note file") from None
     except OSError as exc:
@@ -219,9 +240,10 @@ def _layout(start: bytes, name: str) -> Layout:
     bom = len(BOM) if start.startswith(BOM) else 0
     m = re.compile(rb"\r\n|\r|\n").search(start, bom)
     if m is None and len(start) >= MAX_HEADER_BYTES:
-        raise NoteFileError(f"{name}: no header line in the first {MAX_HEADER_BYTES} bytes; "
-                            f"expected {EXPECTED_HEADERS}")
-    header = start[bom:m.start() if m else len(start)]
+        raise NoteFileError(
+            f"{name}: no header line in the first {MAX_HEADER_BYTES} bytes; expected {EXPECTED_HEADERS}"
+        )
+    header = start[bom : m.start() if m else len(start)]
     schema = detect_schema(header, name)
     if m is not None and m.group() == b"\r" and m.end() == len(start) and len(start) >= MAX_HEADER_BYTES:
         raise NoteFileError(f"{name}: header line ending cut by the read limit")
@@ -229,8 +251,7 @@ def _layout(start: bytes, name: str) -> Layout:
     return Layout(schema, m.end() if m else len(start), newline)
 
 
-def check_file(path: str, *, source: str = "",
-               opener: Callable[[str], BinaryIO] | None = None) -> Layout:
+def check_file(path: str, *, source: str = "", opener: Callable[[str], BinaryIO] | None = None) -> Layout:
     """Read a file's header up front: NoteFileError (one line, no content) for a directory,
     no permission, an empty file, bad gzip, or a first line that is not a known header."""
     name = source or os.path.basename(path) or path
@@ -332,8 +353,14 @@ def _cut(offset: int, buf: bytes, a: int, b: int, spans: tuple = (), problem: st
 class _Reader:
     """Cuts one byte range of a note file into rows and classifies them."""
 
-    def __init__(self, path: str, categories: Iterable[str] | None, source: str,
-                 opener: Callable[[str], BinaryIO], max_text_chars: int | None = None):
+    def __init__(
+        self,
+        path: str,
+        categories: Iterable[str] | None,
+        source: str,
+        opener: Callable[[str], BinaryIO],
+        max_text_chars: int | None = None,
+    ):
         self.path, self.opener, self.max_text_chars = path, opener, max_text_chars
         self.name = source or os.path.basename(path)
         self.categories = None if categories is None else {normalise_category(c) for c in categories}
@@ -349,12 +376,11 @@ class _Reader:
                 fh.seek(start)
                 base, buf = start, b""
             else:
-                base, buf = layout.data_start, head[layout.data_start:]
+                base, buf = layout.data_start, head[layout.data_start :]
             for cut in self._scan(fh, layout.schema, base, buf, end):
                 yield layout, cut
 
-    def _scan(self, fh: BinaryIO, schema: Schema, base: int, buf: bytes,
-              end: int | None) -> Iterator[_Cut]:
+    def _scan(self, fh: BinaryIO, schema: Schema, base: int, buf: bytes, end: int | None) -> Iterator[_Cut]:
         """`base` is the file offset of buf[0], which is a row start."""
         record = _RECORDS[schema.name]
         eof, c, skipping, resync = False, None, False, -1
@@ -378,12 +404,13 @@ class _Reader:
                     if buf[pos] in b"\r\n":  # a blank line is not a row
                         if buf[pos] == 0x0D and pos + 1 == len(buf) and not eof:
                             break  # a CR that may be half of CRLF
-                        pos += 2 if buf[pos:pos + 2] == b"\r\n" else 1
+                        pos += 2 if buf[pos : pos + 2] == b"\r\n" else 1
                         continue
                     m = record.match(buf, pos)
                     if m is not None and (m.end() < len(buf) or eof):
-                        spans = tuple((m.start(i) - pos, m.end(i) - pos)
-                                      for i in range(1, len(schema.columns) + 1))
+                        spans = tuple(
+                            (m.start(i) - pos, m.end(i) - pos) for i in range(1, len(schema.columns) + 1)
+                        )
                         yield _cut(base + pos, buf, pos, m.end(), spans)
                         pos = m.end()
                         continue
@@ -395,8 +422,7 @@ class _Reader:
                     resync = pos + 1
                     continue
                 if not skipping:
-                    yield _cut(base + pos, buf, pos, c.end,
-                               tuple((a - pos, b - pos) for a, b in c.spans))
+                    yield _cut(base + pos, buf, pos, c.end, tuple((a - pos, b - pos) for a, b in c.spans))
                 pos, c, skipping = c.end, None, False
             if eof:
                 return
@@ -421,20 +447,35 @@ class _Reader:
             try:
                 yield self._classify(layout, cut)
             except Exception as exc:  # noqa: BLE001 - one row costs one row
-                yield Reject(self.name, f"{self.name}@{cut.offset}", "internal_error",
-                             {"error": type(exc).__name__}, cut.raw)
+                yield Reject(
+                    self.name,
+                    f"{self.name}@{cut.offset}",
+                    "internal_error",
+                    {"error": type(exc).__name__},
+                    cut.raw,
+                )
 
     def _classify(self, layout: Layout, cut: _Cut) -> Record:
         schema, locator = layout.schema, f"{self.name}@{cut.offset}"
         if cut.raw is None:
-            return Reject(self.name, locator, "record_too_large",
-                          {"bytes_at_least": cut.size, "limit": MAX_RECORD_BYTES})
+            return Reject(
+                self.name,
+                locator,
+                "record_too_large",
+                {"bytes_at_least": cut.size, "limit": MAX_RECORD_BYTES},
+            )
         if cut.problem:
-            return Reject(self.name, locator, "unparseable",
-                          {"problem": cut.problem, "bytes": cut.size}, cut.raw)
+            return Reject(
+                self.name, locator, "unparseable", {"problem": cut.problem, "bytes": cut.size}, cut.raw
+            )
         if len(cut.spans) != len(schema.columns):
-            return Reject(self.name, locator, "wrong_field_count",
-                          {"expected": len(schema.columns), "got": len(cut.spans)}, cut.raw)
+            return Reject(
+                self.name,
+                locator,
+                "wrong_field_count",
+                {"expected": len(schema.columns), "got": len(cut.spans)},
+                cut.raw,
+            )
         raw_fields = [_unquote(cut.raw[a:b]) for a, b in cut.spans]
         category = self._category(schema, raw_fields[schema.category_index])
         if self.categories is not None and normalise_category(category) not in self.categories:
@@ -447,47 +488,66 @@ class _Reader:
         name = raw.decode("utf-8", "replace")
         return MIMIC4_TYPES.get(name, name) if schema is MIMIC4 else name
 
-    def _note(self, layout: Layout, cut: _Cut, raw_fields: list[bytes], category: str,
-              locator: str) -> Record:
+    def _note(
+        self, layout: Layout, cut: _Cut, raw_fields: list[bytes], category: str, locator: str
+    ) -> Record:
         schema = layout.schema
         fields = []
         for i, value in enumerate(raw_fields):
             try:
                 fields.append(value.decode("utf-8"))
             except UnicodeDecodeError as exc:
-                return Reject(self.name, locator, "bad_utf8",
-                              {"byte_offset": cut.offset + cut.spans[i][0] + _quoted(cut, i)
-                               + exc.start, "fields": [schema.columns[i]]}, cut.raw)
+                return Reject(
+                    self.name,
+                    locator,
+                    "bad_utf8",
+                    {
+                        "byte_offset": cut.offset + cut.spans[i][0] + _quoted(cut, i) + exc.start,
+                        "fields": [schema.columns[i]],
+                    },
+                    cut.raw,
+                )
         text = fields[schema.text_index]
         if layout.newline != b"\n":
             text = text.replace(layout.newline.decode(), "\n")
         if not text.strip():
-            return Reject(self.name, locator, "missing_text", {"field": schema.columns[-1]},
-                          cut.raw)
+            return Reject(self.name, locator, "missing_text", {"field": schema.columns[-1]}, cut.raw)
         if self.max_text_chars is not None and len(text) > self.max_text_chars:
-            return Reject(self.name, locator, "text_too_long",
-                          {"field": schema.columns[-1], "chars": len(text),
-                           "limit": self.max_text_chars}, cut.raw)
+            return Reject(
+                self.name,
+                locator,
+                "text_too_long",
+                {"field": schema.columns[-1], "chars": len(text), "limit": self.max_text_chars},
+                cut.raw,
+            )
         problem = _check_fields(schema, fields)
         if problem is not None:
             reason, column = problem
             i = schema.columns.index(column)
-            return Reject(self.name, locator, reason, {"field": column, "length": len(fields[i])},
-                          cut.raw)
+            return Reject(self.name, locator, reason, {"field": column, "length": len(fields[i])}, cut.raw)
         subject = int(fields[1])
         hadm_match = _DECIMAL_ID.fullmatch(fields[2].strip())  # checked by the field rules above
         hadm = int(hadm_match.group(1)) if hadm_match and fields[2].strip() else None
         if schema is MIMIC3:
-            return Note(fields[0].strip(), subject, hadm, fields[6].strip(), fields[7].strip(),
-                        fields[3].strip(), text, locator)
-        return Note(fields[0].strip(), subject, hadm, category, fields[3], fields[5].strip()[:10],
-                    text, locator)
+            return Note(
+                fields[0].strip(),
+                subject,
+                hadm,
+                fields[6].strip(),
+                fields[7].strip(),
+                fields[3].strip(),
+                text,
+                locator,
+            )
+        return Note(
+            fields[0].strip(), subject, hadm, category, fields[3], fields[5].strip()[:10], text, locator
+        )
 
 
 def _quoted(cut: _Cut, i: int) -> int:
     """1 when field i is quoted (its content starts one byte later)."""
     a, _ = cut.spans[i]
-    return int((cut.raw or b"")[a:a + 1] == b'"')
+    return int((cut.raw or b"")[a : a + 1] == b'"')
 
 
 def _check_fields(schema: Schema, fields: list[str]) -> tuple[str, str] | None:
@@ -515,8 +575,9 @@ def _check_fields(schema: Schema, fields: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def plan_ranges(path: str, size: int, parts: int,
-                opener: Callable[[str], BinaryIO] | None = None) -> list[tuple[int, int | None]]:
+def plan_ranges(
+    path: str, size: int, parts: int, opener: Callable[[str], BinaryIO] | None = None
+) -> list[tuple[int, int | None]]:
     """Byte ranges for `parts` parallel readers, cut at row starts found by a sequential
     grammar scan (one range for gzip or tiny files)."""
     if path.endswith(".gz") or parts <= 1 or size < CHUNK:
@@ -535,10 +596,15 @@ def plan_ranges(path: str, size: int, parts: int,
     return [(a, b) for a, b in zip(starts, [*starts[1:], None])]
 
 
-def iter_records(path: str, *, categories: Iterable[str] | None = ("Discharge summary",),
-                 byte_range: tuple[int, int | None] = (0, None), source: str = "",
-                 opener: Callable[[str], BinaryIO] | None = None,
-                 max_text_chars: int | None = None) -> Iterator[Record]:
+def iter_records(
+    path: str,
+    *,
+    categories: Iterable[str] | None = ("Discharge summary",),
+    byte_range: tuple[int, int | None] = (0, None),
+    source: str = "",
+    opener: Callable[[str], BinaryIO] | None = None,
+    max_text_chars: int | None = None,
+) -> Iterator[Record]:
     """Yield every record of `path` (within `byte_range`, which `plan_ranges` makes) as Note,
     Reject or Filtered.
 

@@ -5,9 +5,11 @@ its target sections); `NoteProcessor.sentence_rows(record)` gives one row of the
 sentence table (docs/architecture.md) per sentence, with provenance and the selection
 features. The Beam job and the benchmark baseline both call these.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
+
 import pyarrow as pa
 
 from medsimp.pipelines.noteevents import Note
@@ -17,23 +19,43 @@ from medsimp.pipelines.sentences import splitter
 
 SOURCE = "notes"
 
-SENTENCE_SCHEMA = pa.schema([
-    ("sentence_id", pa.string()), ("source", pa.string()), ("doc_id", pa.string()),
-    ("side", pa.string()), ("language", pa.string()), ("section", pa.string()),
-    ("sentence_index", pa.int32()), ("char_start", pa.int32()), ("char_end", pa.int32()),
-    ("text", pa.string()),
-    ("note_id", pa.string()), ("subject_id", pa.int64()), ("hadm_id", pa.int64()),
-    ("category", pa.string()), ("section_start", pa.int32()),
-    ("n", pa.int32()), ("abb", pa.int32()), ("unc", pa.int32()), ("ratio", pa.float64()),
-    ("keep", pa.bool_()),
-])
+SENTENCE_SCHEMA = pa.schema(
+    [
+        ("sentence_id", pa.string()),
+        ("source", pa.string()),
+        ("doc_id", pa.string()),
+        ("side", pa.string()),
+        ("language", pa.string()),
+        ("section", pa.string()),
+        ("sentence_index", pa.int32()),
+        ("char_start", pa.int32()),
+        ("char_end", pa.int32()),
+        ("text", pa.string()),
+        ("note_id", pa.string()),
+        ("subject_id", pa.int64()),
+        ("hadm_id", pa.int64()),
+        ("category", pa.string()),
+        ("section_start", pa.int32()),
+        ("n", pa.int32()),
+        ("abb", pa.int32()),
+        ("unc", pa.int32()),
+        ("ratio", pa.float64()),
+        ("keep", pa.bool_()),
+    ]
+)
 
 
 def section_record(note: Note, extractor: SectionExtractor) -> dict:
     """Provenance and target sections of a note (`sections` may be empty)."""
     sections = [(s.name, s.text, s.start) for s in extractor.extract(note.text)]
-    return {"note_id": note.note_id, "subject_id": note.subject_id, "hadm_id": note.hadm_id,
-            "category": note.category, "locator": note.locator, "sections": sections}
+    return {
+        "note_id": note.note_id,
+        "subject_id": note.subject_id,
+        "hadm_id": note.hadm_id,
+        "category": note.category,
+        "locator": note.locator,
+        "sections": sections,
+    }
 
 
 class NoteProcessor:
@@ -41,13 +63,15 @@ class NoteProcessor:
 
     def __init__(self, params: Mapping, abbreviations: list[str], common_words: list[str]):
         self.split = splitter(params.get("splitter", "rules"))
-        self.selector = Selector(abbreviations, common_words,
-                                 case_sensitive=bool(params.get("case_sensitive", True)),
-                                 min_tokens=int(params.get("min_tokens", 10)),
-                                 min_ratio=float(params.get("min_ratio", 0.1)),
-                                 max_ratio=float(params.get("max_ratio", 0.5)),
-                                 abbreviation_counting=str(params.get("abbreviation_counting",
-                                                                      "pseudocode")))
+        self.selector = Selector(
+            abbreviations,
+            common_words,
+            case_sensitive=bool(params.get("case_sensitive", True)),
+            min_tokens=int(params.get("min_tokens", 10)),
+            min_ratio=float(params.get("min_ratio", 0.1)),
+            max_ratio=float(params.get("max_ratio", 0.5)),
+            abbreviation_counting=str(params.get("abbreviation_counting", "pseudocode")),
+        )
 
     def sentence_rows(self, record: Mapping) -> list[dict]:
         """Every sentence of the record's sections, numbered across sections."""
@@ -57,12 +81,24 @@ class NoteProcessor:
             for a, b in self.split(text):
                 sentence = text[a:b]
                 index = len(rows)
-                rows.append({
-                    "sentence_id": f"{SOURCE}:{doc}:complex:en:{index}", "source": SOURCE,
-                    "doc_id": doc, "side": "complex", "language": "en", "section": name,
-                    "sentence_index": index, "char_start": a, "char_end": b, "text": sentence,
-                    "note_id": doc, "subject_id": record["subject_id"],
-                    "hadm_id": record["hadm_id"], "category": record["category"],
-                    "section_start": start, **self.selector.features(sentence).as_dict(),
-                })
+                rows.append(
+                    {
+                        "sentence_id": f"{SOURCE}:{doc}:complex:en:{index}",
+                        "source": SOURCE,
+                        "doc_id": doc,
+                        "side": "complex",
+                        "language": "en",
+                        "section": name,
+                        "sentence_index": index,
+                        "char_start": a,
+                        "char_end": b,
+                        "text": sentence,
+                        "note_id": doc,
+                        "subject_id": record["subject_id"],
+                        "hadm_id": record["hadm_id"],
+                        "category": record["category"],
+                        "section_start": start,
+                        **self.selector.features(sentence).as_dict(),
+                    }
+                )
         return rows

@@ -22,6 +22,7 @@ An uncompressed file is cut into `num_ranges` byte ranges read in parallel (see
 medsimp.pipelines.noteevents); a .gz file is one range (gzip is not seekable), so it is read by
 one worker while the sentence work after the grouping is shared by all.
 """
+
 from __future__ import annotations
 
 import json
@@ -77,9 +78,14 @@ class _ReadRangeFn(beam.DoFn):
     def process(self, element):
         key, path, name, start, end = element
         counts: Counter = Counter()
-        records = noteevents.iter_records(path, categories=self.categories,
-                                          byte_range=(start, end), source=name, opener=open_file,
-                                          max_text_chars=self.max_text_chars)
+        records = noteevents.iter_records(
+            path,
+            categories=self.categories,
+            byte_range=(start, end),
+            source=name,
+            opener=open_file,
+            max_text_chars=self.max_text_chars,
+        )
         try:
             for rec in records:
                 counts["rows_read"] += 1
@@ -88,8 +94,9 @@ class _ReadRangeFn(beam.DoFn):
                 elif rec is noteevents.FILTERED_ISERROR:
                     counts["notes_filtered_iserror"] += 1
                 elif isinstance(rec, noteevents.Note):
-                    yield beam.pvalue.TaggedOutput("ids", (rec.note_id, (key, counts["notes_kept"],
-                                                                          rec.locator)))
+                    yield beam.pvalue.TaggedOutput(
+                        "ids", (rec.note_id, (key, counts["notes_kept"], rec.locator))
+                    )
                     yield key, counts["notes_kept"], rec
                     counts["notes_kept"] += 1
                 else:
@@ -97,8 +104,10 @@ class _ReadRangeFn(beam.DoFn):
                     yield beam.pvalue.TaggedOutput("rejects", rec.as_dict())
         except noteevents.NoteFileError as exc:
             counts["file_errors"] += 1
-            yield beam.pvalue.TaggedOutput("rejects", noteevents.Reject(
-                name, f"{name}@{start}", "file_error", {"problem": str(exc)}).as_dict())
+            yield beam.pvalue.TaggedOutput(
+                "rejects",
+                noteevents.Reject(name, f"{name}@{start}", "file_error", {"problem": str(exc)}).as_dict(),
+            )
         _count(counts)
 
 
@@ -110,8 +119,9 @@ def _duplicates(element):
     for _, _, locator in later:
         Metrics.counter(NAMESPACE, "rejected_duplicate_id").inc()
         source = locator.rpartition("@")[0]
-        yield noteevents.Reject(source, locator, "duplicate_id",
-                                {"field": "note id", "first": first[2]}).as_dict()
+        yield noteevents.Reject(
+            source, locator, "duplicate_id", {"field": "note id", "first": first[2]}
+        ).as_dict()
 
 
 def display_names(paths: list[str]) -> list[str]:
@@ -130,22 +140,29 @@ class ReadNotes(beam.PTransform):
     'duplicates' ((locator, 1) of those notes, for `AsDict`: consumers drop them, the counts
     treat them as rejected)."""
 
-    def __init__(self, files: list[tuple[str, str, int]], categories: list[str] | None,
-                 num_ranges: int, max_text_chars: int | None = None):
+    def __init__(
+        self,
+        files: list[tuple[str, str, int]],
+        categories: list[str] | None,
+        num_ranges: int,
+        max_text_chars: int | None = None,
+    ):
         super().__init__()
         self.files, self.categories, self.num_ranges = files, categories, num_ranges
         self.max_text_chars = max_text_chars
 
     def expand(self, pbegin):
-        read = (pbegin
-                | "Files" >> beam.Create([(i, *f) for i, f in enumerate(self.files)])
-                | "Plan" >> beam.ParDo(_PlanFn(self.num_ranges))
-                | "Spread" >> beam.Reshuffle()
-                | "Read" >> beam.ParDo(_ReadRangeFn(self.categories, self.max_text_chars)).with_outputs(
-                    "rejects", "ids", main="notes"))
-        dup_letters = (read.ids
-                       | "GroupIds" >> beam.GroupByKey()
-                       | "Duplicates" >> beam.FlatMap(_duplicates))
+        read = (
+            pbegin
+            | "Files" >> beam.Create([(i, *f) for i, f in enumerate(self.files)])
+            | "Plan" >> beam.ParDo(_PlanFn(self.num_ranges))
+            | "Spread" >> beam.Reshuffle()
+            | "Read"
+            >> beam.ParDo(_ReadRangeFn(self.categories, self.max_text_chars)).with_outputs(
+                "rejects", "ids", main="notes"
+            )
+        )
+        dup_letters = read.ids | "GroupIds" >> beam.GroupByKey() | "Duplicates" >> beam.FlatMap(_duplicates)
         rejects = (read.rejects, dup_letters) | "AllRejects" >> beam.Flatten()
         duplicates = dup_letters | "DuplicateLocators" >> beam.Map(lambda r: (r["locator"], 1))
         return {"notes": read.notes, "rejects": rejects, "duplicates": duplicates}
@@ -177,14 +194,17 @@ class ExtractSections(beam.PTransform):
         self.params = params
 
     def expand(self, notes):
-        return (notes
-                | "Sections" >> beam.ParDo(_SectionsFn(self.params))
-                | "Batch" >> beam.GroupByKey())
+        return notes | "Sections" >> beam.ParDo(_SectionsFn(self.params)) | "Batch" >> beam.GroupByKey()
 
 
 class _SentencesFn(beam.DoFn):
-    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str,
-                 tags: tuple[str, ...] = (MIMIC,)):
+    def __init__(
+        self,
+        params: Mapping,
+        lexicons: tuple[list[str], list[str]],
+        out_dir: str,
+        tags: tuple[str, ...] = (MIMIC,),
+    ):
         self.params, self.lexicons, self.out_dir, self.tags = dict(params), lexicons, out_dir, tags
 
     def setup(self):
@@ -194,16 +214,24 @@ class _SentencesFn(beam.DoFn):
         from medsimp.pipelines.beam_io import table_bytes
 
         key, packed = element
-        records = [record for _, record in sorted(pickle.loads(zlib.decompress(p)) for p in packed)
-                   if record["locator"] not in duplicates]  # counted as rejected duplicate_id
+        records = [
+            record
+            for _, record in sorted(pickle.loads(zlib.decompress(p)) for p in packed)
+            if record["locator"] not in duplicates
+        ]  # counted as rejected duplicate_id
         with_sections = [r for r in records if r["sections"]]
         rows = [row for record in with_sections for row in self.processor.sentence_rows(record)]
         kept = sum(r["keep"] for r in rows)
-        _count({"notes_with_sections": len(with_sections),
+        _count(
+            {
+                "notes_with_sections": len(with_sections),
                 "notes_without_sections": len(records) - len(with_sections),
                 "sections": sum(len(r["sections"]) for r in with_sections),
-                "sentences": len(rows), "sentences_selected": kept,
-                "sentences_not_selected": len(rows) - kept})
+                "sentences": len(rows),
+                "sentences_selected": kept,
+                "sentences_not_selected": len(rows) - kept,
+            }
+        )
         if not with_sections:
             return
         path = FileSystems.join(self.out_dir, f"part-{key}.parquet")
@@ -218,8 +246,14 @@ class SelectSentences(beam.PTransform):
     `duplicates` are dropped. The lexicons travel with the transform, so workers need no
     local files."""
 
-    def __init__(self, params: Mapping, lexicons: tuple[list[str], list[str]], out_dir: str,
-                 duplicates: beam.PCollection, tags: tuple[str, ...] = (MIMIC,)):
+    def __init__(
+        self,
+        params: Mapping,
+        lexicons: tuple[list[str], list[str]],
+        out_dir: str,
+        duplicates: beam.PCollection,
+        tags: tuple[str, ...] = (MIMIC,),
+    ):
         super().__init__()
         self.params, self.lexicons, self.out_dir, self.tags = params, lexicons, out_dir, tags
         self.duplicates = duplicates
@@ -227,7 +261,8 @@ class SelectSentences(beam.PTransform):
     def expand(self, batches):
         return batches | "SplitSelectWrite" >> beam.ParDo(
             _SentencesFn(self.params, self.lexicons, self.out_dir, self.tags),
-            beam.pvalue.AsDict(self.duplicates))
+            beam.pvalue.AsDict(self.duplicates),
+        )
 
 
 def dead_letter_sort_key(row: Mapping) -> tuple:
@@ -235,26 +270,41 @@ def dead_letter_sort_key(row: Mapping) -> tuple:
     return (source, int(offset) if offset.isdigit() else -1, row["reason"])
 
 
-def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: str,
-          params: Mapping, lexicons: tuple[list[str], list[str]],
-          tags: tuple[str, ...] = (MIMIC,)) -> None:
+def build(
+    pipeline: beam.Pipeline,
+    files: list[tuple[str, str, int]],
+    out_dir: str,
+    params: Mapping,
+    lexicons: tuple[list[str], list[str]],
+    tags: tuple[str, ...] = (MIMIC,),
+) -> None:
     """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
     with `tags` (the release of the note tables) as the sentences' lineage.
     The caller creates `out_dir/sentences` and writes an empty part if the job wrote none."""
     from medsimp.pipelines.beam_io import WriteSorted
 
     categories = params.get("categories", ["Discharge summary"])
-    read = pipeline | "ReadNotes" >> ReadNotes(files, categories,
-                                               int(params.get("num_ranges", 2)),
-                                               params.get("max_text_chars"))
-    (read["notes"]
-     | "ExtractSections" >> ExtractSections(params)
-     | "SelectSentences" >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences"),
-                                            read["duplicates"], tags))
-    (read["rejects"]
-     | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
-                                         num_shards=1, shard_key=lambda r: r["locator"],
-                                         sort_key=dead_letter_sort_key, fmt="jsonl"))
+    read = pipeline | "ReadNotes" >> ReadNotes(
+        files, categories, int(params.get("num_ranges", 2)), params.get("max_text_chars")
+    )
+    (
+        read["notes"]
+        | "ExtractSections" >> ExtractSections(params)
+        | "SelectSentences"
+        >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences"), read["duplicates"], tags)
+    )
+    (
+        read["rejects"]
+        | "WriteDeadLetters"
+        >> WriteSorted(
+            FileSystems.join(out_dir, "dead_letter"),
+            prefix="part",
+            num_shards=1,
+            shard_key=lambda r: r["locator"],
+            sort_key=dead_letter_sort_key,
+            fmt="jsonl",
+        )
+    )
 
 
 def note_files(patterns: list[str], expand_dirs: bool) -> list[tuple[str, str, int]]:
@@ -291,8 +341,9 @@ def raise_file_errors(dead_letter_dir: str) -> None:
     .gz), found among the dead letters; nothing when there is none."""
     from medsimp.errors import InputError
 
-    for match in sorted(m.path for m in FileSystems.match(
-            [FileSystems.join(dead_letter_dir, "*.jsonl")])[0].metadata_list):
+    for match in sorted(
+        m.path for m in FileSystems.match([FileSystems.join(dead_letter_dir, "*.jsonl")])[0].metadata_list
+    ):
         with FileSystems.open(match) as fh:
             for line in fh:
                 row = json.loads(line)

@@ -6,6 +6,7 @@ missing or empty is a deleted sentence (1 -> 0); a value holding several sentenc
 split (1 -> N). Adaptation k is document `<question_id>:<pmid>` for k = 1 and
 `<question_id>:<pmid>:a<k>` for k > 1 (the simple side of each adaptation is its own document).
 """
+
 from __future__ import annotations
 
 import re
@@ -62,9 +63,13 @@ def _numbered(value, name: str) -> dict[int, str]:
         except ValueError:
             number = None
         if number in out:
-            raise FormatError("ambiguous_sentence_number",
-                              f"{name} member {index} names sentence {number} again in another spelling")
-        raise FormatError("bad_sentence_number", f"{name} member {index} is not a plain ASCII sentence number")
+            raise FormatError(
+                "ambiguous_sentence_number",
+                f"{name} member {index} names sentence {number} again in another spelling",
+            )
+        raise FormatError(
+            "bad_sentence_number", f"{name} member {index} is not a plain ASCII sentence number"
+        )
     return out
 
 
@@ -88,17 +93,23 @@ def parse_document(question_id: str, question: str, pmid: str, entry) -> PlabaDo
     title = entry.get("Title")
     if title is not None and not isinstance(title, str):
         raise FormatError("bad_title", "Title must be a string")
-    return PlabaDoc(question_id, question, pmid, check_text(title or "", "Title"),
-                    tuple(sorted(abstract.items())), tuple(sorted(adaptations, key=lambda a: a[0])))
+    return PlabaDoc(
+        question_id,
+        question,
+        pmid,
+        check_text(title or "", "Title"),
+        tuple(sorted(abstract.items())),
+        tuple(sorted(adaptations, key=lambda a: a[0])),
+    )
 
 
 def top_members(text: str) -> list[tuple[str, int, int]]:
     """(question id, value start, value end) of the file's top-level object; FormatError
     `bad_json` when the file is not one JSON object (a whole-file fault)."""
     start = len(text) - len(text.lstrip())
-    if text[start:start + 1] != "{":
+    if text[start : start + 1] != "{":
         raise FormatError("bad_json", "the top level must be an object of question ids")
-    if text[value_end(text, start):].strip():
+    if text[value_end(text, start) :].strip():
         raise FormatError("bad_json", "text after the top-level object")
     return list(members(text, start))
 
@@ -159,18 +170,39 @@ def document_sentence_rows(doc: PlabaDoc, locator: str) -> list[dict]:
     base = {"question_id": doc.question_id, "pmid": doc.pmid}
     rows = []
     for index, (number, text) in enumerate((n, t) for n, t in doc.abstract if t.strip()):
-        rows.append({
-            "sentence_id": sentence_id(SOURCE, doc.doc_id, "complex", "en", index),
-            "source": SOURCE, "doc_id": doc.doc_id, "side": "complex", "language": "en",
-            "section": "", "sentence_index": index, "char_start": 0, "char_end": len(text),
-            "text": text, "locator": locator, **base, "sentence_number": number, "adaptation": 0})
+        rows.append(
+            {
+                "sentence_id": sentence_id(SOURCE, doc.doc_id, "complex", "en", index),
+                "source": SOURCE,
+                "doc_id": doc.doc_id,
+                "side": "complex",
+                "language": "en",
+                "section": "",
+                "sentence_index": index,
+                "char_start": 0,
+                "char_end": len(text),
+                "text": text,
+                "locator": locator,
+                **base,
+                "sentence_number": number,
+                "adaptation": 0,
+            }
+        )
     for k, numbered in doc.adaptations:
         doc_id = adaptation_doc_id(doc, k)
         offset = 0
         for number, _ in doc.abstract:
             text = numbered.get(number, "")
-            part = document_rows(SOURCE, doc_id, "simple", "en", [("", text)], locator,
-                                 {**base, "sentence_number": number, "adaptation": k}, offset)
+            part = document_rows(
+                SOURCE,
+                doc_id,
+                "simple",
+                "en",
+                [("", text)],
+                locator,
+                {**base, "sentence_number": number, "adaptation": k},
+                offset,
+            )
             offset += len(part)
             rows += part
     return rows
@@ -187,12 +219,19 @@ def gold_pairs(doc: PlabaDoc, rows: list[dict]) -> list[dict]:
     for k, _ in doc.adaptations:
         for number, crow in sorted(complex_rows.items()):
             srows = simple.get((k, number), [])
-            pairs.append({
-                "pair_id": f"{adaptation_doc_id(doc, k)}:{number}",
-                "question_id": doc.question_id, "pmid": doc.pmid, "adaptation": k,
-                "sentence_number": number, "complex_id": crow["sentence_id"],
-                "complex_text": crow["text"], "simple_ids": [r["sentence_id"] for r in srows],
-                "simple_text": " ".join(r["text"] for r in srows), "n_simple": len(srows),
-                "alignment": "1-0" if not srows else ("1-1" if len(srows) == 1 else "1-N"),
-            })
+            pairs.append(
+                {
+                    "pair_id": f"{adaptation_doc_id(doc, k)}:{number}",
+                    "question_id": doc.question_id,
+                    "pmid": doc.pmid,
+                    "adaptation": k,
+                    "sentence_number": number,
+                    "complex_id": crow["sentence_id"],
+                    "complex_text": crow["text"],
+                    "simple_ids": [r["sentence_id"] for r in srows],
+                    "simple_text": " ".join(r["text"] for r in srows),
+                    "n_simple": len(srows),
+                    "alignment": "1-0" if not srows else ("1-1" if len(srows) == 1 else "1-N"),
+                }
+            )
     return pairs

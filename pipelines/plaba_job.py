@@ -1,4 +1,5 @@
 """Beam job: PLABA JSON -> sentence table + gold sentence-aligned pairs."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,13 +26,20 @@ from medsimp.pipelines.source_job import (
 
 _IDS = [pa.field("question_id", pa.string()), pa.field("pmid", pa.string())]
 SCHEMA = sentence_schema(*_IDS, pa.field("sentence_number", pa.int32()), pa.field("adaptation", pa.int32()))
-PAIR_SCHEMA = pa.schema([
-    pa.field("pair_id", pa.string()), *_IDS, pa.field("adaptation", pa.int32()),
-    pa.field("sentence_number", pa.int32()), pa.field("complex_id", pa.string()),
-    pa.field("complex_text", pa.string()), pa.field("simple_ids", pa.list_(pa.string())),
-    pa.field("simple_text", pa.string()), pa.field("n_simple", pa.int32()),
-    pa.field("alignment", pa.string()),
-])
+PAIR_SCHEMA = pa.schema(
+    [
+        pa.field("pair_id", pa.string()),
+        *_IDS,
+        pa.field("adaptation", pa.int32()),
+        pa.field("sentence_number", pa.int32()),
+        pa.field("complex_id", pa.string()),
+        pa.field("complex_text", pa.string()),
+        pa.field("simple_ids", pa.list_(pa.string())),
+        pa.field("simple_text", pa.string()),
+        pa.field("n_simple", pa.int32()),
+        pa.field("alignment", pa.string()),
+    ]
+)
 
 
 def check_input(path: str) -> None:
@@ -81,24 +89,42 @@ class DocFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput("pairs", pair)
 
 
-def run(input_path: str, out_dir: str, params: dict, beam_params: dict, beam_args: list[str],
-        metrics_file: str | None) -> dict:
+def run(
+    input_path: str,
+    out_dir: str,
+    params: dict,
+    beam_params: dict,
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
     check_input(input_path)
     num_shards = int(params.get("num_shards", 1))
     tables = {
-        "sentences": Table("sentences", SCHEMA, lambda r: r["doc_id"],
-                           lambda r: (r["doc_id"], r["side"], r["sentence_index"])),
-        "pairs": Table("pairs", PAIR_SCHEMA, lambda r: r["pair_id"],
-                       lambda r: (r["question_id"], r["pmid"], r["adaptation"], r["sentence_number"])),
+        "sentences": Table(
+            "sentences",
+            SCHEMA,
+            lambda r: r["doc_id"],
+            lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
+        ),
+        "pairs": Table(
+            "pairs",
+            PAIR_SCHEMA,
+            lambda r: r["pair_id"],
+            lambda r: (r["question_id"], r["pmid"], r["adaptation"], r["sentence_number"]),
+        ),
         "dead": dead_letter_table(),
     }
     tables = stamp(tables, ["plaba"])
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        out = (p | "Files" >> beam.Create([input_path]) | "Read" >> beam.FlatMap(read_file)
-               | "Reshuffle" >> beam.Reshuffle()
-               | "Docs" >> beam.ParDo(DocFn()).with_outputs("dead", "pairs", main="rows"))
-        write_tables({"sentences": out.rows, "pairs": out.pairs, "dead": out.dead},
-                     tables, out_dir, num_shards)
-    return finish(p.result, SOURCE, out_dir, tables, num_shards, metrics_file,
-                  extra={"filtered": 0})
+        out = (
+            p
+            | "Files" >> beam.Create([input_path])
+            | "Read" >> beam.FlatMap(read_file)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Docs" >> beam.ParDo(DocFn()).with_outputs("dead", "pairs", main="rows")
+        )
+        write_tables(
+            {"sentences": out.rows, "pairs": out.pairs, "dead": out.dead}, tables, out_dir, num_shards
+        )
+    return finish(p.result, SOURCE, out_dir, tables, num_shards, metrics_file, extra={"filtered": 0})

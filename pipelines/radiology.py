@@ -11,6 +11,7 @@ DAG::
 Counters: the reader's `notes` namespace (rows_read = notes_kept + notes_filtered_* +
 rejected_*) and `radiology` (sentences = kept + duplicates + filtered_*).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -63,25 +64,46 @@ def _merge(element, duplicate_notes):
     yield row
 
 
-def build(pipeline: beam.Pipeline, files: list[tuple[str, str, int]], out_dir: str,
-          params: Mapping, lexicons, tags: tuple[str, ...] = (MIMIC,)) -> None:
+def build(
+    pipeline: beam.Pipeline,
+    files: list[tuple[str, str, int]],
+    out_dir: str,
+    params: Mapping,
+    lexicons,
+    tags: tuple[str, ...] = (MIMIC,),
+) -> None:
     """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
     with `tags` (the release of the note tables) as the sentences' lineage."""
     from medsimp.pipelines.beam_io import WriteSorted
     from medsimp.pipelines.notes_job import ReadNotes, dead_letter_sort_key
 
-    read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], int(params.get("num_ranges", 2)),
-                                               params.get("max_text_chars"))
-    (read["notes"]
-     | "Extract" >> beam.ParDo(_ExtractFn(params, lexicons))
-     | "GroupDuplicates" >> beam.GroupByKey()
-     | "Merge" >> beam.FlatMap(_merge, beam.pvalue.AsDict(read["duplicates"]))
-     | "WriteSentences" >> WriteSorted(FileSystems.join(out_dir, "sentences"), prefix="part",
-                                       num_shards=int(params.get("num_shards", 1)),
-                                       shard_key=lambda r: r["doc_id"],
-                                       sort_key=row_order,
-                                       schema=with_lineage(SCHEMA, tags)))
-    (read["rejects"]
-     | "WriteDeadLetters" >> WriteSorted(FileSystems.join(out_dir, "dead_letter"), prefix="part",
-                                         num_shards=1, shard_key=lambda r: r["locator"],
-                                         sort_key=dead_letter_sort_key, fmt="jsonl"))
+    read = pipeline | "ReadNotes" >> ReadNotes(
+        files, ["Radiology"], int(params.get("num_ranges", 2)), params.get("max_text_chars")
+    )
+    (
+        read["notes"]
+        | "Extract" >> beam.ParDo(_ExtractFn(params, lexicons))
+        | "GroupDuplicates" >> beam.GroupByKey()
+        | "Merge" >> beam.FlatMap(_merge, beam.pvalue.AsDict(read["duplicates"]))
+        | "WriteSentences"
+        >> WriteSorted(
+            FileSystems.join(out_dir, "sentences"),
+            prefix="part",
+            num_shards=int(params.get("num_shards", 1)),
+            shard_key=lambda r: r["doc_id"],
+            sort_key=row_order,
+            schema=with_lineage(SCHEMA, tags),
+        )
+    )
+    (
+        read["rejects"]
+        | "WriteDeadLetters"
+        >> WriteSorted(
+            FileSystems.join(out_dir, "dead_letter"),
+            prefix="part",
+            num_shards=1,
+            shard_key=lambda r: r["locator"],
+            sort_key=dead_letter_sort_key,
+            fmt="jsonl",
+        )
+    )

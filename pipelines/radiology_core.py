@@ -8,6 +8,7 @@ as "Single portable AP view of the chest." drop out. Metadata: body parts and fi
 (lexicon lookups with plural folding), negation ("no", "without", "negative for") and the
 exam description. Duplicates are found by `dedup_key` (case, spacing and a final period ignored).
 """
+
 from __future__ import annotations
 
 import re
@@ -40,8 +41,9 @@ SCHEMA = sentence_schema(
 
 
 def _lines(path: Path) -> list[str]:
-    return [ln for ln in path.read_text(encoding="utf-8").splitlines()
-            if ln.strip() and not ln.startswith("#")]
+    return [
+        ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")
+    ]
 
 
 def load_lexicons(root: Path = LEXICONS) -> tuple[dict[str, str], frozenset[str]]:
@@ -69,10 +71,13 @@ def dedup_key(text: str) -> str:
 class RadiologyExtractor:
     """Note -> (kept sentence rows, Counter of filter reasons)."""
 
-    def __init__(self, params: Mapping,
-                 lexicons: tuple[dict[str, str], frozenset[str]] | None = None):
-        self.sections = SectionExtractor({name.upper(): SECTION_HEADERS.get(name.lower(), name)
-                                          for name in params.get("sections", list(SECTION_HEADERS))})
+    def __init__(self, params: Mapping, lexicons: tuple[dict[str, str], frozenset[str]] | None = None):
+        self.sections = SectionExtractor(
+            {
+                name.upper(): SECTION_HEADERS.get(name.lower(), name)
+                for name in params.get("sections", list(SECTION_HEADERS))
+            }
+        )
         self.split = splitter(str(params.get("splitter", "rules")))
         self.min_tokens = int(params.get("min_tokens", 2))
         self.max_tokens = int(params.get("max_tokens", 60))
@@ -107,16 +112,25 @@ class RadiologyExtractor:
                     counts[f"filtered_{why}"] += 1
                 else:
                     forms = [f for t in tokens for f in _forms(t)]
-                    rows.append({
-                        "sentence_id": sentence_id(SOURCE, note.note_id, "complex", "en", index),
-                        "source": SOURCE, "doc_id": note.note_id, "side": "complex",
-                        "language": "en", "section": section.name, "sentence_index": index,
-                        "char_start": a, "char_end": b, "text": text, "locator": note.locator,
-                        "exam": note.description,
-                        "body_parts": sorted({self.parts[f] for f in forms if f in self.parts}),
-                        "finding_words": sorted({f for f in forms if f in self.findings}),
-                        "negated": bool(_NEGATION.search(text)),
-                    })
+                    rows.append(
+                        {
+                            "sentence_id": sentence_id(SOURCE, note.note_id, "complex", "en", index),
+                            "source": SOURCE,
+                            "doc_id": note.note_id,
+                            "side": "complex",
+                            "language": "en",
+                            "section": section.name,
+                            "sentence_index": index,
+                            "char_start": a,
+                            "char_end": b,
+                            "text": text,
+                            "locator": note.locator,
+                            "exam": note.description,
+                            "body_parts": sorted({self.parts[f] for f in forms if f in self.parts}),
+                            "finding_words": sorted({f for f in forms if f in self.findings}),
+                            "negated": bool(_NEGATION.search(text)),
+                        }
+                    )
                 index += 1
         return rows, counts
 

@@ -14,6 +14,7 @@ Syllable-based scores (FKGL, fog) need textstat's support for the language (pyph
 elsewhere (e.g. fa) they are null. `n_tokens` counts NLTK Treebank tokens holding a word
 character.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,8 +46,13 @@ def scores(text: str, language: str, syllable_languages: Iterable[str], n_senten
 
     ensure_nltk_data()  # textstat 0.7.13 reads NLTK's cmudict for English syllables
     n_tokens = len(tokens(text))
-    out: dict[str, float | int | None] = {"fkgl": None, "gunning_fog": None, "coleman_liau": None,
-                                          "ari": None, "n_tokens": n_tokens}
+    out: dict[str, float | int | None] = {
+        "fkgl": None,
+        "gunning_fog": None,
+        "coleman_liau": None,
+        "ari": None,
+        "n_tokens": n_tokens,
+    }
     with _LOCK:
         textstat.set_lang(language if language in set(syllable_languages) else "en")
         words = textstat.lexicon_count(text)

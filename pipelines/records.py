@@ -7,6 +7,7 @@ members of a large JSON object one by one so that one bad member costs only itse
 `guarded` turns any exception of a parser into a FormatError. Details name fields,
 positions and lengths, never record text.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,6 +28,7 @@ _SCALAR_END = re.compile(r"[,}\]\s]")
 class Line(NamedTuple):
     """One non-blank line of a line-per-record file: `number` is the physical line,
     `ordinal` the 1-based position among non-blank lines (blank lines shift nothing)."""
+
     text: str
     number: int
     ordinal: int
@@ -66,8 +68,7 @@ def _float(text: str) -> float:
 def loads(text: str) -> Any:
     """Strict JSON: FormatError `bad_json`, `duplicate_key`, `too_deep` or `lone_surrogate`."""
     try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
-                           parse_float=_float)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
     except json.JSONDecodeError as exc:
         where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
         raise FormatError("bad_json", f"{exc.msg} at {where}") from None
@@ -115,8 +116,8 @@ def int_field(value: Any, field: str, reason: str, low: int = 0, high: int = INT
 
 def value_end(text: str, start: int) -> int:
     """Index after the JSON value that starts at `start` (strings and brackets balanced)."""
-    if text[start:start + 1] not in ("{", "["):
-        if text[start:start + 1] == '"':
+    if text[start : start + 1] not in ("{", "["):
+        if text[start : start + 1] == '"':
             match = _TOKEN.match(text, start)
             if match is None:
                 raise FormatError("bad_json", f"unterminated string at offset {start}")
@@ -147,20 +148,20 @@ def members(text: str, start: int = 0) -> Iterator[tuple[str, int, int]]:
     parsing the values (parse each with `loads(text[s:e])`). Raises FormatError `bad_json`
     when the object itself is malformed (keys, colons, commas, brackets)."""
     pos = _ws(text, start)
-    if text[pos:pos + 1] != "{":
+    if text[pos : pos + 1] != "{":
         raise FormatError("bad_json", f"expected an object at offset {pos}")
     pos = _ws(text, pos + 1)
-    if text[pos:pos + 1] == "}":
+    if text[pos : pos + 1] == "}":
         return
     while True:
-        if text[pos:pos + 1] != '"':
+        if text[pos : pos + 1] != '"':
             raise FormatError("bad_json", f"expected a key at offset {pos}")
         try:
             key, pos = _DECODER.raw_decode(text, pos)
         except json.JSONDecodeError:
             raise FormatError("bad_json", f"bad key at offset {pos}") from None
         pos = _ws(text, pos)
-        if text[pos:pos + 1] != ":":
+        if text[pos : pos + 1] != ":":
             raise FormatError("bad_json", f"expected ':' at offset {pos}")
         begin = _ws(text, pos + 1)
         end = value_end(text, begin)
@@ -168,9 +169,9 @@ def members(text: str, start: int = 0) -> Iterator[tuple[str, int, int]]:
             raise FormatError("bad_json", f"expected a value at offset {begin}")
         yield key, begin, end
         pos = _ws(text, end)
-        if text[pos:pos + 1] == "}":
+        if text[pos : pos + 1] == "}":
             return
-        if text[pos:pos + 1] != ",":
+        if text[pos : pos + 1] != ",":
             raise FormatError("bad_json", f"expected ',' or '}}' at offset {pos}")
         pos = _ws(text, pos + 1)
 

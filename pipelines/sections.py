@@ -6,6 +6,7 @@ next header of any kind: a line starting with a short capitalised phrase followe
 colon ("Past Medical History:", "Medications on Admission:", "ALLERGIES:"). Text on the
 header line after the colon belongs to the section. Both pattern sets are params.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,7 +21,7 @@ DEFAULT_TARGETS: dict[str, str] = {
 }
 # Any header: a Title-case word of 4+ letters, an ALL-CAPS word of 4+ letters, or a phrase of
 # 2-6 words starting with a capital, at the start of a line, followed by a colon.
-DEFAULT_ANY_HEADER = (r"(?:[A-Z][a-z]{3,}|[A-Z]{4,}|[A-Z][A-Za-z]*(?:[ \t/&-]+[A-Za-z()]+){1,5})")
+DEFAULT_ANY_HEADER = r"(?:[A-Z][a-z]{3,}|[A-Z]{4,}|[A-Z][A-Za-z]*(?:[ \t/&-]+[A-Za-z()]+){1,5})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +49,9 @@ class SectionExtractor:
         for m in self._target.finditer(text):
             name = self.names[int(next(k for k, v in m.groupdict().items() if v is not None)[1:])]
             start = m.end()
-            ends = [m2.start() for m2 in (self._any.search(text, start),
-                                           self._target.search(text, start)) if m2]
+            ends = [
+                m2.start() for m2 in (self._any.search(text, start), self._target.search(text, start)) if m2
+            ]
             end = min(ends, default=len(text))
             body = text[start:end]
             lead = len(body) - len(body.lstrip())

@@ -20,6 +20,7 @@ no digits; its header says so). The same list feeds CWR in `medsimp evaluate`.
 A de-identification placeholder (``[**Hospital1 18**]``) is one token; it is never an
 abbreviation and its lemma is not a common word, so it counts in `unc`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,8 +48,7 @@ class Features:
     keep: bool
 
     def as_dict(self) -> dict:
-        return {"n": self.n, "abb": self.abb, "unc": self.unc, "ratio": self.ratio,
-                "keep": self.keep}
+        return {"n": self.n, "abb": self.abb, "unc": self.unc, "ratio": self.ratio, "keep": self.keep}
 
 
 class _NoObjects(pickle.Unpickler):
@@ -82,8 +82,7 @@ def load_abbreviations(path: str | Path) -> dict[str, list[str]]:
         data = {str(k): [] for k in data}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: an abbreviation lexicon must map abbreviations to expansions")
-    return {str(k): [v] if isinstance(v, str) else [str(x) for x in v or []]
-            for k, v in data.items()}
+    return {str(k): [v] if isinstance(v, str) else [str(x) for x in v or []] for k, v in data.items()}
 
 
 def load_common_words(path: str | Path) -> set[str]:
@@ -130,8 +129,7 @@ def _stdlib(pattern):
 # Letters every CONTRACTIONS2/3 match of NLTKWordTokenizer contains. Its earlier rules only
 # insert spaces, replace quote characters and collapse whitespace, so a text without these
 # letter runs has no contraction match: the ten contraction substitutions are skipped.
-_CONTRACTION_LETTERS = re.compile(r"cannot|ye|gimme|gonna|gotta|lemme|more|wanna|tis|twas",
-                                  re.I)
+_CONTRACTION_LETTERS = re.compile(r"cannot|ye|gimme|gonna|gotta|lemme|more|wanna|tis|twas", re.I)
 
 
 @functools.lru_cache(maxsize=1)
@@ -166,7 +164,7 @@ def tokenize(sentence: str) -> list[str]:
     out: list[str] = []
     pos = 0
     for m in PLACEHOLDER.finditer(sentence):
-        out += tok(sentence[pos:m.start()])
+        out += tok(sentence[pos : m.start()])
         out.append(m.group())
         pos = m.end()
     out += tok(sentence[pos:])
@@ -176,13 +174,21 @@ def tokenize(sentence: str) -> list[str]:
 class Selector:
     """Algorithm 1 with fixed lexicons and thresholds."""
 
-    def __init__(self, abbreviations: Iterable[str], common_words: Iterable[str], *,
-                 case_sensitive: bool = True, min_tokens: int = 10,
-                 min_ratio: float = 0.1, max_ratio: float = 0.5,
-                 abbreviation_counting: str = "pseudocode"):
+    def __init__(
+        self,
+        abbreviations: Iterable[str],
+        common_words: Iterable[str],
+        *,
+        case_sensitive: bool = True,
+        min_tokens: int = 10,
+        min_ratio: float = 0.1,
+        max_ratio: float = 0.5,
+        abbreviation_counting: str = "pseudocode",
+    ):
         if abbreviation_counting not in ABBREVIATION_COUNTING:
-            raise ValueError(f"abbreviation_counting must be one of {ABBREVIATION_COUNTING}, "
-                             f"got {abbreviation_counting!r}")
+            raise ValueError(
+                f"abbreviation_counting must be one of {ABBREVIATION_COUNTING}, got {abbreviation_counting!r}"
+            )
         self.count_abbreviations_twice = abbreviation_counting == "pseudocode"
         self.case_sensitive = case_sensitive
         self.abbreviations = frozenset(a if case_sensitive else a.lower() for a in abbreviations)
@@ -221,8 +227,9 @@ def load_lexicons(params: dict, root: str | Path = ".") -> tuple[list[str], list
     from medsimp.config import resolve_path
     from medsimp.params_schema import default
 
-    abbreviations = load_abbreviations(resolve_path(
-        params.get("abbreviations", default("notes.abbreviations")), root))
+    abbreviations = load_abbreviations(
+        resolve_path(params.get("abbreviations", default("notes.abbreviations")), root)
+    )
     common = load_common_words(resolve_path(params.get("common_words", default("notes.common_words")), root))
     return sorted(abbreviations), sorted(common)
 

@@ -1,4 +1,5 @@
 """Rows of the common sentence table (docs/architecture.md) and its Arrow schema."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -32,21 +33,37 @@ def sentence_id(source: str, doc_id: str, side: str, language: str, index: int) 
     return f"{source}:{doc_id}:{side}:{language}:{index}"
 
 
-def document_rows(source: str, doc_id: str, side: str, language: str,
-                  sections: Iterable[tuple[str, str]], locator: str,
-                  extra: Mapping[str, Any] | None = None, start_index: int = 0) -> list[dict]:
+def document_rows(
+    source: str,
+    doc_id: str,
+    side: str,
+    language: str,
+    sections: Iterable[tuple[str, str]],
+    locator: str,
+    extra: Mapping[str, Any] | None = None,
+    start_index: int = 0,
+) -> list[dict]:
     """Split each (heading, text) section into sentences; index runs across sections."""
     rows: list[dict] = []
     for heading, text in sections:
         for sent in split_sentences(text, language):
             index = start_index + len(rows)
-            rows.append({
-                "sentence_id": sentence_id(source, doc_id, side, language, index),
-                "source": source, "doc_id": doc_id, "side": side, "language": language,
-                "section": heading, "sentence_index": index,
-                "char_start": sent.start, "char_end": sent.end, "text": sent.text,
-                "locator": locator, **(extra or {}),
-            })
+            rows.append(
+                {
+                    "sentence_id": sentence_id(source, doc_id, side, language, index),
+                    "source": source,
+                    "doc_id": doc_id,
+                    "side": side,
+                    "language": language,
+                    "section": heading,
+                    "sentence_index": index,
+                    "char_start": sent.start,
+                    "char_end": sent.end,
+                    "text": sent.text,
+                    "locator": locator,
+                    **(extra or {}),
+                }
+            )
     return rows
 
 

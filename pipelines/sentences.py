@@ -17,6 +17,7 @@ splitting, so no split ever falls inside one. Post-processing drops spans withou
 letter or digit (PyRuSH's newline-only sentences), trims whitespace, and joins a span
 ending in "cont." to the next one (PyRuSH splits after it).
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,13 +31,38 @@ _ALNUM = re.compile(r"[^\W_]")
 _CONT = re.compile(r"\bcont\.$", re.I)
 
 _BLANK = re.compile(r"\n[ \t]*\n\s*")
-_LINE_ITEM = re.compile(r"\n(?=[ \t]*(?:\d{1,2}[.)][ \t]|[-*\u2022#][ \t]?\S|"
-                        r"[A-Z][A-Za-z/&-]*(?:[ \t][A-Za-z/&-]+){0,3}:))")
+_LINE_ITEM = re.compile(
+    r"\n(?=[ \t]*(?:\d{1,2}[.)][ \t]|[-*\u2022#][ \t]?\S|"
+    r"[A-Z][A-Za-z/&-]*(?:[ \t][A-Za-z/&-]+){0,3}:))"
+)
 # Starts only at the first mark of a run (possessive): one try per run, not per character.
 _TERMINAL = re.compile(r"(?<![.!?])[.!?]++[\"')\]]*+(?=\s+(?:[\"'(\[]?[A-Z0-9]|#\s))")
 _NONSPACE = re.compile(r"\S")
-_NO_BREAK = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e", "approx",
-                       "cont", "no", "nos", "fig", "jr", "sr", "ca", "cf", "al", "etc", "resp"})
+_NO_BREAK = frozenset(
+    {
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "prof",
+        "st",
+        "vs",
+        "e.g",
+        "i.e",
+        "approx",
+        "cont",
+        "no",
+        "nos",
+        "fig",
+        "jr",
+        "sr",
+        "ca",
+        "cf",
+        "al",
+        "etc",
+        "resp",
+    }
+)
 
 Span = tuple[int, int]
 
@@ -50,7 +76,7 @@ def _word_before(text: str, start: int, end: int) -> str:
     """The last whitespace-free run of text[start:end] minus its trailing ".", "!", "?"
     (keeping at least one character). Looks back at most 64 characters: a longer run is
     never an abbreviation or a list number, and the cost stays linear on long lines."""
-    run = text[max(start, end - 64):end].rsplit(None, 1)[-1]
+    run = text[max(start, end - 64) : end].rsplit(None, 1)[-1]
     return run.rstrip(".!?") or run[0]
 
 
@@ -120,7 +146,7 @@ def postprocess(text: str, spans: list[Span]) -> list[Span]:
             out[-1] = (out[-1][0], b)
         else:
             out.append((a, b))
-        join_next = bool(_CONT.search(text[max(out[-1][0], out[-1][1] - 6):out[-1][1]]))
+        join_next = bool(_CONT.search(text[max(out[-1][0], out[-1][1] - 6) : out[-1][1]]))
     return out
 
 
@@ -132,5 +158,5 @@ def splitter(name: str = "rules") -> Callable[[str], list[Span]]:
     try:
         raw = SPLITTERS[name]
     except KeyError:
-        raise ValueError(f"unknown sentence splitter {name!r}; choose from {sorted(SPLITTERS)}")
+        raise ValueError(f"unknown sentence splitter {name!r}; choose from {sorted(SPLITTERS)}") from None
     return lambda text: postprocess(text, raw(text))

@@ -4,6 +4,7 @@ A job builds its PCollections, hands them to `write_tables`, runs, and `finish` 
 Beam counters into a reconciled `stats.json` (plus an optional `--metrics` copy).
 Counter names may contain one dot (`rejected.bad_json`): they become nested maps.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,6 +31,7 @@ DEAD_LETTER = "dead_letter"
 @dataclass(frozen=True)
 class Table:
     """One output table: sub-directory ("" = the output dir), schema (None -> jsonl), keys."""
+
     name: str
     schema: pa.Schema | None
     shard_key: Callable[[dict], str]
@@ -37,8 +39,12 @@ class Table:
 
 
 def dead_letter_table() -> Table:
-    return Table(DEAD_LETTER, None, lambda r: r["locator"],
-                 lambda r: (locator_key(r["locator"]), r["reason"], r["detail"]))
+    return Table(
+        DEAD_LETTER,
+        None,
+        lambda r: r["locator"],
+        lambda r: (locator_key(r["locator"]), r["reason"], r["detail"]),
+    )
 
 
 class Counter:
@@ -104,8 +110,9 @@ class ParseFn(beam.DoFn):
         if isinstance(value, FormatError):
             self.count.inc("rejected")
             self.count.inc(f"rejected.{value.reason}")
-            yield beam.pvalue.TaggedOutput("dead", dead_letter(self.source, locator, value.reason,
-                                                              value.detail))
+            yield beam.pvalue.TaggedOutput(
+                "dead", dead_letter(self.source, locator, value.reason, value.detail)
+            )
         else:
             yield self.key(value), value
 
@@ -115,19 +122,28 @@ def stamp(tables: Mapping[str, Table], tags: Iterable[str] | None) -> dict[str, 
     left unstamped, which every guard treats as MIMIC-derived)."""
     if tags is None:
         return dict(tables)
-    return {name: replace(t, schema=with_lineage(t.schema, tags)) if t.schema is not None else t
-            for name, t in tables.items()}
+    return {
+        name: replace(t, schema=with_lineage(t.schema, tags)) if t.schema is not None else t
+        for name, t in tables.items()
+    }
 
 
-def write_tables(pcolls: Mapping[str, Any], tables: Mapping[str, Table], out_dir: str,
-                 num_shards: int) -> None:
+def write_tables(
+    pcolls: Mapping[str, Any], tables: Mapping[str, Table], out_dir: str, num_shards: int
+) -> None:
     """Attach a sorted, sharded writer for every table."""
     for name, table in tables.items():
         fmt = "parquet" if table.schema is not None else "jsonl"
         shards = num_shards if fmt == "parquet" else 1
         _ = pcolls[name] | f"Write_{name}" >> WriteSorted(
-            _table_dir(out_dir, table), prefix="part", num_shards=shards,
-            shard_key=table.shard_key, sort_key=table.sort_key, schema=table.schema, fmt=fmt)
+            _table_dir(out_dir, table),
+            prefix="part",
+            num_shards=shards,
+            shard_key=table.shard_key,
+            sort_key=table.sort_key,
+            schema=table.schema,
+            fmt=fmt,
+        )
 
 
 def _table_dir(out_dir: str, table: Table) -> str:
@@ -152,16 +168,25 @@ def nest(flat: Mapping[str, int]) -> dict[str, Any]:
     return out
 
 
-def finish(result, namespace: str, out_dir: str, tables: Mapping[str, Table], num_shards: int,
-           metrics_file: str | None, extra: Mapping[str, Any] | None = None,
-           reconcile: tuple[str, list[str]] = ("read", ["kept", "filtered", "rejected"]),
-           zero: tuple[str, ...] = (), notes: Iterable[str] = ()) -> dict:
+def finish(
+    result,
+    namespace: str,
+    out_dir: str,
+    tables: Mapping[str, Table],
+    num_shards: int,
+    metrics_file: str | None,
+    extra: Mapping[str, Any] | None = None,
+    reconcile: tuple[str, list[str]] = ("read", ["kept", "filtered", "rejected"]),
+    zero: tuple[str, ...] = (),
+    notes: Iterable[str] = (),
+) -> dict:
     """Fill empty shards, reconcile counters and write stats.json (+ metrics copy); the
     summary says `notes` (and any dead letters) in plain words."""
     for table in tables.values():
         fmt = "parquet" if table.schema is not None else "jsonl"
-        fill_empty_shards(_table_dir(out_dir, table), "part",
-                          num_shards if fmt == "parquet" else 1, table.schema, fmt)
+        fill_empty_shards(
+            _table_dir(out_dir, table), "part", num_shards if fmt == "parquet" else 1, table.schema, fmt
+        )
     flat = counters(result, namespace)
     for key in [reconcile[0], *reconcile[1], *zero]:
         flat.setdefault(key, 0)

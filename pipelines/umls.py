@@ -11,6 +11,7 @@ installations (one per UMLS language, `ENG/`, `SPA/`, ...) live in a content-add
 every run (UnQLite/LevelDB files), so they must not be a hashed output; the fingerprint is
 the sha256 of the inputs and options, so the same inputs always find the same installation.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,9 +30,24 @@ from medsimp.params_schema import default
 from medsimp.resources import cache_dir, ensure_nltk_data
 
 # ISO 639-1 -> UMLS LAT codes that QuickUMLS can tokenise.
-UMLS_LANGUAGE = {"en": "ENG", "es": "SPA", "fr": "FRE", "de": "GER", "it": "ITA", "pt": "POR",
-                 "nl": "DUT", "da": "DAN", "fi": "FIN", "sv": "SWE", "pl": "POL", "ru": "RUS",
-                 "tr": "TUR", "hu": "HUN", "no": "NOR", "el": "GRE"}
+UMLS_LANGUAGE = {
+    "en": "ENG",
+    "es": "SPA",
+    "fr": "FRE",
+    "de": "GER",
+    "it": "ITA",
+    "pt": "POR",
+    "nl": "DUT",
+    "da": "DAN",
+    "fi": "FIN",
+    "sv": "SWE",
+    "pl": "POL",
+    "ru": "RUS",
+    "tr": "TUR",
+    "hu": "HUN",
+    "no": "NOR",
+    "el": "GRE",
+}
 SPACY_LANG = {lat: iso for iso, lat in UMLS_LANGUAGE.items()}
 MANIFEST = "index.json"
 
@@ -78,8 +94,14 @@ def mrconso_languages(mrconso: str) -> Counter:
     return counts
 
 
-def build_index(mrconso: str, mrsty: str, dest: str | Path, languages: list[str],
-                lowercase: bool = True, normalize_unicode: bool = False) -> dict[str, Any]:
+def build_index(
+    mrconso: str,
+    mrsty: str,
+    dest: str | Path,
+    languages: list[str],
+    lowercase: bool = True,
+    normalize_unicode: bool = False,
+) -> dict[str, Any]:
     """Write `dest/index.json` and make sure the store holds its installation; return it."""
     present = mrconso_languages(mrconso)
     unknown = sorted(set(languages) - set(SPACY_LANG))
@@ -88,11 +110,14 @@ def build_index(mrconso: str, mrsty: str, dest: str | Path, languages: list[str]
     options = {"lowercase": lowercase, "normalize_unicode": normalize_unicode}
     installed = sorted(lat for lat in languages if present[lat])
     manifest: dict[str, Any] = {
-        "fingerprint": hashlib.sha256(json.dumps(
-            [file_digest(mrconso, mrsty), options, installed]).encode()).hexdigest()[:16],
-        "languages": {lat: {"terms": present[lat]} for lat in installed}, "options": options,
+        "fingerprint": hashlib.sha256(
+            json.dumps([file_digest(mrconso, mrsty), options, installed]).encode()
+        ).hexdigest()[:16],
+        "languages": {lat: {"terms": present[lat]} for lat in installed},
+        "options": options,
         "skipped_languages": sorted(lat for lat in languages if not present[lat]),
-        "sources": {"mrconso": str(mrconso), "mrsty": str(mrsty)}}
+        "sources": {"mrconso": str(mrconso), "mrsty": str(mrsty)},
+    }
     installation(manifest)
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -110,13 +135,17 @@ def installation(manifest: Mapping[str, Any]) -> Path:
         return store
     mrconso, mrsty = manifest["sources"]["mrconso"], manifest["sources"]["mrsty"]
     if not (os.path.isfile(mrconso) and os.path.isfile(mrsty)):
-        raise FileNotFoundError(f"QuickUMLS index {manifest['fingerprint']} is not in {store.parent} "
-                                f"and its sources ({mrconso}, {mrsty}) are missing: run `medsimp umls-index`")
+        raise FileNotFoundError(
+            f"QuickUMLS index {manifest['fingerprint']} is not in {store.parent} "
+            f"and its sources ({mrconso}, {mrsty}) are missing: run `medsimp umls-index`"
+        )
     prepare_quickumls(sorted(manifest["languages"]))
     store.parent.mkdir(parents=True, exist_ok=True)
     options = manifest["options"]
-    with tempfile.TemporaryDirectory() as src, \
-            tempfile.TemporaryDirectory(dir=store.parent, prefix=f".{store.name}.tmp-") as tmp:
+    with (
+        tempfile.TemporaryDirectory() as src,
+        tempfile.TemporaryDirectory(dir=store.parent, prefix=f".{store.name}.tmp-") as tmp,
+    ):
         os.symlink(os.path.abspath(mrconso), os.path.join(src, "MRCONSO.RRF"))
         os.symlink(os.path.abspath(mrsty), os.path.join(src, "MRSTY.RRF"))
         for lat in sorted(manifest["languages"]):
@@ -144,9 +173,11 @@ def demo_note(manifest: dict[str, Any]) -> list[str]:
     terms = sum(int(v.get("terms", 0)) for v in manifest.get("languages", {}).values())
     if terms >= DEMO_TERMS:
         return []
-    return [f"the UMLS index holds only {terms} terms: a demo vocabulary, not a UMLS release, so "
-            "concept links are a smoke test; point umls.mrconso and umls.mrsty at a licensed UMLS "
-            "release (META/MRCONSO.RRF, META/MRSTY.RRF)"]
+    return [
+        f"the UMLS index holds only {terms} terms: a demo vocabulary, not a UMLS release, so "
+        "concept links are a smoke test; point umls.mrconso and umls.mrsty at a licensed UMLS "
+        "release (META/MRCONSO.RRF, META/MRSTY.RRF)"
+    ]
 
 
 def read_manifest(index_dir: str | Path) -> dict[str, Any]:
@@ -156,8 +187,9 @@ def read_manifest(index_dir: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-NEGATING_PREFIXES = frozenset({"a", "an", "non", "non-", "un", "in", "im", "ir", "il", "dis", "des", "dé", "dés",
-                               "no", "no-"})
+NEGATING_PREFIXES = frozenset(
+    {"a", "an", "non", "non-", "un", "in", "im", "ir", "il", "dis", "des", "dé", "dés", "no", "no-"}
+)
 
 
 def negation_flip(text: str, term: str) -> bool:
@@ -169,7 +201,7 @@ def negation_flip(text: str, term: str) -> bool:
         return False
     for a, b in zip(words, term_words):
         short, long = sorted((a, b), key=len)
-        if short != long and long.endswith(short) and long[:len(long) - len(short)] in NEGATING_PREFIXES:
+        if short != long and long.endswith(short) and long[: len(long) - len(short)] in NEGATING_PREFIXES:
             return True
     return False
 
@@ -200,7 +232,8 @@ class ConceptLinker:
                     window=int(params.get("window", 5)),
                     similarity_name=params.get("similarity_name", "jaccard"),
                     min_match_length=int(params.get("min_match_length", 3)),
-                    accepted_semtypes=set(semtypes) if semtypes is not None else None)
+                    accepted_semtypes=set(semtypes) if semtypes is not None else None,
+                )
 
     @property
     def fingerprint(self) -> str:
@@ -219,7 +252,14 @@ class ConceptLinker:
                 if not candidates:
                     continue
             best = min(candidates, key=lambda m: (-(m["similarity"] + m["preferred"]), m["cui"]))
-            out.append({"start": int(best["start"]), "end": int(best["end"]), "term": best["term"],
-                        "cui": best["cui"], "semtypes": sorted(best["semtypes"]),
-                        "similarity": round(float(best["similarity"]), 6)})
+            out.append(
+                {
+                    "start": int(best["start"]),
+                    "end": int(best["end"]),
+                    "term": best["term"],
+                    "cui": best["cui"],
+                    "semtypes": sorted(best["semtypes"]),
+                    "similarity": round(float(best["similarity"]), 6),
+                }
+            )
         return sorted(out, key=lambda c: (c["start"], c["end"], c["cui"]))

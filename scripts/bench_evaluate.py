@@ -11,6 +11,7 @@ no `--select` (what the command did before lazy loading, with those two turned o
 `after` = `--select` of the text-only set. `--before DIR` runs the `before` command with
 DIR's code (an older checkout, e.g. main before issue 15). `--full` also times METEOR + BERTScore.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,9 @@ TEXT_ONLY = "bleu,sari,rouge_l,cider,fkgl,hit,cwr,ascore"
 
 def build(workdir: Path, lines: int) -> list[str]:
     """Write src/hyp/ref0..3 files; return the `--hyp ... --ref ... --src ...` arguments."""
-    blocks = [b.splitlines() for b in (ROOT / "data/sample/medlane/test.txt").read_text().split("\n\n")
-              if b.strip()]
+    blocks = [
+        b.splitlines() for b in (ROOT / "data/sample/medlane/test.txt").read_text().split("\n\n") if b.strip()
+    ]
     blocks = [b for b in blocks if len(b) >= 5]
     src: list[str] = []
     refs: list[list[str]] = [[] for _ in range(4)]
@@ -52,8 +54,14 @@ def timed(cmd: list[str], root: Path = ROOT) -> tuple[float, float]:
     """(wall seconds, CPU seconds user + system) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)})
+    subprocess.run(
+        cmd,
+        check=True,
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)},
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.perf_counter() - start, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 

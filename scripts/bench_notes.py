@@ -8,6 +8,7 @@ them with Algorithm 1, write parquet. The baseline is the obvious script: `csv.r
 `io.TextIOWrapper(newline='')`, every row parsed, one process. Prints wall time, notes/s,
 the ratio, and peak memory (RSS summed over the whole process tree, sampled every 0.1 s).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def baseline(path: str, out: str, tokenizer: str) -> dict:
     """The naive single-process version of the job (`tokenizer`: "stock" = NLTK's
     NLTKWordTokenizer as shipped, "fast" = the job's stdlib-re build of it)."""
-    import pyarrow.parquet as pq
     import pyarrow as pa
+    import pyarrow.parquet as pq
     import yaml
 
     from medsimp.pipelines.noteevents import Note
@@ -72,8 +73,14 @@ def measure(cmd: list[str]) -> tuple[float, float, float, str]:
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     peak = 0.0
     done = threading.Event()
 
@@ -109,8 +116,12 @@ def main() -> int:
     parser.add_argument("--workdir", default="/tmp/medsimp-bench")
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument("--beam-arg", action="append", default=[])
-    parser.add_argument("--baseline-tokenizer", choices=["stock", "fast"], default="stock",
-                        help="stock: NLTK as shipped (the naive script); fast: the job's build")
+    parser.add_argument(
+        "--baseline-tokenizer",
+        choices=["stock", "fast"],
+        default="stock",
+        help="stock: NLTK as shipped (the naive script); fast: the job's build",
+    )
     parser.add_argument("--_baseline", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._baseline:
@@ -124,25 +135,47 @@ def main() -> int:
 
         t = time.perf_counter()
         write_file(str(data), args.rows, args.seed)
-        print(f"generated {data} ({data.stat().st_size / 2**20:.0f} MiB) in "
-              f"{time.perf_counter() - t:.1f}s")
+        print(f"generated {data} ({data.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t:.1f}s")
     results = {}
     load0 = os.getloadavg()
     if not args.skip_baseline:
-        secs, cpu, peak, out = measure([sys.executable, __file__, "--_baseline", str(data),
-                                        str(work / "baseline.parquet"), args.baseline_tokenizer])
-        results[f"baseline-{args.baseline_tokenizer}"] = (secs, cpu, peak, json.loads(out.strip().splitlines()[-1]))
-    cmd = [sys.executable, "-m", "medsimp.cli", "notes", "--input", str(data), "--output",
-           str(work / "notes"), *[f"--beam-arg={a}" for a in args.beam_arg]]
+        secs, cpu, peak, out = measure(
+            [
+                sys.executable,
+                __file__,
+                "--_baseline",
+                str(data),
+                str(work / "baseline.parquet"),
+                args.baseline_tokenizer,
+            ]
+        )
+        results[f"baseline-{args.baseline_tokenizer}"] = (
+            secs,
+            cpu,
+            peak,
+            json.loads(out.strip().splitlines()[-1]),
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "medsimp.cli",
+        "notes",
+        "--input",
+        str(data),
+        "--output",
+        str(work / "notes"),
+        *[f"--beam-arg={a}" for a in args.beam_arg],
+    ]
     secs, cpu, peak, _ = measure(cmd)
     stats = json.loads((work / "notes" / "stats.json").read_text())
-    results["beam"] = (secs, cpu, peak, {"rows_read": stats["rows_read"],
-                                         "sentences": stats["sentences"]})
+    results["beam"] = (secs, cpu, peak, {"rows_read": stats["rows_read"], "sentences": stats["sentences"]})
     print(f"load average before/after: {load0} / {os.getloadavg()}")
     for name, (secs, cpu, peak, counts) in results.items():
-        print(f"{name:15s} {secs:7.1f}s wall {cpu:7.1f}s CPU  {counts['rows_read'] / secs:9.0f} "
-              f"notes/s  peak RSS {peak:7.0f} MiB  rows_read={counts['rows_read']} "
-              f"sentences={counts['sentences']}")
+        print(
+            f"{name:15s} {secs:7.1f}s wall {cpu:7.1f}s CPU  {counts['rows_read'] / secs:9.0f} "
+            f"notes/s  peak RSS {peak:7.0f} MiB  rows_read={counts['rows_read']} "
+            f"sentences={counts['sentences']}"
+        )
     for name in results:
         if name != "beam":
             print(f"speed-up beam/{name}: wall {results[name][0] / results['beam'][0]:.2f}x")

@@ -10,6 +10,7 @@
 Prints a JSON summary. The repository itself is never modified.
     python scripts/bench_refresh.py [--repo .] [--workdir DIR] [--keep] [--reuse]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,12 +29,33 @@ import yaml
 TEMPLATE_DOI = "10.1002/14651858.CD900001.pub2"
 NEW_DOI = "10.1002/14651858.CD99{n:04d}.pub1"  # n-th benchmark review in this copy
 ADDED = " This sentence was added to make new review {n} for the refresh benchmark."
-IGNORE = shutil.ignore_patterns(".venv", "__pycache__", "*.egg-info", "reports", ".pytest_cache",
-                                "*.tmp-*", "rwlock", "medsimp-refresh.lock*")
+IGNORE = shutil.ignore_patterns(
+    ".venv",
+    "__pycache__",
+    "*.egg-info",
+    "reports",
+    ".pytest_cache",
+    "*.tmp-*",
+    "rwlock",
+    "medsimp-refresh.lock*",
+)
 # with --reuse: sources only; the copy keeps its own DVC state, outputs and caches
-REUSE_IGNORE = shutil.ignore_patterns(".venv", "__pycache__", "*.egg-info", "reports",
-                                      ".pytest_cache", "*.tmp-*", ".git", ".dvc", ".cache", "out",
-                                      "builders", "metrics", "dvc.lock", "cochrane.jsonl")
+REUSE_IGNORE = shutil.ignore_patterns(
+    ".venv",
+    "__pycache__",
+    "*.egg-info",
+    "reports",
+    ".pytest_cache",
+    "*.tmp-*",
+    ".git",
+    ".dvc",
+    ".cache",
+    "out",
+    "builders",
+    "metrics",
+    "dvc.lock",
+    "cochrane.jsonl",
+)
 
 
 def timed_refresh(root: Path, timeout: float, targets: list[str] | None = None) -> dict:
@@ -44,16 +66,22 @@ def timed_refresh(root: Path, timeout: float, targets: list[str] | None = None) 
     t0 = time.perf_counter()
     extra = targets if targets == ["--dry-run"] else (["--targets", *targets] if targets else [])
     cmd = [sys.executable, "-m", "medsimp.cli", "refresh", *extra]
-    proc = subprocess.run(cmd, cwd=root, env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    proc = subprocess.run(
+        cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     latest = root / "reports" / "refresh" / "latest.json"
     report = json.loads(latest.read_text()) if latest.exists() else None
-    return {"exit_code": proc.returncode, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "stdout_tail": proc.stdout.strip().splitlines()[-3:], "report": report,
-            "stderr_tail": proc.stderr.strip().splitlines()[-5:] if proc.returncode not in (0, 3) else []}
+    return {
+        "exit_code": proc.returncode,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "stdout_tail": proc.stdout.strip().splitlines()[-3:],
+        "report": report,
+        "stderr_tail": proc.stderr.strip().splitlines()[-5:] if proc.returncode not in (0, 3) else [],
+    }
 
 
 def add_review(input_path: Path) -> dict:
@@ -75,8 +103,9 @@ def add_review(input_path: Path) -> dict:
         if isinstance(value, str):
             return value + added
         if isinstance(value, list):
-            return [dict(v, text=v["text"] + added) if isinstance(v, dict) and "text" in v else v
-                    for v in value]
+            return [
+                dict(v, text=v["text"] + added) if isinstance(v, dict) and "text" in v else v for v in value
+            ]
         return value
 
     with input_path.open("a", encoding="utf-8") as fh:
@@ -84,16 +113,24 @@ def add_review(input_path: Path) -> dict:
             new = {k: (change(v) if k in ("abstract", "pls") else v) for k, v in row.items()}
             new["doi"] = NEW_DOI.format(n=n)
             fh.write(json.dumps(new, ensure_ascii=False) + "\n")
-    return {"doi": NEW_DOI.format(n=n), "records": len(records),
-            "languages": sorted(r.get("language", "") for r in records)}
+    return {
+        "doi": NEW_DOI.format(n=n),
+        "records": len(records),
+        "languages": sorted(r.get("language", "") for r in records),
+    }
 
 
 def stage_view(report: dict | None) -> dict:
     if not report:
         return {}
-    return {name: {"status": s["status"], **({"cache": s["cache"]} if "cache" in s else {}),
-                   "changes": {k: v["delta"] for k, v in s["changes"].items()}}
-            for name, s in report["stages"].items()}
+    return {
+        name: {
+            "status": s["status"],
+            **({"cache": s["cache"]} if "cache" in s else {}),
+            "changes": {k: v["delta"] for k, v in s["changes"].items()},
+        }
+        for name, s in report["stages"].items()
+    }
 
 
 def main() -> int:
@@ -102,12 +139,19 @@ def main() -> int:
     parser.add_argument("--workdir", default=None, help="scratch dir (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per refresh")
-    parser.add_argument("--targets", nargs="*", default=["build"],
-                        help="stages every refresh brings up to date (default: the builders and "
-                             "their upstream; [] = whole DAG, which retrains the models)")
-    parser.add_argument("--reuse", action="store_true",
-                        help="reuse a copy in --workdir: only sources are copied over it again "
-                             "(its out/, builders/, caches and dvc.lock are kept)")
+    parser.add_argument(
+        "--targets",
+        nargs="*",
+        default=["build"],
+        help="stages every refresh brings up to date (default: the builders and "
+        "their upstream; [] = whole DAG, which retrains the models)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse a copy in --workdir: only sources are copied over it again "
+        "(its out/, builders/, caches and dvc.lock are kept)",
+    )
     args = parser.parse_args()
 
     repo = Path(args.repo).resolve()
@@ -121,8 +165,7 @@ def main() -> int:
         else:
             shutil.copytree(repo, root, symlinks=True, ignore=IGNORE)
         dry = timed_refresh(root, args.timeout, ["--dry-run"])
-        summary["dry_run_whole_dag"] = {k: dry[k] for k in ("exit_code", "wall_s", "cpu_s",
-                                                            "stdout_tail")}
+        summary["dry_run_whole_dag"] = {k: dry[k] for k in ("exit_code", "wall_s", "cpu_s", "stdout_tail")}
         warm = timed_refresh(root, args.timeout, args.targets)
         summary["warmup"] = {k: warm[k] for k in ("exit_code", "wall_s", "cpu_s", "stderr_tail")}
         summary["warmup"]["stages"] = stage_view(warm["report"])
@@ -131,15 +174,17 @@ def main() -> int:
         summary["noop"]["target_met"] = noop["exit_code"] == 3 and noop["wall_s"] < 10
 
         params = yaml.safe_load((root / "params.yaml").read_text()) or {}
-        cochrane_input = root / ((params.get("cochrane") or {}).get("input") or
-                                 "data/sample/cochrane.jsonl")
+        cochrane_input = root / ((params.get("cochrane") or {}).get("input") or "data/sample/cochrane.jsonl")
         summary["added_review"] = add_review(cochrane_input)
         one = timed_refresh(root, args.timeout, args.targets)
         report = one["report"] or {}
         summary["one_review"] = {k: one[k] for k in ("exit_code", "wall_s", "cpu_s", "stderr_tail")}
         summary["targets"] = args.targets
-        summary["one_review"].update(stages=stage_view(report), cache=report.get("cache"),
-                                     fingerprints_changed=report.get("fingerprints_changed"))
+        summary["one_review"].update(
+            stages=stage_view(report),
+            cache=report.get("cache"),
+            fingerprints_changed=report.get("fingerprints_changed"),
+        )
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)

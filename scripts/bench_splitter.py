@@ -10,6 +10,7 @@ than --budget seconds (the exponent then covers the sizes measured).
     python scripts/bench_splitter.py                 # up to 1 MB (2^20 characters)
     python scripts/bench_splitter.py --max-exp 17 --splitters rules,ml-en
 """
+
 from __future__ import annotations
 
 import argparse

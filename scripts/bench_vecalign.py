@@ -10,6 +10,7 @@ the file (cold cache each time) to show how the cost grows with document length.
 
     python scripts/bench_vecalign.py --data ../shared/data [--sizes 75,150,300,468]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,14 @@ from medsimp.alignment.encoders import PairEncoders  # noqa: E402
 from medsimp.alignment.gold import Block, read_blocks  # noqa: E402
 from medsimp.alignment.score import vecalign_scores  # noqa: E402
 
-BASELINE = {"encoder": [{"kind": "e5", "prefix": "query"}], "alignment_max_size": 4, "del_percentile_frac": 0.2,
-            "del_percentile_of": "random", "length_weight": 0, "number_weight": 0}
+BASELINE = {
+    "encoder": [{"kind": "e5", "prefix": "query"}],
+    "alignment_max_size": 4,
+    "del_percentile_frac": 0.2,
+    "del_percentile_of": "random",
+    "length_weight": 0,
+    "number_weight": 0,
+}
 
 
 def prefix(src: list[str], tgt: list[str], gold: list[Block], n: int):
@@ -76,8 +83,10 @@ def main(argv=None) -> int:
         info["f1_strict"] = vecalign_scores([g], [blocks])["f1_strict"]
         rows[name] = info
         c = info["cold"]
-        print(f"{name:9s} {info['encoder']:22s} cold {c['total_s']:6.2f} s (embed {c['embed_s']:6.2f} s, "
-              f"DP {c['dp_s']:.3f} s)  rerun {info['rerun_s']:.3f} s  strict F1 {info['f1_strict']:.3f}")
+        print(
+            f"{name:9s} {info['encoder']:22s} cold {c['total_s']:6.2f} s (embed {c['embed_s']:6.2f} s, "
+            f"DP {c['dp_s']:.3f} s)  rerun {info['rerun_s']:.3f} s  strict F1 {info['f1_strict']:.3f}"
+        )
     ratio = rows["baseline"]["cold"]["total_s"] / rows["params"]["cold"]["total_s"]
     print(f"cold speed-up vs baseline: {ratio:.2f}x")
     print("growth with document length (params, cold cache):")
@@ -86,8 +95,10 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="bench-vecalign-") as cache:
             info, _ = timed(s, t, dict(ours), cache)
         c = info["cold"]
-        print(f"  {len(s):4d} x {len(t):4d}: {c['total_s']:6.2f} s total, {1000 * c['total_s'] / len(s):5.1f} ms "
-              f"per source sentence, DP {c['dp_s']:.3f} s")
+        print(
+            f"  {len(s):4d} x {len(t):4d}: {c['total_s']:6.2f} s total, {1000 * c['total_s'] / len(s):5.1f} ms "
+            f"per source sentence, DP {c['dp_s']:.3f} s"
+        )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     return 0
 

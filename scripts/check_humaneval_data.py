@@ -15,6 +15,7 @@ Yang et al. (2024) released ratings: not located from this machine (see docs/hum
 `medsimp.humaneval.schema.recode_severity(v, "critical_first")` is the documented mapping
 for their severity coding (Critical = 1).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _find(root: Path) -> Path | None:
-    for cand in (root, root / "data" / "eval_data", root / "eval_data",
-                 root / "multicochrane" / "eval_data", root / "multicochrane" / "data" / "eval_data"):
+    for cand in (
+        root,
+        root / "data" / "eval_data",
+        root / "eval_data",
+        root / "multicochrane" / "eval_data",
+        root / "multicochrane" / "data" / "eval_data",
+    ):
         if cand.is_dir() and any(cand.glob("*/spreadsheets")):
             return cand
     return None
@@ -61,17 +67,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"MultiCochrane released ratings: {len(ratings)} ratings from {root}")
     for dup in info["duplicate_workbooks"]:
         print(f"  skipped duplicate workbook {dup}")
-    print("\nTable 5 (computed; mean over all annotators' ratings; lower = better for "
-          "factuality/fluency, 0 = ideal simplicity)")
+    print(
+        "\nTable 5 (computed; mean over all annotators' ratings; lower = better for "
+        "factuality/fluency, 0 = ideal simplicity)"
+    )
     print(f"{'lang':5}{'system':14}{'ann':>4}{'factuality':>12}{'fluency':>10}{'simplicity':>12}{'n':>6}")
     for r in table:
-        print(f"{r['language']:5}{r['system']:14}{r['annotators']:>4}{_fmt(r['factuality']):>12}"
-              f"{_fmt(r['fluency']):>10}{_fmt(r['simplicity']):>12}{r['factuality_n']:>6}")
+        print(
+            f"{r['language']:5}{r['system']:14}{r['annotators']:>4}{_fmt(r['factuality']):>12}"
+            f"{_fmt(r['fluency']):>10}{_fmt(r['simplicity']):>12}{r['factuality_n']:>6}"
+        )
     per_annotator: dict[tuple, list[int]] = defaultdict(list)
     for x in ratings:
         per_annotator[(x.language, x.system, x.annotator, x.scale)].append(x.value)
-    multi = {(lang, s) for (lang, s, _a, _q) in per_annotator
-             if len({a for (l2, s2, a, _q) in per_annotator if (l2, s2) == (lang, s)}) > 1}
+    multi = {
+        (lang, s)
+        for (lang, s, _a, _q) in per_annotator
+        if len({a for (l2, s2, a, _q) in per_annotator if (l2, s2) == (lang, s)}) > 1
+    }
     if multi:
         print("\nPer annotator (systems with several annotators)")
         for (lang, system, annotator, scale), v in sorted(per_annotator.items()):
@@ -87,12 +100,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n§5.3 statements on the computed table: {held}/{len(checks)} hold")
     for c in checks:
         nums = {k: v for k, v in c.items() if k not in ("claim", "expected", "holds")}
-        print(f"  [{'ok' if c['holds'] else 'NO'}] {c['claim']} (paper: {'yes' if c['expected'] else 'no'}) "
-              + " ".join(f"{k}={_fmt(v)}" for k, v in nums.items()))
+        print(
+            f"  [{'ok' if c['holds'] else 'NO'}] {c['claim']} (paper: {'yes' if c['expected'] else 'no'}) "
+            + " ".join(f"{k}={_fmt(v)}" for k, v in nums.items())
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"table5": table, "agreement": agreement,
-                                               "checks": checks, "info": info,
-                                               "problems": problems}, indent=1, sort_keys=True))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "table5": table,
+                    "agreement": agreement,
+                    "checks": checks,
+                    "info": info,
+                    "problems": problems,
+                },
+                indent=1,
+                sort_keys=True,
+            )
+        )
     return 0
 
 

@@ -3,6 +3,7 @@
 Usage: python scripts/check_medlane.py --data ../shared/data
 Skips cleanly (exit 0) when the data folder is absent. Prints counts only, never text.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,8 @@ def main() -> int:
             labels = collections.Counter("".join(map(str, r["reference_labels"])) for r in records)
             distinct = collections.Counter(len(set(r["raw_references"])) for r in records)
             report[path.name] = {
-                "records": len(records), "rejected": len(rejects),
+                "records": len(records),
+                "rejected": len(rejects),
                 "references": sum(len(r["references"]) for r in records),
                 "terms": sum(len(r["terms"]) for r in records),
                 "reference_label_patterns": dict(sorted(labels.items())),

@@ -9,6 +9,7 @@ fail, and how many abbreviation types annotated in the references (``abbr[full f
 our abbreviation dictionary holds, and whether the job's tokenizer (NLTK's rules on stdlib
 `re`) tokenises every sentence exactly as stock NLTK does. Skips cleanly when the data folder is absent.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,13 +38,16 @@ def main() -> int:
     selector = Selector(abbreviations, common, case_sensitive=False)
     lines = path.read_text(encoding="utf-8").split("\n")
     sources = [lines[i] for i in range(0, len(lines), 6) if lines[i].strip()]
-    annotated = {m.group(1).lower() for ln in lines if ln[:2] in ("1 ", "2 ", "3 ", "4 ")
-                 for m in re.finditer(r"(\S+)\[[^\]]*\]", ln)}
+    annotated = {
+        m.group(1).lower()
+        for ln in lines
+        if ln[:2] in ("1 ", "2 ", "3 ", "4 ")
+        for m in re.finditer(r"(\S+)\[[^\]]*\]", ln)
+    }
     why = Counter()
     for s in sources:
         f = selector.features(s)
-        why["kept" if f.keep else "n<10" if f.n < 10 else
-            "ratio<0.1" if f.ratio < 0.1 else "ratio>0.5"] += 1
+        why["kept" if f.keep else "n<10" if f.n < 10 else "ratio<0.1" if f.ratio < 0.1 else "ratio>0.5"] += 1
     from nltk.tokenize import NLTKWordTokenizer
 
     from medsimp.pipelines.selection import _tokenizer
@@ -53,10 +57,14 @@ def main() -> int:
     lower = {a.lower() for a in abbreviations}
     covered = sum(a in lower for a in annotated)
     print(f"MedLane test sample: {len(sources)} source sentences")
-    print("  Algorithm 1 (case-insensitive, shipped lexicons): " +
-          ", ".join(f"{k}={v}" for k, v in sorted(why.items())))
-    print(f"  annotated abbreviation types: {len(annotated)}; in medsimp/resources/abbreviations.json: "
-          f"{covered} ({covered / max(len(annotated), 1):.0%})")
+    print(
+        "  Algorithm 1 (case-insensitive, shipped lexicons): "
+        + ", ".join(f"{k}={v}" for k, v in sorted(why.items()))
+    )
+    print(
+        f"  annotated abbreviation types: {len(annotated)}; in medsimp/resources/abbreviations.json: "
+        f"{covered} ({covered / max(len(annotated), 1):.0%})"
+    )
     print(f"  sentences tokenised differently by the job's tokenizer and stock NLTK: {differ}")
     return 0
 

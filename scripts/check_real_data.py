@@ -13,6 +13,7 @@ sentences that end inside a statistic. Also reports how many MultiCochrane gold 
 the sentence splitter keeps whole. Exits 0 (saying so) when no folder exists; 1 when a run
 fails or its counts do not reconcile (rejected records are reported, not failures).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,13 @@ def inputs(folder: Path) -> list[tuple[str, Path]]:
     found = []
     cochrane = folder / "cochrane"
     if cochrane.is_dir():
-        prefixes = sorted({p.with_suffix("") for p in cochrane.rglob("*.source")
-                           if all(p.with_suffix(ext).exists() for ext in (".target", ".doi"))})
+        prefixes = sorted(
+            {
+                p.with_suffix("")
+                for p in cochrane.rglob("*.source")
+                if all(p.with_suffix(ext).exists() for ext in (".target", ".doi"))
+            }
+        )
         found += [("cochrane", p) for p in prefixes]
         found += [("cochrane", p) for p in sorted(cochrane.rglob("*.jsonl"))]
     if (folder / "plaba").is_dir():
@@ -56,8 +62,19 @@ def run(reader: str, path: Path) -> tuple[int, dict, str, Counter]:
         out = Path(tmp) / "out"
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = medsimp(["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1", reader,
-                            "--input", str(path), "--output", str(out)])
+            code = medsimp(
+                [
+                    "--params",
+                    str(ROOT / "params.yaml"),
+                    "--set",
+                    "beam.num_workers=1",
+                    reader,
+                    "--input",
+                    str(path),
+                    "--output",
+                    str(out),
+                ]
+            )
         if code != 0:
             return code, {}, err.getvalue().strip().splitlines()[-1:], Counter()
         stats = json.loads((out / "stats.json").read_text())
@@ -77,8 +94,10 @@ def check_multicochrane(folder: Path) -> Counter:
     from medsimp.pipelines.multilingual_sentences import split_sentences
 
     counts: Counter = Counter()
-    for name, fields, language in (("en-test-with-doi.json", ("input", "gold"), "en"),
-                                   ("fr-test.json", ("gold",), "fr")):
+    for name, fields, language in (
+        ("en-test-with-doi.json", ("input", "gold"), "en"),
+        ("fr-test.json", ("gold",), "fr"),
+    ):
         path = folder / name
         if not path.exists():
             continue
@@ -92,8 +111,13 @@ def check_multicochrane(folder: Path) -> Counter:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="../shared/data", help="shared development data folder")
-    parser.add_argument("--public", action="append", default=[], metavar="DIR",
-                        help="a folder of full public releases, laid out like --data (repeatable)")
+    parser.add_argument(
+        "--public",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of full public releases, laid out like --data (repeatable)",
+    )
     args = parser.parse_args()
     folders = [Path(f) for f in [args.data, *args.public] if Path(f).is_dir()]
     if not folders:
@@ -110,9 +134,12 @@ def main() -> int:
             counts = {k: stats.get(k, 0) for k in ("read", "kept", "filtered", "rejected")}
             failed += counts["read"] != counts["kept"] + counts["filtered"] + counts["rejected"]
             reasons = stats.get("rejected_by", {})
-            print(f"{reader} {path}: " + ", ".join(f"{k}={v}" for k, v in counts.items())
-                  + (f", rejected_by={json.dumps(reasons, sort_keys=True)}" if reasons else "")
-                  + "".join(f", {k}={extra[k]}" for k in sorted(extra)))
+            print(
+                f"{reader} {path}: "
+                + ", ".join(f"{k}={v}" for k, v in counts.items())
+                + (f", rejected_by={json.dumps(reasons, sort_keys=True)}" if reasons else "")
+                + "".join(f", {k}={extra[k]}" for k in sorted(extra))
+            )
         if (folder / "multicochrane").is_dir():
             counts = check_multicochrane(folder / "multicochrane")
             print("multicochrane splitting: " + ", ".join(f"{k}={counts[k]}" for k in sorted(counts)))

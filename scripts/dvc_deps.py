@@ -1,8 +1,9 @@
 """Keep dvc.yaml's code deps equal to each stage command's import closure (medsimp.dvc_deps).
 
-    python scripts/dvc_deps.py --write   # rewrite the code lines of every stage's deps
-    python scripts/dvc_deps.py --check   # exit 1 naming the lines that differ (CI)
+python scripts/dvc_deps.py --write   # rewrite the code lines of every stage's deps
+python scripts/dvc_deps.py --check   # exit 1 naming the lines that differ (CI)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--check", action="store_true")
@@ -32,8 +35,11 @@ def main() -> int:
     if new != text:
         old_lines, new_lines = set(text.splitlines()), set(new.splitlines())
         stale = sorted({line.strip() for line in old_lines ^ new_lines})
-        print(f"dvc.yaml code deps are stale ({len(stale)} lines differ, e.g. {stale[:3]}); "
-              "run: python scripts/dvc_deps.py --write", file=sys.stderr)
+        print(
+            f"dvc.yaml code deps are stale ({len(stale)} lines differ, e.g. {stale[:3]}); "
+            "run: python scripts/dvc_deps.py --write",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -13,6 +13,7 @@ Speed against the first shipped default: scripts/bench_vecalign.py.
 
     python scripts/eval_alignment.py --data ../shared/data [--json metrics/eval_alignment.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,6 +50,7 @@ def _tfidf_fn(train_docs):
 
     def sim(doc):
         return (vec.transform(doc.complex) @ vec.transform(doc.simple).T).toarray()
+
     return sim
 
 
@@ -120,12 +122,16 @@ def _short_documents(src: list[str], tgt: list[str], gold: list[Block], size: in
         s1 = max((i + 1 for a, _ in group for i in a), default=s0)
         t0 = min((j for _, b in group for j in b), default=0)
         t1 = max((j + 1 for _, b in group for j in b), default=t0)
-        docs.append((src[s0:s1], tgt[t0:t1], [(tuple(i - s0 for i in a), tuple(j - t0 for j in b)) for a, b in group]))
+        docs.append(
+            (src[s0:s1], tgt[t0:t1], [(tuple(i - s0 for i in a), tuple(j - t0 for j in b)) for a, b in group])
+        )
     return docs
 
 
 PLAIN = {"center": False, "length_weight": 0, "number_weight": 0, "del_percentile_of": "random"}
-ANCHOR_GRID = [(lw, nw, dp) for lw in (0.0, 0.3, 0.6, 1.0) for nw in (0.0, 0.3, 0.6, 1.0) for dp in (0.05, 0.1, 0.2)]
+ANCHOR_GRID = [
+    (lw, nw, dp) for lw in (0.0, 0.3, 0.6, 1.0) for nw in (0.0, 0.3, 0.6, 1.0) for dp in (0.05, 0.1, 0.2)
+]
 
 
 def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> dict:
@@ -154,26 +160,61 @@ def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> di
         docs = _short_documents(src, tgt, gold, size)
         for name, params in (("params", vec_params), ("plain_vecalign", {**vec_params, **PLAIN})):
             blocks = [run(s, t, params)[0].blocks for s, t, _ in docs]
-            out[f"short_documents_{size}_{name}"] = {"documents": len(docs),
-                                                     **vecalign_scores([g for _, _, g in docs], blocks)}
+            out[f"short_documents_{size}_{name}"] = {
+                "documents": len(docs),
+                **vecalign_scores([g for _, _, g in docs], blocks),
+            }
     halves = _halves(src, tgt, gold)
-    f1 = {(k, h): vecalign_scores([g], [run(s, t, {**vec_params, "length_weight": k[0], "number_weight": k[1],
-                                                   "del_percentile_frac": k[2]})[0].blocks])["f1_strict"]
-          for k in ANCHOR_GRID for h, (s, t, g) in enumerate(halves)}
+    f1 = {
+        (k, h): vecalign_scores(
+            [g],
+            [
+                run(
+                    s,
+                    t,
+                    {**vec_params, "length_weight": k[0], "number_weight": k[1], "del_percentile_frac": k[2]},
+                )[0].blocks
+            ],
+        )["f1_strict"]
+        for k in ANCHOR_GRID
+        for h, (s, t, g) in enumerate(halves)
+    }
     folds = []
     for h in (0, 1):
         best = max(ANCHOR_GRID, key=lambda k: (f1[k, h], k))
-        folds.append({"chosen_on_half": h, "length_weight": best[0], "number_weight": best[1],
-                      "del_percentile_frac": best[2], "f1_strict_chosen_half": f1[best, h],
-                      "f1_strict_other_half": f1[best, 1 - h]})
-    mine = (float(vec_params["length_weight"]), float(vec_params["number_weight"]),
-            float(vec_params["del_percentile_frac"]))
-    out.update({"src_sentences": len(src), "tgt_sentences": len(tgt), "first_run": first, "rerun": rerun,
-                "docs_per_s_first": 1 / first["total_s"], "cache_hits": encoder.hits,
-                "cache_misses": encoder.misses, "params": vec_params, "encoder": encoder.name,
-                "two_fold": folds,
-                "two_fold_mean_f1_strict": float(np.mean([f["f1_strict_other_half"] for f in folds])),
-                "params_f1_strict_per_half": [f1[mine, h] for h in (0, 1)] if mine in {k for k, _ in f1} else None})
+        folds.append(
+            {
+                "chosen_on_half": h,
+                "length_weight": best[0],
+                "number_weight": best[1],
+                "del_percentile_frac": best[2],
+                "f1_strict_chosen_half": f1[best, h],
+                "f1_strict_other_half": f1[best, 1 - h],
+            }
+        )
+    mine = (
+        float(vec_params["length_weight"]),
+        float(vec_params["number_weight"]),
+        float(vec_params["del_percentile_frac"]),
+    )
+    out.update(
+        {
+            "src_sentences": len(src),
+            "tgt_sentences": len(tgt),
+            "first_run": first,
+            "rerun": rerun,
+            "docs_per_s_first": 1 / first["total_s"],
+            "cache_hits": encoder.hits,
+            "cache_misses": encoder.misses,
+            "params": vec_params,
+            "encoder": encoder.name,
+            "two_fold": folds,
+            "two_fold_mean_f1_strict": float(np.mean([f["f1_strict_other_half"] for f in folds])),
+            "params_f1_strict_per_half": [f1[mine, h] for h in (0, 1)]
+            if mine in {k for k, _ in f1}
+            else None,
+        }
+    )
     return out
 
 
@@ -184,12 +225,14 @@ def eval_retrieval(path: Path, specs, cache: str) -> dict:
     data = json.loads(path.read_text(encoding="utf-8"))
     en, fr = [d["old_gold"] for d in data], [d["gold"] for d in data]
     out = {"pairs": len(data)}
-    for spec in ([specs] if isinstance(specs, dict) else specs or [{"kind": "use"}, {"kind": "e5"}]):
+    for spec in [specs] if isinstance(specs, dict) else specs or [{"kind": "use"}, {"kind": "e5"}]:
         encoder = make_encoder(spec, cache)
         sims = encoder.encode(en, "en") @ encoder.encode(fr, "fr").T
         gold = np.arange(len(data))
-        out[encoder.name] = {"p_at_1_en_fr": float((sims.argmax(1) == gold).mean()),
-                             "p_at_1_fr_en": float((sims.argmax(0) == gold).mean())}
+        out[encoder.name] = {
+            "p_at_1_en_fr": float((sims.argmax(1) == gold).mean()),
+            "p_at_1_fr_en": float((sims.argmax(0) == gold).mean()),
+        }
     return out
 
 

@@ -5,6 +5,7 @@
 Skips cleanly (exit 0) when the shared data folder is absent. MedLane text is
 MIMIC-derived: only scores are printed, never sentences.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,10 +15,16 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", default="../shared/data", help="shared data folder")
-    parser.add_argument("--split", choices=("validation", "test", "all"), default="test",
-                        help="the authors' half of the file (default test), or all records")
+    parser.add_argument(
+        "--split",
+        choices=("validation", "test", "all"),
+        default="test",
+        help="the authors' half of the file (default test), or all records",
+    )
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--no-meteor", action="store_true", help="skip METEOR (starts a JVM)")
     parser.add_argument("--json", help="write the scores here")

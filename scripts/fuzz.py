@@ -8,6 +8,7 @@ outcome: ok and exit2 hold the property; tracebacks, hangs, unreconciled counts,
 (the planted marker in output) and crashes (any other exit) break it. A breaking input is
 saved under --save. Exit status 1 when anything broke.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,6 +44,7 @@ def main() -> int:
     saved = 0
     while time.monotonic() < deadline:
         for reader in readers:
+
             @BATCH
             @given(mutations(reader))
             def fuzz(files):
@@ -61,10 +63,18 @@ def main() -> int:
             if time.monotonic() >= deadline:
                 break
     total = sum(outcomes.values())
-    summary = {"minutes": args.minutes, "examples": total, "ok": outcomes["ok"], "exit2": outcomes["exit2"],
-               "tracebacks": outcomes["traceback"], "hangs": outcomes["hang"],
-               "unreconciled": outcomes["unreconciled"], "leaks": outcomes["leak"], "crashes": outcomes["crash"],
-               "per_reader": {r: dict(sorted(c.items())) for r, c in per_reader.items()}}
+    summary = {
+        "minutes": args.minutes,
+        "examples": total,
+        "ok": outcomes["ok"],
+        "exit2": outcomes["exit2"],
+        "tracebacks": outcomes["traceback"],
+        "hangs": outcomes["hang"],
+        "unreconciled": outcomes["unreconciled"],
+        "leaks": outcomes["leak"],
+        "crashes": outcomes["crash"],
+        "per_reader": {r: dict(sorted(c.items())) for r, c in per_reader.items()},
+    }
     os.write(1, (json.dumps(summary, indent=1) + "\n").encode())
     return 0 if total == outcomes["ok"] + outcomes["exit2"] else 1
 

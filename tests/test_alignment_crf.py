@@ -1,12 +1,13 @@
 """Neural CRF aligner: exact banded inference, training on constructed gold, 1-N / N-1,
 insertions, deletions, empty sides, a 1000-sentence document, save/load."""
+
 from __future__ import annotations
 
 import itertools
 import random
+import resource
 import sys
 import time
-import resource
 from pathlib import Path
 
 import numpy as np
@@ -35,9 +36,12 @@ def test_banded_inference_is_exact(cap, n, m):
     with torch.no_grad():
         e = scorer.emissions(torch.tensor(f), torch.tensor(null_features(f))).double().numpy()
         trans, start = (x.double().numpy() for x in scorer.full_transitions(m))
-    scores = {path: start[path[0]] + e[0, path[0]] + sum(trans[path[i - 1], path[i]] + e[i, path[i]]
-                                                         for i in range(1, n))
-              for path in itertools.product(range(m + 1), repeat=n)}
+    scores = {
+        path: start[path[0]]
+        + e[0, path[0]]
+        + sum(trans[path[i - 1], path[i]] + e[i, path[i]] for i in range(1, n))
+        for path in itertools.product(range(m + 1), repeat=n)
+    }
     bz = np.logaddexp.reduce(np.array(list(scores.values())))
     brute = np.zeros((n, m + 1))
     for path, s in scores.items():
@@ -94,7 +98,7 @@ def test_constructed_documents(trained):
     prf = pair_prf([set(d.pairs) for d in docs], [set(r.pairs) for r in res])
     assert prf["f1"] >= 0.95
     for d, r in zip(docs, res):
-        for p, score in r.pairs.items():
+        for score in r.pairs.values():
             assert 0.0 <= score <= 1.0 + 1e-9
         covered_c = {c for b in r.blocks for c in b[0]}
         covered_s = {s for b in r.blocks for s in b[1]}

@@ -1,4 +1,5 @@
 """Gold readers (PLABA, MC-CLEAN, wiki-auto, Vecalign blocks) and the overlap filter r."""
+
 from __future__ import annotations
 
 import json
@@ -9,13 +10,27 @@ from medsimp.alignment.gold import DocPair, GoldFormatError, parse_blocks, read_
 from medsimp.alignment.overlap import filter_row, lemma_set, overlap_r
 from medsimp.alignment.score import blocks_to_pairs, pair_prf, pairs_to_blocks
 
-PLABA = {"7": {"question": "q?", "123": {
-    "Title": "t",
-    "abstract": {"1": "Thyroiditis is inflammation.", "2": "Levothyroxine treats it.", "3": "Methods were used.",
-                 "10": "Ten."},
-    "translation1": {"1": "Thyroiditis is swelling. It affects the thyroid.", "2": "A drug treats it.",
-                     "3": "", "10": "Ten again."},
-    "translation2": {"2": "Levothyroxine helps."}}}}
+PLABA = {
+    "7": {
+        "question": "q?",
+        "123": {
+            "Title": "t",
+            "abstract": {
+                "1": "Thyroiditis is inflammation.",
+                "2": "Levothyroxine treats it.",
+                "3": "Methods were used.",
+                "10": "Ten.",
+            },
+            "translation1": {
+                "1": "Thyroiditis is swelling. It affects the thyroid.",
+                "2": "A drug treats it.",
+                "3": "",
+                "10": "Ten again.",
+            },
+            "translation2": {"2": "Levothyroxine helps."},
+        },
+    }
+}
 
 
 def test_plaba_sentence_numbers(tmp_path):
@@ -25,21 +40,40 @@ def test_plaba_sentence_numbers(tmp_path):
     assert [d.doc_id for d in docs] == ["7:123:translation1", "7:123:translation2"]
     d1, d2 = docs
     assert d1.complex[3] == "Ten." and d1.group == "7"
-    assert d1.simple == ["Thyroiditis is swelling.", "It affects the thyroid.", "A drug treats it.", "Ten again."]
+    assert d1.simple == [
+        "Thyroiditis is swelling.",
+        "It affects the thyroid.",
+        "A drug treats it.",
+        "Ten again.",
+    ]
     assert d1.pairs == {(0, 0), (0, 1), (1, 2), (3, 3)}  # split 1-N; "3" empty -> deletion
     assert d2.pairs == {(1, 0)}
 
 
 def test_mc_clean_documents_and_rows(tmp_path):
-    doc = [{"doi": "10.1/x", "abstract": ["A b.", "C d."], "pls": ["A.", "C."], "alignments": [[0, 0], [1, 1]]}]
+    doc = [
+        {"doi": "10.1/x", "abstract": ["A b.", "C d."], "pls": ["A.", "C."], "alignments": [[0, 0], [1, 1]]}
+    ]
     path = tmp_path / "mc_human.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     (d,) = read_gold(path, "mc_clean")
     assert d.doc_id == "10.1/x" and d.pairs == {(0, 0), (1, 1)}
-    rows = [{"label": "aligned", "simple_id": "doc-simple-0-1", "complex_id": "doc-complex-0-0",
-             "simple": "S1", "complex": "C0"},
-            {"label": "notAligned", "simple_id": "doc-simple-0-0", "complex_id": "doc-complex-0-0",
-             "simple": "S0", "complex": "C0"}]
+    rows = [
+        {
+            "label": "aligned",
+            "simple_id": "doc-simple-0-1",
+            "complex_id": "doc-complex-0-0",
+            "simple": "S1",
+            "complex": "C0",
+        },
+        {
+            "label": "notAligned",
+            "simple_id": "doc-simple-0-0",
+            "complex_id": "doc-complex-0-0",
+            "simple": "S0",
+            "complex": "C0",
+        },
+    ]
     path.write_text(json.dumps(rows), encoding="utf-8")
     (d,) = read_gold(path, "mc_clean")
     assert d.simple == ["S0", "S1"] and d.pairs == {(0, 1)}
@@ -50,11 +84,13 @@ def test_mc_clean_documents_and_rows(tmp_path):
 
 def test_wiki_auto_tsv(tmp_path):
     path = tmp_path / "wiki.tsv"
-    path.write_text("label\tsimple-sent-index\tcomplex-sent-index\tsimple-sent\tcomplex-sent\n"
-                    "aligned\tAarhus-simple-0-1\tAarhus-0-2\tIt is big.\tIt is a large city.\n"
-                    "partialAligned\tAarhus-simple-0-0\tAarhus-0-10\tAarhus is in Denmark.\tAarhus, Denmark.\n"
-                    "notAligned\tAarhus-simple-0-0\tAarhus-0-2\tAarhus is in Denmark.\tIt is a large city.\n",
-                    encoding="utf-8")
+    path.write_text(
+        "label\tsimple-sent-index\tcomplex-sent-index\tsimple-sent\tcomplex-sent\n"
+        "aligned\tAarhus-simple-0-1\tAarhus-0-2\tIt is big.\tIt is a large city.\n"
+        "partialAligned\tAarhus-simple-0-0\tAarhus-0-10\tAarhus is in Denmark.\tAarhus, Denmark.\n"
+        "notAligned\tAarhus-simple-0-0\tAarhus-0-2\tAarhus is in Denmark.\tIt is a large city.\n",
+        encoding="utf-8",
+    )
     (d,) = read_gold(path)
     assert d.complex == ["It is a large city.", "Aarhus, Denmark."]  # 0-2 before 0-10
     assert d.simple == ["Aarhus is in Denmark.", "It is big."]
@@ -68,8 +104,12 @@ def test_vecalign_blocks_and_pairs():
     blocks = parse_blocks(["[0]:[0]", "[1, 2]:[1]:0.3", "[]:[2]", "[3]:[]"])
     assert blocks == [((0,), (0,)), ((1, 2), (1,)), ((), (2,)), ((3,), ())]
     assert blocks_to_pairs(blocks) == {(0, 0), (1, 1), (2, 1)}
-    assert pairs_to_blocks({(0, 0), (1, 1), (2, 1)}, 4, 3) == [((0,), (0,)), ((1, 2), (1,)), ((), (2,)),
-                                                                 ((3,), ())]
+    assert pairs_to_blocks({(0, 0), (1, 1), (2, 1)}, 4, 3) == [
+        ((0,), (0,)),
+        ((1, 2), (1,)),
+        ((), (2,)),
+        ((3,), ()),
+    ]
     with pytest.raises(GoldFormatError):
         parse_blocks(["nonsense"])
     assert pair_prf([{(0, 0), (1, 1)}], [{(0, 0), (2, 2)}])["f1"] == pytest.approx(0.5)
@@ -78,7 +118,14 @@ def test_vecalign_blocks_and_pairs():
 
 def test_overlap_r_hand_computed():
     # Lc = {the, patient, be, treat, with, drug}; Ls = {patient, be, treat} -> r = 3/3
-    assert lemma_set("The patients were treated with drugs.") == {"the", "patient", "be", "treat", "with", "drug"}
+    assert lemma_set("The patients were treated with drugs.") == {
+        "the",
+        "patient",
+        "be",
+        "treat",
+        "with",
+        "drug",
+    }
     assert overlap_r("The patients were treated with drugs.", "Patients are treated.") == 1.0
     # Ls = {child, grow, a, little, less} ; Lc = {growth, be, slightly, reduce, in, the, first, year}: r = 0
     assert overlap_r("Growth was slightly reduced in the first year.", "Children grew a little less.") == 0.0
@@ -96,7 +143,18 @@ def test_filter_row_bridged_pair_inherits_english_decision():
     assert en["overlap_r"] == pytest.approx(0.5) and en["keep"] is True
     # r = 0.5 does not exceed 0.5 (paper); the `ge` option keeps it
     assert filter_row({**base, "language": "en", "simple_text": "We found 12 studies."}, 0.5)["keep"] is False
-    assert filter_row({**base, "language": "en", "simple_text": "We found 12 studies."}, 0.5, "ge")["keep"] is True
-    fr = filter_row({**base, "language": "fr", "simple_text": "Nous avons trouvé 12 études.",
-                     "pivot_ids": ["p"], "pivot_text": "We found 12 studies."}, 0.6)
+    assert (
+        filter_row({**base, "language": "en", "simple_text": "We found 12 studies."}, 0.5, "ge")["keep"]
+        is True
+    )
+    fr = filter_row(
+        {
+            **base,
+            "language": "fr",
+            "simple_text": "Nous avons trouvé 12 études.",
+            "pivot_ids": ["p"],
+            "pivot_text": "We found 12 studies.",
+        },
+        0.6,
+    )
     assert fr["overlap_r"] == pytest.approx(0.5) and fr["keep"] is False

@@ -1,4 +1,5 @@
 """LASER loading from a model directory, with a tiny checkpoint generated in LASER2's format."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,27 +10,45 @@ from nano_laser.models import LaserLstmEncoder
 
 from medsimp.alignment.encoders import LaserEncoder, make_encoder
 
-TEXT = ["the patient has a fever", "aspirin lowers the risk of heart attack", "le patient a de la fièvre",
-        "children with asthma", "we found twelve studies", "side effects were similar"]
+TEXT = [
+    "the patient has a fever",
+    "aspirin lowers the risk of heart attack",
+    "le patient a de la fièvre",
+    "children with asthma",
+    "we found twelve studies",
+    "side effects were similar",
+]
 
 
 def _write_laser(model_dir, stem: str, hidden: int) -> None:
     """`<stem>.pt` as LASER2 stores it (params, model state, dictionary) and `<stem>.spm`."""
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(TEXT * 5), model_prefix=str(model_dir / stem),
-                                   vocab_size=40, model_type="unigram", hard_vocab_limit=False,
-                                   minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(TEXT * 5),
+        model_prefix=str(model_dir / stem),
+        vocab_size=40,
+        model_type="unigram",
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
     (model_dir / f"{stem}.model").rename(model_dir / f"{stem}.spm")
     proc = spm.SentencePieceProcessor(model_file=str(model_dir / f"{stem}.spm"))
     pieces = [proc.id_to_piece(i) for i in range(proc.get_piece_size())]
     dictionary = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
     for p in pieces:
         dictionary.setdefault(p, len(dictionary))
-    params = {"num_embeddings": len(dictionary), "padding_idx": 1, "embed_dim": 8, "hidden_size": hidden,
-              "num_layers": 1, "bidirectional": True}
+    params = {
+        "num_embeddings": len(dictionary),
+        "padding_idx": 1,
+        "embed_dim": 8,
+        "hidden_size": hidden,
+        "num_layers": 1,
+        "bidirectional": True,
+    }
     torch.manual_seed(0)
     model = LaserLstmEncoder(**params)
-    torch.save({"params": params, "model": model.state_dict(), "dictionary": dictionary},
-               model_dir / f"{stem}.pt")
+    torch.save(
+        {"params": params, "model": model.state_dict(), "dictionary": dictionary}, model_dir / f"{stem}.pt"
+    )
 
 
 def test_laser2_checkpoint_from_model_dir(tmp_path):

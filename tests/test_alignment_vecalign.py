@@ -1,9 +1,10 @@
 """Vecalign wrapper, Vecalign-format scorer and the embedding cache on constructed documents."""
+
 from __future__ import annotations
 
+import resource
 import sys
 import time
-import resource
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,9 @@ def _constructed():
     # tgt: copies, an insertion, 2+3 merged (2-1), 4 deleted, 5 split in two (1-2), rest copied
     half = s[5].split(" ")
     tgt = [s[0], s[1], extra, s[2] + " " + s[3], " ".join(half[:5]), " ".join(half[5:])] + s[6:]
-    gold = [((0,), (0,)), ((1,), (1,)), ((), (2,)), ((2, 3), (3,)), ((4,), ()), ((5,), (4, 5))] + \
-        [((i,), (i,)) for i in range(6, 12)]
+    gold = [((0,), (0,)), ((1,), (1,)), ((), (2,)), ((2, 3), (3,)), ((4,), ()), ((5,), (4, 5))] + [
+        ((i,), (i,)) for i in range(6, 12)
+    ]
     return s, tgt, gold
 
 

@@ -1,4 +1,5 @@
 """The annotator's documents, page escaping, MIMIC guard, server and ingest (agreement by hand)."""
+
 from __future__ import annotations
 
 import json
@@ -23,24 +24,41 @@ EVIL = '</script><img src=x onerror="window.pwned=1"><b>&amp;</b>'
 
 
 def _doc(complex_, simple, alignments=()):
-    return {"doc_id": "d", "language": "en", "complex": complex_, "simple": simple,
-            "alignments": [{"c": c, "s": s, "method": "crf", "scores": {}, "keep": True}
-                           for c, s in alignments], "sim": {}}
+    return {
+        "doc_id": "d",
+        "language": "en",
+        "complex": complex_,
+        "simple": simple,
+        "alignments": [{"c": c, "s": s, "method": "crf", "scores": {}, "keep": True} for c, s in alignments],
+        "sim": {},
+    }
 
 
 def _export(who: str, pairs: list[tuple[int, int]], labels=None, done=True, doc_id="d") -> dict:
     labels = labels or {}
-    return {"format": "medsimp-annotations", "version": 1, "annotator": who, "lineage": ["plaba"],
-            "documents": [{"doc_id": doc_id, "language": "en", "done": done,
-                           "complex": ["c0", "c1"], "simple": ["s0", "s1"],
-                           "alignments": [{"c": c, "s": s, "state": "added",
-                                           "labels": labels.get((c, s), {})} for c, s in pairs]}]}
+    return {
+        "format": "medsimp-annotations",
+        "version": 1,
+        "annotator": who,
+        "lineage": ["plaba"],
+        "documents": [
+            {
+                "doc_id": doc_id,
+                "language": "en",
+                "done": done,
+                "complex": ["c0", "c1"],
+                "simple": ["s0", "s1"],
+                "alignments": [
+                    {"c": c, "s": s, "state": "added", "labels": labels.get((c, s), {})} for c, s in pairs
+                ],
+            }
+        ],
+    }
 
 
 def test_pairs_of_a_filter_output_become_whole_documents_in_order(tmp_path):
     paths = upstream.write_cochrane(tmp_path)
-    docs, counts = from_pairs(Path(paths["pairs"]).parent, Path(paths["sentences"]).parent,
-                              language="es")
+    docs, counts = from_pairs(Path(paths["pairs"]).parent, Path(paths["sentences"]).parent, language="es")
     assert docs and all(d["language"] == "es" for d in docs)
     assert counts["pairs"] == sum(len(d["alignments"]) for d in docs)
     import pyarrow.parquet as pq
@@ -48,8 +66,10 @@ def test_pairs_of_a_filter_output_become_whole_documents_in_order(tmp_path):
     sentences = pq.read_table(paths["sentences"]).to_pylist()
     d = docs[0]
     doi = d["doc_id"].rsplit(":", 1)[0]
-    mine = sorted((s for s in sentences if s["doc_id"] == doi and s["side"] == "complex"),
-                  key=lambda s: s["sentence_index"])
+    mine = sorted(
+        (s for s in sentences if s["doc_id"] == doi and s["side"] == "complex"),
+        key=lambda s: s["sentence_index"],
+    )
     assert d["complex"] == [s["text"] for s in mine]  # every sentence, aligned or not
     a = d["alignments"][0]
     assert a["method"] and "overlap_r" in a["scores"] and a["keep"] in (True, False)
@@ -67,9 +87,20 @@ def test_restricted_input_needs_the_flag_and_gets_the_banner(tmp_path, capsys):
     (tmp_path / "a.txt").write_text("Pt c/o SOB.\nHx of CHF.\n", encoding="utf-8")
     (tmp_path / "b.txt").write_text("The patient is short of breath.\n", encoding="utf-8")
     (tmp_path / "al.txt").write_text("[0]:[0]\n[1]:[]\n", encoding="utf-8")
-    args = ["annotate", "page", "--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "b.txt"),
-            "--alignments", str(tmp_path / "al.txt"), "--set", "annotate.similarities=[overlap]",
-            "--output", str(tmp_path / "page")]
+    args = [
+        "annotate",
+        "page",
+        "--src",
+        str(tmp_path / "a.txt"),
+        "--tgt",
+        str(tmp_path / "b.txt"),
+        "--alignments",
+        str(tmp_path / "al.txt"),
+        "--set",
+        "annotate.similarities=[overlap]",
+        "--output",
+        str(tmp_path / "page"),
+    ]
     assert main(args) == 3  # unknown lineage counts as MIMIC-derived
     err = capsys.readouterr().err.splitlines()  # the announce line, then the one-line refusal
     assert len(err) == 2 and "--show-restricted" in err[1] and "SOB" not in "\n".join(err)
@@ -78,8 +109,9 @@ def test_restricted_input_needs_the_flag_and_gets_the_banner(tmp_path, capsys):
     html = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")
     data = json.loads(html.split('id="data">', 1)[1].split("</script>", 1)[0])
     assert data["restricted"] is True and data["lineage"] is None
-    assert data["docs"][0]["alignments"] == [{"c": [0], "s": [0], "method": "vecalign",
-                                             "scores": {}, "keep": None}]
+    assert data["docs"][0]["alignments"] == [
+        {"c": [0], "s": [0], "method": "vecalign", "scores": {}, "keep": None}
+    ]
     with pytest.raises(Refused):
         make_server(html, "0.0.0.0", 0, tmp_path / "saved", restricted=True)
 
@@ -125,11 +157,24 @@ def test_agreement_and_majority_gold_equal_a_hand_computed_case(tmp_path):
     assert agree["f1_macro"] == round(7 / 9, 6)
     assert agree["alpha_alignment"] == round(13 / 35, 6)
     assert agree["alpha_labels"]["insertion"] is None  # no variation: alpha undefined
-    assert main(["annotate", "ingest", str(tmp_path / "in"), "--output", str(tmp_path / "gold"),
-                 "--metrics", str(tmp_path / "m.json")]) == 0
+    assert (
+        main(
+            [
+                "annotate",
+                "ingest",
+                str(tmp_path / "in"),
+                "--output",
+                str(tmp_path / "gold"),
+                "--metrics",
+                str(tmp_path / "m.json"),
+            ]
+        )
+        == 0
+    )
     gold = [json.loads(x) for x in (tmp_path / "gold" / "gold.jsonl").read_text().splitlines()]
-    assert gold == [{"doc_id": "d", "group": "", "complex": ["c0", "c1"], "simple": ["s0", "s1"],
-                     "pairs": [[0, 0]]}]
+    assert gold == [
+        {"doc_id": "d", "group": "", "complex": ["c0", "c1"], "simple": ["s0", "s1"], "pairs": [[0, 0]]}
+    ]
     labels = [json.loads(x) for x in (tmp_path / "gold" / "labels.jsonl").read_text().splitlines()]
     assert labels == [{"doc_id": "d", "c": 0, "s": 0, "labels": {"elaboration": 1, "insertion": 0}}]
     assert (tmp_path / "gold" / "vecalign" / "00000.align").read_text() == "[0]:[0]\n[]:[1]\n[1]:[]\n"
@@ -140,15 +185,39 @@ def test_agreement_and_majority_gold_equal_a_hand_computed_case(tmp_path):
 def test_unfinished_documents_are_left_out_and_bad_exports_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "a.json").write_text(json.dumps(_export("A", [(0, 0)], done=False)))
     (tmp_path / "b.json").write_text(json.dumps(_export("B", [(1, 1)], doc_id="e")))
-    assert main(["annotate", "ingest", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
-                 "--output", str(tmp_path / "g"), "--metrics", str(tmp_path / "m.json")]) == 0
+    assert (
+        main(
+            [
+                "annotate",
+                "ingest",
+                str(tmp_path / "a.json"),
+                str(tmp_path / "b.json"),
+                "--output",
+                str(tmp_path / "g"),
+                "--metrics",
+                str(tmp_path / "m.json"),
+            ]
+        )
+        == 0
+    )
     stats = json.loads((tmp_path / "m.json").read_text())
     assert (stats["read"], stats["kept"], stats["filtered"]) == (2, 1, 1)  # A's is not done
     (tmp_path / "b.json").write_text(json.dumps(_export("A", [(1, 1)], doc_id="e")))
-    assert main(["annotate", "ingest", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
-                 "--output", str(tmp_path / "g")]) == 2
+    assert (
+        main(
+            [
+                "annotate",
+                "ingest",
+                str(tmp_path / "a.json"),
+                str(tmp_path / "b.json"),
+                "--output",
+                str(tmp_path / "g"),
+            ]
+        )
+        == 2
+    )
     assert "appears in two files" in capsys.readouterr().err
-    (tmp_path / "c.json").write_text("{\"format\": \"other\"}")
+    (tmp_path / "c.json").write_text('{"format": "other"}')
     assert main(["annotate", "ingest", str(tmp_path / "c.json"), "--output", str(tmp_path / "g")]) == 2
     assert "not a medsimp annotation export" in capsys.readouterr().err
 
@@ -162,8 +231,25 @@ def test_page_opens_on_the_multicochrane_es_builder_config(tmp_path):
     builder = tmp_path / "builders" / "multicochrane"
     assert main(["--params", str(params), "build", "multicochrane", "--output", str(builder)]) == 0
     out = tmp_path / "page"
-    assert main(["annotate", "page", "--pairs", str(builder), "--config", "es", "--sentences",
-                 paths["sentences"], "--output", str(out), "--set", "annotate.similarities=[overlap]"]) == 0
+    assert (
+        main(
+            [
+                "annotate",
+                "page",
+                "--pairs",
+                str(builder),
+                "--config",
+                "es",
+                "--sentences",
+                paths["sentences"],
+                "--output",
+                str(out),
+                "--set",
+                "annotate.similarities=[overlap]",
+            ]
+        )
+        == 0
+    )
     html = (out / "index.html").read_text(encoding="utf-8")
     data = json.loads(html.split('id="data">', 1)[1].split("</script>", 1)[0])
     assert data["restricted"] is False and data["lineage"] == ["cochrane"]

@@ -1,5 +1,6 @@
 """The annotator in headless Chromium: align by click and by keyboard, delete, label, reload
 (work kept), export, ingest the export and train the CRF on it. Needs Debian's chromium."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,7 @@ from medsimp.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-KEYS = {"Enter": ("Enter", 13, "\r"), "ArrowDown": ("ArrowDown", 40, ""),
-        "ArrowUp": ("ArrowUp", 38, "")}
+KEYS = {"Enter": ("Enter", 13, "\r"), "ArrowDown": ("ArrowDown", 40, ""), "ArrowUp": ("ArrowUp", 38, "")}
 
 
 def press(page, key: str) -> None:
@@ -21,8 +21,9 @@ def press(page, key: str) -> None:
         code, vk, text = KEYS[key]
     else:
         code, vk, text = (f"Key{key.upper()}" if key.isalpha() else f"Digit{key}"), ord(key.upper()), key
-    page.call("Input.dispatchKeyEvent", type="keyDown", key=key, code=code,
-              windowsVirtualKeyCode=vk, text=text)
+    page.call(
+        "Input.dispatchKeyEvent", type="keyDown", key=key, code=code, windowsVirtualKeyCode=vk, text=text
+    )
     page.call("Input.dispatchKeyEvent", type="keyUp", key=key, code=code, windowsVirtualKeyCode=vk)
 
 
@@ -36,14 +37,29 @@ def double_click(page, selector: str) -> None:
 
 def pair_state(page, c: int, s: int):
     """The state the page stores for (c, s) (null when absent)."""
-    return page.js(f"(() => {{ const st = work.docs[DATA.docs[docIndex].doc_id].pairs['{c}-{s}'];"
-                   " return st ? st.state : null; })()")
+    return page.js(
+        f"(() => {{ const st = work.docs[DATA.docs[docIndex].doc_id].pairs['{c}-{s}'];"
+        " return st ? st.state : null; })()"
+    )
 
 
 def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
     out = tmp_path / "page"
-    assert main(["annotate", "page", "--gold", str(REPO / "data/sample/plaba.json"),
-                 "--output", str(out), "--set", "annotate.similarities=[overlap]"]) == 0
+    assert (
+        main(
+            [
+                "annotate",
+                "page",
+                "--gold",
+                str(REPO / "data/sample/plaba.json"),
+                "--output",
+                str(out),
+                "--set",
+                "annotate.similarities=[overlap]",
+            ]
+        )
+        == 0
+    )
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     top, page = browser
@@ -63,33 +79,33 @@ def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
 
     # document 1: C1-S1, C2-S2+S3 ... are PLABA's proposals
     assert pair_state(page, 0, 0) == "proposed"
-    page.click("#c-5")           # mouse: align C6 (a deletion in PLABA) with S6
+    page.click("#c-5")  # mouse: align C6 (a deletion in PLABA) with S6
     page.click("#s-5")
     assert pair_state(page, 5, 5) == "added"
     page.click("#c-0")
-    press(page, "j")             # keyboard: C2, the best-ranked simple sentence first
+    press(page, "j")  # keyboard: C2, the best-ranked simple sentence first
     assert page.js("ci") == 1
     ranked = page.js("ranking()")
     press(page, "ArrowDown")
     assert page.js("sj") == ranked[1]
     press(page, "Enter")
     assert pair_state(page, 1, ranked[1]) in ("accepted", "added")
-    press(page, "4")             # elaboration 0, then 1
+    press(page, "4")  # elaboration 0, then 1
     press(page, "4")
     assert page.js(f"work.docs[DATA.docs[0].doc_id].pairs['1-{ranked[1]}'].labels.elaboration") == 1
-    double_click(page, "#s-0")   # C2-S1 does not exist: dblclick first aligns (click), then deletes
+    double_click(page, "#s-0")  # C2-S1 does not exist: dblclick first aligns (click), then deletes
     assert pair_state(page, 1, 0) is None
     page.click("#c-3")
-    double_click(page, "#s-4")   # delete the proposal C4-S5
+    double_click(page, "#s-4")  # delete the proposal C4-S5
     assert pair_state(page, 3, 4) == "rejected"
-    press(page, "u")             # undo: back to the click of the double-click, which accepted it
+    press(page, "u")  # undo: back to the click of the double-click, which accepted it
     assert pair_state(page, 3, 4) == "accepted"
-    press(page, "x")             # keyboard delete
+    press(page, "x")  # keyboard delete
     assert pair_state(page, 3, 4) == "rejected"
-    press(page, "m")             # done
+    press(page, "m")  # done
     assert page.js("document.getElementById('done').checked")
 
-    page.call("Page.reload")     # the work survives a reload (local storage)
+    page.call("Page.reload")  # the work survives a reload (local storage)
     _wait(lambda: page.js("document.readyState === 'complete' && typeof work !== 'undefined' && !!work"))
     assert page.js("who") == "ann1"
     assert pair_state(page, 3, 4) == "rejected" and pair_state(page, 5, 5) == "added"
@@ -97,7 +113,7 @@ def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
 
     press(page, "n")
     assert page.js("docIndex") == 1
-    press(page, "m")             # document 2 done as proposed
+    press(page, "m")  # document 2 done as proposed
     press(page, "e")
     export = _wait(lambda: next(iter(downloads.glob("annotations-ann1.json")), None))
     _wait(lambda: export.read_text(encoding="utf-8").rstrip().endswith("}"))
@@ -115,8 +131,21 @@ def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
     assert {"doc_id": rows[0]["doc_id"], "c": 1, "s": ranked[1], "labels": {"elaboration": 1}} in labels
     assert (gold_dir / "vecalign" / "00000.align").read_text().splitlines()[0] == "[0]:[0]"
     model = tmp_path / "crf"
-    assert main(["align", "--train", "--gold", str(gold_dir / "gold.jsonl"), "--output", str(model),
-                 "--set", "align.crf.epochs=3"]) == 0
+    assert (
+        main(
+            [
+                "align",
+                "--train",
+                "--gold",
+                str(gold_dir / "gold.jsonl"),
+                "--output",
+                str(model),
+                "--set",
+                "align.crf.epochs=3",
+            ]
+        )
+        == 0
+    )
     stats = json.loads((model / "stats.json").read_text())
     assert stats["documents"] == 2 and stats["gold_pairs"] == sum(len(r["pairs"]) for r in rows)
 
@@ -126,8 +155,24 @@ def test_markup_in_sentences_is_shown_as_text(tmp_path, browser):  # noqa: F811
     (tmp_path / "a.txt").write_text(f"{evil}\nsecond\n", encoding="utf-8")
     (tmp_path / "b.txt").write_text(f"{evil}\n", encoding="utf-8")
     out = tmp_path / "page"
-    assert main(["annotate", "page", "--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "b.txt"),
-                 "--show-restricted", "--output", str(out), "--set", "annotate.similarities=[overlap]"]) == 0
+    assert (
+        main(
+            [
+                "annotate",
+                "page",
+                "--src",
+                str(tmp_path / "a.txt"),
+                "--tgt",
+                str(tmp_path / "b.txt"),
+                "--show-restricted",
+                "--output",
+                str(out),
+                "--set",
+                "annotate.similarities=[overlap]",
+            ]
+        )
+        == 0
+    )
     _, page = browser
     page.call("Page.navigate", url=(out / "index.html").as_uri() + "?annotator=" + "%3Cb%3Ez")
     _wait(lambda: page.js("document.readyState === 'complete' && !!document.getElementById('c-0')"))
@@ -147,10 +192,25 @@ def test_served_page_saves_the_export_on_the_server(tmp_path, browser):  # noqa:
 
     saved = tmp_path / "saved"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "medsimp.cli", "annotate", "serve", "--gold",
-         str(REPO / "data/sample/plaba.json"), "--port", "0", "--save-dir", str(saved),
-         "--set", "annotate.similarities=[overlap]"],
-        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        [
+            sys.executable,
+            "-m",
+            "medsimp.cli",
+            "annotate",
+            "serve",
+            "--gold",
+            str(REPO / "data/sample/plaba.json"),
+            "--port",
+            "0",
+            "--save-dir",
+            str(saved),
+            "--set",
+            "annotate.similarities=[overlap]",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         line = ""
         while "serving" not in line:
@@ -175,8 +235,21 @@ def test_served_page_saves_the_export_on_the_server(tmp_path, browser):  # noqa:
 
 def test_rank_order_toggle_lists_simple_sentences_by_combined_score(tmp_path, browser):  # noqa: F811
     out = tmp_path / "page"
-    assert main(["annotate", "page", "--gold", str(REPO / "data/sample/plaba.json"),
-                 "--output", str(out), "--set", "annotate.similarities=[overlap]"]) == 0
+    assert (
+        main(
+            [
+                "annotate",
+                "page",
+                "--gold",
+                str(REPO / "data/sample/plaba.json"),
+                "--output",
+                str(out),
+                "--set",
+                "annotate.similarities=[overlap]",
+            ]
+        )
+        == 0
+    )
     _, page = browser
     page.call("Page.navigate", url=(out / "index.html").as_uri() + "?annotator=r")
     _wait(lambda: page.js("document.readyState === 'complete' && !!document.getElementById('c-0')"))

@@ -1,4 +1,5 @@
 """`medsimp build` on tiny upstream fixtures: deterministic folders that `datasets` loads offline."""
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,11 @@ def params_file(tmp_path_factory) -> Path:
     shutil.copytree(REPO / "tests" / "fixtures" / "builders" / "medlane", medlane_dir)
     build = {
         "multicochrane": {**upstream.write_cochrane(root), "split": SPLIT},
-        "medlane": {"input": str(medlane_dir), "validation_size": 2,
-                    "candidates": upstream.write_notes(root)},
+        "medlane": {
+            "input": str(medlane_dir),
+            "validation_size": 2,
+            "candidates": upstream.write_notes(root),
+        },
         "msd": {**upstream.write_msd(root), "split": SPLIT},
         "plaba": {**upstream.write_plaba(root), "split": SPLIT},
     }
@@ -39,14 +43,18 @@ def params_file(tmp_path_factory) -> Path:
 
 def _build(params: Path, name: str, out: Path) -> dict:
     metrics = out.parent / f"{out.name}-metrics.json"
-    assert main(["--params", str(params), "build", name, "--output", str(out),
-                 "--metrics", str(metrics)]) == 0
+    assert (
+        main(["--params", str(params), "build", name, "--output", str(out), "--metrics", str(metrics)]) == 0
+    )
     return json.loads(metrics.read_text(encoding="utf-8"))
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _card(folder: Path) -> tuple[dict, str]:
@@ -98,7 +106,13 @@ def test_every_config_loads_offline_with_documented_features(name, built, tmp_pa
 def test_multicochrane_configs_splits_and_annotations(built, tmp_path):
     meta, _ = _card(built["multicochrane"])
     assert sorted(c["config_name"] for c in meta["configs"]) == [
-        "en", "en-filtered", "es", "es-filtered", "fr", "fr-filtered"]
+        "en",
+        "en-filtered",
+        "es",
+        "es-filtered",
+        "fr",
+        "fr-filtered",
+    ]
     from datasets import load_dataset
 
     def load(config: str):
@@ -115,7 +129,7 @@ def test_multicochrane_configs_splits_and_annotations(built, tmp_path):
     assert not (dois[0] & dois[1] or dois[0] & dois[2] or dois[1] & dois[2])
     multi = next(r for r in en["train"] if len(r["complex_ids"]) == 2)
     for c in multi["complex_concepts"]:
-        assert multi["complex_text"][c["start"]:c["end"]] == c["term"]
+        assert multi["complex_text"][c["start"] : c["end"]] == c["term"]
     assert len(multi["complex_readability"]) == 2
     stats = json.loads((built["multicochrane"] / "stats.json").read_text(encoding="utf-8"))
     assert stats["rejected"] == 1
@@ -125,19 +139,28 @@ def test_multicochrane_configs_splits_and_annotations(built, tmp_path):
 
 def _mc_human(dois: list[str], splits: dict[str, str] | None = None) -> list[dict]:
     """mc_human.json in the reader's layout: sentences and gold [complex, simple] pairs."""
-    return [{"doi": d, "abstract": [f"Complex one of {d}.", f"Complex two of {d}."],
-             "pls": [f"Plain one of {d}.", f"Plain two of {d}."], "alignments": [[0, 0], [1, 1]],
-             **({"split": splits[d]} if splits and d in splits else {})} for d in dois]
+    return [
+        {
+            "doi": d,
+            "abstract": [f"Complex one of {d}.", f"Complex two of {d}."],
+            "pls": [f"Plain one of {d}.", f"Plain two of {d}."],
+            "alignments": [[0, 0], [1, 1]],
+            **({"split": splits[d]} if splits and d in splits else {}),
+        }
+        for d in dois
+    ]
 
 
 def test_multicochrane_mc_clean_split(params_file, tmp_path):
     data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
     mc = tmp_path / "mc_human.json"
-    clean = ["10.1002/14651858.CD000002.pub3", "https://doi.org/10.1002/14651858.CD000004",
-             "10.1002/14651858.CD000005"] + [f"10.1002/14651858.CD9{i:05d}" for i in range(3)]
+    clean = [
+        "10.1002/14651858.CD000002.pub3",
+        "https://doi.org/10.1002/14651858.CD000004",
+        "10.1002/14651858.CD000005",
+    ] + [f"10.1002/14651858.CD9{i:05d}" for i in range(3)]
     mc.write_text(json.dumps(_mc_human(clean, {"10.1002/14651858.CD000005": "test"})))
-    data["build"]["multicochrane"].update({"mc_human": str(mc), "mc_clean_validation": 1,
-                                           "mc_clean_test": 3})
+    data["build"]["multicochrane"].update({"mc_human": str(mc), "mc_clean_validation": 1, "mc_clean_test": 3})
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump(data), encoding="utf-8")
     stats = _build(params, "multicochrane", tmp_path / "mc")
@@ -182,10 +205,13 @@ def test_mc_human_without_gold_alignments_is_a_clear_error(params_file, tmp_path
     data["build"]["multicochrane"].update({"mc_human": str(mc)})
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump(data), encoding="utf-8")
-    assert main(["--params", str(params), "build", "multicochrane", "--output",
-                 str(tmp_path / "mc")]) == 2
+    assert main(["--params", str(params), "build", "multicochrane", "--output", str(tmp_path / "mc")]) == 2
     err = capsys.readouterr().err.strip().splitlines()  # the stage's announce line, then the error
-    assert len(err) == 2 and err[1].startswith("medsimp build multicochrane: ") and "no gold alignments" in err[1]
+    assert (
+        len(err) == 2
+        and err[1].startswith("medsimp build multicochrane: ")
+        and "no gold alignments" in err[1]
+    )
 
 
 def test_seeded_split_says_it_is_not_mc_clean(built):
@@ -197,11 +223,22 @@ def test_mc_clean_reviews_are_found_in_any_layout(tmp_path):
     from medsimp.builders.multicochrane import mc_clean_split
 
     path = tmp_path / "mc.json"
-    path.write_text(json.dumps({"en": {"validation": [{"doi": "10.1/CD1.pub2", "gold": "x"}],
-                                       "test": {"10.1/CD2": {"pairs": []}}},
-                                "es": [{"doi": "https://doi.org/10.1/CD3"}, {"doi": "10.1/CD1"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "en": {
+                    "validation": [{"doi": "10.1/CD1.pub2", "gold": "x"}],
+                    "test": {"10.1/CD2": {"pairs": []}},
+                },
+                "es": [{"doi": "https://doi.org/10.1/CD3"}, {"doi": "10.1/CD1"}],
+            }
+        )
+    )
     assert mc_clean_split(path, n_validation=1, seed=13) == {
-        "10.1/CD1": "validation", "10.1/CD2": "test", "10.1/CD3": "test"}
+        "10.1/CD1": "validation",
+        "10.1/CD2": "test",
+        "10.1/CD3": "test",
+    }
 
 
 def test_medlane_builder_is_flagged_and_splits_a_single_eval_file(built, tmp_path):
@@ -228,14 +265,17 @@ def test_msd_groups_and_paired_test_documents(built, tmp_path):
         assert set(groups[split]["doc_id"]) <= set(sentences[split]["doc_id"])
     row = next(r for r in groups["test"] if r["pcio"] == "test_pair")
     c = row["simple_concepts"][0]
-    assert row["simple_text"][c["start"]:c["end"]].lower() == "hypertension"
+    assert row["simple_text"][c["start"] : c["end"]].lower() == "hypertension"
     assert {r["label"] for r in sentences["train"]} == {0, 1}
 
 
 def test_missing_input_is_a_clear_error(tmp_path, capsys):
     params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({"build": {"msd": {"sentences": str(tmp_path / "nope"),
-                                                        "linked": str(tmp_path / "nope")}}}))
+    params.write_text(
+        yaml.safe_dump(
+            {"build": {"msd": {"sentences": str(tmp_path / "nope"), "linked": str(tmp_path / "nope")}}}
+        )
+    )
     assert main(["--params", str(params), "build", "msd", "--output", str(tmp_path / "o")]) == 2
     assert "no parquet files" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

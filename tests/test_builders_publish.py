@@ -3,6 +3,7 @@ call, whatever the card, flags or file names say; allowed pushes reach the hub A
 
 The hub is a local fake HTTP server that records every request (no real network).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,13 +14,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
-
-from medsimp.cli import main
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from medsimp import lineage
+from medsimp.cli import main
 from medsimp.commands.publish import check_publishable
 from medsimp.errors import Refused
 
@@ -46,7 +46,9 @@ class _FakeHub(BaseHTTPRequestHandler):
         if self.path.startswith("/api/datasets/me/ds"):
             private = not self.existing_public and any(
                 json.loads(b).get("private") or json.loads(b).get("visibility") == "private"
-                for _, p, b in self.requests if p == "/api/repos/create")
+                for _, p, b in self.requests
+                if p == "/api/repos/create"
+            )
             self._reply({"id": "me/ds", "private": private, "sha": "0" * 40})
         else:
             self._reply({})
@@ -59,11 +61,21 @@ class _FakeHub(BaseHTTPRequestHandler):
             self._reply({"url": f"http://{host}/datasets/me/ds", "name": "ds", "id": "x"})
         elif "/preupload/" in self.path:
             files = json.loads(body)["files"]
-            self._reply({"files": [{"path": f["path"], "uploadMode": "regular",
-                                    "shouldIgnore": False} for f in files]})
+            self._reply(
+                {
+                    "files": [
+                        {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files
+                    ]
+                }
+            )
         elif "/commit/" in self.path:
-            self._reply({"commitUrl": f"http://{host}/datasets/me/ds/commit/{'0' * 40}",
-                         "commitOid": "0" * 40, "success": True})
+            self._reply(
+                {
+                    "commitUrl": f"http://{host}/datasets/me/ds/commit/{'0' * 40}",
+                    "commitOid": "0" * 40,
+                    "success": True,
+                }
+            )
         else:
             self._reply({})
 
@@ -91,9 +103,11 @@ def _table(path: Path, tags, text: str = "the trial found no difference") -> Non
 def _folder(tmp_path: Path, tags, card_flag: str = "false") -> Path:
     folder = tmp_path / "ds"
     _table(folder / "train" / "x.parquet", tags)
-    (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files: "
-                                      f"train/x.parquet\nmedsimp:\n  builder: t\n"
-                                      f"  mimic_derived: {card_flag}\n---\n# t\n")
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: default\n  data_files: "
+        f"train/x.parquet\nmedsimp:\n  builder: t\n"
+        f"  mimic_derived: {card_flag}\n---\n# t\n"
+    )
     (folder / "dead_letter").mkdir()
     (folder / "dead_letter" / "part-00000.jsonl").write_text('{"raw": "[**Name**]"}\n')
     (folder / ".medsimp-output").write_text("{}")
@@ -101,11 +115,21 @@ def _folder(tmp_path: Path, tags, card_flag: str = "false") -> Path:
 
 
 def _publish(endpoint: str, folder: Path, *flags: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_fake",
-           "HF_HUB_DISABLE_TELEMETRY": "1"}
-    return subprocess.run([sys.executable, "-m", "medsimp.cli", "publish", str(folder),
-                           "--repo-id", "me/ds", *flags], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "0",
+        "HF_ENDPOINT": endpoint,
+        "HF_TOKEN": "hf_fake",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", "publish", str(folder), "--repo-id", "me/ds", *flags],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _publish_here(monkeypatch, endpoint: str, folder: Path, *flags: str) -> int:
@@ -161,9 +185,18 @@ def _bypass(kind: str, folder: Path) -> None:
         raise AssertionError(kind)
 
 
-BYPASSES = ["stripped_metadata", "copied_mimic_parquet", "nested_folder", "renamed_to_other_suffix",
-            "csv_data_file", "jsonl_data_file", "symlink", "relabelled_lineage_with_mimic_text",
-            "card_with_mimic_text", "stats_with_mimic_text"]
+BYPASSES = [
+    "stripped_metadata",
+    "copied_mimic_parquet",
+    "nested_folder",
+    "renamed_to_other_suffix",
+    "csv_data_file",
+    "jsonl_data_file",
+    "symlink",
+    "relabelled_lineage_with_mimic_text",
+    "card_with_mimic_text",
+    "stats_with_mimic_text",
+]
 
 
 @pytest.mark.parametrize("kind", BYPASSES)

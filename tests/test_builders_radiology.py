@@ -1,4 +1,5 @@
 """`medsimp build radiology` on a tiny synthetic fixture: deterministic, loads offline, MIMIC-guarded."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,21 +22,28 @@ SPLIT = {"seed": 13, "validation": 0.2, "test": 0.2}
 
 def _params(tmp: Path, sentences: Path) -> Path:
     path = tmp / "params.yaml"
-    path.write_text(yaml.safe_dump({"build": {"radiology": {"sentences": str(sentences),
-                                                            "split": SPLIT}}}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump({"build": {"radiology": {"sentences": str(sentences), "split": SPLIT}}}),
+        encoding="utf-8",
+    )
     return path
 
 
 def _build(params: Path, out: Path) -> dict:
     metrics = out.parent / f"{out.name}-metrics.json"
-    assert main(["--params", str(params), "build", "radiology", "--output", str(out),
-                 "--metrics", str(metrics)]) == 0
+    assert (
+        main(["--params", str(params), "build", "radiology", "--output", str(out), "--metrics", str(metrics)])
+        == 0
+    )
     return json.loads(metrics.read_text(encoding="utf-8"))
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _card(folder: Path) -> dict:
@@ -55,8 +63,12 @@ def test_build_twice_gives_identical_files(built, tmp_path):
     assert stats["read"] == 8 == stats["kept"] + stats["filtered"] + stats["rejected"]
     assert stats["rejected"] == 1 and stats["notes"] == 5 and stats["duplicates_merged"] == 3
     dead = json.loads((folder / "dead_letter" / "part-00000.jsonl").read_text().splitlines()[0])
-    assert dead == {"source": "radiology", "locator": "synthetic.csv@500",
-                    "reason": "missing_field", "detail": "text"}
+    assert dead == {
+        "source": "radiology",
+        "locator": "synthetic.csv@500",
+        "reason": "missing_field",
+        "detail": "text",
+    }
 
 
 def test_findings_loads_offline_split_by_note(built, tmp_path):
@@ -82,8 +94,9 @@ def test_small_input_keeps_only_non_empty_splits(tmp_path):
     table = pq.read_table(FIXTURE)
     small = tmp_path / "small"
     small.mkdir()
-    pq.write_table(table.filter(pc.is_in(table["doc_id"], value_set=pa.array(["1", "2"]))),
-                   small / "part-00000.parquet")
+    pq.write_table(
+        table.filter(pc.is_in(table["doc_id"], value_set=pa.array(["1", "2"]))), small / "part-00000.parquet"
+    )
     stats = _build(_params(tmp_path, small), tmp_path / "out")
     counts = stats["splits"]["findings"]  # note 1 has two sentences, note 2 one
     assert counts["validation"] == 0 and sorted([counts["train"], counts["test"]]) == [1, 2]

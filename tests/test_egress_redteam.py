@@ -4,6 +4,7 @@ status, environment proxies, and lineage carried by the output folders (JSONL, d
 
 Names resolve to the local fake server (`fake_dns`), so a URL the guard let through would
 show up as a recorded request."""
+
 from __future__ import annotations
 
 import json
@@ -26,17 +27,34 @@ from medsimp.selfcorrect.fake_server import FakeChatServer
 def fake_dns(monkeypatch):
     """Every name resolves to 127.0.0.1 (as a hostile DNS or /etc/hosts entry could)."""
     real = socket.getaddrinfo
-    monkeypatch.setattr(socket, "getaddrinfo",
-                        lambda host, port, *a, **k: real("127.0.0.1", port, *a, **k))
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: real("127.0.0.1", port, *a, **k))
 
 
-LOOPBACK = ["http://[::1]:8000/v1", "http://[0:0:0:0:0:0:0:1]/v1", "http://[::ffff:127.0.0.1]/v1",
-            "http://[::ffff:7f00:1]/v1", "http://127.255.255.254/v1", "http://LOCALHOST./v1"]
-REMOTE = ["http://[::]/v1", "http://[::ffff:8.8.8.8]/v1", "http://[fe80::1]/v1",
-          "http://[2001:db8::1]/v1", "http://[64:ff9b::7f00:1]/v1", "http://127.1/v1",
-          "http://0x7f000001/v1", "http://017700000001/v1", "http://2130706433/v1",
-          "http://localhost.localdomain/v1", "http://ip6-localhost/v1", "http://localhost6/v1",
-          "http://xn--localhost-/v1", "http://127.0.0.1.nip.io/v1", "https://[::1].evil/v1"]
+LOOPBACK = [
+    "http://[::1]:8000/v1",
+    "http://[0:0:0:0:0:0:0:1]/v1",
+    "http://[::ffff:127.0.0.1]/v1",
+    "http://[::ffff:7f00:1]/v1",
+    "http://127.255.255.254/v1",
+    "http://LOCALHOST./v1",
+]
+REMOTE = [
+    "http://[::]/v1",
+    "http://[::ffff:8.8.8.8]/v1",
+    "http://[fe80::1]/v1",
+    "http://[2001:db8::1]/v1",
+    "http://[64:ff9b::7f00:1]/v1",
+    "http://127.1/v1",
+    "http://0x7f000001/v1",
+    "http://017700000001/v1",
+    "http://2130706433/v1",
+    "http://localhost.localdomain/v1",
+    "http://ip6-localhost/v1",
+    "http://localhost6/v1",
+    "http://xn--localhost-/v1",
+    "http://127.0.0.1.nip.io/v1",
+    "https://[::1].evil/v1",
+]
 
 
 @pytest.mark.parametrize("url", LOOPBACK)
@@ -53,15 +71,28 @@ def test_look_alikes_are_remote_and_refused(url):
 
 
 def _confusing(port: str) -> list[str]:
-    return [f"http://localhost@evil.host:{port}/v1", f"http://evil.host:{port}\\@127.0.0.1:{port}/v1",
-            f"http://127.0.0.1:{port}@evil.host:{port}/v1", f"http://user:pw@evil.host:{port}/v1",
-            f"http://:@evil.host:{port}/v1", f"http://evil.host:{port}#@127.0.0.1:{port}/v1",
-            f"http://evil.host:{port}?@127.0.0.1/v1", f"http://127.0.0.1%40evil.host:{port}/v1",
-            f"http://evil.host:{port}/v1@127.0.0.1", f"http://127.0.0.1\t.evil.host:{port}/v1",
-            f"http://\uff45vil.host:{port}/v1", f"http://127.0.0.1\u3002evil.host:{port}/v1",
-            f"http://[::1%25lo]:{port}/v1", f"http://evil.host:{port}%2f@127.0.0.1/v1",
-            f"HTTP://EVIL.HOST:{port}/v1", f"http://evil.host.:{port}/v1", f"//evil.host:{port}/v1",
-            f"evil.host:{port}/v1", f"ftp://127.0.0.1:{port}/v1", f" http://evil.host:{port}/v1"]
+    return [
+        f"http://localhost@evil.host:{port}/v1",
+        f"http://evil.host:{port}\\@127.0.0.1:{port}/v1",
+        f"http://127.0.0.1:{port}@evil.host:{port}/v1",
+        f"http://user:pw@evil.host:{port}/v1",
+        f"http://:@evil.host:{port}/v1",
+        f"http://evil.host:{port}#@127.0.0.1:{port}/v1",
+        f"http://evil.host:{port}?@127.0.0.1/v1",
+        f"http://127.0.0.1%40evil.host:{port}/v1",
+        f"http://evil.host:{port}/v1@127.0.0.1",
+        f"http://127.0.0.1\t.evil.host:{port}/v1",
+        f"http://\uff45vil.host:{port}/v1",
+        f"http://127.0.0.1\u3002evil.host:{port}/v1",
+        f"http://[::1%25lo]:{port}/v1",
+        f"http://evil.host:{port}%2f@127.0.0.1/v1",
+        f"HTTP://EVIL.HOST:{port}/v1",
+        f"http://evil.host.:{port}/v1",
+        f"//evil.host:{port}/v1",
+        f"evil.host:{port}/v1",
+        f"ftp://127.0.0.1:{port}/v1",
+        f" http://evil.host:{port}/v1",
+    ]
 
 
 def test_parser_confusion_urls_never_reach_anything(tmp_path, fake_dns, capsys):
@@ -163,17 +194,17 @@ def test_output_folders_carry_the_lineage_onwards(tmp_path, fake_dns):
         out = tmp_path / "out" / "simplifications.jsonl"
         assert lineage.read_lineage(out) == ("mimic-iv-note",)
         assert lineage.read_lineage(tmp_path / "out" / "dead_letter" / "part-00000.jsonl") == (
-            "mimic-iv-note",)
+            "mimic-iv-note",
+        )
         # public-lineage text with placeholders: the output is marked MIMIC
         pub = _parquet(tmp_path, ["cochrane"])
         (tmp_path / "shaped.jsonl").write_text(
-            json.dumps({"sentence_id": "a", "text": "Seen at [**Hospital1 18**]."}) + "\n")
+            json.dumps({"sentence_id": "a", "text": "Seen at [**Hospital1 18**]."}) + "\n"
+        )
         assert _run(tmp_path, _params(tmp_path, srv.url), str(tmp_path / "shaped.jsonl")) == 0
-        assert json.loads((tmp_path / "out" / ".medsimp-output").read_text())["lineage"] == [
-            "unknown"]
+        assert json.loads((tmp_path / "out" / ".medsimp-output").read_text())["lineage"] == ["unknown"]
         assert _run(tmp_path, _params(tmp_path, srv.url), pub) == 0
-        assert json.loads((tmp_path / "out" / ".medsimp-output").read_text())["lineage"] == [
-            "cochrane"]
+        assert json.loads((tmp_path / "out" / ".medsimp-output").read_text())["lineage"] == ["cochrane"]
         port = srv.url.split(":")[2].split("/")[0]
         n = len(srv.requests)
         # a JSONL copied out of a MIMIC-derived output folder keeps no lineage: unknown, refused
@@ -188,13 +219,28 @@ def test_set_cannot_touch_the_allow_list_in_any_spelling(tmp_path, fake_dns):
     with FakeChatServer() as srv:
         port = srv.url.split(":")[2].split("/")[0]
         params = _params(tmp_path, f"http://evil.host:{port}/v1")
-        for override in (f"simplify.egress.allowed_endpoints=[http://evil.host:{port}]",
-                         "simplify.egress.allow_loopback=false",
-                         f"simplify={{enabled: true, backend: openai, openai: {{base_url: "
-                         f"'http://evil.host:{port}/v1', model: m}}, egress: {{allowed_endpoints: "
-                         f"['http://evil.host:{port}']}}}}",
-                         f" simplify.egress.allowed_endpoints =[http://evil.host:{port}]"):
-            code = main(["--params", params, "--set", override, "simplify", "--input", inp,
-                         "--output", str(tmp_path / "o"), "--mimic-egress-dua", DUA])
+        for override in (
+            f"simplify.egress.allowed_endpoints=[http://evil.host:{port}]",
+            "simplify.egress.allow_loopback=false",
+            f"simplify={{enabled: true, backend: openai, openai: {{base_url: "
+            f"'http://evil.host:{port}/v1', model: m}}, egress: {{allowed_endpoints: "
+            f"['http://evil.host:{port}']}}}}",
+            f" simplify.egress.allowed_endpoints =[http://evil.host:{port}]",
+        ):
+            code = main(
+                [
+                    "--params",
+                    params,
+                    "--set",
+                    override,
+                    "simplify",
+                    "--input",
+                    inp,
+                    "--output",
+                    str(tmp_path / "o"),
+                    "--mimic-egress-dua",
+                    DUA,
+                ]
+            )
             assert code in (2, 3), override
     assert srv.requests == []

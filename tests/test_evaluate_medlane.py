@@ -1,5 +1,6 @@
 """`medsimp evaluate` on MedLane files: the authors' reader and scorer (compat mode), the
 default reader's dead letters with line-aligned outputs, refused flags, empty inputs."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,18 +25,42 @@ FAST = ["--set", "evaluate.meteor=false", "--set", "evaluate.bertscore=false"]
 # prefixed ones; the file ends in a single newline, so the authors' last block has an
 # empty fifth reference line. Blocks 0-2 are the validation half, 3-5 the test half.
 RECORDS = [
-    ["Pt was given ABX .", "1 pt[patient] was given abx[antibiotics] .", "2 the patient was given medicine .",
-     "3 you were given abx[antibiotics] .", "4 you were given medicine ."],
+    [
+        "Pt was given ABX .",
+        "1 pt[patient] was given abx[antibiotics] .",
+        "2 the patient was given medicine .",
+        "3 you were given abx[antibiotics] .",
+        "4 you were given medicine .",
+    ],
     ["BP was low .", "blood pressure[bp] was low .", "the blood pressure was low ."],
-    ["HR was high .", "1the heart rate was high .", "2 heart rate[hr] was high .",
-     "3 the heart rate was fast .", "4 heart rate was fast ."],
-    ["pt is sob .", "1 pt[patient] is sob[short of breath] .", "patient is out of breath .",
-     "3 the patient is short of breath .", "4 you are short of breath ."],
-    ["Temp was 38 .", "1 the temp[temperature] was 38 .", "2 temp[temperature] was high[above normal] .",
-     "3 your temp[temperature] was 38 .", "4 your temp[body heat] was 38 ."],
-    ["s/p CABG , stable .", "1 s/p[status post] cabg[heart bypass surgery] , stable .",
-     "2 after cabg[heart bypass surgery] , stable .", "3 after heart surgery , stable .",
-     "4 after bypass , stable ."],
+    [
+        "HR was high .",
+        "1the heart rate was high .",
+        "2 heart rate[hr] was high .",
+        "3 the heart rate was fast .",
+        "4 heart rate was fast .",
+    ],
+    [
+        "pt is sob .",
+        "1 pt[patient] is sob[short of breath] .",
+        "patient is out of breath .",
+        "3 the patient is short of breath .",
+        "4 you are short of breath .",
+    ],
+    [
+        "Temp was 38 .",
+        "1 the temp[temperature] was 38 .",
+        "2 temp[temperature] was high[above normal] .",
+        "3 your temp[temperature] was 38 .",
+        "4 your temp[body heat] was 38 .",
+    ],
+    [
+        "s/p CABG , stable .",
+        "1 s/p[status post] cabg[heart bypass surgery] , stable .",
+        "2 after cabg[heart bypass surgery] , stable .",
+        "3 after heart surgery , stable .",
+        "4 after bypass , stable .",
+    ],
 ]
 
 
@@ -76,21 +101,30 @@ def test_default_reader_dead_letters_odd_records_with_their_position(quirky):
     records = read_medlane_eval(quirky, rejects)
     assert [r["ordinal"] for r in records] == [0, 2, 4, 5]
     assert [(r["ordinal"], r["locator"], r["reason"]) for r in rejects] == [
-        (1, "test.txt:8", "bad_reference_prefix"), (3, "test.txt:19", "bad_reference_prefix")]
+        (1, "test.txt:8", "bad_reference_prefix"),
+        (3, "test.txt:19", "bad_reference_prefix"),
+    ]
     assert records[1]["reference_labels"] == [1, 2, 3, 4]  # "1the": prefix 1 glued to "the"
 
 
 @pytest.mark.slow
 def test_default_mode_keeps_outputs_line_aligned(quirky, tmp_path):
     # one output line per record, each the record's first reference: perfect only if aligned
-    firsts = ["patient was given antibiotics .", "-", "the heart rate was high .", "-",
-              "the temperature was 38 .", "status post heart bypass surgery , stable ."]
+    firsts = [
+        "patient was given antibiotics .",
+        "-",
+        "the heart rate was high .",
+        "-",
+        "the temperature was 38 .",
+        "status post heart bypass surgery , stable .",
+    ]
     for hyp_lines, split in ((firsts, "test"), (firsts[3:], "test"), (firsts[:3], "validation")):
         hyp = tmp_path / "hyp.txt"
         hyp.write_text("\n".join(hyp_lines) + "\n")
         out = tmp_path / "s.json"
-        code, err = run("evaluate", "--hyp", str(hyp), "--medlane", str(quirky), "--split", split,
-                        "--json", str(out))
+        code, err = run(
+            "evaluate", "--hyp", str(hyp), "--medlane", str(quirky), "--split", split, "--json", str(out)
+        )
         assert code == 0
         result = json.loads(out.read_text())
         assert result["n"] == 2 and result["scores"]["bleu_4"] == pytest.approx(1.0)
@@ -102,19 +136,48 @@ def test_default_mode_keeps_outputs_line_aligned(quirky, tmp_path):
 
 
 def test_medlane_mode_reproduces_the_authors_scorer(quirky, tmp_path):
-    hyps = ["Patient is SOB .", "your temp was high and above normal .", "s / p heart bypass surgery , stable ."]
+    hyps = [
+        "Patient is SOB .",
+        "your temp was high and above normal .",
+        "s / p heart bypass surgery , stable .",
+    ]
     # test half, prepared as obtain() does: cut 2 chars, drop [..], BERT basic tokens,
     # a token equal to an annotated word replaced by its expansion; the first 4 go to nlg-eval
-    refs = [["patient is short of breath .", "tient is out of breath .",
-             "the patient is short of breath .", "you are short of breath ."],
-            ["the temperature was 38 .", "temperature was above normal .", "your temperature was 38 .",
-             "your body heat was 38 ."],
-            ["s / p heart bypass surgery , stable .", "after heart bypass surgery , stable .",
-             "after heart surgery , stable .", "after bypass , stable ."]]
+    refs = [
+        [
+            "patient is short of breath .",
+            "tient is out of breath .",
+            "the patient is short of breath .",
+            "you are short of breath .",
+        ],
+        [
+            "the temperature was 38 .",
+            "temperature was above normal .",
+            "your temperature was 38 .",
+            "your body heat was 38 .",
+        ],
+        [
+            "s / p heart bypass surgery , stable .",
+            "after heart bypass surgery , stable .",
+            "after heart surgery , stable .",
+            "after bypass , stable .",
+        ],
+    ]
     (tmp_path / "hyp.txt").write_text("\n".join(["x"] * 3 + hyps) + "\n")  # the whole file's outputs
     out = tmp_path / "m.json"
-    code, _ = run("evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--medlane", str(quirky),
-                  "--split", "test", "--mode", "medlane", "--json", str(out))
+    code, _ = run(
+        "evaluate",
+        "--hyp",
+        str(tmp_path / "hyp.txt"),
+        "--medlane",
+        str(quirky),
+        "--split",
+        "test",
+        "--mode",
+        "medlane",
+        "--json",
+        str(out),
+    )
     assert code == 0
     scores = json.loads(out.read_text())["scores"]
     bleu = M.coco_bleu_n(hyps, refs)  # pycocoevalcap, whitespace tokens, outputs as given
@@ -132,19 +195,33 @@ def test_medlane_mode_reproduces_the_authors_scorer(quirky, tmp_path):
 def test_medlane_mode_scores_records_with_two_references(quirky, tmp_path):
     (tmp_path / "hyp.txt").write_text("x\nblood pressure was low .\nz\n")
     out = tmp_path / "v.json"
-    code, _ = run("evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--medlane", str(quirky),
-                  "--split", "validation", "--mode", "medlane", "--json", str(out))
+    code, _ = run(
+        "evaluate",
+        "--hyp",
+        str(tmp_path / "hyp.txt"),
+        "--medlane",
+        str(quirky),
+        "--split",
+        "validation",
+        "--mode",
+        "medlane",
+        "--json",
+        str(out),
+    )
     assert code == 0 and json.loads(out.read_text())["n"] == 3
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--hyp", "H", "--medlane", "M", "--ref", "R"], "--ref cannot be used with --hyp --medlane"),
-    (["--hyp", "H", "--medlane", "M", "--src", "S"], "--src cannot be used"),
-    (["--hyp", "H", "--ref", "R", "--split", "test"], "--split cannot be used"),
-    (["--hyp", "H", "--ref", "R", "--metrics", "m.json"], "--metrics cannot be used"),
-    (["--medlane", "M"], "--medlane: only with --hyp"),
-    (["--hyp", "H"], "give --ref FILE"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--hyp", "H", "--medlane", "M", "--ref", "R"], "--ref cannot be used with --hyp --medlane"),
+        (["--hyp", "H", "--medlane", "M", "--src", "S"], "--src cannot be used"),
+        (["--hyp", "H", "--ref", "R", "--split", "test"], "--split cannot be used"),
+        (["--hyp", "H", "--ref", "R", "--metrics", "m.json"], "--metrics cannot be used"),
+        (["--medlane", "M"], "--medlane: only with --hyp"),
+        (["--hyp", "H"], "give --ref FILE"),
+    ],
+)
 def test_flags_that_would_be_ignored_are_refused(argv, needle):
     code, err = run("evaluate", *argv)
     assert code == 2 and needle in err and err.count("\n") == 1
@@ -158,9 +235,26 @@ def test_empty_files_end_with_one_line_never_hang(tmp_path, mode):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for extra in (["--ref", str(tmp_path / "r.txt")], ["--medlane", str(tmp_path / "r.txt")]):
         # METEOR on: its JVM used to deadlock at exit after an error on empty input
-        proc = subprocess.run([sys.executable, "-m", "medsimp.cli", "--set", "evaluate.bertscore=false",
-                               "evaluate", "--hyp", str(tmp_path / "h.txt"), *extra, "--mode", mode],
-                              capture_output=True, text=True, timeout=100, cwd=ROOT, env=env)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "medsimp.cli",
+                "--set",
+                "evaluate.bertscore=false",
+                "evaluate",
+                "--hyp",
+                str(tmp_path / "h.txt"),
+                *extra,
+                "--mode",
+                mode,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=100,
+            cwd=ROOT,
+            env=env,
+        )
         assert proc.returncode == 2, proc.stderr
         err = _unannounced(proc.stderr)
         assert err.count("\n") == 1 and "nothing to score" in err
@@ -170,8 +264,9 @@ def test_blank_outputs_and_references_give_a_result(tmp_path):
     (tmp_path / "h.txt").write_text("\n\n")
     (tmp_path / "r.txt").write_text("\n\n")
     out = tmp_path / "b.json"
-    code, err = run("evaluate", "--hyp", str(tmp_path / "h.txt"), "--ref", str(tmp_path / "r.txt"),
-                    "--json", str(out))
+    code, err = run(
+        "evaluate", "--hyp", str(tmp_path / "h.txt"), "--ref", str(tmp_path / "r.txt"), "--json", str(out)
+    )
     assert code == 0, err
     scores = json.loads(out.read_text())["scores"]
     assert scores["cider"] == 0.0 and scores["bleu"] == 0.0 and scores["hit"] is None
@@ -180,10 +275,15 @@ def test_blank_outputs_and_references_give_a_result(tmp_path):
 SHARED = Path(os.environ.get("MEDSIMP_SHARED_DATA", ROOT.parent / "shared" / "data"))
 # The authors' bleu_eval_new.get_score (run with nlg-eval's compute_metrics, pycocoevalcap 1.2)
 # on the public 200-record sample, copy-the-source as the system output, test half.
-AUTHORS_COPY_TEST = {"bleu_1": 0.6401390827669057, "bleu_2": 0.5752606017634058,
-                     "bleu_3": 0.5194128225266638, "bleu_4": 0.47055633461168467,
-                     "rouge_l": 0.7281688400541817, "cider": 3.7578126254616153,
-                     "hit": 0.023333333333333334}
+AUTHORS_COPY_TEST = {
+    "bleu_1": 0.6401390827669057,
+    "bleu_2": 0.5752606017634058,
+    "bleu_3": 0.5194128225266638,
+    "bleu_4": 0.47055633461168467,
+    "rouge_l": 0.7281688400541817,
+    "cider": 3.7578126254616153,
+    "hit": 0.023333333333333334,
+}
 
 
 @pytest.mark.skipif(not (SHARED / "medlane" / "test-sample.txt").is_file(), reason="shared data absent")
@@ -192,8 +292,19 @@ def test_compat_mode_gives_the_authors_numbers_on_the_public_sample(tmp_path):
     sources = [b.split("\n")[0] for b in sample.read_text(encoding="utf-8").split("\n\n") if b.strip()]
     (tmp_path / "copy.txt").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
     out = tmp_path / "c.json"
-    code, _ = run("evaluate", "--hyp", str(tmp_path / "copy.txt"), "--medlane", str(sample),
-                  "--split", "test", "--mode", "medlane", "--json", str(out))
+    code, _ = run(
+        "evaluate",
+        "--hyp",
+        str(tmp_path / "copy.txt"),
+        "--medlane",
+        str(sample),
+        "--split",
+        "test",
+        "--mode",
+        "medlane",
+        "--json",
+        str(out),
+    )
     assert code == 0
     scores = json.loads(out.read_text())["scores"]
     for key, value in AUTHORS_COPY_TEST.items():
@@ -204,15 +315,18 @@ def _mutations():
     from hypothesis import strategies as st
 
     base = ("\n\n".join("\n".join(r) for r in RECORDS) + "\n").encode("utf-8")
-    edit = st.tuples(st.integers(0, len(base) - 1), st.sampled_from(["drop", "insert", "replace"]),
-                     st.binary(min_size=1, max_size=3) | st.sampled_from([b"\n", b"\n\n", b"[", b"]", b"\r"]))
+    edit = st.tuples(
+        st.integers(0, len(base) - 1),
+        st.sampled_from(["drop", "insert", "replace"]),
+        st.binary(min_size=1, max_size=3) | st.sampled_from([b"\n", b"\n\n", b"[", b"]", b"\r"]),
+    )
     return st.lists(edit, max_size=6).map(lambda edits: _apply(base, edits))
 
 
 def _apply(data: bytes, edits) -> bytes:
     for pos, kind, chunk in edits:
         pos = min(pos, len(data))
-        data = data[:pos] + (b"" if kind == "drop" else chunk) + data[pos + (kind != "insert"):]
+        data = data[:pos] + (b"" if kind == "drop" else chunk) + data[pos + (kind != "insert") :]
     return data
 
 
@@ -228,8 +342,12 @@ def test_mutated_files_reconcile_or_fail_in_one_line(tmp_path):
 
     path = tmp_path / "m.txt"
 
-    @settings(max_examples=int(os.environ.get("MEDSIMP_FUZZ_EXAMPLES", "25")), deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=int(os.environ.get("MEDSIMP_FUZZ_EXAMPLES", "25")),
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
     @given(_mutations())
     def check(data: bytes) -> None:
         path.write_bytes(data)
@@ -243,9 +361,11 @@ def test_mutated_files_reconcile_or_fail_in_one_line(tmp_path):
                 assert len(ev.items) + len(ev.rejects) == ev.n_records == len(ev.split_positions)
             hyps = ev.align([it.source or "" for it in ev.items])
             if ev.items:
-                scores = S.score_medlane(hyps, ev.items, set(), set(), with_meteor=False) \
-                    if mode == "medlane" else \
-                    S.score_default(hyps, ev.items, set(), with_meteor=False)
+                scores = (
+                    S.score_medlane(hyps, ev.items, set(), set(), with_meteor=False)
+                    if mode == "medlane"
+                    else S.score_default(hyps, ev.items, set(), with_meteor=False)
+                )
                 assert scores["bleu_1"] is not None
 
     check()

@@ -1,4 +1,5 @@
 """Issue 15: `--select`, the signature and scales, EASSE measures, multi-system report, bootstrap, API."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,14 @@ def _files(tmp_path: Path) -> list[str]:
     (tmp_path / "hyp.txt").write_text("the patient had high blood pressure .\nhe is stable .\n")
     (tmp_path / "ref.txt").write_text("the patient had high blood pressure .\nhe is stable now .\n")
     (tmp_path / "src.txt").write_text("pt had htn .\nhe is stable .\n")
-    return ["--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "ref.txt"), "--src", str(tmp_path / "src.txt")]
+    return [
+        "--hyp",
+        str(tmp_path / "hyp.txt"),
+        "--ref",
+        str(tmp_path / "ref.txt"),
+        "--src",
+        str(tmp_path / "src.txt"),
+    ]
 
 
 def test_select_computes_only_the_named_metrics_with_the_same_values(tmp_path, monkeypatch, capsys):
@@ -26,7 +34,17 @@ def test_select_computes_only_the_named_metrics_with_the_same_values(tmp_path, m
     assert main(["evaluate", *args, "--select", "bleu,sari", "--json", str(tmp_path / "some.json")]) == 0
     full = json.loads((tmp_path / "all.json").read_text())["scores"]
     some = json.loads((tmp_path / "some.json").read_text())["scores"]
-    assert set(some) == {"bleu", "bleu_1", "bleu_2", "bleu_3", "bleu_4", "sari", "sari_keep", "sari_del", "sari_add"}
+    assert set(some) == {
+        "bleu",
+        "bleu_1",
+        "bleu_2",
+        "bleu_3",
+        "bleu_4",
+        "sari",
+        "sari_keep",
+        "sari_del",
+        "sari_add",
+    }
     assert all(some[k] == full[k] for k in some)
     assert main(["evaluate", *args, "--select", "ascore", "--json", str(tmp_path / "a.json")]) == 0
     a = json.loads((tmp_path / "a.json").read_text())["scores"]
@@ -56,11 +74,16 @@ def test_api_score_matches_the_cli(tmp_path, monkeypatch):
 
     monkeypatch.chdir(ROOT)
     out = tmp_path / "s.json"
-    assert main(["evaluate", *_files(tmp_path), "--select", "bleu,sari,hit,cwr,ascore", "--json", str(out)]) == 0
+    assert (
+        main(["evaluate", *_files(tmp_path), "--select", "bleu,sari,hit,cwr,ascore", "--json", str(out)]) == 0
+    )
     cli = json.loads(out.read_text())
-    api = score(["the patient had high blood pressure .", "he is stable ."],
-                [["the patient had high blood pressure ."], ["he is stable now ."]],
-                sources=["pt had htn .", "he is stable ."], select=["bleu", "sari", "hit", "cwr", "ascore"])
+    api = score(
+        ["the patient had high blood pressure .", "he is stable ."],
+        [["the patient had high blood pressure ."], ["he is stable now ."]],
+        sources=["pt had htn .", "he is stable ."],
+        select=["bleu", "sari", "hit", "cwr", "ascore"],
+    )
     assert api.scores == cli["scores"] and api.signature == cli["signature"] and api.n == 2
 
 
@@ -70,7 +93,7 @@ def test_easse_measures_on_a_hand_computed_case():
     from medsimp.training.simplification_measures import levenshtein_similarity, measures
 
     assert levenshtein_similarity("kitten", "sitting") == pytest.approx(8 / 13)  # LCS "ittn" = 4
-    src = "The patient has hypertension ."                    # 30 chars, 5 tokens
+    src = "The patient has hypertension ."  # 30 chars, 5 tokens
     out = "The patient has high blood pressure . It is bad ."  # 49 chars, 11 tokens, 2 sentences
     got = measures([src, "He is stable ."], [out, "He is stable ."])
     assert got["compression_ratio"] == pytest.approx((49 / 30 + 1) / 2)
@@ -99,8 +122,13 @@ def _items(n: int):
     from medsimp.training.scoring import EvalItem
 
     words = ["pain", "fever", "cough", "rash", "nausea", "fatigue"]
-    return [EvalItem(f"pt has {words[i % 6]} and htn day {i} .",
-                     [f"the patient has {words[i % 6]} and high blood pressure on day {i} ."]) for i in range(n)]
+    return [
+        EvalItem(
+            f"pt has {words[i % 6]} and htn day {i} .",
+            [f"the patient has {words[i % 6]} and high blood pressure on day {i} ."],
+        )
+        for i in range(n)
+    ]
 
 
 def test_paired_bootstrap_identical_systems_p_one_and_a_worse_system_p_small():
@@ -125,14 +153,28 @@ def _two_systems(tmp_path: Path) -> list[str]:
     (tmp_path / "ref.txt").write_text("".join(it.references[0] + "\n" for it in items))
     (tmp_path / "good.txt").write_text("".join(it.references[0] + "\n" for it in items))
     (tmp_path / "copy.txt").write_text("".join(it.source + "\n" for it in items))
-    return ["--hyp", str(tmp_path / "good.txt"), "--hyp", str(tmp_path / "copy.txt"), "--name", "Good",
-            "--name", "Copy", "--src", str(tmp_path / "src.txt"), "--ref", str(tmp_path / "ref.txt")]
+    return [
+        "--hyp",
+        str(tmp_path / "good.txt"),
+        "--hyp",
+        str(tmp_path / "copy.txt"),
+        "--name",
+        "Good",
+        "--name",
+        "Copy",
+        "--src",
+        str(tmp_path / "src.txt"),
+        "--ref",
+        str(tmp_path / "ref.txt"),
+    ]
 
 
 def test_two_systems_write_one_table_bootstrap_and_a_report_without_text(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     report, out = tmp_path / "r.html", tmp_path / "s.json"
-    assert main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report), "--json", str(out)]) == 0
+    assert (
+        main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report), "--json", str(out)]) == 0
+    )
     result = json.loads(out.read_text())
     assert result["names"] == ["Good", "Copy"] and set(result["systems"]) == {"Good", "Copy"}
     assert result["systems"]["Good"]["scores"]["bleu"] == pytest.approx(1.0)
@@ -157,10 +199,22 @@ def test_report_renders_in_headless_chromium(tmp_path, monkeypatch):
     report = tmp_path / "r.html"
     assert main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report)]) == 0
     profile = tmp_path / "profile"
-    proc = subprocess.Popen(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                             "--disable-background-networking", "--no-first-run", "--remote-debugging-port=0",
-                             "--remote-allow-origins=*", f"--user-data-dir={profile}", report.as_uri()],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            "/usr/bin/chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--remote-debugging-port=0",
+            "--remote-allow-origins=*",
+            f"--user-data-dir={profile}",
+            report.as_uri(),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         port_file, end = profile / "DevToolsActivePort", time.monotonic() + 20
         while not (port_file.exists() and port_file.read_text().split("\n")[0]) and time.monotonic() < end:
@@ -175,18 +229,30 @@ def test_report_renders_in_headless_chromium(tmp_path, monkeypatch):
 
         def js(expr: str):
             msg_id = next(ids)
-            ws.send(json.dumps({"id": msg_id, "method": "Runtime.evaluate",
-                                "params": {"expression": expr, "returnByValue": True}}))
+            ws.send(
+                json.dumps(
+                    {
+                        "id": msg_id,
+                        "method": "Runtime.evaluate",
+                        "params": {"expression": expr, "returnByValue": True},
+                    }
+                )
+            )
             while True:
                 msg = json.loads(ws.recv())
                 if msg.get("id") == msg_id:
                     return msg["result"]["result"].get("value")
 
-        while not js("location.protocol === 'file:' && document.readyState === 'complete'") \
-                and time.monotonic() < end:
+        while (
+            not js("location.protocol === 'file:' && document.readyState === 'complete'")
+            and time.monotonic() < end
+        ):
             time.sleep(0.1)
         assert js("document.title") == "medsimp evaluate report"
-        assert js("[...document.querySelectorAll('#scores tr.system th')].map(e => e.textContent)") == ["Good", "Copy"]
+        assert js("[...document.querySelectorAll('#scores tr.system th')].map(e => e.textContent)") == [
+            "Good",
+            "Copy",
+        ]
         best_bleu = js("""(() => { const h = [...document.querySelectorAll('#scores tr:first-child th')]
             .findIndex(e => e.textContent.startsWith('bleu0-1'));
             return [...document.querySelectorAll('#scores tr.system')].map(r => r.children[h].className); })()""")

@@ -1,5 +1,6 @@
 """Each exit code of the README's table, from a real `python -m medsimp.cli` process:
 0 ok, 2 usage or bad input, 3 nothing to do or refused, 4 stage failed, 75 lock held."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def medsimp(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "medsimp.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _one_line_error(done: subprocess.CompletedProcess, command: str) -> None:
@@ -28,8 +35,9 @@ def _one_line_error(done: subprocess.CompletedProcess, command: str) -> None:
 @pytest.fixture()
 def sentences(tmp_path: Path) -> Path:
     path = tmp_path / "sentences.txt"
-    path.write_text("The pt had CHF and HTN and was seen in the clinic today for a check .\n",
-                    encoding="utf-8")
+    path.write_text(
+        "The pt had CHF and HTN and was seen in the clinic today for a check .\n", encoding="utf-8"
+    )
     return path
 
 
@@ -39,12 +47,15 @@ def test_0_ok(tmp_path, sentences):
     assert '"keep"' in done.stdout
 
 
-@pytest.mark.parametrize("argv, command", [
-    (["cochrane", "--no-such-flag"], None),                       # argparse
-    (["--set", "notes.no_such_key=1", "select", "-"], "select"),  # params
-    (["select", "missing.txt"], "select"),                        # a named file that is not there
-    (["notes", "--input", "nowhere/*.csv", "--output", "o"], "notes"),  # bad input
-])
+@pytest.mark.parametrize(
+    "argv, command",
+    [
+        (["cochrane", "--no-such-flag"], None),  # argparse
+        (["--set", "notes.no_such_key=1", "select", "-"], "select"),  # params
+        (["select", "missing.txt"], "select"),  # a named file that is not there
+        (["notes", "--input", "nowhere/*.csv", "--output", "o"], "notes"),  # bad input
+    ],
+)
 def test_2_usage_or_bad_input(tmp_path, argv, command):
     done = medsimp(tmp_path, *argv)
     assert done.returncode == EXIT_USAGE, done.stderr
@@ -71,8 +82,10 @@ def test_4_stage_failed(tmp_path):
     with FakeChatServer(fail_always=True) as server:
         (tmp_path / "params.yaml").write_text(
             "simplify:\n  enabled: true\n  backend: openai\n  max_rounds: 1\n"
-            f"  openai: {{base_url: \"{server.url}\", model: m, backoff: 0.01, max_retries: 1, timeout: 5}}\n"
-            f"cache: {{dir: \"{tmp_path / 'cache'}\"}}\n", encoding="utf-8")
+            f'  openai: {{base_url: "{server.url}", model: m, backoff: 0.01, max_retries: 1, timeout: 5}}\n'
+            f'cache: {{dir: "{tmp_path / "cache"}"}}\n',
+            encoding="utf-8",
+        )
         done = medsimp(tmp_path, "simplify", "--input", str(source), "--output", "out")
     assert done.returncode == EXIT_FAILED, done.stderr
     _one_line_error(done, "simplify")

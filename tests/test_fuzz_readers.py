@@ -1,12 +1,14 @@
 """Property tests (Hypothesis, fast profile): valid sample records of every source reader,
 mutated byte by byte and field by field, either reconcile or fail in one line with exit 2;
 never a traceback, a hang or the planted marker in output. scripts/fuzz.py runs the long profile."""
+
 import pytest
 from fuzz_readers import HOLDS, mutations, run_case
 from hypothesis import HealthCheck, given, settings
 
-FAST = settings(max_examples=8, deadline=None, database=None, derandomize=True,
-                suppress_health_check=list(HealthCheck))
+FAST = settings(
+    max_examples=8, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 
 
 @pytest.mark.timeout(120)

@@ -5,6 +5,7 @@ counts and dead-letter reasons) or is refused in one line with exit code 2. Neve
 traceback, and the marker planted in every record's text never reaches stdout, stderr,
 stats or dead letters.
 """
+
 import json
 from pathlib import Path
 
@@ -51,9 +52,16 @@ CASES = [
     ("cochrane", "cochrane/control_chars.jsonl", ok(3, 2, rejected=1, reasons=["bad_json"])),
     ("cochrane", "cochrane/doi_case.jsonl", ok(2, 2)),
     ("cochrane", "cochrane/unicode_line_separators.jsonl", ok(2, 2)),
-    ("cochrane", "cochrane/field_types.jsonl",
-     ok(9, 2, rejected=7, reasons=["bad_title", "bad_language", "bad_abstract", "missing_doi", "bad_pls",
-                                   "not_an_object"])),
+    (
+        "cochrane",
+        "cochrane/field_types.jsonl",
+        ok(
+            9,
+            2,
+            rejected=7,
+            reasons=["bad_title", "bad_language", "bad_abstract", "missing_doi", "bad_pls", "not_an_object"],
+        ),
+    ),
     # Cochrane, Devaraj et al. line format (folders of X.source / X.target / X.doi)
     ("cochrane", "cochrane/devaraj_no_final_newline", ok(2, 2)),
     ("cochrane", "cochrane/devaraj_crlf", ok(2, 2)),
@@ -79,9 +87,16 @@ CASES = [
     ("msd", "msd/int_2_40.jsonl", ok(4, 2, rejected=2, reasons=["bad_concepts", "bad_label"])),
     ("msd", "msd/deep_nesting.jsonl", ok(3, 2, rejected=1, reasons=["too_deep"])),
     ("msd", "msd/duplicate_keys.jsonl", ok(3, 2, rejected=1, reasons=["duplicate_key"])),
-    ("msd", "msd/field_types.jsonl",
-     ok(9, 2, rejected=7, reasons=["bad_title", "bad_sections", "bad_concepts", "bad_audience",
-                                   "not_an_object"])),
+    (
+        "msd",
+        "msd/field_types.jsonl",
+        ok(
+            9,
+            2,
+            rejected=7,
+            reasons=["bad_title", "bad_sections", "bad_concepts", "bad_audience", "not_an_object"],
+        ),
+    ),
     # PLABA
     ("plaba", "plaba/bom.json", ok(1, 1)),
     ("plaba", "plaba/crlf.json", ok(1, 1)),
@@ -106,14 +121,27 @@ CASES = [
     ("plaba", "plaba/deep_nesting.json", ok(2, 1, rejected=1, reasons=["too_deep"])),
     ("plaba", "plaba/nan.json", ok(2, 1, rejected=1, reasons=["bad_json"])),
     ("plaba", "plaba/bad_entry_syntax.json", ok(2, 1, rejected=1, reasons=["bad_json"])),
-    ("plaba", "plaba/field_types.json",
-     ok(6, 1, rejected=5, reasons=["bad_title", "not_an_object", "bad_abstract", "bad_question"])),
+    (
+        "plaba",
+        "plaba/field_types.json",
+        ok(6, 1, rejected=5, reasons=["bad_title", "not_an_object", "bad_abstract", "bad_question"]),
+    ),
 ]
 
 
 def run_reader(reader: str, input_path: Path, out: Path, capfd) -> tuple[int, str, str]:
-    code = main(BASE + [reader, "--input", str(input_path), "--output", str(out),
-                        "--metrics", str(out.parent / "metrics.json")])
+    code = main(
+        BASE
+        + [
+            reader,
+            "--input",
+            str(input_path),
+            "--output",
+            str(out),
+            "--metrics",
+            str(out.parent / "metrics.json"),
+        ]
+    )
     captured = capfd.readouterr()
     return code, captured.out, captured.err
 
@@ -132,8 +160,11 @@ def check_outcome(reader: str, code: int, out_text: str, err: str, out: Path, ex
     stats = json.loads((out / "stats.json").read_text())
     counts = (stats["read"], stats["kept"], stats["filtered"], stats["rejected"])
     assert counts[0] == sum(counts[1:])
-    letters = [json.loads(line) for f in sorted((out / "dead_letter").glob("*.jsonl"))
-               for line in f.read_text().splitlines()]
+    letters = [
+        json.loads(line)
+        for f in sorted((out / "dead_letter").glob("*.jsonl"))
+        for line in f.read_text().splitlines()
+    ]
     assert len(letters) == stats["rejected"]
     for path in [out / "stats.json", out.parent / "metrics.json", *(out / "dead_letter").glob("*")]:
         assert MARKER not in path.read_text(encoding="utf-8", errors="replace"), path
@@ -149,8 +180,9 @@ def test_hostile_file(reader, rel, expected, tmp_path, capfd):
     check_outcome(reader, code, stdout, stderr, out, expected)
 
 
-@pytest.mark.parametrize("reader,name", [("cochrane", "reviews.jsonl"), ("msd", "msd.jsonl"),
-                                         ("plaba", "plaba.json")])
+@pytest.mark.parametrize(
+    "reader,name", [("cochrane", "reviews.jsonl"), ("msd", "msd.jsonl"), ("plaba", "plaba.json")]
+)
 def test_folder_given_as_file(reader, name, tmp_path, capfd):
     (tmp_path / name).mkdir()
     code, stdout, stderr = run_reader(reader, tmp_path / name, tmp_path / "out", capfd)
@@ -158,8 +190,9 @@ def test_folder_given_as_file(reader, name, tmp_path, capfd):
     assert "folder" in stderr
 
 
-@pytest.mark.parametrize("reader,rel", [("cochrane", "cochrane/bom.jsonl"), ("msd", "msd/bom.jsonl"),
-                                        ("plaba", "plaba/bom.json")])
+@pytest.mark.parametrize(
+    "reader,rel", [("cochrane", "cochrane/bom.jsonl"), ("msd", "msd/bom.jsonl"), ("plaba", "plaba/bom.json")]
+)
 def test_no_permission(reader, rel, tmp_path, capfd, monkeypatch):
     """Tests run as root, where chmod 000 does not bite: the local filesystem refuses instead."""
     from apache_beam.io.localfilesystem import LocalFileSystem
@@ -189,5 +222,7 @@ def test_msd_blank_line_keeps_the_pairing(tmp_path, capfd):
     docs = {}
     for r in rows:
         docs.setdefault(r["doc_id"], set()).add((r["side"], r["text"].split()[1]))
-    assert docs == {"msd_test_blank_line-1": {("complex", "1"), ("simple", "1")},
-                    "msd_test_blank_line-2": {("complex", "2"), ("simple", "2")}}
+    assert docs == {
+        "msd_test_blank_line-1": {("complex", "1"), ("simple", "1")},
+        "msd_test_blank_line-2": {("complex", "2"), ("simple", "2")},
+    }

@@ -1,5 +1,6 @@
 """Fill one generated HTML form in headless Chromium (mouse clicks and typing over the
 DevTools protocol) and check the CSV it downloads. Needs Debian's chromium package."""
+
 from __future__ import annotations
 
 import csv
@@ -18,9 +19,17 @@ from medsimp.humaneval.ingest import ingest
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.browser  # needs /usr/bin/chromium: scripts/bootstrap.sh installs it
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run",
-         "--remote-debugging-port=0", "--remote-allow-origins=*"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--remote-debugging-port=0",
+    "--remote-allow-origins=*",
+]
 
 
 class CDP:
@@ -53,8 +62,7 @@ class CDP:
             e.scrollIntoView({{block: "center"}}); const r = e.getBoundingClientRect();
             return [r.x + r.width / 2, r.y + r.height / 2]; }})()""")
         for kind in ("mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left",
-                      clickCount=1)
+            self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
 
 
 def _wait(predicate, timeout: float = 15.0):
@@ -70,14 +78,18 @@ def _wait(predicate, timeout: float = 15.0):
 @pytest.fixture()
 def browser(tmp_path):
     profile = tmp_path / "profile"
-    proc = subprocess.Popen([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         port_file = profile / "DevToolsActivePort"
         port = _wait(lambda: port_file.exists() and port_file.read_text().split("\n")[0])
         base = f"http://127.0.0.1:{port}"
-        targets = _wait(lambda: [t for t in json.load(urllib.request.urlopen(f"{base}/json/list"))
-                                 if t["type"] == "page"])
+        targets = _wait(
+            lambda: [t for t in json.load(urllib.request.urlopen(f"{base}/json/list")) if t["type"] == "page"]
+        )
         version = json.load(urllib.request.urlopen(f"{base}/json/version"))
         yield CDP(version["webSocketDebuggerUrl"]), CDP(targets[0]["webSocketDebuggerUrl"])
     finally:
@@ -90,8 +102,14 @@ def browser(tmp_path):
 
 
 def test_fill_layperson_form_and_export_csv(tmp_path, browser):
-    items = [{"item_id": f"i{n}", "source": f"Mild {n} effusion, \"stable\".",
-              "outputs": {s: f"{s} text {n}" for s in ("s1", "s2")}} for n in (1, 2)]
+    items = [
+        {
+            "item_id": f"i{n}",
+            "source": f'Mild {n} effusion, "stable".',
+            "outputs": {s: f"{s} text {n}" for s in ("s1", "s2")},
+        }
+        for n in (1, 2)
+    ]
     manifest = build_manifest(items, ["s1", "s2"], 2, seed=0)
     forms = tmp_path / "forms"
     forms.mkdir()
@@ -118,8 +136,7 @@ def test_fill_layperson_form_and_export_csv(tmp_path, browser):
             page.call("Input.insertText", text=typed)
         else:  # radios: the second option; checkboxes: the first one
             index = 1 if kind == "radio" else 0
-            page.click(f"#q-{n} input:nth-of-type(1)" if index == 0 else
-                       f"#q-{n} label:nth-of-type(2) input")
+            page.click(f"#q-{n} input:nth-of-type(1)" if index == 0 else f"#q-{n} label:nth-of-type(2) input")
     assert not page.js(hidden)
     page.click("#export")
     assert page.js("document.getElementById('status').textContent") == "Exported 22 answers."

@@ -1,5 +1,6 @@
 """The kit's scales follow the papers (issue 19 items 1 and 5), and the released-data readers
 ingest small fixtures written in the authors' formats."""
+
 from __future__ import annotations
 
 import subprocess
@@ -9,12 +10,26 @@ from pathlib import Path
 import pytest
 
 from medsimp.humaneval import released
-from medsimp.humaneval.schema import (ALIGNMENT_FACTUALITY, ALIGNMENT_PER_PAIR, MULTICOCHRANE, Q4,
-                                      recode_severity)
+from medsimp.humaneval.schema import (
+    ALIGNMENT_FACTUALITY,
+    ALIGNMENT_PER_PAIR,
+    MULTICOCHRANE,
+    Q4,
+    recode_severity,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADER = [None, "original english sentence", "simple generated sentence", "simple gold sentence",
-          "Are there hallucinations?", "Are deletions excessive?", "Factual", "Fluency", "Simplicity"]
+HEADER = [
+    None,
+    "original english sentence",
+    "simple generated sentence",
+    "simple gold sentence",
+    "Are there hallucinations?",
+    "Are deletions excessive?",
+    "Factual",
+    "Fluency",
+    "Simplicity",
+]
 
 
 def test_multicochrane_scales_run_the_papers_way():
@@ -31,8 +46,7 @@ def test_multicochrane_scales_run_the_papers_way():
 
 def test_alignment_annotation_fields_of_anno_viewer():
     # App. J: per alignment, Devaraj et al. (2022)'s factuality categories and elaboration, 0-2
-    assert [q.qid for q in ALIGNMENT_PER_PAIR] == ["insertion", "deletion", "substitution",
-                                                   "elaboration"]
+    assert [q.qid for q in ALIGNMENT_PER_PAIR] == ["insertion", "deletion", "substitution", "elaboration"]
     assert all(q.values() == (0, 1, 2) for q in ALIGNMENT_PER_PAIR)
     assert ALIGNMENT_FACTUALITY == ("insertion", "deletion", "substitution")
 
@@ -83,28 +97,40 @@ def _row(i: int, fact, flu, simp) -> list:
 def eval_data(tmp_path):
     root = tmp_path / "data" / "eval_data"
     en = root / "en" / "spreadsheets"
-    _workbook(en / "anno0" / "Copy of en_system1_0_anno0.xlsx",
-              [_row(0, 0.0, 0.0, 0.0), _row(1, 1.0, 0.0, 1.0), _row(2, 2.0, 1.0, -1.0)], True)
-    _workbook(en / "anno1" / "Copy of en_system1_0.xlsx",
-              [_row(0, 0.0, 1.0, 0.0), _row(1, 1.0, 0.0, 1.0), _row(2, 1.0, 1.0, 0.0)])
-    _workbook(en / "anno0" / "Copy of en_system2_0.5_anno0.xlsx",
-              [_row(0, 0.0, 0.0, 0.0), _row(1, 0.0, 0.0, 0.0), _row(2, 1.0, 1.0, 0.0)])
+    _workbook(
+        en / "anno0" / "Copy of en_system1_0_anno0.xlsx",
+        [_row(0, 0.0, 0.0, 0.0), _row(1, 1.0, 0.0, 1.0), _row(2, 2.0, 1.0, -1.0)],
+        True,
+    )
+    _workbook(
+        en / "anno1" / "Copy of en_system1_0.xlsx",
+        [_row(0, 0.0, 1.0, 0.0), _row(1, 1.0, 0.0, 1.0), _row(2, 1.0, 1.0, 0.0)],
+    )
+    _workbook(
+        en / "anno0" / "Copy of en_system2_0.5_anno0.xlsx",
+        [_row(0, 0.0, 0.0, 0.0), _row(1, 0.0, 0.0, 0.0), _row(2, 1.0, 1.0, 0.0)],
+    )
     # a copy of anno0's workbook in a third folder: skipped as a duplicate
-    _workbook(en / "anno3" / "en_system2_0.5.xlsx",
-              [_row(0, 0.0, 0.0, 0.0), _row(1, 0.0, 0.0, 0.0), _row(2, 1.0, 1.0, 0.0)])
+    _workbook(
+        en / "anno3" / "en_system2_0.5.xlsx",
+        [_row(0, 0.0, 0.0, 0.0), _row(1, 0.0, 0.0, 0.0), _row(2, 1.0, 1.0, 0.0)],
+    )
     fr = root / "fr" / "spreadsheets"
     _workbook(fr / "fr_system1_0.xlsx", [_row(0, 1.0, 1.0, 0.0), _row(1, 1.0, 0.0, 0.0)])
     _workbook(fr / "fr_system2_0.5.xlsx", [_row(0, 2.0, 1.0, 0.0), _row(1, 1.0, 1.0, 0.0)])
     (root / "fr" / "csv").mkdir(parents=True)
-    (root / "fr" / "csv" / "fr_all_0.csv").write_text("\tinput\toutput\tgold\tprefix\n0\ta\tb\tc\t\n1\td\te\tf\t\n")
+    (root / "fr" / "csv" / "fr_all_0.csv").write_text(
+        "\tinput\toutput\tgold\tprefix\n0\ta\tb\tc\t\n1\td\te\tf\t\n"
+    )
     return tmp_path
 
 
 def test_released_multicochrane_tables_and_checks(eval_data):
     ratings, problems, info = released.load_multicochrane(eval_data)
     assert problems == []
-    assert info["duplicate_workbooks"] == ["en/anno3/en_system2_0.5.xlsx = "
-                                           "en/anno0/Copy of en_system2_0.5_anno0.xlsx"]
+    assert info["duplicate_workbooks"] == [
+        "en/anno3/en_system2_0.5.xlsx = en/anno0/Copy of en_system2_0.5_anno0.xlsx"
+    ]
     assert info["csv_items"] == {"fr/mt5": 2}
     table = {(r["language"], r["system"]): r for r in released.means(ratings)}
     en = table[("en", "mt5")]
@@ -117,7 +143,7 @@ def test_released_multicochrane_tables_and_checks(eval_data):
     # en mt5 factuality units: (0,0) (1,1) (2,1): P_o = (1 + 1 + 0) / 3; q = 3
     assert kappa[("en", "factuality")]["randolph_kappa"] == round((2 / 3 - 1 / 3) / (2 / 3), 4)
     checks = {c["claim"]: c for c in released.section_5_3_checks(list(table.values()))}
-    assert checks["en mt5 more factual than fr"]["holds"] is True      # 0.833 < 1.0
+    assert checks["en mt5 more factual than fr"]["holds"] is True  # 0.833 < 1.0
     assert checks["en: filtering improves factuality"]["holds"] is True  # 0.333 < 0.833
     assert checks["fr: filtering improves factuality"]["holds"] is True  # worse, as the paper says
 
@@ -131,11 +157,16 @@ def test_out_of_range_rating_is_reported(tmp_path):
 
 def test_check_script_runs_on_fixture_and_skips_without_data(eval_data, tmp_path):
     script = ROOT / "scripts" / "check_humaneval_data.py"
-    out = subprocess.run([sys.executable, str(script), "--data", str(eval_data)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(script), "--data", str(eval_data)], capture_output=True, text=True, check=True
+    ).stdout
     assert "Table 5" in out and "§5.3 statements on the computed table" in out
-    skipped = subprocess.run([sys.executable, str(script), "--data", str(tmp_path / "none")],
-                             capture_output=True, text=True, check=True).stdout
+    skipped = subprocess.run(
+        [sys.executable, str(script), "--data", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "skipped" in skipped
 
 
@@ -151,6 +182,8 @@ def test_humaneval_released_command(eval_data, tmp_path, capsys):
     assert float(rows[("en", "mt5")]["fluency"]) == 0.5
     stats = json.loads((out / "stats.json").read_text())
     assert stats["read"] == stats["kept"] + stats["rejected"] and stats["duplicate_workbooks"] == 1
-    assert main(["humaneval", "released", "--data", str(tmp_path / "nowhere"),
-                 "--output", str(tmp_path / "x")]) == 2
+    assert (
+        main(["humaneval", "released", "--data", str(tmp_path / "nowhere"), "--output", str(tmp_path / "x")])
+        == 2
+    )
     assert "no such folder" in capsys.readouterr().err

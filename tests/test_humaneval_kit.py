@@ -1,4 +1,5 @@
 """Human-eval kit round trip: forms -> programmatic filling -> ingest -> hand-computed tables."""
+
 from __future__ import annotations
 
 import csv
@@ -22,8 +23,10 @@ LAY = {  # rater -> item -> (original q1,q2,q3), (simplified q1..q4), q5 set, q6
 }
 SEVERITY = {"E1": {"i1": 3, "i2": 2}, "E2": {"i1": 4, "i2": 2}}
 CORRECTNESS = dict(zip(UNITS, (5, 4, 3, 2)))
-MC = {"M1": {"factuality": (2, 1, 2, 0), "fluency": (2, 2, 2, 2), "simplicity": (1, 2, 0, -1)},
-      "M2": {"factuality": (2, 1, 1, 0), "fluency": (2, 2, 2, 2), "simplicity": (1, 1, 0, -1)}}
+MC = {
+    "M1": {"factuality": (2, 1, 2, 0), "fluency": (2, 2, 2, 2), "simplicity": (1, 2, 0, -1)},
+    "M2": {"factuality": (2, 1, 1, 0), "fluency": (2, 2, 2, 2), "simplicity": (1, 1, 0, -1)},
+}
 
 
 def _answer(form: str, rater: str, q: dict) -> str:
@@ -51,8 +54,9 @@ def _fill(manifest: dict, form: str, rater: str, path: Path) -> None:
         w.writerow(CSV_COLUMNS)
         for block in spec["blocks"]:
             for q in block["questions"]:
-                w.writerow([form, rater, q["item_id"], q["stage"], q["system"], q["qid"],
-                            _answer(form, rater, q)])
+                w.writerow(
+                    [form, rater, q["item_id"], q["stage"], q["system"], q["qid"], _answer(form, rater, q)]
+                )
 
 
 @pytest.fixture()
@@ -90,8 +94,10 @@ def test_latin_square_balances_systems():
 
 def test_forms_are_deterministic_and_complete(kit, tmp_path):
     _, params, forms, _, manifest = kit
-    assert manifest["layperson_assignment"] == {"L01": {"i1": "s1", "i2": "s2"},
-                                                "L02": {"i1": "s2", "i2": "s1"}}
+    assert manifest["layperson_assignment"] == {
+        "L01": {"i1": "s1", "i2": "s2"},
+        "L02": {"i1": "s2", "i2": "s1"},
+    }
     again = tmp_path / "forms2"
     assert main(["--params", str(params), "humaneval", "forms", "--output", str(again)]) == 0
     for f in sorted(p.name for p in forms.iterdir()):
@@ -108,9 +114,27 @@ def test_forms_are_deterministic_and_complete(kit, tmp_path):
 def test_round_trip_tables(kit):
     tmp_path, params, forms, resp, _ = kit
     out, plots = tmp_path / "results", tmp_path / "plots"
-    assert main(["--params", str(params), "humaneval", "analyze", "--forms", str(forms),
-                 "--responses", str(resp), "--output", str(out), "--plots", str(plots),
-                 "--metrics", str(tmp_path / "m.json")]) == 0
+    assert (
+        main(
+            [
+                "--params",
+                str(params),
+                "humaneval",
+                "analyze",
+                "--forms",
+                str(forms),
+                "--responses",
+                str(resp),
+                "--output",
+                str(out),
+                "--plots",
+                str(plots),
+                "--metrics",
+                str(tmp_path / "m.json"),
+            ]
+        )
+        == 0
+    )
     t1 = {(r["form"], r["question"], r["system"]): float(r["mean"]) for r in _rows(out / "table1.csv")}
     assert t1[("layperson", "q1", "original")] == 2.0
     assert t1[("layperson", "q1", "s1")] == 4.0 and t1[("layperson", "q1", "s2")] == 3.5
@@ -118,25 +142,34 @@ def test_round_trip_tables(kit):
     assert t1[("layperson", "q4", "s1")] == 2.0 and t1[("layperson", "q4", "s2")] == 0.0
     assert t1[("expert", "correctness", "s1")] == 4.0 and t1[("expert", "correctness", "s2")] == 3.0
     assert t1[("multicochrane", "simplicity", "s2")] == 0.25
-    t2 = {(r["system"], r["confidence"]): (float(r["mse"]), float(r["accuracy"]), int(r["n"]))
-          for r in _rows(out / "table2.csv")}
+    t2 = {
+        (r["system"], r["confidence"]): (float(r["mse"]), float(r["accuracy"]), int(r["n"]))
+        for r in _rows(out / "table2.csv")
+    }
     # expert reference = low median: i1 -> 3 (of 3, 4), i2 -> 2
     assert t2[("original", "1")] == (2.5, 0.0, 2)
     assert t2[("original", "2")] == (2.0, 0.5, 2)
     assert t2[("original", "all")] == (2.25, 0.25, 4)
     assert t2[("s2", "2")] == (1.0, 0.0, 1) and t2[("s2", "all")] == (0.5, 0.5, 2)
     assert t2[("s1", "3")] == (0.0, 1.0, 2)
-    t3 = {r["system"]: {k: int(v) for k, v in r.items() if k != "system"}
-          for r in _rows(out / "table3.csv")}
-    assert t3["s1"] == {"most_votes": 3, "least_votes": 1, "most_majority_items": 1,
-                        "least_majority_items": 1}
-    assert t3["s2"] == {"most_votes": 2, "least_votes": 3, "most_majority_items": 1,
-                        "least_majority_items": 2}
+    t3 = {r["system"]: {k: int(v) for k, v in r.items() if k != "system"} for r in _rows(out / "table3.csv")}
+    assert t3["s1"] == {
+        "most_votes": 3,
+        "least_votes": 1,
+        "most_majority_items": 1,
+        "least_majority_items": 1,
+    }
+    assert t3["s2"] == {
+        "most_votes": 2,
+        "least_votes": 3,
+        "most_majority_items": 1,
+        "least_majority_items": 2,
+    }
     agree = json.loads((out / "agreement.json").read_text())
     # hand computation: D_o = (4/3)/4 = 1/3, D_e = 8/12 = 2/3 -> alpha = 0.5
     assert agree["alpha_masi_q5"] == 0.5
-    assert agree["randolph_kappa_factuality"] == 0.625       # (0.75 - 1/3) / (2/3)
-    assert agree["randolph_kappa_simplicity"] == 0.6875      # (0.75 - 1/5) / (4/5)
+    assert agree["randolph_kappa_factuality"] == 0.625  # (0.75 - 1/3) / (2/3)
+    assert agree["randolph_kappa_simplicity"] == 0.6875  # (0.75 - 1/5) / (4/5)
     assert agree["randolph_kappa_fluency"] == 1.0
     corr = {(r["form"], r["question"], r["metric"]): r for r in _rows(out / "correlations.csv")}
     assert float(corr[("expert", "correctness", "fkgl")]["spearman"]) == -1.0
@@ -146,16 +179,18 @@ def test_round_trip_tables(kit):
     # (optional) Q5/Q6 justifications are filtered: 2 raters x 2 items x 2
     assert stats["read"] == 2 * 26 + 2 * 22 + 2 * 12 and stats["filtered"] == 8
     assert (out / "votes.png").read_bytes()[:4] == b"\x89PNG"
-    assert (out / "scores-expert.png").exists() and (plots / "votes.csv").read_text().startswith("system,preference,votes")
+    assert (out / "scores-expert.png").exists() and (plots / "votes.csv").read_text().startswith(
+        "system,preference,votes"
+    )
 
 
 def test_validation_reports_every_problem(kit):
     _, _, _, resp, manifest = kit
     path = resp / "layperson-L01.csv"
     rows = path.read_text().splitlines()
-    rows[1] = rows[1].rsplit(",", 1)[0] + ",9"          # q1 out of range
-    rows[2] = rows[2].rsplit(",", 1)[0] + ","           # q2 missing
-    rows.append(rows[3])                                 # duplicate answer
+    rows[1] = rows[1].rsplit(",", 1)[0] + ",9"  # q1 out of range
+    rows[2] = rows[2].rsplit(",", 1)[0] + ","  # q2 missing
+    rows.append(rows[3])  # duplicate answer
     path.write_text("\n".join(rows) + "\n")
     (resp / "copy.csv").write_text((resp / "expert-E1.csv").read_text())  # same rater twice
     bad_set = resp / "layperson-L02.csv"
@@ -181,6 +216,21 @@ def test_agreement_edge_cases():
 def test_analyze_without_responses_skips(tmp_path):
     p = tmp_path / "params.yaml"
     p.write_text("humaneval: {}\n")
-    assert main(["--params", str(p), "humaneval", "analyze", "--forms", str(tmp_path),
-                 "--responses", str(tmp_path / "none"), "--output", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "--params",
+                str(p),
+                "humaneval",
+                "analyze",
+                "--forms",
+                str(tmp_path),
+                "--responses",
+                str(tmp_path / "none"),
+                "--output",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "o" / "stats.json").read_text())["skipped"] is True

@@ -1,5 +1,6 @@
 """The installed distribution: one top-level import name, resources inside the package, and
 the CLI working from a directory that is not the checkout (no params.yaml there)."""
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,30 @@ def installed(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     src = out / "src"  # a copy: an in-tree build would reuse a stale build/ folder
     skip = {".git", ".venv", ".cache", ".dvc", "out", "build", "builders", "medsimp.egg-info"}
-    shutil.copytree(ROOT, src, ignore=lambda folder, names: [
-        n for n in names if n == "__pycache__" or (Path(folder) == ROOT and n in skip)])
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(out), str(src)], check=True, capture_output=True, cwd=out)
+    shutil.copytree(
+        ROOT,
+        src,
+        ignore=lambda folder, names: [
+            n for n in names if n == "__pycache__" or (Path(folder) == ROOT and n in skip)
+        ],
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=out,
+    )
     wheel = next(out.glob("medsimp-*.whl"))
     site = out / "site"
     zipfile.ZipFile(wheel).extractall(site)
@@ -38,21 +59,33 @@ def test_wheel_claims_only_medsimp(installed: Path):
     assert top_level.read_text().split() == ["medsimp"]
     for layer in ("pipelines", "alignment", "training"):
         assert (installed / "medsimp" / layer / "__init__.py").is_file()
-    for name in ("abbreviations.json", "common_words.txt", "humaneval/form.html.j2",
-                 "prompts/selfcorrect-yang2024.yaml", "radiology/body_parts.tsv"):
+    for name in (
+        "abbreviations.json",
+        "common_words.txt",
+        "humaneval/form.html.j2",
+        "prompts/selfcorrect-yang2024.yaml",
+        "radiology/body_parts.tsv",
+    ):
         assert (installed / "medsimp" / "resources" / name).is_file(), name
 
 
 def _cli(installed: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(installed)}
-    return subprocess.run([sys.executable, "-m", "medsimp.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_installed_cli_runs_notes_from_another_directory(installed: Path, tmp_path: Path):
     assert not (tmp_path / "params.yaml").exists()
-    done = _cli(installed, tmp_path, "notes", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"),
-                "--output", "notes")
+    done = _cli(
+        installed, tmp_path, "notes", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"), "--output", "notes"
+    )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     stats = json.loads((tmp_path / "notes" / "stats.json").read_text())
@@ -70,8 +103,9 @@ def test_params_paths_are_relative_to_the_params_file(installed: Path, tmp_path:
     (conf / "params.yaml").write_text("notes:\n  common_words: words.txt\n", encoding="utf-8")
     run = tmp_path / "elsewhere"
     run.mkdir()
-    (run / "notes.txt").write_text("The pt had CHF and HTN and was seen in clinic today again .\n",
-                                   encoding="utf-8")
+    (run / "notes.txt").write_text(
+        "The pt had CHF and HTN and was seen in clinic today again .\n", encoding="utf-8"
+    )
     done = _cli(installed, run, "--params", str(conf / "params.yaml"), "select", "notes.txt")
     assert done.returncode == 0, done.stderr
     row = json.loads(done.stdout.splitlines()[0])

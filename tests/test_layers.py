@@ -3,6 +3,7 @@
 `lint-imports` reads the installed layout (medsimp/pipelines, medsimp/alignment,
 medsimp/training), so the test stages that layout from the checkout, as the wheel has it.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,13 @@ def _stage(root: Path) -> Path:
 def _lint(root: Path) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("lint-imports")
     env = {**os.environ, "PYTHONPATH": str(root)}
-    return subprocess.run([str(exe), "--config", str(REPO / "pyproject.toml"), "--no-cache"],
-                          cwd=root, env=env, capture_output=True, text=True)
+    return subprocess.run(
+        [str(exe), "--config", str(REPO / "pyproject.toml"), "--no-cache"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_layers_contract_is_kept(tmp_path):
@@ -39,8 +45,9 @@ def test_layers_contract_is_kept(tmp_path):
 def test_an_upward_import_breaks_the_contract(tmp_path):
     root = _stage(tmp_path)
     errors = root / "medsimp" / "errors.py"
-    errors.write_text(errors.read_text(encoding="utf-8") + "\nimport medsimp.pipelines.selection\n",
-                      encoding="utf-8")
+    errors.write_text(
+        errors.read_text(encoding="utf-8") + "\nimport medsimp.pipelines.selection\n", encoding="utf-8"
+    )
     result = _lint(root)
     assert result.returncode != 0
     assert "medsimp.errors is not allowed to import medsimp.pipelines" in result.stdout

@@ -1,6 +1,7 @@
 """Lineage through the stages that write tables (issue 18 part 2): the notes and radiology jobs
 tag the MIMIC release they read, and outputs without a Parquet schema (simplify, train,
 human-evaluation forms, dead letters) record the lineage of their inputs in their marker."""
+
 from __future__ import annotations
 
 import csv
@@ -36,8 +37,20 @@ def test_release_tags_come_from_the_note_table_header(tmp_path):
 def test_notes_job_stamps_the_mimic_iv_release(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # lexicon paths in params are relative to the repo root
     out = tmp_path / "notes"
-    assert main(["--params", PARAMS, "notes", "--input",
-                 str(ROOT / "data/sample/mimic4/discharge.csv.gz"), "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--params",
+                PARAMS,
+                "notes",
+                "--input",
+                str(ROOT / "data/sample/mimic4/discharge.csv.gz"),
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     parts = sorted((out / "sentences").glob("*.parquet"))
     assert parts
     for part in parts:
@@ -52,12 +65,13 @@ def test_marker_lineage_is_the_union_of_the_tables_written(tmp_path):
 
     schema = pa.schema([("t", pa.string())])
     with atomic_dir(tmp_path / "a", "t") as tmp:
-        pq.write_table(pa.table({"t": ["x"]}, schema=lineage.with_lineage(schema, ["msd"])),
-                       tmp / "1.parquet")
-        pq.write_table(pa.table({"t": ["x"]}, schema=lineage.with_lineage(schema, ["mimic-iii"])),
-                       tmp / "2.parquet")
-    assert json.loads((tmp_path / "a" / ".medsimp-output").read_text())["lineage"] == [
-        "mimic-iii", "msd"]
+        pq.write_table(
+            pa.table({"t": ["x"]}, schema=lineage.with_lineage(schema, ["msd"])), tmp / "1.parquet"
+        )
+        pq.write_table(
+            pa.table({"t": ["x"]}, schema=lineage.with_lineage(schema, ["mimic-iii"])), tmp / "2.parquet"
+        )
+    assert json.loads((tmp_path / "a" / ".medsimp-output").read_text())["lineage"] == ["mimic-iii", "msd"]
     with atomic_dir(tmp_path / "b", "t") as tmp:
         pq.write_table(pa.table({"t": ["x"]}), tmp / "1.parquet")  # no lineage: unknown
     assert json.loads((tmp_path / "b" / ".medsimp-output").read_text())["lineage"] is None
@@ -92,12 +106,19 @@ def _variants(folder: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("marker,text,expected", [
-    ({"command": "simplify", "lineage": ["mimic-iii"]}, "Small effusion", ["mimic-iii"]),
-    ({"command": "simplify", "lineage": ["cochrane"]}, "The trial", ["cochrane"]),
-    ({"command": "simplify", "lineage": ["cochrane"]}, "Seen at [**Hospital1 18**]", ["cochrane", "mimic"]),
-    (None, "The trial", ["unknown"]),
-])
+@pytest.mark.parametrize(
+    "marker,text,expected",
+    [
+        ({"command": "simplify", "lineage": ["mimic-iii"]}, "Small effusion", ["mimic-iii"]),
+        ({"command": "simplify", "lineage": ["cochrane"]}, "The trial", ["cochrane"]),
+        (
+            {"command": "simplify", "lineage": ["cochrane"]},
+            "Seen at [**Hospital1 18**]",
+            ["cochrane", "mimic"],
+        ),
+        (None, "The trial", ["unknown"]),
+    ],
+)
 def test_humaneval_forms_carry_the_lineage_of_their_text(tmp_path, marker, text, expected):
     sim = tmp_path / "simplify"
     variants = _variants(sim, text)

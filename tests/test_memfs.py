@@ -1,6 +1,7 @@
 """Beam jobs with input and output on a non-local filesystem: a small in-memory Beam
 `FileSystem` under the `memfs://` scheme. Any local-file API touching these paths (open,
 os.listdir, glob, pathlib, pq.read_table(path)) fails, so a local-path assumption is loud."""
+
 from __future__ import annotations
 
 import io
@@ -105,8 +106,11 @@ def _put(store: dict, name: str) -> str:
 
 
 def _parquet_rows(store: dict, folder: str) -> list[dict]:
-    files = [p for p in sorted(store) if p.startswith(folder + "/") and p.endswith(".parquet")
-             and "/" not in p.removeprefix(folder + "/")]
+    files = [
+        p
+        for p in sorted(store)
+        if p.startswith(folder + "/") and p.endswith(".parquet") and "/" not in p.removeprefix(folder + "/")
+    ]
     assert files, f"no parquet under {folder}"
     return [r for f in files for r in pq.read_table(io.BytesIO(store[f])).to_pylist()]
 
@@ -123,8 +127,11 @@ def test_the_store_is_not_local(memfs):
 
 def test_source_jobs_read_and_write_memfs(memfs):
     params = load_params(ROOT / "params.yaml")
-    for job, name, section_name in ((cochrane, "cochrane.jsonl", "cochrane"), (msd, "msd.jsonl", "msd"),
-                                    (plaba_job, "plaba.json", "plaba")):
+    for job, name, section_name in (
+        (cochrane, "cochrane.jsonl", "cochrane"),
+        (msd, "msd.jsonl", "msd"),
+        (plaba_job, "plaba.json", "plaba"),
+    ):
         out = f"memfs://out/{section_name}"
         stats = job.run(_put(memfs, name), out, section(params, section_name), BEAM, [], None)
         assert _stats(memfs, out)["read"] == stats["read"] > 0
@@ -153,10 +160,21 @@ def test_filter_reads_and_writes_memfs(memfs):
     """The filter job over an aligned-pairs table that lives on memfs."""
     import pyarrow as pa
 
-    row = {"pair_id": "10.1/x:en:0", "doi": "10.1/x", "language": "en", "complex_ids": ["a"],
-           "simple_ids": ["b"], "pivot_ids": [], "complex_text": "Asthma is common in children.",
-           "simple_text": "Asthma is common in kids.", "pivot_text": "", "section": "",
-           "method": "crf", "crf_score": 0.9, "vecalign_score": None}
+    row = {
+        "pair_id": "10.1/x:en:0",
+        "doi": "10.1/x",
+        "language": "en",
+        "complex_ids": ["a"],
+        "simple_ids": ["b"],
+        "pivot_ids": [],
+        "complex_text": "Asthma is common in children.",
+        "simple_text": "Asthma is common in kids.",
+        "pivot_text": "",
+        "section": "",
+        "method": "crf",
+        "crf_score": 0.9,
+        "vecalign_score": None,
+    }
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_pylist([row], schema=align_job.PAIR_SCHEMA), sink)
     memfs["memfs://in/align/pairs/part-00000-of-00001.parquet"] = sink.getvalue()
@@ -185,11 +203,21 @@ def test_link_reads_and_writes_memfs(memfs, tmp_path):
     params = load_params(ROOT / "params.yaml")
     umls = ROOT / "data" / "sample" / "umls"
     build_index(str(umls / "MRCONSO.RRF"), str(umls / "MRSTY.RRF"), tmp_path / "index", ["ENG"])
-    cochrane.run(_put(memfs, "cochrane.jsonl"), "memfs://out/cochrane", section(params, "cochrane"),
-                 BEAM, [], None)
-    stats = link.run("memfs://out/cochrane", "memfs://out/linked", str(tmp_path / "index"),
-                     section(params, "link"), section(params, "readability"), str(tmp_path / "cache"),
-                     1, BEAM, [], None)
+    cochrane.run(
+        _put(memfs, "cochrane.jsonl"), "memfs://out/cochrane", section(params, "cochrane"), BEAM, [], None
+    )
+    stats = link.run(
+        "memfs://out/cochrane",
+        "memfs://out/linked",
+        str(tmp_path / "index"),
+        section(params, "link"),
+        section(params, "readability"),
+        str(tmp_path / "cache"),
+        1,
+        BEAM,
+        [],
+        None,
+    )
     rows = _parquet_rows(memfs, "memfs://out/linked")
     assert len(rows) == stats["kept"] > 0 and any(r["concepts"] for r in rows)
     assert parquet_lineage("memfs://out/linked") == ("cochrane",)

@@ -6,6 +6,7 @@ success), the marker must not appear on stdout or stderr (a traceback counts as 
 in any `*.log`, in `stats.json` / `--metrics` files, or under `reports/`. Dead letters and
 data outputs keep record text by design and are not searched.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -24,8 +25,10 @@ import upstream  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = str(ROOT / "params.yaml")
-NOTES_HEADER = ('"ROW_ID","SUBJECT_ID","HADM_ID","CHARTDATE","CHARTTIME","STORETIME","CATEGORY",'
-                '"DESCRIPTION","CGID","ISERROR","TEXT"\n')
+NOTES_HEADER = (
+    '"ROW_ID","SUBJECT_ID","HADM_ID","CHARTDATE","CHARTTIME","STORETIME","CATEGORY",'
+    '"DESCRIPTION","CGID","ISERROR","TEXT"\n'
+)
 MIMIC4_HEADER = "note_id,subject_id,hadm_id,note_type,note_seq,charttime,storetime,text\n"
 
 
@@ -48,47 +51,72 @@ def _notes_cases() -> dict[str, Callable[[Path, str], bytes]]:
     return {
         "notes_headerless": lambda p, m: _note("1", "20013", _discharge(m)).encode(),
         "notes_bom": lambda p, m: ("\ufeff" + NOTES_HEADER + _note("1", "2", _discharge(m))).encode(),
-        "notes_bad_ids": lambda p, m: (NOTES_HEADER + _note("abc", "1" * 25, _discharge(m))
-                                       + _note("2", "20013", _discharge(m))).encode(),
-        "notes_bad_utf8": lambda p, m: (NOTES_HEADER + _note("1", "2", _discharge(m))).encode()
-        .replace(b"improved", b"impr\xff\xfeoved"),
-        "notes_unterminated_quote": lambda p, m: (NOTES_HEADER + _note("1", "2", _discharge(m))[:-2]
-                                                  + "\n").encode(),
-        "notes_row_like_line": lambda p, m: (NOTES_HEADER + _note(
-            "1", "2", _discharge(m) + '\n3,4,5,2151-08-11,,,""Radiology"",x,,,' + m)).encode(),
+        "notes_bad_ids": lambda p, m: (
+            NOTES_HEADER + _note("abc", "1" * 25, _discharge(m)) + _note("2", "20013", _discharge(m))
+        ).encode(),
+        "notes_bad_utf8": lambda p, m: (
+            (NOTES_HEADER + _note("1", "2", _discharge(m))).encode().replace(b"improved", b"impr\xff\xfeoved")
+        ),
+        "notes_unterminated_quote": lambda p, m: (
+            NOTES_HEADER + _note("1", "2", _discharge(m))[:-2] + "\n"
+        ).encode(),
+        "notes_row_like_line": lambda p, m: (
+            NOTES_HEADER + _note("1", "2", _discharge(m) + '\n3,4,5,2151-08-11,,,""Radiology"",x,,,' + m)
+        ).encode(),
         "notes_truncated_gz": lambda p, m: gzip.compress(
-            (NOTES_HEADER + _note("1", "2", _discharge(m)) * 50).encode())[:-40],
-        "notes_mimic4_bad_type": lambda p, m: (MIMIC4_HEADER + f'1-XX-1,1,2,XX,1,2180-05-01 00:00:00,,'
-                                               f'"{_discharge(m)}"\n').encode(),
+            (NOTES_HEADER + _note("1", "2", _discharge(m)) * 50).encode()
+        )[:-40],
+        "notes_mimic4_bad_type": lambda p, m: (
+            MIMIC4_HEADER + f'1-XX-1,1,2,XX,1,2180-05-01 00:00:00,,"{_discharge(m)}"\n'
+        ).encode(),
         "notes_empty_text": lambda p, m: (NOTES_HEADER + _note("1", "2", "") + m + "\n").encode(),
     }
 
 
 def _cochrane(m: str) -> list[str]:
-    good = {"doi": "10.1002/14651858.CD900001.pub2", "language": "en", "title": m,
-            "abstract": [{"heading": "Background", "text": f"{m}. Asthma is common."}],
-            "pls": [{"heading": "", "text": f"{m}. It is common."}]}
+    good = {
+        "doi": "10.1002/14651858.CD900001.pub2",
+        "language": "en",
+        "title": m,
+        "abstract": [{"heading": "Background", "text": f"{m}. Asthma is common."}],
+        "pls": [{"heading": "", "text": f"{m}. It is common."}],
+    }
     return [
         json.dumps(good)[:-30] + "\n",  # truncated JSON line
         json.dumps({**good, "version": True}) + "\n",
         json.dumps({**good, "doi": good["doi"] + "99999999999", "title": m + "\ud800"}) + "\n",
         json.dumps({**good, "abstract": [[[[[[[[[[m]]]]]]]]]] * 3}) + "\n",
-        json.dumps({**good, "doi": 2 ** 40, "language": m}) + "\n",
+        json.dumps({**good, "doi": 2**40, "language": m}) + "\n",
         "[" * 5000 + json.dumps(m) + "]" * 5000 + "\n",
     ]
 
 
 def _plaba(m: str) -> str:
-    return ('{"101": {"question": "' + m + '", "90000001": {"Title": "' + m + '", "abstract": '
-            '{"1": "' + m + '", "01": "' + m + ' again", "\u00b2": "' + m + '"}, "translation1": '
-            '{"1": "' + m + '", "1": "' + m + ' dup"}}}}')
+    return (
+        '{"101": {"question": "' + m + '", "90000001": {"Title": "' + m + '", "abstract": '
+        '{"1": "' + m + '", "01": "' + m + ' again", "\u00b2": "' + m + '"}, "translation1": '
+        '{"1": "' + m + '", "1": "' + m + ' dup"}}}}'
+    )
 
 
 def _msd(m: str) -> str:
-    row = {"topic": m, "audience": "professional", "title": m,
-           "sections": [{"heading": "Etiology", "text": f"{m} causes it."}]}
-    return (json.dumps(row) + "\n" + json.dumps({**row, "audience": m}) + "\n"
-            + json.dumps({**row, "sections": m}) + "\n" + "{bad " + m + "\n")
+    row = {
+        "topic": m,
+        "audience": "professional",
+        "title": m,
+        "sections": [{"heading": "Etiology", "text": f"{m} causes it."}],
+    }
+    return (
+        json.dumps(row)
+        + "\n"
+        + json.dumps({**row, "audience": m})
+        + "\n"
+        + json.dumps({**row, "sections": m})
+        + "\n"
+        + "{bad "
+        + m
+        + "\n"
+    )
 
 
 def _medlane_dir(path: Path, m: str) -> str:
@@ -101,8 +129,11 @@ def _medlane_dir(path: Path, m: str) -> str:
 
 def _variants(path: Path, m: str, drop_output: bool = False) -> str:
     cols = ["sentence_id", "variant", "source"] + ([] if drop_output else ["output"])
-    lines = [",".join(cols)] + [",".join([f"s{i}", v, f'"{m} {i}"'] + ([] if drop_output else [f'"{m}"']))
-                                for i in (1, 2) for v in ("plain", "cot")]
+    lines = [",".join(cols)] + [
+        ",".join([f"s{i}", v, f'"{m} {i}"'] + ([] if drop_output else [f'"{m}"']))
+        for i in (1, 2)
+        for v in ("plain", "cot")
+    ]
     path.write_text("\n".join(lines) + "\n")
     return str(path)
 
@@ -115,30 +146,75 @@ def cases(tmp: Path) -> dict[str, list[str]]:
         suffix = ".csv.gz" if name.endswith("_gz") else ".csv"
         src = tmp / f"{name}{suffix}"
         src.write_bytes(make(src, m))
-        out[name] = ["notes", "--input", str(src), "--output", str(tmp / f"o-{name}"),
-                     "--metrics", str(tmp / f"{name}.metrics.json")]
+        out[name] = [
+            "notes",
+            "--input",
+            str(src),
+            "--output",
+            str(tmp / f"o-{name}"),
+            "--metrics",
+            str(tmp / f"{name}.metrics.json"),
+        ]
         if name not in ("notes_headerless", "notes_bad_ids", "notes_mimic4_bad_type"):
             continue
         rad = f"radiology_{name}"
-        out[rad] = ["--set", "notes.categories=[Radiology]", "radiology", "--input", str(src),
-                    "--output", str(tmp / f"o-{rad}"), "--metrics", str(tmp / f"{rad}.metrics.json")]
+        out[rad] = [
+            "--set",
+            "notes.categories=[Radiology]",
+            "radiology",
+            "--input",
+            str(src),
+            "--output",
+            str(tmp / f"o-{rad}"),
+            "--metrics",
+            str(tmp / f"{rad}.metrics.json"),
+        ]
     for n, line in enumerate(_cochrane(mark("cochrane"))):
         name = f"cochrane_{n}"
         src = tmp / f"{name}.jsonl"
         src.write_text(line.replace(mark("cochrane"), mark(name)), encoding="utf-8", errors="surrogatepass")
-        out[name] = ["cochrane", "--input", str(src), "--output", str(tmp / f"o-{name}"),
-                     "--metrics", str(tmp / f"{name}.metrics.json")]
+        out[name] = [
+            "cochrane",
+            "--input",
+            str(src),
+            "--output",
+            str(tmp / f"o-{name}"),
+            "--metrics",
+            str(tmp / f"{name}.metrics.json"),
+        ]
     (tmp / "msd.jsonl").write_text(_msd(mark("msd")))
-    out["msd"] = ["msd", "--input", str(tmp / "msd.jsonl"), "--output", str(tmp / "o-msd"),
-                  "--metrics", str(tmp / "msd.metrics.json")]
+    out["msd"] = [
+        "msd",
+        "--input",
+        str(tmp / "msd.jsonl"),
+        "--output",
+        str(tmp / "o-msd"),
+        "--metrics",
+        str(tmp / "msd.metrics.json"),
+    ]
     (tmp / "plaba.json").write_text(_plaba(mark("plaba")))
-    out["plaba"] = ["plaba", "--input", str(tmp / "plaba.json"), "--output", str(tmp / "o-plaba"),
-                    "--metrics", str(tmp / "plaba.metrics.json")]
+    out["plaba"] = [
+        "plaba",
+        "--input",
+        str(tmp / "plaba.json"),
+        "--output",
+        str(tmp / "o-plaba"),
+        "--metrics",
+        str(tmp / "plaba.metrics.json"),
+    ]
     medlane = _medlane_dir(tmp / "medlane", mark("buildmedlane"))
-    out["buildmedlane"] = ["--set", f"build.medlane.input={medlane}", "--set",
-                           f"build.medlane.candidates={upstream.write_notes(tmp)}", "build", "medlane",
-                           "--output", str(tmp / "o-buildmedlane"),
-                           "--metrics", str(tmp / "buildmedlane.metrics.json")]
+    out["buildmedlane"] = [
+        "--set",
+        f"build.medlane.input={medlane}",
+        "--set",
+        f"build.medlane.candidates={upstream.write_notes(tmp)}",
+        "build",
+        "medlane",
+        "--output",
+        str(tmp / "o-buildmedlane"),
+        "--metrics",
+        str(tmp / "buildmedlane.metrics.json"),
+    ]
     m = mark("evaluate")
     (tmp / "hyp.txt").write_text(f"{m}\n{m} two\n")
     (tmp / "ref.txt").write_text(f"{m}\n")
@@ -148,22 +224,61 @@ def cases(tmp: Path) -> dict[str, list[str]]:
     (tmp / "select.txt").write_bytes(mark("select").encode() + b" \xff\xfe\n")
     out["select"] = ["select", str(tmp / "select.txt")]
     (tmp / "src.txt").write_bytes(mark("align").encode() + b"\xff\n")
-    out["align"] = ["align", "--method", "vecalign", "--src", str(tmp / "src.txt"), "--tgt",
-                    str(tmp / "src.txt"), "--tgt-lang", "es"]
-    out["humanevalforms"] = ["--set", "humaneval.input=" + _variants(
-        tmp / "variants_bad.csv", mark("humanevalforms"), drop_output=True), "humaneval", "forms",
-        "--output", str(tmp / "o-forms"), "--metrics", str(tmp / "forms.metrics.json")]
+    out["align"] = [
+        "align",
+        "--method",
+        "vecalign",
+        "--src",
+        str(tmp / "src.txt"),
+        "--tgt",
+        str(tmp / "src.txt"),
+        "--tgt-lang",
+        "es",
+    ]
+    out["humanevalforms"] = [
+        "--set",
+        "humaneval.input=" + _variants(tmp / "variants_bad.csv", mark("humanevalforms"), drop_output=True),
+        "humaneval",
+        "forms",
+        "--output",
+        str(tmp / "o-forms"),
+        "--metrics",
+        str(tmp / "forms.metrics.json"),
+    ]
     (tmp / "simplify.jsonl").write_text(json.dumps({"sentence_id": 1, "txt": mark("simplify")}) + "\n")
-    out["simplify"] = ["--set", "simplify.openai.base_url=http://127.0.0.1:9/v1", "--set",
-                       "simplify.openai.model=m", "simplify", "--backend", "openai", "--input",
-                       str(tmp / "simplify.jsonl"), "--output", str(tmp / "o-simplify")]
+    out["simplify"] = [
+        "--set",
+        "simplify.openai.base_url=http://127.0.0.1:9/v1",
+        "--set",
+        "simplify.openai.model=m",
+        "simplify",
+        "--backend",
+        "openai",
+        "--input",
+        str(tmp / "simplify.jsonl"),
+        "--output",
+        str(tmp / "o-simplify"),
+    ]
     (tmp / "simplifycalls.csv").write_text("sentence_id,text\n1," + mark("simplifycalls") + "\n")
-    out["simplifycalls"] = ["--set", "simplify.openai.base_url=http://127.0.0.1:9/v1", "--set",
-                            "simplify.openai.model=m", "--set", "simplify.openai.max_retries=0",
-                            "--set", f"cache.dir={tmp / 'cache'}", "simplify", "--backend", "openai",
-                            "--input", str(tmp / "simplifycalls.csv"),
-                            "--output", str(tmp / "o-simplifycalls"),
-                            "--metrics", str(tmp / "simplifycalls.metrics.json")]
+    out["simplifycalls"] = [
+        "--set",
+        "simplify.openai.base_url=http://127.0.0.1:9/v1",
+        "--set",
+        "simplify.openai.model=m",
+        "--set",
+        "simplify.openai.max_retries=0",
+        "--set",
+        f"cache.dir={tmp / 'cache'}",
+        "simplify",
+        "--backend",
+        "openai",
+        "--input",
+        str(tmp / "simplifycalls.csv"),
+        "--output",
+        str(tmp / "o-simplifycalls"),
+        "--metrics",
+        str(tmp / "simplifycalls.metrics.json"),
+    ]
     return out
 
 
@@ -171,11 +286,19 @@ def run_case(argv: list[str], timeout: int = 150) -> str:
     """stdout + stderr of one run, in its own process as a user would run it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     try:
-        done = subprocess.run([sys.executable, "-m", "medsimp.cli", "--params", PARAMS, *argv],
-                              cwd=ROOT, env=env, capture_output=True, timeout=timeout)
+        done = subprocess.run(
+            [sys.executable, "-m", "medsimp.cli", "--params", PARAMS, *argv],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as exc:
-        return (exc.stdout or b"").decode("utf-8", "replace") + (exc.stderr or b"").decode(
-            "utf-8", "replace") + "\n<timeout>"
+        return (
+            (exc.stdout or b"").decode("utf-8", "replace")
+            + (exc.stderr or b"").decode("utf-8", "replace")
+            + "\n<timeout>"
+        )
     return done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace")
 
 
@@ -185,8 +308,12 @@ def searched_files(tmp: Path) -> list[Path]:
     for path in tmp.rglob("*"):
         if not path.is_file() or "dead_letter" in path.parts:
             continue
-        if (path.suffix == ".log" or path.name == "stats.json" or path.name.endswith(".metrics.json")
-                or "reports" in path.relative_to(tmp).parts):
+        if (
+            path.suffix == ".log"
+            or path.name == "stats.json"
+            or path.name.endswith(".metrics.json")
+            or "reports" in path.relative_to(tmp).parts
+        ):
             found.append(path)
     return found
 
@@ -248,8 +375,14 @@ def test_refresh_reports_and_logs_keep_no_record_text(tmp_path):
     root = tmp_path / "project"
     _dvc_project(root, notes)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DVC_NO_ANALYTICS": "1"}
-    result = subprocess.run([sys.executable, "-m", "medsimp.cli", "refresh"], cwd=root, env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", "refresh"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode != 0  # the stage fails: the file has no header
     probe = m.split(" ")[0]
     assert probe not in result.stdout + result.stderr

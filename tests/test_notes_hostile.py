@@ -2,6 +2,7 @@
 tests/hostile/notes/ (README there). Each run either reconciles its counts with every
 dead-letter reason named, or ends with one line and exit 2; and the marker planted in every
 TEXT ("ZQXMARK") never reaches stdout, stderr, stats, markers or logs."""
+
 from __future__ import annotations
 
 import base64
@@ -48,8 +49,7 @@ READ = {
 }
 # file -> words the one-line error must hold; every run exits 2 and writes nothing.
 REFUSED = {
-    "no_header.csv": ["no_header.csv", "not a note table header",
-                      "ROW_ID,SUBJECT_ID,HADM_ID,CHARTDATE"],
+    "no_header.csv": ["no_header.csv", "not a note table header", "ROW_ID,SUBJECT_ID,HADM_ID,CHARTDATE"],
     "empty.csv": ["empty.csv", "empty file"],
     "truncated.csv.gz": ["truncated.csv.gz", "truncated"],
     "not_gzip.csv.gz": ["not_gzip.csv.gz", "gzip"],
@@ -59,8 +59,20 @@ REFUSED = {
 def run_notes(tmp_path: Path, capfd, input_: str, *extra: str) -> tuple[int, str, Path]:
     """Exit code, stdout + stderr (stderr last), output folder."""
     out = tmp_path / "out"
-    rc = main(["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1", *extra,
-               "notes", "--input", input_, "--output", str(out)])
+    rc = main(
+        [
+            "--params",
+            str(ROOT / "params.yaml"),
+            "--set",
+            "beam.num_workers=1",
+            *extra,
+            "notes",
+            "--input",
+            input_,
+            "--output",
+            str(out),
+        ]
+    )
     captured = capfd.readouterr()
     run_notes.stderr = captured.err
     return rc, captured.out + captured.err, out
@@ -83,8 +95,11 @@ def assert_no_leak(text: str, out: Path) -> None:
 
 
 def dead_letters(out: Path) -> list[dict]:
-    return [json.loads(line) for p in sorted(out.glob("dead_letter/*.jsonl"))
-            for line in p.read_text().splitlines()]
+    return [
+        json.loads(line)
+        for p in sorted(out.glob("dead_letter/*.jsonl"))
+        for line in p.read_text().splitlines()
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(READ))
@@ -96,8 +111,7 @@ def test_hostile_file_reconciles_with_named_reasons(tmp_path, capfd, name):
     assert (stats["rows_read"], stats["notes_kept"], stats["rejected"]) == (rows_read, kept, reasons)
     assert stats["rows_read"] == stats["notes_kept"] + stats["notes_filtered"] + stats["rows_rejected"]
     letters = dead_letters(out)
-    assert sorted(r["reason"] for r in letters) == sorted(k for k, v in reasons.items()
-                                                          for _ in range(v))
+    assert sorted(r["reason"] for r in letters) == sorted(k for k, v in reasons.items() for _ in range(v))
     ids = pq.read_table(out / "sentences").column("sentence_id").to_pylist()
     assert len(ids) == len(set(ids))
     assert stats["notes_with_sections"] == kept  # every kept note has its sections
@@ -133,8 +147,11 @@ def test_duplicate_ids_keep_the_first_and_dead_letter_the_rest(tmp_path, capfd):
     letters = dead_letters(out)
     assert [(r["locator"], r["detail"]["first"]) for r in letters] == [
         ("b/NOTEEVENTS.csv@117", "a/NOTEEVENTS.csv@117"),
-        (f"b/NOTEEVENTS.csv@{letters[1]['locator'].split('@')[1]}",
-         f"a/NOTEEVENTS.csv@{letters[1]['locator'].split('@')[1]}")]
+        (
+            f"b/NOTEEVENTS.csv@{letters[1]['locator'].split('@')[1]}",
+            f"a/NOTEEVENTS.csv@{letters[1]['locator'].split('@')[1]}",
+        ),
+    ]
     table = pq.read_table(out / "sentences").to_pylist()
     assert {r["note_id"] for r in table} == {"1", "2"}
 
@@ -166,9 +183,14 @@ def test_unreadable_file_is_one_line(tmp_path, capfd):
 
 
 def test_note_over_16_mib_with_a_bad_byte_costs_one_record(tmp_path, capfd):
-    rows = (HOSTILE / "short_date.csv").read_bytes()[len(H3):].split(b'"\n')
-    big = (b'2,102,123,2151-08-04,,,"Discharge summary","Report",,,"' + MARKER.encode()
-           + b"x" * (16 << 20) + b"\xff" + b'"\n')
+    rows = (HOSTILE / "short_date.csv").read_bytes()[len(H3) :].split(b'"\n')
+    big = (
+        b'2,102,123,2151-08-04,,,"Discharge summary","Report",,,"'
+        + MARKER.encode()
+        + b"x" * (16 << 20)
+        + b"\xff"
+        + b'"\n'
+    )
     path = tmp_path / "big.csv.gz"
     path.write_bytes(gzip.compress(H3 + rows[0] + b'"\n' + big + rows[2] + b'"\n', 1))
     rc, text, out = run_notes(tmp_path, capfd, str(path))
@@ -179,8 +201,7 @@ def test_note_over_16_mib_with_a_bad_byte_costs_one_record(tmp_path, capfd):
 
 
 def test_text_over_the_cap_is_dead_lettered(tmp_path, capfd):
-    rc, text, out = run_notes(tmp_path, capfd, str(HOSTILE / "bom.csv"),
-                              "--set", "notes.max_text_chars=100")
+    rc, text, out = run_notes(tmp_path, capfd, str(HOSTILE / "bom.csv"), "--set", "notes.max_text_chars=100")
     stats = json.loads((out / "stats.json").read_text())
     assert rc == 0 and stats["rejected"] == {"text_too_long": 2} and stats["notes_kept"] == 0
 
@@ -189,9 +210,25 @@ def test_headerless_file_leaks_nothing_through_the_installed_cli(tmp_path):
     """The issue's case: a subprocess run, stdout and stderr checked as the user sees them."""
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "medsimp.cli", "--params", str(ROOT / "params.yaml"),
-                           "notes", "--input", str(HOSTILE / "no_header.csv"), "--output", str(out)],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "medsimp.cli",
+            "--params",
+            str(ROOT / "params.yaml"),
+            "notes",
+            "--input",
+            str(HOSTILE / "no_header.csv"),
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     lines = proc.stderr.splitlines()  # the stage's announce line, then the error
     assert proc.returncode == 2 and len(lines) <= 2 and "no_header.csv: the first line" in lines[-1]
     assert MARKER not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
@@ -230,8 +267,11 @@ def test_multilingual_splitter_grows_linearly(shape, monkeypatch):
 def test_windows_do_not_change_ordinary_text(monkeypatch):
     from medsimp.pipelines import multilingual_sentences as ml
 
-    text = " ".join(f"Trial {i} enrolled {i * 7} adults (95% CI 0.{i} to 1.2; e.g. in Spain). "
-                    f"Vitamin D. Results were mixed." for i in range(60))
+    text = " ".join(
+        f"Trial {i} enrolled {i * 7} adults (95% CI 0.{i} to 1.2; e.g. in Spain). "
+        f"Vitamin D. Results were mixed."
+        for i in range(60)
+    )
     whole = [(s.start, s.end) for s in ml.split_sentences(text, "en")]
     monkeypatch.setattr(ml, "WINDOW", 700, raising=False)
     assert [(s.start, s.end) for s in ml.split_sentences(text, "en")] == whole

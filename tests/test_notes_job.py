@@ -1,5 +1,6 @@
 """The notes Beam job on the embedded sample: outputs, reconciliation, determinism; and the
 `medsimp select` / `medsimp synth notes` commands."""
+
 from __future__ import annotations
 
 import gzip
@@ -17,9 +18,23 @@ PARAMS = str(ROOT / "params.yaml")
 
 
 def run_notes(out: Path, workers: int) -> Path:
-    rc = main(["--params", PARAMS, "--set", f"beam.num_workers={workers}", "--set", "notes.batch_notes=4",
-               "notes", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"),
-               "--output", str(out / "notes"), "--metrics", str(out / "metrics.json")])
+    rc = main(
+        [
+            "--params",
+            PARAMS,
+            "--set",
+            f"beam.num_workers={workers}",
+            "--set",
+            "notes.batch_notes=4",
+            "notes",
+            "--input",
+            str(ROOT / "data/sample/NOTEEVENTS.csv"),
+            "--output",
+            str(out / "notes"),
+            "--metrics",
+            str(out / "metrics.json"),
+        ]
+    )
     assert rc == 0
     return out / "notes"
 
@@ -46,16 +61,25 @@ def files(d: Path) -> dict[str, bytes]:
 def test_outputs_identical_across_runs_and_worker_counts(runs):
     one, two = runs
     a, b = files(one), files(two)
-    assert sorted(a) == [".medsimp-output", "dead_letter/part-00000-of-00001.jsonl", "sentences/part-000-000-00000.parquet",
-                         "sentences/part-000-000-00001.parquet", "sentences/part-000-000-00002.parquet",
-                         "stats.json"]
+    assert sorted(a) == [
+        ".medsimp-output",
+        "dead_letter/part-00000-of-00001.jsonl",
+        "sentences/part-000-000-00000.parquet",
+        "sentences/part-000-000-00001.parquet",
+        "sentences/part-000-000-00002.parquet",
+        "stats.json",
+    ]
     assert a == b
 
 
 def test_stats_reconcile_on_sample(runs):
     stats = json.loads((runs[0] / "stats.json").read_text())
     assert stats["rows_read"] == 28 == stats["notes_kept"] + stats["notes_filtered"] + stats["rows_rejected"]
-    assert (stats["notes_kept"], stats["notes_filtered_category"], stats["notes_filtered_iserror"]) == (10, 12, 1)
+    assert (stats["notes_kept"], stats["notes_filtered_category"], stats["notes_filtered_iserror"]) == (
+        10,
+        12,
+        1,
+    )
     assert stats["rejected"] == {"bad_utf8": 1, "missing_text": 1, "unparseable": 2, "wrong_field_count": 1}
     assert stats["sentences"] == stats["sentences_selected"] + stats["sentences_not_selected"] > 0
     assert stats["notes_with_sections"] == 10 and stats["sections"] == 20
@@ -68,8 +92,11 @@ def test_sentence_table(runs):
     rows = table.to_pylist()
     stats = json.loads((runs[0] / "stats.json").read_text())
     assert len(rows) == stats["sentences"] and sum(r["keep"] for r in rows) == stats["sentences_selected"]
-    assert {r["section"] for r in rows} == {"History of Present Illness", "Brief Hospital Course",
-                                            "Brief Summary of Hospital Course"}
+    assert {r["section"] for r in rows} == {
+        "History of Present Illness",
+        "Brief Hospital Course",
+        "Brief Summary of Hospital Course",
+    }
     by_note: dict[str, list[int]] = {}
     for r in rows:
         assert r["sentence_id"] == f"notes:{r['doc_id']}:complex:en:{r['sentence_index']}"
@@ -87,10 +114,16 @@ def test_sentence_table(runs):
 def test_dead_letters(runs):
     lines = (runs[0] / "dead_letter" / "part-00000-of-00001.jsonl").read_text().splitlines()
     records = [json.loads(x) for x in lines]
-    assert [r["reason"] for r in records] == ["unparseable", "unparseable", "bad_utf8",
-                                              "missing_text", "wrong_field_count"]
-    assert all(r["source"] == "NOTEEVENTS.csv" and r["locator"].startswith("NOTEEVENTS.csv@")
-               for r in records)
+    assert [r["reason"] for r in records] == [
+        "unparseable",
+        "unparseable",
+        "bad_utf8",
+        "missing_text",
+        "wrong_field_count",
+    ]
+    assert all(
+        r["source"] == "NOTEEVENTS.csv" and r["locator"].startswith("NOTEEVENTS.csv@") for r in records
+    )
     assert "pain" not in "".join(lines)  # the broken rows' text never reaches the dead letters
 
 
@@ -99,23 +132,72 @@ def test_select_command(tmp_path, capsys, monkeypatch):
     (tmp_path / "a.txt").write_text("CHF\nPt\n")
     (tmp_path / "t.txt").write_text("the\nbe\nstart\non\nwith\na\npatient\n")
     (tmp_path / "s.txt").write_text("The patient with CHF was started on lasix.\n\npt was seen.\n")
-    assert main(["--params", PARAMS, "select", str(tmp_path / "s.txt"), "--abbreviations",
-                 str(tmp_path / "a.txt"), "--common-words", str(tmp_path / "t.txt")]) == 0
+    assert (
+        main(
+            [
+                "--params",
+                PARAMS,
+                "select",
+                str(tmp_path / "s.txt"),
+                "--abbreviations",
+                str(tmp_path / "a.txt"),
+                "--common-words",
+                str(tmp_path / "t.txt"),
+            ]
+        )
+        == 0
+    )
     out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     # Algorithm 1's pseudocode: "." counts in n; CHF (not in T) counts in abb and unc
-    assert out == [{"text": "The patient with CHF was started on lasix.", "n": 9, "abb": 1, "unc": 2,
-                    "ratio": 3 / 9, "keep": False},
-                   {"text": "pt was seen.", "n": 4, "abb": 0, "unc": 2, "ratio": 0.5, "keep": False}]
-    assert main(["--params", PARAMS, "select", str(tmp_path / "s.txt"), "--abbreviations",
-                 str(tmp_path / "a.txt"), "--common-words", str(tmp_path / "t.txt"),
-                 "--case-insensitive"]) == 0
+    assert out == [
+        {
+            "text": "The patient with CHF was started on lasix.",
+            "n": 9,
+            "abb": 1,
+            "unc": 2,
+            "ratio": 3 / 9,
+            "keep": False,
+        },
+        {"text": "pt was seen.", "n": 4, "abb": 0, "unc": 2, "ratio": 0.5, "keep": False},
+    ]
+    assert (
+        main(
+            [
+                "--params",
+                PARAMS,
+                "select",
+                str(tmp_path / "s.txt"),
+                "--abbreviations",
+                str(tmp_path / "a.txt"),
+                "--common-words",
+                str(tmp_path / "t.txt"),
+                "--case-insensitive",
+            ]
+        )
+        == 0
+    )
     assert [json.loads(x)["abb"] for x in capsys.readouterr().out.splitlines()] == [1, 1]
 
 
 def test_synth_notes_is_deterministic(tmp_path):
     for name in ("a.csv.gz", "b.csv.gz"):
-        assert main(["--params", PARAMS, "synth", "notes", "--rows", "300", "--seed", "5",
-                     "--output", str(tmp_path / name)]) == 0
+        assert (
+            main(
+                [
+                    "--params",
+                    PARAMS,
+                    "synth",
+                    "notes",
+                    "--rows",
+                    "300",
+                    "--seed",
+                    "5",
+                    "--output",
+                    str(tmp_path / name),
+                ]
+            )
+            == 0
+        )
     assert (tmp_path / "a.csv.gz").read_bytes() == (tmp_path / "b.csv.gz").read_bytes()
     text = gzip.decompress((tmp_path / "a.csv.gz").read_bytes())
     from medsimp.pipelines.noteevents import iter_records

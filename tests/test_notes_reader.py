@@ -1,4 +1,5 @@
 """The streaming MIMIC note reader: CSV edge cases, rejects with reasons, byte ranges, schemas."""
+
 from __future__ import annotations
 
 import gzip
@@ -10,15 +11,15 @@ import pytest
 from medsimp.pipelines import noteevents
 from medsimp.pipelines.noteevents import Filtered, Note, NoteFileError, Reject, iter_records, plan_ranges
 
-HEADER = ('"ROW_ID","SUBJECT_ID","HADM_ID","CHARTDATE","CHARTTIME","STORETIME","CATEGORY",'
-          '"DESCRIPTION","CGID","ISERROR","TEXT"\n').encode()
+HEADER = (
+    b'"ROW_ID","SUBJECT_ID","HADM_ID","CHARTDATE","CHARTTIME","STORETIME","CATEGORY",'
+    b'"DESCRIPTION","CGID","ISERROR","TEXT"\n'
+)
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
 
-def row(rid: int, text: bytes, cat: str = "Discharge summary", iserror: str = "",
-        hadm: str = "123") -> bytes:
-    return (f'{rid},{1000 + rid},{hadm},2151-08-04,,,"{cat}","Report",,{iserror},').encode() \
-        + text + b"\n"
+def row(rid: int, text: bytes, cat: str = "Discharge summary", iserror: str = "", hadm: str = "123") -> bytes:
+    return (f'{rid},{1000 + rid},{hadm},2151-08-04,,,"{cat}","Report",,{iserror},').encode() + text + b"\n"
 
 
 def write(tmp_path: Path, *rows: bytes, name: str = "NOTEEVENTS.csv") -> str:
@@ -47,49 +48,67 @@ def test_each_broken_row_has_its_reason_and_the_rest_survive(tmp_path):
     path = write(
         tmp_path,
         row(1, b'"ok one"'),
-        row(2, b'"He said "no" today"'),              # stray quotes inside a quoted field
+        row(2, b'"He said "no" today"'),  # stray quotes inside a quoted field
         row(3, b'"never closed\nIMPRESSION: none.'),  # unbalanced quote: ends at the next row
-        row(4, b'"fever 102\xff\xfe F"'),             # invalid UTF-8
-        row(5, b'""'),                                # empty TEXT
-        row(6, b'"  \n "'),                           # blank TEXT
-        row(7, b'"x","extra field"'),                 # 12 fields
+        row(4, b'"fever 102\xff\xfe F"'),  # invalid UTF-8
+        row(5, b'""'),  # empty TEXT
+        row(6, b'"  \n "'),  # blank TEXT
+        row(7, b'"x","extra field"'),  # 12 fields
         row(8, b'"ok two"'),
     )
     got = [(type(r).__name__, getattr(r, "reason", "")) for r in iter_records(path)]
-    assert got == [("Note", ""), ("Reject", "unparseable"), ("Reject", "unparseable"),
-                   ("Reject", "bad_utf8"), ("Reject", "missing_text"), ("Reject", "missing_text"),
-                   ("Reject", "wrong_field_count"), ("Note", "")]
+    assert got == [
+        ("Note", ""),
+        ("Reject", "unparseable"),
+        ("Reject", "unparseable"),
+        ("Reject", "bad_utf8"),
+        ("Reject", "missing_text"),
+        ("Reject", "missing_text"),
+        ("Reject", "wrong_field_count"),
+        ("Note", ""),
+    ]
 
 
 def test_rejects_carry_offsets_and_field_names_never_text(tmp_path):
     secret = b"SECRET-NOTE-TEXT"
-    path = write(tmp_path, row(1, b'"' + secret + b' \xff"'), row(2, b'"' + secret + b' "x" y"'),
-                 row(3, b'"' + secret))
+    path = write(
+        tmp_path, row(1, b'"' + secret + b' \xff"'), row(2, b'"' + secret + b' "x" y"'), row(3, b'"' + secret)
+    )
     rejects = [r for r in iter_records(path) if isinstance(r, Reject)]
     assert len(rejects) == 3
     bad = rejects[0]
-    assert bad.detail == {"byte_offset": len(HEADER) + len(row(1, b'"' + secret + b' ')) - 1,
-                          "fields": ["TEXT"]}
+    assert bad.detail == {
+        "byte_offset": len(HEADER) + len(row(1, b'"' + secret + b" ")) - 1,
+        "fields": ["TEXT"],
+    }
     for r in rejects:
         assert "SECRET" not in repr(r.as_dict())
 
 
 def test_category_and_iserror_filters(tmp_path):
-    path = write(tmp_path, row(1, b'"a"'), row(2, b'"b"', cat="Radiology"),
-                 row(3, b'"c"', iserror="1"), row(4, b'"d"', cat="Physician "),
-                 row(5, b'"e"', cat="discharge SUMMARY"))
+    path = write(
+        tmp_path,
+        row(1, b'"a"'),
+        row(2, b'"b"', cat="Radiology"),
+        row(3, b'"c"', iserror="1"),
+        row(4, b'"d"', cat="Physician "),
+        row(5, b'"e"', cat="discharge SUMMARY"),
+    )
     kinds = [r.reason if isinstance(r, Filtered) else r.note_id for r in iter_records(path)]
     assert kinds == ["1", "category", "iserror", "category", "5"]
-    radiology = [r.note_id for r in iter_records(path, categories=["radiology"])
-                 if isinstance(r, Note)]
+    radiology = [r.note_id for r in iter_records(path, categories=["radiology"]) if isinstance(r, Note)]
     assert radiology == ["2"]
     everything = [r for r in iter_records(path, categories=None)]
     assert [type(r) for r in everything] == [Note, Note, Filtered, Note, Note]
 
 
 def test_filtered_rows_skip_text_checks_but_not_quote_balance(tmp_path):
-    path = write(tmp_path, row(1, b'"bad \xff bytes"', cat="Radiology"),
-                 row(2, b'"open quote', cat="Radiology"), row(3, b'"fine"'))
+    path = write(
+        tmp_path,
+        row(1, b'"bad \xff bytes"', cat="Radiology"),
+        row(2, b'"open quote', cat="Radiology"),
+        row(3, b'"fine"'),
+    )
     got = [getattr(r, "reason", "note") for r in iter_records(path)]
     assert got == ["category", "unparseable", "note"]
 
@@ -122,23 +141,32 @@ def test_mimic4_discharge_sample():
     assert len(notes) == 4 and all(isinstance(n, Note) for n in notes)
     assert notes[0].note_id == "10000032-DS-21" and notes[0].category == "Discharge summary"
     assert notes[0].hadm_id == 22590853 and notes[0].chartdate == "2180-05-01"
-    radiology = list(iter_records(str(SAMPLE / "mimic4" / "discharge.csv.gz"),
-                                  categories=["Radiology"]))
+    radiology = list(iter_records(str(SAMPLE / "mimic4" / "discharge.csv.gz"), categories=["Radiology"]))
     assert radiology == [Filtered("category")] * 4
 
 
 def test_embedded_sample_outcomes():
-    counts = Counter(type(r).__name__ + ":" + getattr(r, "reason", "")
-                     for r in iter_records(str(SAMPLE / "NOTEEVENTS.csv")))
-    assert counts == {"Note:": 10, "Filtered:category": 12, "Filtered:iserror": 1,
-                      "Reject:unparseable": 2, "Reject:bad_utf8": 1, "Reject:missing_text": 1,
-                      "Reject:wrong_field_count": 1}
+    counts = Counter(
+        type(r).__name__ + ":" + getattr(r, "reason", "")
+        for r in iter_records(str(SAMPLE / "NOTEEVENTS.csv"))
+    )
+    assert counts == {
+        "Note:": 10,
+        "Filtered:category": 12,
+        "Filtered:iserror": 1,
+        "Reject:unparseable": 2,
+        "Reject:bad_utf8": 1,
+        "Reject:missing_text": 1,
+        "Reject:wrong_field_count": 1,
+    }
 
 
 def test_unknown_header_is_a_clear_error(tmp_path):
     path = tmp_path / "x.csv"
     path.write_bytes(b"a,b,c\n1,2,3\n")
-    with pytest.raises(NoteFileError, match="x.csv: the first line is not a note table header; expected mimic3"):
+    with pytest.raises(
+        NoteFileError, match="x.csv: the first line is not a note table header; expected mimic3"
+    ):
         list(iter_records(str(path)))
 
 

@@ -1,4 +1,5 @@
 """Sections, clinical sentence splitting and Algorithm 1 (hand-computed) for the notes job."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,8 @@ import pytest
 
 from medsimp import resources
 from medsimp.pipelines.sections import SectionExtractor, extractor_from_params
-from medsimp.pipelines.selection import (Selector, load_abbreviations, load_common_words, tokenize)
+from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words, tokenize
 from medsimp.pipelines.sentences import splitter
-
 
 NOTE = """Admission Date:  [**2151-7-16**]     Discharge Date:  [**2151-8-4**]
 
@@ -31,19 +31,24 @@ Medications on Admission:
 
 def test_sections_default_headers_end_at_next_header():
     got = [(s.name, s.text) for s in SectionExtractor().extract(NOTE)]
-    assert got == [("History of Present Illness", "Line one of the HPI.\nLine two, wrapped."),
-                   ("Brief Hospital Course", "Inline start.\n# CHF: diuresed.\n1. Afib: rate controlled.")]
+    assert got == [
+        ("History of Present Illness", "Line one of the HPI.\nLine two, wrapped."),
+        ("Brief Hospital Course", "Inline start.\n# CHF: diuresed.\n1. Afib: rate controlled."),
+    ]
     for s in SectionExtractor().extract(NOTE):
-        assert NOTE[s.start:s.start + len(s.text)] == s.text
+        assert NOTE[s.start : s.start + len(s.text)] == s.text
 
 
-@pytest.mark.parametrize("header,name", [
-    ("HPI:", "History of Present Illness"),
-    ("history of the present illness :", "History of Present Illness"),
-    ("  HISTORY OF PRESENT ILLNESS:", "History of Present Illness"),
-    ("Brief Summary of Hospital Course:", "Brief Summary of Hospital Course"),
-    ("Brief  Hospital  Course:", "Brief Hospital Course"),
-])
+@pytest.mark.parametrize(
+    "header,name",
+    [
+        ("HPI:", "History of Present Illness"),
+        ("history of the present illness :", "History of Present Illness"),
+        ("  HISTORY OF PRESENT ILLNESS:", "History of Present Illness"),
+        ("Brief Summary of Hospital Course:", "Brief Summary of Hospital Course"),
+        ("Brief  Hospital  Course:", "Brief Hospital Course"),
+    ],
+)
 def test_section_header_variants(header, name):
     text = f"{header}\nThe body.\nALLERGIES:\nNKDA\n"
     assert [(s.name, s.text) for s in SectionExtractor().extract(text)] == [(name, "The body.")]
@@ -59,19 +64,24 @@ def test_non_target_headers_and_custom_patterns():
     assert SectionExtractor().extract("HPI:\n\nPast Medical History:\nx") == []
 
 
-SPLIT_TEXT = ("Pt is a 67 y/o M seen at [**Hospital. 18**] on [**2151-7-16**]. Dr. "
-              "[**Last Name (STitle) 12**] was consulted. Lasix was cont. at home dose.\n\n"
-              "1. CHF: diuresed.\n2. Afib: rate controlled\n \n")
+SPLIT_TEXT = (
+    "Pt is a 67 y/o M seen at [**Hospital. 18**] on [**2151-7-16**]. Dr. "
+    "[**Last Name (STitle) 12**] was consulted. Lasix was cont. at home dose.\n\n"
+    "1. CHF: diuresed.\n2. Afib: rate controlled\n \n"
+)
 
 
 @pytest.mark.parametrize("name", ["rules", "rush"])
 def test_sentences_keep_placeholders_and_fix_cont(name):
     spans = splitter(name)(SPLIT_TEXT)
     got = [SPLIT_TEXT[a:b] for a, b in spans]
-    assert got == ["Pt is a 67 y/o M seen at [**Hospital. 18**] on [**2151-7-16**].",
-                   "Dr. [**Last Name (STitle) 12**] was consulted.",
-                   "Lasix was cont. at home dose.",
-                   "1. CHF: diuresed.", "2. Afib: rate controlled"]
+    assert got == [
+        "Pt is a 67 y/o M seen at [**Hospital. 18**] on [**2151-7-16**].",
+        "Dr. [**Last Name (STitle) 12**] was consulted.",
+        "Lasix was cont. at home dose.",
+        "1. CHF: diuresed.",
+        "2. Afib: rate controlled",
+    ]
 
 
 def test_unknown_splitter_is_an_error():
@@ -79,9 +89,13 @@ def test_unknown_splitter_is_an_error():
         splitter("nope")
 
 
-TRICKY = ['He said "hi" -- and left... can\'t won\'t (ok) [x] {y} <z> \u201cq\u201d \u2018r\u2019 1,000.5 $5',
-          "gonna 'tis wanna lemme", "Pt's BP: 120/80; HR 88 - 97%... T 98.6F. s/p CABG x3 b.i.d.",
-          "The 'quoted' bit, and ``ticks'' \u2013 dash \u2014 end?!", "e.g. Dr. Smith's pt. (n=3)."]
+TRICKY = [
+    "He said \"hi\" -- and left... can't won't (ok) [x] {y} <z> \u201cq\u201d \u2018r\u2019 1,000.5 $5",
+    "gonna 'tis wanna lemme",
+    "Pt's BP: 120/80; HR 88 - 97%... T 98.6F. s/p CABG x3 b.i.d.",
+    "The 'quoted' bit, and ``ticks'' \u2013 dash \u2014 end?!",
+    "e.g. Dr. Smith's pt. (n=3).",
+]
 
 
 def test_tokenizer_matches_stock_nltk():
@@ -95,29 +109,41 @@ def test_tokenizer_matches_stock_nltk():
 
 
 def test_tokenize_keeps_placeholder_as_one_token():
-    assert tokenize("Seen at [**Hospital1 18**], BP 120/80.") == \
-        ["Seen", "at", "[**Hospital1 18**]", ",", "BP", "120/80", "."]
+    assert tokenize("Seen at [**Hospital1 18**], BP 120/80.") == [
+        "Seen",
+        "at",
+        "[**Hospital1 18**]",
+        ",",
+        "BP",
+        "120/80",
+        ".",
+    ]
 
 
 A = {"Pt", "ASA", "PO", "b.i.d", "CHF"}
 T = {"the", "be", "start", "on", "and", "daily", "with", "a", "patient"}
 
 
-@pytest.mark.parametrize("sentence,expected", [
-    # Pt* was started on ASA* 325# mg? PO* daily and metoprolol? 25# mg? PO* b.i.d* .
-    # n=16 (the final "." counts), abb=5, unc=10 (the 5 abbreviations, 2 numbers, mg, metoprolol,
-    # mg: the pseudocode counts an abbreviation not in T in both abb and unc) -> 15/16 > 0.5
-    ("Pt was started on ASA 325 mg PO daily and metoprolol 25 mg PO b.i.d.", (16, 5, 10, 15 / 16, False)),
-    # n=9 < 10: abb=1 (CHF), unc=2 (CHF, lasix)
-    ("The patient with CHF was started on lasix.", (9, 1, 2, 3 / 9, False)),
-    # n=17, abb=1 (CHF), unc=5 (CHF, lasix, seen->see, by, the placeholder) -> 6/17
-    ("The patient with CHF was started on lasix and the patient was seen by "
-     "[**Doctor 12**] daily.", (17, 1, 5, 6 / 17, True)),
-    # every token counts in n (14 with ",", "--", "%", "...", ":"); numbers are uncommon:
-    # BP, 120/80, HR, 88, 97, 2L, ok, fine -> unc=8
-    ("BP 120/80, HR 88 -- 97% on 2L ... ok: fine", (14, 0, 8, 8 / 14, False)),
-    ("", (0, 0, 0, 0.0, False)),
-])
+@pytest.mark.parametrize(
+    "sentence,expected",
+    [
+        # Pt* was started on ASA* 325# mg? PO* daily and metoprolol? 25# mg? PO* b.i.d* .
+        # n=16 (the final "." counts), abb=5, unc=10 (the 5 abbreviations, 2 numbers, mg, metoprolol,
+        # mg: the pseudocode counts an abbreviation not in T in both abb and unc) -> 15/16 > 0.5
+        ("Pt was started on ASA 325 mg PO daily and metoprolol 25 mg PO b.i.d.", (16, 5, 10, 15 / 16, False)),
+        # n=9 < 10: abb=1 (CHF), unc=2 (CHF, lasix)
+        ("The patient with CHF was started on lasix.", (9, 1, 2, 3 / 9, False)),
+        # n=17, abb=1 (CHF), unc=5 (CHF, lasix, seen->see, by, the placeholder) -> 6/17
+        (
+            "The patient with CHF was started on lasix and the patient was seen by [**Doctor 12**] daily.",
+            (17, 1, 5, 6 / 17, True),
+        ),
+        # every token counts in n (14 with ",", "--", "%", "...", ":"); numbers are uncommon:
+        # BP, 120/80, HR, 88, 97, 2L, ok, fine -> unc=8
+        ("BP 120/80, HR 88 -- 97% on 2L ... ok: fine", (14, 0, 8, 8 / 14, False)),
+        ("", (0, 0, 0, 0.0, False)),
+    ],
+)
 def test_algorithm1_hand_computed(sentence, expected):
     f = Selector(A, T).features(sentence)
     assert (f.n, f.abb, f.unc, f.keep) == (expected[0], expected[1], expected[2], expected[4])
@@ -130,7 +156,8 @@ def test_algorithm1_issue_19_example_numbers_are_uncommon():
     common = load_common_words(resources.path("common_words.txt"))
     abbreviations = load_abbreviations(resources.path("abbreviations.json"))
     f = Selector(abbreviations, common).features(
-        "She was seen in clinic on 3/12 and again on 4/15 and 5/20 with her family")
+        "She was seen in clinic on 3/12 and again on 4/15 and 5/20 with her family"
+    )
     assert (f.n, f.abb, f.unc, f.ratio, f.keep) == (16, 0, 4, 0.25, True)
 
 
@@ -145,8 +172,7 @@ def test_algorithm1_abbreviation_counting_prose_counts_once():
 def test_algorithm1_case_switch_and_thresholds():
     s = "pt was started on asa."
     # n=6 with ".", lower-case pt/asa are no abbreviations here but uncommon
-    assert Selector(A, T).features(s).as_dict() == {"n": 6, "abb": 0, "unc": 2, "ratio": 2 / 6,
-                                                     "keep": False}
+    assert Selector(A, T).features(s).as_dict() == {"n": 6, "abb": 0, "unc": 2, "ratio": 2 / 6, "keep": False}
     assert Selector(A, T, case_sensitive=False).features(s).abb == 2
     assert Selector(A, T, min_tokens=6).features(s).keep is True
     assert Selector(A, T, min_tokens=6, max_ratio=0.3).features(s).keep is False
@@ -157,8 +183,10 @@ def test_lexicon_loaders(tmp_path):
     (tmp_path / "a.tsv").write_text("# comment\nCHF\tcongestive heart failure\nHTN\thypertension\textra\n")
     (tmp_path / "a.txt").write_text("CHF\nHTN\n\n")
     (tmp_path / "a.pkl").write_bytes(pickle.dumps({"chf": ["congestive heart failure"]}))
-    assert load_abbreviations(tmp_path / "a.json") == {"CHF": ["congestive heart failure"],
-                                                        "PO": ["by mouth"]}
+    assert load_abbreviations(tmp_path / "a.json") == {
+        "CHF": ["congestive heart failure"],
+        "PO": ["by mouth"],
+    }
     assert load_abbreviations(tmp_path / "a.tsv")["HTN"] == ["hypertension", "extra"]
     assert set(load_abbreviations(tmp_path / "a.txt")) == {"CHF", "HTN"}
     assert load_abbreviations(tmp_path / "a.pkl") == {"chf": ["congestive heart failure"]}

@@ -1,6 +1,7 @@
 """Single-file outputs (synth, align --batch, metrics/plots/JSON files, humaneval plot CSVs)
 never replace a file medsimp did not write (exit 2, file untouched) and replace their own
 atomically (issue 18 part 1)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -78,8 +79,17 @@ def test_evaluate_json_and_metrics_refuse_user_files(tmp_path, capsys):
     (tmp_path / "ref.txt").write_text("the patient is stable .\n")
     user = tmp_path / "notes.txt"
     user.write_text("precious\n")
-    code = main(["evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "ref.txt"),
-                 "--json", str(user)])
+    code = main(
+        [
+            "evaluate",
+            "--hyp",
+            str(tmp_path / "hyp.txt"),
+            "--ref",
+            str(tmp_path / "ref.txt"),
+            "--json",
+            str(user),
+        ]
+    )
     assert code == 2 and user.read_text() == "precious\n"
     assert "notes.txt" in capsys.readouterr().err
 
@@ -90,8 +100,20 @@ def test_humaneval_plot_files_refuse_user_files(tmp_path):
     (plots / "votes.csv").write_text("mine\n")
     params = tmp_path / "params.yaml"
     params.write_text(f"humaneval: {{input: '{tmp_path / 'missing.csv'}'}}\n")
-    code = main(["--params", str(params), "humaneval", "analyze", "--output", str(tmp_path / "res"),
-                 "--forms", str(tmp_path / "noforms"), "--plots", str(plots)])
+    code = main(
+        [
+            "--params",
+            str(params),
+            "humaneval",
+            "analyze",
+            "--output",
+            str(tmp_path / "res"),
+            "--forms",
+            str(tmp_path / "noforms"),
+            "--plots",
+            str(plots),
+        ]
+    )
     assert code == 2 and (plots / "votes.csv").read_text() == "mine\n"
 
 
@@ -101,8 +123,10 @@ def _batch(tmp_path: Path, *lines: str) -> Path:
     return batch
 
 
-@pytest.mark.parametrize("case", ["out_is_src", "out_is_tgt", "out_is_batch", "duplicate_out",
-                                  "user_file_second_line", "out_is_folder"])
+@pytest.mark.parametrize(
+    "case",
+    ["out_is_src", "out_is_tgt", "out_is_batch", "duplicate_out", "user_file_second_line", "out_is_folder"],
+)
 def test_align_batch_is_checked_before_anything_is_written(tmp_path, case, capsys):
     src, tgt = tmp_path / "en.txt", tmp_path / "es.txt"
     src.write_text("One.\nTwo.\n")
@@ -110,9 +134,14 @@ def test_align_batch_is_checked_before_anything_is_written(tmp_path, case, capsy
     first, user = tmp_path / "a.out", tmp_path / "user.txt"
     user.write_text("mine\n")
     (tmp_path / "folder").mkdir()
-    out = {"out_is_src": src, "out_is_tgt": tgt, "out_is_batch": tmp_path / "batch.tsv",
-           "duplicate_out": first, "user_file_second_line": user,
-           "out_is_folder": tmp_path / "folder"}[case]
+    out = {
+        "out_is_src": src,
+        "out_is_tgt": tgt,
+        "out_is_batch": tmp_path / "batch.tsv",
+        "duplicate_out": first,
+        "user_file_second_line": user,
+        "out_is_folder": tmp_path / "folder",
+    }[case]
     batch = _batch(tmp_path, f"{src}\t{tgt}\t{first}", f"{src}\t{tgt}\t{out}")
     snapshot = {p.name: digest(p) for p in tmp_path.iterdir() if p.is_file()}
     assert main(["align", "--method", "vecalign", "--batch", str(batch), "--tgt-lang", "es"]) == 2

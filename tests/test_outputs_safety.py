@@ -1,6 +1,7 @@
 """Outputs never destroy what medsimp did not write; spreadsheet exports cannot carry formulas.
 
 Each case runs the real CLI and hashes the tree before and after."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,9 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from medsimp.outputs import (MARKER, atomic_dir, cell_escape, cell_unescape, check_output_target,
-                             marker_of, sweep_stale)
 from medsimp.errors import UsageError
+from medsimp.outputs import (
+    MARKER,
+    atomic_dir,
+    cell_escape,
+    cell_unescape,
+    check_output_target,
+    marker_of,
+    sweep_stale,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,8 +39,14 @@ def tree_hash(root: Path) -> str:
 
 def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "medsimp.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("target", ["user_folder", "input_folder", "existing_file", "parent_of_builders"])
@@ -45,11 +59,18 @@ def test_output_over_what_medsimp_did_not_write_is_refused(tmp_path, target):
     (builders / "msd").mkdir(parents=True)
     (builders / "msd" / MARKER).write_text('{"command": "build msd", "tool": "medsimp"}')
     (builders / "README.md").write_text("tracked")
-    output = {"user_folder": user, "input_folder": user, "existing_file": user / "mine.txt",
-              "parent_of_builders": builders}[target]
+    output = {
+        "user_folder": user,
+        "input_folder": user,
+        "existing_file": user / "mine.txt",
+        "parent_of_builders": builders,
+    }[target]
     before = tree_hash(tmp_path)
-    args = (["cochrane", "--output", str(output)] if target != "input_folder" else
-            ["notes", "--input", str(user / "NOTEEVENTS.csv"), "--output", str(output)])
+    args = (
+        ["cochrane", "--output", str(output)]
+        if target != "input_folder"
+        else ["notes", "--input", str(user / "NOTEEVENTS.csv"), "--output", str(output)]
+    )
     result = cli(*args)
     assert result.returncode == 2, result.stderr[-500:]
     assert len(result.stderr.strip().splitlines()[-1]) < 300 and "Traceback" not in result.stderr
@@ -85,9 +106,14 @@ def test_force_never_replaces_an_unmarked_folder_or_an_input(tmp_path):
 def test_sigterm_leaves_no_temp_files_and_stale_ones_are_swept(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "medsimp.cli", "cochrane", "--output", str(out)],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "medsimp.cli", "cochrane", "--output", str(out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 120
     while time.time() < deadline and not list(tmp_path.glob(".out.tmp-*")):
         time.sleep(0.05)
@@ -111,8 +137,23 @@ def test_atomic_dir_keeps_the_old_output_on_error(tmp_path):
     assert (out / "a").read_text() == "1" and not list(tmp_path.glob(".o.*"))
 
 
-@pytest.mark.parametrize("value", ["=HYPERLINK(\"http://x\")", "+1", "-2+3", "@SUM(A1)", "\tx", "\rx",
-                                   "'=already", "''", "plain", "'quoted", "", "-"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        '=HYPERLINK("http://x")',
+        "+1",
+        "-2+3",
+        "@SUM(A1)",
+        "\tx",
+        "\rx",
+        "'=already",
+        "''",
+        "plain",
+        "'quoted",
+        "",
+        "-",
+    ],
+)
 def test_cell_escape_round_trips_and_defuses(value):
     escaped = cell_escape(value)
     assert cell_unescape(escaped) == value
@@ -125,9 +166,11 @@ def test_workbook_cells_are_text_not_formulas(tmp_path):
 
     from medsimp.humaneval.forms import write_workbook
 
-    manifest = {"systems": ["a", "b"], "items": [{"item_id": "1", "source": "=1+1",
-                                                   "outputs": {"a": "@cmd", "b": "ok"}}],
-                "layperson_assignment": {}}
+    manifest = {
+        "systems": ["a", "b"],
+        "items": [{"item_id": "1", "source": "=1+1", "outputs": {"a": "@cmd", "b": "ok"}}],
+        "layperson_assignment": {},
+    }
     path = tmp_path / "forms.xlsx"
     write_workbook(manifest, path)
     sheet = load_workbook(path)["items"]

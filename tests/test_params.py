@@ -1,6 +1,7 @@
 """Typed params (issue 13) and the global options (issue 20): the schema in
 medsimp/params_schema.py is the one home of defaults, params.yaml agrees with it, and
 params files / `--set` are checked against it with one-line errors."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +22,14 @@ PARAMS = ROOT / "params.yaml"
 def _cli(*argv: str, cwd: Path = ROOT, pythonpath: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(pythonpath), "HF_HUB_OFFLINE": "1", "DVC_NO_ANALYTICS": "1"}
     env.pop("MEDSIMP_PARAMS", None)
-    return subprocess.run([sys.executable, "-m", "medsimp.cli", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _disagreements(schema_cls, data: dict, prefix: str = "") -> list[str]:
@@ -33,8 +40,10 @@ def _disagreements(schema_cls, data: dict, prefix: str = "") -> list[str]:
     fields = ps.fields_of(schema_cls)
     for key in data:
         if key not in fields:
-            out.append(f"params.yaml has {prefix + key!r}, the schema does not: add a field to "
-                       f"medsimp/params_schema.py ({schema_cls.__name__})")
+            out.append(
+                f"params.yaml has {prefix + key!r}, the schema does not: add a field to "
+                f"medsimp/params_schema.py ({schema_cls.__name__})"
+            )
     for key, tp in fields.items():
         dotted = prefix + key
         if key not in data:
@@ -94,28 +103,38 @@ def test_unknown_keys_and_typos_are_rejected_with_a_suggestion(tmp_path):
     from medsimp.config import ParamsError, load_params
     from medsimp.errors import UsageError
 
-    with pytest.raises(ParamsError, match=re.escape(
-            "unknown param 'filter.treshold'; did you mean 'filter.threshold'?")) as err:
+    with pytest.raises(
+        ParamsError, match=re.escape("unknown param 'filter.treshold'; did you mean 'filter.threshold'?")
+    ) as err:
         load_params(PARAMS, ["filter.treshold=0.9"])
     assert isinstance(err.value, UsageError) and err.value.exit_code == 2
-    with pytest.raises(ParamsError, match=re.escape("unknown param 'fliter.threshold'; "
-                                                    "did you mean 'filter.threshold'?")):
+    with pytest.raises(
+        ParamsError, match=re.escape("unknown param 'fliter.threshold'; did you mean 'filter.threshold'?")
+    ):
         load_params(PARAMS, ["fliter.threshold=0.9"])
     bad = tmp_path / "p.yaml"
     bad.write_text("filter: {treshold: 0.9}\n")
-    with pytest.raises(ParamsError, match=re.escape(
+    with pytest.raises(
+        ParamsError,
+        match=re.escape(
             f"{bad}: unknown param 'filter.treshold'; did you mean 'filter.threshold'? "
-            "(valid keys of 'filter': input, output, threshold, ")):
+            "(valid keys of 'filter': input, output, threshold, "
+        ),
+    ):
         load_params(bad)
     bad.write_text("filter: {zzz: 1}\n")
-    with pytest.raises(ParamsError, match=re.escape(
-            "unknown param 'filter.zzz'; valid keys of 'filter': input, output, threshold, ")):
+    with pytest.raises(
+        ParamsError,
+        match=re.escape("unknown param 'filter.zzz'; valid keys of 'filter': input, output, threshold, "),
+    ):
         load_params(bad)
     bad.write_text("qqqq: {a: 1}\n")
     with pytest.raises(ParamsError, match=r"unknown param 'qqqq'; valid keys \(sections\): beam, notes, "):
         load_params(bad)
-    with pytest.raises(ParamsError, match=re.escape(
-            "cannot set 'filter.threshold.x': 'filter.threshold' is a number, not a mapping")):
+    with pytest.raises(
+        ParamsError,
+        match=re.escape("cannot set 'filter.threshold.x': 'filter.threshold' is a number, not a mapping"),
+    ):
         load_params(PARAMS, ["filter.threshold.x=1"])
 
 
@@ -136,17 +155,26 @@ def test_bad_values_are_one_line_type_errors(tmp_path):
             load_params(PARAMS, [override])
     bad = tmp_path / "p.yaml"
     bad.write_text("train: {epochs: five}\n")
-    with pytest.raises(ParamsError, match=re.escape(f"{bad}: param 'train.epochs' must be an integer, got 'five'")):
+    with pytest.raises(
+        ParamsError, match=re.escape(f"{bad}: param 'train.epochs' must be an integer, got 'five'")
+    ):
         load_params(bad)
 
 
 def test_valid_overrides_open_maps_and_string_values():
     from medsimp.config import load_params
 
-    p = load_params(PARAMS, ["filter.threshold=0.9", "notes.headers.Plan=plan",
-                             "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]",
-                             "simplify.openai.model=4", "link.accepted_semtypes=null",
-                             "align.crf.encoder.kind=e5"])
+    p = load_params(
+        PARAMS,
+        [
+            "filter.threshold=0.9",
+            "notes.headers.Plan=plan",
+            "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]",
+            "simplify.openai.model=4",
+            "link.accepted_semtypes=null",
+            "align.crf.encoder.kind=e5",
+        ],
+    )
     assert p["filter"]["threshold"] == 0.9
     assert p["notes"]["headers"]["Plan"] == "plan" and "Brief Hospital Course" in p["notes"]["headers"]
     assert p["align"]["vecalign"]["encoder"] == [{"kind": "use", "languages": ["en", "fr"]}]
@@ -183,8 +211,9 @@ def test_bad_param_through_the_real_cli_is_one_line_exit_2():
     assert res.stderr.strip() == "medsimp filter: param 'filter.threshold' must be a number, got 'abc'"
     res = _cli("filter", "--set", "filter.treshold=0.9")  # a typo, after the subcommand
     assert res.returncode == 2
-    assert res.stderr.strip() == ("medsimp filter: unknown param 'filter.treshold'; "
-                                  "did you mean 'filter.threshold'?")
+    assert res.stderr.strip() == (
+        "medsimp filter: unknown param 'filter.treshold'; did you mean 'filter.threshold'?"
+    )
 
 
 def test_global_options_after_the_subcommand(tmp_path, monkeypatch):
@@ -199,8 +228,25 @@ def test_global_options_after_the_subcommand(tmp_path, monkeypatch):
     monkeypatch.setattr(filter_job, "run", fake_run)
     mine = tmp_path / "mine.yaml"
     mine.write_text("filter: {threshold: 0.2, num_shards: 1}\nbeam: {num_workers: 1}\n")
-    assert main(["--set", "filter.num_shards=3", "filter", "--input", "x", "--output", str(tmp_path / "o"),
-                 "--params", str(mine), "--set", "filter.threshold=0.75", "-v"]) == 0
+    assert (
+        main(
+            [
+                "--set",
+                "filter.num_shards=3",
+                "filter",
+                "--input",
+                "x",
+                "--output",
+                str(tmp_path / "o"),
+                "--params",
+                str(mine),
+                "--set",
+                "filter.threshold=0.75",
+                "-v",
+            ]
+        )
+        == 0
+    )
     assert seen["params"]["threshold"] == 0.75 and seen["params"]["num_shards"] == 3
     assert seen["beam"] == {"num_workers": 1}  # --params after the subcommand was read
     help_text = _cli("filter", "--help").stdout

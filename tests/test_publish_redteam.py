@@ -4,6 +4,7 @@ or uncheckable data onto a hub is refused with exit 3, before any connection to 
 The hub is a local listening socket (HF_ENDPOINT) that counts accepted connections. Each
 case starts from a clean, publishable Cochrane folder (checked to pass) and adds one trick.
 """
+
 from __future__ import annotations
 
 import json
@@ -72,9 +73,11 @@ def _plain(text: str = "the trial found no difference") -> pa.Table:
 def _clean(tmp_path: Path) -> Path:
     folder = tmp_path / "multicochrane"
     _write(folder / "train" / "part-0.parquet", _plain(), ["cochrane"])
-    (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files: "
-                                      "train/*.parquet\nmedsimp:\n  builder: multicochrane\n"
-                                      "  mimic_derived: false\n---\n# MultiCochrane\n")
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: default\n  data_files: "
+        "train/*.parquet\nmedsimp:\n  builder: multicochrane\n"
+        "  mimic_derived: false\n---\n# MultiCochrane\n"
+    )
     (folder / "stats.json").write_text('{"read": 1}\n')
     (folder / ".medsimp-output").write_text('{"command": "build", "lineage": ["cochrane"]}\n')
     check_publishable(folder)
@@ -103,50 +106,82 @@ TRICKS = {
     "nested_folder": lambda f: _mimic(f / "extra" / "deep" / "x.parquet"),
     "train_readme": lambda f: (f / "train" / "README.md").write_text("notes\n"),
     # glob characters that `allow_patterns` would expand to the dead letters or hidden files
-    "glob_star": lambda f: (_write(f / "train" / "*.parquet", _plain(), ["cochrane"]),
-                            _mimic(f / "dead_letter" / "part-0.parquet")),
-    "glob_question": lambda f: (_write(f / "train" / "part-?.parquet", _plain(), ["cochrane"]),
-                                _mimic(f / "train" / ".part-9.parquet")),
+    "glob_star": lambda f: (
+        _write(f / "train" / "*.parquet", _plain(), ["cochrane"]),
+        _mimic(f / "dead_letter" / "part-0.parquet"),
+    ),
+    "glob_question": lambda f: (
+        _write(f / "train" / "part-?.parquet", _plain(), ["cochrane"]),
+        _mimic(f / "train" / ".part-9.parquet"),
+    ),
     "glob_brackets": lambda f: _write(f / "[tv]rain" / "x.parquet", _plain(), ["cochrane"]),
     # placeholders in every column type, under a public lineage
     "string_column": lambda f: _write(f / "train" / "s.parquet", _plain(PLACEHOLDER), ["cochrane"]),
-    "large_string": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([PLACEHOLDER], pa.large_string())}), ["cochrane"]),
-    "string_view": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([PLACEHOLDER], pa.string_view())}), ["cochrane"]),
-    "dictionary": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([PLACEHOLDER, "x"]).dictionary_encode()}), ["cochrane"]),
-    "list": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([["ok", PLACEHOLDER]])}), ["cochrane"]),
-    "list_of_struct": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([[{"x": [PLACEHOLDER]}]])}), ["cochrane"]),
+    "large_string": lambda f: _write(
+        f / "train" / "s.parquet", pa.table({"t": pa.array([PLACEHOLDER], pa.large_string())}), ["cochrane"]
+    ),
+    "string_view": lambda f: _write(
+        f / "train" / "s.parquet", pa.table({"t": pa.array([PLACEHOLDER], pa.string_view())}), ["cochrane"]
+    ),
+    "dictionary": lambda f: _write(
+        f / "train" / "s.parquet",
+        pa.table({"t": pa.array([PLACEHOLDER, "x"]).dictionary_encode()}),
+        ["cochrane"],
+    ),
+    "list": lambda f: _write(
+        f / "train" / "s.parquet", pa.table({"t": pa.array([["ok", PLACEHOLDER]])}), ["cochrane"]
+    ),
+    "list_of_struct": lambda f: _write(
+        f / "train" / "s.parquet", pa.table({"t": pa.array([[{"x": [PLACEHOLDER]}]])}), ["cochrane"]
+    ),
     "struct": lambda f: _write(f / "train" / "s.parquet", _struct_table(), ["cochrane"]),
-    "map": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([[("k", PLACEHOLDER)]], pa.map_(pa.string(), pa.string()))}), ["cochrane"]),
-    "map_key": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([[(PLACEHOLDER, 1)]], pa.map_(pa.string(), pa.int64()))}), ["cochrane"]),
-    "binary": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([PLACEHOLDER.encode("utf-16")], pa.binary())}), ["cochrane"]),
-    "large_binary": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": pa.array([b"x"], pa.large_binary())}), ["cochrane"]),
-    "placeholder_in_column_name": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"[**Known lastname 12**]": ["x"]}), ["cochrane"]),
-    "placeholder_in_schema_metadata": lambda f: _write(f / "train" / "s.parquet", _plain().replace_schema_metadata(
-        {"note": "[**Hospital1 18**]"}), ["cochrane"]),
-    "placeholder_in_field_metadata": lambda f: _write(f / "train" / "s.parquet", pa.table(
-        {"t": ["x"]}, schema=pa.schema([pa.field("t", pa.string(), metadata={"d": "[**Name**]"})])),
-        ["cochrane"]),
-    "utf16_text_in_string": lambda f: _write(f / "train" / "s.parquet", _plain(
-        PLACEHOLDER.encode("utf-16-le").decode("utf-8")), ["cochrane"]),
-    "zero_width_split": lambda f: _write(f / "train" / "s.parquet", _plain("[\u200b**Name**]"),
-                                         ["cochrane"]),
+    "map": lambda f: _write(
+        f / "train" / "s.parquet",
+        pa.table({"t": pa.array([[("k", PLACEHOLDER)]], pa.map_(pa.string(), pa.string()))}),
+        ["cochrane"],
+    ),
+    "map_key": lambda f: _write(
+        f / "train" / "s.parquet",
+        pa.table({"t": pa.array([[(PLACEHOLDER, 1)]], pa.map_(pa.string(), pa.int64()))}),
+        ["cochrane"],
+    ),
+    "binary": lambda f: _write(
+        f / "train" / "s.parquet",
+        pa.table({"t": pa.array([PLACEHOLDER.encode("utf-16")], pa.binary())}),
+        ["cochrane"],
+    ),
+    "large_binary": lambda f: _write(
+        f / "train" / "s.parquet", pa.table({"t": pa.array([b"x"], pa.large_binary())}), ["cochrane"]
+    ),
+    "placeholder_in_column_name": lambda f: _write(
+        f / "train" / "s.parquet", pa.table({"[**Known lastname 12**]": ["x"]}), ["cochrane"]
+    ),
+    "placeholder_in_schema_metadata": lambda f: _write(
+        f / "train" / "s.parquet",
+        _plain().replace_schema_metadata({"note": "[**Hospital1 18**]"}),
+        ["cochrane"],
+    ),
+    "placeholder_in_field_metadata": lambda f: _write(
+        f / "train" / "s.parquet",
+        pa.table({"t": ["x"]}, schema=pa.schema([pa.field("t", pa.string(), metadata={"d": "[**Name**]"})])),
+        ["cochrane"],
+    ),
+    "utf16_text_in_string": lambda f: _write(
+        f / "train" / "s.parquet", _plain(PLACEHOLDER.encode("utf-16-le").decode("utf-8")), ["cochrane"]
+    ),
+    "zero_width_split": lambda f: _write(f / "train" / "s.parquet", _plain("[\u200b**Name**]"), ["cochrane"]),
     "fullwidth": lambda f: _write(f / "train" / "s.parquet", _plain("［＊＊Name＊＊］"), ["cochrane"]),
-    "spaced_tokens": lambda f: _write(f / "train" / "s.parquet", _plain("at [ * * Hospital1 * * ]"),
-                                      ["cochrane"]),
-    "mimic_iv_underscores": lambda f: _write(f / "train" / "s.parquet", _plain(
-        "Name: ___ Unit No: ___ Admission Date: ___"), ["cochrane"]),
-    "placeholder_in_last_batch": lambda f: _write(f / "train" / "big.parquet", pa.table(
-        {"t": ["clean sentence"] * 200_000 + [PLACEHOLDER]}), ["cochrane"]),
+    "spaced_tokens": lambda f: _write(
+        f / "train" / "s.parquet", _plain("at [ * * Hospital1 * * ]"), ["cochrane"]
+    ),
+    "mimic_iv_underscores": lambda f: _write(
+        f / "train" / "s.parquet", _plain("Name: ___ Unit No: ___ Admission Date: ___"), ["cochrane"]
+    ),
+    "placeholder_in_last_batch": lambda f: _write(
+        f / "train" / "big.parquet",
+        pa.table({"t": ["clean sentence"] * 200_000 + [PLACEHOLDER]}),
+        ["cochrane"],
+    ),
     # lineage removed or edited
     "lineage_removed": lambda f: _write(f / "train" / "s.parquet", _plain(), None),
     "lineage_removed_with_shapes": lambda f: _write(f / "train" / "s.parquet", _plain(PLACEHOLDER), None),
@@ -154,39 +189,51 @@ TRICKS = {
     "lineage_unknown_tag": lambda f: _write(f / "train" / "s.parquet", _plain(), ["cochrane", "other"]),
     "lineage_homoglyph": lambda f: _write(f / "train" / "s.parquet", _plain(), ["m\u0456mic-iii"]),
     "lineage_upper_case": lambda f: _write(f / "train" / "s.parquet", _plain(), ["MIMIC-III"]),
-    "lineage_not_json": lambda f: pq.write_table(_plain().replace_schema_metadata(
-        {b"medsimp.lineage": b"cochrane"}), f / "train" / "s.parquet"),
-    "lineage_json_string": lambda f: pq.write_table(_plain().replace_schema_metadata(
-        {b"medsimp.lineage": b'"cochrane"'}), f / "train" / "s.parquet"),
-    "lineage_in_field_metadata_only": lambda f: pq.write_table(pa.table(
-        {"t": ["x"]}, schema=pa.schema([pa.field("t", pa.string(),
-                                                  metadata={b"medsimp.lineage": b'["cochrane"]'})])),
-        f / "train" / "s.parquet"),
+    "lineage_not_json": lambda f: pq.write_table(
+        _plain().replace_schema_metadata({b"medsimp.lineage": b"cochrane"}), f / "train" / "s.parquet"
+    ),
+    "lineage_json_string": lambda f: pq.write_table(
+        _plain().replace_schema_metadata({b"medsimp.lineage": b'"cochrane"'}), f / "train" / "s.parquet"
+    ),
+    "lineage_in_field_metadata_only": lambda f: pq.write_table(
+        pa.table(
+            {"t": ["x"]},
+            schema=pa.schema([pa.field("t", pa.string(), metadata={b"medsimp.lineage": b'["cochrane"]'})]),
+        ),
+        f / "train" / "s.parquet",
+    ),
     # links, hidden and special files
-    "symlink_file": lambda f: (_write(f.parent / "elsewhere.parquet", _plain(), ["cochrane"]),
-                               (f / "train" / "l.parquet").symlink_to(f.parent / "elsewhere.parquet")),
-    "symlink_dir": lambda f: (_mimic(f.parent / "notes" / "x.parquet"),
-                              (f / "validation").symlink_to(f.parent / "notes")),
-    "symlink_readme": lambda f: ((f / "README.md").rename(f.parent / "card.md"),
-                                 (f / "README.md").symlink_to(f.parent / "card.md")),
+    "symlink_file": lambda f: (
+        _write(f.parent / "elsewhere.parquet", _plain(), ["cochrane"]),
+        (f / "train" / "l.parquet").symlink_to(f.parent / "elsewhere.parquet"),
+    ),
+    "symlink_dir": lambda f: (
+        _mimic(f.parent / "notes" / "x.parquet"),
+        (f / "validation").symlink_to(f.parent / "notes"),
+    ),
+    "symlink_readme": lambda f: (
+        (f / "README.md").rename(f.parent / "card.md"),
+        (f / "README.md").symlink_to(f.parent / "card.md"),
+    ),
     "dangling_symlink": lambda f: (f / "train" / "gone.parquet").symlink_to(f.parent / "nowhere"),
     "hidden_file": lambda f: _mimic(f / ".hidden.parquet"),
     "hidden_folder": lambda f: _mimic(f / ".cache" / "x.parquet"),
     "hidden_in_split": lambda f: _mimic(f / "train" / ".part-9.parquet"),
     "fifo": lambda f: os.mkfifo(f / "train" / "pipe.parquet"),
     # the card and the marker
-    "card_mimic_derived_false": lambda f: (_mimic(f / "train" / "part-0.parquet"),
-                                           _card(f, "false")),
+    "card_mimic_derived_false": lambda f: (_mimic(f / "train" / "part-0.parquet"), _card(f, "false")),
     "card_mimic_derived_no": lambda f: (_mimic(f / "train" / "part-0.parquet"), _card(f, "no")),
     "card_with_placeholder": lambda f: (f / "README.md").write_text(
-        (f / "README.md").read_text() + "\nExample: [**Known firstname**]\n"),
+        (f / "README.md").read_text() + "\nExample: [**Known firstname**]\n"
+    ),
     "card_escaped_placeholder": lambda f: (f / "README.md").write_text(
-        (f / "README.md").read_text() + "\nExample: \\[\\*\\*Name\\*\\*\\]\n"),
-    "card_utf16": lambda f: (f / "README.md").write_bytes(
-        (f / "README.md").read_text().encode("utf-16")),
+        (f / "README.md").read_text() + "\nExample: \\[\\*\\*Name\\*\\*\\]\n"
+    ),
+    "card_utf16": lambda f: (f / "README.md").write_bytes((f / "README.md").read_text().encode("utf-16")),
     "stats_with_placeholder": lambda f: (f / "stats.json").write_text('{"x": "[**Name**]"}'),
     "marker_says_mimic": lambda f: (f / ".medsimp-output").write_text(
-        '{"command": "build", "lineage": ["mimic-iii"]}'),
+        '{"command": "build", "lineage": ["mimic-iii"]}'
+    ),
     # other data formats
     "jsonl": lambda f: (f / "train" / "x.jsonl").write_text('{"text": "seen"}\n'),
     "csv": lambda f: (f / "train" / "x.csv").write_text("text\nseen\n"),
@@ -195,7 +242,8 @@ TRICKS = {
     "feather": lambda f: _arrow(f / "train" / "x.feather"),
     # huge files
     "huge_card_placeholder_at_end": lambda f: (f / "README.md").write_text(
-        (f / "README.md").read_text() + ("clean line\n" * 3_000_000) + "[**Name**]\n"),
+        (f / "README.md").read_text() + ("clean line\n" * 3_000_000) + "[**Name**]\n"
+    ),
     "huge_sparse_parquet": lambda f: _sparse(f / "train" / "huge.parquet", 4 << 30),
 }
 
@@ -242,11 +290,21 @@ def test_the_clean_folder_does_reach_the_hub(hub, tmp_path):
     """The control: without a trick the same folder gets past the guard to the network (in a
     fresh process: huggingface_hub reads HF_ENDPOINT once, at import)."""
     endpoint, accepted = hub
-    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_fake",
-           "HF_HUB_ETAG_TIMEOUT": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
-    result = subprocess.run([sys.executable, "-m", "medsimp.cli", "publish", str(_clean(tmp_path)),
-                             "--repo-id", "me/ds"], env=env, capture_output=True, text=True,
-                            timeout=120)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "0",
+        "HF_ENDPOINT": endpoint,
+        "HF_TOKEN": "hf_fake",
+        "HF_HUB_ETAG_TIMEOUT": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", "publish", str(_clean(tmp_path)), "--repo-id", "me/ds"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 3 and accepted, result.stderr[-500:]
 
 
@@ -255,8 +313,11 @@ def test_guard_options_never_turn_the_guard_off(hub, tmp_path, monkeypatch, caps
     folder = _clean(tmp_path)
     _mimic(folder / "train" / "part-1.parquet")
     for flags in (("--force",), ("--private", "--force"), ("-v",)):
-        args = ["--force", "publish", str(folder), "--repo-id", "me/ds"] if flags[0] == "--force" \
+        args = (
+            ["--force", "publish", str(folder), "--repo-id", "me/ds"]
+            if flags[0] == "--force"
             else ["publish", str(folder), "--repo-id", "me/ds", *flags]
+        )
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
         monkeypatch.setenv("HF_ENDPOINT", endpoint)
         try:
@@ -283,13 +344,27 @@ def test_set_override_to_a_notes_output_makes_the_builder_unpublishable(hub, tmp
     shutil.copytree(cfg["sentences"], notes)
     _stamp(notes, ["mimic-iii"])  # the same columns, now a MIMIC table
     params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({"build": {"msd": {**cfg, "split": {
-        "seed": 13, "validation": 0.2, "test": 0.2}}}}))
+    params.write_text(
+        yaml.safe_dump({"build": {"msd": {**cfg, "split": {"seed": 13, "validation": 0.2, "test": 0.2}}}})
+    )
     clean, dirty = tmp_path / "b_clean", tmp_path / "b_dirty"
     assert main(["--params", str(params), "build", "msd", "--output", str(clean)]) == 0
     check_publishable(clean)
-    assert main(["--params", str(params), "--set", f"build.msd.sentences={notes}",
-                 "build", "msd", "--output", str(dirty)]) == 0
+    assert (
+        main(
+            [
+                "--params",
+                str(params),
+                "--set",
+                f"build.msd.sentences={notes}",
+                "build",
+                "msd",
+                "--output",
+                str(dirty),
+            ]
+        )
+        == 0
+    )
     tags = json.loads((dirty / ".medsimp-output").read_text())["lineage"]
     assert "mimic-iii" in tags
     for flags in ((), ("--private",)):

@@ -1,5 +1,6 @@
 """What a run prints: one announce line, the summary table, warnings that matter in plain
 words, and no library chatter (Beam worker start-up, apitools) unless -v."""
+
 from __future__ import annotations
 
 import os
@@ -33,9 +34,24 @@ def test_fallback_encoder_is_counted_per_language_pair():
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "medsimp.cli", "--params", str(ROOT / "params.yaml"),
-                           *extra, "cochrane", "--output", str(tmp_path / "o")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "medsimp.cli",
+            "--params",
+            str(ROOT / "params.yaml"),
+            *extra,
+            "cochrane",
+            "--output",
+            str(tmp_path / "o"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_a_beam_stage_prints_only_what_it_did(tmp_path):

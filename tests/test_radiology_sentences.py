@@ -1,5 +1,6 @@
 """Radiology findings sentences: extraction rules, metadata, de-duplication, and the Beam job
 on the embedded MIMIC-III sample plus a MIMIC-IV-Note radiology fixture."""
+
 from __future__ import annotations
 
 import gzip
@@ -28,8 +29,9 @@ Small bilateral pleural effusions, left greater than right.  Fractured ___ rib.
 
 
 def _note(note_id: str, text: str = REPORT) -> Note:
-    return Note(note_id, 1, None, "Radiology", "CHEST (PA AND LAT)", "2180-01-01", text,
-                f"radiology.csv@{note_id}")
+    return Note(
+        note_id, 1, None, "Radiology", "CHEST (PA AND LAT)", "2180-01-01", text, f"radiology.csv@{note_id}"
+    )
 
 
 def test_extracts_findings_and_impression_sentences_with_metadata():
@@ -40,8 +42,12 @@ def test_extracts_findings_and_impression_sentences_with_metadata():
         ("FINDINGS", 3, "No pneumothorax."),
         ("IMPRESSION", 5, "Small bilateral pleural effusions, left greater than right."),
     ]
-    assert dict(counts) == {"sentences": 7, "filtered_no_finding": 2, "filtered_fragment": 1,
-                            "filtered_placeholder": 1}
+    assert dict(counts) == {
+        "sentences": 7,
+        "filtered_no_finding": 2,
+        "filtered_fragment": 1,
+        "filtered_placeholder": 1,
+    }
     first, neg = rows[0], rows[1]
     assert first["sentence_id"] == "radiology:7:complex:en:1"
     assert first["body_parts"] == ["chest"] and first["finding_words"] == ["effusion"]
@@ -52,8 +58,10 @@ def test_extracts_findings_and_impression_sentences_with_metadata():
 
 
 def test_duplicates_keep_the_first_note_in_numeric_order():
-    a, b, c = ({"doc_id": d, "sentence_index": i, "text": "No pneumothorax."}
-               for d, i in (("10", 0), ("9", 3), ("9", 1)))
+    a, b, c = (
+        {"doc_id": d, "sentence_index": i, "text": "No pneumothorax."}
+        for d, i in (("10", 0), ("9", 3), ("9", 1))
+    )
     merged = merge_duplicates([a, b, c])
     assert (merged["doc_id"], merged["sentence_index"]) == ("9", 1)
     assert merged["n_duplicates"] == 2 and merged["duplicate_doc_ids"] == ["9", "10"]
@@ -64,16 +72,31 @@ def test_duplicates_keep_the_first_note_in_numeric_order():
 def mimic4(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("m4") / "radiology.csv.gz"
     header = "note_id,subject_id,hadm_id,note_type,note_seq,charttime,storetime,text\n"
-    rows = [f'10000032-RR-{n},10000032,22595853,RR,{n},2180-05-{n:02d} 10:00:00,,"{REPORT}"\n'
-            for n in (14, 15)]
+    rows = [
+        f'10000032-RR-{n},10000032,22595853,RR,{n},2180-05-{n:02d} 10:00:00,,"{REPORT}"\n' for n in (14, 15)
+    ]
     path.write_bytes(gzip.compress((header + "".join(rows)).encode()))
     return path
 
 
 def _run(out: Path, mimic4: Path) -> dict:
-    rc = main(["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1",
-               "radiology", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"),
-               "--input", str(mimic4), "--output", str(out), "--metrics", str(out) + ".json"])
+    rc = main(
+        [
+            "--params",
+            str(ROOT / "params.yaml"),
+            "--set",
+            "beam.num_workers=1",
+            "radiology",
+            "--input",
+            str(ROOT / "data/sample/NOTEEVENTS.csv"),
+            "--input",
+            str(mimic4),
+            "--output",
+            str(out),
+            "--metrics",
+            str(out) + ".json",
+        ]
+    )
     assert rc == 0
     return json.loads((out / "stats.json").read_text())
 
@@ -107,16 +130,30 @@ def test_same_report_file_in_two_folders_dead_letters_duplicate_ids(tmp_path, mi
         (tmp_path / sub).mkdir()
         (tmp_path / sub / mimic4.name).write_bytes(mimic4.read_bytes())
     out = tmp_path / "out"
-    rc = main(["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1", "radiology",
-               "--input", str(tmp_path / "a"), "--input", str(tmp_path / "b"), "--output", str(out)])
+    rc = main(
+        [
+            "--params",
+            str(ROOT / "params.yaml"),
+            "--set",
+            "beam.num_workers=1",
+            "radiology",
+            "--input",
+            str(tmp_path / "a"),
+            "--input",
+            str(tmp_path / "b"),
+            "--output",
+            str(out),
+        ]
+    )
     assert rc == 0
     stats = json.loads((out / "stats.json").read_text())
     assert stats["rejected"] == {"duplicate_id": 2} and stats["notes_kept"] == 2
     assert stats["read"] == stats["notes_kept"] + stats["notes_filtered"] + stats["notes_rejected"]
     assert stats["sentences"] == stats["kept"] + stats["duplicates"] + stats["filtered"]
     assert stats["filtered_reasons"]["duplicate_note"] > 0
-    letters = [json.loads(x) for x in (out / "dead_letter" / "part-00000-of-00001.jsonl")
-               .read_text().splitlines()]
+    letters = [
+        json.loads(x) for x in (out / "dead_letter" / "part-00000-of-00001.jsonl").read_text().splitlines()
+    ]
     assert {r["locator"].split("@")[0] for r in letters} == {f"b/{mimic4.name}"}
     table = pq.read_table(out / "sentences").to_pylist()
     assert len({r["sentence_id"] for r in table}) == len(table)

@@ -1,5 +1,6 @@
 """One readability module: the same text gets the same FKGL through every command that
 reports one (link / stats, evaluate, simplify)."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,11 @@ from medsimp.pipelines.link import compute
 from medsimp.pipelines.readability import document_scores
 from medsimp.selfcorrect.runner import readability
 
-LINES = ["The patient was admitted with community-acquired pneumonia.",
-         "Blood cultures grew Streptococcus pneumoniae after 2 days.",
-         "She improved on antibiotics and went home."]
+LINES = [
+    "The patient was admitted with community-acquired pneumonia.",
+    "Blood cultures grew Streptococcus pneumoniae after 2 days.",
+    "She improved on antibiotics and went home.",
+]
 
 
 class _NoLinker:

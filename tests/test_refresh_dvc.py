@@ -1,4 +1,5 @@
 """`medsimp refresh` on a tiny real DVC project built in tmp_path (git + dvc + 3 toy stages)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -21,19 +22,32 @@ pytestmark = pytest.mark.slow  # every test here runs DVC on a copy of the proje
 
 STAGE_SCRIPT = Path(__file__).parent / "fixtures" / "refresh" / "toy_stage.py"
 REVIEWS = [
-    {"doi": "10.1002/14651858.CD000001", "abstract": "Aspirin lowers risk. Harms were rare",
-     "pls": "Aspirin helps. Side effects were rare"},
-    {"doi": "10.1002/14651858.CD000002", "abstract": "Exercise improves mood. Evidence is weak",
-     "pls": "Exercise may help mood. We are unsure"},
+    {
+        "doi": "10.1002/14651858.CD000001",
+        "abstract": "Aspirin lowers risk. Harms were rare",
+        "pls": "Aspirin helps. Side effects were rare",
+    },
+    {
+        "doi": "10.1002/14651858.CD000002",
+        "abstract": "Exercise improves mood. Evidence is weak",
+        "pls": "Exercise may help mood. We are unsure",
+    },
     {"doi": "10.1002/14651858.CD000003", "abstract": "No plain summary here", "pls": ""},
 ]
-NEW_REVIEW = {"doi": "10.1002/14651858.CD000004", "abstract": "Zinc shortens colds. Data are few",
-              "pls": "Zinc may shorten colds. There is little data"}
+NEW_REVIEW = {
+    "doi": "10.1002/14651858.CD000004",
+    "abstract": "Zinc shortens colds. Data are few",
+    "pls": "Zinc may shorten colds. There is little data",
+}
 
 
 def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-                   cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _dvc_yaml(persist: bool) -> str:
@@ -103,8 +117,14 @@ def start_held_build(root: Path) -> subprocess.Popen:
     """Start a refresh whose build stage pauses half-way; return once it is paused."""
     (root / "build.started").unlink(missing_ok=True)
     (root / "hold-build").touch()
-    proc = subprocess.Popen(refresh_cmd(), cwd=root, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        refresh_cmd(),
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.time() + 60
     while not (root / "build.started").exists():
         assert proc.poll() is None, proc.communicate()[0]
@@ -117,8 +137,9 @@ def load_builder(root: Path, cache: Path) -> int:
     """Rows of the toy builder, loaded with a fresh datasets cache."""
     import datasets
 
-    ds = datasets.load_dataset(str(root / "builders" / "toy"), "default",
-                               cache_dir=str(cache / str(time.monotonic_ns())))
+    ds = datasets.load_dataset(
+        str(root / "builders" / "toy"), "default", cache_dir=str(cache / str(time.monotonic_ns()))
+    )
     return ds["train"].num_rows
 
 
@@ -146,7 +167,10 @@ def test_first_run_then_noop_then_one_new_review(project: Path):
     report = latest(project)
     assert report["status"] == "success"
     assert {n: s["status"] for n, s in report["stages"].items()} == {
-        "extract": "ran", "align": "ran", "build": "ran"}
+        "extract": "ran",
+        "align": "ran",
+        "build": "ran",
+    }
     assert report["stages"]["align"]["cache"] == {"hits": 0, "misses": 2}
     assert report["git"]["revision"] and len(report["params_hash"]) == 16
     assert report["fingerprints"]["toy"]["files"] == 1
@@ -169,8 +193,7 @@ def test_first_run_then_noop_then_one_new_review(project: Path):
     assert code == EXIT_OK, out
     report = latest(project)
     stages = report["stages"]
-    assert {n: s["status"] for n, s in stages.items()} == {
-        "extract": "ran", "align": "ran", "build": "ran"}
+    assert {n: s["status"] for n, s in stages.items()} == {"extract": "ran", "align": "ran", "build": "ran"}
     assert stages["extract"]["changes"]["read"] == {"previous": 3, "current": 4, "delta": 1}
     assert stages["align"]["changes"]["pairs"]["delta"] == 2
     assert stages["align"]["cache"] == {"hits": 2, "misses": 1}
@@ -187,7 +210,10 @@ def test_dry_run_and_targets(project: Path):
     code, out = run_refresh(project, "--targets", "align")
     assert code == EXIT_OK, out
     assert {n: s["status"] for n, s in latest(project)["stages"].items()} == {
-        "extract": "ran", "align": "ran", "build": "not_run"}
+        "extract": "ran",
+        "align": "ran",
+        "build": "not_run",
+    }
     assert run_refresh(project, "--targets", "align")[0] == EXIT_NOTHING_TO_DO
     code, out = run_refresh(project, "--set", "align.num_shards=2", "refresh")
     assert code == 2 and "only refresh.* may be overridden" in out
@@ -196,8 +222,10 @@ def test_dry_run_and_targets(project: Path):
 def test_stage_failure_exit_code_and_restore(built: Path):
     project = built
     (project / "toy_stage.py").write_text(
-        (project / "toy_stage.py").read_text().replace("def build():\n",
-                                                       "def build():\n    raise SystemExit(7)\n"))
+        (project / "toy_stage.py")
+        .read_text()
+        .replace("def build():\n", "def build():\n    raise SystemExit(7)\n")
+    )
     code, out = run_refresh(project)
     assert code == EXIT_STAGE_FAILED, out
     report = latest(project)

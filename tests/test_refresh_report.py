@@ -1,4 +1,5 @@
 """Refresh pieces without DVC: stage classification, count diffs, fingerprints, the lock."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,22 +18,42 @@ def _entry(cmd: str, dep: str, out: str) -> dict:
 def test_classify_reads_lock_run_cache_and_status():
     """notes up to date; cochrane's input changed and it ran; align got a run-cache hit;
     build failed (still changed after repro) so evaluate, downstream of it, never ran."""
-    dag = Dag(names=["notes", "cochrane", "align", "build", "evaluate", "other"], metrics={},
-              upstream={"notes": set(), "cochrane": set(), "align": {"cochrane"},
-                        "build": {"align"}, "evaluate": {"build"}, "other": set()},
-              scope={"notes", "cochrane", "align", "build", "evaluate"})
+    dag = Dag(
+        names=["notes", "cochrane", "align", "build", "evaluate", "other"],
+        metrics={},
+        upstream={
+            "notes": set(),
+            "cochrane": set(),
+            "align": {"cochrane"},
+            "build": {"align"},
+            "evaluate": {"build"},
+            "other": set(),
+        },
+        scope={"notes", "cochrane", "align", "build", "evaluate"},
+    )
     before = Snapshot(
-        lock={"notes": _entry("n", "1", "1"), "cochrane": _entry("c", "1", "1"),
-              "align": _entry("a", "1", "1"), "build": _entry("b", "1", "1")},
-        run_cache={"runs/x": _entry("a", "2", "2")})
-    after = Snapshot(lock={**before.lock, "cochrane": _entry("c", "2", "2"),
-                           "align": _entry("a", "2", "2")},
-                     run_cache={**before.run_cache, "runs/y": _entry("c", "2", "2")})
+        lock={
+            "notes": _entry("n", "1", "1"),
+            "cochrane": _entry("c", "1", "1"),
+            "align": _entry("a", "1", "1"),
+            "build": _entry("b", "1", "1"),
+        },
+        run_cache={"runs/x": _entry("a", "2", "2")},
+    )
+    after = Snapshot(
+        lock={**before.lock, "cochrane": _entry("c", "2", "2"), "align": _entry("a", "2", "2")},
+        run_cache={**before.run_cache, "runs/y": _entry("c", "2", "2")},
+    )
     will = stages_to_run(dag, {"cochrane"})
     assert will == ["cochrane", "align", "build", "evaluate"]
     assert classify(dag, will, before, after, still_changed={"build", "evaluate"}) == {
-        "notes": "skipped", "cochrane": "ran", "align": "restored", "build": "failed",
-        "evaluate": "not_run", "other": "not_run"}
+        "notes": "skipped",
+        "cochrane": "ran",
+        "align": "restored",
+        "build": "failed",
+        "evaluate": "not_run",
+        "other": "not_run",
+    }
 
 
 def test_classify_downstream_with_identical_inputs_is_skipped():
@@ -43,24 +64,30 @@ def test_classify_downstream_with_identical_inputs_is_skipped():
 
 
 def test_stages_to_run_follows_downstream_within_scope():
-    dag = Dag(names=["a", "b", "c", "d"], metrics={},
-              upstream={"a": set(), "b": {"a"}, "c": {"b"}, "d": set()},
-              scope={"a", "b", "d"})
+    dag = Dag(
+        names=["a", "b", "c", "d"],
+        metrics={},
+        upstream={"a": set(), "b": {"a"}, "c": {"b"}, "d": set()},
+        scope={"a", "b", "d"},
+    )
     assert stages_to_run(dag, {"a"}) == ["a", "b"]
     assert stages_to_run(dag, set()) == []
 
 
 def test_flatten_changes_and_cache_counts():
-    flat = rr.flatten_numbers({"read": 5, "ok": True, "name": "x",
-                               "embed": {"cache_hits": 3, "cache_misses": 1}, "cache_hits": 2})
+    flat = rr.flatten_numbers(
+        {"read": 5, "ok": True, "name": "x", "embed": {"cache_hits": 3, "cache_misses": 1}, "cache_hits": 2}
+    )
     assert flat == {"read": 5, "embed.cache_hits": 3, "embed.cache_misses": 1, "cache_hits": 2}
     assert rr.cache_counts(flat) == {"hits": 5, "misses": 1}
     assert rr.cache_counts({"read": 1}) is None
     changes = rr.count_changes({"read": 5, "gone": 1, "r": 0.5}, {"read": 7, "new": 2, "r": 0.75})
-    assert changes == {"gone": {"previous": 1, "current": None, "delta": None},
-                       "new": {"previous": None, "current": 2, "delta": None},
-                       "r": {"previous": 0.5, "current": 0.75, "delta": 0.25},
-                       "read": {"previous": 5, "current": 7, "delta": 2}}
+    assert changes == {
+        "gone": {"previous": 1, "current": None, "delta": None},
+        "new": {"previous": None, "current": 2, "delta": None},
+        "r": {"previous": 0.5, "current": 0.75, "delta": 0.25},
+        "read": {"previous": 5, "current": 7, "delta": 2},
+    }
     assert rr.count_changes(None, {"read": 7}) == {}  # no previous run: nothing to compare
 
 
@@ -91,15 +118,27 @@ def test_second_lock_holder_is_refused(tmp_path: Path):
 
 
 def test_write_report_keeps_latest_and_prunes(tmp_path: Path):
-    report = {"status": "nothing_to_do", "exit_code": 3, "started_at": "s", "finished_at": "f",
-              "duration_s": 1.0, "git": {"revision": None, "dirty": None}, "params_hash": "h",
-              "summary": "2 skipped", "cache": {"hits": 0, "misses": 0}, "stages": {
-                  "notes": {"status": "skipped", "counts": {"read": 1}, "changes": {}}},
-              "fingerprints": {}, "fingerprints_changed": []}
+    report = {
+        "status": "nothing_to_do",
+        "exit_code": 3,
+        "started_at": "s",
+        "finished_at": "f",
+        "duration_s": 1.0,
+        "git": {"revision": None, "dirty": None},
+        "params_hash": "h",
+        "summary": "2 skipped",
+        "cache": {"hits": 0, "misses": 0},
+        "stages": {"notes": {"status": "skipped", "counts": {"read": 1}, "changes": {}}},
+        "fingerprints": {},
+        "fingerprints_changed": [],
+    }
     for stamp in ("20260101T000000Z", "20260101T000001Z", "20260101T000002Z"):
         rr.write_report(tmp_path, report, stamp, keep=2)
     assert sorted(p.name for p in tmp_path.glob("*.json")) == [
-        "20260101T000001Z.json", "20260101T000002Z.json", "latest.json"]
+        "20260101T000001Z.json",
+        "20260101T000002Z.json",
+        "latest.json",
+    ]
     assert rr.load_previous(tmp_path)["status"] == "nothing_to_do"
     md = (tmp_path / "latest.md").read_text()
     assert md.startswith("# medsimp refresh: nothing to do (exit 3)")

@@ -1,5 +1,6 @@
 """`medsimp report` on builders built from the tiny upstream fixtures: numbers equal stats.json
 and the parquet files, the page renders in Chromium, MIMIC-derived text stays out."""
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,15 @@ def built(tmp_path_factory) -> dict:
     medlane_dir = root / "medlane"
     shutil.copytree(REPO / "tests" / "fixtures" / "builders" / "medlane", medlane_dir)
     cochrane = upstream.write_cochrane(root)
-    build = {"multicochrane": {**cochrane, "split": SPLIT},
-             "medlane": {"input": str(medlane_dir), "validation_size": 2,
-                         "candidates": upstream.write_notes(root)},
-             "plaba": {**upstream.write_plaba(root), "split": SPLIT}}
+    build = {
+        "multicochrane": {**cochrane, "split": SPLIT},
+        "medlane": {
+            "input": str(medlane_dir),
+            "validation_size": 2,
+            "candidates": upstream.write_notes(root),
+        },
+        "plaba": {**upstream.write_plaba(root), "split": SPLIT},
+    }
     params = root / "params.yaml"
     params.write_text(yaml.safe_dump({"build": build}), encoding="utf-8")
     out = tmp_path_factory.mktemp("builders")
@@ -73,8 +79,11 @@ def test_report_numbers_equal_stats_and_parquet(built, tmp_path):
 
 @pytest.mark.slow
 def test_mimic_derived_builder_shows_no_text_without_the_flag(built, tmp_path):
-    rows = [r for f in sorted((built["root"] / "medlane").rglob("*.parquet"))
-            for r in pq.read_table(f).to_pylist()]
+    rows = [
+        r
+        for f in sorted((built["root"] / "medlane").rglob("*.parquet"))
+        for r in pq.read_table(f).to_pylist()
+    ]
     texts = [r.get("source") or r["text"] for r in rows if (r.get("source") or r.get("text"))]
     data, html, out = _report(built, "medlane", tmp_path)
     assert data["restricted"] and not data["show_text"]
@@ -88,17 +97,25 @@ def test_mimic_derived_builder_shows_no_text_without_the_flag(built, tmp_path):
 
 
 def test_alignment_types_and_ratios_on_crafted_rows():
-    rows = [{"pair_id": "p0", "doi": "d", "language": "es", "complex_ids": ["c0"], "simple_ids": ["s0"]},
-            {"pair_id": "p1", "doi": "d", "language": "es", "complex_ids": ["c1", "c2"], "simple_ids": ["s1"]},
-            {"pair_id": "p2", "doi": "d", "language": "es", "complex_ids": ["c3"], "simple_ids": ["s2", "s3"]}]
+    rows = [
+        {"pair_id": "p0", "doi": "d", "language": "es", "complex_ids": ["c0"], "simple_ids": ["s0"]},
+        {"pair_id": "p1", "doi": "d", "language": "es", "complex_ids": ["c1", "c2"], "simple_ids": ["s1"]},
+        {"pair_id": "p2", "doi": "d", "language": "es", "complex_ids": ["c3"], "simple_ids": ["s2", "s3"]},
+    ]
     assert alignment_types(rows) == {"1-1": 1, "N-1": 1, "1-N": 1}
-    sentences = [{"sentence_id": f"c{i}", "doc_id": "d", "side": "complex", "language": "en"}
-                 for i in range(5)]  # c4 is deleted
-    sentences += [{"sentence_id": f"s{i}", "doc_id": "d", "side": "simple", "language": "es"}
-                  for i in range(6)]  # s4, s5 are insertions (elaborations)
+    sentences = [
+        {"sentence_id": f"c{i}", "doc_id": "d", "side": "complex", "language": "en"} for i in range(5)
+    ]  # c4 is deleted
+    sentences += [
+        {"sentence_id": f"s{i}", "doc_id": "d", "side": "simple", "language": "es"} for i in range(6)
+    ]  # s4, s5 are insertions (elaborations)
     sentences += [{"sentence_id": "f0", "doc_id": "d", "side": "simple", "language": "fr"}]
-    assert unaligned(rows, sentences) == {"deletions": 1, "insertions": 2, "deletion_ratio": 0.2,
-                                          "elaboration_ratio": round(2 / 6, 4)}
+    assert unaligned(rows, sentences) == {
+        "deletions": 1,
+        "insertions": 2,
+        "deletion_ratio": 0.2,
+        "elaboration_ratio": round(2 / 6, 4),
+    }
     assert unaligned(rows, None)["deletion_ratio"] is None
 
 
@@ -110,11 +127,16 @@ def test_report_page_renders_in_chromium(built, tmp_path, browser):  # noqa: F81
     page.call("Page.navigate", url=(out / "index.html").as_uri())
     _wait(lambda: page.js("document.readyState === 'complete'"))
     _wait(lambda: page.js("[...document.images].every((i) => i.complete && i.naturalWidth > 0)"))
-    shown = page.js("Object.fromEntries([...document.querySelectorAll('#counts td')]"
-                    ".map((td) => [td.dataset.key, td.textContent]))")
+    shown = page.js(
+        "Object.fromEntries([...document.querySelectorAll('#counts td')]"
+        ".map((td) => [td.dataset.key, td.textContent]))"
+    )
     assert shown == {k: str(v) for k, v in stats.items() if not isinstance(v, dict)}
-    cells = page.js("[...document.querySelectorAll('#splits td')].map((td) => "
-                    "[td.dataset.config, td.dataset.split, td.textContent])")
+    cells = page.js(
+        "[...document.querySelectorAll('#splits td')].map((td) => "
+        "[td.dataset.config, td.dataset.split, td.textContent])"
+    )
     assert {(c, s): int(n) for c, s, n in cells if n} == {
-        (c, s): n for c, v in stats["splits"].items() for s, n in v.items()}
+        (c, s): n for c, v in stats["splits"].items() for s, n in v.items()
+    }
     assert page.js("document.images.length") == len(data["configs"])

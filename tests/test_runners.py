@@ -1,5 +1,6 @@
 """Every Beam job gives byte-identical outputs on the default runner and on the PortableRunner
 in LOOPBACK mode (the job-service path Flink and Spark use), run through the CLI."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,13 +12,22 @@ from medsimp.cli import main
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-PORTABLE = ["--beam-arg=--runner=PortableRunner", "--beam-arg=--job_endpoint=embed",
-            "--beam-arg=--environment_type=LOOPBACK"]
+PORTABLE = [
+    "--beam-arg=--runner=PortableRunner",
+    "--beam-arg=--job_endpoint=embed",
+    "--beam-arg=--environment_type=LOOPBACK",
+]
 BASE = ["--params", str(ROOT / "params.yaml"), "--set", "align.crf.encoder={kind: e5}"]
 # job -> its command line (R = the runner's output root, S = shared inputs built once)
 JOBS = {
     "notes": ["notes", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"), "--output", "R/notes"],
-    "radiology": ["radiology", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"), "--output", "R/radiology"],
+    "radiology": [
+        "radiology",
+        "--input",
+        str(ROOT / "data/sample/NOTEEVENTS.csv"),
+        "--output",
+        "R/radiology",
+    ],
     "cochrane": ["cochrane", "--output", "R/cochrane"],
     "msd": ["msd", "--output", "R/msd"],
     "plaba": ["plaba", "--output", "R/plaba"],
@@ -39,8 +49,24 @@ def runs(tmp_path_factory):
     sample = (ROOT / "data/sample/align_gold.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     gold.write_text("".join(sample[2:4]), encoding="utf-8")
     assert main(BASE + ["umls-index", "--output", str(shared / "umls")]) == 0
-    assert main(BASE + ["--set", "align.crf.epochs=20", "--set", f"cache.dir={tmp / 'cache-train'}",
-                        "align", "--train", "--gold", str(gold), "--output", str(shared / "model")]) == 0
+    assert (
+        main(
+            BASE
+            + [
+                "--set",
+                "align.crf.epochs=20",
+                "--set",
+                f"cache.dir={tmp / 'cache-train'}",
+                "align",
+                "--train",
+                "--gold",
+                str(gold),
+                "--output",
+                str(shared / "model"),
+            ]
+        )
+        == 0
+    )
     roots = {}
     for runner, extra in (("default", []), ("portable", PORTABLE)):
         root = tmp / runner

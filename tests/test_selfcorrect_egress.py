@@ -2,6 +2,7 @@
 local fake chat-completions server. Host names other than loopback are made to resolve to
 the fake server (patched getaddrinfo), so a guard that let them through would be caught
 by the server recording a request."""
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ simplify:
   concurrency: 1
   openai: {{base_url: "{url}", model: fake-model, backoff: 0.01, max_retries: 0, timeout: 5}}
   egress: {{allow_loopback: true, allowed_endpoints: {allowed_yaml}}}
-cache: {{dir: "{tmp_path / 'cache'}"}}
+cache: {{dir: "{tmp_path / "cache"}"}}
 """)
     return str(p)
 
@@ -55,23 +56,29 @@ def _parquet(tmp_path, tags) -> str:
     schema = pa.schema([("sentence_id", pa.string()), ("text", pa.string())])
     if tags is not None:
         schema = lineage.with_lineage(schema, tags)
-    table = pa.Table.from_pylist([{"sentence_id": "r:0", "text": "Small left pleural effusion."}],
-                                 schema=schema)
+    table = pa.Table.from_pylist(
+        [{"sentence_id": "r:0", "text": "Small left pleural effusion."}], schema=schema
+    )
     pq.write_table(table, d / "part-00000.parquet")
     return str(d)
 
 
 def _run(tmp_path, params: str, inp: str, *extra: str) -> int:
-    return main(["--params", params, "simplify", "--input", inp,
-                 "--output", str(tmp_path / "out"), *extra])
+    return main(["--params", params, "simplify", "--input", inp, "--output", str(tmp_path / "out"), *extra])
 
 
 def test_remote_host_refused_before_any_request(tmp_path, fake_dns, capsys):
     inp = _parquet(tmp_path, [lineage.MIMIC_III])
     with FakeChatServer() as srv:
         port = srv.url.split(":")[2].split("/")[0]
-        for host in ("llm.example.org", "127.0.0.1.example.com", "localhost.example.com",
-                     "LOCALHOST.evil.host", "2130706433", "0x7f.0.0.1"):
+        for host in (
+            "llm.example.org",
+            "127.0.0.1.example.com",
+            "localhost.example.com",
+            "LOCALHOST.evil.host",
+            "2130706433",
+            "0x7f.0.0.1",
+        ):
             url = f"http://{host}:{port}/v1"
             assert _run(tmp_path, _params(tmp_path, url), inp) == 3, host
             err = capsys.readouterr().err.strip().splitlines()  # the announce line, then the error
@@ -93,14 +100,44 @@ def test_user_info_and_set_override_bypasses(tmp_path, fake_dns, capsys):
         assert "user info" in capsys.readouterr().err
         # --set can point base_url anywhere, but the allow-list is read from the file only
         params = _params(tmp_path, srv.url)
-        assert main(["--params", params, "--set", f"simplify.openai.base_url=http://evil.host:{port}/v1",
-                     "simplify", "--input", inp, "--output", str(tmp_path / "o"),
-                     "--mimic-egress-dua", DUA]) == 3
-        assert main(["--params", params, "--set",
-                     f"simplify.egress.allowed_endpoints=[http://evil.host:{port}]",
-                     "--set", f"simplify.openai.base_url=http://evil.host:{port}/v1",
-                     "simplify", "--input", inp, "--output", str(tmp_path / "o"),
-                     "--mimic-egress-dua", DUA]) == 3
+        assert (
+            main(
+                [
+                    "--params",
+                    params,
+                    "--set",
+                    f"simplify.openai.base_url=http://evil.host:{port}/v1",
+                    "simplify",
+                    "--input",
+                    inp,
+                    "--output",
+                    str(tmp_path / "o"),
+                    "--mimic-egress-dua",
+                    DUA,
+                ]
+            )
+            == 3
+        )
+        assert (
+            main(
+                [
+                    "--params",
+                    params,
+                    "--set",
+                    f"simplify.egress.allowed_endpoints=[http://evil.host:{port}]",
+                    "--set",
+                    f"simplify.openai.base_url=http://evil.host:{port}/v1",
+                    "simplify",
+                    "--input",
+                    inp,
+                    "--output",
+                    str(tmp_path / "o"),
+                    "--mimic-egress-dua",
+                    DUA,
+                ]
+            )
+            == 3
+        )
         assert "only be changed in the params file" in capsys.readouterr().err
     assert srv.requests == []
 
@@ -125,8 +162,9 @@ def test_allow_list_and_flag_together_work_and_report_the_endpoint(tmp_path, fak
         port = srv.url.split(":")[2].split("/")[0]
         url = f"http://LLM.Example.org.:{port}/v1"  # case and a trailing dot normalise away
         params = _params(tmp_path, url, [f"http://llm.example.org:{port}"])
-        assert _run(tmp_path, params, inp, "--mimic-egress-dua", DUA,
-                    "--metrics", str(tmp_path / "m.json")) == 0
+        assert (
+            _run(tmp_path, params, inp, "--mimic-egress-dua", DUA, "--metrics", str(tmp_path / "m.json")) == 0
+        )
     assert srv.requests
     for path in (tmp_path / "out" / "stats.json", tmp_path / "m.json"):
         record = json.loads(path.read_text())["egress"]
@@ -141,13 +179,19 @@ def test_public_lineage_goes_anywhere_but_placeholders_make_it_restricted(tmp_pa
         url = f"http://llm.example.org:{port}/v1"
         assert _run(tmp_path, _params(tmp_path, url), _parquet(tmp_path, ["cochrane"])) == 0
         n = len(srv.requests)
-        assert n and json.loads((tmp_path / "out" / "stats.json").read_text())["egress"][
-            "restricted"] is False
+        assert (
+            n and json.loads((tmp_path / "out" / "stats.json").read_text())["egress"]["restricted"] is False
+        )
         p = tmp_path / "shaped.parquet"
-        schema = lineage.with_lineage(pa.schema([("sentence_id", pa.string()),
-                                                 ("text", pa.string())]), ["cochrane"])
-        pq.write_table(pa.Table.from_pylist([{"sentence_id": "a", "text": "Seen at [**Hospital1 18**]."}],
-                                            schema=schema), p)
+        schema = lineage.with_lineage(
+            pa.schema([("sentence_id", pa.string()), ("text", pa.string())]), ["cochrane"]
+        )
+        pq.write_table(
+            pa.Table.from_pylist(
+                [{"sentence_id": "a", "text": "Seen at [**Hospital1 18**]."}], schema=schema
+            ),
+            p,
+        )
         assert _run(tmp_path, _params(tmp_path, url), str(p)) == 3
         assert len(srv.requests) == n
 
@@ -168,8 +212,12 @@ def test_decide_unit_cases():
     assert ok["loopback"] and ok["endpoint"] == "http://[::1]:8000"
     assert egress.decide("http://[::ffff:127.0.0.1]:80/v1", True, {}, None)["loopback"]
     assert egress.decide("http://127.8.9.10/v1", True, {}, None)["loopback"]
-    for url in ("http://[2001:db8::1]/v1", "http://0.0.0.0:8000/v1", "https://zdr.example.org:8443/v1",
-                "http://zdr.example.org/v1"):  # other port / scheme is another origin
+    for url in (
+        "http://[2001:db8::1]/v1",
+        "http://0.0.0.0:8000/v1",
+        "https://zdr.example.org:8443/v1",
+        "http://zdr.example.org/v1",
+    ):  # other port / scheme is another origin
         with pytest.raises(Refused):
             egress.decide(url, True, file_params, DUA)
     rec = egress.decide("https://ZDR.example.org./v1", True, file_params, DUA)
@@ -179,5 +227,4 @@ def test_decide_unit_cases():
     with pytest.raises(UsageError):
         egress.decide("file:///etc/passwd", True, {}, None)
     with pytest.raises(Refused):  # loopback can be switched off
-        egress.decide("http://localhost/v1", True,
-                      {"simplify": {"egress": {"allow_loopback": False}}}, None)
+        egress.decide("http://localhost/v1", True, {"simplify": {"egress": {"allow_loopback": False}}}, None)

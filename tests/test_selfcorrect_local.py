@@ -1,4 +1,5 @@
 """The local transformers backend with a tiny GPT-2 built from a config (no hub access)."""
+
 from __future__ import annotations
 
 import json
@@ -26,11 +27,13 @@ def tiny_model(tmp_path_factory) -> str:
     vocab = {w: i for i, w in enumerate(["[UNK]", "[EOS]", *WORDS])}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="[EOS]",
-                                   pad_token="[EOS]")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", eos_token="[EOS]", pad_token="[EOS]"
+    )
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=len(vocab), n_positions=512, n_embd=16, n_layer=1, n_head=2,
-                     bos_token_id=1, eos_token_id=1)
+    cfg = GPT2Config(
+        vocab_size=len(vocab), n_positions=512, n_embd=16, n_layer=1, n_head=2, bos_token_id=1, eos_token_id=1
+    )
     path = tmp_path_factory.mktemp("tiny-gpt2")
     GPT2LMHeadModel(cfg).save_pretrained(path)
     fast.save_pretrained(path)
@@ -53,19 +56,34 @@ def test_loop_runs_on_local_model(tiny_model, tmp_path):
     res = self_correct("Small left pleural effusion.", "cot", chat, load_prompts(), 2)
     # a random tiny model never says VERDICT: the loop stops after one critique round
     assert res["corrected"]["stop_reason"] == "unparseable_verdict"
-    assert [t["role"] for t in res["transcript"]] == ["generator_cot", "radiologist", "patient",
-                                                      "processor"]
+    assert [t["role"] for t in res["transcript"]] == ["generator_cot", "radiologist", "patient", "processor"]
 
 
 def test_simplify_command_local_backend(tiny_model, tmp_path):
     params = tmp_path / "params.yaml"
-    params.write_text(f"simplify: {{local: {{path: '{tiny_model}', max_tokens: 3}}, max_rounds: 1}}\n"
-                      f"cache: {{dir: '{tmp_path / 'cache'}'}}\n")
+    params.write_text(
+        f"simplify: {{local: {{path: '{tiny_model}', max_tokens: 3}}, max_rounds: 1}}\n"
+        f"cache: {{dir: '{tmp_path / 'cache'}'}}\n"
+    )
     inp = tmp_path / "s.jsonl"
     inp.write_text(json.dumps({"sentence_id": "x:1", "text": "No pneumothorax."}) + "\n")
     out = tmp_path / "out"
-    assert main(["--params", str(params), "simplify", "--backend", "local", "--input", str(inp),
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--params",
+                str(params),
+                "simplify",
+                "--backend",
+                "local",
+                "--input",
+                str(inp),
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rec = json.loads((out / "simplifications.jsonl").read_text())
     assert set(rec["variants"]) == {"plain", "plain_sc", "cot", "cot_sc"}
     assert rec["variants"]["plain"]["completion_tokens"] <= 3

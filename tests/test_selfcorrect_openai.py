@@ -1,4 +1,5 @@
 """Self-correction loop and `medsimp simplify` against a local fake chat-completions server."""
+
 from __future__ import annotations
 
 import json
@@ -81,8 +82,16 @@ def test_loop_revises_once_then_stops(tmp_path):
     assert sc["text"].endswith("revised to say it is not serious.")
     assert (sc["rounds_used"], sc["revisions"], sc["stop_reason"]) == (2, 1, "no_critical_comment")
     roles = [t["role"] for t in res["transcript"]]
-    assert roles == ["generator_plain", "radiologist", "patient", "processor", "generator_revise",
-                     "radiologist", "patient", "processor"]
+    assert roles == [
+        "generator_plain",
+        "radiologist",
+        "patient",
+        "processor",
+        "generator_revise",
+        "radiologist",
+        "patient",
+        "processor",
+    ]
     assert sc["prompt_tokens"] == sum(t["prompt_tokens"] for t in res["transcript"])
 
 
@@ -104,15 +113,17 @@ simplify:
   concurrency: 2
   openai: {{base_url: "{url}", model: fake-model, backoff: 0.01, max_retries: 1, timeout: 5}}
 {extra}
-cache: {{dir: "{tmp_path / 'cache'}"}}
+cache: {{dir: "{tmp_path / "cache"}"}}
 """)
     return str(p)
 
 
 def _input(tmp_path) -> str:
     p = tmp_path / "sents.jsonl"
-    rows = [{"sentence_id": f"r:{i}", "text": t} for i, t in
-            enumerate(["Small left pleural effusion.", "No pneumothorax.", "  "])]
+    rows = [
+        {"sentence_id": f"r:{i}", "text": t}
+        for i, t in enumerate(["Small left pleural effusion.", "No pneumothorax.", "  "])
+    ]
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(p)
 
@@ -129,13 +140,28 @@ def test_simplify_command_end_to_end_and_resume(tmp_path):
 
     with FakeChatServer() as srv:
         params = _params(tmp_path, srv.url)
-        assert main(["--params", params, "simplify", "--input", inp, "--output", str(out),
-                     "--limit", "1"]) == 0
+        assert (
+            main(["--params", params, "simplify", "--input", inp, "--output", str(out), "--limit", "1"]) == 0
+        )
         first_calls = len(srv.requests)
         # 2 modes x 8 turns, minus the 3 round-2 turns both modes share (same revised text)
         assert first_calls == 13
-        assert main(["--params", params, "simplify", "--input", inp, "--output", str(out),
-                     "--metrics", str(tmp_path / "m.json")]) == 0
+        assert (
+            main(
+                [
+                    "--params",
+                    params,
+                    "simplify",
+                    "--input",
+                    inp,
+                    "--output",
+                    str(out),
+                    "--metrics",
+                    str(tmp_path / "m.json"),
+                ]
+            )
+            == 0
+        )
         # the first sentence came from the cache: only the second one was paid for, and its
         # three Patient turns (which see only the simplification) were cache hits as well
         assert len(srv.requests) - first_calls == 13 - 3
@@ -159,8 +185,10 @@ def test_disabled_stage_skips_with_message(tmp_path, capsys):
     p = tmp_path / "params.yaml"
     p.write_text("simplify: {enabled: false}\n")
     out = tmp_path / "out"
-    assert main(["--params", str(p), "simplify", "--output", str(out),
-                 "--metrics", str(tmp_path / "m.json")]) == 0
+    assert (
+        main(["--params", str(p), "simplify", "--output", str(out), "--metrics", str(tmp_path / "m.json")])
+        == 0
+    )
     assert "skipped" in capsys.readouterr().err
     assert json.loads((out / "stats.json").read_text())["skipped"] is True
     assert json.loads((tmp_path / "m.json").read_text())["read"] == 0
@@ -169,6 +197,8 @@ def test_disabled_stage_skips_with_message(tmp_path, capsys):
 def test_enabled_without_endpoint_is_a_clear_error(tmp_path, capsys):
     p = tmp_path / "params.yaml"
     p.write_text("simplify: {enabled: true, backend: openai}\n")
-    assert main(["--params", str(p), "simplify", "--input", _input(tmp_path),
-                 "--output", str(tmp_path / "o")]) == 2
+    assert (
+        main(["--params", str(p), "simplify", "--input", _input(tmp_path), "--output", str(tmp_path / "o")])
+        == 2
+    )
     assert "base_url" in capsys.readouterr().err

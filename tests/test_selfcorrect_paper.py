@@ -1,6 +1,7 @@
 """The self-correction loop follows Yang et al. (2024) (issue 19 item 5): the Processor
 continues on critical comments OR improvement suggestions and the loop runs until it says
 "No"; the reviser keeps its conversation; temperature 0.8; no severity steer in CoT."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,9 @@ class Scripted:
         system = messages[0]["content"]
         if "coordinate" in system:
             self.processor_calls += 1
-            text = ("Yes\nMaybe use a shorter word than 'effusion'."
-                    if self.processor_calls <= self.yes else "No")
+            text = (
+                "Yes\nMaybe use a shorter word than 'effusion'." if self.processor_calls <= self.yes else "No"
+            )
         elif system.startswith("You are a radiologist"):
             text = "Correct and complete; a shorter word would help."
         elif system.startswith("You are a patient"):
@@ -55,26 +57,47 @@ def test_loop_runs_until_no_on_improvement_suggestions():
     # five rounds of mere suggestions: the old loop (cap 3, "minor style points are not
     # critical") stopped early; the paper's loop revises until the Processor says "No"
     backend = Scripted(yes=5)
-    res = self_correct("Small left pleural effusion.", "plain", CachedChat(backend, None),
-                       load_prompts(), max_rounds=int(PARAMS["simplify"]["max_rounds"]))
+    res = self_correct(
+        "Small left pleural effusion.",
+        "plain",
+        CachedChat(backend, None),
+        load_prompts(),
+        max_rounds=int(PARAMS["simplify"]["max_rounds"]),
+    )
     sc = res["corrected"]
     assert (sc["rounds_used"], sc["revisions"], sc["stop_reason"]) == (6, 5, "no_critical_comment")
-    capped = self_correct("Small left pleural effusion.", "plain", CachedChat(Scripted(yes=5), None),
-                          load_prompts(), max_rounds=3)
+    capped = self_correct(
+        "Small left pleural effusion.",
+        "plain",
+        CachedChat(Scripted(yes=5), None),
+        load_prompts(),
+        max_rounds=3,
+    )
     assert capped["corrected"]["stop_reason"] == "max_rounds"
 
 
 def test_reviser_keeps_its_conversation():
-    res = self_correct("Small left pleural effusion.", "cot", CachedChat(Scripted(yes=2), None),
-                       load_prompts(), max_rounds=10)
+    res = self_correct(
+        "Small left pleural effusion.",
+        "cot",
+        CachedChat(Scripted(yes=2), None),
+        load_prompts(),
+        max_rounds=10,
+    )
     revises = [t for t in res["transcript"] if t["role"] == "generator_revise"]
     assert [len(t["messages"]) for t in revises] == [4, 6]
     second = revises[1]["messages"]
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "step by step" in second[1]["content"] and second[2]["content"].startswith("SIMPLIFIED:")
     assert "shorter word" in second[-1]["content"]
-    fresh = self_correct("Small left pleural effusion.", "cot", CachedChat(Scripted(yes=1), None),
-                         load_prompts(), max_rounds=10, memory=False)
+    fresh = self_correct(
+        "Small left pleural effusion.",
+        "cot",
+        CachedChat(Scripted(yes=1), None),
+        load_prompts(),
+        max_rounds=10,
+        memory=False,
+    )
     revise = next(t for t in fresh["transcript"] if t["role"] == "generator_revise")
     assert len(revise["messages"]) == 2 and "Small left pleural effusion." in revise["messages"][1]["content"]
 

@@ -1,4 +1,5 @@
 """Cochrane / MSD / PLABA formats, the DOI join, and sentence splitting of statistics."""
+
 import json
 from pathlib import Path
 
@@ -33,18 +34,20 @@ def _line(**obj):
 
 
 def test_canonical_record_and_errors():
-    rec = parse_canonical_line(_line(doi="10.1/x.CD1.pub3", language="es", title="t",
-                                     pls="Texto."), "f:1")
+    rec = parse_canonical_line(_line(doi="10.1/x.CD1.pub3", language="es", title="t", pls="Texto."), "f:1")
     assert (rec.doi, rec.version, rec.language, rec.abstract) == ("10.1/x.CD1", 3, "es", ())
     assert rec.pls[0].text == "Texto."
-    for bad, reason in [("{", "bad_json"), (_line(language="en", pls="x"), "missing_doi"),
-                        (_line(doi="10.1/d", language="english", pls="x"), "bad_language"),
-                        (_line(doi="10.1/d", language="en", abstract=[], pls=""), "empty_record"),
-                        (_line(doi="10.1/d", language="en", abstract=[{"heading": "B"}]), "bad_abstract"),
-                        (_line(doi="d", language="en", pls="x"), "bad_doi"),
-                        (_line(doi="10.1/d.pub99999999999", language="en", pls="x"), "bad_doi"),
-                        (_line(doi="10.1/d", version=True, language="en", pls="x"), "bad_version"),
-                        (_line(doi="10.1/d", version=2**40, language="en", pls="x"), "bad_version")]:
+    for bad, reason in [
+        ("{", "bad_json"),
+        (_line(language="en", pls="x"), "missing_doi"),
+        (_line(doi="10.1/d", language="english", pls="x"), "bad_language"),
+        (_line(doi="10.1/d", language="en", abstract=[], pls=""), "empty_record"),
+        (_line(doi="10.1/d", language="en", abstract=[{"heading": "B"}]), "bad_abstract"),
+        (_line(doi="d", language="en", pls="x"), "bad_doi"),
+        (_line(doi="10.1/d.pub99999999999", language="en", pls="x"), "bad_doi"),
+        (_line(doi="10.1/d", version=True, language="en", pls="x"), "bad_version"),
+        (_line(doi="10.1/d", version=2**40, language="en", pls="x"), "bad_version"),
+    ]:
         with pytest.raises(FormatError) as err:
             parse_canonical_line(bad, "f:2")
         assert err.value.reason == reason
@@ -64,8 +67,16 @@ def test_devaraj_directory_and_prefix():
 
 def test_join_by_doi_keeps_latest_version_and_rejects_orphans():
     def rec(doi, lang, loc, abstract=True):
-        return parse_canonical_line(_line(doi=doi, language=lang, pls="P.",
-                                          abstract=[{"heading": "H", "text": "A."}] if abstract else None), loc)
+        return parse_canonical_line(
+            _line(
+                doi=doi,
+                language=lang,
+                pls="P.",
+                abstract=[{"heading": "H", "text": "A."}] if abstract else None,
+            ),
+            loc,
+        )
+
     old, new = rec("10.1/CD1.pub2", "en", "f:1"), rec("10.1/CD1.pub3", "en", "f:2")
     es, fr = rec("10.1/CD1.pub3", "es", "f:3", False), rec("10.1/CD1", "fr", "f:4", False)
     review, filtered, orphans = join_reviews([es, old, fr, new])
@@ -75,41 +86,77 @@ def test_join_by_doi_keeps_latest_version_and_rejects_orphans():
     assert review is None and len(orphans) == 1
 
 
-@pytest.mark.parametrize("language,text,expected", [
-    ("en", "Relapse fell (RR 2.34; 95% 1.19 to 4.61; 1 trial, 285 participants). Mortality fell "
-           "(OR 0.31, 95% CI 0.14 to 0.68). We found 95% CI 0.14 to 0.68. Dr. Smith agreed.", 4),
-    ("es", "El riesgo fue menor (RR 0,45; IC del 95%: 0,21 a 0,97; 2 ensayos, 300 participantes). "
-           "Aprox. 3 ensayos lo confirmaron.", 2),
-    ("fr", "La douleur a diminué (DM -1,2 ; IC à 95 % -2,0 à -0,4). Les effets étaient rares.", 2),
-    ("fa", "آسم یک بیماری شایع است. سردرد با دارو و دارونما به یک اندازه شایع بود (RR 1.02; 95% 0.71 to 1.46).", 2),
-])
+@pytest.mark.parametrize(
+    "language,text,expected",
+    [
+        (
+            "en",
+            "Relapse fell (RR 2.34; 95% 1.19 to 4.61; 1 trial, 285 participants). Mortality fell "
+            "(OR 0.31, 95% CI 0.14 to 0.68). We found 95% CI 0.14 to 0.68. Dr. Smith agreed.",
+            4,
+        ),
+        (
+            "es",
+            "El riesgo fue menor (RR 0,45; IC del 95%: 0,21 a 0,97; 2 ensayos, 300 participantes). "
+            "Aprox. 3 ensayos lo confirmaron.",
+            2,
+        ),
+        ("fr", "La douleur a diminué (DM -1,2 ; IC à 95 % -2,0 à -0,4). Les effets étaient rares.", 2),
+        (
+            "fa",
+            "آسم یک بیماری شایع است. سردرد با دارو و دارونما به یک اندازه شایع بود (RR 1.02; 95% 0.71 to 1.46).",
+            2,
+        ),
+    ],
+)
 def test_sentence_splitting_keeps_statistics(language, text, expected):
     sents = split_sentences(text, language)
     assert len(sents) == expected
     for s in sents:
-        assert text[s.start:s.end] == s.text
+        assert text[s.start : s.end] == s.text
         assert s.text.count("(") == s.text.count(")")
-    assert "95% CI 0.14 to 0.68" in " ".join(s.text for s in split_sentences(text, language)) or language != "en"
+    assert (
+        "95% CI 0.14 to 0.68" in " ".join(s.text for s in split_sentences(text, language)) or language != "en"
+    )
 
 
-@pytest.mark.parametrize("language,text,expected", [
-    ("en", "Adults with chronic hepatitis C. Participants were 18 years or older.",
-     ["Adults with chronic hepatitis C.", "Participants were 18 years or older."]),
-    ("es", "Pacientes con hepatitis B. Los ensayos eran pequeños.", ["Pacientes con hepatitis B.", "Los ensayos eran pequeños."]),
-    ("fr", "Le manque de vitamine D. Les essais étaient petits.", ["Le manque de vitamine D.", "Les essais étaient petits."]),
-    ("en", "Data from J. F. Kennedy Hospital. Group A. Group B had placebo (see appendix A. Table 2).",
-     ["Data from J. F. Kennedy Hospital.", "Group A. Group B had placebo (see appendix A. Table 2)."]),
-])
+@pytest.mark.parametrize(
+    "language,text,expected",
+    [
+        (
+            "en",
+            "Adults with chronic hepatitis C. Participants were 18 years or older.",
+            ["Adults with chronic hepatitis C.", "Participants were 18 years or older."],
+        ),
+        (
+            "es",
+            "Pacientes con hepatitis B. Los ensayos eran pequeños.",
+            ["Pacientes con hepatitis B.", "Los ensayos eran pequeños."],
+        ),
+        (
+            "fr",
+            "Le manque de vitamine D. Les essais étaient petits.",
+            ["Le manque de vitamine D.", "Les essais étaient petits."],
+        ),
+        (
+            "en",
+            "Data from J. F. Kennedy Hospital. Group A. Group B had placebo (see appendix A. Table 2).",
+            ["Data from J. F. Kennedy Hospital.", "Group A. Group B had placebo (see appendix A. Table 2)."],
+        ),
+    ],
+)
 def test_sentence_splitting_after_a_single_capital(language, text, expected):
     sents = split_sentences(text, language)
     assert [s.text for s in sents] == expected
-    assert all(text[s.start:s.end] == s.text for s in sents)
+    assert all(text[s.start : s.end] == s.text for s in sents)
 
 
 def test_msd_dataset_pairs_and_pcio_groups():
     lines = (FIX / "msd_test.jsonl").read_text().splitlines()
-    recs = [parse_line(Line(line, i + 1, i + 1, f"msd_test.jsonl:{i + 1}"), "msd_test", True)
-            for i, line in enumerate(lines[:4])]
+    recs = [
+        parse_line(Line(line, i + 1, i + 1, f"msd_test.jsonl:{i + 1}"), "msd_test", True)
+        for i, line in enumerate(lines[:4])
+    ]
     assert [r.doc_id for r in recs] == ["msd_test-1", "msd_test-1", "msd_test-2", "msd_test-2"]
     with pytest.raises(FormatError) as err:
         parse_line(Line(lines[4], 5, 5, "msd_test.jsonl:5"), "msd_test", True)
@@ -121,23 +168,43 @@ def test_msd_dataset_pairs_and_pcio_groups():
     _, _, _, rejected = assemble("msd_test-2", recs[2:], {})
     assert [reason for _, reason in rejected] == ["bad_pair", "bad_pair"]
     lookup = pcio_lookup({"symptoms": ["Symptoms and Signs", "Symptoms"], "treatment": ["Treatment"]})
-    docs = [parse_line(Line(json.dumps({"topic": "Gout", "audience": aud, "sections": secs}), i, i, f"m:{i}"),
-                       "m", False)
-            for i, (aud, secs) in enumerate([
-                ("professional", [{"heading": "Symptoms and Signs", "text": "Acute monoarthritis occurs."},
-                                  {"heading": "Etiology", "text": "Urate crystals deposit."}]),
-                ("consumer", [{"heading": "Symptoms", "text": "A joint gets very painful."}])], start=1)]
+    docs = [
+        parse_line(
+            Line(json.dumps({"topic": "Gout", "audience": aud, "sections": secs}), i, i, f"m:{i}"), "m", False
+        )
+        for i, (aud, secs) in enumerate(
+            [
+                (
+                    "professional",
+                    [
+                        {"heading": "Symptoms and Signs", "text": "Acute monoarthritis occurs."},
+                        {"heading": "Etiology", "text": "Urate crystals deposit."},
+                    ],
+                ),
+                ("consumer", [{"heading": "Symptoms", "text": "A joint gets very painful."}]),
+            ],
+            start=1,
+        )
+    ]
     rows, groups, _, _ = assemble("gout", docs, lookup)
     assert [(g["group_id"], g["n_complex"], g["n_simple"]) for g in groups] == [("gout:symptoms", 1, 1)]
     assert [r["pcio"] for r in rows] == ["symptoms", "", "symptoms"]
 
 
 def test_plaba_deletions_splits_and_errors():
-    data = {"7": {"question": "Q?", "111": {
-        "Title": "T", "abstract": {"1": "First sentence.", "2": "Second sentence.", "3": "Third."},
-        "translation1": {"1": "One. Two.", "2": ""},
-        "translation2": {"1": "Only one.", "2": "Kept.", "3": "Also kept."}},
-        "112": {"abstract": {"1": "x"}, "translation1": {"9": "no such number"}}}, "8": []}
+    data = {
+        "7": {
+            "question": "Q?",
+            "111": {
+                "Title": "T",
+                "abstract": {"1": "First sentence.", "2": "Second sentence.", "3": "Third."},
+                "translation1": {"1": "One. Two.", "2": ""},
+                "translation2": {"1": "Only one.", "2": "Kept.", "3": "Also kept."},
+            },
+            "112": {"abstract": {"1": "x"}, "translation1": {"9": "no such number"}},
+        },
+        "8": [],
+    }
     items = list(iter_documents(json.dumps(data), "p.json"))
     assert [loc for loc, _ in items] == ["p.json#7/111", "p.json#7/112", "p.json#8"]
     assert [v.reason for _, v in items[1:]] == ["unknown_sentence_number", "bad_question"]
@@ -145,8 +212,13 @@ def test_plaba_deletions_splits_and_errors():
     rows = document_sentence_rows(doc, "p.json#7/111")
     pairs = gold_pairs(doc, rows)
     assert [(p["pair_id"], p["alignment"], p["n_simple"]) for p in pairs] == [
-        ("7:111:1", "1-N", 2), ("7:111:2", "1-0", 0), ("7:111:3", "1-0", 0),
-        ("7:111:a2:1", "1-1", 1), ("7:111:a2:2", "1-1", 1), ("7:111:a2:3", "1-1", 1)]
+        ("7:111:1", "1-N", 2),
+        ("7:111:2", "1-0", 0),
+        ("7:111:3", "1-0", 0),
+        ("7:111:a2:1", "1-1", 1),
+        ("7:111:a2:2", "1-1", 1),
+        ("7:111:a2:3", "1-1", 1),
+    ]
     assert pairs[0]["simple_ids"] == ["plaba:7:111:simple:en:0", "plaba:7:111:simple:en:1"]
     assert pairs[3]["simple_ids"] == ["plaba:7:111:a2:simple:en:0"]
     assert len({r["sentence_id"] for r in rows}) == len(rows)
@@ -156,8 +228,10 @@ def test_jsonl_line_with_invalid_utf8_is_rejected_not_replaced(tmp_path):
     from medsimp.pipelines.cochrane import read_spec
     from medsimp.pipelines.cochrane_formats import FormatError
 
-    good = ('{"doi": "10.1002/14651858.CD000001.pub2", "language": "en", "title": "T", '
-            '"abstract": [{"heading": "Main results", "text": "It worked."}], "pls": "It helped."}')
+    good = (
+        '{"doi": "10.1002/14651858.CD000001.pub2", "language": "en", "title": "T", '
+        '"abstract": [{"heading": "Main results", "text": "It worked."}], "pls": "It helped."}'
+    )
     path = tmp_path / "reviews.jsonl"
     path.write_bytes(good.encode() + b"\n" + b'{"doi": "x\xff"}\n\n')
     items = list(read_spec(("jsonl", str(path))))

@@ -1,9 +1,9 @@
 """The cochrane / msd / plaba Beam jobs on the embedded samples: tables, dead letters, counts."""
+
 import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from medsimp.cli import main
 
@@ -13,8 +13,21 @@ BASE = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1"]
 
 
 def run_job(name: str, input_path: Path, out: Path) -> dict:
-    assert main(BASE + [name, "--input", str(input_path), "--output", str(out),
-                        "--metrics", str(out.parent / f"{out.name}.json")]) == 0
+    assert (
+        main(
+            BASE
+            + [
+                name,
+                "--input",
+                str(input_path),
+                "--output",
+                str(out),
+                "--metrics",
+                str(out.parent / f"{out.name}.json"),
+            ]
+        )
+        == 0
+    )
     stats = json.loads((out / "stats.json").read_text())
     assert stats == json.loads((out.parent / f"{out.name}.json").read_text())
     assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
@@ -26,15 +39,23 @@ def table(path: Path) -> list[dict]:
 
 
 def dead(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "dead_letter" / "part-00000-of-00001.jsonl").read_text().splitlines()]
+    return [
+        json.loads(line)
+        for line in (out / "dead_letter" / "part-00000-of-00001.jsonl").read_text().splitlines()
+    ]
 
 
 def test_cochrane_sample(tmp_path):
     out = tmp_path / "cochrane"
     stats = run_job("cochrane", ROOT / "data/sample/cochrane.jsonl", out)
     assert (stats["read"], stats["kept"], stats["filtered"], stats["rejected"]) == (33, 27, 1, 5)
-    assert {d["reason"] for d in dead(out)} == {"bad_json", "missing_doi", "bad_language", "empty_record",
-                                               "no_english_abstract"}
+    assert {d["reason"] for d in dead(out)} == {
+        "bad_json",
+        "missing_doi",
+        "bad_language",
+        "empty_record",
+        "no_english_abstract",
+    }
     assert all(d["locator"].startswith("cochrane.jsonl:") for d in dead(out))
     rows = table(out / "sentences")
     assert stats["sentences"] == len(rows)
@@ -44,8 +65,9 @@ def test_cochrane_sample(tmp_path):
     assert {r["language"] for r in review if r["side"] == "complex"} == {"en"}
     abstract = sorted((r for r in review if r["side"] == "complex"), key=lambda r: r["sentence_index"])
     assert abstract[0]["section"] == "Background" and abstract[-1]["section"] == "Authors' conclusions"
-    assert any(r["text"].endswith("(RR 1.02; 95% 0.71 to 1.46; 4 trials, 980 participants).")
-               for r in abstract)
+    assert any(
+        r["text"].endswith("(RR 1.02; 95% 0.71 to 1.46; 4 trials, 980 participants).") for r in abstract
+    )
     assert abstract[0]["sentence_id"] == f"cochrane:{doi}:complex:en:0"
     versions = {r["version"] for r in rows if r["doi"] == "10.1002/14651858.CD900002"}
     assert versions == {3}  # .pub2 superseded by .pub3

@@ -1,4 +1,5 @@
 """Starter QuickUMLS index (real installer + matcher), linking job, readability, stats table."""
+
 import json
 from pathlib import Path
 
@@ -13,8 +14,14 @@ from medsimp.pipelines.umls import ConceptLinker, build_index, installation, neg
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"
-PARAMS = {"overlapping_criteria": "score", "threshold": 0.7, "similarity_name": "jaccard", "window": 5,
-          "min_match_length": 3, "accepted_semtypes": None}
+PARAMS = {
+    "overlapping_criteria": "score",
+    "threshold": 0.7,
+    "similarity_name": "jaccard",
+    "window": 5,
+    "min_match_length": 3,
+    "accepted_semtypes": None,
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +45,15 @@ def test_index_output_is_a_reproducible_manifest(index, tmp_path):
 def test_concept_spans_on_a_known_sentence(index):
     linker = ConceptLinker(index, PARAMS)
     text = "Patients with type 2 diabetes and high blood pressure had dyspnea, chest pain and diarrhoea."
-    got = [(text[c["start"]:c["end"]], c["cui"], c["semtypes"]) for c in linker.link(text, "en")]
-    assert got == [("Patients", "C0030705", ["T101"]), ("type 2 diabetes", "C0011860", ["T047"]),
-                   ("high blood pressure", "C0020538", ["T047"]),
-                   ("dyspnea", "C0013404", ["T184"]), ("chest pain", "C0008031", ["T184"]),
-                   ("diarrhoea", "C0011991", ["T184"])]
+    got = [(text[c["start"] : c["end"]], c["cui"], c["semtypes"]) for c in linker.link(text, "en")]
+    assert got == [
+        ("Patients", "C0030705", ["T101"]),
+        ("type 2 diabetes", "C0011860", ["T047"]),
+        ("high blood pressure", "C0020538", ["T047"]),
+        ("dyspnea", "C0013404", ["T184"]),
+        ("chest pain", "C0008031", ["T184"]),
+        ("diarrhoea", "C0011991", ["T184"]),
+    ]
     spanish = linker.link("Los niños con asma tuvieron tos y fiebre.", "es")
     assert [c["cui"] for c in spanish] == ["C0004096", "C0010200", "C0015967"]
     assert not linker.has_language("fa") and not linker.has_language("fr")
@@ -52,9 +63,9 @@ def test_negation_flips_are_not_linked(index):
     text = "Symptomatic patients and asymptomatic patients were compared."
     on = ConceptLinker(index, PARAMS).link(text, "en")
     off = ConceptLinker(index, {**PARAMS, "reject_negation_flips": False}).link(text, "en")
-    flagged = [text[c["start"]:c["end"]] for c in off if c["term"] == "asymptomatic"]
+    flagged = [text[c["start"] : c["end"]] for c in off if c["term"] == "asymptomatic"]
     assert flagged == ["Symptomatic", "asymptomatic"]  # what QuickUMLS alone does
-    assert [text[c["start"]:c["end"]] for c in on if c["term"] == "asymptomatic"] == ["asymptomatic"]
+    assert [text[c["start"] : c["end"]] for c in on if c["term"] == "asymptomatic"] == ["asymptomatic"]
     assert negation_flip("sintomático", "asintomático") and not negation_flip("infection", "infections")
 
 
@@ -70,9 +81,13 @@ def test_readability_formulas():
     s = scores("The cat sat on the mat.", "en", ["en"])
     textstat.set_lang("en")
     syllables = textstat.syllable_count("The cat sat on the mat.")  # 6 words, 1 sentence, 17 letters
-    assert s == {"fkgl": round(0.39 * 6 + 11.8 * syllables / 6 - 15.59, 4), "gunning_fog": 2.4,
-                 "coleman_liau": round(0.0588 * 100 * 17 / 6 - 0.296 * 100 / 6 - 15.8, 4),
-                 "ari": round(4.71 * 17 / 6 + 3 - 21.43, 4), "n_tokens": 6}
+    assert s == {
+        "fkgl": round(0.39 * 6 + 11.8 * syllables / 6 - 15.59, 4),
+        "gunning_fog": 2.4,
+        "coleman_liau": round(0.0588 * 100 * 17 / 6 - 0.296 * 100 / 6 - 15.8, 4),
+        "ari": round(4.71 * 17 / 6 + 3 - 21.43, 4),
+        "n_tokens": 6,
+    }
     fa = scores("آسم یک بیماری شایع ریه در کودکان است.", "fa", ["en"])
     assert fa["fkgl"] is None and fa["gunning_fog"] is None and fa["ari"] is not None
     # Coleman-Liau counts letters only (issue 19 item 10): "Take 20 mg daily." = 4 words,
@@ -86,10 +101,12 @@ def test_readability_formulas():
 
 def _sentence_table(path: Path) -> None:
     rows = []
-    for doc, side, lang, text in [("d1", "complex", "en", "Dyspnea and chest pain occurred. Metformin was given."),
-                                  ("d1", "simple", "en", "Shortness of breath and chest pain happened."),
-                                  ("d1", "simple", "fa", "آسم یک بیماری شایع است."),
-                                  ("d1", "simple", "es", "Tuvieron tos.")]:
+    for doc, side, lang, text in [
+        ("d1", "complex", "en", "Dyspnea and chest pain occurred. Metformin was given."),
+        ("d1", "simple", "en", "Shortness of breath and chest pain happened."),
+        ("d1", "simple", "fa", "آسم یک بیماری شایع است."),
+        ("d1", "simple", "es", "Tuvieron tos."),
+    ]:
         rows += document_rows("msd", doc, side, lang, [("", text)], "t:1")
     rows.append({**rows[0], "sentence_id": "msd:d1:complex:en:9", "sentence_index": 9, "text": " "})
     path.mkdir(parents=True)
@@ -98,15 +115,43 @@ def _sentence_table(path: Path) -> None:
 
 def test_link_job_cache_and_stats(index, tmp_path, capsys):
     _sentence_table(tmp_path / "src" / "sentences")
-    base = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1",
-            "--set", f"cache.dir={tmp_path / 'cache'}", "--set", "link.accepted_semtypes=null"]
+    base = [
+        "--params",
+        str(ROOT / "params.yaml"),
+        "--set",
+        "beam.num_workers=1",
+        "--set",
+        f"cache.dir={tmp_path / 'cache'}",
+        "--set",
+        "link.accepted_semtypes=null",
+    ]
     metrics = []
     for name, extra in (("a", []), ("b", []), ("c", ["--set", "link.reject_negation_flips=false"])):
         out = tmp_path / name
-        assert main(base + extra + ["link", "--input", str(tmp_path / "src"), "--output", str(out),
-                                    "--index", str(index), "--metrics", str(tmp_path / f"{name}.json")]) == 0
-        metrics.append({**json.loads((tmp_path / f"{name}.json").read_text()),
-                        **json.loads((tmp_path / f"{name}.json.run.json").read_text())})
+        assert (
+            main(
+                base
+                + extra
+                + [
+                    "link",
+                    "--input",
+                    str(tmp_path / "src"),
+                    "--output",
+                    str(out),
+                    "--index",
+                    str(index),
+                    "--metrics",
+                    str(tmp_path / f"{name}.json"),
+                ]
+            )
+            == 0
+        )
+        metrics.append(
+            {
+                **json.loads((tmp_path / f"{name}.json").read_text()),
+                **json.loads((tmp_path / f"{name}.json.run.json").read_text()),
+            }
+        )
     first, second, other_params = metrics
     assert other_params["cache_misses"] == 4  # every matcher param is part of the cache key
     assert (first["read"], first["kept"], first["rejected"]) == (6, 5, 1)
@@ -118,8 +163,11 @@ def test_link_job_cache_and_stats(index, tmp_path, capsys):
     for f in sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.*")):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
     assert "cache_hits" not in json.loads((tmp_path / "a" / "stats.json").read_text())
-    rows = {r["sentence_id"]: r for f in sorted((tmp_path / "a").glob("part-*.parquet"))
-            for r in pq.read_table(f).to_pylist()}
+    rows = {
+        r["sentence_id"]: r
+        for f in sorted((tmp_path / "a").glob("part-*.parquet"))
+        for r in pq.read_table(f).to_pylist()
+    }
     assert [c["cui"] for c in rows["msd:d1:complex:en:0"]["concepts"]] == ["C0013404", "C0008031"]
     assert rows["msd:d1:simple:fa:0"]["concepts"] == []
     dead = (tmp_path / "a" / "dead_letter" / "part-00000-of-00001.jsonl").read_text()

@@ -1,4 +1,5 @@
 """The shared spine: params overrides, atomic outputs, reconciliation, cache, deterministic writes."""
+
 import hashlib
 from pathlib import Path
 
@@ -70,9 +71,19 @@ def _run_write(out_dir: Path) -> dict[str, str]:
     schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
     rows = [{"k": f"doc{i % 7}", "v": i} for i in range(60)]
     with beam.Pipeline(options=pipeline_options({"num_workers": 1})) as p:
-        _ = (p | beam.Create(rows) | beam.Reshuffle()
-             | WriteSorted(str(out_dir), prefix="part", num_shards=4, shard_key=lambda r: r["k"],
-                           sort_key=lambda r: (r["k"], r["v"]), schema=schema))
+        _ = (
+            p
+            | beam.Create(rows)
+            | beam.Reshuffle()
+            | WriteSorted(
+                str(out_dir),
+                prefix="part",
+                num_shards=4,
+                shard_key=lambda r: r["k"],
+                sort_key=lambda r: (r["k"], r["v"]),
+                schema=schema,
+            )
+        )
     fill_empty_shards(str(out_dir), "part", 4, schema)
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out_dir.iterdir())}
 

@@ -1,4 +1,5 @@
 """`medsimp train` (baselines) and `medsimp evaluate` (files and stage mode) on the embedded sample."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,9 @@ def models(tmp_path_factory) -> Path:
     os.chdir(ROOT)
     try:
         for m in ("copy", "dictionary"):
-            assert main(["train", "--model", m, "--out", str(out / m), "--metrics", str(out / f"{m}.json")]) == 0
+            assert (
+                main(["train", "--model", m, "--out", str(out / m), "--metrics", str(out / f"{m}.json")]) == 0
+            )
     finally:
         os.chdir(cwd)
     return out
@@ -46,8 +49,23 @@ def test_evaluate_files_mode_both_modes(models, tmp_path, monkeypatch):
     hyp = str(models / "dictionary" / "predictions" / "test.txt")
     for mode in ("default", "medlane"):
         out = tmp_path / f"{mode}.json"
-        assert main([*FAST, "evaluate", "--hyp", hyp, "--medlane", "data/sample/medlane/test.txt",
-                     "--mode", mode, "--json", str(out)]) == 0
+        assert (
+            main(
+                [
+                    *FAST,
+                    "evaluate",
+                    "--hyp",
+                    hyp,
+                    "--medlane",
+                    "data/sample/medlane/test.txt",
+                    "--mode",
+                    mode,
+                    "--json",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         scores = json.loads(out.read_text())["scores"]
         for key in ("bleu_1", "bleu_4", "bleu", "rouge_l", "cider", "hit", "cwr", "ascore"):
             assert 0.0 <= scores[key] <= (10.0 if key == "cider" else 1.0), key
@@ -62,22 +80,55 @@ def test_evaluate_plain_reference_files(tmp_path, monkeypatch, capsys):
     (tmp_path / "ref.txt").write_text("the patient had high blood pressure .\nhe is stable .\n")
     (tmp_path / "src.txt").write_text("pt had htn .\nhe is stable .\n")
     out = tmp_path / "s.json"
-    assert main([*FAST, "evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "ref.txt"),
-                 "--src", str(tmp_path / "src.txt"), "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                *FAST,
+                "evaluate",
+                "--hyp",
+                str(tmp_path / "hyp.txt"),
+                "--ref",
+                str(tmp_path / "ref.txt"),
+                "--src",
+                str(tmp_path / "src.txt"),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     scores = json.loads(out.read_text())["scores"]
     assert scores["bleu_1"] == pytest.approx(1.0) and scores["rouge_l"] == pytest.approx(1.0)
     assert scores["hit"] == pytest.approx(1.0)  # terms from the dictionary: pt, htn
     (tmp_path / "short.txt").write_text("one line\n")
     capsys.readouterr()
-    assert main([*FAST, "evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "short.txt")]) == 2
+    assert (
+        main([*FAST, "evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "short.txt")])
+        == 2
+    )
     assert "lines" in capsys.readouterr().err
 
 
 def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     metrics, plots = tmp_path / "eval.json", tmp_path / "buckets.json"
-    assert main([*FAST, "--set", "evaluate.models=[copy, dictionary]", "--set", f"evaluate.models_dir={models}",
-                 "evaluate", "--metrics", str(metrics), "--plots", str(plots)]) == 0
+    assert (
+        main(
+            [
+                *FAST,
+                "--set",
+                "evaluate.models=[copy, dictionary]",
+                "--set",
+                f"evaluate.models_dir={models}",
+                "evaluate",
+                "--metrics",
+                str(metrics),
+                "--plots",
+                str(plots),
+            ]
+        )
+        == 0
+    )
     data = json.loads(metrics.read_text())
     assert set(data["default"]) == set(data["medlane"]) == {"copy", "dictionary"}
     assert data["default"]["copy"]["hit"] == 0.0  # the corrected HIT gives no free credit

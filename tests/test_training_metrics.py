@@ -1,4 +1,5 @@
 """Metrics on hand-computed examples and published reference values."""
+
 from __future__ import annotations
 
 import math
@@ -62,12 +63,22 @@ def test_bleu_brevity_penalty_uses_closest_reference():
 def test_bleu_matches_sacrebleu():
     from sacrebleu.metrics import BLEU
 
-    hyps = ["the patient was given iv fluids and antibiotics .", "blood pressure was low on arrival .",
-            "he denies chest pain or shortness of breath ."]
-    refs = [["the patient was given fluids through the vein and antibiotics .",
-             "the patient got fluids in the vein and antibiotics ."],
-            ["his blood pressure was low on arrival .", "blood pressure was low when he arrived ."],
-            ["he denies chest pain or trouble breathing .", "he says he has no chest pain or shortness of breath ."]]
+    hyps = [
+        "the patient was given iv fluids and antibiotics .",
+        "blood pressure was low on arrival .",
+        "he denies chest pain or shortness of breath .",
+    ]
+    refs = [
+        [
+            "the patient was given fluids through the vein and antibiotics .",
+            "the patient got fluids in the vein and antibiotics .",
+        ],
+        ["his blood pressure was low on arrival .", "blood pressure was low when he arrived ."],
+        [
+            "he denies chest pain or trouble breathing .",
+            "he says he has no chest pain or shortness of breath .",
+        ],
+    ]
     ours = M.corpus_bleu_n([h.split() for h in hyps], [[r.split() for r in rs] for rs in refs])
     for n in range(1, 5):
         sb = BLEU(tokenize="none", max_ngram_order=n, smooth_method="none", effective_order=False)
@@ -89,8 +100,13 @@ def test_sari_matches_published_example():
     # {'sari': 26.953601953601954, 'keep': 22.527472527472526, 'del': 50.0, 'add': 8.333333333333332}
     src = ["About 95 species are currently accepted."]
     hyp = ["About 95 you now get in."]
-    refs = [["About 95 species are currently known.", "About 95 species are now accepted.",
-             "95 species are now accepted."]]
+    refs = [
+        [
+            "About 95 species are currently known.",
+            "About 95 species are now accepted.",
+            "95 species are now accepted.",
+        ]
+    ]
     got = M.sari([_13a(s) for s in src], [_13a(h) for h in hyp], [[_13a(r) for r in rs] for rs in refs])
     assert got["sari"] == pytest.approx(26.953601953601954)
     assert got["keep"] == pytest.approx(22.527472527472526)
@@ -162,8 +178,10 @@ def test_bertscore_local_minilm():
 # ---------------------------------------------------------------- HIT and CWR
 def test_hit_counts_whole_token_matches_over_source_terms():
     hyps = [S.tokenize("the patient had high blood pressure ."), S.tokenize("outpatient visit .")]
-    terms = [[("pt", [["patient"]]), ("htn", [["high", "blood", "pressure"]]), ("cp", [["chest", "pain"]])],
-             [("pt", [["patient"]])]]
+    terms = [
+        [("pt", [["patient"]]), ("htn", [["high", "blood", "pressure"]]), ("cp", [["chest", "pain"]])],
+        [("pt", [["patient"]])],
+    ]
     assert M.hit(hyps, terms) == pytest.approx((2 / 3 + 0 / 1) / 2)  # "outpatient" does not count
     assert M.hit(hyps, [[], []]) is None  # no terms: undefined, not a free 1.0
 
@@ -172,16 +190,19 @@ def test_hit_is_per_sentence_then_averaged_issue_19_example():
     # issue 19 item 6: one sentence with 1 term translated, one with 3 terms none translated:
     # the paper's per-sentence mean is 0.5 (the old corpus-pooled ratio gave 0.25)
     hyps = [["the", "patient", "rested"], ["bp", "hr", "rr", "up"]]
-    terms = [[("pt", [["patient"]])],
-             [("bp", [["blood", "pressure"]]), ("hr", [["heart", "rate"]]), ("rr", [["breathing", "rate"]])]]
+    terms = [
+        [("pt", [["patient"]])],
+        [("bp", [["blood", "pressure"]]), ("hr", [["heart", "rate"]]), ("rr", [["breathing", "rate"]])],
+    ]
     assert M.hit(hyps, terms) == pytest.approx(0.5)
-    assert M.hit(hyps + [["x"]], terms + [[]]) == pytest.approx(0.5)  # a sentence without terms does not count
+    assert M.hit(hyps + [["x"]], terms + [[]]) == pytest.approx(
+        0.5
+    )  # a sentence without terms does not count
 
 
 def test_medlane_hit_reproduces_the_authors_quirks():
     txts = ["the outpatient had htn . ", "nothing changed . "]
-    dics = [[{"pt": "patient", "htn": "high blood pressure"}, {"pt": "patient"}],
-            [{"cp": "chest pain"}, {}]]
+    dics = [[{"pt": "patient", "htn": "high blood pressure"}, {"pt": "patient"}], [{"cp": "chest pain"}, {}]]
     # sentence 1: best reference is the second (1/1, "patient" found inside "outpatient");
     # sentence 2: a reference without brackets scores 1.0
     assert M.medlane_hit(txts, dics) == pytest.approx((1.0 + 1.0) / 2)
@@ -234,8 +255,12 @@ def test_medlane_reference_uses_bert_tokens_and_token_replacement():
 
 
 def test_default_mode_terms_and_expansion():
-    items = [S.EvalItem("pt had htn .", ["pt[patient] had htn[high blood pressure] .",
-                                         "the pt[person] had high blood pressure ."])]
+    items = [
+        S.EvalItem(
+            "pt had htn .",
+            ["pt[patient] had htn[high blood pressure] .", "the pt[person] had high blood pressure ."],
+        )
+    ]
     S.attach_terms(items)
     assert items[0].terms == [("htn", ["high blood pressure"]), ("pt", ["patient", "person"])]
     assert S.expand(items[0].references[0]) == "patient had high blood pressure ."

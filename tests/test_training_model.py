@@ -1,4 +1,5 @@
 """DECLARE: label derivation, module shapes and masking, partial translation, a tiny training run."""
+
 from __future__ import annotations
 
 import json
@@ -9,12 +10,25 @@ import pytest
 import torch
 
 from medsimp.training.declare import NEG_INF, partial_translate
-from medsimp.training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
+from medsimp.training.labels import (
+    MODIFY,
+    SPAN_END,
+    SPAN_START,
+    derive,
+    marked_source,
+    marked_target,
+    masked_context,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "medlane"
-DICT = {"pt": ["patient", "physical therapy"], "htn": ["hypertension", "high blood pressure"],
-        "or": ["operating room"], "iv": ["through the vein", "intravenous"], "abx": ["antibiotics"]}
+DICT = {
+    "pt": ["patient", "physical therapy"],
+    "htn": ["hypertension", "high blood pressure"],
+    "or": ["operating room"],
+    "iv": ["through the vein", "intravenous"],
+    "abx": ["antibiotics"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +45,14 @@ def tiny_encoder(tmp_path_factory) -> str:
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "/", "-", *sorted(words)]
     out = tmp_path_factory.mktemp("tiny_bert")
     BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(vocab))}).save_pretrained(out)
-    cfg = BertConfig(vocab_size=len(dict.fromkeys(vocab)), hidden_size=32, num_hidden_layers=1,
-                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    cfg = BertConfig(
+        vocab_size=len(dict.fromkeys(vocab)),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     torch.manual_seed(0)
     BertModel(cfg).save_pretrained(out)
     return str(out)
@@ -63,10 +83,27 @@ def test_derive_caps_options():
 
 
 def test_marking():
-    assert marked_source(["pt", "had", "htn"], {2: "high blood pressure"}) == \
-        ["pt", "had", SPAN_START, "high", "blood", "pressure", SPAN_END]
-    assert marked_target(["a", "b", "c", "d"], [(0, 1), (1, 2), (3, 4)]) == \
-        [SPAN_START, "a", SPAN_END, SPAN_START, "b", SPAN_END, "c", SPAN_START, "d", SPAN_END]
+    assert marked_source(["pt", "had", "htn"], {2: "high blood pressure"}) == [
+        "pt",
+        "had",
+        SPAN_START,
+        "high",
+        "blood",
+        "pressure",
+        SPAN_END,
+    ]
+    assert marked_target(["a", "b", "c", "d"], [(0, 1), (1, 2), (3, 4)]) == [
+        SPAN_START,
+        "a",
+        SPAN_END,
+        SPAN_START,
+        "b",
+        SPAN_END,
+        "c",
+        SPAN_START,
+        "d",
+        SPAN_END,
+    ]
     assert masked_context(["pt", "had", "htn"], 2, "[MASK]") == "pt had [MASK]"
 
 
@@ -114,8 +151,10 @@ def model_and_feat(tiny_encoder):
 
 def test_module_shapes_and_option_masking(model_and_feat):
     model, feat = model_and_feat
-    pairs = [("pt was given iv abx .".split(), "patient was given antibiotics through the vein .".split()),
-             ("bp stable .".split(), "blood pressure stable .".split())]
+    pairs = [
+        ("pt was given iv abx .".split(), "patient was given antibiotics through the vein .".split()),
+        ("bp stable .".split(), "blood pressure stable .".split()),
+    ]
     batch = feat.collate([feat.example(a, b) for a, b in pairs])
     B, T = batch["src_ids"].shape
     states = model.encode(batch["src_ids"], batch["src_mask"])
@@ -178,8 +217,9 @@ def test_training_is_bit_reproducible_whatever_the_callers_thread_count(tiny_enc
     digests = []
     for run, threads in enumerate((2, 1)):
         torch.set_num_threads(threads)
-        model, feat, log = train(splits.train[:8], splits.validation[:4], d, s, tmp_path / f"ck{run}",
-                                 progress=False)
+        model, feat, log = train(
+            splits.train[:8], splits.validation[:4], d, s, tmp_path / f"ck{run}", progress=False
+        )
         out = tmp_path / f"m{run}"
         out.mkdir()
         save(model, feat, out, log)
@@ -194,10 +234,13 @@ def test_pairs_folder_reader_carves_missing_splits(tmp_path):
 
     from medsimp.training.data import load_splits
 
-    rows = [(f"complex sentence number {i} with htn .", f"simple sentence {i} with high blood pressure .")
-            for i in range(40)]
-    table = pa.table({"complex_text": [c for c, _ in rows], "simple_text": [s for _, s in rows],
-                      "doi": ["x"] * 40})
+    rows = [
+        (f"complex sentence number {i} with htn .", f"simple sentence {i} with high blood pressure .")
+        for i in range(40)
+    ]
+    table = pa.table(
+        {"complex_text": [c for c, _ in rows], "simple_text": [s for _, s in rows], "doi": ["x"] * 40}
+    )
     pq.write_table(table.slice(0, 30), tmp_path / "train-abc.parquet")
     pq.write_table(table.slice(30, 10), tmp_path / "test-def.parquet")
     splits = load_splits({"data": {"format": "pairs", "pairs": str(tmp_path), "validation_fraction": 0.3}})

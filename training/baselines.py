@@ -1,4 +1,5 @@
 """Baselines evaluated like DECLARE: copy-the-source and the paper's Dictionary baseline."""
+
 from __future__ import annotations
 
 

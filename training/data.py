@@ -4,6 +4,7 @@ Two inputs: MedLane-format files (`medsimp.pipelines.medlane_format`) or a build
 folder of (complex, simple) English pairs such as `builders/multicochrane/en`
 (locator labels then come from the diff, as for MedLane).
 """
+
 from __future__ import annotations
 
 import glob
@@ -17,6 +18,7 @@ from medsimp.training.scoring import EvalItem, expand, tokenize
 @dataclass
 class Splits:
     """Word-tokenized training pairs, validation pairs, and evaluation items per split."""
+
     train: list[tuple[list[str], list[str]]]
     validation: list[tuple[list[str], list[str]]]
     eval: dict[str, list[EvalItem]]
@@ -36,11 +38,16 @@ def load_medlane(train: str, validation: str, test: str) -> Splits:
     train_recs = read_medlane_train(train, rejects)
     evals = {}
     for name, path in (("validation", validation), ("test", test)):
-        evals[name] = [EvalItem(r["source"], list(r["raw_references"]))
-                       for r in read_medlane_eval(path, rejects)]
+        evals[name] = [
+            EvalItem(r["source"], list(r["raw_references"])) for r in read_medlane_eval(path, rejects)
+        ]
     pairs = [(tokenize(r["source"]), tokenize(r["target"])) for r in train_recs]
-    counts = {"train": len(pairs), "validation": len(evals["validation"]), "test": len(evals["test"]),
-              "rejected": len(rejects)}
+    counts = {
+        "train": len(pairs),
+        "validation": len(evals["validation"]),
+        "test": len(evals["test"]),
+        "rejected": len(rejects),
+    }
     return Splits(pairs, _pairs_from_eval(evals["validation"]), evals, counts)
 
 
@@ -54,18 +61,24 @@ def _read_pairs(files: list[str], complex_column: str, simple_column: str) -> li
     rows: list[tuple[str, str]] = []
     for f in files:
         table = pq.read_table(f, columns=[complex_column, simple_column])
-        rows += [(c, s) for c, s in zip(table.column(complex_column).to_pylist(),
-                                        table.column(simple_column).to_pylist()) if c and s]
+        rows += [
+            (c, s)
+            for c, s in zip(table.column(complex_column).to_pylist(), table.column(simple_column).to_pylist())
+            if c and s
+        ]
     return sorted(set(rows))
 
 
-def load_pairs(folder: str, complex_column: str, simple_column: str,
-               validation_fraction: float, test_fraction: float) -> Splits:
+def load_pairs(
+    folder: str, complex_column: str, simple_column: str, validation_fraction: float, test_fraction: float
+) -> Splits:
     """(complex, simple) pairs from a builder config folder (`<split>-*.parquet`, e.g.
     builders/multicochrane/en). A split the folder lacks is carved out of train by a hash
     of the complex text (`validation_fraction`, `test_fraction`)."""
-    files = {name: sorted(glob.glob(str(Path(folder) / f"{name}-*.parquet")))
-             for name in ("train", "validation", "test")}
+    files = {
+        name: sorted(glob.glob(str(Path(folder) / f"{name}-*.parquet")))
+        for name in ("train", "validation", "test")
+    }
     if not files["train"]:
         raise FileNotFoundError(f"no train-*.parquet in {folder}")
     rows = {name: _read_pairs(f, complex_column, simple_column) for name, f in files.items()}
@@ -79,10 +92,15 @@ def load_pairs(folder: str, complex_column: str, simple_column: str,
         else:
             train.append((c, s))
     evals = {name: [EvalItem(c, [s]) for c, s in rows[name]] for name in ("validation", "test")}
-    counts = {"train": len(train), "validation": len(evals["validation"]), "test": len(evals["test"]),
-              "rejected": 0}
-    return Splits([(tokenize(c), tokenize(s)) for c, s in train], _pairs_from_eval(evals["validation"]),
-                  evals, counts)
+    counts = {
+        "train": len(train),
+        "validation": len(evals["validation"]),
+        "test": len(evals["test"]),
+        "rejected": 0,
+    }
+    return Splits(
+        [(tokenize(c), tokenize(s)) for c, s in train], _pairs_from_eval(evals["validation"]), evals, counts
+    )
 
 
 def load_splits(cfg: dict) -> Splits:
@@ -95,7 +113,11 @@ def load_splits(cfg: dict) -> Splits:
                 raise FileNotFoundError(f"train.data.{key}: {data[key]} not found")
         return load_medlane(data["train"], data["validation"], data["test"])
     if fmt == "pairs":
-        return load_pairs(data["pairs"], data.get("complex_column", "complex_text"),
-                          data.get("simple_column", "simple_text"),
-                          float(data.get("validation_fraction", 0.1)), float(data.get("test_fraction", 0.1)))
+        return load_pairs(
+            data["pairs"],
+            data.get("complex_column", "complex_text"),
+            data.get("simple_column", "simple_text"),
+            float(data.get("validation_fraction", 0.1)),
+            float(data.get("test_fraction", 0.1)),
+        )
     raise ValueError(f"train.data.format must be medlane or pairs, not {fmt!r}")

@@ -4,6 +4,7 @@ polisher (RSSP, transformer encoder + attention LSTM decoder, partial translatio
 
 The three modules share one pre-trained transformer encoder (loaded by name or path).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -42,7 +43,9 @@ class BiMatch(nn.Module):
         s = s.masked_fill(~mask.unsqueeze(-1), NEG_INF)
         return s.max(dim=1).values
 
-    def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor, b_mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor, b_mask: torch.Tensor
+    ) -> torch.Tensor:
         g = torch.bmm(self.bilinear(a), b.transpose(1, 2))  # (N, La, Lb)
         pair = a_mask.unsqueeze(2) & b_mask.unsqueeze(1)
         g = g.masked_fill(~pair, NEG_INF)
@@ -68,8 +71,9 @@ class DNLI(nn.Module):
         the question each belongs to; option_mask (N, K) marks real slots -> logits (N, K).
         """
         pf, pmf, qf, qmf = p[option_index], p_mask[option_index], q[option_index], q_mask[option_index]
-        feats = torch.cat([self.po(pf, pmf, o, o_mask), self.qo(qf, qmf, o, o_mask),
-                           self.pq(pf, pmf, qf, qmf)], dim=-1)
+        feats = torch.cat(
+            [self.po(pf, pmf, o, o_mask), self.qo(qf, qmf, o, o_mask), self.pq(pf, pmf, qf, qmf)], dim=-1
+        )
         logits = feats.new_full(option_mask.shape, NEG_INF)
         return logits.masked_scatter(option_mask, self.score(feats).squeeze(-1).to(logits.dtype))
 
@@ -108,8 +112,9 @@ class RSSP(nn.Module):
         feed = torch.tanh(self.combine(torch.cat([h, ctx], dim=-1)))
         return feed, att, (h, c, feed)
 
-    def log_probs(self, feed: torch.Tensor, att: torch.Tensor, emb: torch.Tensor,
-                  src_ids: torch.Tensor) -> torch.Tensor:
+    def log_probs(
+        self, feed: torch.Tensor, att: torch.Tensor, emb: torch.Tensor, src_ids: torch.Tensor
+    ) -> torch.Tensor:
         """Next-token log-probabilities; feed (..., H), att (..., S), emb (..., D), src_ids (B, S)."""
         logits = (self.to_emb(feed) @ self.embeddings.weight.t()).float()
         if not self.copy:
@@ -121,8 +126,9 @@ class RSSP(nn.Module):
         probs = probs.scatter_add(-1, index, (1 - p_gen) * att.float())
         return torch.log(probs + 1e-12)
 
-    def forward(self, dec_in: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor,
-                src_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, dec_in: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor, src_ids: torch.Tensor
+    ) -> torch.Tensor:
         """Teacher forcing: dec_in (B, T) -> log-probabilities (B, T, V)."""
         state = self.init_state(memory, mask)
         emb = self.embeddings(dec_in)
@@ -152,8 +158,16 @@ class Declare(nn.Module):
         p = self.encode(batch["p_ids"], batch["p_mask"])
         q = self.encode(batch["q_ids"], batch["q_mask"])
         o = self.encode(batch["o_ids"], batch["o_mask"])
-        return self.dnli(p, batch["p_mask"].bool(), q, batch["q_mask"].bool(), o, batch["o_mask"].bool(),
-                         batch["option_index"], batch["option_mask"])
+        return self.dnli(
+            p,
+            batch["p_mask"].bool(),
+            q,
+            batch["q_mask"].bool(),
+            o,
+            batch["o_mask"].bool(),
+            batch["option_index"],
+            batch["option_mask"],
+        )
 
     def losses(self, batch: dict) -> dict[str, torch.Tensor]:
         states = self.encode(batch["src_ids"], batch["src_mask"])
@@ -168,9 +182,14 @@ class Declare(nn.Module):
         return {"lp": lp, "lq": lq, "lr": lr}
 
 
-def partial_translate(input_ids: Sequence[int], start_id: int, end_id: int,
-                      step: Callable[[int, bool], int | None], bos_id: int,
-                      max_span: int = 16) -> list[tuple[str, list[int]]]:
+def partial_translate(
+    input_ids: Sequence[int],
+    start_id: int,
+    end_id: int,
+    step: Callable[[int, bool], int | None],
+    bos_id: int,
+    max_span: int = 16,
+) -> list[tuple[str, list[int]]]:
     """Appendix B partial translation over one marked input (no special tokens besides markers).
 
     Outside marked spans the input token is copied (and fed to the decoder); at a start

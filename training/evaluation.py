@@ -7,6 +7,7 @@
 
 `medsimp evaluate` is a thin wrapper over `Scorer` and `signature` (docs/metrics.md).
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,13 +18,30 @@ from pathlib import Path
 # One declared scale per reported value (docs/metrics.md). The numbers keep the scales
 # the papers and libraries report them on; nothing is rescaled.
 SCALES: dict[str, str] = {
-    **{k: "0-1" for k in ("bleu", "bleu_1", "bleu_2", "bleu_3", "bleu_4", "meteor", "rouge_l",
-                          "bertscore_f1", "hit", "cwr", "ascore")},
+    **{
+        k: "0-1"
+        for k in (
+            "bleu",
+            "bleu_1",
+            "bleu_2",
+            "bleu_3",
+            "bleu_4",
+            "meteor",
+            "rouge_l",
+            "bertscore_f1",
+            "hit",
+            "cwr",
+            "ascore",
+        )
+    },
     "cider": "0-10",
     **{k: "0-100" for k in ("sari", "sari_keep", "sari_del", "sari_add")},
     "fkgl": "US grade: unbounded, lower = simpler",
     # EASSE-style measures (training/simplification_measures.py), means over sentences
-    **{k: "0-1" for k in ("levenshtein_similarity", "exact_copies", "additions_proportion", "deletions_proportion")},
+    **{
+        k: "0-1"
+        for k in ("levenshtein_similarity", "exact_copies", "additions_proportion", "deletions_proportion")
+    },
     "compression_ratio": "ratio: output / source characters",
     "sentence_splits": "ratio: output / source sentences",
     "lexical_complexity": "8 - Zipf: 0-8, higher = rarer words",
@@ -72,8 +90,13 @@ def signature(mode: str, n_refs: int, metrics: Sequence[str]) -> str:
     version, plus the tokenizer, casing, mode and reference count:
     `medsimp:0.1.0|mode:default|tok:nltk-treebank|case:lc|refs:4|bleu:medsimp-corpus-bleu+nosmooth@0.1.0|...`.
     """
-    parts = [f"medsimp:{_version(None)}", f"mode:{mode}", f"tok:{_TOKENIZER[mode]}", f"case:{_CASE[mode]}",
-             f"refs:{n_refs}"]
+    parts = [
+        f"medsimp:{_version(None)}",
+        f"mode:{mode}",
+        f"tok:{_TOKENIZER[mode]}",
+        f"case:{_CASE[mode]}",
+        f"refs:{n_refs}",
+    ]
     impl = _IMPLEMENTATIONS[mode]
     for name in metrics:
         if name in impl:
@@ -86,14 +109,18 @@ def metric_names(scores: dict) -> list[str]:
     """The selectable metric names behind a scores dict's keys (bleu_2 -> bleu, sari_add -> sari)."""
     from medsimp.training.scoring import METRICS
 
-    names = {"bertscore" if k == "bertscore_f1" else k.split("_")[0] if k.split("_")[0] in ("bleu", "sari") else k
-             for k, v in scores.items() if v is not None}
+    names = {
+        "bertscore" if k == "bertscore_f1" else k.split("_")[0] if k.split("_")[0] in ("bleu", "sari") else k
+        for k, v in scores.items()
+        if v is not None
+    }
     return [m for m in METRICS if m in names]
 
 
 @dataclass
 class Evaluation:
     """One system's result: `scores` (None = not computable), their `scales`, the `signature`."""
+
     mode: str
     n: int
     scores: dict[str, float | None]
@@ -108,22 +135,36 @@ class Evaluation:
 class Scorer:
     """Both scoring modes with the shared resources (word lists, dictionary) loaded once."""
 
-    def __init__(self, cfg: dict, train_cfg: dict, notes_cfg: dict, base: str | Path = ".",
-                 select: Sequence[str] | None = None):
+    def __init__(
+        self,
+        cfg: dict,
+        train_cfg: dict,
+        notes_cfg: dict,
+        base: str | Path = ".",
+        select: Sequence[str] | None = None,
+    ):
         from medsimp.config import resolve_path
         from medsimp.params_schema import default
         from medsimp.resources import resolve_model
         from medsimp.training import scoring
         from medsimp.training.lexicon import load_common_words, load_dictionary
 
-        self.common = load_common_words(resolve_path(cfg.get("common_words") or notes_cfg.get("common_words")
-                                                     or default("notes.common_words"), base))
-        self.dictionary = load_dictionary([resolve_path(p, base) for p in
-                                           cfg.get("dictionaries") or train_cfg.get("dictionaries") or []])
+        self.common = load_common_words(
+            resolve_path(
+                cfg.get("common_words") or notes_cfg.get("common_words") or default("notes.common_words"),
+                base,
+            )
+        )
+        self.dictionary = load_dictionary(
+            [resolve_path(p, base) for p in cfg.get("dictionaries") or train_cfg.get("dictionaries") or []]
+        )
         self.meteor = bool(cfg.get("meteor", True))
         self.select = list(select) if select is not None else cfg.get("select")
-        self.bert = resolve_model(cfg.get("bertscore_model", "minilm")) \
-            if cfg.get("bertscore", True) and "bertscore" in scoring.selection(self.select) else None
+        self.bert = (
+            resolve_model(cfg.get("bertscore_model", "minilm"))
+            if cfg.get("bertscore", True) and "bertscore" in scoring.selection(self.select)
+            else None
+        )
 
     def score(self, hyps: list[str], items, mode: str, full: bool = True) -> dict:
         from medsimp.training import scoring
@@ -131,14 +172,23 @@ class Scorer:
         if len(hyps) != len(items):
             raise ValueError(f"{len(hyps)} outputs for {len(items)} evaluation sentences")
         if mode == "medlane":
-            return scoring.score_medlane(hyps, items, self.common, set(self.dictionary), self.meteor and full,
-                                         self.select)
+            return scoring.score_medlane(
+                hyps, items, self.common, set(self.dictionary), self.meteor and full, self.select
+            )
         scoring.attach_terms(items, self.dictionary)
-        return scoring.score_default(hyps, items, self.common, self.bert if full else None, self.meteor and full,
-                                     self.select)
+        return scoring.score_default(
+            hyps, items, self.common, self.bert if full else None, self.meteor and full, self.select
+        )
 
-    def evaluate(self, hyps: list[str], items, mode: str, extras: bool = False,
-                 bucket_edges: Sequence[int] = (0, 10, 15, 20, 30), language: str = "en") -> Evaluation:
+    def evaluate(
+        self,
+        hyps: list[str],
+        items,
+        mode: str,
+        extras: bool = False,
+        bucket_edges: Sequence[int] = (0, 10, 15, 20, 30),
+        language: str = "en",
+    ) -> Evaluation:
         """`score` wrapped with its scales and signature (values rounded to 6 decimals).
         `extras`: also the EASSE measures (`simplification_measures`, needs sources) and the
         MedLane length-bucket breakdown (default mode, BLEU/HIT/CWR/AScore per source-length bucket)."""
@@ -146,8 +196,13 @@ class Scorer:
         n_refs = max((len(it.references) for it in items), default=0)
         if mode == "medlane":
             n_refs = min(n_refs, 4)
-        result = Evaluation(mode, len(items), scores, {k: SCALES[k] for k in scores if k in SCALES},
-                            signature(mode, n_refs, metric_names(scores)))
+        result = Evaluation(
+            mode,
+            len(items),
+            scores,
+            {k: SCALES[k] for k in scores if k in SCALES},
+            signature(mode, n_refs, metric_names(scores)),
+        )
         if extras and all(it.source is not None for it in items):
             from medsimp.training.simplification_measures import measures
 
@@ -164,8 +219,13 @@ class Scorer:
         for label in sorted(set(labels), key=lambda s: int(s.split("-")[0].rstrip("+"))):
             idx = [i for i, lab in enumerate(labels) if lab == label]
             sub = self.score([hyps[i] for i in idx], [items[i] for i in idx], "default", full=False)
-            rows.append({"bucket": label, "n": len(idx),
-                         **_rounded({k: sub.get(k) for k in ("bleu", "hit", "cwr", "ascore")})})
+            rows.append(
+                {
+                    "bucket": label,
+                    "n": len(idx),
+                    **_rounded({k: sub.get(k) for k in ("bleu", "hit", "cwr", "ascore")}),
+                }
+            )
         return rows
 
 
@@ -173,9 +233,15 @@ def _rounded(scores: dict) -> dict:
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in scores.items()}
 
 
-def score(hyps: Sequence[str], references: Sequence[Sequence[str]], sources: Sequence[str] | None = None,
-          mode: str = "default", select: Sequence[str] | None = None, params: str | Path = "params.yaml",
-          overrides: dict | None = None) -> Evaluation:
+def score(
+    hyps: Sequence[str],
+    references: Sequence[Sequence[str]],
+    sources: Sequence[str] | None = None,
+    mode: str = "default",
+    select: Sequence[str] | None = None,
+    params: str | Path = "params.yaml",
+    overrides: dict | None = None,
+) -> Evaluation:
     """Score one system: `hyps[i]` against `references[i]` (a list; `abbr[full]` annotations
     allowed) and `sources[i]` (needed for SARI and default-mode HIT). `select` names the
     metrics (None = params `evaluate.select`, null = all); `params` is read for the word
@@ -189,5 +255,7 @@ def score(hyps: Sequence[str], references: Sequence[Sequence[str]], sources: Seq
     cfg = {**section(data, "evaluate"), **(overrides or {})}
     base = Path(params).parent
     scorer = Scorer(cfg, section(data, "train"), section(data, "notes"), base, select)
-    items = [EvalItem(sources[i] if sources is not None else None, list(references[i])) for i in range(len(hyps))]
+    items = [
+        EvalItem(sources[i] if sources is not None else None, list(references[i])) for i in range(len(hyps))
+    ]
     return scorer.evaluate(list(hyps), items, mode)

@@ -8,6 +8,7 @@ wins); a term with no such expansion (or whose gold lies beyond the first
 `max_options` expansions) is still `modify` for the locator but yields no DNLI
 instance. The RSSP target marks the target block of each interpreted term.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -22,6 +23,7 @@ KEEP, MODIFY = 0, 1
 @dataclass(frozen=True)
 class Term:
     """A located source term: word index, dictionary options, gold option index and target span."""
+
     index: int
     word: str
     options: tuple[str, ...]
@@ -32,13 +34,14 @@ class Term:
 def _find(words: Sequence[str], phrase: Sequence[str], lo: int, hi: int) -> int | None:
     n = len(phrase)
     for i in range(lo, hi - n + 1):
-        if list(words[i:i + n]) == list(phrase):
+        if list(words[i : i + n]) == list(phrase):
             return i
     return None
 
 
-def derive(source: Sequence[str], target: Sequence[str], dictionary: dict[str, list[str]],
-           max_options: int = 8) -> tuple[list[int], list[Term]]:
+def derive(
+    source: Sequence[str], target: Sequence[str], dictionary: dict[str, list[str]], max_options: int = 8
+) -> tuple[list[int], list[Term]]:
     """CWL labels per source word and the located terms (see the module docstring)."""
     labels = [KEEP] * len(source)
     terms: list[Term] = []

@@ -1,6 +1,7 @@
 """Lexical resources for DECLARE and the metrics: the abbreviation dictionary,
 the common-word list and an offline English lemmatizer (the last two shared
 with the notes selection in `medsimp.pipelines.selection`)."""
+
 from __future__ import annotations
 
 import json

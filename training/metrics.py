@@ -6,6 +6,7 @@ libraries MedLane's scorer used (nlg-eval = pycocoevalcap); SARI, HIT, CWR and
 AScore are written here from their papers. docs/metrics.md lists every
 difference from the authors' `bleu_eval_new.py`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 Tokens = list[str]
-ZERO_SHIFT = 1e-8     # the paper (Luo et al. 2022, Sec. 5): a zero metric gets 1e-8 before AScore
+ZERO_SHIFT = 1e-8  # the paper (Luo et al. 2022, Sec. 5): a zero metric gets 1e-8 before AScore
 MEDLANE_FLOOR = 1e-4  # the authors' bleu_eval_new.py floors BLEU, HIT and CWR at 1e-4 instead
 
 
@@ -37,7 +38,7 @@ def ascore(bleu: float, hit: float, cwr: float, alpha: float = 2.0, beta: float 
 
 # ---------------------------------------------------------------- BLEU
 def _ngrams(tokens: Sequence[str], n: int) -> Counter:
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def corpus_bleu_n(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], max_n: int = 4) -> list[float]:
@@ -69,7 +70,7 @@ def bleu_stats(hyp: Tokens, rs: Sequence[Tokens], max_n: int = 4) -> list[int]:
 def bleu_from_stats(stats: Sequence[float], max_n: int = 4) -> list[float]:
     """Cumulative BLEU-1..max_n from summed `bleu_stats`."""
     hyp_len, ref_len = stats[0], stats[1]
-    match, total = stats[2:2 + max_n], stats[2 + max_n:2 + 2 * max_n]
+    match, total = stats[2 : 2 + max_n], stats[2 + max_n : 2 + 2 * max_n]
     bp = 1.0 if hyp_len > ref_len else (math.exp(1 - ref_len / hyp_len) if hyp_len else 0.0)
     scores = []
     log_sum = 0.0
@@ -102,8 +103,9 @@ def _coco_inputs(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> tuple[di
 def meteor(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
     """METEOR 1.5 (Denkowski & Lavie 2014) through pycocoevalcap's jar; needs Java."""
     if shutil.which("java") is None:
-        raise MetricUnavailable("METEOR needs a Java runtime (`java` on PATH, e.g. OpenJDK 17); "
-                                "install one or leave METEOR out")
+        raise MetricUnavailable(
+            "METEOR needs a Java runtime (`java` on PATH, e.g. OpenJDK 17); install one or leave METEOR out"
+        )
     if not hyps:
         raise ValueError("METEOR of an empty corpus")
     gts, res = _coco_inputs(hyps, refs)
@@ -147,8 +149,10 @@ def rouge_l(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]) -> float:
             return text.split(" ") if text else []
 
     scorer = RougeScorer(["rougeL"], tokenizer=_Given())
-    vals = [scorer.score_multi([" ".join(r) for r in rs], " ".join(h))["rougeL"].fmeasure
-            for h, rs in zip(hyps, refs, strict=True)]
+    vals = [
+        scorer.score_multi([" ".join(r) for r in rs], " ".join(h))["rougeL"].fmeasure
+        for h, rs in zip(hyps, refs, strict=True)
+    ]
     return sum(vals) / len(vals) if vals else 0.0
 
 
@@ -198,13 +202,17 @@ def sari_sentence(src: Tokens, hyp: Tokens, refs: Sequence[Tokens], max_n: int =
     Follows Xu et al. (2016) as implemented in tensor2tensor / HF `evaluate`
     (0/0 := 1; keep recall over reference-weighted counts).
     """
-    parts = [_sari_ngram(_ngrams(src, n), _ngrams(hyp, n), [_ngrams(r, n) for r in refs], len(refs))
-             for n in range(1, max_n + 1)]
+    parts = [
+        _sari_ngram(_ngrams(src, n), _ngrams(hyp, n), [_ngrams(r, n) for r in refs], len(refs))
+        for n in range(1, max_n + 1)
+    ]
     keep, dele, add = (sum(p[i] for p in parts) / max_n for i in range(3))
     return {"sari": (keep + dele + add) / 3, "keep": keep, "del": dele, "add": add}
 
 
-def sari(srcs: Sequence[Tokens], hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]) -> dict[str, float]:
+def sari(
+    srcs: Sequence[Tokens], hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]
+) -> dict[str, float]:
     """Corpus SARI = mean of sentence SARI (0-100 scale, like HF `evaluate`)."""
     rows = [sari_sentence(s, h, r) for s, h, r in zip(srcs, hyps, refs, strict=True)]
     if not rows:
@@ -221,22 +229,33 @@ def fkgl(sentences: Sequence[str]) -> float:
 
 
 # ---------------------------------------------------------------- BERTScore
-def bertscore_f1(hyps: Sequence[str], refs: Sequence[Sequence[str]], model_path: str,
-                 num_layers: int = 6, batch_size: int = 32) -> float:
+def bertscore_f1(
+    hyps: Sequence[str],
+    refs: Sequence[Sequence[str]],
+    model_path: str,
+    num_layers: int = 6,
+    batch_size: int = 32,
+) -> float:
     """Mean BERTScore F1 (Zhang et al. 2020), best reference, no idf, no baseline rescaling."""
     from bert_score import score
 
     if not hyps:
         return 0.0
-    _, _, f1 = score(list(hyps), [list(r) for r in refs], model_type=model_path,
-                     num_layers=num_layers, batch_size=batch_size, verbose=False)
+    _, _, f1 = score(
+        list(hyps),
+        [list(r) for r in refs],
+        model_type=model_path,
+        num_layers=num_layers,
+        batch_size=batch_size,
+        verbose=False,
+    )
     return float(f1.mean())
 
 
 # ---------------------------------------------------------------- HIT
 def contains(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
     n = len(phrase)
-    return n > 0 and any(list(tokens[i:i + n]) == list(phrase) for i in range(len(tokens) - n + 1))
+    return n > 0 and any(list(tokens[i : i + n]) == list(phrase) for i in range(len(tokens) - n + 1))
 
 
 def hit(hyps: Sequence[Tokens], terms: Sequence[Sequence[tuple[str, Sequence[Tokens]]]]) -> float | None:
@@ -248,8 +267,11 @@ def hit(hyps: Sequence[Tokens], terms: Sequence[Sequence[tuple[str, Sequence[Tok
     expansion occurs in the output as a whole-token sequence. None when no
     sentence has a term.
     """
-    ratios = [sum(any(contains(hyp, e) for e in expansions) for _, expansions in ts) / len(ts)
-              for hyp, ts in zip(hyps, terms, strict=True) if ts]
+    ratios = [
+        sum(any(contains(hyp, e) for e in expansions) for _, expansions in ts) / len(ts)
+        for hyp, ts in zip(hyps, terms, strict=True)
+        if ts
+    ]
     return sum(ratios) / len(ratios) if ratios else None
 
 
@@ -308,8 +330,13 @@ _ALNUM = re.compile(r"[^\W_]")
 _NUM_RE = re.compile(r"-?\d+\.?\d*e?-?\d*?")
 
 
-def medlane_cwr(hyp_texts: Sequence[str], tokenize: Callable[[str], list[str]],
-                lemma: Callable[[str], str], common: set[str], pro_words: set[str]) -> float:
+def medlane_cwr(
+    hyp_texts: Sequence[str],
+    tokenize: Callable[[str], list[str]],
+    lemma: Callable[[str], str],
+    common: set[str],
+    pro_words: set[str],
+) -> float:
     """CWR as MedLane's `count_common`: numbers -> `num`, every token counts (punctuation and
     numbers as common), dictionary terms and non-common alphabetic words as not common,
     ratio (count - uncommon - pro) / (count + 1e-3), mean over sentences."""
@@ -327,4 +354,3 @@ def medlane_cwr(hyp_texts: Sequence[str], tokenize: Callable[[str], list[str]],
                 unc += 1
         total += (len(tokens) - unc - pro) / (len(tokens) + 1e-3) / len(hyp_texts)
     return total
-

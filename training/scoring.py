@@ -5,6 +5,7 @@
 annotated terms with whole-token matching, CWR = common lemmas / output tokens. `medlane`: reproduces
 `bleu_eval_new.py` of machinelearning4health/MedLane (see docs/metrics.md).
 """
+
 from __future__ import annotations
 
 import functools
@@ -24,6 +25,7 @@ MEDLANE_REFERENCES = 4  # bleu_eval_new.py writes ref0..ref3.txt for nlg-eval
 @dataclass
 class EvalItem:
     """One evaluation sentence: its source (may be None) and raw references (may hold `abbr[full]`)."""
+
     source: str | None
     references: list[str]
     terms: list[tuple[str, list[str]]] = field(default_factory=list)  # filled by `attach_terms`
@@ -104,9 +106,14 @@ def selection(select: Sequence[str] | None) -> frozenset[str]:
     return frozenset(chosen)
 
 
-def score_default(hyps: Sequence[str], items: Sequence[EvalItem], common: set[str],
-                  bertscore_model: str | None = None, with_meteor: bool = True,
-                  select: Sequence[str] | None = None) -> dict[str, float | None]:
+def score_default(
+    hyps: Sequence[str],
+    items: Sequence[EvalItem],
+    common: set[str],
+    bertscore_model: str | None = None,
+    with_meteor: bool = True,
+    select: Sequence[str] | None = None,
+) -> dict[str, float | None]:
     """The selected metrics (`select`, None = all), corrected mode; each is computed (and its
     library imported) only when selected. Needs `attach_terms` first for HIT."""
     want = selection(select)
@@ -128,14 +135,20 @@ def score_default(hyps: Sequence[str], items: Sequence[EvalItem], common: set[st
     if "cider" in want:
         out["cider"] = M.cider(h_join, r_join)
     if "sari" in want and all(it.source is not None for it in items):
-        out.update({f"sari{'' if k == 'sari' else '_' + k}": v for k, v in
-                    M.sari([tokenize(it.source or "") for it in items], h_tok, r_tok).items()})
+        out.update(
+            {
+                f"sari{'' if k == 'sari' else '_' + k}": v
+                for k, v in M.sari([tokenize(it.source or "") for it in items], h_tok, r_tok).items()
+            }
+        )
     if "fkgl" in want:
         out["fkgl"] = M.fkgl(list(hyps))
     if bertscore_model and "bertscore" in want:
         out["bertscore_f1"] = M.bertscore_f1(list(hyps), r_raw, bertscore_model)
     if "hit" in want:
-        out["hit"] = M.hit(h_tok, [[(t, [tokenize(e) for e in exps]) for t, exps in it.terms] for it in items])
+        out["hit"] = M.hit(
+            h_tok, [[(t, [tokenize(e) for e in exps]) for t, exps in it.terms] for it in items]
+        )
     if "cwr" in want:
         out["cwr"] = M.cwr(h_tok, _is_common(common))
     if "ascore" in want:
@@ -176,9 +189,14 @@ def medlane_reference(raw: str) -> tuple[str, dict[str, str]]:
     return " ".join(cudic.get(w, w) for w in words), cudic
 
 
-def score_medlane(hyps: Sequence[str], items: Sequence[EvalItem], common: set[str],
-                  pro_words: set[str], with_meteor: bool = True,
-                  select: Sequence[str] | None = None) -> dict[str, float | None]:
+def score_medlane(
+    hyps: Sequence[str],
+    items: Sequence[EvalItem],
+    common: set[str],
+    pro_words: set[str],
+    with_meteor: bool = True,
+    select: Sequence[str] | None = None,
+) -> dict[str, float | None]:
     """The authors' metric set computed as `bleu_eval_new.get_score` does (the selected ones).
 
     nlg-eval's `compute_metrics` gets the first 4 prepared references of each record
@@ -210,8 +228,10 @@ def score_medlane(hyps: Sequence[str], items: Sequence[EvalItem], common: set[st
     if "cwr" in want:
         from medsimp.training.lexicon import lemma, stopwords
 
-        out["cwr"] = max(M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words),
-                         M.MEDLANE_FLOOR)
+        out["cwr"] = max(
+            M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words),
+            M.MEDLANE_FLOOR,
+        )
     if "ascore" in want:
         out["ascore"] = M.ascore(out["bleu"], out["hit"], out["cwr"])
     return out

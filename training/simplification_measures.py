@@ -13,14 +13,22 @@ between the source and the output, averaged over sentences.
   its content words' (alphabetic, not a stopword) complexity `8 - zipf_frequency(word, lang)`
   from wordfreq (higher = rarer words); sentences without content words are skipped.
 """
+
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 
 ZIPF_CEILING = 8.0  # above wordfreq's highest Zipf value ("the" is ~7.7)
-MEASURES = ("compression_ratio", "sentence_splits", "levenshtein_similarity", "exact_copies",
-            "additions_proportion", "deletions_proportion", "lexical_complexity")
+MEASURES = (
+    "compression_ratio",
+    "sentence_splits",
+    "levenshtein_similarity",
+    "exact_copies",
+    "additions_proportion",
+    "deletions_proportion",
+    "lexical_complexity",
+)
 
 
 def levenshtein_similarity(a: str, b: str) -> float:
@@ -49,7 +57,9 @@ def lexical_complexity(tokens: Sequence[str], language: str, stopwords: set[str]
     import numpy as np
     from wordfreq import zipf_frequency
 
-    values = [ZIPF_CEILING - zipf_frequency(t, language) for t in tokens if t.isalpha() and t not in stopwords]
+    values = [
+        ZIPF_CEILING - zipf_frequency(t, language) for t in tokens if t.isalpha() and t not in stopwords
+    ]
     return float(np.quantile(values, 0.75)) if values else None
 
 

@@ -4,6 +4,7 @@ AdamW with linear warm-up, early stopping on the validation loss, the best
 checkpoint kept for test, resumable from the last checkpoint, seeded, AMP and
 the GPU when present, a tqdm bar showing the loss.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,15 @@ import torch
 
 from medsimp.params_schema import Train as _TrainParams
 from medsimp.training.declare import Declare, partial_translate
-from medsimp.training.labels import MODIFY, SPAN_END, SPAN_START, derive, marked_source, marked_target, masked_context
+from medsimp.training.labels import (
+    MODIFY,
+    SPAN_END,
+    SPAN_START,
+    derive,
+    marked_source,
+    marked_target,
+    masked_context,
+)
 
 Pair = tuple[list[str], list[str]]
 _P = _TrainParams()  # defaults live in medsimp.params_schema (== params.yaml `train`)
@@ -25,6 +34,7 @@ _P = _TrainParams()  # defaults live in medsimp.params_schema (== params.yaml `t
 @dataclass
 class Settings:
     """The knobs of `params.yaml` `train` that DECLARE uses (defaults: the params schema)."""
+
     encoder: str = _P.encoder
     max_length: int = _P.max_length
     max_option_length: int = _P.max_option_length
@@ -82,8 +92,9 @@ class Featurizer:
         self.start_id, self.end_id = tokenizer.convert_tokens_to_ids([SPAN_START, SPAN_END])
 
     def words(self, words: Sequence[str], max_length: int | None = None):
-        return self.tok(list(words), is_split_into_words=True, truncation=True,
-                        max_length=max_length or self.s.max_length)
+        return self.tok(
+            list(words), is_split_into_words=True, truncation=True, max_length=max_length or self.s.max_length
+        )
 
     def example(self, src: list[str], tgt: list[str]) -> dict:
         labels, terms = derive(src, tgt, self.dict, self.s.max_options)
@@ -98,36 +109,60 @@ class Featurizer:
         spans = sorted({t.target_span for t in gold if t.target_span})
         spans = [sp for k, sp in enumerate(spans) if k == 0 or sp[0] >= spans[k - 1][1]]
         tgt_ids = self.words(marked_target(tgt, spans))["input_ids"]
-        mc = [(masked_context(src, t.index, self.tok.mask_token), t.word, list(t.options), t.gold) for t in gold]
-        return {"src_ids": enc["input_ids"], "cwl": cwl, "mark_ids": mark["input_ids"],
-                "tgt_ids": tgt_ids, "mc": mc}
+        mc = [
+            (masked_context(src, t.index, self.tok.mask_token), t.word, list(t.options), t.gold) for t in gold
+        ]
+        return {
+            "src_ids": enc["input_ids"],
+            "cwl": cwl,
+            "mark_ids": mark["input_ids"],
+            "tgt_ids": tgt_ids,
+            "mc": mc,
+        }
 
     def _pad(self, seqs: list[list[int]], value: int) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(x) for x in seqs)
         ids = torch.full((len(seqs), width), value, dtype=torch.long)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for i, x in enumerate(seqs):
-            ids[i, :len(x)] = torch.tensor(x, dtype=torch.long)
-            mask[i, :len(x)] = 1
+            ids[i, : len(x)] = torch.tensor(x, dtype=torch.long)
+            mask[i, : len(x)] = 1
         return ids, mask
 
     def multiple_choice(self, mc: list[tuple[str, str, list[str], int | None]]) -> dict:
         """Tensors for DNLI: context, question, options (padded to max_options, masked)."""
         pad = self.tok.pad_token_id
         k = self.s.max_options
-        p_ids, p_mask = self._pad([self.tok(c, truncation=True, max_length=self.s.max_length)["input_ids"]
-                                   for c, _, _, _ in mc], pad)
-        q_ids, q_mask = self._pad([self.tok(q, truncation=True, max_length=self.s.max_option_length)["input_ids"]
-                                   for _, q, _, _ in mc], pad)
-        opts = [self.tok(o, truncation=True, max_length=self.s.max_option_length)["input_ids"]
-                for _, _, options, _ in mc for o in options[:k]]
+        p_ids, p_mask = self._pad(
+            [self.tok(c, truncation=True, max_length=self.s.max_length)["input_ids"] for c, _, _, _ in mc],
+            pad,
+        )
+        q_ids, q_mask = self._pad(
+            [
+                self.tok(q, truncation=True, max_length=self.s.max_option_length)["input_ids"]
+                for _, q, _, _ in mc
+            ],
+            pad,
+        )
+        opts = [
+            self.tok(o, truncation=True, max_length=self.s.max_option_length)["input_ids"]
+            for _, _, options, _ in mc
+            for o in options[:k]
+        ]
         o_ids, o_mask = self._pad(opts, pad)
         index = [i for i, (_, _, options, _) in enumerate(mc) for _ in options[:k]]
         option_mask = torch.tensor([[j < len(options) for j in range(k)] for _, _, options, _ in mc])
-        return {"p_ids": p_ids, "p_mask": p_mask, "q_ids": q_ids, "q_mask": q_mask,
-                "o_ids": o_ids, "o_mask": o_mask, "option_index": torch.tensor(index, dtype=torch.long),
-                "option_mask": option_mask,
-                "dnli_labels": torch.tensor([g if g is not None else -100 for *_, g in mc])}
+        return {
+            "p_ids": p_ids,
+            "p_mask": p_mask,
+            "q_ids": q_ids,
+            "q_mask": q_mask,
+            "o_ids": o_ids,
+            "o_mask": o_mask,
+            "option_index": torch.tensor(index, dtype=torch.long),
+            "option_mask": option_mask,
+            "dnli_labels": torch.tensor([g if g is not None else -100 for *_, g in mc]),
+        }
 
     def collate(self, examples: list[dict]) -> dict:
         pad = self.tok.pad_token_id
@@ -136,8 +171,15 @@ class Featurizer:
         mark_ids, mark_mask = self._pad([e["mark_ids"] for e in examples], pad)
         dec_in, _ = self._pad([e["tgt_ids"][:-1] for e in examples], pad)
         dec_out, _ = self._pad([e["tgt_ids"][1:] for e in examples], -100)
-        batch = {"src_ids": src_ids, "src_mask": src_mask, "cwl_labels": cwl, "mark_ids": mark_ids,
-                 "mark_mask": mark_mask, "dec_in": dec_in, "dec_out": dec_out}
+        batch = {
+            "src_ids": src_ids,
+            "src_mask": src_mask,
+            "cwl_labels": cwl,
+            "mark_ids": mark_ids,
+            "mark_mask": mark_mask,
+            "dec_in": dec_in,
+            "dec_out": dec_out,
+        }
         mc = [m for e in examples for m in e["mc"]]
         if mc:
             batch.update(self.multiple_choice(mc))
@@ -162,8 +204,14 @@ def _set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
 
 
-def train(train_pairs: list[Pair], val_pairs: list[Pair], dictionary: dict[str, list[str]],
-          s: Settings, checkpoint_dir: Path, progress: bool = True) -> tuple[Declare, Featurizer, dict]:
+def train(
+    train_pairs: list[Pair],
+    val_pairs: list[Pair],
+    dictionary: dict[str, list[str]],
+    s: Settings,
+    checkpoint_dir: Path,
+    progress: bool = True,
+) -> tuple[Declare, Featurizer, dict]:
     """Train with the joint loss; returns the best model (lowest validation loss) and a log."""
     from torch.utils.data import DataLoader
     from tqdm import tqdm
@@ -178,19 +226,29 @@ def train(train_pairs: list[Pair], val_pairs: list[Pair], dictionary: dict[str, 
     train_ex = [feat.example(a, b) for a, b in train_pairs]
     val_ex = [feat.example(a, b) for a, b in val_pairs]
     gen = torch.Generator().manual_seed(s.seed)
-    loader = DataLoader(train_ex, batch_size=s.batch_size, shuffle=True, generator=gen, collate_fn=feat.collate)
+    loader = DataLoader(
+        train_ex, batch_size=s.batch_size, shuffle=True, generator=gen, collate_fn=feat.collate
+    )
     val_loader = DataLoader(val_ex, batch_size=s.batch_size, shuffle=False, collate_fn=feat.collate)
     enc_params = [p for n, p in model.named_parameters() if n.startswith("encoder.")]
     head_params = [p for n, p in model.named_parameters() if not n.startswith("encoder.")]
-    optim = torch.optim.AdamW([{"params": enc_params, "lr": s.lr}, {"params": head_params, "lr": s.head_lr}],
-                              weight_decay=s.weight_decay)
+    optim = torch.optim.AdamW(
+        [{"params": enc_params, "lr": s.lr}, {"params": head_params, "lr": s.head_lr}],
+        weight_decay=s.weight_decay,
+    )
     total = max(1, len(loader) * s.epochs)
     sched = get_linear_schedule_with_warmup(optim, int(s.warmup_ratio * total), total)
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     last, best_path = checkpoint_dir / "last.pt", checkpoint_dir / "best.pt"
-    log: dict = {"epochs": [], "best_epoch": None, "best_val_loss": None, "resumed_from": None,
-                 "device": device.type, "amp": use_amp}
+    log: dict = {
+        "epochs": [],
+        "best_epoch": None,
+        "best_val_loss": None,
+        "resumed_from": None,
+        "device": device.type,
+        "amp": use_amp,
+    }
     start, bad = 0, 0
     if last.exists():
         ck = torch.load(last, map_location=device, weights_only=False)
@@ -220,19 +278,36 @@ def train(train_pairs: list[Pair], val_pairs: list[Pair], dictionary: dict[str, 
             scaler.update()
             sched.step()
             running += float(loss.detach())
-            bar.set_postfix(loss=f"{running / n:.3f}",
-                            **{k: f"{float(v.detach()):.2f}" for k, v in parts.items()})
+            bar.set_postfix(
+                loss=f"{running / n:.3f}", **{k: f"{float(v.detach()):.2f}" for k, v in parts.items()}
+            )
         val = evaluate_loss(model, val_loader, device, use_amp)
-        log["epochs"].append({"epoch": epoch + 1, "train_loss": round(running / max(1, len(loader)), 6),
-                              **{f"val_{k}": round(v, 6) for k, v in val.items()}})
+        log["epochs"].append(
+            {
+                "epoch": epoch + 1,
+                "train_loss": round(running / max(1, len(loader)), 6),
+                **{f"val_{k}": round(v, 6) for k, v in val.items()},
+            }
+        )
         if log["best_val_loss"] is None or val["loss"] < log["best_val_loss"]:
             log["best_val_loss"], log["best_epoch"], bad = val["loss"], epoch + 1, 0
             torch.save(model.state_dict(), best_path)
         else:
             bad += 1
-        torch.save({"model": model.state_dict(), "optim": optim.state_dict(), "sched": sched.state_dict(),
-                    "scaler": scaler.state_dict(), "gen": gen.get_state(), "rng": _rng_state(),
-                    "epoch": epoch, "bad": bad, "log": log}, last)
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "optim": optim.state_dict(),
+                "sched": sched.state_dict(),
+                "scaler": scaler.state_dict(),
+                "gen": gen.get_state(),
+                "rng": _rng_state(),
+                "epoch": epoch,
+                "bad": bad,
+                "log": log,
+            },
+            last,
+        )
     if best_path.exists():
         model.load_state_dict(torch.load(best_path, map_location=device, weights_only=True))
     return model, feat, log
@@ -261,7 +336,7 @@ def predict(model: Declare, feat: Featurizer, sources: list[list[str]], batch_si
     device = next(model.parameters()).device
     outputs = []
     for lo in range(0, len(sources), batch_size):
-        chunk = sources[lo:lo + batch_size]
+        chunk = sources[lo : lo + batch_size]
         for src, choices in zip(chunk, _interpret(model, feat, chunk, device)):
             outputs.append(_polish(model, feat, src, choices, device))
     return outputs
@@ -284,14 +359,16 @@ def _interpret(model: Declare, feat: Featurizer, chunk: list[list[str]], device)
     choices: list[dict[int, str]] = [{} for _ in chunk]
     multi = []
     for b, w in located:
-        options = feat.dict[chunk[b][w]][:feat.s.max_options]
+        options = feat.dict[chunk[b][w]][: feat.s.max_options]
         if len(options) == 1:
             choices[b][w] = options[0]
         else:
             multi.append((b, w, options))
     if multi:
         mc: list[tuple[str, str, list[str], int | None]] = [
-            (masked_context(chunk[b], w, feat.tok.mask_token), chunk[b][w], opts, None) for b, w, opts in multi]
+            (masked_context(chunk[b], w, feat.tok.mask_token), chunk[b][w], opts, None)
+            for b, w, opts in multi
+        ]
         batch = {k: v.to(device) for k, v in feat.multiple_choice(mc).items() if k != "dnli_labels"}
         best = model.dnli_logits(batch).argmax(-1).cpu()
         for (b, w, opts), k in zip(multi, best.tolist()):
@@ -331,7 +408,7 @@ def _polish(model: Declare, feat: Featurizer, src: list[str], choices: dict[int,
                 if w is not None and w > last_word:
                     pieces.append(marked[w])
                     last_word = w
-    rest = [w for w in marked[last_word + 1:] if w not in (SPAN_START, SPAN_END)]
+    rest = [w for w in marked[last_word + 1 :] if w not in (SPAN_START, SPAN_END)]
     return " ".join(pieces + rest)
 
 

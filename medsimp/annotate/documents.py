@@ -6,6 +6,7 @@ wiki-auto, jsonl DocPairs), or a Vecalign-format pair of sentence files with its
 Each document is a plain dict the page renders:
 `{doc_id, language, complex: [str], simple: [str], alignments: [{c, s, method, scores, keep}]}`.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,27 +45,42 @@ def pair_folder(path: Path, config: str | None) -> Path:
     else:
         folder = path
     if not folder.is_dir():
-        raise InputError(f"{folder}: no such folder" + ("" if config else
-                                                       " (a builder folder needs --config)"))
+        raise InputError(
+            f"{folder}: no such folder" + ("" if config else " (a builder folder needs --config)")
+        )
     return folder
 
 
 def _alignment(row: dict, cidx: list[int], sidx: list[int]) -> dict[str, Any]:
-    scores = {k: round(float(row[k]), 4) for k in ("crf_score", "vecalign_score", "overlap_r")
-              if row.get(k) is not None}
-    return {"c": cidx, "s": sidx, "method": str(row.get("method") or ""), "scores": scores,
-            "keep": row.get("keep")}
+    scores = {
+        k: round(float(row[k]), 4)
+        for k in ("crf_score", "vecalign_score", "overlap_r")
+        if row.get(k) is not None
+    }
+    return {
+        "c": cidx,
+        "s": sidx,
+        "method": str(row.get("method") or ""),
+        "scores": scores,
+        "keep": row.get("keep"),
+    }
 
 
-def from_pairs(pairs_dir: str | Path, sentences_dir: str | Path, *, config: str | None = None,
-               language: str | None = None) -> tuple[list[dict], dict[str, int]]:
+def from_pairs(
+    pairs_dir: str | Path,
+    sentences_dir: str | Path,
+    *,
+    config: str | None = None,
+    language: str | None = None,
+) -> tuple[list[dict], dict[str, int]]:
     """Documents of an aligned-pairs table joined to its sentence table; counts of pairs used and
     of pairs whose sentences are not in the table (e.g. MC-CLEAN gold rows)."""
     rows = _parquet_rows(pair_folder(Path(pairs_dir), config))
     sent_dir = Path(sentences_dir)
     sent_dir = sent_dir / "sentences" if (sent_dir / "sentences").is_dir() else sent_dir
-    sentences = _parquet_rows(sent_dir, ["sentence_id", "doc_id", "side", "language",
-                                         "sentence_index", "text"])
+    sentences = _parquet_rows(
+        sent_dir, ["sentence_id", "doc_id", "side", "language", "sentence_index", "text"]
+    )
     by_side: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for s in sentences:
         by_side[(s["doc_id"], s["side"], s["language"])].append(s)
@@ -84,12 +100,18 @@ def from_pairs(pairs_dir: str | Path, sentences_dir: str | Path, *, config: str 
             continue
         key = (row["doi"], lang)
         if key not in docs:
-            docs[key] = {"doc_id": f"{row['doi']}:{lang}", "language": lang,
-                         "complex": [s["text"] for s in by_side[(row["doi"], "complex", "en")]],
-                         "simple": [s["text"] for s in by_side[(row["doi"], "simple", lang)]],
-                         "alignments": []}
-        docs[key]["alignments"].append(_alignment(row, [position[i] for i in row["complex_ids"]],
-                                                  [position[i] for i in row["simple_ids"]]))
+            docs[key] = {
+                "doc_id": f"{row['doi']}:{lang}",
+                "language": lang,
+                "complex": [s["text"] for s in by_side[(row["doi"], "complex", "en")]],
+                "simple": [s["text"] for s in by_side[(row["doi"], "simple", lang)]],
+                "alignments": [],
+            }
+        docs[key]["alignments"].append(
+            _alignment(
+                row, [position[i] for i in row["complex_ids"]], [position[i] for i in row["simple_ids"]]
+            )
+        )
         counts["pairs"] += 1
     return [docs[k] for k in sorted(docs)], counts
 
@@ -100,10 +122,19 @@ def _from_docpairs(docs, method: str, language: str = "en") -> list[dict]:
     out = []
     for d in docs:
         blocks = pairs_to_blocks(d.pairs, len(d.complex), len(d.simple))
-        out.append({"doc_id": d.doc_id, "language": language, "complex": list(d.complex),
-                    "simple": list(d.simple),
-                    "alignments": [{"c": list(c), "s": list(s), "method": method, "scores": {},
-                                    "keep": None} for c, s in blocks if c and s]})
+        out.append(
+            {
+                "doc_id": d.doc_id,
+                "language": language,
+                "complex": list(d.complex),
+                "simple": list(d.simple),
+                "alignments": [
+                    {"c": list(c), "s": list(s), "method": method, "scores": {}, "keep": None}
+                    for c, s in blocks
+                    if c and s
+                ],
+            }
+        )
     return out
 
 
@@ -118,8 +149,9 @@ def gold_format(path: Path, fmt: str) -> str:
     return "plaba" if isinstance(first, dict) and "question" in first else "mc_clean"
 
 
-def from_gold(path: str | Path, fmt: str = "auto",
-              rejects: list[dict] | None = None) -> tuple[list[dict], tuple[str, ...] | None]:
+def from_gold(
+    path: str | Path, fmt: str = "auto", rejects: list[dict] | None = None
+) -> tuple[list[dict], tuple[str, ...] | None]:
     """Documents of a gold file and the lineage its format implies (None: unknown). Malformed
     PLABA abstracts go to `rejects` ({locator, reason}) and are left out."""
     from medsimp.alignment.gold import GoldFormatError, read_gold, read_plaba
@@ -129,15 +161,19 @@ def from_gold(path: str | Path, fmt: str = "auto",
         raise InputError(f"{path}: no such file")
     try:
         fmt = gold_format(path, fmt)
-        docs = read_plaba(path, rejects if rejects is not None else []) if fmt == "plaba" \
+        docs = (
+            read_plaba(path, rejects if rejects is not None else [])
+            if fmt == "plaba"
             else read_gold(path, fmt)
+        )
     except (GoldFormatError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{path}: not a {fmt} gold file ({exc})") from None
     return _from_docpairs(docs, "gold"), GOLD_LINEAGE.get(fmt)
 
 
-def from_vecalign(src: str | Path, tgt: str | Path, alignments: str | Path | None,
-                  language: str = "en") -> list[dict]:
+def from_vecalign(
+    src: str | Path, tgt: str | Path, alignments: str | Path | None, language: str = "en"
+) -> list[dict]:
     """One document from sentence-per-line files and an optional Vecalign-format alignment file."""
     from medsimp.alignment.gold import DocPair, GoldFormatError, read_blocks
     from medsimp.alignment.score import blocks_to_pairs

@@ -8,6 +8,7 @@ annotator's pair F1 against the majority vote of the other annotators (same rule
 averaged; plus Krippendorff's alpha (nominal) over every (complex, simple) cell of documents
 with two or more annotators, and alpha (interval) per label over gold pairs.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,23 +55,35 @@ def read_exports(paths: list[Path]) -> tuple[dict[str, dict], dict[str, list[Wor
             where = f"{path}: document {n}"
             try:
                 doc_id, complex_, simple = str(d["doc_id"]), list(d["complex"]), list(d["simple"])
-                rows = [(int(a["c"]), int(a["s"]), str(a["state"]), dict(a.get("labels") or {}))
-                        for a in d.get("alignments") or []]
+                rows = [
+                    (int(a["c"]), int(a["s"]), str(a["state"]), dict(a.get("labels") or {}))
+                    for a in d.get("alignments") or []
+                ]
             except (KeyError, TypeError, ValueError):
                 raise InputError(f"{where}: missing doc_id/complex/simple/alignments fields") from None
-            known = docs.setdefault(doc_id, {"doc_id": doc_id, "language": d.get("language", "en"),
-                                             "complex": complex_, "simple": simple})
+            known = docs.setdefault(
+                doc_id,
+                {
+                    "doc_id": doc_id,
+                    "language": d.get("language", "en"),
+                    "complex": complex_,
+                    "simple": simple,
+                },
+            )
             if (known["complex"], known["simple"]) != (complex_, simple):
-                raise InputError(f"{where}: document {doc_id!r} has other sentences than in "
-                                 "another export")
+                raise InputError(f"{where}: document {doc_id!r} has other sentences than in another export")
             bad = [r for r in rows if not (0 <= r[0] < len(complex_) and 0 <= r[1] < len(simple))]
             if bad:
                 raise InputError(f"{where}: alignment {list(bad[0][:2])} out of range")
             if d.get("done"):
                 live = [r for r in rows if r[2] != "rejected"]
-                work[doc_id].append(Work(who, frozenset((c, s) for c, s, _, _ in live),
-                                         {(c, s): {k: int(v) for k, v in lab.items()}
-                                          for c, s, _, lab in live}))
+                work[doc_id].append(
+                    Work(
+                        who,
+                        frozenset((c, s) for c, s, _, _ in live),
+                        {(c, s): {k: int(v) for k, v in lab.items()} for c, s, _, lab in live},
+                    )
+                )
     lineage = union(*lineages) if all(x is not None for x in lineages) else None
     return docs, work, (list(lineage) if lineage is not None else None)
 
@@ -102,8 +115,9 @@ def gold(docs: dict[str, dict], work: dict[str, list[Work]], share: float) -> li
                 for k, v in w.labels.get(p, {}).items():
                     votes[k].append(v)
             labels[p] = {k: _lower_median(v) for k, v in sorted(votes.items())}
-        out.append({**docs[doc_id], "pairs": pairs, "labels": labels,
-                    "annotators": sorted(w.annotator for w in ws)})
+        out.append(
+            {**docs[doc_id], "pairs": pairs, "labels": labels, "annotators": sorted(w.annotator for w in ws)}
+        )
     return out
 
 
@@ -123,8 +137,9 @@ def alpha(rows: list[tuple[str, str, object]], interval: bool = False) -> float 
     return float(task.alpha())
 
 
-def agreement(docs: dict[str, dict], work: dict[str, list[Work]], share: float,
-              label_names: list[str]) -> dict:
+def agreement(
+    docs: dict[str, dict], work: dict[str, list[Work]], share: float, label_names: list[str]
+) -> dict:
     """F1 of each annotator against the majority of the others (macro average), and alphas."""
     from medsimp.alignment.score import pair_prf
 
@@ -141,19 +156,23 @@ def agreement(docs: dict[str, dict], work: dict[str, list[Work]], share: float,
             per[w.annotator][1].append(set(w.pairs))
         n_c, n_s = len(docs[doc_id]["complex"]), len(docs[doc_id]["simple"])
         for w in ws:
-            cells += [(w.annotator, f"{doc_id}|{c}|{s}", int((c, s) in w.pairs))
-                      for c in range(n_c) for s in range(n_s)]
+            cells += [
+                (w.annotator, f"{doc_id}|{c}|{s}", int((c, s) in w.pairs))
+                for c in range(n_c)
+                for s in range(n_s)
+            ]
         for p in majority([w.pairs for w in ws], share):
             for w in ws:
                 for k, v in w.labels.get(p, {}).items():
                     label_rows[k].append((w.annotator, f"{doc_id}|{p[0]}|{p[1]}", v))
     f1 = {a: round(pair_prf(ref, mine)["f1"], 6) for a, (ref, mine) in sorted(per.items())}
-    return {"f1_vs_majority_of_others": f1,
-            "f1_macro": round(sum(f1.values()) / len(f1), 6) if f1 else None,
-            "alpha_alignment": _round(alpha(cells)),
-            "alpha_labels": {k: _round(alpha(label_rows.get(k, []), interval=True))
-                             for k in label_names},
-            "documents_with_2plus_annotators": sum(len(ws) >= 2 for ws in work.values())}
+    return {
+        "f1_vs_majority_of_others": f1,
+        "f1_macro": round(sum(f1.values()) / len(f1), 6) if f1 else None,
+        "alpha_alignment": _round(alpha(cells)),
+        "alpha_labels": {k: _round(alpha(label_rows.get(k, []), interval=True)) for k in label_names},
+        "documents_with_2plus_annotators": sum(len(ws) >= 2 for ws in work.values()),
+    }
 
 
 def _round(x: float | None) -> float | None:

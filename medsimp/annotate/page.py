@@ -1,5 +1,6 @@
 """The annotator page (one self-contained HTML file: data, script and style inline) and a
 localhost server for it that also saves each annotator's export."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,24 +27,31 @@ def script_json(obj) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def page_data(docs: list[dict], title: str, lineage: list[str] | None,
-              save_url: str | None = None) -> dict:
+def page_data(docs: list[dict], title: str, lineage: list[str] | None, save_url: str | None = None) -> dict:
     measures = sorted({m for d in docs for m in d.get("sim", {})})
-    labels = [{"qid": q.qid, "prompt": q.prompt, "options": [list(o) for o in q.options]}
-              for q in ALIGNMENT_PER_PAIR]
-    body = {"docs": docs, "measures": measures, "labels": labels, "title": title,
-            "lineage": lineage, "restricted": is_restricted(lineage)}
+    labels = [
+        {"qid": q.qid, "prompt": q.prompt, "options": [list(o) for o in q.options]}
+        for q in ALIGNMENT_PER_PAIR
+    ]
+    body = {
+        "docs": docs,
+        "measures": measures,
+        "labels": labels,
+        "title": title,
+        "lineage": lineage,
+        "restricted": is_restricted(lineage),
+    }
     page_id = hashlib.sha256(script_json(body).encode("utf-8")).hexdigest()[:16]
     return {**body, "page_id": page_id, "save_url": save_url}
 
 
-def render(docs: list[dict], title: str, lineage: list[str] | None,
-           save_url: str | None = None) -> str:
+def render(docs: list[dict], title: str, lineage: list[str] | None, save_url: str | None = None) -> str:
     """The page; `lineage` None (unknown) or MIMIC-derived shows the do-not-share banner."""
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     data = page_data(docs, title, lineage, save_url)
     return env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
-        title=title, data_json=jinja2.utils.markupsafe.Markup(script_json(data)))
+        title=title, data_json=jinja2.utils.markupsafe.Markup(script_json(data))
+    )
 
 
 def is_loopback(host: str) -> bool:

@@ -1,6 +1,7 @@
 """Similarity matrices (complex rows x simple columns) the page ranks simple sentences by:
 lexical overlap r (MultiCochrane's filter measure), the encoder cosine and the CRF's
 posterior probability (English documents; the larger of its two directions, as `align`)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -27,8 +28,9 @@ def overlap_matrix(complex_: Sequence[str], simple: Sequence[str], language: str
 def cosine_matrix(encoder, complex_: Sequence[str], simple: Sequence[str], language: str) -> np.ndarray:
     if not complex_ or not simple:
         return np.zeros((len(complex_), len(simple)))
-    return np.asarray(encoder.encode(list(complex_), "en") @ encoder.encode(list(simple), language).T,
-                      dtype=np.float64)
+    return np.asarray(
+        encoder.encode(list(complex_), "en") @ encoder.encode(list(simple), language).T, dtype=np.float64
+    )
 
 
 def crf_matrix(model, complex_: Sequence[str], simple: Sequence[str]) -> np.ndarray:
@@ -40,20 +42,27 @@ def crf_matrix(model, complex_: Sequence[str], simple: Sequence[str]) -> np.ndar
         return np.zeros((len(complex_), len(simple)))
     f = model.featurize(model.encoder, complex_, simple)
     fwd, _ = lattice(model.forward, f).forward_backward()
-    rev, _ = lattice(model.reverse, np.ascontiguousarray(
-        pair_features(complex_, simple, f[..., 0].T))).forward_backward()
+    rev, _ = lattice(
+        model.reverse, np.ascontiguousarray(pair_features(complex_, simple, f[..., 0].T))
+    ).forward_backward()
     return np.maximum(fwd[:, 1:].T, rev[:, 1:])
 
 
 class Scorer:
     """Adds `sim: {measure: rows}` to documents, loading each model once."""
 
-    def __init__(self, measures: Sequence[str], align_params: dict, cache: str | None = None,
-                 model_dir: str | None = None):
+    def __init__(
+        self,
+        measures: Sequence[str],
+        align_params: dict,
+        cache: str | None = None,
+        model_dir: str | None = None,
+    ):
         unknown = sorted(set(measures) - set(MEASURES))
         if unknown:
-            raise ValueError(f"annotate.similarities: unknown measure {unknown[0]!r} "
-                             f"(use {', '.join(MEASURES)})")
+            raise ValueError(
+                f"annotate.similarities: unknown measure {unknown[0]!r} (use {', '.join(MEASURES)})"
+            )
         self.measures = list(measures)
         self.params, self.cache, self.model_dir = align_params, cache, model_dir
         self._encoders: tuple[Any, Any] | None = None

@@ -3,6 +3,7 @@
 `medsimp build NAME` runs `build` on the params section `build.NAME` and writes the
 folder with `medsimp.builders.writer.write_builder`.
 """
+
 from __future__ import annotations
 
 import importlib

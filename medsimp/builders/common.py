@@ -1,4 +1,5 @@
 """Shared pieces of the dataset builders: the built-dataset record, input readers, splits, types."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,12 +13,25 @@ import pyarrow.parquet as pq
 
 SPLITS = ("train", "validation", "test")
 
-CONCEPT = pa.struct([("start", pa.int32()), ("end", pa.int32()), ("term", pa.string()),
-                     ("cui", pa.string()), ("semtypes", pa.list_(pa.string())),
-                     ("similarity", pa.float64())])
-READABILITY = pa.struct([("fkgl", pa.float64()), ("gunning_fog", pa.float64()),
-                         ("coleman_liau", pa.float64()), ("ari", pa.float64()),
-                         ("n_tokens", pa.int32())])
+CONCEPT = pa.struct(
+    [
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("term", pa.string()),
+        ("cui", pa.string()),
+        ("semtypes", pa.list_(pa.string())),
+        ("similarity", pa.float64()),
+    ]
+)
+READABILITY = pa.struct(
+    [
+        ("fkgl", pa.float64()),
+        ("gunning_fog", pa.float64()),
+        ("coleman_liau", pa.float64()),
+        ("ari", pa.float64()),
+        ("n_tokens", pa.int32()),
+    ]
+)
 
 
 class BuildError(ValueError):
@@ -63,9 +77,14 @@ def read_parquet_dir(path: str | Path, columns: Iterable[str] | None = None) -> 
 def load_links(path: str | Path) -> dict[str, tuple[list[dict], dict | None]]:
     """sentence_id -> (concepts, readability) from a `medsimp link` output directory."""
     table = read_parquet_dir(path, ["sentence_id", "concepts", "readability"])
-    return {sid: (c or [], r) for sid, c, r in zip(table.column("sentence_id").to_pylist(),
-                                                    table.column("concepts").to_pylist(),
-                                                    table.column("readability").to_pylist())}
+    return {
+        sid: (c or [], r)
+        for sid, c, r in zip(
+            table.column("sentence_id").to_pylist(),
+            table.column("concepts").to_pylist(),
+            table.column("readability").to_pylist(),
+        )
+    }
 
 
 def load_texts(path: str | Path) -> dict[str, str]:
@@ -74,8 +93,9 @@ def load_texts(path: str | Path) -> dict[str, str]:
     return dict(zip(table.column("sentence_id").to_pylist(), table.column("text").to_pylist()))
 
 
-def side_annotations(ids: list[str], texts: dict[str, str],
-                     links: dict[str, tuple]) -> tuple[list[dict], list[Any], int]:
+def side_annotations(
+    ids: list[str], texts: dict[str, str], links: dict[str, tuple]
+) -> tuple[list[dict], list[Any], int]:
     """For sentences joined by a space: concepts with spans shifted into the joined text,
     readability per sentence (None where unlinked), and the number of unlinked sentences."""
     concepts: list[dict] = []
@@ -96,7 +116,7 @@ def side_annotations(ids: list[str], texts: dict[str, str],
 
 def unit_hash(key: str, seed: int) -> float:
     """A number in [0, 1) from sha256(seed:key): stable on every machine and run."""
-    digest = hashlib.sha256(f"{seed}:{key}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
@@ -129,16 +149,15 @@ def exact_split(keys: Iterable[str], validation: float, test: float, seed: int) 
     n = len(ordered)
     n_test, n_val = int(n * test + 0.5), int(n * validation + 0.5)
     out = {k: "test" for k in ordered[:n_test]}
-    out.update({k: "validation" for k in ordered[n_test:n_test + n_val]})
-    out.update({k: "train" for k in ordered[n_test + n_val:]})
+    out.update({k: "validation" for k in ordered[n_test : n_test + n_val]})
+    out.update({k: "train" for k in ordered[n_test + n_val :]})
     return out
 
 
 PRIORITY = ("train", "test", "validation")  # which split a small group gets first
 
 
-def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]],
-                 seed: int) -> dict[str, str]:
+def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]], seed: int) -> dict[str, str]:
     """Move keys so each group of n keys covers the first min(n, 3) splits of PRIORITY.
 
     Groups are e.g. the reviews of each language: with few reviews a seeded split can
@@ -153,7 +172,7 @@ def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]],
     locked: set[str] = set()
     for name in sorted(groups, key=lambda g: (len(groups[g]), g)):
         keys = sorted(groups[name], key=lambda k: (unit_hash(k, seed), k))
-        wanted = PRIORITY[:min(len(keys), 3)]
+        wanted = PRIORITY[: min(len(keys), 3)]
         missing = []
         for split in wanted:
             have = sorted((k for k in keys if out[k] == split), key=lambda k: k not in locked)
@@ -187,5 +206,8 @@ def split_units(units: set[str], split_cfg: dict, group: str) -> dict[str, str]:
     """Seeded train/validation/test split of `units` (params `split`), covering every split
     the number of units allows (see `cover_splits`)."""
     seed = int(split_cfg.get("seed", 13))
-    return cover_splits(seeded_split(units, float(split_cfg.get("validation", 0.1)),
-                                     float(split_cfg.get("test", 0.1)), seed), {group: units}, seed)
+    return cover_splits(
+        seeded_split(units, float(split_cfg.get("validation", 0.1)), float(split_cfg.get("test", 0.1)), seed),
+        {group: units},
+        seed,
+    )

@@ -7,6 +7,7 @@ evaluation file that is split as in the paper (the first `validation_size` recor
 sentences the notes job selected (`keep` true) for annotation. Both derive from
 MIMIC-III and carry the PhysioNet terms and `mimic_derived: true`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,26 +16,49 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from medsimp.builders.common import (MIMIC_III_CITATION, BuildError, BuiltDataset, read_parquet_dir,
-                                     table_from_rows)
+from medsimp.builders.common import (
+    MIMIC_III_CITATION,
+    BuildError,
+    BuiltDataset,
+    read_parquet_dir,
+    table_from_rows,
+)
 from medsimp.pipelines.medlane_format import read_medlane_eval, read_medlane_train, split_eval
 
-TERM = pa.struct([("abbreviation", pa.string()), ("expansion", pa.string()),
-                  ("reference_index", pa.int32())])
-ANNOTATED = pa.schema([
-    ("record_id", pa.string()), ("line", pa.int32()), ("source", pa.string()),
-    ("target", pa.string()), ("target_second_person", pa.string()),
-    ("references", pa.list_(pa.string())), ("reference_labels", pa.list_(pa.int32())),
-    ("raw_references", pa.list_(pa.string())), ("terms", pa.list_(TERM)),
-])
-CANDIDATE_COLUMNS = ["sentence_id", "doc_id", "section", "sentence_index", "char_start",
-                     "char_end", "text"]
-SELECTION_FIELDS = [("category", pa.string()), ("n", pa.int32()), ("abb", pa.int32()),
-                    ("unc", pa.int32()), ("ratio", pa.float64())]
-CANDIDATES = pa.schema([("sentence_id", pa.string()), ("doc_id", pa.string()),
-                        ("section", pa.string()), ("sentence_index", pa.int32()),
-                        ("char_start", pa.int32()), ("char_end", pa.int32()),
-                        ("text", pa.string()), *SELECTION_FIELDS])
+TERM = pa.struct([("abbreviation", pa.string()), ("expansion", pa.string()), ("reference_index", pa.int32())])
+ANNOTATED = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("line", pa.int32()),
+        ("source", pa.string()),
+        ("target", pa.string()),
+        ("target_second_person", pa.string()),
+        ("references", pa.list_(pa.string())),
+        ("reference_labels", pa.list_(pa.int32())),
+        ("raw_references", pa.list_(pa.string())),
+        ("terms", pa.list_(TERM)),
+    ]
+)
+CANDIDATE_COLUMNS = ["sentence_id", "doc_id", "section", "sentence_index", "char_start", "char_end", "text"]
+SELECTION_FIELDS = [
+    ("category", pa.string()),
+    ("n", pa.int32()),
+    ("abb", pa.int32()),
+    ("unc", pa.int32()),
+    ("ratio", pa.float64()),
+]
+CANDIDATES = pa.schema(
+    [
+        ("sentence_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("section", pa.string()),
+        ("sentence_index", pa.int32()),
+        ("char_start", pa.int32()),
+        ("char_end", pa.int32()),
+        ("text", pa.string()),
+        *SELECTION_FIELDS,
+    ]
+)
 
 FEATURES = {
     "record_id": "`<split>:<n>`, n the 0-based record number in its file",
@@ -43,19 +67,21 @@ FEATURES = {
     "target": "expert simplification (train only; null in validation/test)",
     "target_second_person": "the simplification addressed to the patient (train only)",
     "references": "reference simplifications (validation/test) with each `abbr[full form]` "
-                  "replaced by its full form, as MedLane's scorer reads them",
+    "replaced by its full form, as MedLane's scorer reads them",
     "reference_labels": "the 1-4 prefix each reference had in the file",
     "raw_references": "the references as written, annotations inline",
-    "terms": "annotated terms: abbreviation, expansion and the 0-based index of the reference "
-             "they occur in",
+    "terms": "annotated terms: abbreviation, expansion and the 0-based index of the reference they occur in",
     "sentence_id": "`notes:<note id>:complex:en:<sentence index>`",
     "doc_id": "MIMIC note id (ROW_ID)",
     "section": "note section the sentence came from",
     "sentence_index": "0-based sentence position in the note",
-    "char_start": "start offset in the section text", "char_end": "end offset",
+    "char_start": "start offset in the section text",
+    "char_end": "end offset",
     "text": "the candidate sentence (to be annotated)",
-    "category": "MIMIC note category", "n": "Algorithm 1: word tokens",
-    "abb": "Algorithm 1: abbreviation tokens", "unc": "Algorithm 1: uncommon tokens",
+    "category": "MIMIC note category",
+    "n": "Algorithm 1: word tokens",
+    "abb": "Algorithm 1: abbreviation tokens",
+    "unc": "Algorithm 1: uncommon tokens",
     "ratio": "Algorithm 1: (unc + abb) / n",
 }
 
@@ -82,8 +108,11 @@ target repository is private and `--i-accept-physionet-dua` is given. The card's
 
 
 def _annotated_files(folder: Path) -> dict[str, Path]:
-    files = {"train": folder / "train.txt", "validation": folder / "validation.txt",
-             "test": folder / "test.txt"}
+    files = {
+        "train": folder / "train.txt",
+        "validation": folder / "validation.txt",
+        "test": folder / "test.txt",
+    }
     for split in ("train", "test"):
         if not files[split].is_file():
             raise BuildError(f"MedLane {split} file not found: {files[split]}")
@@ -97,8 +126,9 @@ def _annotated(folder: Path, validation_size: int, rejects: list[dict]) -> dict[
         out["validation"] = read_medlane_eval(files["validation"], rejects)
         out["test"] = read_medlane_eval(files["test"], rejects)
     else:
-        out["validation"], out["test"] = split_eval(read_medlane_eval(files["test"], rejects),
-                                                    validation_size)
+        out["validation"], out["test"] = split_eval(
+            read_medlane_eval(files["test"], rejects), validation_size
+        )
     for split, records in out.items():
         for n, rec in enumerate(records):
             rec["record_id"] = f"{split}:{n}"
@@ -110,8 +140,10 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     rejects: list[dict] = []
     annotated = _annotated(Path(cfg["input"]), int(cfg.get("validation_size", 1015)), rejects)
     configs = {"annotated": {s: table_from_rows(r, ANNOTATED) for s, r in annotated.items()}}
-    descriptions = {"annotated": "MedLane annotations: train (source, target, second-person "
-                                 "target); validation/test (source, references, terms)"}
+    descriptions = {
+        "annotated": "MedLane annotations: train (source, target, second-person "
+        "target); validation/test (source, references, terms)"
+    }
     n_records = sum(len(r) for r in annotated.values())
     counts = {"annotated_records": n_records, "candidate_sentences": 0}
     read, kept, filtered = n_records + len(rejects), n_records, 0
@@ -121,26 +153,42 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         for name, type_ in SELECTION_FIELDS:  # selection features, null when the job lacks them
             if name not in selected.column_names:
                 selected = selected.append_column(name, pa.nulls(selected.num_rows, type_))
-        selected = selected.select(CANDIDATES.names).sort_by(
-            [("doc_id", "ascending"), ("sentence_index", "ascending"),
-             ("sentence_id", "ascending")]).cast(CANDIDATES)
+        selected = (
+            selected.select(CANDIDATES.names)
+            .sort_by([("doc_id", "ascending"), ("sentence_index", "ascending"), ("sentence_id", "ascending")])
+            .cast(CANDIDATES)
+        )
         configs["mimic-candidates"] = {"train": selected}
-        descriptions["mimic-candidates"] = ("sentences the notes job selected for annotation "
-                                            "(Algorithm 1 `keep` true); the single split is "
-                                            "named train")
+        descriptions["mimic-candidates"] = (
+            "sentences the notes job selected for annotation "
+            "(Algorithm 1 `keep` true); the single split is "
+            "named train"
+        )
         counts["candidate_sentences"] = selected.num_rows
         read, kept = read + table.num_rows, kept + selected.num_rows
         filtered += table.num_rows - selected.num_rows
     counts.update({"read": read, "kept": kept, "filtered": filtered, "rejected": len(rejects)})
     return BuiltDataset(
-        name="medlane", title="MedLane (medsimp build)",
+        name="medlane",
+        title="MedLane (medsimp build)",
         description=(
             "Clinical-language simplification data in the MedLane format (Luo et al., 2022): "
             "discharge-summary sentences from MIMIC-III with expert simplifications (train) and "
             "up to four references with inline abbreviation annotations (validation/test), plus "
-            "the candidate sentences the medsimp notes job selected for annotation."),
-        citation=CITATION, license="other", access=PHYSIONET_TERMS, configs=configs,
-        config_descriptions=descriptions, feature_descriptions=FEATURES, counts=counts,
-        default_config="annotated", mimic_derived=True, rejects=rejects,
-        notes=["Evaluation records whose file repeats a reference keep the repetition "
-               "(MedLane's sample has records labelled 1,1,3,3: two distinct references)."])
+            "the candidate sentences the medsimp notes job selected for annotation."
+        ),
+        citation=CITATION,
+        license="other",
+        access=PHYSIONET_TERMS,
+        configs=configs,
+        config_descriptions=descriptions,
+        feature_descriptions=FEATURES,
+        counts=counts,
+        default_config="annotated",
+        mimic_derived=True,
+        rejects=rejects,
+        notes=[
+            "Evaluation records whose file repeats a reference keep the repetition "
+            "(MedLane's sample has records labelled 1,1,3,3: two distinct references)."
+        ],
+    )

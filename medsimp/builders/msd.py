@@ -9,40 +9,66 @@ sentences sharing a PCIO element; a paired test document is one group). Splits a
 by document, so both versions of a topic share a split; documents from MSD's paired
 test file (`test_pair` groups) always go to test, the rest are seeded.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (CONCEPT, READABILITY, BuiltDataset, load_links,
-                                     read_parquet_dir, seeded_split, side_annotations,
-                                     table_from_rows)
+from medsimp.builders.common import (
+    CONCEPT,
+    READABILITY,
+    BuiltDataset,
+    load_links,
+    read_parquet_dir,
+    seeded_split,
+    side_annotations,
+    table_from_rows,
+)
 
 COLUMNS = ["sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text"]
 GROUP_COLUMNS = ["group_id", "doc_id", "pcio", "complex_ids", "simple_ids"]
 PAIRED = "test_pair"
 LABEL = {"complex": 0, "simple": 1}
-SCHEMA = pa.schema([
-    ("sentence_id", pa.string()), ("doc_id", pa.string()), ("topic", pa.string()),
-    ("audience", pa.string()), ("label", pa.int32()), ("language", pa.string()),
-    ("section", pa.string()), ("pcio", pa.string()), ("sentence_index", pa.int32()),
-    ("text", pa.string()), ("concepts", pa.list_(CONCEPT)), ("readability", READABILITY),
-])
-GROUP_SCHEMA = pa.schema([
-    ("group_id", pa.string()), ("doc_id", pa.string()), ("topic", pa.string()),
-    ("pcio", pa.string()), ("complex_ids", pa.list_(pa.string())),
-    ("simple_ids", pa.list_(pa.string())), ("complex_text", pa.string()),
-    ("simple_text", pa.string()), ("complex_concepts", pa.list_(CONCEPT)),
-    ("simple_concepts", pa.list_(CONCEPT)), ("complex_readability", pa.list_(READABILITY)),
-    ("simple_readability", pa.list_(READABILITY)),
-])
+SCHEMA = pa.schema(
+    [
+        ("sentence_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("topic", pa.string()),
+        ("audience", pa.string()),
+        ("label", pa.int32()),
+        ("language", pa.string()),
+        ("section", pa.string()),
+        ("pcio", pa.string()),
+        ("sentence_index", pa.int32()),
+        ("text", pa.string()),
+        ("concepts", pa.list_(CONCEPT)),
+        ("readability", READABILITY),
+    ]
+)
+GROUP_SCHEMA = pa.schema(
+    [
+        ("group_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("topic", pa.string()),
+        ("pcio", pa.string()),
+        ("complex_ids", pa.list_(pa.string())),
+        ("simple_ids", pa.list_(pa.string())),
+        ("complex_text", pa.string()),
+        ("simple_text", pa.string()),
+        ("complex_concepts", pa.list_(CONCEPT)),
+        ("simple_concepts", pa.list_(CONCEPT)),
+        ("complex_readability", pa.list_(READABILITY)),
+        ("simple_readability", pa.list_(READABILITY)),
+    ]
+)
 FEATURES = {
     "sentence_id": "`msd:<doc_id>:<side>:<language>:<index>`",
     "doc_id": "MSD document (topic, or the pair number of MSD's paired test file)",
     "topic": "MSD Manual topic (the same in both versions)",
     "pcio": "PCIO element of the section (params `msd.pcio`; '' when unmapped, "
-            "`test_pair` for a paired test document)",
+    "`test_pair` for a paired test document)",
     "group_id": "`<doc_id>:<pcio element>`",
     "complex_ids": "professional sentence ids of the group",
     "simple_ids": "consumer sentence ids of the group",
@@ -54,9 +80,11 @@ FEATURES = {
     "simple_readability": "readability per consumer sentence, aligned with `simple_ids`",
     "audience": "`professional` or `consumer`",
     "label": "0 = expert (professional version), 1 = layman (consumer version), as in MSD",
-    "language": "ISO 639-1 language", "section": "section heading of the sentence",
+    "language": "ISO 639-1 language",
+    "section": "section heading of the sentence",
     "sentence_index": "0-based sentence position in its version of the topic",
-    "text": "the sentence", "concepts": "UMLS concepts; start/end index `text`",
+    "text": "the sentence",
+    "concepts": "UMLS concepts; start/end index `text`",
     "readability": "readability of the sentence (null if not linked)",
 }
 CITATION = """@inproceedings{cao-etal-2020-expertise,
@@ -81,15 +109,17 @@ def _optional(table: pa.Table, name: str, default: list) -> list:
 
 def _split_of(docs: list[str], paired: set[str], split_cfg: dict) -> dict[str, str]:
     """Paired test documents -> test; the others seeded by ratios."""
-    out = seeded_split((d for d in docs if d not in paired),
-                       float(split_cfg.get("validation", 0.1)), float(split_cfg.get("test", 0.1)),
-                       int(split_cfg.get("seed", 13)))
+    out = seeded_split(
+        (d for d in docs if d not in paired),
+        float(split_cfg.get("validation", 0.1)),
+        float(split_cfg.get("test", 0.1)),
+        int(split_cfg.get("seed", 13)),
+    )
     out.update({d: "test" for d in paired})
     return out
 
 
-def _group_rows(cfg: dict, texts: dict[str, str], links: dict,
-                rejects: list[dict]) -> tuple[list[dict], int]:
+def _group_rows(cfg: dict, texts: dict[str, str], links: dict, rejects: list[dict]) -> tuple[list[dict], int]:
     """Groups with their joined texts and annotations, and the number of groups read."""
     groups = read_parquet_dir(cfg["groups"], GROUP_COLUMNS)
     topics = _optional(groups, "topic", groups.column("doc_id").to_pylist())
@@ -97,16 +127,29 @@ def _group_rows(cfg: dict, texts: dict[str, str], links: dict,
     for group, topic in zip(groups.select(GROUP_COLUMNS).to_pylist(), topics):
         unknown = [s for s in [*group["complex_ids"], *group["simple_ids"]] if s not in texts]
         if unknown:
-            rejects.append({"source": "msd", "locator": group["group_id"],
-                            "reason": "unknown_sentence_id", "detail": unknown[0]})
+            rejects.append(
+                {
+                    "source": "msd",
+                    "locator": group["group_id"],
+                    "reason": "unknown_sentence_id",
+                    "detail": unknown[0],
+                }
+            )
             continue
         cc, cr, _ = side_annotations(group["complex_ids"], texts, links)
         sc, sr, _ = side_annotations(group["simple_ids"], texts, links)
-        rows.append({**group, "topic": topic,
-                     "complex_text": " ".join(texts[i] for i in group["complex_ids"]),
-                     "simple_text": " ".join(texts[i] for i in group["simple_ids"]),
-                     "complex_concepts": cc, "simple_concepts": sc,
-                     "complex_readability": cr, "simple_readability": sr})
+        rows.append(
+            {
+                **group,
+                "topic": topic,
+                "complex_text": " ".join(texts[i] for i in group["complex_ids"]),
+                "simple_text": " ".join(texts[i] for i in group["simple_ids"]),
+                "complex_concepts": cc,
+                "simple_concepts": sc,
+                "complex_readability": cr,
+                "simple_readability": sr,
+            }
+        )
     return rows, groups.num_rows
 
 
@@ -114,9 +157,14 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     """Build MSD from the params section `build.msd`."""
     table = read_parquet_dir(cfg["sentences"], COLUMNS)
     doc_ids = table.column("doc_id").to_pylist()
-    sentences = [{**r, "topic": t, "pcio": p} for r, t, p in zip(
-        table.select(COLUMNS).to_pylist(), _optional(table, "topic", doc_ids),
-        _optional(table, "pcio", [""] * table.num_rows))]
+    sentences = [
+        {**r, "topic": t, "pcio": p}
+        for r, t, p in zip(
+            table.select(COLUMNS).to_pylist(),
+            _optional(table, "topic", doc_ids),
+            _optional(table, "pcio", [""] * table.num_rows),
+        )
+    ]
     texts = {r["sentence_id"]: r["text"] for r in sentences}
     links = load_links(cfg["linked"])
     rejects: list[dict] = []
@@ -126,44 +174,73 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     split_of = _split_of(sorted(set(doc_ids) | {g["doc_id"] for g in groups}), paired, split_cfg)
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     missing = 0
-    for r in sorted(sentences, key=lambda r: (r["doc_id"], r["side"], r["language"],
-                                              r["sentence_index"], r["sentence_id"])):
+    for r in sorted(
+        sentences,
+        key=lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"], r["sentence_id"]),
+    ):
         if r["side"] not in LABEL:
-            rejects.append({"source": "msd", "locator": r["sentence_id"], "reason": "unknown_side",
-                            "detail": str(r["side"])[:20]})
+            rejects.append(
+                {
+                    "source": "msd",
+                    "locator": r["sentence_id"],
+                    "reason": "unknown_side",
+                    "detail": str(r["side"])[:20],
+                }
+            )
             continue
         concepts, readability = links.get(r["sentence_id"], ([], None))
         missing += r["sentence_id"] not in links
-        rows[split_of[r["doc_id"]]].append({
-            **r, "label": LABEL[r["side"]],
-            "audience": "professional" if r["side"] == "complex" else "consumer",
-            "concepts": concepts, "readability": readability})
+        rows[split_of[r["doc_id"]]].append(
+            {
+                **r,
+                "label": LABEL[r["side"]],
+                "audience": "professional" if r["side"] == "complex" else "consumer",
+                "concepts": concepts,
+                "readability": readability,
+            }
+        )
     group_rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     for g in sorted(groups, key=lambda g: (g["doc_id"], g["group_id"])):
         group_rows[split_of[g["doc_id"]]].append(g)
     kept = sum(len(v) for v in rows.values()) + len(groups)
-    counts = {"read": len(sentences) + groups_read, "kept": kept, "filtered": 0,
-              "rejected": len(rejects),
-              "documents": len(split_of), "paired_test_documents": len(paired),
-              "groups": len(groups), "missing_links": missing,
-              "expert": sum(1 for v in rows.values() for r in v if r["label"] == 0),
-              "layman": sum(1 for v in rows.values() for r in v if r["label"] == 1)}
+    counts = {
+        "read": len(sentences) + groups_read,
+        "kept": kept,
+        "filtered": 0,
+        "rejected": len(rejects),
+        "documents": len(split_of),
+        "paired_test_documents": len(paired),
+        "groups": len(groups),
+        "missing_links": missing,
+        "expert": sum(1 for v in rows.values() for r in v if r["label"] == 0),
+        "layman": sum(1 for v in rows.values() for r in v if r["label"] == 1),
+    }
     configs = {"sentences": {s: table_from_rows(v, SCHEMA) for s, v in rows.items()}}
     descriptions = {"sentences": "professional and consumer sentences with labels"}
     if cfg.get("groups"):
         configs["groups"] = {s: table_from_rows(v, GROUP_SCHEMA) for s, v in group_rows.items()}
-        descriptions["groups"] = ("candidate parallel groups: both versions' sentences per PCIO "
-                                  "element")
+        descriptions["groups"] = "candidate parallel groups: both versions' sentences per PCIO element"
     return BuiltDataset(
-        name="msd", title="MSD expertise style transfer (medsimp build)",
+        name="msd",
+        title="MSD expertise style transfer (medsimp build)",
         description=(
             "Sentences from the professional and consumer versions of MSD Manual topics, "
             "labelled expert (0) or layman (1) as in the MSD dataset of Cao et al. (2020), with "
             "section headings, PCIO elements, candidate parallel groups, UMLS concepts and "
-            "readability."),
-        citation=CITATION, license="other", access=ACCESS, configs=configs,
-        config_descriptions=descriptions, feature_descriptions=FEATURES, counts=counts,
-        default_config="sentences", rejects=rejects,
-        notes=[f"Splits: by document; paired test documents -> test, the rest seeded (seed "
-               f"{split_cfg.get('seed', 13)}, validation {split_cfg.get('validation', 0.1)}, "
-               f"test {split_cfg.get('test', 0.1)})."])
+            "readability."
+        ),
+        citation=CITATION,
+        license="other",
+        access=ACCESS,
+        configs=configs,
+        config_descriptions=descriptions,
+        feature_descriptions=FEATURES,
+        counts=counts,
+        default_config="sentences",
+        rejects=rejects,
+        notes=[
+            f"Splits: by document; paired test documents -> test, the rest seeded (seed "
+            f"{split_cfg.get('seed', 13)}, validation {split_cfg.get('validation', 0.1)}, "
+            f"test {split_cfg.get('test', 0.1)})."
+        ],
+    )

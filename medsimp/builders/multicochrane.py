@@ -13,6 +13,7 @@ seeded by `unit_hash` (documented as NOT MC-CLEAN), or, when `mc_human` points a
 MultiCochrane's `mc_human.json`, 22 test and 5 validation MC-CLEAN reviews holding their
 human (gold) alignments, the rest train.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,25 +25,63 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from medsimp.builders.common import (
+    CONCEPT,
+    READABILITY,
+    BuildError,
+    BuiltDataset,
+    cover_splits,
+    load_links,
+    load_texts,
+    read_parquet_dir,
+    seeded_split,
+    side_annotations,
+    table_from_rows,
+    unit_hash,
+)
 from medsimp.errors import InputError
-from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset,
-                                     cover_splits, load_links, load_texts, read_parquet_dir,
-                                     seeded_split, side_annotations, table_from_rows, unit_hash)
 
-PAIR_COLUMNS = ["pair_id", "doi", "language", "complex_ids", "simple_ids", "pivot_ids",
-                "complex_text", "simple_text", "pivot_text", "section", "method", "crf_score",
-                "vecalign_score", "overlap_r", "keep"]
+PAIR_COLUMNS = [
+    "pair_id",
+    "doi",
+    "language",
+    "complex_ids",
+    "simple_ids",
+    "pivot_ids",
+    "complex_text",
+    "simple_text",
+    "pivot_text",
+    "section",
+    "method",
+    "crf_score",
+    "vecalign_score",
+    "overlap_r",
+    "keep",
+]
 
-SCHEMA = pa.schema([
-    ("pair_id", pa.string()), ("doi", pa.string()), ("language", pa.string()),
-    ("complex_text", pa.string()), ("simple_text", pa.string()), ("pivot_text", pa.string()),
-    ("complex_ids", pa.list_(pa.string())), ("simple_ids", pa.list_(pa.string())),
-    ("pivot_ids", pa.list_(pa.string())), ("section", pa.string()), ("method", pa.string()),
-    ("crf_score", pa.float64()), ("vecalign_score", pa.float64()),
-    ("overlap_r", pa.float64()), ("keep", pa.bool_()),
-    ("complex_concepts", pa.list_(CONCEPT)), ("simple_concepts", pa.list_(CONCEPT)),
-    ("complex_readability", pa.list_(READABILITY)), ("simple_readability", pa.list_(READABILITY)),
-])
+SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("doi", pa.string()),
+        ("language", pa.string()),
+        ("complex_text", pa.string()),
+        ("simple_text", pa.string()),
+        ("pivot_text", pa.string()),
+        ("complex_ids", pa.list_(pa.string())),
+        ("simple_ids", pa.list_(pa.string())),
+        ("pivot_ids", pa.list_(pa.string())),
+        ("section", pa.string()),
+        ("method", pa.string()),
+        ("crf_score", pa.float64()),
+        ("vecalign_score", pa.float64()),
+        ("overlap_r", pa.float64()),
+        ("keep", pa.bool_()),
+        ("complex_concepts", pa.list_(CONCEPT)),
+        ("simple_concepts", pa.list_(CONCEPT)),
+        ("complex_readability", pa.list_(READABILITY)),
+        ("simple_readability", pa.list_(READABILITY)),
+    ]
+)
 
 FEATURES = {
     "pair_id": "`<doi>:<language>:<n>`",
@@ -60,11 +99,11 @@ FEATURES = {
     "vecalign_score": "Vecalign cost of the PLS-PLS step (null for en)",
     "overlap_r": "overlap r of the English pair (bridged pairs inherit it)",
     "keep": "true when the pair passes the overlap filter (r > threshold by default); the "
-            "training split of the `-filtered` configs holds only these (null for gold rows)",
+    "training split of the `-filtered` configs holds only these (null for gold rows)",
     "complex_concepts": "UMLS concepts of the complex side; start/end index `complex_text`",
     "simple_concepts": "UMLS concepts of the simple side; start/end index `simple_text`",
     "complex_readability": "readability of each complex sentence, aligned with `complex_ids` "
-                           "(null where the link stage gave none)",
+    "(null where the link stage gave none)",
     "simple_readability": "readability of each simple sentence, aligned with `simple_ids`",
 }
 
@@ -95,13 +134,12 @@ def normalise_doi(doi: str) -> str:
     doi = doi.strip()
     for prefix in ("https://doi.org/", "http://doi.org/", "doi:"):
         if doi.lower().startswith(prefix):
-            doi = doi[len(prefix):]
+            doi = doi[len(prefix) :]
     return _PUB.sub("", doi).upper()
 
 
 _DOI_KEY = re.compile(r"^(https?://doi\.org/|doi:)?10\.\d+/", re.IGNORECASE)
-_SPLIT_NAMES = {"validation": "validation", "val": "validation", "dev": "validation",
-                "test": "test"}
+_SPLIT_NAMES = {"validation": "validation", "val": "validation", "dev": "validation", "test": "test"}
 
 
 def _doi_records(obj: Any, hint: str | None = None) -> Iterator[tuple[str, str | None]]:
@@ -125,8 +163,7 @@ def _doi_records(obj: Any, hint: str | None = None) -> Iterator[tuple[str, str |
                 yield from _doi_records(value, _SPLIT_NAMES.get(str(key).lower(), hint))
 
 
-def mc_clean_split(path: str | Path, n_validation: int, seed: int,
-                   n_test: int = 22) -> dict[str, str]:
+def mc_clean_split(path: str | Path, n_validation: int, seed: int, n_test: int = 22) -> dict[str, str]:
     """normalised DOI -> train/validation/test for the MC-CLEAN reviews of `mc_human.json`.
 
     Joseph et al. (2023) hold out 22 test and 5 validation reviews of MC-CLEAN; the rest of
@@ -149,8 +186,8 @@ def mc_clean_split(path: str | Path, n_validation: int, seed: int,
     n_tst = max(0, n_test - sum(1 for s in given.values() if s == "test"))
     out = dict(given)
     out.update({d: "validation" for d in ordered[:n_val]})
-    out.update({d: "test" for d in ordered[n_val:n_val + n_tst]})
-    out.update({d: "train" for d in ordered[n_val + n_tst:]})
+    out.update({d: "test" for d in ordered[n_val : n_val + n_tst]})
+    out.update({d: "train" for d in ordered[n_val + n_tst :]})
     return out
 
 
@@ -168,8 +205,10 @@ def gold_rows(path: str | Path, split_of: dict[str, str]) -> dict[str, list[dict
     try:
         docs = read_mc_clean(path)
     except (GoldFormatError, KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{Path(path).name}: no gold alignments to build MC-CLEAN splits from "
-                         f"({str(exc).splitlines()[0][:200]})") from None
+        raise InputError(
+            f"{Path(path).name}: no gold alignments to build MC-CLEAN splits from "
+            f"({str(exc).splitlines()[0][:200]})"
+        ) from None
     out: dict[str, list[dict]] = {}
     for doc in docs:
         key = normalise_doi(doc.doc_id)
@@ -178,21 +217,33 @@ def gold_rows(path: str | Path, split_of: dict[str, str]) -> dict[str, list[dict
         doi = _PUB.sub("", doc.doc_id.strip())
         for prefix in ("https://doi.org/", "http://doi.org/", "doi:"):
             if doi.lower().startswith(prefix):
-                doi = doi[len(prefix):]
+                doi = doi[len(prefix) :]
         rows = []
-        blocks = [b for b in pairs_to_blocks(doc.pairs, len(doc.complex), len(doc.simple))
-                  if b[0] and b[1]]
+        blocks = [b for b in pairs_to_blocks(doc.pairs, len(doc.complex), len(doc.simple)) if b[0] and b[1]]
         for n, (cidx, sidx) in enumerate(blocks):
-            rows.append({
-                "pair_id": f"{doi}:en:gold{n}", "doi": doi, "language": "en",
-                "complex_ids": [f"mc_human:{doi}:complex:{i}" for i in cidx],
-                "simple_ids": [f"mc_human:{doi}:simple:{j}" for j in sidx], "pivot_ids": [],
-                "complex_text": " ".join(doc.complex[i] for i in cidx),
-                "simple_text": " ".join(doc.simple[j] for j in sidx), "pivot_text": "",
-                "section": "", "method": "gold", "crf_score": None, "vecalign_score": None,
-                "overlap_r": None, "keep": None, "complex_concepts": [], "simple_concepts": [],
-                "complex_readability": [None] * len(cidx),
-                "simple_readability": [None] * len(sidx)})
+            rows.append(
+                {
+                    "pair_id": f"{doi}:en:gold{n}",
+                    "doi": doi,
+                    "language": "en",
+                    "complex_ids": [f"mc_human:{doi}:complex:{i}" for i in cidx],
+                    "simple_ids": [f"mc_human:{doi}:simple:{j}" for j in sidx],
+                    "pivot_ids": [],
+                    "complex_text": " ".join(doc.complex[i] for i in cidx),
+                    "simple_text": " ".join(doc.simple[j] for j in sidx),
+                    "pivot_text": "",
+                    "section": "",
+                    "method": "gold",
+                    "crf_score": None,
+                    "vecalign_score": None,
+                    "overlap_r": None,
+                    "keep": None,
+                    "complex_concepts": [],
+                    "simple_concepts": [],
+                    "complex_readability": [None] * len(cidx),
+                    "simple_readability": [None] * len(sidx),
+                }
+            )
         out[key] = rows
     return out
 
@@ -212,37 +263,51 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     gold: dict[str, list[dict]] = {}
     clean: dict[str, str] = {}
     if cfg.get("mc_human"):
-        clean = mc_clean_split(cfg["mc_human"], int(cfg.get("mc_clean_validation", 5)), seed,
-                               int(cfg.get("mc_clean_test", 22)))
+        clean = mc_clean_split(
+            cfg["mc_human"], int(cfg.get("mc_clean_validation", 5)), seed, int(cfg.get("mc_clean_test", 22))
+        )
         gold = gold_rows(cfg["mc_human"], clean)
         lacking = sorted(d for d, s in clean.items() if s != "train" and not gold.get(d))
         if lacking:
-            raise InputError(f"{Path(cfg['mc_human']).name}: {len(lacking)} held-out MC-CLEAN "
-                             f"review(s) have no gold alignment (first: {lacking[0]}); test and "
-                             "validation must hold gold alignments")
+            raise InputError(
+                f"{Path(cfg['mc_human']).name}: {len(lacking)} held-out MC-CLEAN "
+                f"review(s) have no gold alignment (first: {lacking[0]}); test and "
+                "validation must hold gold alignments"
+            )
         split_of = {p["doi"]: clean.get(normalise_doi(p["doi"]), "train") for p in pairs}
         held = {s: sorted(d for d, v in clean.items() if v == s) for s in ("validation", "test")}
-        scheme = (f"MC-CLEAN (Joseph et al. 2023): of the {len(clean)} reviews of "
-                  f"{Path(cfg['mc_human']).name}, {len(held['test'])} test and "
-                  f"{len(held['validation'])} validation reviews hold their human (gold) English "
-                  "alignments; the other MC-CLEAN reviews (gold alignments) and every other "
-                  "review (automatic alignments, MC-NOISY) are train. Languages other than "
-                  "English have no gold reader yet, so their MC-CLEAN held-out reviews are left "
-                  "out of validation/test. Validation DOIs: " + ", ".join(held["validation"])
-                  + ". Test DOIs: " + ", ".join(held["test"]) + ".")
+        scheme = (
+            f"MC-CLEAN (Joseph et al. 2023): of the {len(clean)} reviews of "
+            f"{Path(cfg['mc_human']).name}, {len(held['test'])} test and "
+            f"{len(held['validation'])} validation reviews hold their human (gold) English "
+            "alignments; the other MC-CLEAN reviews (gold alignments) and every other "
+            "review (automatic alignments, MC-NOISY) are train. Languages other than "
+            "English have no gold reader yet, so their MC-CLEAN held-out reviews are left "
+            "out of validation/test. Validation DOIs: "
+            + ", ".join(held["validation"])
+            + ". Test DOIs: "
+            + ", ".join(held["test"])
+            + "."
+        )
     else:
-        split_of = seeded_split((p["doi"] for p in pairs), float(split_cfg.get("validation", 0.1)),
-                                float(split_cfg.get("test", 0.1)), seed)
+        split_of = seeded_split(
+            (p["doi"] for p in pairs),
+            float(split_cfg.get("validation", 0.1)),
+            float(split_cfg.get("test", 0.1)),
+            seed,
+        )
         by_language: dict[str, set[str]] = {}
         for p in pairs:
             by_language.setdefault(p["language"], set()).add(p["doi"])
         split_of = cover_splits(split_of, by_language, seed)
-        scheme = (f"NOT MC-CLEAN: no gold alignments were given (`mc_human` unset), so "
-                  f"validation and test hold automatic alignments. Seeded by review (seed {seed}, "
-                  f"validation {split_cfg.get('validation', 0.1)}, test "
-                  f"{split_cfg.get('test', 0.1)}); in small corpora reviews are moved so "
-                  "that a language with n reviews has the first min(n, 3) of train, test, "
-                  "validation")
+        scheme = (
+            f"NOT MC-CLEAN: no gold alignments were given (`mc_human` unset), so "
+            f"validation and test hold automatic alignments. Seeded by review (seed {seed}, "
+            f"validation {split_cfg.get('validation', 0.1)}, test "
+            f"{split_cfg.get('test', 0.1)}); in small corpora reviews are moved so "
+            "that a language with n reviews has the first min(n, 3) of train, test, "
+            "validation"
+        )
     filter_splits = tuple(cfg.get("filter_splits", ["train"]))
     bad = sorted(set(filter_splits) - {"train", "validation", "test"})
     if bad:
@@ -252,8 +317,9 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     rejects: list[dict] = []
     missing_links = 0
     replaced = 0
-    for pair in sorted(pairs, key=lambda p: (p["doi"], p["language"], _pair_number(p["pair_id"]),
-                                             p["pair_id"])):
+    for pair in sorted(
+        pairs, key=lambda p: (p["doi"], p["language"], _pair_number(p["pair_id"]), p["pair_id"])
+    ):
         if normalise_doi(pair["doi"]) in clean:
             # MC-CLEAN review: its gold rows (en) replace the automatic ones; other
             # languages keep automatic rows for training only
@@ -263,14 +329,25 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         ids = [*pair["complex_ids"], *pair["simple_ids"]]
         unknown = [sid for sid in ids if sid not in texts]
         if unknown:
-            rejects.append({"source": "multicochrane", "locator": pair["pair_id"],
-                            "reason": "unknown_sentence_id", "detail": unknown[0]})
+            rejects.append(
+                {
+                    "source": "multicochrane",
+                    "locator": pair["pair_id"],
+                    "reason": "unknown_sentence_id",
+                    "detail": unknown[0],
+                }
+            )
             continue
         cc, cr, m1 = side_annotations(pair["complex_ids"], texts, links)
         sc, sr, m2 = side_annotations(pair["simple_ids"], texts, links)
         missing_links += m1 + m2
-        row = {**pair, "complex_concepts": cc, "simple_concepts": sc,
-               "complex_readability": cr, "simple_readability": sr}
+        row = {
+            **pair,
+            "complex_concepts": cc,
+            "simple_concepts": sc,
+            "complex_readability": cr,
+            "simple_readability": sr,
+        }
         rows_by.setdefault((pair["language"], split_of[pair["doi"]]), []).append(row)
 
     for key, rows in sorted(gold.items()):
@@ -281,42 +358,63 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     descriptions: dict[str, str] = {}
     languages = sorted({lang for lang, _ in rows_by})
     for lang in languages:
-        full = {s: table_from_rows(rows_by.get((lang, s), []), SCHEMA)
-                for s in ("train", "validation", "test")}
+        full = {
+            s: table_from_rows(rows_by.get((lang, s), []), SCHEMA) for s in ("train", "validation", "test")
+        }
         configs[lang] = full
         # the paper filters the training set only: evaluation splits stay as they are, so a
         # filtered-versus-unfiltered comparison is scored on the same test set
         configs[f"{lang}-filtered"] = {
             s: (t.filter(pc.fill_null(t.column("keep"), False)) if s in filter_splits else t)
-            for s, t in full.items()}
+            for s, t in full.items()
+        }
         descriptions[lang] = f"all aligned en -> {lang} pairs, with overlap r and `keep`"
         descriptions[f"{lang}-filtered"] = (
             f"en -> {lang}: {'/'.join(filter_splits)} hold only pairs that pass the overlap "
-            "filter; the other splits are those of the unfiltered config")
+            "filter; the other splits are those of the unfiltered config"
+        )
     n_gold = sum(len(v) for v in gold.values())
     kept = sum(len(v) for v in rows_by.values()) - n_gold
-    counts = {"read": len(pairs), "kept": kept, "filtered": replaced, "rejected": len(rejects),
-              "gold_pairs": n_gold, "mc_clean_reviews": len(clean),
-              "overlap_keep": sum(1 for v in rows_by.values() for r in v if r["keep"]),
-              "overlap_keep_train": sum(1 for (_, sp), v in rows_by.items() if sp == "train"
-                                        for r in v if r["keep"]),
-              "reviews": len({p["doi"] for p in pairs}), "missing_links": missing_links,
-              "languages": len(languages)}
+    counts = {
+        "read": len(pairs),
+        "kept": kept,
+        "filtered": replaced,
+        "rejected": len(rejects),
+        "gold_pairs": n_gold,
+        "mc_clean_reviews": len(clean),
+        "overlap_keep": sum(1 for v in rows_by.values() for r in v if r["keep"]),
+        "overlap_keep_train": sum(
+            1 for (_, sp), v in rows_by.items() if sp == "train" for r in v if r["keep"]
+        ),
+        "reviews": len({p["doi"] for p in pairs}),
+        "missing_links": missing_links,
+        "languages": len(languages),
+    }
     return BuiltDataset(
-        name="multicochrane", title="MultiCochrane (medsimp build)",
+        name="multicochrane",
+        title="MultiCochrane (medsimp build)",
         description=(
             "Sentence-aligned pairs from Cochrane systematic reviews: English technical-abstract "
             "sentences aligned to plain-language-summary sentences in English and, bridged "
             "through the English summary, in every other language present (Joseph et al., 2023). "
             "Each pair carries its alignment scores, the overlap filter's r and decision, UMLS "
-            "concepts and readability of both sides."),
-        citation=CITATION, license="other", access=ACCESS, configs=configs,
-        config_descriptions=descriptions, feature_descriptions=FEATURES, counts=counts,
+            "concepts and readability of both sides."
+        ),
+        citation=CITATION,
+        license="other",
+        access=ACCESS,
+        configs=configs,
+        config_descriptions=descriptions,
+        feature_descriptions=FEATURES,
+        counts=counts,
         default_config="en" if "en" in languages else (languages[0] if languages else ""),
         rejects=rejects,
-        notes=[f"Splits: {scheme}; a review is in the same split in every language.",
-               f"`-filtered` configs filter {', '.join(filter_splits)} only (the paper filters "
-               "the training set); `build.multicochrane.filter_splits` can filter more.",
-               "`kept` counts automatic rows (unfiltered configs); `filtered` counts automatic "
-               "rows of MC-CLEAN reviews replaced by gold rows (`gold_pairs`); `overlap_keep` "
-               "rows pass the overlap filter."])
+        notes=[
+            f"Splits: {scheme}; a review is in the same split in every language.",
+            f"`-filtered` configs filter {', '.join(filter_splits)} only (the paper filters "
+            "the training set); `build.multicochrane.filter_splits` can filter more.",
+            "`kept` counts automatic rows (unfiltered configs); `filtered` counts automatic "
+            "rows of MC-CLEAN reviews replaced by gold rows (`gold_pairs`); `overlap_keep` "
+            "rows pass the overlap filter.",
+        ],
+    )

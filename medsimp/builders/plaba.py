@@ -6,29 +6,62 @@ Inputs (params `build.plaba`): the pairs `medsimp plaba` emits (`out/plaba/pairs
 (`alignment` 1-0); splits are by question, 70/15/15 as in Attal et al. (2023), so all
 abstracts of a question (and all adaptations of an abstract) land in one split.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (CONCEPT, READABILITY, BuildError, BuiltDataset, cover_splits,
-                                     exact_split, load_links, load_texts, read_parquet_dir,
-                                     side_annotations, split_units, table_from_rows)
+from medsimp.builders.common import (
+    CONCEPT,
+    READABILITY,
+    BuildError,
+    BuiltDataset,
+    cover_splits,
+    exact_split,
+    load_links,
+    load_texts,
+    read_parquet_dir,
+    side_annotations,
+    split_units,
+    table_from_rows,
+)
 
-PAIR_COLUMNS = ["pair_id", "question_id", "pmid", "adaptation", "sentence_number", "complex_id",
-                "complex_text", "simple_ids", "simple_text", "alignment"]
-SCHEMA = pa.schema([
-    ("pair_id", pa.string()), ("question_id", pa.string()), ("pmid", pa.string()),
-    ("adaptation", pa.int32()), ("sentence_number", pa.int32()), ("complex_id", pa.string()),
-    ("complex_text", pa.string()), ("simple_ids", pa.list_(pa.string())),
-    ("simple_text", pa.string()), ("alignment", pa.string()),
-    ("complex_concepts", pa.list_(CONCEPT)), ("simple_concepts", pa.list_(CONCEPT)),
-    ("complex_readability", READABILITY), ("simple_readability", pa.list_(READABILITY)),
-])
+PAIR_COLUMNS = [
+    "pair_id",
+    "question_id",
+    "pmid",
+    "adaptation",
+    "sentence_number",
+    "complex_id",
+    "complex_text",
+    "simple_ids",
+    "simple_text",
+    "alignment",
+]
+SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("question_id", pa.string()),
+        ("pmid", pa.string()),
+        ("adaptation", pa.int32()),
+        ("sentence_number", pa.int32()),
+        ("complex_id", pa.string()),
+        ("complex_text", pa.string()),
+        ("simple_ids", pa.list_(pa.string())),
+        ("simple_text", pa.string()),
+        ("alignment", pa.string()),
+        ("complex_concepts", pa.list_(CONCEPT)),
+        ("simple_concepts", pa.list_(CONCEPT)),
+        ("complex_readability", READABILITY),
+        ("simple_readability", pa.list_(READABILITY)),
+    ]
+)
 FEATURES = {
     "pair_id": "`<question_id>:<pmid>[:a<k>]:<sentence number>`",
-    "question_id": "PLABA question id", "pmid": "PubMed id of the abstract",
+    "question_id": "PLABA question id",
+    "pmid": "PubMed id of the abstract",
     "adaptation": "which expert adaptation (1, 2, ...)",
     "sentence_number": "number of the abstract sentence in PLABA",
     "complex_id": "sentence id of the abstract sentence",
@@ -67,8 +100,11 @@ def plaba_split(questions: set[str], split_cfg: dict[str, Any]) -> dict[str, str
     if method != "exact":
         raise BuildError(f"build.plaba.split.method must be exact or hash, got {method!r}")
     seed = int(split_cfg.get("seed", 13))
-    return cover_splits(exact_split(questions, float(split_cfg["validation"]),
-                                    float(split_cfg["test"]), seed), {"questions": questions}, seed)
+    return cover_splits(
+        exact_split(questions, float(split_cfg["validation"]), float(split_cfg["test"]), seed),
+        {"questions": questions},
+        seed,
+    )
 
 
 def build(cfg: dict[str, Any]) -> BuiltDataset:
@@ -82,34 +118,64 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     rejects: list[dict] = []
     missing = 0
-    for pair in sorted(pairs, key=lambda p: (p["question_id"], p["pmid"], p["adaptation"],
-                                             p["sentence_number"], p["pair_id"])):
+    for pair in sorted(
+        pairs,
+        key=lambda p: (p["question_id"], p["pmid"], p["adaptation"], p["sentence_number"], p["pair_id"]),
+    ):
         unknown = [s for s in [pair["complex_id"], *pair["simple_ids"]] if s not in texts]
         if unknown:
-            rejects.append({"source": "plaba", "locator": pair["pair_id"],
-                            "reason": "unknown_sentence_id", "detail": unknown[0]})
+            rejects.append(
+                {
+                    "source": "plaba",
+                    "locator": pair["pair_id"],
+                    "reason": "unknown_sentence_id",
+                    "detail": unknown[0],
+                }
+            )
             continue
         cc, cr, m1 = side_annotations([pair["complex_id"]], texts, links)
         sc, sr, m2 = side_annotations(pair["simple_ids"], texts, links)
         missing += m1 + m2
         rows[split_of[pair["question_id"]]].append(
-            {**pair, "complex_concepts": cc, "simple_concepts": sc,
-             "complex_readability": cr[0], "simple_readability": sr})
+            {
+                **pair,
+                "complex_concepts": cc,
+                "simple_concepts": sc,
+                "complex_readability": cr[0],
+                "simple_readability": sr,
+            }
+        )
     kept = sum(len(r) for r in rows.values())
-    counts = {"read": len(pairs), "kept": kept, "filtered": 0, "rejected": len(rejects),
-              "questions": len(split_of), "missing_links": missing,
-              "deletions": sum(1 for r in rows.values() for p in r if p["alignment"] == "1-0")}
+    counts = {
+        "read": len(pairs),
+        "kept": kept,
+        "filtered": 0,
+        "rejected": len(rejects),
+        "questions": len(split_of),
+        "missing_links": missing,
+        "deletions": sum(1 for r in rows.values() for p in r if p["alignment"] == "1-0"),
+    }
     return BuiltDataset(
-        name="plaba", title="PLABA (medsimp build)",
+        name="plaba",
+        title="PLABA (medsimp build)",
         description=(
             "Plain Language Adaptation of Biomedical Abstracts (Attal et al., 2023): PubMed "
             "abstract sentences with their expert plain-language adaptations, aligned sentence "
-            "by sentence (deletions and splits kept), with UMLS concepts and readability."),
-        citation=CITATION, license="other", access=ACCESS,
+            "by sentence (deletions and splits kept), with UMLS concepts and readability."
+        ),
+        citation=CITATION,
+        license="other",
+        access=ACCESS,
         configs={"pairs": {s: table_from_rows(r, SCHEMA) for s, r in rows.items()}},
         config_descriptions={"pairs": "gold abstract-sentence -> adaptation pairs"},
-        feature_descriptions=FEATURES, counts=counts, default_config="pairs", rejects=rejects,
-        notes=[f"Splits: by question, {split_cfg['method']} (seed {split_cfg['seed']}, validation "
-               f"{split_cfg['validation']}, test {split_cfg['test']}; Attal et al. 2023: "
-               "70/15/15 by question); with n < 3 questions only the first n of train, test, "
-               "validation."])
+        feature_descriptions=FEATURES,
+        counts=counts,
+        default_config="pairs",
+        rejects=rejects,
+        notes=[
+            f"Splits: by question, {split_cfg['method']} (seed {split_cfg['seed']}, validation "
+            f"{split_cfg['validation']}, test {split_cfg['test']}; Attal et al. 2023: "
+            "70/15/15 by question); with n < 3 questions only the first n of train, test, "
+            "validation."
+        ],
+    )

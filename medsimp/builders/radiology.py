@@ -8,38 +8,57 @@ sentences from. Splits are seeded by note (the note a sentence was kept from); w
 notes only the first n of train, test, validation exist. Rows lacking a note id or text are
 dead-lettered. The notes are MIMIC-III / MIMIC-IV-Note: PhysioNet terms, `mimic_derived: true`.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import pyarrow as pa
 
-from medsimp.builders.common import (MIMIC_III_CITATION, BuiltDataset, read_parquet_dir,
-                                     split_units, table_from_rows)
+from medsimp.builders.common import (
+    MIMIC_III_CITATION,
+    BuiltDataset,
+    read_parquet_dir,
+    split_units,
+    table_from_rows,
+)
 from medsimp.pipelines.radiology_core import SCHEMA as SENTENCES
 from medsimp.pipelines.radiology_core import doc_order
 
-COLUMNS = ["sentence_id", "doc_id", "language", "exam", "section", "sentence_index",
-           "char_start", "char_end", "text", "body_parts", "finding_words", "negated",
-           "n_duplicates", "duplicate_doc_ids", "locator"]
+COLUMNS = [
+    "sentence_id",
+    "doc_id",
+    "language",
+    "exam",
+    "section",
+    "sentence_index",
+    "char_start",
+    "char_end",
+    "text",
+    "body_parts",
+    "finding_words",
+    "negated",
+    "n_duplicates",
+    "duplicate_doc_ids",
+    "locator",
+]
 SCHEMA = pa.schema([SENTENCES.field(name) for name in COLUMNS])
 REQUIRED = ("sentence_id", "doc_id", "text")
 FEATURES = {
     "sentence_id": "`radiology:<note id>:complex:en:<sentence index>`",
-    "doc_id": "note id of the first note the sentence occurs in (MIMIC-III ROW_ID or "
-              "MIMIC-IV-Note note_id)",
+    "doc_id": "note id of the first note the sentence occurs in (MIMIC-III ROW_ID or MIMIC-IV-Note note_id)",
     "language": "ISO 639-1 language",
     "exam": "the note's exam description (MIMIC-III DESCRIPTION; note type for MIMIC-IV)",
     "section": "`FINDINGS` or `IMPRESSION`",
     "sentence_index": "0-based sentence position in the note (across sections)",
-    "char_start": "start offset in the section text", "char_end": "end offset",
+    "char_start": "start offset in the section text",
+    "char_end": "end offset",
     "text": "the finding sentence",
     "body_parts": "body parts named (lexicon `medsimp/resources/radiology/body_parts.tsv`)",
-    "finding_words": "finding words named, singular forms "
-                     "(`medsimp/resources/radiology/finding_words.txt`)",
+    "finding_words": "finding words named, singular forms (`medsimp/resources/radiology/finding_words.txt`)",
     "negated": "the sentence contains no, not, without or negative for",
     "n_duplicates": "further copies of the sentence (case, spacing, final period ignored) "
-                    "merged into this row",
+    "merged into this row",
     "duplicate_doc_ids": "notes the merged copies came from",
     "locator": "`<input file>@<byte offset>` of the note",
 }
@@ -82,38 +101,57 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
     for row in sentences:
         missing = _missing(row)
         if missing:  # field names only: MIMIC text never goes into a dead letter
-            rejects.append({"source": "radiology", "locator": row["locator"] or "",
-                            "reason": "missing_field", "detail": ",".join(missing)})
+            rejects.append(
+                {
+                    "source": "radiology",
+                    "locator": row["locator"] or "",
+                    "reason": "missing_field",
+                    "detail": ",".join(missing),
+                }
+            )
         else:
             valid.append(row)
     split_cfg = cfg.get("split", {})
     notes = {r["doc_id"] for r in valid}
     split_of = split_units(notes, split_cfg, "notes")
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
-    for row in sorted(valid, key=lambda r: (doc_order(r["doc_id"]), r["sentence_index"],
-                                            r["sentence_id"])):
+    for row in sorted(valid, key=lambda r: (doc_order(r["doc_id"]), r["sentence_index"], r["sentence_id"])):
         rows[split_of[row["doc_id"]]].append(row)
-    counts = {"read": len(sentences), "kept": len(valid), "filtered": 0,
-              "rejected": len(rejects), "notes": len(notes),
-              "duplicates_merged": sum(r["n_duplicates"] or 0 for r in valid),
-              "negated": sum(1 for r in valid if r["negated"])}
+    counts = {
+        "read": len(sentences),
+        "kept": len(valid),
+        "filtered": 0,
+        "rejected": len(rejects),
+        "notes": len(notes),
+        "duplicates_merged": sum(r["n_duplicates"] or 0 for r in valid),
+        "negated": sum(1 for r in valid if r["negated"]),
+    }
     return BuiltDataset(
-        name="radiology", title="Radiology findings sentences (medsimp build)",
+        name="radiology",
+        title="Radiology findings sentences (medsimp build)",
         description=(
             "Distinct finding sentences from the FINDINGS and IMPRESSION sections of MIMIC "
             "radiology reports, the kind of sentences Yang, Cherian & Vucetic simplify with "
             "ChatGPT self-correction, with diversity metadata (exam, body parts, finding words, "
-            "negation) and how often each sentence recurs across reports."),
-        citation=CITATION, license="other", access=ACCESS,
+            "negation) and how often each sentence recurs across reports."
+        ),
+        citation=CITATION,
+        license="other",
+        access=ACCESS,
         configs={"findings": {s: table_from_rows(r, SCHEMA) for s, r in rows.items()}},
-        config_descriptions={"findings": "de-duplicated finding sentences with diversity "
-                                         "metadata"},
-        feature_descriptions=FEATURES, counts=counts, default_config="findings",
-        mimic_derived=True, rejects=rejects,
-        notes=[f"Splits: seeded by note (seed {split_cfg.get('seed', 13)}, validation "
-               f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)}); a "
-               "sentence goes with the note it was kept from. With n >= 3 notes every split "
-               "has at least one note; with n < 3 notes only the first n of train, test, "
-               "validation exist (empty splits are left out of the folder).",
-               "Duplicates were merged upstream (`medsimp radiology`), so no sentence text "
-               "occurs in two splits."])
+        config_descriptions={"findings": "de-duplicated finding sentences with diversity metadata"},
+        feature_descriptions=FEATURES,
+        counts=counts,
+        default_config="findings",
+        mimic_derived=True,
+        rejects=rejects,
+        notes=[
+            f"Splits: seeded by note (seed {split_cfg.get('seed', 13)}, validation "
+            f"{split_cfg.get('validation', 0.1)}, test {split_cfg.get('test', 0.1)}); a "
+            "sentence goes with the note it was kept from. With n >= 3 notes every split "
+            "has at least one note; with n < 3 notes only the first n of train, test, "
+            "validation exist (empty splits are left out of the folder).",
+            "Duplicates were merged upstream (`medsimp radiology`), so no sentence text "
+            "occurs in two splits.",
+        ],
+    )

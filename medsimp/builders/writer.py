@@ -8,6 +8,7 @@ The content hash in each file name matters: `datasets` keys its cache of a local
 folder on the card's YAML (data file patterns), not on the files' content, so a
 rebuilt folder with unchanged names would load stale cached data.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,22 +22,28 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from medsimp.builders.common import SPLITS, BuiltDataset
 from medsimp import lineage
+from medsimp.builders.common import SPLITS, BuiltDataset
 from medsimp.outputs import atomic_dir, check_reconciles, write_json, write_jsonl
 
 PARQUET_SETTINGS: dict[str, Any] = {
-    "compression": "zstd", "compression_level": 3, "use_dictionary": True,
-    "write_statistics": True, "row_group_size": 100_000, "version": "2.6",
-    "data_page_version": "1.0", "store_schema": True,
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "row_group_size": 100_000,
+    "version": "2.6",
+    "data_page_version": "1.0",
+    "store_schema": True,
 }
 
 
 def git_revision(cwd: str | Path = ".") -> str:
     """The commit the build ran at (`unknown` outside a git checkout)."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
-                             text=True, check=True, timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() or "unknown"
@@ -44,8 +51,10 @@ def git_revision(cwd: str | Path = ".") -> str:
 
 def split_counts(ds: BuiltDataset) -> dict[str, dict[str, int]]:
     """Rows per config and split."""
-    return {cfg: {s: splits[s].num_rows for s in _split_order(splits)}
-            for cfg, splits in sorted(ds.configs.items())}
+    return {
+        cfg: {s: splits[s].num_rows for s in _split_order(splits)}
+        for cfg, splits in sorted(ds.configs.items())
+    }
 
 
 def _split_order(splits: dict[str, pa.Table]) -> list[str]:
@@ -59,8 +68,9 @@ def parquet_files(ds: BuiltDataset) -> dict[tuple[str, str], tuple[str, bytes]]:
         for split, table in sorted(splits.items()):
             if table.num_rows:
                 if ds.lineage is not None:
-                    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                                           **lineage.metadata(ds.lineage)})
+                    table = table.replace_schema_metadata(
+                        {**(table.schema.metadata or {}), **lineage.metadata(ds.lineage)}
+                    )
                 sink = io.BytesIO()
                 pq.write_table(table, sink, **PARQUET_SETTINGS)
                 data = sink.getvalue()
@@ -69,28 +79,42 @@ def parquet_files(ds: BuiltDataset) -> dict[tuple[str, str], tuple[str, bytes]]:
     return out
 
 
-def _yaml_header(ds: BuiltDataset, provenance: dict[str, Any],
-                 files_by: dict[tuple[str, str], tuple[str, bytes]]) -> dict[str, Any]:
+def _yaml_header(
+    ds: BuiltDataset, provenance: dict[str, Any], files_by: dict[tuple[str, str], tuple[str, bytes]]
+) -> dict[str, Any]:
     configs = []
     for cfg in sorted(ds.configs):
-        files = [{"split": s, "path": files_by[(cfg, s)][0]}
-                 for s in _split_order(ds.configs[cfg]) if (cfg, s) in files_by]
+        files = [
+            {"split": s, "path": files_by[(cfg, s)][0]}
+            for s in _split_order(ds.configs[cfg])
+            if (cfg, s) in files_by
+        ]
         if not files:
             continue
         entry: dict[str, Any] = {"config_name": cfg, "data_files": files}
         if cfg == ds.default_config:
             entry["default"] = True
         configs.append(entry)
-    languages = sorted({str(v) for splits in ds.configs.values() for t in splits.values()
-                        if "language" in t.column_names
-                        for v in t.column("language").unique().to_pylist() if v})
+    languages = sorted(
+        {
+            str(v)
+            for splits in ds.configs.values()
+            for t in splits.values()
+            if "language" in t.column_names
+            for v in t.column("language").unique().to_pylist()
+            if v
+        }
+    )
     header: dict[str, Any] = {"pretty_name": ds.title, "license": ds.license}
     if languages:
         header["language"] = languages
     header["configs"] = configs
-    header["medsimp"] = {"builder": ds.name, "mimic_derived": lineage.is_restricted(ds.lineage),
-                         "lineage": list(ds.lineage) if ds.lineage is not None else None,
-                         **provenance}
+    header["medsimp"] = {
+        "builder": ds.name,
+        "mimic_derived": lineage.is_restricted(ds.lineage),
+        "lineage": list(ds.lineage) if ds.lineage is not None else None,
+        **provenance,
+    }
     return header
 
 
@@ -109,33 +133,59 @@ def _features_section(ds: BuiltDataset) -> str:
             by_schema.setdefault(str(schema), (schema, []))[1].append(cfg)
     parts = []
     for schema, cfgs in by_schema.values():
-        rows = [[f"`{f.name}`", f"`{f.type}`", ds.feature_descriptions.get(f.name, "")]
-                for f in schema]
-        parts.append(f"Configs {', '.join(f'`{c}`' for c in cfgs)}:\n\n"
-                     + _md_table(["feature", "type", "meaning"], rows))
+        rows = [[f"`{f.name}`", f"`{f.type}`", ds.feature_descriptions.get(f.name, "")] for f in schema]
+        parts.append(
+            f"Configs {', '.join(f'`{c}`' for c in cfgs)}:\n\n"
+            + _md_table(["feature", "type", "meaning"], rows)
+        )
     return "\n\n".join(parts)
 
 
-def render_card(ds: BuiltDataset, provenance: dict[str, Any],
-                files_by: dict[tuple[str, str], tuple[str, bytes]]) -> str:
+def render_card(
+    ds: BuiltDataset, provenance: dict[str, Any], files_by: dict[tuple[str, str], tuple[str, bytes]]
+) -> str:
     """The README.md dataset card; every count in it comes from the tables."""
     counts = split_counts(ds)
     split_names = [s for s in SPLITS if any(s in c for c in counts.values())]
-    config_rows = [[f"`{cfg}`", ds.config_descriptions.get(cfg, "")]
-                   + [counts[cfg].get(s, 0) for s in split_names] for cfg in sorted(counts)]
+    config_rows = [
+        [f"`{cfg}`", ds.config_descriptions.get(cfg, "")] + [counts[cfg].get(s, 0) for s in split_names]
+        for cfg in sorted(counts)
+    ]
     body = [
-        "---", yaml.safe_dump(_yaml_header(ds, provenance, files_by), sort_keys=False,
-                              allow_unicode=True, width=100).rstrip(), "---", "",
-        f"# {ds.title}", "", ds.description.strip(), "",
-        "## Configs and splits", "",
-        _md_table(["config", "content"] + split_names, config_rows), "",
-        "Load a config offline with "
-        f"`datasets.load_dataset(\"builders/{ds.name}\", \"{ds.default_config}\")`.", "",
-        "## Features", "", _features_section(ds), "",
-        "## Source and citation", "", "```bibtex", ds.citation.strip(), "```", "",
-        "## License and access terms", "", ds.access.strip(), "",
-        "## How it was built", "",
-        _md_table(["what", "value"], [[k, f"`{v}`"] for k, v in provenance.items()]), "",
+        "---",
+        yaml.safe_dump(
+            _yaml_header(ds, provenance, files_by), sort_keys=False, allow_unicode=True, width=100
+        ).rstrip(),
+        "---",
+        "",
+        f"# {ds.title}",
+        "",
+        ds.description.strip(),
+        "",
+        "## Configs and splits",
+        "",
+        _md_table(["config", "content"] + split_names, config_rows),
+        "",
+        f'Load a config offline with `datasets.load_dataset("builders/{ds.name}", "{ds.default_config}")`.',
+        "",
+        "## Features",
+        "",
+        _features_section(ds),
+        "",
+        "## Source and citation",
+        "",
+        "```bibtex",
+        ds.citation.strip(),
+        "```",
+        "",
+        "## License and access terms",
+        "",
+        ds.access.strip(),
+        "",
+        "## How it was built",
+        "",
+        _md_table(["what", "value"], [[k, f"`{v}`"] for k, v in provenance.items()]),
+        "",
         _md_table(["count", "value"], [[k, v] for k, v in sorted(ds.counts.items())]),
     ]
     if ds.notes:
@@ -155,6 +205,8 @@ def write_builder(ds: BuiltDataset, out_dir: str | Path, provenance: dict[str, A
             path.write_bytes(data)
         (tmp / "README.md").write_text(render_card(ds, provenance, files_by), encoding="utf-8")
         write_json(tmp / "stats.json", stats)
-        write_jsonl(tmp / "dead_letter" / "part-00000.jsonl",
-                    sorted(ds.rejects, key=lambda r: json.dumps(r, sort_keys=True)))
+        write_jsonl(
+            tmp / "dead_letter" / "part-00000.jsonl",
+            sorted(ds.rejects, key=lambda r: json.dumps(r, sort_keys=True)),
+        )
     return stats

@@ -11,6 +11,7 @@ Training the CRF on gold alignments (jsonl DocPairs, PLABA json, MC-CLEAN json, 
     medsimp align --train --gold data/sample/align_gold.jsonl --output out/models/crf_aligner
 For CRF the source is the complex side, the target the simple side. Knobs: params `align`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tgt", help="target sentences, one per line (simple side for crf)")
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--tgt-lang", default="en")
-    parser.add_argument("--gold", help="file mode: gold alignments (Vecalign format); "
-                                       "--train: gold document pairs (default: params align.gold)")
+    parser.add_argument(
+        "--gold",
+        help="file mode: gold alignments (Vecalign format); "
+        "--train: gold document pairs (default: params align.gold)",
+    )
     parser.add_argument("--gold-format", default=None, help="auto, jsonl, plaba, mc_clean, wiki_auto")
     parser.add_argument("--batch", help="tsv of src path, tgt path, output path: align many pairs")
     parser.add_argument("--model", help="CRF model directory (default: params align.model)")
@@ -52,13 +56,16 @@ class _FileAligner:
         from medsimp.alignment.encoders import PairEncoders, make_encoder
         from medsimp.params_schema import default
 
-        cache = (params.get("_cache") or None)
+        cache = params.get("_cache") or None
         self.method = method
         if method == "crf":
             crf_p = dict(params.get("crf", {}))
             enc = make_encoder(crf_p.get("encoder") or default("align.crf.encoder"), cache)
-            self.model = CRFAligner.load(model_dir or params.get("model", "out/models/crf_aligner"), enc,
-                                         {"merge": crf_p.get("merge", "union")})
+            self.model = CRFAligner.load(
+                model_dir or params.get("model", "out/models/crf_aligner"),
+                enc,
+                {"merge": crf_p.get("merge", "union")},
+            )
         else:
             vec_p = dict(params.get("vecalign", {}))
             self.encoders = PairEncoders(vec_p.pop("encoder", None), cache)
@@ -70,8 +77,14 @@ class _FileAligner:
             return res.blocks, res.block_scores
         from medsimp.alignment import vecalign
 
-        vec = vecalign.align(src, tgt, self.encoders.for_pair(src_lang, tgt_lang), src_lang=src_lang,
-                             tgt_lang=tgt_lang, params=self.vec_params)
+        vec = vecalign.align(
+            src,
+            tgt,
+            self.encoders.for_pair(src_lang, tgt_lang),
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            params=self.vec_params,
+        )
         return vec.blocks, vec.scores
 
 
@@ -120,8 +133,9 @@ def _file_mode(args, params: dict) -> int:
         for src, tgt, out in jobs:
             blocks, scores = aligner.align(_lines(src), _lines(tgt), args.src_lang, args.tgt_lang)
             with atomic_file(out) as tmp:
-                tmp.write_text("".join(format_block(b, s) + "\n" for b, s in zip(blocks, scores)),
-                               encoding="utf-8")
+                tmp.write_text(
+                    "".join(format_block(b, s) + "\n" for b, s in zip(blocks, scores)), encoding="utf-8"
+                )
         print(f"aligned {len(jobs)} document pairs", file=sys.stderr)
         return 0
     if not (args.src and args.tgt):
@@ -134,8 +148,10 @@ def _file_mode(args, params: dict) -> int:
         res = vecalign_scores([read_blocks(args.gold)], [blocks])
         print(" ---------------------------------\n|             |  Strict |    Lax  |", file=sys.stderr)
         for name in ("precision", "recall", "f1"):
-            print(f"| {name.capitalize():<11} |   {res[name + '_strict']:.3f} |   {res[name + '_lax']:.3f} |",
-                  file=sys.stderr)
+            print(
+                f"| {name.capitalize():<11} |   {res[name + '_strict']:.3f} |   {res[name + '_lax']:.3f} |",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -158,10 +174,16 @@ def _train(args, params: dict) -> int:
     model = CRFAligner.train(docs, enc, crf_p)
     fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
     out = args.output or resolve_path(params.get("model", "out/models/crf_aligner"), args.params_dir)
-    stats = {"documents": len(docs), "gold_pairs": sum(len(d.pairs) for d in docs),
-             "train_f1": round(fit["f1"], 6), "train_precision": round(fit["precision"], 6),
-             "train_recall": round(fit["recall"], 6), "encoder": enc.name,
-             "cache_hits": enc.hits, "cache_misses": enc.misses}
+    stats = {
+        "documents": len(docs),
+        "gold_pairs": sum(len(d.pairs) for d in docs),
+        "train_f1": round(fit["f1"], 6),
+        "train_precision": round(fit["precision"], 6),
+        "train_recall": round(fit["recall"], 6),
+        "encoder": enc.name,
+        "cache_hits": enc.hits,
+        "cache_misses": enc.misses,
+    }
     with atomic_dir(out) as tmp:
         model.save(tmp)
         write_json(tmp / "stats.json", output_stats(stats))
@@ -183,9 +205,18 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.outputs import atomic_dir
     from medsimp.pipelines import align_job
 
-    params["model"] = args.model or resolve_path(params.get("model", "out/models/crf_aligner"), args.params_dir)
+    params["model"] = args.model or resolve_path(
+        params.get("model", "out/models/crf_aligner"), args.params_dir
+    )
     cache = params.pop("_cache")
     with atomic_dir(args.output or resolve_path(params.get("output", "out/align"), args.params_dir)) as tmp:
-        align_job.run(args.input or resolve_path(params.get("input", "out/cochrane"), args.params_dir), str(tmp), params,
-                      section(args.params_data, "beam"), args.beam_arg, args.metrics, cache)
+        align_job.run(
+            args.input or resolve_path(params.get("input", "out/cochrane"), args.params_dir),
+            str(tmp),
+            params,
+            section(args.params_data, "beam"),
+            args.beam_arg,
+            args.metrics,
+            cache,
+        )
     return 0

@@ -11,6 +11,7 @@ localhost and saves each annotator's export, `ingest` turns exports into gold an
 MIMIC-derived inputs (and inputs of unknown lineage) need --show-restricted, are shown under a
 do-not-share banner and are served on loopback addresses only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,9 @@ HELP = "alignment annotator: HTML page / localhost server over aligned documents
 
 def _inputs(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("documents (one of --pairs, --gold, --src/--tgt)")
-    g.add_argument("--pairs", help="align/filter output (pairs/*.parquet) or a builder folder (with --config)")
+    g.add_argument(
+        "--pairs", help="align/filter output (pairs/*.parquet) or a builder folder (with --config)"
+    )
     g.add_argument("--config", help="builder config to read, e.g. es")
     g.add_argument("--sentences", help="sentence table of --pairs (default: params align.input)")
     g.add_argument("--language", help="only documents whose simple side is in this language")
@@ -32,8 +35,11 @@ def _inputs(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tgt", help="simple sentences, one per line")
     g.add_argument("--alignments", help="Vecalign-format alignments of --src/--tgt")
     p.add_argument("--model", help="CRF model for the crf similarity (default: params align.model)")
-    p.add_argument("--show-restricted", action="store_true",
-                   help="show MIMIC-derived (or unknown-lineage) text, under a do-not-share banner")
+    p.add_argument(
+        "--show-restricted",
+        action="store_true",
+        help="show MIMIC-derived (or unknown-lineage) text, under a do-not-share banner",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--port", type=int, help="port (default: params annotate.port; 0 = any free)")
     serve.add_argument("--save-dir", required=True, help="folder for <annotator>.json exports")
     ing = sub.add_parser("ingest", help="exports -> majority gold (jsonl, Vecalign), labels, agreement")
-    ing.add_argument("inputs", nargs="*", help="export files or folders of them "
-                     "(default: params annotate.annotations)")
+    ing.add_argument(
+        "inputs", nargs="*", help="export files or folders of them (default: params annotate.annotations)"
+    )
     ing.add_argument("--output", help="gold folder (default: params annotate.gold)")
     ing.add_argument("--metrics", help="also write stats here (DVC metrics)")
 
@@ -65,11 +72,13 @@ def _documents(args, params: dict) -> tuple[list[dict], list[str] | None, str]:
     if args.pairs:
         sentences = args.sentences or section(params, "align").get("input", "out/cochrane")
         folder = documents.pair_folder(Path(args.pairs), args.config)
-        docs, counts = documents.from_pairs(args.pairs, sentences, config=args.config,
-                                            language=args.language)
+        docs, counts = documents.from_pairs(args.pairs, sentences, config=args.config, language=args.language)
         if counts["unmatched_pairs"]:
-            print(f"note: {counts['unmatched_pairs']} pairs name sentences that are not in "
-                  f"{sentences} (left out)", file=sys.stderr)
+            print(
+                f"note: {counts['unmatched_pairs']} pairs name sentences that are not in "
+                f"{sentences} (left out)",
+                file=sys.stderr,
+            )
         lineage = union(read_lineage(folder), read_lineage(Path(sentences)))
         title = f"{Path(args.pairs).name}{'/' + args.config if args.config else ''}"
     elif args.gold:
@@ -79,8 +88,10 @@ def _documents(args, params: dict) -> tuple[list[dict], list[str] | None, str]:
             print(f"note: left out {r['locator']} ({r['reason'].rsplit(': ', 1)[-1]})", file=sys.stderr)
         title = Path(args.gold).name
     else:
-        docs, lineage = documents.from_vecalign(args.src, args.tgt, args.alignments,
-                                                args.language or "en"), None
+        docs, lineage = (
+            documents.from_vecalign(args.src, args.tgt, args.alignments, args.language or "en"),
+            None,
+        )
         title = f"{Path(args.src).name} / {Path(args.tgt).name}"
     return docs, (list(lineage) if lineage is not None else None), title
 
@@ -95,8 +106,10 @@ def _page(args, params: dict, save_url: str | None = None) -> tuple[str, bool]:
     docs, lineage, title = _documents(args, params)
     restricted = is_restricted(lineage)
     if restricted and not args.show_restricted:
-        raise Refused("the input is MIMIC-derived or of unknown lineage: its text is shown only "
-                      "with --show-restricted (and never shared)")
+        raise Refused(
+            "the input is MIMIC-derived or of unknown lineage: its text is shown only "
+            "with --show-restricted (and never shared)"
+        )
     if not docs:
         raise InputError("no documents to annotate")
     ap = section(params, "annotate")
@@ -104,8 +117,12 @@ def _page(args, params: dict, save_url: str | None = None) -> tuple[str, bool]:
 
     align_p = dict(section(params, "align"))
     try:
-        scorer = Scorer(ap.get("similarities", default("annotate.similarities")), align_p,
-                        section(params, "cache").get("dir"), args.model)
+        scorer = Scorer(
+            ap.get("similarities", default("annotate.similarities")),
+            align_p,
+            section(params, "cache").get("dir"),
+            args.model,
+        )
         docs = [scorer.add(d) for d in docs]
     except (FileNotFoundError, ValueError) as exc:
         raise InputError(str(exc).splitlines()[0]) from None
@@ -141,27 +158,44 @@ def _ingest(args, params: dict) -> int:
     names = [q.qid for q in ALIGNMENT_PER_PAIR]
     golds = ingest.gold(docs, work, share)
     agree = ingest.agreement(docs, work, share, names)
-    stats = {"files": len(files), "read": len(docs), "kept": len(golds),
-             "filtered": len(docs) - len(golds), "rejected": 0,
-             "gold_pairs": sum(len(g["pairs"]) for g in golds),
-             "annotators": len({w.annotator for ws in work.values() for w in ws}),
-             **{k: v for k, v in agree.items() if not isinstance(v, dict)}}
+    stats = {
+        "files": len(files),
+        "read": len(docs),
+        "kept": len(golds),
+        "filtered": len(docs) - len(golds),
+        "rejected": 0,
+        "gold_pairs": sum(len(g["pairs"]) for g in golds),
+        "annotators": len({w.annotator for ws in work.values() for w in ws}),
+        **{k: v for k, v in agree.items() if not isinstance(v, dict)},
+    }
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
     out = args.output or ap.get("gold", default("annotate.gold"))
     with atomic_dir(out, inputs=roots, lineage=lineage) as tmp:
-        write_jsonl(tmp / "gold.jsonl", [DocPair(g["doc_id"], g["complex"], g["simple"],
-                                                 frozenset(g["pairs"])).to_json() for g in golds])
-        write_jsonl(tmp / "labels.jsonl", [{"doc_id": g["doc_id"], "c": c, "s": s, "labels": lab}
-                                           for g in golds for (c, s), lab in g["labels"].items()])
+        write_jsonl(
+            tmp / "gold.jsonl",
+            [DocPair(g["doc_id"], g["complex"], g["simple"], frozenset(g["pairs"])).to_json() for g in golds],
+        )
+        write_jsonl(
+            tmp / "labels.jsonl",
+            [
+                {"doc_id": g["doc_id"], "c": c, "s": s, "labels": lab}
+                for g in golds
+                for (c, s), lab in g["labels"].items()
+            ],
+        )
         vec = tmp / "vecalign"
         vec.mkdir()
         index = []
         for n, g in enumerate(golds):
             stem = f"{n:05d}"
-            (vec / f"{stem}.complex.txt").write_text("".join(t + "\n" for t in g["complex"]), encoding="utf-8")
+            (vec / f"{stem}.complex.txt").write_text(
+                "".join(t + "\n" for t in g["complex"]), encoding="utf-8"
+            )
             (vec / f"{stem}.simple.txt").write_text("".join(t + "\n" for t in g["simple"]), encoding="utf-8")
             blocks = pairs_to_blocks(g["pairs"], len(g["complex"]), len(g["simple"]))
-            (vec / f"{stem}.align").write_text("".join(format_block(b) + "\n" for b in blocks), encoding="utf-8")
+            (vec / f"{stem}.align").write_text(
+                "".join(format_block(b) + "\n" for b in blocks), encoding="utf-8"
+            )
             index.append(f"{stem}\t{g['doc_id']}\n")
         (vec / "index.tsv").write_text("".join(index), encoding="utf-8")
         write_json(tmp / "agreement.json", agree)
@@ -193,8 +227,7 @@ def run(args: argparse.Namespace) -> int:
     port = ap.get("port", default("annotate.port")) if args.port is None else args.port
     html, restricted = _page(args, params, save_url="/save")
     server = make_server(html, host, int(port), Path(args.save_dir), restricted)
-    print(f"serving http://{host}:{server.server_address[1]}/ (Ctrl+C stops)", file=sys.stderr,
-          flush=True)
+    print(f"serving http://{host}:{server.server_address[1]}/ (Ctrl+C stops)", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:

@@ -7,6 +7,7 @@ Inputs and options come from the params section `build.<name>` (override with
 `--set build.<name>.<key>=...`). The folder is written atomically and
 deterministically; `datasets.load_dataset(folder, config)` then works offline.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,8 +66,12 @@ def run(args: argparse.Namespace) -> int:
     dataset.lineage = input_lineage(cfg, dataset.mimic_derived, args.name)
     # the card holds only what determines the data; the git revision changes with every commit,
     # so it goes to the metrics' run record (medsimp.outputs.write_metrics), not the card
-    provenance = {"stage": f"build@{args.name}", "command": f"medsimp build {args.name}",
-                  "params_section": f"build.{args.name}", "params_hash": params_hash(cfg)}
+    provenance = {
+        "stage": f"build@{args.name}",
+        "command": f"medsimp build {args.name}",
+        "params_section": f"build.{args.name}",
+        "params_hash": params_hash(cfg),
+    }
     stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
     if args.metrics:
         write_metrics(args.metrics, stats, run={"git_revision": git_revision()})

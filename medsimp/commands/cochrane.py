@@ -5,6 +5,7 @@
 DOI; writes OUTPUT/sentences (English abstract = complex, PLS per language = simple),
 OUTPUT/dead_letter and OUTPUT/stats.json.
 """
+
 from __future__ import annotations
 
 HELP = "Cochrane abstracts + multilingual plain-language summaries -> sentence table"
@@ -13,8 +14,11 @@ HELP = "Cochrane abstracts + multilingual plain-language summaries -> sentence t
 def add_arguments(parser) -> None:
     from medsimp.cli_args import add_job_arguments
 
-    add_job_arguments(parser, "canonical JSONL, Devaraj directory or prefix "
-                      "(default: params cochrane.input)", "out/cochrane")
+    add_job_arguments(
+        parser,
+        "canonical JSONL, Devaraj directory or prefix (default: params cochrane.input)",
+        "out/cochrane",
+    )
 
 
 def run(args) -> int:

@@ -12,6 +12,7 @@ Stage mode (no `--hyp`): scores `out/models/<model>/predictions/<split>.txt` for
 every model in `evaluate.models` in both modes, writes `--metrics` (per model,
 like the paper's Table 3) and `--plots` (AScore etc. per source-length bucket).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,25 +27,49 @@ HELP = "score outputs: BLEU, METEOR, ROUGE-L, CIDEr, SARI, FKGL, BERTScore, HIT,
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hyp", action="append", default=[],
-                        help="system output, one sentence per line (repeatable to compare systems; a folder = its *.txt)")
-    parser.add_argument("--name", action="append", default=[], help="system name per --hyp (default: file stem)")
-    parser.add_argument("--report", help="write a self-contained HTML report here (metric table, charts, bootstrap)")
-    parser.add_argument("--report-text", action="store_true",
-                        help="include a sample of source/reference/output text in the report "
-                             "(it may be MIMIC-derived: the report then carries a do-not-share banner)")
+    parser.add_argument(
+        "--hyp",
+        action="append",
+        default=[],
+        help="system output, one sentence per line (repeatable to compare systems; a folder = its *.txt)",
+    )
+    parser.add_argument(
+        "--name", action="append", default=[], help="system name per --hyp (default: file stem)"
+    )
+    parser.add_argument(
+        "--report", help="write a self-contained HTML report here (metric table, charts, bootstrap)"
+    )
+    parser.add_argument(
+        "--report-text",
+        action="store_true",
+        help="include a sample of source/reference/output text in the report "
+        "(it may be MIMIC-derived: the report then carries a do-not-share banner)",
+    )
     parser.add_argument("--ref", action="append", default=[], help="reference file (repeatable)")
     parser.add_argument("--src", help="source file (needed for SARI and default-mode HIT)")
     parser.add_argument("--medlane", help="MedLane-format evaluation file (sources, references, terms)")
-    parser.add_argument("--split", choices=("validation", "test"),
-                        help="with --medlane: the authors' first (validation) or second (test) half")
-    parser.add_argument("--mode", choices=("default", "medlane"), default=None,
-                        help="default: corrected metrics; medlane: the authors' scorer")
+    parser.add_argument(
+        "--split",
+        choices=("validation", "test"),
+        help="with --medlane: the authors' first (validation) or second (test) half",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("default", "medlane"),
+        default=None,
+        help="default: corrected metrics; medlane: the authors' scorer",
+    )
     parser.add_argument("--json", help="write the scores here")
-    parser.add_argument("--measures", action="store_true",
-                        help="also the EASSE measures and the length-bucket breakdown (needs sources)")
-    parser.add_argument("--select", help="comma-separated metrics to compute (default: params evaluate.select, "
-                        "null = all): bleu, meteor, rouge_l, cider, sari, fkgl, bertscore, hit, cwr, ascore")
+    parser.add_argument(
+        "--measures",
+        action="store_true",
+        help="also the EASSE measures and the length-bucket breakdown (needs sources)",
+    )
+    parser.add_argument(
+        "--select",
+        help="comma-separated metrics to compute (default: params evaluate.select, "
+        "null = all): bleu, meteor, rouge_l, cider, sari, fkgl, bertscore, hit, cwr, ascore",
+    )
     parser.add_argument("--metrics", help="stage mode: metrics file (metrics/eval.json)")
     parser.add_argument("--plots", help="stage mode: per-length-bucket plot data (plots/length_buckets.json)")
 
@@ -56,8 +81,11 @@ def _lines(path: str, flag: str) -> list[str]:
     try:
         return Path(path).read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        reason = f"byte {exc.start} is not UTF-8" if isinstance(exc, UnicodeDecodeError) else \
-            (exc.strerror or type(exc).__name__)
+        reason = (
+            f"byte {exc.start} is not UTF-8"
+            if isinstance(exc, UnicodeDecodeError)
+            else (exc.strerror or type(exc).__name__)
+        )
         raise InputError(f"{flag} {path}: {reason}") from None
 
 
@@ -70,6 +98,7 @@ class MedLaneEval:
     A hypothesis file has one line per record of the split, or per record of the file, or
     per scored record (as `medsimp train` writes its predictions).
     """
+
     items: list
     positions: list[int]
     split_positions: list[int]
@@ -88,8 +117,10 @@ class MedLaneEval:
         if len(hyps) == len(self.positions):
             return hyps
         whole = "" if len(self.split_positions) == self.n_records else f" (the whole file: {self.n_records})"
-        raise InputError(f"--hyp has {len(hyps)} lines but the evaluation set has "
-                         f"{len(self.split_positions)} records{whole}; give one output line per record")
+        raise InputError(
+            f"--hyp has {len(hyps)} lines but the evaluation set has "
+            f"{len(self.split_positions)} records{whole}; give one output line per record"
+        )
 
 
 def medlane_items(path: str, split: str | None, mode: str = "default") -> MedLaneEval:
@@ -156,11 +187,15 @@ def _check_flags(args: argparse.Namespace) -> None:
             if not args.ref:
                 raise UsageError("give --ref FILE (repeatable) or --medlane FILE with --hyp")
         if unused:
-            raise UsageError(f"{', '.join(unused)} cannot be used with --hyp"
-                             f"{' --medlane' if args.medlane else ''}: drop {'them' if len(unused) > 1 else 'it'}")
+            raise UsageError(
+                f"{', '.join(unused)} cannot be used with --hyp"
+                f"{' --medlane' if args.medlane else ''}: drop {'them' if len(unused) > 1 else 'it'}"
+            )
     elif given("ref", "src", "medlane", "split", "json"):
-        raise UsageError(f"{', '.join(given('ref', 'src', 'medlane', 'split', 'json'))}: only with --hyp "
-                         "(without --hyp, evaluate scores the stage's models and writes --metrics/--plots)")
+        raise UsageError(
+            f"{', '.join(given('ref', 'src', 'medlane', 'split', 'json'))}: only with --hyp "
+            "(without --hyp, evaluate scores the stage's models and writes --metrics/--plots)"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -179,8 +214,9 @@ def run(args: argparse.Namespace) -> int:
         selection(select if select is not None else cfg.get("select"))
     except ValueError as exc:
         raise UsageError(f"--select: {exc}") from None
-    scorer = Scorer(cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir,
-                    select)
+    scorer = Scorer(
+        cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir, select
+    )
     try:
         return _run_files(args, scorer, cfg) if args.hyp else _run_stage(args, cfg, scorer)
     except ValueError as exc:
@@ -220,28 +256,49 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
         else:
             items = file_items(args.ref, args.src, len(hyps))
         if not items:
-            raise InputError(f"nothing to score: --hyp {path} has {len(hyps)} lines and the evaluation "
-                             "set has no usable record")
+            raise InputError(
+                f"nothing to score: --hyp {path} has {len(hyps)} lines and the evaluation "
+                "set has no usable record"
+            )
         hyp_lists[name] = hyps
-        results[name] = scorer.evaluate(hyps, items, mode, extras=args.measures or bool(args.report),
-                                        bucket_edges=cfg.get("length_buckets", default("evaluate.length_buckets")))
+        results[name] = scorer.evaluate(
+            hyps,
+            items,
+            mode,
+            extras=args.measures or bool(args.report),
+            bucket_edges=cfg.get("length_buckets", default("evaluate.length_buckets")),
+        )
     if rejects:
         reasons = sorted({r["reason"] for r in rejects})
-        print(f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
-              f"{', '.join(r['locator'] for r in rejects[:5])}{' ...' if len(rejects) > 5 else ''}); "
-              "their output lines were skipped", file=sys.stderr)
+        print(
+            f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
+            f"{', '.join(r['locator'] for r in rejects[:5])}{' ...' if len(rejects) > 5 else ''}); "
+            "their output lines were skipped",
+            file=sys.stderr,
+        )
     not_scored = [{k: r[k] for k in ("locator", "reason")} for r in rejects]
     bootstrap = _bootstrap(hyp_lists, items, cfg) if len(systems) > 1 else {}
     if len(systems) == 1:
         result = next(iter(results.values()))
         if args.json:
             write_json(args.json, {**result.as_dict(), "not_scored": not_scored})
-        print_summary(f"evaluate ({mode}, n={len(items)})", _labelled({**result.scores, **result.extra.get("measures", {})}))
+        print_summary(
+            f"evaluate ({mode}, n={len(items)})",
+            _labelled({**result.scores, **result.extra.get("measures", {})}),
+        )
     else:
         if args.json:
-            write_json(args.json, {"mode": mode, "n": len(items), "names": list(results),
-                                   "systems": {n: r.as_dict() for n, r in results.items()},
-                                   "bootstrap": bootstrap, "not_scored": not_scored})
+            write_json(
+                args.json,
+                {
+                    "mode": mode,
+                    "n": len(items),
+                    "names": list(results),
+                    "systems": {n: r.as_dict() for n, r in results.items()},
+                    "bootstrap": bootstrap,
+                    "not_scored": not_scored,
+                },
+            )
         table: dict[str, dict] = {}
         for name, r in results.items():
             for k, v in _labelled({**r.scores, **r.extra.get("measures", {})}).items():
@@ -249,8 +306,11 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
         print_summary(f"evaluate ({mode}, n={len(items)}, {len(systems)} systems)", table)
         for pair, res in bootstrap.items():
             for m, v in res.items():
-                print(f"paired bootstrap {pair} {m}: delta {v['delta']:g}, p = {v['p_value']:g}, "
-                      f"95% CI [{v['ci_low']:g}, {v['ci_high']:g}]", file=sys.stderr)
+                print(
+                    f"paired bootstrap {pair} {m}: delta {v['delta']:g}, p = {v['p_value']:g}, "
+                    f"95% CI [{v['ci_low']:g}, {v['ci_high']:g}]",
+                    file=sys.stderr,
+                )
     for name, r in results.items():
         print(f"signature{'' if len(results) == 1 else ' ' + name}: {r.signature}", file=sys.stderr)
     if args.report:
@@ -264,10 +324,15 @@ def _bootstrap(hyp_lists: dict[str, list[str]], items, cfg: dict) -> dict:
 
     names = list(hyp_lists)
     base = sentence_stats(hyp_lists[names[0]], items)
-    return {f"{names[0]} vs {n}": paired_bootstrap(base, sentence_stats(hyp_lists[n], items),
-                                                    int(cfg.get("bootstrap_samples", 1000)),
-                                                    int(cfg.get("bootstrap_seed", 12345)))
-            for n in names[1:]}
+    return {
+        f"{names[0]} vs {n}": paired_bootstrap(
+            base,
+            sentence_stats(hyp_lists[n], items),
+            int(cfg.get("bootstrap_samples", 1000)),
+            int(cfg.get("bootstrap_seed", 12345)),
+        )
+        for n in names[1:]
+    }
 
 
 def _write_report(args: argparse.Namespace, results: dict, bootstrap: dict, items, hyp_lists: dict) -> None:
@@ -278,12 +343,20 @@ def _write_report(args: argparse.Namespace, results: dict, bootstrap: dict, item
 
     sample = None
     if args.report_text:
-        sample = [{"source": it.source, "references": it.references,
-                   "outputs": {n: h[i] for n, h in hyp_lists.items()}} for i, it in enumerate(items[:20])]
+        sample = [
+            {
+                "source": it.source,
+                "references": it.references,
+                "outputs": {n: h[i] for n, h in hyp_lists.items()},
+            }
+            for i, it in enumerate(items[:20])
+        ]
     systems = {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()}
     buckets = {n: r.extra["length_buckets"] for n, r in results.items() if "length_buckets" in r.extra}
-    write_text(args.report, render(systems, SCALES, {n: r.signature for n, r in results.items()},
-                                   bootstrap, buckets, sample))
+    write_text(
+        args.report,
+        render(systems, SCALES, {n: r.signature for n, r in results.items()}, bootstrap, buckets, sample),
+    )
 
 
 def _labelled(scores: dict) -> dict:
@@ -328,12 +401,24 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
         for b in scorer.buckets(hyps, items, edges):
             row = buckets.setdefault(b["bucket"], {"bucket": b["bucket"], "n": b["n"]})
             row.update({f"{model}_{key}": b[key] for key in ("bleu", "hit", "cwr", "ascore")})
-    metrics = {"split": split, "n": len(items), **results, "signature": signatures,
-               "scales": {k: v for k, v in SCALES.items() if any(k in sc for r in results.values() for sc in r.values())}}
+    metrics = {
+        "split": split,
+        "n": len(items),
+        **results,
+        "signature": signatures,
+        "scales": {
+            k: v for k, v in SCALES.items() if any(k in sc for r in results.values() for sc in r.values())
+        },
+    }
     write_json(args.metrics or "metrics/eval.json", metrics)
     write_json(args.plots or "plots/length_buckets.json", list(buckets.values()))
     for mode in modes:
-        flat = {f"{m}.{k}": v for m, sc in results[mode].items() for k, v in sc.items()
-                if k in ("bleu", "meteor", "rouge_l", "cider", "sari", "fkgl", "bertscore_f1", "hit", "cwr", "ascore")}
+        flat = {
+            f"{m}.{k}": v
+            for m, sc in results[mode].items()
+            for k, v in sc.items()
+            if k
+            in ("bleu", "meteor", "rouge_l", "cider", "sari", "fkgl", "bertscore_f1", "hit", "cwr", "ascore")
+        }
         print_summary(f"evaluate ({mode}, {split}, n={len(items)})", flat)
     return 0

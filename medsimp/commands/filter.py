@@ -5,6 +5,7 @@ Writes OUTPUT/pairs (every pair with `overlap_r` and `keep`), OUTPUT/kept (the f
 view) and stats.json. Bridged pairs inherit the decision of their English pair.
 Threshold: params `filter.threshold`.
 """
+
 from __future__ import annotations
 
 HELP = "flag aligned pairs by lexical overlap r (keeps all rows; writes a kept-only view)"
@@ -26,6 +27,12 @@ def run(args) -> int:
 
     params = section(args.params_data, "filter")
     with atomic_dir(args.output or resolve_path(params.get("output", "out/filter"), args.params_dir)) as tmp:
-        filter_job.run(args.input or resolve_path(params.get("input", "out/align"), args.params_dir), str(tmp), params,
-                       section(args.params_data, "beam"), args.beam_arg, args.metrics)
+        filter_job.run(
+            args.input or resolve_path(params.get("input", "out/align"), args.params_dir),
+            str(tmp),
+            params,
+            section(args.params_data, "beam"),
+            args.beam_arg,
+            args.metrics,
+        )
     return 0

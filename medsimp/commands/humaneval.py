@@ -4,6 +4,7 @@ Latin-square assignment, MultiCochrane) that export CSV, plus forms.xlsx and man
 accuracy by confidence), Table 3 (majority preference votes), agreement (Krippendorff's
 alpha with MASI, Randolph's kappa), metric-human correlations and PNG plots.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,10 @@ HELP = "human-evaluation forms (HTML/xlsx) and analysis of the filled responses"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     f = sub.add_parser("forms", help="write the forms from (source, system outputs)")
-    f.add_argument("--input", help="CSV with sentence_id|item_id, variant|system, source, output "
-                   "(default: params humaneval.input)")
+    f.add_argument(
+        "--input",
+        help="CSV with sentence_id|item_id, variant|system, source, output (default: params humaneval.input)",
+    )
     f.add_argument("--output", help="forms dir (default: params humaneval.forms)")
     f.add_argument("--metrics", help="also write stats here (DVC metrics)")
     a = sub.add_parser("analyze", help="validate filled CSVs and compute tables/agreement/plots")
@@ -28,11 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a.add_argument("--output", help="results dir (default: params humaneval.output)")
     a.add_argument("--metrics", help="also write stats here (DVC metrics)")
     a.add_argument("--plots", help="dir for DVC plots data (votes.csv, scores.csv)")
-    r = sub.add_parser("released", help="read the MultiCochrane authors' released ratings "
-                       "(data/eval_data) and write Table 5, agreement and the §5.3 checks")
+    r = sub.add_parser(
+        "released",
+        help="read the MultiCochrane authors' released ratings "
+        "(data/eval_data) and write Table 5, agreement and the §5.3 checks",
+    )
     r.add_argument("--data", required=True, help="MultiCochrane repository root or its data/eval_data")
-    r.add_argument("--output", required=True, help="results dir (table5.csv, agreement.csv, "
-                   "checks.json, stats.json)")
+    r.add_argument(
+        "--output", required=True, help="results dir (table5.csv, agreement.csv, checks.json, stats.json)"
+    )
 
 
 def run(args) -> int:
@@ -54,20 +61,38 @@ def _released(args) -> int:
         raise InputError(f"{root}: no such folder")
     ratings, problems, info = released.load_multicochrane(root)
     if not ratings:
-        raise InputError(f"{root}: no MultiCochrane ratings found (expected "
-                         "<lang>/spreadsheets/**.xlsx)" + (f"; {problems[0]}" if problems else ""))
+        raise InputError(
+            f"{root}: no MultiCochrane ratings found (expected "
+            "<lang>/spreadsheets/**.xlsx)" + (f"; {problems[0]}" if problems else "")
+        )
     table = released.means(ratings)
     agreement = released.agreement(ratings)
     checks = released.section_5_3_checks(table)
-    stats = {"read": len(ratings) + len(problems), "kept": len(ratings), "filtered": 0,
-             "rejected": len(problems), "duplicate_workbooks": len(info["duplicate_workbooks"]),
-             "section_5_3_holds": sum(c["holds"] for c in checks), "section_5_3_checks": len(checks)}
-    cols = ("language", "system", "annotators", "factuality", "factuality_n", "fluency",
-            "fluency_n", "simplicity", "simplicity_n")
+    stats = {
+        "read": len(ratings) + len(problems),
+        "kept": len(ratings),
+        "filtered": 0,
+        "rejected": len(problems),
+        "duplicate_workbooks": len(info["duplicate_workbooks"]),
+        "section_5_3_holds": sum(c["holds"] for c in checks),
+        "section_5_3_checks": len(checks),
+    }
+    cols = (
+        "language",
+        "system",
+        "annotators",
+        "factuality",
+        "factuality_n",
+        "fluency",
+        "fluency_n",
+        "simplicity",
+        "simplicity_n",
+    )
     with atomic_dir(args.output) as tmp:
         (tmp / "table5.csv").write_text(_csv(table, cols), encoding="utf-8")
         (tmp / "agreement.csv").write_text(
-            _csv(agreement, ("language", "scale", "units", "randolph_kappa")), encoding="utf-8")
+            _csv(agreement, ("language", "scale", "units", "randolph_kappa")), encoding="utf-8"
+        )
         write_json(tmp / "checks.json", {"checks": checks, "problems": problems, **info})
         write_json(tmp / "stats.json", stats)
     print_summary("humaneval released", stats)
@@ -96,11 +121,17 @@ def _write_plots(pdir: Path, votes: list[dict], scores: list[dict]) -> None:
     """DVC plots data: votes.csv (long: system, preference, votes, majority_items), scores.csv."""
     from medsimp.outputs import atomic_file
 
-    long = [{"system": r["system"], "preference": name, "votes": r[f"{name}_votes"],
-             "majority_items": r[f"{name}_majority_items"]}
-            for r in votes for name in ("most", "least")]
-    for name, text in (("votes.csv", _csv(long, VOTE_COLUMNS)),
-                       ("scores.csv", _csv(scores, SCORE_COLUMNS))):
+    long = [
+        {
+            "system": r["system"],
+            "preference": name,
+            "votes": r[f"{name}_votes"],
+            "majority_items": r[f"{name}_majority_items"],
+        }
+        for r in votes
+        for name in ("most", "least")
+    ]
+    for name, text in (("votes.csv", _csv(long, VOTE_COLUMNS)), ("scores.csv", _csv(scores, SCORE_COLUMNS))):
         with atomic_file(pdir / name) as tmp:
             tmp.write_text(text, encoding="utf-8")
 
@@ -127,13 +158,19 @@ def _forms(args, hp: dict) -> int:
     except ValueError as exc:
         print(f"medsimp humaneval forms: {exc}", file=sys.stderr)
         return 2
-    manifest = build_manifest(items, systems, int(hp.get("n_laypeople", 8)),
-                              int(hp.get("seed", 0)))
+    manifest = build_manifest(items, systems, int(hp.get("n_laypeople", 8)), int(hp.get("seed", 0)))
     with atomic_dir(out, lineage=_text_lineage(src, [i["source"] for i in items])) as tmp:
         files = write_forms(manifest, tmp)
-        stats = {"skipped": False, "read": len(items), "kept": len(items), "filtered": 0,
-                 "rejected": 0, "systems": len(systems), "files": len(files),
-                 "laypeople": len(manifest["layperson_assignment"])}
+        stats = {
+            "skipped": False,
+            "read": len(items),
+            "kept": len(items),
+            "filtered": 0,
+            "rejected": 0,
+            "systems": len(systems),
+            "files": len(files),
+            "laypeople": len(manifest["layperson_assignment"]),
+        }
         write_json(tmp / "stats.json", stats)
     if args.metrics:
         write_json(args.metrics, stats)
@@ -176,26 +213,31 @@ def _analyze(args, hp: dict) -> int:
     out = args.output or hp.get("output", "out/humaneval/results")
     files = sorted(responses.glob("*.csv")) if responses.is_dir() else []
     if not (forms / "manifest.json").exists() or not files:
-        return _skip(out, args.metrics, f"no {forms}/manifest.json or no filled CSVs in {responses}",
-                     args.plots)
+        return _skip(
+            out, args.metrics, f"no {forms}/manifest.json or no filled CSVs in {responses}", args.plots
+        )
     manifest = json.loads((forms / "manifest.json").read_text(encoding="utf-8"))
     try:
         answers = ingest(manifest, files)
     except IngestError as exc:
         print(f"medsimp humaneval analyze: {exc}", file=sys.stderr)
         return 2
-    read = sum(sum(1 for _ in csv.DictReader(open(f, newline="", encoding="utf-8-sig")))
-               for f in files)
+    read = sum(sum(1 for _ in csv.DictReader(open(f, newline="", encoding="utf-8-sig"))) for f in files)
     systems = manifest["systems"]
     metric_cols = list(hp.get("metric_columns", ["fkgl", "gunning_fog", "ari"]))
     t1, t2, t3 = tables.table1(answers), tables.table2(answers), tables.table3(answers, systems)
     agree = tables.agreement(answers)
     corr = tables.correlations(answers, _metric_table(Path(hp.get("input", "")), metric_cols))
     raters = sorted({(a.form, a.rater_id) for a in answers})
-    stats = {"read": read, "kept": len(answers), "filtered": read - len(answers), "rejected": 0,
-             "files": len(files), "raters": {f: sum(1 for r in raters if r[0] == f)
-                                             for f in ("expert", "layperson", "multicochrane")},
-             "agreement": agree}
+    stats = {
+        "read": read,
+        "kept": len(answers),
+        "filtered": read - len(answers),
+        "rejected": 0,
+        "files": len(files),
+        "raters": {f: sum(1 for r in raters if r[0] == f) for f in ("expert", "layperson", "multicochrane")},
+        "agreement": agree,
+    }
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
     with atomic_dir(out, lineage=_text_lineage(forms, [])) as tmp:
         for name, rows in (("table1", t1), ("table2", t2), ("table3", t3), ("correlations", corr)):
@@ -205,8 +247,7 @@ def _analyze(args, hp: dict) -> int:
         score_rows = []
         for form in ("expert", "multicochrane"):
             if any(a.form == form for a in answers):
-                score_rows += plots.score_distributions(answers, form, systems,
-                                                        tmp / f"scores-{form}.png")
+                score_rows += plots.score_distributions(answers, form, systems, tmp / f"scores-{form}.png")
         write_json(tmp / "stats.json", stats)
     if args.plots:
         _write_plots(Path(args.plots), t3, score_rows)

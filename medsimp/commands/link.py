@@ -5,6 +5,7 @@ Writes OUTPUT/part-*.parquet (sentence_id, concepts, readability, ...),
 OUTPUT/documents/ (readability per document side), OUTPUT/dead_letter, OUTPUT/stats.json.
 Languages without an index get no concepts (counted as sentences_without_index).
 """
+
 from __future__ import annotations
 
 HELP = "UMLS concept linking + readability per sentence and document side"
@@ -27,15 +28,34 @@ def run(args) -> int:
     from medsimp.pipelines import link
 
     params = section(args.params_data, "link")
-    matcher = {k: params[k] for k in ("overlapping_criteria", "threshold", "similarity_name", "window",
-                                      "min_match_length", "accepted_semtypes", "reject_negation_flips")
-               if k in params}
+    matcher = {
+        k: params[k]
+        for k in (
+            "overlapping_criteria",
+            "threshold",
+            "similarity_name",
+            "window",
+            "min_match_length",
+            "accepted_semtypes",
+            "reject_negation_flips",
+        )
+        if k in params
+    }
     cache_root = section(args.params_data, "cache").get("dir")
-    index = args.index or resolve_path(section(args.params_data, "umls").get("index") or default("umls.index"),
-                                       args.params_dir)
+    index = args.index or resolve_path(
+        section(args.params_data, "umls").get("index") or default("umls.index"), args.params_dir
+    )
     with atomic_dir(args.output) as tmp:
-        link.run(args.input, str(tmp), index, matcher,
-                 section(args.params_data, "readability"), cache_root,
-                 int(params.get("num_shards", 1)), section(args.params_data, "beam"),
-                 args.beam_arg, args.metrics)
+        link.run(
+            args.input,
+            str(tmp),
+            index,
+            matcher,
+            section(args.params_data, "readability"),
+            cache_root,
+            int(params.get("num_shards", 1)),
+            section(args.params_data, "beam"),
+            args.beam_arg,
+            args.metrics,
+        )
     return 0

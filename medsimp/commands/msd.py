@@ -5,6 +5,7 @@ title, sections) or the MSD dataset format (text, label 0 expert / 1 layman, con
 files whose name contains a `msd.paired_files` marker pair line 2n-1 with line 2n).
 Writes OUTPUT/sentences, OUTPUT/pairs (candidate groups), OUTPUT/dead_letter, OUTPUT/stats.json.
 """
+
 from __future__ import annotations
 
 HELP = "MSD professional/consumer manuals -> sentence table and PCIO candidate groups"

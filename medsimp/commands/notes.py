@@ -7,6 +7,7 @@ notes of a byte range), DIR/dead_letter/part-*.jsonl (rejected rows with a
 reason) and DIR/stats.json (rows_read = notes_kept + notes_filtered + rows_rejected;
 sentences = sentences_selected + sentences_not_selected). Knobs: params `notes:` section.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,16 +22,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from medsimp.cli_args import add_beam_arguments
 
     parser.add_argument("--input", help="note file(s): path or glob (default: params notes.input)")
-    parser.add_argument("--output", default=None, help="output directory (default: params "
-                                                       "notes.output or out/notes)")
+    parser.add_argument(
+        "--output", default=None, help="output directory (default: params notes.output or out/notes)"
+    )
     parser.add_argument("--metrics", help="also write stats.json here (DVC metric)")
     add_beam_arguments(parser)
 
 
 def stats_from_counters(counts: dict[str, int], inputs: list[str], params: dict) -> dict:
     """The stats.json record from the job's counters (reconciliation is checked by the caller)."""
-    rejected = {k.removeprefix("rejected_"): v for k, v in sorted(counts.items())
-                if k.startswith("rejected_")}
+    rejected = {
+        k.removeprefix("rejected_"): v for k, v in sorted(counts.items()) if k.startswith("rejected_")
+    }
     get = lambda k: int(counts.get(k, 0))  # noqa: E731
     return {
         "inputs": inputs,
@@ -54,20 +57,17 @@ def stats_from_counters(counts: dict[str, int], inputs: list[str], params: dict)
 def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
     """Release tags of MIMIC note tables, from each file's header: MIMIC-III NOTEEVENTS ->
     mimic-iii, MIMIC-IV-Note -> mimic-iv-note, anything unreadable -> mimic."""
-    import gzip
-
     from apache_beam.io.filesystems import FileSystems
 
     from medsimp.lineage import MIMIC, MIMIC_III, MIMIC_IV_NOTE, normalise
-    from medsimp.pipelines.noteevents import NoteFileError, detect_schema
+    from medsimp.pipelines.noteevents import NoteFileError, check_file
 
     releases = {"mimic3": MIMIC_III, "mimic4": MIMIC_IV_NOTE}
     tags = set()
     for path in paths:
-        try:
-            with FileSystems.open(path, compression_type="uncompressed") as raw:
-                fh = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
-                tags.add(releases.get(detect_schema(fh.readline(1 << 16)).name, MIMIC))
+        try:  # the reader's own header check (BOM, any newline, gzip)
+            layout = check_file(path, opener=lambda p: FileSystems.open(p, compression_type="uncompressed"))
+            tags.add(releases.get(layout.schema.name, MIMIC))
         except (OSError, EOFError, NoteFileError, ValueError):
             tags.add(MIMIC)
     return normalise(tags or [MIMIC])
@@ -107,15 +107,14 @@ def run(args: argparse.Namespace) -> int:
         result.wait_until_finish()
         notes_job.raise_file_errors(str(tmp / "dead_letter"))
         if not any((tmp / "sentences").iterdir()):  # no sentence at all: one empty part
-            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1,
-                                      with_lineage(SENTENCE_SCHEMA, tags))
+            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, with_lineage(SENTENCE_SCHEMA, tags))
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
-        stats = stats_from_counters(beam_io.counters(result, notes_job.NAMESPACE),
-                                    [name for _, name, _ in files], params)
+        stats = stats_from_counters(
+            beam_io.counters(result, notes_job.NAMESPACE), [name for _, name, _ in files], params
+        )
         check_stats(stats)
         write_json(tmp / "stats.json", stats)
     if args.metrics:
         write_json(args.metrics, stats)
-    print_summary("medsimp notes", {k: v for k, v in stats.items()
-                                    if k not in ("inputs", "categories")})
+    print_summary("medsimp notes", {k: v for k, v in stats.items() if k not in ("inputs", "categories")})
     return 0

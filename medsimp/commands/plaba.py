@@ -4,6 +4,7 @@ Writes OUTPUT/sentences (abstract sentences = complex, adaptation sentences = si
 OUTPUT/pairs (one row per abstract sentence and adaptation: 1 -> 0, 1 or N simple
 sentences, with question_id, pmid and sentence numbers), OUTPUT/dead_letter, OUTPUT/stats.json.
 """
+
 from __future__ import annotations
 
 HELP = "PLABA abstracts + expert adaptations -> sentence table and gold pairs"

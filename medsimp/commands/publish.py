@@ -11,6 +11,7 @@ it checked are uploaded, one explicit path each, from a re-encoded copy of what 
 glob patterns; symbolic links, hidden and special files are refused). Publishing needs
 network access (HF_HUB_OFFLINE=0 and a token).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -101,15 +102,24 @@ def _string_arrays(array):
         yield from _string_arrays(array.dictionary)
     elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         yield array
-    elif (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
-          or pa.types.is_fixed_size_binary(t)):
+    elif (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_binary_view(t)
+        or pa.types.is_fixed_size_binary(t)
+    ):
         raise Refused("binary column")
     elif pa.types.is_map(t):
         yield from _string_arrays(array.keys)
         yield from _string_arrays(array.items)
-    elif (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-          or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)
-          or pa.types.is_run_end_encoded(t)):
+    elif (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+        or pa.types.is_run_end_encoded(t)
+    ):
         yield from _string_arrays(array.values)
     elif pa.types.is_struct(t) or pa.types.is_union(t):
         for i in range(t.num_fields):
@@ -134,29 +144,35 @@ def _copy_parquet(src: Path, rel: str, dest: Path) -> None:
         if tags is None:
             raise Refused(f"{rel} has no lineage (medsimp.lineage); rebuild it with `medsimp build`")
         if lineage.is_restricted(tags):
-            raise Refused(f"{rel} derives from MIMIC or a source not known to be public (lineage: "
-                          f"{lineage.describe(tags)}; public: {', '.join(sorted(lineage.PUBLIC))}): "
-                          "PhysioNet data is never published to a hub; share it through PhysioNet "
-                          "(docs/mimic.md)")
-        described = schema.to_string(show_field_metadata=True, show_schema_metadata=True,
-                                     truncate_metadata=False)
+            raise Refused(
+                f"{rel} derives from MIMIC or a source not known to be public (lineage: "
+                f"{lineage.describe(tags)}; public: {', '.join(sorted(lineage.PUBLIC))}): "
+                "PhysioNet data is never published to a hub; share it through PhysioNet "
+                "(docs/mimic.md)"
+            )
+        described = schema.to_string(
+            show_field_metadata=True, show_schema_metadata=True, truncate_metadata=False
+        )
         if lineage.has_mimic_shapes(described):
-            raise Refused(f"{rel}: the schema (names or metadata) contains MIMIC "
-                          "de-identification placeholders")
+            raise Refused(
+                f"{rel}: the schema (names or metadata) contains MIMIC de-identification placeholders"
+            )
         dest.parent.mkdir(parents=True, exist_ok=True)
         with pq.ParquetWriter(dest, schema) as writer:
             try:
                 for batch in pf.iter_batches(batch_size=65536):
                     for name, column in zip(batch.schema.names, batch.columns):
                         try:
-                            found = any(lineage.strings_have_mimic_shapes(a)
-                                        for a in _string_arrays(column))
+                            found = any(lineage.strings_have_mimic_shapes(a) for a in _string_arrays(column))
                         except Refused:
-                            raise Refused(f"{rel}: column {name} holds binary data, which "
-                                          "medsimp cannot check; publish text columns only") from None
+                            raise Refused(
+                                f"{rel}: column {name} holds binary data, which "
+                                "medsimp cannot check; publish text columns only"
+                            ) from None
                         if found:
-                            raise Refused(f"{rel}: column {name} contains MIMIC de-identification "
-                                          "placeholders")
+                            raise Refused(
+                                f"{rel}: column {name} contains MIMIC de-identification placeholders"
+                            )
                     writer.write_batch(batch)
             except Refused:
                 raise
@@ -176,8 +192,7 @@ def _copy_text(src: Path, rel: str, dest: Path) -> None:
     except UnicodeDecodeError:
         raise Refused(f"{rel} is not UTF-8 text") from None
     if "\x00" in text or lineage.has_mimic_shapes(text):
-        raise Refused(f"{rel} contains MIMIC de-identification placeholders ([** ... **]) "
-                      "or binary data")
+        raise Refused(f"{rel} contains MIMIC de-identification placeholders ([** ... **]) or binary data")
     dest.write_bytes(data)
 
 
@@ -193,9 +208,11 @@ def check_publishable(folder: Path, snapshot: Path | None = None) -> list[str]:
 
     marker = marker_of(folder) or {}
     if "lineage" in marker and lineage.is_restricted(marker["lineage"]):
-        raise Refused(f"{folder} derives from MIMIC or an unknown source (lineage in {MARKER}): "
-                      "PhysioNet data is never published to a hub; share it through PhysioNet "
-                      "(docs/mimic.md)")
+        raise Refused(
+            f"{folder} derives from MIMIC or an unknown source (lineage in {MARKER}): "
+            "PhysioNet data is never published to a hub; share it through PhysioNet "
+            "(docs/mimic.md)"
+        )
     files = upload_files(folder)
     if not any(f.endswith(".parquet") for f in files):
         raise Refused(f"{folder} holds no Parquet data; run `medsimp build` first")
@@ -207,8 +224,10 @@ def check_publishable(folder: Path, snapshot: Path | None = None) -> list[str]:
             elif rel.endswith(".parquet"):
                 _copy_parquet(folder / rel, rel, target / rel)
             else:
-                raise Refused(f"{rel} is not a Parquet table whose lineage medsimp can check; "
-                              "remove it or rebuild the folder with `medsimp build`")
+                raise Refused(
+                    f"{rel} is not a Parquet table whose lineage medsimp can check; "
+                    "remove it or rebuild the folder with `medsimp build`"
+                )
     return files
 
 
@@ -230,9 +249,14 @@ def run(args: argparse.Namespace) -> int:
             # create_repo ignores `private` for an existing repository: never push into a public one.
             raise Refused(f"{args.repo_id} already exists and is public; choose another --repo-id")
         # One explicit operation per checked file (no glob patterns), from the checked copy.
-        ops = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(Path(snapshot) / rel))
-               for rel in files]
-        info = api.create_commit(repo_id=args.repo_id, repo_type="dataset", operations=ops,
-                                 commit_message=f"medsimp publish {folder.name}")
+        ops = [
+            CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(Path(snapshot) / rel)) for rel in files
+        ]
+        info = api.create_commit(
+            repo_id=args.repo_id,
+            repo_type="dataset",
+            operations=ops,
+            commit_message=f"medsimp publish {folder.name}",
+        )
     print(f"published {folder} -> {info.commit_url}")
     return 0

@@ -7,6 +7,7 @@ Writes DIR/sentences/part-*.parquet (the common sentence table plus exam, body_p
 finding_words, negated, n_duplicates, duplicate_doc_ids), DIR/dead_letter/part-*.jsonl and
 DIR/stats.json. Knobs: params `radiology:` section.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,11 @@ REASONS_PREFIX = "filtered_"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from medsimp.cli_args import add_beam_arguments
 
-    parser.add_argument("--input", action="append", help="note file, glob or directory of "
-                        "*.csv / *.csv.gz (repeatable; default: params radiology.input)")
+    parser.add_argument(
+        "--input",
+        action="append",
+        help="note file, glob or directory of *.csv / *.csv.gz (repeatable; default: params radiology.input)",
+    )
     parser.add_argument("--output", help="output dir (default: params radiology.output)")
     parser.add_argument("--metrics", help="also write stats.json here (DVC metric)")
     add_beam_arguments(parser)
@@ -28,10 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) -> dict:
     """stats.json: note counts (read = kept + filtered + rejected) and sentence counts
     (sentences = kept + duplicates + filtered)."""
-    rejected = {k.removeprefix("rejected_"): v for k, v in sorted(notes.items())
-                if k.startswith("rejected_")}
-    filtered = {k.removeprefix(REASONS_PREFIX): v for k, v in sorted(rad.items())
-                if k.startswith(REASONS_PREFIX)}
+    rejected = {k.removeprefix("rejected_"): v for k, v in sorted(notes.items()) if k.startswith("rejected_")}
+    filtered = {
+        k.removeprefix(REASONS_PREFIX): v for k, v in sorted(rad.items()) if k.startswith(REASONS_PREFIX)
+    }
     return {
         "inputs": inputs,
         "read": notes.get("rows_read", 0),
@@ -73,9 +77,11 @@ def run(args) -> int:
         notes_job.raise_file_errors(str(tmp / "dead_letter"))
         beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, with_lineage(SCHEMA, tags))
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
-        stats = stats_from(beam_io.counters(result, NOTES_NS),
-                           beam_io.counters(result, radiology.NAMESPACE),
-                           [name for _, name, _ in files])
+        stats = stats_from(
+            beam_io.counters(result, NOTES_NS),
+            beam_io.counters(result, radiology.NAMESPACE),
+            [name for _, name, _ in files],
+        )
         check_reconciles(stats, "read", ["notes_kept", "notes_filtered", "notes_rejected"])
         check_reconciles(stats, "sentences", ["kept", "duplicates", "filtered"])
         write_json(tmp / "stats.json", stats)

@@ -13,6 +13,7 @@ exit codes:
   4   a stage failed or the run was interrupted (outputs restored; next run resumes)
   75  lock held: another refresh (or a dvc command) is running; try again later
 """
+
 from __future__ import annotations
 
 import sys
@@ -22,13 +23,20 @@ HELP = "run the DAG on a schedule: lock, dvc repro of what changed, run report"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--report-dir", default=None,
-                        help="where reports go (default: params refresh.report_dir)")
-    parser.add_argument("--targets", nargs="+", default=None, metavar="STAGE",
-                        help="dvc.yaml stages to bring up to date with their upstream "
-                             "(default: params refresh.targets, empty = whole DAG)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the stages that would run; run nothing, write no report")
+    parser.add_argument(
+        "--report-dir", default=None, help="where reports go (default: params refresh.report_dir)"
+    )
+    parser.add_argument(
+        "--targets",
+        nargs="+",
+        default=None,
+        metavar="STAGE",
+        help="dvc.yaml stages to bring up to date with their upstream "
+        "(default: params refresh.targets, empty = whole DAG)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the stages that would run; run nothing, write no report"
+    )
 
 
 def run(args) -> int:
@@ -38,15 +46,19 @@ def run(args) -> int:
 
     foreign = [o for o in args.overrides if not o.strip().startswith("refresh.")]
     if foreign:
-        print(f"refresh: --set {foreign[0]!r} would not reach the stages: dvc repro reads "
-              f"{args.params} from disk; edit it instead (only refresh.* may be overridden)",
-              file=sys.stderr)
+        print(
+            f"refresh: --set {foreign[0]!r} would not reach the stages: dvc repro reads "
+            f"{args.params} from disk; edit it instead (only refresh.* may be overridden)",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
-    cfg = RefreshConfig.from_params(section(args.params_data, "refresh"), Path.cwd(),
-                                    args.report_dir, args.targets)
+    cfg = RefreshConfig.from_params(
+        section(args.params_data, "refresh"), Path.cwd(), args.report_dir, args.targets
+    )
     try:
-        code, _report = run_refresh(cfg, load_params(args.params), args.dry_run,
-                                    echo=lambda line: print(line, flush=True))
+        code, _report = run_refresh(
+            cfg, load_params(args.params), args.dry_run, echo=lambda line: print(line, flush=True)
+        )
     except DvcError as exc:
         print(f"refresh: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -5,6 +5,7 @@ Lexicons: --abbreviations takes JSON/TSV (abbreviation -> expansions), a MedLane
 plain list; --common-words a plain list or JSON list. Defaults and thresholds come from the
 params `notes:` section.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,11 +15,13 @@ HELP = "score sentences with MedLane's Algorithm 1 (n, abb, unc, ratio, keep) as
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", default="-", help="sentences, one per line (- = stdin)")
-    parser.add_argument("--abbreviations", help="abbreviation lexicon (default: params "
-                                                "notes.abbreviations)")
+    parser.add_argument("--abbreviations", help="abbreviation lexicon (default: params notes.abbreviations)")
     parser.add_argument("--common-words", help="common-word list (default: params notes.common_words)")
-    parser.add_argument("--case-insensitive", action="store_true",
-                        help="match abbreviations ignoring case (default: params notes.case_sensitive)")
+    parser.add_argument(
+        "--case-insensitive",
+        action="store_true",
+        help="match abbreviations ignoring case (default: params notes.case_sensitive)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from medsimp.config import section
-    from medsimp.pipelines.selection import load_lexicons
     from medsimp.pipelines.notes_core import NoteProcessor
+    from medsimp.pipelines.selection import load_lexicons
 
     params = dict(section(args.params_data, "notes"))
     if args.abbreviations:  # flags are relative to the current folder, params to theirs

@@ -4,6 +4,7 @@ Sentences, vocabulary, concept vocabulary, tokens/concepts per sentence and mean
 readability (FKGL, Gunning fog, Coleman-Liau, ARI) for the expert (complex) and layman
 (simple) sides, and their ratio.
 """
+
 from __future__ import annotations
 
 HELP = "corpus statistics table (expert vs layman) of a linked table"

@@ -3,6 +3,7 @@
 `medsimp synth notes --rows N --output FILE[.gz] --seed S` writes a MIMIC-III-format
 NOTEEVENTS file with MIMIC-III's category mix (about 2.9% discharge summaries).
 """
+
 from __future__ import annotations
 
 import argparse

@@ -8,6 +8,7 @@ model files and `stats.json`. Baselines (`dictionary`, `copy`) only predict.
 Interrupted DECLARE runs resume from the last checkpoint under
 `<cache.dir>/checkpoints/` (keyed by the params and data).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,10 +68,15 @@ def run(args: argparse.Namespace) -> int:
     splits = load_splits(cfg)
     dictionary = load_dictionary([resolve_path(p, args.params_dir) for p in cfg.get("dictionaries") or []])
     sources = {name: [tokens_of(it.source) for it in items] for name, items in splits.eval.items()}
-    stats: dict = {"model": args.model, "dictionary_terms": len(dictionary),
-                   "read": sum(splits.counts.values()),
-                   "kept": splits.counts["train"] + splits.counts["validation"] + splits.counts["test"],
-                   "filtered": 0, "rejected": splits.counts["rejected"], "splits": dict(splits.counts)}
+    stats: dict = {
+        "model": args.model,
+        "dictionary_terms": len(dictionary),
+        "read": sum(splits.counts.values()),
+        "kept": splits.counts["train"] + splits.counts["validation"] + splits.counts["test"],
+        "filtered": 0,
+        "rejected": splits.counts["rejected"],
+        "splits": dict(splits.counts),
+    }
     with atomic_dir(args.out, lineage=data_lineage(cfg)) as tmp:
         if args.model == "declare":
             from medsimp.training import trainer
@@ -78,12 +84,20 @@ def run(args: argparse.Namespace) -> int:
             settings = trainer.Settings.from_params(cfg)
             cache = Path((args.params_data.get("cache") or {}).get("dir", ".cache/medsimp"))
             ckpt = cache / "checkpoints" / f"declare-{_data_key(cfg, args.model, args.params_dir)}"
-            model, feat, log = trainer.train(splits.train, splits.validation, dictionary, settings, ckpt,
-                                             progress=not args.no_progress and interactive())
+            model, feat, log = trainer.train(
+                splits.train,
+                splits.validation,
+                dictionary,
+                settings,
+                ckpt,
+                progress=not args.no_progress and interactive(),
+            )
             preds = {name: trainer.predict(model, feat, srcs) for name, srcs in sources.items()}
             trainer.save(model, feat, tmp, log)
             stats["best_epoch"] = log["best_epoch"]
-            stats["best_val_loss"] = round(log["best_val_loss"], 6) if log["best_val_loss"] is not None else None
+            stats["best_val_loss"] = (
+                round(log["best_val_loss"], 6) if log["best_val_loss"] is not None else None
+            )
             stats["epochs_run"] = len(log["epochs"])
         elif args.model == "dictionary":
             preds = {name: baselines.dictionary_baseline(srcs, dictionary) for name, srcs in sources.items()}
@@ -91,8 +105,9 @@ def run(args: argparse.Namespace) -> int:
             preds = {name: baselines.copy_source(srcs) for name, srcs in sources.items()}
         (tmp / "predictions").mkdir()
         for name, lines in sorted(preds.items()):
-            (tmp / "predictions" / f"{name}.txt").write_text("".join(line + "\n" for line in lines),
-                                                             encoding="utf-8")
+            (tmp / "predictions" / f"{name}.txt").write_text(
+                "".join(line + "\n" for line in lines), encoding="utf-8"
+            )
             stats[f"predictions_{name}"] = len(lines)
         check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
         write_json(tmp / "stats.json", stats)

@@ -5,6 +5,7 @@ MRCONSO (ENG, SPA, FRE, ...), plus `index.json` (fingerprint, term counts). The 
 default is the demo starter vocabulary in data/sample/umls (NOT UMLS); point `umls.mrconso`
 and `umls.mrsty` at a licensed UMLS release (META/) to get the full vocabulary.
 """
+
 from __future__ import annotations
 
 HELP = "build the QuickUMLS concept index (MRCONSO.RRF + MRSTY.RRF)"
@@ -28,13 +29,19 @@ def run(args) -> int:
     mrconso = args.mrconso or resolve_path(params["mrconso"], args.params_dir)
     mrsty = args.mrsty or resolve_path(params["mrsty"], args.params_dir)
     with atomic_dir(output) as tmp:
-        manifest = build_index(mrconso, mrsty, tmp,
-                               list(params.get("languages", default("umls.languages"))),
-                               lowercase=bool(params.get("lowercase", True)),
-                               normalize_unicode=bool(params.get("normalize_unicode", False)))
-        summary = {"fingerprint": manifest["fingerprint"],
-                   "terms": {lat: v["terms"] for lat, v in manifest["languages"].items()},
-                   "skipped_languages": manifest["skipped_languages"]}
+        manifest = build_index(
+            mrconso,
+            mrsty,
+            tmp,
+            list(params.get("languages", default("umls.languages"))),
+            lowercase=bool(params.get("lowercase", True)),
+            normalize_unicode=bool(params.get("normalize_unicode", False)),
+        )
+        summary = {
+            "fingerprint": manifest["fingerprint"],
+            "terms": {lat: v["terms"] for lat, v in manifest["languages"].items()},
+            "skipped_languages": manifest["skipped_languages"],
+        }
         write_json(tmp / "stats.json", summary)
         if args.metrics:
             write_json(args.metrics, summary)

@@ -1,4 +1,5 @@
 """Inter-rater agreement: Krippendorff's alpha with MASI distance, and Randolph's kappa."""
+
 from __future__ import annotations
 
 from collections import Counter

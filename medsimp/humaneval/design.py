@@ -1,4 +1,5 @@
 """Items from system outputs, and the Latin-square assignment of systems to laypeople."""
+
 from __future__ import annotations
 
 import csv
@@ -23,11 +24,13 @@ def load_items(path: str | Path, systems: list[str] | None = None) -> tuple[list
             raise ValueError(f"{path}: missing columns {sorted(missing)}")
         for line, raw in enumerate(reader, start=2):
             row = {k: cell_unescape(v) for k, v in raw.items()}
-            item = items.setdefault(row[id_col], {"item_id": row[id_col], "source": row["source"],
-                                                  "outputs": {}})
+            item = items.setdefault(
+                row[id_col], {"item_id": row[id_col], "source": row["source"], "outputs": {}}
+            )
             if row[sys_col] in item["outputs"]:
-                raise ValueError(f"{path}:{line}: duplicate output for item {row[id_col]!r}, "
-                                 f"system {row[sys_col]!r}")
+                raise ValueError(
+                    f"{path}:{line}: duplicate output for item {row[id_col]!r}, system {row[sys_col]!r}"
+                )
             item["outputs"][row[sys_col]] = row["output"]
     found = sorted({s for it in items.values() for s in it["outputs"]})
     systems = list(systems) if systems else found
@@ -43,8 +46,9 @@ def latin_square(item_ids: list[str], systems: list[str], n_raters: int) -> dict
     """Rater r sees item i with system (i + r) mod k: over k raters every item meets every
     system once, and each rater sees each system equally often (when k divides the items)."""
     k = len(systems)
-    return {rater_name(r): {iid: systems[(i + r) % k] for i, iid in enumerate(item_ids)}
-            for r in range(n_raters)}
+    return {
+        rater_name(r): {iid: systems[(i + r) % k] for i, iid in enumerate(item_ids)} for r in range(n_raters)
+    }
 
 
 def rater_name(index: int) -> str:

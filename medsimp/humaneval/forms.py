@@ -1,4 +1,5 @@
 """Self-contained HTML forms (offline, export CSV), a spreadsheet export and the manifest."""
+
 from __future__ import annotations
 
 import datetime
@@ -19,13 +20,13 @@ _EPOCH = datetime.datetime(2000, 1, 1)
 TEMPLATE = resources.path("humaneval/form.html.j2")
 INSTRUCTIONS = {
     "expert": "For each sentence from a radiology report, rate the severity of its finding once, "
-              "then rate every simplified version on the five scales (1 = worst, 5 = best).",
+    "then rate every simplified version on the five scales (1 = worst, 5 = best).",
     "layperson": "For each sentence, first answer about the original alone. Then a simplified "
-                 "version appears: answer again. Finally say which versions you prefer.",
+    "version appears: answer again. Finally say which versions you prefer.",
     "multicochrane": "Rate every simplified version (Joseph et al. 2023, App. A): factuality and "
-                     "fluency from 0 (completely factual / no issues) to 2 (severe errors), and "
-                     "simplicity from -2 (heavily oversimplified) through 0 (ideal) to +2 "
-                     "(heavily under-simplified).",
+    "fluency from 0 (completely factual / no issues) to 2 (severe errors), and "
+    "simplicity from -2 (heavily oversimplified) through 0 (ideal) to +2 "
+    "(heavily under-simplified).",
 }
 
 
@@ -33,8 +34,16 @@ def _question(item_id: str, stage: str, system: str, q: Question, letters: dict[
     options = [[v, label] for v, label in q.options]
     if q.kind == "set":
         options = [[s, f"Version {letters[s]}"] for s in letters]
-    return {"item_id": item_id, "stage": stage, "system": system, "qid": q.qid, "prompt": q.prompt,
-            "kind": q.kind, "options": options, "required": q.required}
+    return {
+        "item_id": item_id,
+        "stage": stage,
+        "system": system,
+        "qid": q.qid,
+        "prompt": q.prompt,
+        "kind": q.kind,
+        "options": options,
+        "required": q.required,
+    }
 
 
 def form_spec(manifest: dict, form: str, rater_id: str = "") -> dict[str, Any]:
@@ -59,8 +68,16 @@ def form_spec(manifest: dict, form: str, rater_id: str = "") -> dict[str, Any]:
             elif stage == "preference":
                 texts += [{"label": f"Version {letters[s]}", "text": item["outputs"][s]} for s in order]
                 heading += " - all versions"
-            blocks.append({"key": list(key), "item_id": iid, "heading": heading, "texts": texts,
-                           "gate": form == "layperson" and n > 0, "questions": []})
+            blocks.append(
+                {
+                    "key": list(key),
+                    "item_id": iid,
+                    "heading": heading,
+                    "texts": texts,
+                    "gate": form == "layperson" and n > 0,
+                    "questions": [],
+                }
+            )
         blocks[-1]["questions"].append(_question(iid, stage, system, q, letters))
     for b in blocks:
         del b["key"], b["item_id"]
@@ -73,8 +90,11 @@ def render_html(manifest: dict, form: str, rater_id: str = "") -> str:
     spec = spec.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     title = f"{form.capitalize()} evaluation" + (f" - rater {rater_id}" if rater_id else "")
     return env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
-        title=title, instructions=INSTRUCTIONS[form], rater_id=rater_id,
-        spec_json=jinja2.utils.markupsafe.Markup(spec))
+        title=title,
+        instructions=INSTRUCTIONS[form],
+        rater_id=rater_id,
+        spec_json=jinja2.utils.markupsafe.Markup(spec),
+    )
 
 
 def write_workbook(manifest: dict, path: Path) -> None:
@@ -88,18 +108,26 @@ def write_workbook(manifest: dict, path: Path) -> None:
     ws.title = "items"
     ws.append(["item_id", "source", *manifest["systems"]])
     for it in manifest["items"]:
-        ws.append([cell_escape(v) for v in
-                   (it["item_id"], it["source"], *[it["outputs"][s] for s in manifest["systems"]])])
+        ws.append(
+            [
+                cell_escape(v)
+                for v in (it["item_id"], it["source"], *[it["outputs"][s] for s in manifest["systems"]])
+            ]
+        )
     sheets = [("expert", ""), ("multicochrane", "")]
     sheets += [("layperson", r) for r in sorted(manifest["layperson_assignment"])]
     for form, rater in sheets:
         sh = wb.create_sheet(f"{form}-{rater}" if rater else form)
         sh.append([*CSV_COLUMNS, "prompt", "allowed"])
         for row, (iid, stage, system, q) in enumerate(expected(manifest, form, rater), start=2):
-            allowed = {"scale": ",".join(str(v) for v in q.values()),
-                       "set": "|".join(manifest["systems"]), "text": "free text"}[q.kind]
-            sh.append([cell_escape(v) for v in
-                       (form, rater, iid, stage, system, q.qid, None, q.prompt, allowed)])
+            allowed = {
+                "scale": ",".join(str(v) for v in q.values()),
+                "set": "|".join(manifest["systems"]),
+                "text": "free text",
+            }[q.kind]
+            sh.append(
+                [cell_escape(v) for v in (form, rater, iid, stage, system, q.qid, None, q.prompt, allowed)]
+            )
             if q.kind == "scale":
                 dv = DataValidation(type="list", formula1=f'"{allowed}"', allow_blank=not q.required)
                 sh.add_data_validation(dv)

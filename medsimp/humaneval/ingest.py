@@ -1,4 +1,5 @@
 """Read filled response CSVs and validate them against the forms' manifest."""
+
 from __future__ import annotations
 
 import csv
@@ -66,8 +67,10 @@ def ingest(manifest: dict, files: list[Path]) -> list[Answer]:
         raters = {(r["form"], r["rater_id"]) for _, r in rows}
         for key in sorted(raters):
             if key in seen_rater:
-                problems.append(f"{path.name}: duplicate rater {key[1]!r} on the {key[0]} form "
-                                f"(also in {seen_rater[key]})")
+                problems.append(
+                    f"{path.name}: duplicate rater {key[1]!r} on the {key[0]} form "
+                    f"(also in {seen_rater[key]})"
+                )
             seen_rater[key] = path.name
         answers += _check_file(manifest, path.name, rows, problems)
     if problems:
@@ -75,8 +78,7 @@ def ingest(manifest: dict, files: list[Path]) -> list[Answer]:
     return sorted(answers, key=lambda a: (a.form, a.rater_id, a.item_id, a.stage, a.system, a.question))
 
 
-def _check_file(manifest: dict, name: str, rows: list[tuple[int, dict]],
-                problems: list[str]) -> list[Answer]:
+def _check_file(manifest: dict, name: str, rows: list[tuple[int, dict]], problems: list[str]) -> list[Answer]:
     systems = manifest["systems"]
     out: list[Answer] = []
     by_rater: dict[tuple[str, str], dict[tuple[str, str, str, str], tuple[int, str]]] = {}
@@ -89,32 +91,39 @@ def _check_file(manifest: dict, name: str, rows: list[tuple[int, dict]],
             problems.append(f"{name}:{line}: empty rater_id")
             continue
         if form == "layperson" and rater not in manifest["layperson_assignment"]:
-            problems.append(f"{name}:{line}: layperson {rater!r} is not in the Latin-square "
-                            f"assignment ({sorted(manifest['layperson_assignment'])})")
+            problems.append(
+                f"{name}:{line}: layperson {rater!r} is not in the Latin-square "
+                f"assignment ({sorted(manifest['layperson_assignment'])})"
+            )
             continue
         seen = by_rater.setdefault((form, rater), {})
         key = (row["item_id"], row["stage"], row["system"], row["question"])
         if key in seen:
-            problems.append(f"{name}:{line}: duplicate answer for item {key[0]!r} {key[1]} "
-                            f"{key[2] or '-'} {key[3]} (first at line {seen[key][0]})")
+            problems.append(
+                f"{name}:{line}: duplicate answer for item {key[0]!r} {key[1]} "
+                f"{key[2] or '-'} {key[3]} (first at line {seen[key][0]})"
+            )
             continue
         seen[key] = (line, row["answer"])
     for (form, rater), got in sorted(by_rater.items()):
         wanted = {(i, st, sy, q.qid): q for i, st, sy, q in expected(manifest, form, rater)}
         for key in sorted(set(got) - set(wanted)):
-            problems.append(f"{name}:{got[key][0]}: unexpected row for {form} rater {rater!r}: "
-                            f"item {key[0]!r} stage {key[1]!r} system {key[2]!r} question {key[3]!r}")
+            problems.append(
+                f"{name}:{got[key][0]}: unexpected row for {form} rater {rater!r}: "
+                f"item {key[0]!r} stage {key[1]!r} system {key[2]!r} question {key[3]!r}"
+            )
         for key, q in wanted.items():
             if key not in got:
                 if q.required:
-                    problems.append(f"{name}: {form} rater {rater!r} has no row for item {key[0]!r} "
-                                    f"{key[1]} {key[2] or '-'} {key[3]}")
+                    problems.append(
+                        f"{name}: {form} rater {rater!r} has no row for item {key[0]!r} "
+                        f"{key[1]} {key[2] or '-'} {key[3]}"
+                    )
                 continue
             line, raw = got[key]
             value, error = _parse(q, raw.strip(), systems)
             if error:
-                problems.append(f"{name}:{line}: {form} rater {rater!r}, item {key[0]!r}, "
-                                f"{key[3]}: {error}")
+                problems.append(f"{name}:{line}: {form} rater {rater!r}, item {key[0]!r}, {key[3]}: {error}")
             elif value is not None:
                 out.append(Answer(form, rater, key[0], key[1], key[2], key[3], value))
     return out

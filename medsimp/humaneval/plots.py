@@ -1,4 +1,5 @@
 """PNG plots a person would look at: stacked preference votes and score distributions."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -37,22 +38,28 @@ def score_distributions(answers: list[Answer], form: str, systems: list[str], pa
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    questions = sorted({a.question for a in answers if a.form == form and a.system
-                        and isinstance(a.value, int)})
+    questions = sorted(
+        {a.question for a in answers if a.form == form and a.system and isinstance(a.value, int)}
+    )
     data = []
-    fig, axes = plt.subplots(1, max(1, len(questions)), figsize=(3.2 * max(1, len(questions)), 3.5),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, max(1, len(questions)), figsize=(3.2 * max(1, len(questions)), 3.5), squeeze=False
+    )
     for ax, q in zip(axes[0], questions):
-        counts = {s: Counter(a.value for a in answers if a.form == form and a.question == q
-                             and a.system == s) for s in systems}
+        counts = {
+            s: Counter(a.value for a in answers if a.form == form and a.question == q and a.system == s)
+            for s in systems
+        }
         scores = sorted({v for c in counts.values() for v in c})
         bottom = [0.0] * len(systems)
         for score in scores:
             share = [counts[s][score] / max(1, sum(counts[s].values())) for s in systems]
             ax.bar(systems, share, bottom=bottom, label=str(score))
             bottom = [b + x for b, x in zip(bottom, share)]
-            data += [{"form": form, "question": q, "system": s, "score": score,
-                      "count": counts[s][score]} for s in systems]
+            data += [
+                {"form": form, "question": q, "system": s, "score": score, "count": counts[s][score]}
+                for s in systems
+            ]
         ax.set_title(q)
         ax.tick_params(axis="x", rotation=45)
         ax.legend(title="score", fontsize=7)

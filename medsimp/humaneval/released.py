@@ -18,8 +18,8 @@ pairs, r >= 0: unfiltered), `system2_0.5` / `all_0.5` (mT5 on pairs with r >= 0.
 filtered), `system3_plain` / `gpt_plain` (GPT-3, plain prompt), `flan_t5`, `flan_t5_zs`,
 `gpt_trans_en` (GPT simplification in English, then translated).
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
@@ -29,8 +29,13 @@ from typing import Any
 from medsimp.humaneval.agreement import randolph_kappa
 
 SCALES = {"factuality": (0, 1, 2), "fluency": (0, 1, 2), "simplicity": (-2, -1, 0, 1, 2)}
-_HEADER = {"factual": "factuality", "fluency": "fluency", "simplicity": "simplicity",
-           "are there hallucinations?": "hallucination", "are deletions excessive?": "deletion"}
+_HEADER = {
+    "factual": "factuality",
+    "fluency": "fluency",
+    "simplicity": "simplicity",
+    "are there hallucinations?": "hallucination",
+    "are deletions excessive?": "deletion",
+}
 MT5_UNFILTERED, MT5_FILTERED = "mt5", "mt5_filtered"
 
 
@@ -47,11 +52,19 @@ class Rating:
 def system_of(name: str) -> str | None:
     """System id from a spreadsheet or CSV file name (None when unrecognised)."""
     n = name.lower()
-    for pattern, system in (("gold", "gold"), ("flan_t5_zs", "flan_t5_zs"), ("flan_t5", "flan_t5"),
-                            ("gpt_trans_en", "gpt_trans_en"), ("gpt_reader", "gpt_reader"),
-                            ("system3", "gpt_plain"), ("gpt_plain", "gpt_plain"),
-                            ("system2", MT5_FILTERED), ("_0.5", MT5_FILTERED),
-                            ("system1", MT5_UNFILTERED), ("_0", MT5_UNFILTERED)):
+    for pattern, system in (
+        ("gold", "gold"),
+        ("flan_t5_zs", "flan_t5_zs"),
+        ("flan_t5", "flan_t5"),
+        ("gpt_trans_en", "gpt_trans_en"),
+        ("gpt_reader", "gpt_reader"),
+        ("system3", "gpt_plain"),
+        ("gpt_plain", "gpt_plain"),
+        ("system2", MT5_FILTERED),
+        ("_0.5", MT5_FILTERED),
+        ("system1", MT5_UNFILTERED),
+        ("_0", MT5_UNFILTERED),
+    ):
         if pattern in n:
             return system
     return None
@@ -66,8 +79,7 @@ def _number(cell: Any) -> float | None:
         return None
 
 
-def read_workbook(path: Path, language: str, annotator: str,
-                  problems: list[str]) -> list[Rating]:
+def read_workbook(path: Path, language: str, annotator: str, problems: list[str]) -> list[Rating]:
     """The ratings of the first sheet of one released workbook."""
     import openpyxl
 
@@ -104,8 +116,10 @@ def read_workbook(path: Path, language: str, annotator: str,
             if value is None:
                 continue  # not rated (e.g. the empty annotator2 workbooks of fa)
             if value != int(value) or int(value) not in SCALES[scale]:
-                problems.append(f"{path.name}:{line}: {scale} {value:g} is not on the "
-                                f"{min(SCALES[scale])}..{max(SCALES[scale])} scale")
+                problems.append(
+                    f"{path.name}:{line}: {scale} {value:g} is not on the "
+                    f"{min(SCALES[scale])}..{max(SCALES[scale])} scale"
+                )
                 continue
             out.append(Rating(language, system, annotator, int(index), scale, int(value)))
     return out
@@ -132,8 +146,7 @@ def load_multicochrane(root: str | Path) -> tuple[list[Rating], list[str], dict[
             if not got:
                 continue
             # a workbook copied into another annotator's folder rates nothing new
-            key = (language, got[0].system,
-                   tuple(sorted((r.item, r.scale, r.value) for r in got)))
+            key = (language, got[0].system, tuple(sorted((r.item, r.scale, r.value) for r in got)))
             if key in seen:
                 duplicates.append(f"{language}/{rel} = {seen[key]}")
                 continue
@@ -144,8 +157,10 @@ def load_multicochrane(root: str | Path) -> tuple[list[Rating], list[str], dict[
                 system = system_of(path.stem)
                 if system:
                     items_in_csv[(language, system)] = _csv_rows(path, problems)
-    info = {"duplicate_workbooks": duplicates,
-            "csv_items": {f"{lang}/{system}": n for (lang, system), n in sorted(items_in_csv.items())}}
+    info = {
+        "duplicate_workbooks": duplicates,
+        "csv_items": {f"{lang}/{system}": n for (lang, system), n in sorted(items_in_csv.items())},
+    }
     return ratings, problems, info
 
 
@@ -170,8 +185,11 @@ def means(ratings: list[Rating]) -> list[dict[str, Any]]:
         annotators[(r.language, r.system)].add(r.annotator)
     rows = []
     for (lang, system), scales in sorted(groups.items()):
-        row: dict[str, Any] = {"language": lang, "system": system,
-                               "annotators": len(annotators[(lang, system)])}
+        row: dict[str, Any] = {
+            "language": lang,
+            "system": system,
+            "annotators": len(annotators[(lang, system)]),
+        }
         for scale in SCALES:
             v = scales.get(scale, [])
             row[f"{scale}_n"] = len(v)
@@ -190,8 +208,14 @@ def agreement(ratings: list[Rating]) -> list[dict[str, Any]]:
     for (lang, scale), by_unit in sorted(units.items()):
         shared = {u: v for u, v in by_unit.items() if len(v) >= 2}
         kappa = randolph_kappa(shared, len(SCALES[scale])) if shared else None
-        rows.append({"language": lang, "scale": scale, "units": len(shared),
-                     "randolph_kappa": None if kappa is None else round(kappa, 4)})
+        rows.append(
+            {
+                "language": lang,
+                "scale": scale,
+                "units": len(shared),
+                "randolph_kappa": None if kappa is None else round(kappa, 4),
+            }
+        )
     return rows
 
 
@@ -210,9 +234,15 @@ def section_5_3_checks(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 other = cell.get((lang, system))
                 if lang == "en" or en is None or other is None:
                     continue
-                checks.append({"claim": f"en {system} more {scale[:-3] if scale == 'factuality' else 'fluent'} than {lang}",
-                               "expected": True, "en": en[scale], lang: other[scale],
-                               "holds": en[scale] < other[scale]})
+                checks.append(
+                    {
+                        "claim": f"en {system} more {scale[:-3] if scale == 'factuality' else 'fluent'} than {lang}",
+                        "expected": True,
+                        "en": en[scale],
+                        lang: other[scale],
+                        "holds": en[scale] < other[scale],
+                    }
+                )
     for lang in langs:
         unf, fil = cell.get((lang, MT5_UNFILTERED)), cell.get((lang, MT5_FILTERED))
         if unf is None or fil is None:
@@ -220,10 +250,13 @@ def section_5_3_checks(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for scale in ("factuality", "fluency"):
             expected = lang not in ("fr", "fa")
             improves = fil[scale] < unf[scale]
-            checks.append({"claim": f"{lang}: filtering improves {scale}", "expected": expected,
-                           "unfiltered": unf[scale], "filtered": fil[scale],
-                           "holds": improves == expected})
+            checks.append(
+                {
+                    "claim": f"{lang}: filtering improves {scale}",
+                    "expected": expected,
+                    "unfiltered": unf[scale],
+                    "filtered": fil[scale],
+                    "holds": improves == expected,
+                }
+            )
     return checks
-
-
-

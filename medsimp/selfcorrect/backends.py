@@ -4,6 +4,7 @@ Both return a `Completion` with the reply text and token counts. The HTTP backen
 retries 429/5xx and connection errors with exponential backoff (honouring
 `Retry-After`), spaces requests to a rate limit, and is safe to call from threads.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,11 +63,22 @@ class RateLimiter:
 class OpenAIChat:
     """POST {base_url}/chat/completions with bearer auth from an environment variable."""
 
-    def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY",
-                 temperature: float = 0.8, max_tokens: int = 512, seed: int | None = 0,
-                 timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0,
-                 max_backoff: float = 60.0, requests_per_minute: float = 0.0,
-                 trust_env: bool = True):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        temperature: float = 0.8,
+        max_tokens: int = 512,
+        seed: int | None = 0,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        requests_per_minute: float = 0.0,
+        trust_env: bool = True,
+    ):
         if not base_url or not model:
             raise BackendError("the openai backend needs simplify.openai.base_url and .model")
         self.base_url, self.model = base_url.rstrip("/"), model
@@ -84,8 +96,14 @@ class OpenAIChat:
         self._count_lock = threading.Lock()
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": "openai", "base_url": self.base_url, "model": self.model,
-                "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
+        return {
+            "backend": "openai",
+            "base_url": self.base_url,
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
 
     def _session(self):
         import requests
@@ -97,8 +115,12 @@ class OpenAIChat:
         return self._local.session
 
     def _payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages,
-                                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
         if self.seed is not None:
             body["seed"] = self.seed
         return body
@@ -109,7 +131,7 @@ class OpenAIChat:
                 return min(float(retry_after), self.max_backoff)
             except ValueError:
                 pass
-        return min(self.backoff * (2 ** attempt), self.max_backoff)
+        return min(self.backoff * (2**attempt), self.max_backoff)
 
     def complete(self, messages: list[dict[str, str]]) -> Completion:
         import requests
@@ -128,8 +150,13 @@ class OpenAIChat:
                 self.requests_sent += 1
             try:
                 # never follow redirects: a 307/308 would re-send the prompt to another host
-                resp = self._session().post(url, json=self._payload(messages), headers=headers,
-                                            timeout=self.timeout, allow_redirects=False)
+                resp = self._session().post(
+                    url,
+                    json=self._payload(messages),
+                    headers=headers,
+                    timeout=self.timeout,
+                    allow_redirects=False,
+                )
             except (requests.ConnectionError, requests.Timeout) as exc:
                 last = type(exc).__name__
                 time.sleep(self._delay(attempt, None))
@@ -139,8 +166,10 @@ class OpenAIChat:
                 time.sleep(self._delay(attempt, resp.headers.get("Retry-After")))
                 continue
             if 300 <= resp.status_code < 400:
-                raise BackendError(f"{url} answered HTTP {resp.status_code} (a redirect; "
-                                   "redirects are not followed, set base_url to the final endpoint)")
+                raise BackendError(
+                    f"{url} answered HTTP {resp.status_code} (a redirect; "
+                    "redirects are not followed, set base_url to the final endpoint)"
+                )
             if resp.status_code != 200:
                 raise BackendError(f"{url} answered HTTP {resp.status_code} ({_error_code(resp)})")
             return _parse(resp)
@@ -160,8 +189,11 @@ def _parse(resp) -> Completion:
         data = resp.json()
         text = data["choices"][0]["message"]["content"] or ""
         usage = data.get("usage") or {}
-        return Completion(text=str(text), prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                          completion_tokens=int(usage.get("completion_tokens", 0)))
+        return Completion(
+            text=str(text),
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+        )
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise BackendError(f"malformed chat-completions response ({type(exc).__name__})") from None
 
@@ -169,8 +201,15 @@ def _parse(resp) -> Completion:
 class LocalChat:
     """A transformers causal LM loaded from a local directory (no hub access)."""
 
-    def __init__(self, path: str, *, temperature: float = 0.8, max_tokens: int = 256,
-                 seed: int = 0, device: str = "cpu"):
+    def __init__(
+        self,
+        path: str,
+        *,
+        temperature: float = 0.8,
+        max_tokens: int = 256,
+        seed: int = 0,
+        device: str = "cpu",
+    ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.path, self.temperature, self.max_tokens, self.seed = path, temperature, max_tokens, seed
@@ -181,15 +220,21 @@ class LocalChat:
         self._lock = threading.Lock()
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": "local", "model": os.path.basename(os.path.normpath(self.path)),
-                "config": self.model.config.to_diff_dict(), "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "seed": self.seed}
+        return {
+            "backend": "local",
+            "model": os.path.basename(os.path.normpath(self.path)),
+            "config": self.model.config.to_diff_dict(),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
 
     def _prompt(self, messages: list[dict[str, str]]) -> tuple[str, bool]:
         """(prompt text, whether the tokenizer should still add special tokens)."""
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                      tokenize=False), False
+            return self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=False
+            ), False
         turns = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
         return "\n\n".join(turns) + "\n\nAssistant:", True
 
@@ -202,8 +247,7 @@ class LocalChat:
         if pad is None:
             pad = self.tokenizer.eos_token_id
         sample = self.temperature > 0
-        kwargs: dict[str, Any] = {"max_new_tokens": self.max_tokens, "do_sample": sample,
-                                  "pad_token_id": pad}
+        kwargs: dict[str, Any] = {"max_new_tokens": self.max_tokens, "do_sample": sample, "pad_token_id": pad}
         if sample:
             kwargs["temperature"] = self.temperature
         with self._lock, torch.no_grad():

@@ -3,6 +3,7 @@
 Every finished call is stored atomically at once, so a crashed run resumes by
 replaying what it already paid for and only asks the model for the rest.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -25,6 +25,7 @@ Host names are compared literally (lower-cased, trailing dot removed), never res
 carrying user info, and numeric forms `ipaddress` does not parse (`2130706433`, `0x7f.1`)
 are remote.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -36,8 +37,7 @@ from medsimp.errors import Refused, UsageError
 
 # The agreements a run may name with --mimic-egress-dua (PhysioNet's credentialed DUA).
 KNOWN_DUAS = {
-    "physionet-credentialed-health-data-1.5.0":
-        "PhysioNet Credentialed Health Data Use Agreement 1.5.0",
+    "physionet-credentialed-health-data-1.5.0": "PhysioNet Credentialed Health Data Use Agreement 1.5.0",
 }
 GUIDANCE_URL = "https://physionet.org/news/post/llm-responsible-use"
 
@@ -78,8 +78,10 @@ def parse_endpoint(url: str) -> Endpoint:
     if scheme not in ("http", "https"):
         raise UsageError(f"simplify.openai.base_url must be http:// or https:// (got {scheme or 'none'!r})")
     if "@" in parts.netloc or parts.username is not None or parts.password is not None:
-        raise UsageError("simplify.openai.base_url must not carry user info (user@host); "
-                         "pass the key through simplify.openai.api_key_env")
+        raise UsageError(
+            "simplify.openai.base_url must not carry user info (user@host); "
+            "pass the key through simplify.openai.api_key_env"
+        )
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
         raise UsageError("simplify.openai.base_url has no host")
@@ -95,7 +97,7 @@ def parse_endpoint(url: str) -> Endpoint:
 
 
 def _allowed(file_params: dict[str, Any]) -> tuple[bool, set[Endpoint]]:
-    egress = ((file_params.get("simplify") or {}).get("egress") or {})
+    egress = (file_params.get("simplify") or {}).get("egress") or {}
     if not isinstance(egress, dict):
         raise UsageError("params simplify.egress must be a mapping")
     entries = egress.get("allowed_endpoints") or []
@@ -112,27 +114,35 @@ def check_overrides(overrides: list[str]) -> None:
             raise Refused("simplify.egress can only be changed in the params file, not with --set")
 
 
-def decide(base_url: str, restricted: bool, file_params: dict[str, Any],
-           dua: str | None) -> dict[str, Any]:
+def decide(base_url: str, restricted: bool, file_params: dict[str, Any], dua: str | None) -> dict[str, Any]:
     """The egress record for the run report, or Refused (before any request is made)."""
     endpoint = parse_endpoint(base_url)
-    record: dict[str, Any] = {"endpoint": endpoint.origin, "loopback": endpoint.loopback,
-                              "restricted": restricted, "dua": None}
+    record: dict[str, Any] = {
+        "endpoint": endpoint.origin,
+        "loopback": endpoint.loopback,
+        "restricted": restricted,
+        "dua": None,
+    }
     if dua is not None and dua not in KNOWN_DUAS:
-        raise UsageError(f"--mimic-egress-dua {dua!r} names no known agreement "
-                         f"(known: {', '.join(sorted(KNOWN_DUAS))})")
+        raise UsageError(
+            f"--mimic-egress-dua {dua!r} names no known agreement (known: {', '.join(sorted(KNOWN_DUAS))})"
+        )
     if not restricted:
         return record
     allow_loopback, allowed = _allowed(file_params)
     if endpoint.loopback and allow_loopback:
         return record
     if endpoint not in allowed:
-        raise Refused(f"refusing to send MIMIC-derived (or unknown-lineage) text to "
-                      f"{endpoint.origin}: it is not in simplify.egress.allowed_endpoints of the "
-                      f"params file (see docs/selfcorrect.md, {GUIDANCE_URL})")
+        raise Refused(
+            f"refusing to send MIMIC-derived (or unknown-lineage) text to "
+            f"{endpoint.origin}: it is not in simplify.egress.allowed_endpoints of the "
+            f"params file (see docs/selfcorrect.md, {GUIDANCE_URL})"
+        )
     if dua is None:
-        raise Refused(f"refusing to send MIMIC-derived (or unknown-lineage) text to "
-                      f"{endpoint.origin}: allowed in params, but this run lacks "
-                      f"--mimic-egress-dua naming the data use agreement that covers it")
+        raise Refused(
+            f"refusing to send MIMIC-derived (or unknown-lineage) text to "
+            f"{endpoint.origin}: allowed in params, but this run lacks "
+            f"--mimic-egress-dua naming the data use agreement that covers it"
+        )
     record["dua"] = KNOWN_DUAS[dua]
     return record

@@ -8,6 +8,7 @@ first requests with given HTTP statuses (e.g. 429, 500) to exercise retries.
 
     python -m medsimp.selfcorrect.fake_server --port 8765   # then base_url http://127.0.0.1:8765/v1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,14 @@ def canned_reply(messages: list[dict[str, str]]) -> str:
 class FakeChatServer:
     """Run in a daemon thread; `url` is the base URL (ending in /v1)."""
 
-    def __init__(self, fail_first: list[int] | None = None, retry_after: str | None = None,
-                 fail_always: bool = False, port: int = 0, redirect_to: str | None = None):
+    def __init__(
+        self,
+        fail_first: list[int] | None = None,
+        retry_after: str | None = None,
+        fail_always: bool = False,
+        port: int = 0,
+        redirect_to: str | None = None,
+    ):
         self.requests: list[dict[str, Any]] = []
         self.fail_first = list(fail_first or [])
         self.retry_after, self.fail_always = retry_after, fail_always
@@ -78,35 +85,48 @@ class FakeChatServer:
                     assert isinstance(body["model"], str) and messages
                     assert all(set(m) == {"role", "content"} for m in messages)
                 except (ValueError, KeyError, AssertionError, TypeError):
-                    return self._send(400, {"error": {"type": "invalid_request_error",
-                                                      "code": "bad_body"}})
+                    return self._send(400, {"error": {"type": "invalid_request_error", "code": "bad_body"}})
                 with server._lock:
-                    server.requests.append({"body": body,
-                                            "authorization": self.headers.get("Authorization")})
+                    server.requests.append({"body": body, "authorization": self.headers.get("Authorization")})
                     status = server.fail_first.pop(0) if server.fail_first else 0
                 if server.fail_always:
                     status = 500
                 if status:
                     extra = {"Retry-After": server.retry_after} if server.retry_after else {}
-                    return self._send(status, {"error": {"type": "server_error",
-                                                         "code": f"http_{status}"}}, extra)
+                    return self._send(
+                        status, {"error": {"type": "server_error", "code": f"http_{status}"}}, extra
+                    )
                 reply = canned_reply(messages)
                 p_tok = sum(len(m["content"].split()) for m in messages)
                 c_tok = len(reply.split())
-                self._send(200, {
-                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
-                    "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": reply}}],
-                    "usage": {"prompt_tokens": p_tok, "completion_tokens": c_tok,
-                              "total_tokens": p_tok + c_tok}})
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(server.requests)}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": reply},
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": p_tok,
+                            "completion_tokens": c_tok,
+                            "total_tokens": p_tok + c_tok,
+                        },
+                    },
+                )
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "FakeChatServer":
+    def __enter__(self) -> FakeChatServer:
         self._thread.start()
         return self
 

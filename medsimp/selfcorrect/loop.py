@@ -8,6 +8,7 @@ it remembers its earlier answers; "No": the loop stops). `max_rounds` is only a 
 (set high; runs that hit it are reported with `stop_reason: max_rounds`).
 `memory=False` gives the reviser a fresh single-turn prompt instead (our earlier variant).
 """
+
 from __future__ import annotations
 
 import re
@@ -39,7 +40,7 @@ def parse_verdict(reply: str) -> tuple[bool | None, str]:
     yn = _YES_NO.match(reply)
     if yn:
         go = yn.group(1).lower() == "yes"
-        rest = reply[yn.end():]
+        rest = reply[yn.end() :]
         s = _SUMMARY.search(rest)
         return go, " ".join((s.group(1) if s else rest).split()) if go else ""
     m = _VERDICT.search(reply)
@@ -47,7 +48,7 @@ def parse_verdict(reply: str) -> tuple[bool | None, str]:
         return None, ""
     critical = m.group(1).upper() == "CRITICAL"
     s = _SUMMARY.search(reply)
-    summary = " ".join(s.group(1).split()) if s else " ".join(reply[m.end():].split())
+    summary = " ".join(s.group(1).split()) if s else " ".join(reply[m.end() :].split())
     return critical, summary
 
 
@@ -61,21 +62,36 @@ class Tally:
     turns: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _ask(chat: CachedChat, prompts: PromptSet, role: str, tally: Tally, round_no: int,
-         history: list[dict[str, str]] | None = None, **values) -> str:
+def _ask(
+    chat: CachedChat,
+    prompts: PromptSet,
+    role: str,
+    tally: Tally,
+    round_no: int,
+    history: list[dict[str, str]] | None = None,
+    **values,
+) -> str:
     messages = history if history is not None else prompts.messages(role, **values)
     result, _cached = chat.complete(messages)
     tally.calls += 1
     tally.prompt_tokens += result.prompt_tokens
     tally.completion_tokens += result.completion_tokens
-    tally.turns.append({"round": round_no, "role": role, "messages": messages,
-                        "reply": result.text, "prompt_tokens": result.prompt_tokens,
-                        "completion_tokens": result.completion_tokens})
+    tally.turns.append(
+        {
+            "round": round_no,
+            "role": role,
+            "messages": messages,
+            "reply": result.text,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+        }
+    )
     return result.text
 
 
-def self_correct(sentence: str, mode: str, chat: CachedChat, prompts: PromptSet,
-                 max_rounds: int, memory: bool = True) -> dict[str, Any]:
+def self_correct(
+    sentence: str, mode: str, chat: CachedChat, prompts: PromptSet, max_rounds: int, memory: bool = True
+) -> dict[str, Any]:
     """Both variants of one mode ("plain" or "cot"): the first answer and the corrected one."""
     if mode not in ("plain", "cot"):
         raise ValueError(f"mode must be plain or cot, not {mode!r}")
@@ -88,36 +104,46 @@ def self_correct(sentence: str, mode: str, chat: CachedChat, prompts: PromptSet,
     current, rounds, revisions, stop = first, 0, 0, "max_rounds"
     for round_no in range(1, max_rounds + 1):
         rounds = round_no
-        rad = _ask(chat, prompts, "radiologist", tally, round_no, sentence=sentence,
-                   simplification=current)
+        rad = _ask(chat, prompts, "radiologist", tally, round_no, sentence=sentence, simplification=current)
         pat = _ask(chat, prompts, "patient", tally, round_no, simplification=current)
-        go_on, summary = parse_verdict(_ask(chat, prompts, "processor", tally, round_no,
-                                            sentence=sentence, simplification=current,
-                                            radiologist=rad, patient=pat))
+        go_on, summary = parse_verdict(
+            _ask(
+                chat,
+                prompts,
+                "processor",
+                tally,
+                round_no,
+                sentence=sentence,
+                simplification=current,
+                radiologist=rad,
+                patient=pat,
+            )
+        )
         if go_on is None:
             stop = "unparseable_verdict"
             break
         if not go_on:
             stop = "no_critical_comment"
             break
-        values = {"sentence": sentence, "simplification": current, "feedback": summary,
-                  "memory": memory}
+        values = {"sentence": sentence, "simplification": current, "feedback": summary, "memory": memory}
         if memory:
-            conversation.append({"role": "user",
-                                 "content": prompts.user("generator_revise", **values)})
-            reply = _ask(chat, prompts, "generator_revise", tally, round_no,
-                         history=list(conversation))
+            conversation.append({"role": "user", "content": prompts.user("generator_revise", **values)})
+            reply = _ask(chat, prompts, "generator_revise", tally, round_no, history=list(conversation))
             conversation.append({"role": "assistant", "content": reply})
         else:
             reply = _ask(chat, prompts, "generator_revise", tally, round_no, None, **values)
         current = extract_answer(reply)
         revisions += 1
     return {
-        "first": {"text": first, "prompt_tokens": first_tokens[0],
-                  "completion_tokens": first_tokens[1]},
-        "corrected": {"text": current, "rounds_used": rounds, "revisions": revisions,
-                      "stop_reason": stop, "prompt_tokens": tally.prompt_tokens,
-                      "completion_tokens": tally.completion_tokens},
+        "first": {"text": first, "prompt_tokens": first_tokens[0], "completion_tokens": first_tokens[1]},
+        "corrected": {
+            "text": current,
+            "rounds_used": rounds,
+            "revisions": revisions,
+            "stop_reason": stop,
+            "prompt_tokens": tally.prompt_tokens,
+            "completion_tokens": tally.completion_tokens,
+        },
         "transcript": tally.turns,
         "calls": tally.calls,
     }

@@ -1,4 +1,5 @@
 """Versioned prompt templates (YAML of Jinja2 strings) for the self-correction roles."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,8 +11,7 @@ import yaml
 
 from medsimp import resources
 
-ROLES = ("generator_plain", "generator_cot", "generator_revise", "radiologist", "patient",
-         "processor")
+ROLES = ("generator_plain", "generator_cot", "generator_revise", "radiologist", "patient", "processor")
 DEFAULT_TEMPLATES = resources.path("prompts/selfcorrect-yang2024.yaml")
 
 
@@ -25,15 +25,18 @@ class PromptSet:
 
     def user(self, role: str, **values) -> str:
         """The rendered user message of `role`."""
-        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
-                                 autoescape=False)
+        env = jinja2.Environment(
+            undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False
+        )
         return env.from_string(self.raw[role]).render(**values).strip()
 
     def messages(self, role: str, **values) -> list[dict[str, str]]:
         """Chat messages (system + user) for `role` ("generator_*" share the generator system)."""
         system_key = "generator_system" if role.startswith("generator_") else f"{role}_system"
-        return [{"role": "system", "content": self.raw[system_key].strip()},
-                {"role": "user", "content": self.user(role, **values)}]
+        return [
+            {"role": "system", "content": self.raw[system_key].strip()},
+            {"role": "user", "content": self.user(role, **values)},
+        ]
 
 
 def load_prompts(path: str | Path | None = None) -> PromptSet:
@@ -43,11 +46,11 @@ def load_prompts(path: str | Path | None = None) -> PromptSet:
     raw = yaml.safe_load(text)
     if not isinstance(raw, dict) or "version" not in raw:
         raise ValueError(f"{path}: a prompt file needs a mapping with a `version` key")
-    needed = set(ROLES) | {"generator_system", "radiologist_system", "patient_system",
-                           "processor_system"}
+    needed = set(ROLES) | {"generator_system", "radiologist_system", "patient_system", "processor_system"}
     missing = sorted(needed - set(raw))
     if missing:
         raise ValueError(f"{path}: missing templates {missing}")
     fingerprint = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return PromptSet(version=str(raw["version"]), fingerprint=fingerprint,
-                     raw={k: str(v) for k, v in raw.items()})
+    return PromptSet(
+        version=str(raw["version"]), fingerprint=fingerprint, raw={k: str(v) for k, v in raw.items()}
+    )

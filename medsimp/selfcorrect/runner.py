@@ -4,6 +4,7 @@ Sentences run concurrently on a thread pool (the work is waiting on the model); 
 model answer is cached as soon as it arrives, so rerunning after a crash only pays for
 what is missing. Outputs are sorted by sentence id and deterministic given the cache.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,8 +21,20 @@ from medsimp.selfcorrect.loop import self_correct
 from medsimp.selfcorrect.prompts import PromptSet
 
 VARIANTS = ("plain", "plain_sc", "cot", "cot_sc")
-CSV_COLUMNS = ("sentence_id", "variant", "source", "output", "rounds_used", "revisions",
-               "stop_reason", "prompt_tokens", "completion_tokens", "fkgl", "gunning_fog", "ari")
+CSV_COLUMNS = (
+    "sentence_id",
+    "variant",
+    "source",
+    "output",
+    "rounds_used",
+    "revisions",
+    "stop_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "fkgl",
+    "gunning_fog",
+    "ari",
+)
 
 
 def readability(text: str) -> dict[str, float]:
@@ -32,14 +45,20 @@ def readability(text: str) -> dict[str, float]:
     return {k: float(found.get(k) or 0.0) for k in ("fkgl", "gunning_fog", "ari")}
 
 
-def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptSet,
-                 max_rounds: int, memory: bool = True) -> dict[str, Any]:
+def simplify_one(
+    sentence_id: str, text: str, chat: CachedChat, prompts: PromptSet, max_rounds: int, memory: bool = True
+) -> dict[str, Any]:
     """The record of one sentence: four variants, transcripts, tokens, readability."""
-    record: dict[str, Any] = {"sentence_id": sentence_id, "source": text,
-                              "source_readability": readability(text), "variants": {},
-                              "transcripts": {}, "calls": 0,
-                              "prompt_version": prompts.version,
-                              "prompt_fingerprint": prompts.fingerprint}
+    record: dict[str, Any] = {
+        "sentence_id": sentence_id,
+        "source": text,
+        "source_readability": readability(text),
+        "variants": {},
+        "transcripts": {},
+        "calls": 0,
+        "prompt_version": prompts.version,
+        "prompt_fingerprint": prompts.fingerprint,
+    }
     for mode in ("plain", "cot"):
         res = self_correct(text, mode, chat, prompts, max_rounds, memory)
         first = dict(res["first"], rounds_used=0, revisions=0, stop_reason="")
@@ -50,9 +69,16 @@ def simplify_one(sentence_id: str, text: str, chat: CachedChat, prompts: PromptS
     return record
 
 
-def run_all(rows: Iterable[tuple[str, str]], chat: CachedChat, prompts: PromptSet, *,
-            max_rounds: int, concurrency: int, memory: bool = True,
-            progress: Callable[[], None] | None = None) -> tuple[list[dict], list[dict]]:
+def run_all(
+    rows: Iterable[tuple[str, str]],
+    chat: CachedChat,
+    prompts: PromptSet,
+    *,
+    max_rounds: int,
+    concurrency: int,
+    memory: bool = True,
+    progress: Callable[[], None] | None = None,
+) -> tuple[list[dict], list[dict]]:
     """(records, failures) for (sentence_id, text) rows; failures carry a reason, no text."""
     rows = list(rows)
 
@@ -86,11 +112,18 @@ def variants_csv(records: list[dict]) -> str:
     for rec in records:
         for name in VARIANTS:
             v = rec["variants"][name]
-            row = {"sentence_id": rec["sentence_id"], "variant": name,
-                   "source": rec["source"], "output": v["text"],
-                   "rounds_used": v["rounds_used"], "revisions": v["revisions"],
-                   "stop_reason": v["stop_reason"], "prompt_tokens": v["prompt_tokens"],
-                   "completion_tokens": v["completion_tokens"], **v["readability"]}
+            row = {
+                "sentence_id": rec["sentence_id"],
+                "variant": name,
+                "source": rec["source"],
+                "output": v["text"],
+                "rounds_used": v["rounds_used"],
+                "revisions": v["revisions"],
+                "stop_reason": v["stop_reason"],
+                "prompt_tokens": v["prompt_tokens"],
+                "completion_tokens": v["completion_tokens"],
+                **v["readability"],
+            }
             writer.writerow({key: cell_escape(value) for key, value in row.items()})
     return buf.getvalue()
 
