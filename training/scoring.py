@@ -9,7 +9,11 @@ annotated terms with whole-token matching, CWR = common lemmas / output tokens. 
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import os
 import re
+import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -90,6 +94,39 @@ def _is_common(common: set[str]) -> Callable[[str], bool]:
     return lambda w: lemma(w) in common
 
 
+def _background(fn: Callable[[], dict], n: int) -> Callable[[], dict]:
+    """Start `fn` (pure-Python metrics) in a forked child when that pays off and is safe (Linux,
+    2+ cores, a large set, no other Python thread to hold a lock across the fork); the returned
+    callable waits for its result."""
+    if n < 500 or (os.cpu_count() or 1) < 2 or threading.active_count() > 1 or sys.platform != "linux":
+        return fn
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            send.send(("ok", fn()))
+        except BaseException as exc:  # re-raised in the parent
+            send.send(("error", exc))
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    send.close()
+
+    def result() -> dict:
+        try:
+            status, value = recv.recv()
+        except EOFError:
+            raise RuntimeError(f"metric worker exited with {proc.exitcode}") from None
+        finally:
+            proc.join()
+        if status == "error":
+            raise value
+        return value
+
+    return result
+
+
 METRICS = ("bleu", "meteor", "rouge_l", "cider", "sari", "fkgl", "bertscore", "hit", "cwr", "ascore")
 TEXT_ONLY = tuple(m for m in METRICS if m not in ("meteor", "bertscore"))
 
@@ -128,12 +165,19 @@ def score_default(
         out["bleu"] = sum(bleus) / 4
     h_join = [" ".join(t) for t in h_tok]
     r_join = [[" ".join(t) for t in rs] for rs in r_tok]
+
+    def lcs_and_cider() -> dict:
+        done: dict[str, float | None] = {}
+        if "rouge_l" in want:
+            done["rouge_l"] = M.rouge_l(h_tok, r_tok)
+        if "cider" in want:
+            done["cider"] = M.cider(h_join, r_join)
+        return done
+
+    background = _background(lcs_and_cider, len(hyps))
     if "meteor" in want:
         out["meteor"] = _meteor_or_none(h_join, r_join, with_meteor)
-    if "rouge_l" in want:
-        out["rouge_l"] = M.rouge_l(h_tok, r_tok)
-    if "cider" in want:
-        out["cider"] = M.cider(h_join, r_join)
+    out.update(dict.fromkeys(m for m in ("rouge_l", "cider") if m in want))
     if "sari" in want and all(it.source is not None for it in items):
         out.update(
             {
@@ -154,6 +198,7 @@ def score_default(
     if "ascore" in want:
         bleu, hit, cwr = out["bleu"], out["hit"], out["cwr"]
         out["ascore"] = None if hit is None or bleu is None or cwr is None else M.ascore(bleu, hit, cwr)
+    out.update(background())  # fills the rouge_l / cider slots kept in their places
     return out
 
 

