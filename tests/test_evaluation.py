@@ -263,3 +263,40 @@ def test_report_renders_in_headless_chromium(tmp_path, monkeypatch):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_large_sets_score_rouge_and_cider_in_a_worker_with_the_same_values(monkeypatch):
+    from medsimp.training import scoring
+
+    words = "the patient has high blood pressure and takes a pill every day".split()
+    hyps = [" ".join(words[i % 7 : i % 7 + 5]) + f" {i}" for i in range(600)]
+    items = [
+        scoring.EvalItem(f"pt has htn {i}", [" ".join(words[: 4 + i % 5]) + f" {i}", f"you have htn {i}"])
+        for i in range(600)
+    ]
+    forked = []
+    real = scoring._background
+    monkeypatch.setattr(scoring.threading, "active_count", lambda: 1)  # other tests' threads
+    monkeypatch.setattr(scoring, "_background", lambda fn, n: forked.append(real(fn, n)) or forked[-1])
+    parallel = scoring.score_default(hyps, items, set(words), with_meteor=False, select=scoring.TEXT_ONLY)
+    assert forked and forked[0] is not None and getattr(forked[0], "__name__", "") == "result"
+    monkeypatch.setattr(scoring, "_background", lambda fn, n: fn)
+    serial = scoring.score_default(hyps, items, set(words), with_meteor=False, select=scoring.TEXT_ONLY)
+    assert list(parallel.items()) == list(serial.items())  # same values, same key order
+    assert parallel["cider"] > 0 and parallel["rouge_l"] > 0
+
+
+def test_hyp_dash_reads_standard_input_once(tmp_path, monkeypatch, capsys):
+    import io
+
+    ref = tmp_path / "ref.txt"
+    ref.write_text("the patient has high blood pressure .\n", encoding="utf-8")
+    out = tmp_path / "scores.json"
+    stdin = io.TextIOWrapper(io.BytesIO(b"the patient has high blood pressure .\n"), encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert main(["evaluate", "--hyp", "-", "--ref", str(ref), "--select", "bleu", "--json", str(out)]) == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["scores"]["bleu_1"] == 1.0
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x\n"), encoding="utf-8"))
+    assert main(["evaluate", "--hyp", "-", "--ref", "-", "--select", "bleu"]) == 2
+    assert "standard input is already read by --hyp" in capsys.readouterr().err.strip().splitlines()[-1]

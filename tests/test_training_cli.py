@@ -23,7 +23,7 @@ def models(tmp_path_factory) -> Path:
     try:
         for m in ("copy", "dictionary"):
             assert (
-                main(["train", "--model", m, "--out", str(out / m), "--metrics", str(out / f"{m}.json")]) == 0
+                main(["train", "--model", m, "--output", str(out / m), "--metrics", str(out / f"{m}.json")]) == 0
             )
     finally:
         os.chdir(cwd)

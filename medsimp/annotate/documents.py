@@ -177,13 +177,9 @@ def from_vecalign(
     """One document from sentence-per-line files and an optional Vecalign-format alignment file."""
     from medsimp.alignment.gold import DocPair, GoldFormatError, read_blocks
     from medsimp.alignment.score import blocks_to_pairs
+    from medsimp.inputs import read_lines
 
-    def lines(p) -> list[str]:
-        if not Path(p).is_file():
-            raise InputError(f"{p}: no such file")
-        return Path(p).read_text(encoding="utf-8").splitlines()
-
-    complex_, simple = lines(src), lines(tgt)
+    complex_, simple = read_lines(str(src), "--src"), read_lines(str(tgt), "--tgt")
     pairs: set[tuple[int, int]] = set()
     if alignments:
         try:
@@ -193,5 +189,5 @@ def from_vecalign(
         bad = [p for p in pairs if not (0 <= p[0] < len(complex_) and 0 <= p[1] < len(simple))]
         if bad:
             raise InputError(f"{alignments}: alignment {list(bad[0])} out of range")
-    doc = DocPair(Path(src).stem, complex_, simple, frozenset(pairs))
+    doc = DocPair("stdin" if str(src) == "-" else Path(src).stem, complex_, simple, frozenset(pairs))
     return _from_docpairs([doc], "vecalign", language)

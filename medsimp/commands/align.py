@@ -17,17 +17,18 @@ from __future__ import annotations
 import argparse
 import sys
 
+from medsimp.cli_args import add_beam_arguments
+from medsimp.inputs import read_lines
+
 HELP = "align sentences (CRF / Vecalign): files, a corpus (Beam), or train the CRF"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from medsimp.cli_args import add_beam_arguments
-
     parser.add_argument("--method", choices=["crf", "vecalign"], default="crf", help="file mode aligner")
-    parser.add_argument("--src", help="source sentences, one per line (complex side for crf)")
-    parser.add_argument("--tgt", help="target sentences, one per line (simple side for crf)")
-    parser.add_argument("--src-lang", default="en")
-    parser.add_argument("--tgt-lang", default="en")
+    parser.add_argument("--src", help="source sentences, one per line (complex side for crf; - = stdin)")
+    parser.add_argument("--tgt", help="target sentences, one per line (simple side for crf; - = stdin)")
+    parser.add_argument("--src-lang", default="en", help="language of --src (default: en)")
+    parser.add_argument("--tgt-lang", default="en", help="language of --tgt (default: en)")
     parser.add_argument(
         "--gold",
         help="file mode: gold alignments (Vecalign format); "
@@ -41,11 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", help="corpus mode output dir, or the model dir with --train")
     parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
     add_beam_arguments(parser)
-
-
-def _lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as fh:
-        return [line.rstrip("\n") for line in fh]
 
 
 class _FileAligner:
@@ -98,7 +94,7 @@ def _batch_jobs(batch: str) -> list[tuple[str, str, str]]:
     from medsimp.outputs import check_file_target
 
     jobs = []
-    for lineno, line in enumerate(_lines(batch), 1):
+    for lineno, line in enumerate(read_lines(batch, "--batch"), 1):
         if not line.strip():
             continue
         parts = line.split("\t")
@@ -131,7 +127,9 @@ def _file_mode(args, params: dict) -> int:
             return 2
     if args.batch:
         for src, tgt, out in jobs:
-            blocks, scores = aligner.align(_lines(src), _lines(tgt), args.src_lang, args.tgt_lang)
+            blocks, scores = aligner.align(
+                read_lines(src, "--batch"), read_lines(tgt, "--batch"), args.src_lang, args.tgt_lang
+            )
             with atomic_file(out) as tmp:
                 tmp.write_text(
                     "".join(format_block(b, s) + "\n" for b, s in zip(blocks, scores)), encoding="utf-8"
@@ -141,7 +139,9 @@ def _file_mode(args, params: dict) -> int:
     if not (args.src and args.tgt):
         print("error: file mode needs --src and --tgt (or --batch)", file=sys.stderr)
         return 2
-    blocks, scores = aligner.align(_lines(args.src), _lines(args.tgt), args.src_lang, args.tgt_lang)
+    blocks, scores = aligner.align(
+        read_lines(args.src, "--src"), read_lines(args.tgt, "--tgt"), args.src_lang, args.tgt_lang
+    )
     for b, s in zip(blocks, scores):
         print(format_block(b, s))
     if args.gold:

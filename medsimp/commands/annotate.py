@@ -31,8 +31,8 @@ def _inputs(p: argparse.ArgumentParser) -> None:
     g.add_argument("--language", help="only documents whose simple side is in this language")
     g.add_argument("--gold", help="gold file: PLABA json, MC-CLEAN json, wiki-auto tsv, jsonl DocPairs")
     g.add_argument("--gold-format", default="auto", help="auto, plaba, mc_clean, wiki_auto, jsonl")
-    g.add_argument("--src", help="complex sentences, one per line")
-    g.add_argument("--tgt", help="simple sentences, one per line")
+    g.add_argument("--src", help="complex sentences, one per line (- = stdin)")
+    g.add_argument("--tgt", help="simple sentences, one per line (- = stdin)")
     g.add_argument("--alignments", help="Vecalign-format alignments of --src/--tgt")
     p.add_argument("--model", help="CRF model for the crf similarity (default: params align.model)")
     p.add_argument(
@@ -92,7 +92,7 @@ def _documents(args, params: dict) -> tuple[list[dict], list[str] | None, str]:
             documents.from_vecalign(args.src, args.tgt, args.alignments, args.language or "en"),
             None,
         )
-        title = f"{Path(args.src).name} / {Path(args.tgt).name}"
+        title = f"{Path(args.src).name if args.src != '-' else 'stdin'} / {Path(args.tgt).name if args.tgt != '-' else 'stdin'}"
     return docs, (list(lineage) if lineage is not None else None), title
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medsimp.inputs import read_lines
+
 if TYPE_CHECKING:
     from medsimp.training.evaluation import Scorer
 
@@ -31,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--hyp",
         action="append",
         default=[],
-        help="system output, one sentence per line (repeatable to compare systems; a folder = its *.txt)",
+        help="system output, one sentence per line (repeatable to compare systems; a folder = its *.txt; - = stdin)",
     )
     parser.add_argument(
         "--name", action="append", default=[], help="system name per --hyp (default: file stem)"
@@ -45,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="include a sample of source/reference/output text in the report "
         "(it may be MIMIC-derived: the report then carries a do-not-share banner)",
     )
-    parser.add_argument("--ref", action="append", default=[], help="reference file (repeatable)")
-    parser.add_argument("--src", help="source file (needed for SARI and default-mode HIT)")
+    parser.add_argument("--ref", action="append", default=[], help="reference file (repeatable; - = stdin)")
+    parser.add_argument("--src", help="source file (needed for SARI and default-mode HIT; - = stdin)")
     parser.add_argument("--medlane", help="MedLane-format evaluation file (sources, references, terms)")
     parser.add_argument(
         "--split",
@@ -72,21 +74,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--metrics", help="stage mode: metrics file (metrics/eval.json)")
     parser.add_argument("--plots", help="stage mode: per-length-bucket plot data (plots/length_buckets.json)")
-
-
-def _lines(path: str, flag: str) -> list[str]:
-    """One entry per line; a missing, unreadable or non-UTF-8 file is one clear error."""
-    from medsimp.errors import InputError
-
-    try:
-        return Path(path).read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = (
-            f"byte {exc.start} is not UTF-8"
-            if isinstance(exc, UnicodeDecodeError)
-            else (exc.strerror or type(exc).__name__)
-        )
-        raise InputError(f"{flag} {path}: {reason}") from None
 
 
 @dataclass
@@ -165,8 +152,8 @@ def file_items(refs: list[str], src: str | None, n: int):
     from medsimp.errors import InputError
     from medsimp.training.scoring import EvalItem
 
-    ref_lines = [_lines(r, "--ref") for r in refs]
-    src_lines = _lines(src, "--src") if src else [None] * n
+    ref_lines = [read_lines(r, "--ref") for r in refs]
+    src_lines = read_lines(src, "--src") if src else [None] * n
     for name, lines in [("--src", src_lines), *[(r, x) for r, x in zip(refs, ref_lines)]]:
         if len(lines) != n:
             raise InputError(f"{name} has {len(lines)} lines but --hyp has {n}")
@@ -228,7 +215,7 @@ def _systems(args: argparse.Namespace) -> list[tuple[str, str]]:
     from medsimp.errors import UsageError
 
     paths = [str(p) for h in args.hyp for p in (sorted(Path(h).glob("*.txt")) if Path(h).is_dir() else [h])]
-    names = args.name or [Path(p).stem for p in paths]
+    names = args.name or ["stdin" if p == "-" else Path(p).stem for p in paths]
     if len(names) != len(paths):
         raise UsageError(f"{len(names)} --name for {len(paths)} system output files: give one per --hyp")
     if len(set(names)) != len(names):
@@ -249,7 +236,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
         raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
     results, rejects, hyp_lists = {}, [], {}
     for name, path in systems:
-        hyps = _lines(path, "--hyp")
+        hyps = read_lines(path, "--hyp")
         if args.medlane:
             evalset = medlane_items(args.medlane, args.split, mode)
             hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
@@ -391,7 +378,7 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     signatures: dict[str, str] = {}
     buckets: dict[str, dict] = {}
     for model in models:
-        lines = _lines(str(models_dir / model / "predictions" / f"{split}.txt"), "prediction file")
+        lines = read_lines(str(models_dir / model / "predictions" / f"{split}.txt"), "prediction file")
         for mode in modes:
             ev = evalsets.get(mode)
             result = scorer.evaluate(ev.align(lines) if ev else lines, ev.items if ev else items, mode)

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     notes = kinds.add_parser("notes", help="synthetic NOTEEVENTS.csv(.gz)")
     notes.add_argument("--rows", type=int, required=True, help="number of notes")
     notes.add_argument("--output", required=True, help="output file (.gz compresses)")
-    notes.add_argument("--seed", type=int, default=0)
+    notes.add_argument("--seed", type=int, default=0, help="random seed (the same seed writes the same file)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """Train one simplifier (DECLARE or a baseline) and write its predictions.
 
-`medsimp train --model declare --out out/models/declare` trains DECLARE on
+`medsimp train --model declare --output out/models/declare` trains DECLARE on
 `train.data` (MedLane-format files or a parquet of English pairs), keeps the
 checkpoint with the lowest validation loss, and writes
 `predictions/{validation,test}.txt` (one output per evaluation sentence), the
@@ -19,7 +19,7 @@ MODELS = ("declare", "dictionary", "copy")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=MODELS, required=True, help="which simplifier")
-    parser.add_argument("--out", required=True, help="output directory (out/models/<model>)")
+    parser.add_argument("--output", required=True, help="output directory (out/models/<model>)")
     parser.add_argument("--metrics", help="also write the stats here (metrics/train_<model>.json)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         "rejected": splits.counts["rejected"],
         "splits": dict(splits.counts),
     }
-    with atomic_dir(args.out, lineage=data_lineage(cfg)) as tmp:
+    with atomic_dir(args.output, lineage=data_lineage(cfg)) as tmp:
         if args.model == "declare":
             from medsimp.training import trainer
 
