@@ -289,12 +289,37 @@ def output_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in stats.items() if k not in RUN_KEYS}
 
 
-def write_metrics(path: str | Path, stats: Mapping[str, Any], run: Mapping[str, Any] | None = None) -> None:
-    """A stage's `--metrics` file (DVC hashes it, git tracks it): what the stage produced.
+# The headline numbers each kind of stage shows in `dvc metrics show` / `dvc exp show`; the
+# whole stats record stays in the stage output's stats.json (docs/metrics.md).
+HEADLINE: dict[str, tuple[str, ...]] = {
+    "notes": ("rows_read", "notes_kept", "rows_rejected", "sentences", "sentences_selected"),
+    "radiology": ("read", "kept", "rejected", "sentences"),
+    "umls_index": ("terms",),
+    "cochrane": ("read", "kept", "filtered", "rejected", "reviews", "sentences"),
+    "msd": ("read", "kept", "filtered", "rejected", "groups"),
+    "plaba": ("read", "kept", "rejected", "pairs"),
+    "link": ("read", "kept", "rejected", "concepts", "sentences_without_index"),
+    "align_train": ("gold_pairs", "train_precision", "train_recall", "train_f1"),
+    "align": ("read", "kept", "rejected", "pairs_total"),
+    "filter": ("read", "kept", "filtered", "threshold"),
+    "build": ("read", "kept", "filtered", "rejected"),
+    "train": ("read", "kept", "rejected", "best_val_loss", "predictions_test"),
+    "simplify": ("read", "kept", "rejected", "skipped"),
+    "humaneval": ("read", "kept", "rejected", "skipped"),
+    "annotate": ("read", "kept", "filtered", "rejected", "gold_pairs", "alpha_alignment"),
+}
+
+
+def write_metrics(
+    path: str | Path, stats: Mapping[str, Any], kind: str, run: Mapping[str, Any] | None = None
+) -> None:
+    """A stage's `--metrics` file (DVC hashes it, git tracks it): the HEADLINE numbers of what
+    a `kind` of stage produced (its full stats are the output's stats.json).
     How this run went (RUN_KEYS, provenance such as the git revision: `run`) goes to
     `<path>.run.json` beside it, which dvc.yaml does not declare and git ignores, so a warm
     run, a cold run and a run at another commit write the same metrics bytes."""
-    write_json(path, output_stats(stats))
+    kept = output_stats(stats)
+    write_json(path, {k: kept[k] for k in HEADLINE[kind] if k in kept})
     record = {**{k: stats[k] for k in RUN_KEYS if k in stats}, **(run or {})}
     write_json(Path(str(path) + RUN_SUFFIX), record)
 

@@ -195,6 +195,6 @@ def finish(
     check_reconciles(stats, reconcile[0], reconcile[1])
     write_file(FileSystems.join(out_dir, "stats.json"), canonical_json(output_stats(stats)).encode("utf-8"))
     if metrics_file:
-        write_metrics(metrics_file, stats)
+        write_metrics(metrics_file, stats, namespace)
     print_summary(f"medsimp {namespace}", stats, notes)
     return stats

@@ -178,7 +178,7 @@ def test_agreement_and_majority_gold_equal_a_hand_computed_case(tmp_path):
     labels = [json.loads(x) for x in (tmp_path / "gold" / "labels.jsonl").read_text().splitlines()]
     assert labels == [{"doc_id": "d", "c": 0, "s": 0, "labels": {"elaboration": 1, "insertion": 0}}]
     assert (tmp_path / "gold" / "vecalign" / "00000.align").read_text() == "[0]:[0]\n[]:[1]\n[1]:[]\n"
-    stats = json.loads((tmp_path / "m.json").read_text())
+    stats = json.loads((tmp_path / "gold" / "stats.json").read_text())  # m.json: the headline
     assert (stats["read"], stats["kept"], stats["annotators"]) == (1, 1, 3)
 
 

@@ -35,7 +35,7 @@ def _build(params: Path, out: Path) -> dict:
         main(["--params", str(params), "build", "radiology", "--output", str(out), "--metrics", str(metrics)])
         == 0
     )
-    return json.loads(metrics.read_text(encoding="utf-8"))
+    return json.loads((out / "stats.json").read_text(encoding="utf-8"))  # metrics: the headline
 
 
 def _digest(folder: Path) -> dict[str, str]:

@@ -174,7 +174,7 @@ def test_round_trip_tables(kit):
     corr = {(r["form"], r["question"], r["metric"]): r for r in _rows(out / "correlations.csv")}
     assert float(corr[("expert", "correctness", "fkgl")]["spearman"]) == -1.0
     assert corr[("expert", "simplicity", "fkgl")]["spearman"] == ""  # constant scores
-    stats = json.loads((tmp_path / "m.json").read_text())
+    stats = json.loads((out / "stats.json").read_text())
     # expert 2 x 26 rows, layperson 2 x 22, MultiCochrane 2 x 12; the layperson's empty
     # (optional) Q5/Q6 justifications are filtered: 2 raters x 2 items x 2
     assert stats["read"] == 2 * 26 + 2 * 22 + 2 * 12 and stats["filtered"] == 8

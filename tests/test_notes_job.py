@@ -83,7 +83,9 @@ def test_stats_reconcile_on_sample(runs):
     assert stats["rejected"] == {"bad_utf8": 1, "missing_text": 1, "unparseable": 2, "wrong_field_count": 1}
     assert stats["sentences"] == stats["sentences_selected"] + stats["sentences_not_selected"] > 0
     assert stats["notes_with_sections"] == 10 and stats["sections"] == 20
-    assert json.loads((runs[0].parent / "metrics.json").read_text()) == stats
+    headline = json.loads((runs[0].parent / "metrics.json").read_text())  # `dvc metrics show`
+    assert set(headline) == {"rows_read", "notes_kept", "rows_rejected", "sentences", "sentences_selected"}
+    assert headline == {k: stats[k] for k in headline}
 
 
 def test_sentence_table(runs):

@@ -166,11 +166,10 @@ def test_allow_list_and_flag_together_work_and_report_the_endpoint(tmp_path, fak
             _run(tmp_path, params, inp, "--mimic-egress-dua", DUA, "--metrics", str(tmp_path / "m.json")) == 0
         )
     assert srv.requests
-    for path in (tmp_path / "out" / "stats.json", tmp_path / "m.json"):
-        record = json.loads(path.read_text())["egress"]
-        assert record["endpoint"] == f"http://llm.example.org:{port}"
-        assert record["dua"].startswith("PhysioNet Credentialed Health Data Use Agreement")
-        assert record["restricted"] is True and record["loopback"] is False
+    record = json.loads((tmp_path / "out" / "stats.json").read_text())["egress"]
+    assert record["endpoint"] == f"http://llm.example.org:{port}"
+    assert record["dua"].startswith("PhysioNet Credentialed Health Data Use Agreement")
+    assert record["restricted"] is True and record["loopback"] is False
 
 
 def test_public_lineage_goes_anywhere_but_placeholders_make_it_restricted(tmp_path, fake_dns):

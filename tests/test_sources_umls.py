@@ -157,7 +157,8 @@ def test_link_job_cache_and_stats(index, tmp_path, capsys):
     assert (first["read"], first["kept"], first["rejected"]) == (6, 5, 1)
     assert (first["cache_hits"], first["cache_misses"]) == (0, 4)
     assert (second["cache_hits"], second["cache_misses"]) == (4, 0)
-    assert first["sentences_without_index_by"] == {"fa": 1}
+    assert first["sentences_without_index"] == 1
+    assert json.loads((tmp_path / "a" / "stats.json").read_text())["sentences_without_index_by"] == {"fa": 1}
     # cold and warm cache runs write the same bytes, metrics too (cache counts: the run record)
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     for f in sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.*")):

@@ -23,7 +23,8 @@ def models(tmp_path_factory) -> Path:
     try:
         for m in ("copy", "dictionary"):
             assert (
-                main(["train", "--model", m, "--output", str(out / m), "--metrics", str(out / f"{m}.json")]) == 0
+                main(["train", "--model", m, "--output", str(out / m), "--metrics", str(out / f"{m}.json")])
+                == 0
             )
     finally:
         os.chdir(cwd)
@@ -38,7 +39,9 @@ def test_baseline_predictions_and_stats(models):
         assert len(lines) == n_test
         stats = json.loads((models / m / "stats.json").read_text())
         assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
-        assert json.loads((models / f"{m}.json").read_text()) == stats
+        headline = json.loads((models / f"{m}.json").read_text())  # what `dvc metrics show` lists
+        assert set(headline) == {"read", "kept", "rejected", "predictions_test"}
+        assert headline == {k: stats[k] for k in headline}
     copy = (models / "copy" / "predictions" / "test.txt").read_text().splitlines()
     dic = (models / "dictionary" / "predictions" / "test.txt").read_text().splitlines()
     assert copy != dic
@@ -125,11 +128,18 @@ def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypa
                 str(metrics),
                 "--plots",
                 str(plots),
+                "--scores",
+                str(tmp_path / "scores.json"),
             ]
         )
         == 0
     )
-    data = json.loads(metrics.read_text())
+    headline = json.loads(metrics.read_text())
+    assert {m: set(v) for m, v in headline.items()} == {
+        m: {"bleu", "sari", "fkgl", "ascore"} for m in ("copy", "dictionary")
+    }
+    data = json.loads((tmp_path / "scores.json").read_text())
+    assert headline["copy"]["sari"] == data["default"]["copy"]["sari"]
     assert set(data["default"]) == set(data["medlane"]) == {"copy", "dictionary"}
     assert data["default"]["copy"]["hit"] == 0.0  # the corrected HIT gives no free credit
     assert data["medlane"]["copy"]["hit"] > 0.0  # the authors' HIT does
@@ -137,3 +147,10 @@ def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypa
     rows = json.loads(plots.read_text())
     assert sum(r["n"] for r in rows) == data["n"]
     assert {"bucket", "copy_ascore", "dictionary_bleu"} <= set(rows[0])
+
+
+def test_evaluate_stage_mode_names_the_files_it_writes(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # nothing may appear here: stage mode writes only named files
+    assert main([*FAST, "evaluate"]) == 2
+    assert "needs --metrics and --plots" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []

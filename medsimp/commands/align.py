@@ -188,7 +188,7 @@ def _train(args, params: dict) -> int:
         model.save(tmp)
         write_json(tmp / "stats.json", output_stats(stats))
     if args.metrics:
-        write_metrics(args.metrics, stats)
+        write_metrics(args.metrics, stats, "align_train")
     print_summary("medsimp align --train", stats)
     return 0
 

@@ -143,6 +143,7 @@ def _ingest(args, params: dict) -> int:
         print_summary,
         write_json,
         write_jsonl,
+        write_metrics,
     )
     from medsimp.params_schema import default
 
@@ -201,7 +202,7 @@ def _ingest(args, params: dict) -> int:
         write_json(tmp / "agreement.json", agree)
         write_json(tmp / "stats.json", output_stats(stats))
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats, "annotate")
     print_summary("medsimp annotate ingest", stats)
     return 0
 

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     }
     stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
     if args.metrics:
-        write_metrics(args.metrics, stats, run={"git_revision": git_revision()})
+        write_metrics(args.metrics, stats, "build", run={"git_revision": git_revision()})
     flat = {k: v for k, v in stats.items() if k not in ("builder", "splits")}
     flat.update({f"rows {cfg}": splits for cfg, splits in stats["splits"].items()})
     print_summary(f"build {args.name}", flat)

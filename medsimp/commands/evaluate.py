@@ -72,8 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated metrics to compute (default: params evaluate.select, "
         "null = all): bleu, meteor, rouge_l, cider, sari, fkgl, bertscore, hit, cwr, ascore",
     )
-    parser.add_argument("--metrics", help="stage mode: metrics file (metrics/eval.json)")
+    parser.add_argument(
+        "--metrics",
+        help="stage mode: headline metrics file, BLEU/SARI/FKGL/AScore per model (metrics/eval.json)",
+    )
     parser.add_argument("--plots", help="stage mode: per-length-bucket plot data (plots/length_buckets.json)")
+    parser.add_argument(
+        "--scores",
+        help="stage mode: every score of every model and mode, signatures, scales (out/eval/scores.json)",
+    )
 
 
 @dataclass
@@ -353,8 +360,18 @@ def _labelled(scores: dict) -> dict:
     return {f"{k} ({SCALES[k]})" if k in SCALES else k: v for k, v in scores.items()}
 
 
+HEADLINE = ("bleu", "sari", "fkgl", "ascore")  # per model, default mode: what `dvc metrics show` lists
+
+
 def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     from medsimp.config import section
+    from medsimp.errors import UsageError
+
+    if not (args.metrics and args.plots):
+        raise UsageError(
+            "stage mode (no --hyp) needs --metrics and --plots (dvc.yaml's evaluate stage names them); "
+            "to score a file give --hyp and --ref"
+        )
     from medsimp.outputs import print_summary, write_json
     from medsimp.params_schema import default
     from medsimp.training.evaluation import SCALES
@@ -397,8 +414,11 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
             k: v for k, v in SCALES.items() if any(k in sc for r in results.values() for sc in r.values())
         },
     }
-    write_json(args.metrics or "metrics/eval.json", metrics)
-    write_json(args.plots or "plots/length_buckets.json", list(buckets.values()))
+    if args.scores:
+        write_json(args.scores, metrics)
+    default_scores = results.get("default") or next(iter(results.values()))
+    write_json(args.metrics, {m: {k: sc.get(k) for k in HEADLINE} for m, sc in default_scores.items()})
+    write_json(args.plots, list(buckets.values()))
     for mode in modes:
         flat = {
             f"{m}.{k}": v

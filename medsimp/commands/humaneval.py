@@ -147,7 +147,7 @@ def _text_lineage(source: Path, texts: list[str]) -> list[str]:
 def _forms(args, hp: dict) -> int:
     from medsimp.humaneval.design import build_manifest, load_items
     from medsimp.humaneval.forms import write_forms
-    from medsimp.outputs import atomic_dir, print_summary, write_json
+    from medsimp.outputs import atomic_dir, print_summary, write_json, write_metrics
 
     src = Path(args.input or hp.get("input", "out/simplify/variants.csv"))
     out = args.output or hp.get("forms", "out/humaneval/forms")
@@ -173,7 +173,7 @@ def _forms(args, hp: dict) -> int:
         }
         write_json(tmp / "stats.json", stats)
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats, "humaneval")
     print_summary("humaneval forms", stats)
     return 0
 
@@ -206,7 +206,7 @@ def _analyze(args, hp: dict) -> int:
 
     from medsimp.humaneval import plots, tables
     from medsimp.humaneval.ingest import IngestError, ingest
-    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
+    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json, write_metrics
 
     forms = Path(args.forms or hp.get("forms", "out/humaneval/forms"))
     responses = Path(args.responses or hp.get("responses", "humaneval/responses"))
@@ -252,6 +252,6 @@ def _analyze(args, hp: dict) -> int:
     if args.plots:
         _write_plots(Path(args.plots), t3, score_rows)
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats, "humaneval")
     print_summary("humaneval analyze", {k: v for k, v in stats.items() if k != "agreement"})
     return 0

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.config import resolve_path, section
     from medsimp.errors import UsageError
     from medsimp.lineage import with_lineage
-    from medsimp.outputs import atomic_dir, print_summary, write_json
+    from medsimp.outputs import atomic_dir, print_summary, write_json, write_metrics
     from medsimp.pipelines import beam_io, notes_job
     from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
     from medsimp.pipelines.selection import load_lexicons
@@ -115,6 +115,6 @@ def run(args: argparse.Namespace) -> int:
         check_stats(stats)
         write_json(tmp / "stats.json", stats)
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats, "notes")
     print_summary("medsimp notes", {k: v for k, v in stats.items() if k not in ("inputs", "categories")})
     return 0

@@ -56,7 +56,7 @@ def run(args) -> int:
     from medsimp.config import resolve_path, section
     from medsimp.errors import UsageError
     from medsimp.lineage import with_lineage
-    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
+    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json, write_metrics
     from medsimp.pipelines import beam_io, notes_job, radiology
     from medsimp.pipelines.notes_job import NAMESPACE as NOTES_NS
     from medsimp.pipelines.radiology_core import SCHEMA, load_lexicons
@@ -86,6 +86,6 @@ def run(args) -> int:
         check_reconciles(stats, "sentences", ["kept", "duplicates", "filtered"])
         write_json(tmp / "stats.json", stats)
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats, "radiology")
     print_summary("medsimp radiology", {k: v for k, v in stats.items() if k != "inputs"})
     return 0

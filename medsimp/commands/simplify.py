@@ -90,7 +90,7 @@ def _skip_reason(args, sp: dict[str, Any]) -> str:
 
 def run(args) -> int:
     from medsimp.config import section
-    from medsimp.outputs import atomic_dir, write_json
+    from medsimp.outputs import atomic_dir, write_json, write_metrics
 
     sp = section(args.params_data, "simplify")
     out_dir = args.output or sp.get("output", "out/simplify")
@@ -101,7 +101,7 @@ def run(args) -> int:
         with atomic_dir(out_dir) as tmp:
             write_json(tmp / "stats.json", stats)
         if args.metrics:
-            write_json(args.metrics, stats)
+            write_metrics(args.metrics, stats, "simplify")
         return 0
     return _run(args, sp, out_dir)
 
@@ -222,7 +222,7 @@ def _run(args, sp: dict[str, Any], out_dir: str) -> int:
         write_jsonl(tmp / "dead_letter" / "part-00000.jsonl", dead)
         write_json(tmp / "stats.json", output_stats(stats))
     if args.metrics:
-        write_metrics(args.metrics, stats)
+        write_metrics(args.metrics, stats, "simplify")
     print_summary("simplify", {k: v for k, v in stats.items() if k != "variants"})
     if usable and not records:
         raise StageFailed(

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from medsimp.config import resolve_path, section
-    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json
+    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json, write_metrics
     from medsimp.progress import interactive
     from medsimp.training import baselines
     from medsimp.training.data import load_splits
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
         write_json(tmp / "stats.json", stats)
     if args.metrics:
-        write_json(args.metrics, stats)
+        write_metrics(args.metrics, stats, "train")
     print_summary(f"train {args.model}", {k: v for k, v in stats.items() if k != "model"})
     return 0
 

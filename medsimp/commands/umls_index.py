@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.config import resolve_path, section
-    from medsimp.outputs import atomic_dir, print_summary, write_json
+    from medsimp.outputs import atomic_dir, print_summary, write_json, write_metrics
     from medsimp.params_schema import default
     from medsimp.pipelines.umls import build_index, demo_note
 
@@ -44,6 +44,6 @@ def run(args) -> int:
         }
         write_json(tmp / "stats.json", summary)
         if args.metrics:
-            write_json(args.metrics, summary)
+            write_metrics(args.metrics, summary, "umls_index")
     print_summary("medsimp umls-index", summary["terms"], demo_note(manifest))
     return 0
