@@ -26,14 +26,30 @@ ROWS = (
 SIDES = (("complex", "expert"), ("simple", "layman"))
 
 
-def load_rows(path: str, language: str | None = None) -> list[dict]:
+def load_rows(path: str) -> list[dict]:
     import pyarrow.parquet as pq
 
     files = sorted(glob.glob(os.path.join(path, "part-*.parquet")))
     if not files:
         raise FileNotFoundError(f"no linked table (part-*.parquet) in {path}: run `medsimp link` first")
-    rows = [r for f in files for r in pq.read_table(f).to_pylist()]
-    return [r for r in rows if language is None or r["language"] == language]
+    return [r for f in files for r in pq.read_table(f).to_pylist()]
+
+
+def languages(rows: list[dict]) -> list[str]:
+    """The languages of the layman (simple) side, sorted."""
+    return sorted({r["language"] for r in rows if r["side"] == "simple"})
+
+
+def language_rows(rows: list[dict], language: str) -> list[dict]:
+    """The layman sentences in `language` and their expert counterparts: the expert sentences
+    in `language`, or, when the expert side is in another language (MultiCochrane: English
+    abstracts, summaries in es/fr/fa), the expert sentences of the same documents."""
+    simple = [r for r in rows if r["side"] == "simple" and r["language"] == language]
+    complex_ = [r for r in rows if r["side"] == "complex" and r["language"] == language]
+    if not complex_:
+        docs = {r["doc_id"] for r in simple}
+        complex_ = [r for r in rows if r["side"] == "complex" and r["doc_id"] in docs]
+    return complex_ + simple
 
 
 def side_stats(rows: list[dict]) -> dict[str, Any]:

@@ -179,6 +179,14 @@ def test_link_job_cache_and_stats(index, tmp_path, capsys):
     assert table["expert"]["sentences"] == 2 and table["layman"]["sentences"] == 1
     assert table["expert"]["concept_vocabulary"] == 3 and table["layman"]["concept_vocabulary"] == 2
     assert table["ratio"]["sentences"] == 0.5
+    # without --language the table is never pooled across languages: one table per language
+    assert main(["stats", "--input", str(tmp_path / "a"), "--json"]) == 0
+    tables = json.loads(capsys.readouterr().out)
+    assert set(tables) == {"en", "es", "fa"} and tables["en"] == table
+    # Farsi summaries against the English expert sentences of the same documents
+    assert tables["fa"]["expert"]["sentences"] >= 1 and tables["fa"]["layman"]["sentences"] >= 1
+    assert main(["stats", "--input", str(tmp_path / "a"), "--language", "de"]) == 2
+    assert "no layman sentences in 'de'" in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def test_a_demo_sized_index_is_named_in_the_summary(index, capsys):
