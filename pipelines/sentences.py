@@ -80,6 +80,20 @@ def _word_before(text: str, start: int, end: int) -> str:
     return run.rstrip(".!?") or run[0]
 
 
+_CAPS_ABBREVIATIONS = frozenset({"mr", "ms"})  # titles, or in capitals mitral regurgitation / stenosis
+_MASKED_NAME = re.compile(r"Xx*")  # a de-identification placeholder after `mask_placeholders`
+
+
+def _medical_caps(word: str, text: str, end: int) -> bool:
+    """`MR.` / `MS.` in capitals before a word that is neither in capitals nor a placeholder
+    ("moderate MR. She was started"): a finding closing its sentence, not a title ("Mr. Smith",
+    "MR. [**Name**]", "SEEN BY MR. SMITH" in an all-capitals note)."""
+    if word.lower() not in _CAPS_ABBREVIATIONS or not word.isupper():
+        return False
+    following = text[end : end + 64].split(None, 1)
+    return bool(following) and not (following[0].isupper() or _MASKED_NAME.fullmatch(following[0]))
+
+
 def _rules_breaks(text: str) -> list[int]:
     """Break offsets (a sentence ends there) found by the rule splitter (linear time)."""
     breaks = [m.start() for m in _BLANK.finditer(text)]
@@ -93,7 +107,9 @@ def _rules_breaks(text: str) -> list[int]:
                 line_start, first_content = nl + 1, None
             word = _word_before(text, line_start, m.start() + 1)
             bare = word.lower().strip("([\"'")
-            if bare in _NO_BREAK or (len(bare) == 1 and bare.isalpha()):
+            if (bare in _NO_BREAK and not _medical_caps(word, text, m.end())) or (
+                len(bare) == 1 and bare.isalpha()
+            ):
                 continue
             if word.isdigit() and len(word) <= 2:
                 if first_content is None:

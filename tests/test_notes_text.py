@@ -84,6 +84,20 @@ def test_sentences_keep_placeholders_and_fix_cont(name):
     ]
 
 
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Echo showed moderate MR. She was started on lisinopril.", 2),  # mitral regurgitation
+        ("Known MS. He walks with a cane.", 2),
+        ("Seen by Mr. Smith today.", 1),  # a title
+        ("SEEN BY MR. SMITH IN CLINIC.", 1),  # a title in an all-capitals note
+        ("Seen by MR. [**Known lastname 123**] today.", 1),  # a title before a placeholder
+    ],
+)
+def test_rules_splitter_tells_capital_mr_from_the_title(text, expected):
+    assert len(splitter("rules")(text)) == expected
+
+
 def test_unknown_splitter_is_an_error():
     with pytest.raises(ValueError, match="unknown sentence splitter"):
         splitter("nope")
