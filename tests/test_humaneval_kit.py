@@ -234,3 +234,29 @@ def test_analyze_without_responses_skips(tmp_path):
         == 0
     )
     assert json.loads((tmp_path / "o" / "stats.json").read_text())["skipped"] is True
+
+
+def test_multicochrane_responses_alone_write_no_empty_vote_tables(kit, capsys):
+    tmp_path, params, forms, resp, _ = kit
+    for f in resp.glob("*.csv"):
+        if not f.name.startswith("multicochrane-"):
+            f.unlink()
+    out = tmp_path / "mc-only"
+    argv = ["--params", str(params), "humaneval", "analyze", "--forms", str(forms), "--responses", str(resp)]
+    assert main([*argv, "--output", str(out)]) == 0
+    assert not (out / "votes.png").exists() and not (out / "table3.csv").exists()
+    assert (out / "table1.csv").exists() and (out / "scores-multicochrane.png").exists()
+    assert "no layperson responses" in capsys.readouterr().err
+
+
+def test_vote_legend_sits_beside_the_bars():
+    from matplotlib.transforms import Bbox
+
+    from medsimp.humaneval.plots import vote_figure
+
+    fig = vote_figure([{"system": s, "most_votes": 9, "least_votes": 9} for s in ("a", "b", "c")])
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    bars = [p.get_window_extent() for p in ax.patches]
+    assert bars and not any(Bbox.intersection(legend, b) for b in bars)

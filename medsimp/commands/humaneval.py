@@ -104,7 +104,7 @@ SCORE_COLUMNS = ("form", "question", "system", "score", "count")
 
 
 def _skip(out: str, metrics: str | None, reason: str, plots: str | None = None) -> int:
-    from medsimp.outputs import atomic_dir, write_json
+    from medsimp.outputs import atomic_dir, write_json, write_metrics
 
     print(f"medsimp humaneval: skipped - {reason}", file=sys.stderr)
     stats = {"skipped": True, "reason": reason, "read": 0, "kept": 0, "filtered": 0, "rejected": 0}
@@ -113,7 +113,7 @@ def _skip(out: str, metrics: str | None, reason: str, plots: str | None = None) 
     if plots:
         _write_plots(Path(plots), [], [])
     if metrics:
-        write_json(metrics, stats)
+        write_metrics(metrics, stats, "humaneval")
     return 0
 
 
@@ -239,19 +239,25 @@ def _analyze(args, hp: dict) -> int:
         "agreement": agree,
     }
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+    layperson = any(a.form == "layperson" for a in answers)  # Yang et al.'s Q3 guesses, Q5/Q6 votes
+    notes = [] if layperson else ["no layperson responses: table2.csv, table3.csv and votes.png not written"]
     with atomic_dir(out, lineage=_text_lineage(forms, [])) as tmp:
-        for name, rows in (("table1", t1), ("table2", t2), ("table3", t3), ("correlations", corr)):
+        written = [("table1", t1), ("correlations", corr)] + (
+            [("table2", t2), ("table3", t3)] if layperson else []
+        )
+        for name, rows in written:
             (tmp / f"{name}.csv").write_text(_csv(rows), encoding="utf-8")
         write_json(tmp / "agreement.json", agree)
-        plots.vote_bars(t3, tmp / "votes.png")
+        if layperson:
+            plots.vote_bars(t3, tmp / "votes.png")
         score_rows = []
         for form in ("expert", "multicochrane"):
             if any(a.form == form for a in answers):
                 score_rows += plots.score_distributions(answers, form, systems, tmp / f"scores-{form}.png")
         write_json(tmp / "stats.json", stats)
     if args.plots:
-        _write_plots(Path(args.plots), t3, score_rows)
+        _write_plots(Path(args.plots), t3 if layperson else [], score_rows)
     if args.metrics:
         write_metrics(args.metrics, stats, "humaneval")
-    print_summary("humaneval analyze", {k: v for k, v in stats.items() if k != "agreement"})
+    print_summary("humaneval analyze", {k: v for k, v in stats.items() if k != "agreement"}, notes)
     return 0

@@ -9,8 +9,22 @@ from typing import Any
 from medsimp.humaneval.ingest import Answer
 
 
+def _legend_outside(ax, **kwargs) -> None:
+    """The legend right of the axes, where it cannot cover a bar."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **kwargs)
+
+
 def vote_bars(rows: list[dict[str, Any]], path: Path) -> None:
     """Stacked bars per system: most-preferred votes over least-preferred votes."""
+    fig = vote_figure(rows)
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def vote_figure(rows: list[dict[str, Any]]):
+    """The figure `vote_bars` saves."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -24,10 +38,9 @@ def vote_bars(rows: list[dict[str, Any]], path: Path) -> None:
     ax.bar(systems, least, bottom=most, label="least preferred (Q6)", color="#c64")
     ax.set_ylabel("votes")
     ax.set_title("Layperson preference votes")
-    ax.legend()
+    _legend_outside(ax, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    return fig
 
 
 def score_distributions(answers: list[Answer], form: str, systems: list[str], path: Path) -> list[dict]:
@@ -62,7 +75,7 @@ def score_distributions(answers: list[Answer], form: str, systems: list[str], pa
             ]
         ax.set_title(q)
         ax.tick_params(axis="x", rotation=45)
-        ax.legend(title="score", fontsize=7)
+        _legend_outside(ax, title="score", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)
