@@ -154,8 +154,12 @@ def stage_entries(
 
 def fingerprint_changes(
     previous: Mapping[str, Any] | None, current: Mapping[str, dict[str, Any]]
-) -> list[str]:
-    before = (previous or {}).get("fingerprints", {})
+) -> list[str] | None:
+    """Builders whose fingerprint differs from the previous report's; None without one (a first
+    report has nothing to compare with, so it marks nothing changed)."""
+    if previous is None:
+        return None
+    before = previous.get("fingerprints", {})
     return sorted(
         name
         for name in set(before) | set(current)
@@ -211,12 +215,10 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines.append(f"| {name} | {entry['status']} | {changes} | {cache_cell} |")
     if report["fingerprints"]:
         lines += ["", "| builder | files | bytes | sha256 | changed |", "|---|---|---|---|---|"]
-        changed = set(report["fingerprints_changed"])
+        changed = report["fingerprints_changed"]
         for name, fp in report["fingerprints"].items():
-            lines.append(
-                f"| {name} | {fp['files']} | {fp['bytes']} | {fp['sha256'][:16]} | "
-                f"{'yes' if name in changed else 'no'} |"
-            )
+            mark = "first report" if changed is None else "yes" if name in changed else "no"
+            lines.append(f"| {name} | {fp['files']} | {fp['bytes']} | {fp['sha256'][:16]} | {mark} |")
     return "\n".join(lines) + "\n"
 
 

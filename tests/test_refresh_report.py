@@ -104,6 +104,26 @@ def test_fingerprints_ignore_card_and_temp_dirs(tmp_path: Path):
     (builder / "data" / "train.parquet").write_bytes(b"rows+1")
     after = rr.fingerprint_builders(tmp_path / "builders")
     assert rr.fingerprint_changes({"fingerprints": before}, after) == ["toy"]
+    assert rr.fingerprint_changes(None, after) is None  # a first report compares with nothing
+
+
+def test_a_first_report_marks_no_builder_changed():
+    report = {
+        "status": "nothing_to_do",
+        "exit_code": 3,
+        "started_at": "s",
+        "finished_at": "f",
+        "duration_s": 1.0,
+        "git": {"revision": None, "dirty": None},
+        "params_hash": "h",
+        "summary": "1 skipped",
+        "cache": {"hits": 0, "misses": 0},
+        "stages": {},
+        "fingerprints": {"toy": {"files": 1, "bytes": 4, "sha256": "0" * 64}},
+        "fingerprints_changed": None,
+    }
+    md = rr.render_markdown(report)
+    assert "| toy | 1 | 4 | 0000000000000000 | first report |" in md and "| yes |" not in md
     assert rr.fingerprint_builders(tmp_path / "absent") == {}
 
 
