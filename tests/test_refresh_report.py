@@ -105,6 +105,7 @@ def test_fingerprints_ignore_card_and_temp_dirs(tmp_path: Path):
     after = rr.fingerprint_builders(tmp_path / "builders")
     assert rr.fingerprint_changes({"fingerprints": before}, after) == ["toy"]
     assert rr.fingerprint_changes(None, after) is None  # a first report compares with nothing
+    assert rr.fingerprint_builders(tmp_path / "absent") == {}
 
 
 def test_a_first_report_marks_no_builder_changed():
@@ -124,7 +125,6 @@ def test_a_first_report_marks_no_builder_changed():
     }
     md = rr.render_markdown(report)
     assert "| toy | 1 | 4 | 0000000000000000 | first report |" in md and "| yes |" not in md
-    assert rr.fingerprint_builders(tmp_path / "absent") == {}
 
 
 def test_second_lock_holder_is_refused(tmp_path: Path):
