@@ -300,3 +300,30 @@ def test_hyp_dash_reads_standard_input_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x\n"), encoding="utf-8"))
     assert main(["evaluate", "--hyp", "-", "--ref", "-", "--select", "bleu"]) == 2
     assert "standard input is already read by --hyp" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_sentence_level_scores_each_line_alone(tmp_path, capsys):
+    hyp, ref, src, out = (tmp_path / n for n in ("hyp.txt", "ref.txt", "src.txt", "lines.jsonl"))
+    hyp.write_text("the patient has high blood pressure .\nshe went home .\n", encoding="utf-8")
+    ref.write_text("the patient has high blood pressure .\nshe went home today .\n", encoding="utf-8")
+    src.write_text("pt has htn .\npt discharged home .\n", encoding="utf-8")
+    argv = [
+        "evaluate",
+        "--hyp",
+        str(hyp),
+        "--ref",
+        str(ref),
+        "--src",
+        str(src),
+        "--select",
+        "bleu,sari,fkgl,cider",
+    ]
+    assert main([*argv, "--sentence-level", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [(r["system"], r["line"]) for r in rows] == [("hyp", 1), ("hyp", 2)]
+    assert rows[0]["bleu"] == 1.0 and rows[0]["sari"] == 100.0
+    # 6 words, 8 syllables (the patient has high blood pressure): 0.39 * 6 + 11.8 * 8 / 6 - 15.59
+    assert rows[0]["fkgl"] == pytest.approx(2.4833, abs=1e-4)
+    assert rows[1]["bleu_4"] == 0.0 and 0 < rows[1]["sari"] < 100
+    assert "cider" not in rows[0]  # corpus-level only
+    assert main([*argv, "--mode", "medlane", "--sentence-level", str(tmp_path / "x.jsonl")]) == 2

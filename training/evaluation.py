@@ -228,6 +228,26 @@ class Scorer:
             )
         return rows
 
+    def per_sentence(self, hyps: list[str], items) -> list[dict]:
+        """One row per output line: the selected SENTENCE_METRICS of that line alone, default mode
+        (sentence BLEU unsmoothed, as the corpus BLEU; like sacrebleu's `--sentence-level`)."""
+        from medsimp.training import scoring
+
+        chosen = [m for m in SENTENCE_METRICS if m in scoring.selection(self.select)]
+        saved, self.select = self.select, chosen
+        try:
+            return [
+                {"line": i + 1, **_rounded(self.score([h], [it], "default", full=False))}
+                for i, (h, it) in enumerate(zip(hyps, items))
+            ]
+        finally:
+            self.select = saved
+
+
+# Metrics with a per-sentence reading (CIDEr's document frequencies, METEOR's and BERTScore's
+# corpus set-up make them corpus-level only).
+SENTENCE_METRICS = ("bleu", "rouge_l", "sari", "fkgl", "hit", "cwr", "ascore")
+
 
 def _rounded(scores: dict) -> dict:
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in scores.items()}

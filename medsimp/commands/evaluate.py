@@ -63,6 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", help="write the scores here")
     parser.add_argument(
+        "--sentence-level",
+        metavar="FILE",
+        help="also write per-line scores here as JSON Lines (BLEU, ROUGE-L, SARI, FKGL, HIT, CWR, AScore "
+        "of each output line alone; default mode)",
+    )
+    parser.add_argument(
         "--measures",
         action="store_true",
         help="also the EASSE measures and the length-bucket breakdown (needs sources)",
@@ -231,13 +237,16 @@ def _systems(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
+    import json
     import sys
 
     from medsimp.errors import InputError, UsageError
-    from medsimp.outputs import print_summary, write_json
+    from medsimp.outputs import print_summary, write_json, write_text
     from medsimp.params_schema import default
 
     mode = args.mode or "default"
+    if args.sentence_level and (mode != "default" or args.medlane):
+        raise UsageError("--sentence-level scores --hyp against --ref/--src in --mode default")
     systems = _systems(args)
     if (args.report or len(systems) > 1) and mode == "medlane":
         raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
@@ -272,6 +281,16 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
         )
     not_scored = [{k: r[k] for k in ("locator", "reason")} for r in rejects]
     bootstrap = _bootstrap(hyp_lists, items, cfg) if len(systems) > 1 else {}
+    if args.sentence_level:
+        rows = [
+            {"system": name, **row}
+            for name, hyps in hyp_lists.items()
+            for row in scorer.per_sentence(hyps, items)
+        ]
+        write_text(
+            args.sentence_level,
+            "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows),
+        )
     if len(systems) == 1:
         result = next(iter(results.values()))
         if args.json:
