@@ -289,6 +289,7 @@ class TrainData:
     simple_column: str = "simple_text"
     validation_fraction: float = 0.1
     test_fraction: float = 0.1
+    resplit: bool = False
 
 
 @dataclass

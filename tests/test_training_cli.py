@@ -154,3 +154,43 @@ def test_evaluate_stage_mode_names_the_files_it_writes(tmp_path, monkeypatch, ca
     assert main([*FAST, "evaluate"]) == 2
     assert "needs --metrics and --plots" in capsys.readouterr().err.strip().splitlines()[-1]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_train_and_evaluate_on_a_builders_own_splits(tmp_path, monkeypatch, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.chdir(ROOT)
+    config = tmp_path / "toy" / "en"
+    config.mkdir(parents=True)
+    sizes = {"train": 6, "validation": 2, "test": 4}
+    for split, n in sizes.items():
+        rows = [
+            (f"{split} pt {i} has htn .", f"{split} the patient {i} has high blood pressure .")
+            for i in range(n)
+        ]
+        table = pa.table({"complex_text": [c for c, _ in rows], "simple_text": [s for _, s in rows]})
+        pq.write_table(table, config / f"{split}-00000-of-00001.parquet")
+    out = tmp_path / "copy"
+    argv = ["train", "--model", "copy", "--dataset", str(tmp_path / "toy"), "--config", "en"]
+    assert main([*argv, "--output", str(out)]) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["splits"] == {**sizes, "rejected": 0}  # the builder's splits, not re-split
+    predictions = (out / "predictions" / "test.txt").read_text().splitlines()
+    assert predictions == sorted(f"test pt {i} has htn ." for i in range(4))
+    scores = tmp_path / "scores.json"
+    evaluate = [
+        "evaluate",
+        "--hyp",
+        str(out / "predictions" / "test.txt"),
+        "--dataset",
+        str(tmp_path / "toy"),
+    ]
+    assert main([*FAST, *evaluate, "--config", "en", "--select", "bleu", "--json", str(scores)]) == 0
+    result = json.loads(scores.read_text())
+    assert result["n"] == 4 and 0 < result["scores"]["bleu_1"] < 1
+    (config / "validation-00000-of-00001.parquet").unlink()
+    capsys.readouterr()
+    assert main([*argv, "--output", str(tmp_path / "again")]) == 2
+    assert "no validation split" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert main([*argv, "--resplit", "--output", str(tmp_path / "again")]) == 0

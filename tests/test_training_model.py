@@ -243,8 +243,12 @@ def test_pairs_folder_reader_carves_missing_splits(tmp_path):
     )
     pq.write_table(table.slice(0, 30), tmp_path / "train-abc.parquet")
     pq.write_table(table.slice(30, 10), tmp_path / "test-def.parquet")
-    splits = load_splits({"data": {"format": "pairs", "pairs": str(tmp_path), "validation_fraction": 0.3}})
+    splits = load_splits(
+        {"data": {"format": "pairs", "pairs": str(tmp_path), "validation_fraction": 0.3, "resplit": True}}
+    )
     assert splits.counts["test"] == 10  # the folder's own test split
     assert splits.counts["train"] + splits.counts["validation"] == 30 and splits.counts["validation"] > 0
     assert {it.references[0] for it in splits.eval["test"]} == {s for _, s in rows[30:]}
     assert splits.train[0][0][-2:] == ["htn", "."]
+    with pytest.raises(FileNotFoundError, match="no validation split"):  # re-split only on request
+        load_splits({"data": {"format": "pairs", "pairs": str(tmp_path)}})

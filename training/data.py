@@ -70,17 +70,29 @@ def _read_pairs(files: list[str], complex_column: str, simple_column: str) -> li
 
 
 def load_pairs(
-    folder: str, complex_column: str, simple_column: str, validation_fraction: float, test_fraction: float
+    folder: str,
+    complex_column: str,
+    simple_column: str,
+    validation_fraction: float,
+    test_fraction: float,
+    resplit: bool = False,
 ) -> Splits:
     """(complex, simple) pairs from a builder config folder (`<split>-*.parquet`, e.g.
-    builders/multicochrane/en). A split the folder lacks is carved out of train by a hash
-    of the complex text (`validation_fraction`, `test_fraction`)."""
+    builders/multicochrane/en), in the builder's own splits. A split the folder lacks is an
+    error, or with `resplit` is carved out of train by a hash of the complex text
+    (`validation_fraction`, `test_fraction`)."""
     files = {
         name: sorted(glob.glob(str(Path(folder) / f"{name}-*.parquet")))
         for name in ("train", "validation", "test")
     }
     if not files["train"]:
         raise FileNotFoundError(f"no train-*.parquet in {folder}")
+    missing = [name for name in ("validation", "test") if not files[name]]
+    if missing and not resplit:
+        raise FileNotFoundError(
+            f"{folder} has no {' and no '.join(missing)} split (small inputs keep everything in train): "
+            "set train.data.resplit (medsimp train --resplit) to carve it out of train"
+        )
     rows = {name: _read_pairs(f, complex_column, simple_column) for name, f in files.items()}
     train = []
     for c, s in rows["train"]:
@@ -119,5 +131,6 @@ def load_splits(cfg: dict) -> Splits:
             data.get("simple_column", "simple_text"),
             float(data.get("validation_fraction", 0.1)),
             float(data.get("test_fraction", 0.1)),
+            bool(data.get("resplit", False)),
         )
     raise ValueError(f"train.data.format must be medlane or pairs, not {fmt!r}")

@@ -51,9 +51,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--src", help="source file (needed for SARI and default-mode HIT; - = stdin)")
     parser.add_argument("--medlane", help="MedLane-format evaluation file (sources, references, terms)")
     parser.add_argument(
+        "--dataset",
+        help="a builder of (complex, simple) pairs, e.g. builders/multicochrane (with --config, --split): "
+        "sources and references in the order `medsimp train --dataset` predicts them",
+    )
+    parser.add_argument("--config", help="the builder config, e.g. en (with --dataset)")
+    parser.add_argument(
         "--split",
         choices=("validation", "test"),
-        help="with --medlane: the authors' first (validation) or second (test) half",
+        help="with --medlane: the authors' first (validation) or second (test) half; "
+        "with --dataset: the builder's split (default test)",
     )
     parser.add_argument(
         "--mode",
@@ -161,6 +168,31 @@ def medlane_items(path: str, split: str | None, mode: str = "default") -> MedLan
     return MedLaneEval([it for it, _ in kept], [p for _, p in kept], split_positions, n, rejects)
 
 
+def dataset_items(args: argparse.Namespace, n: int):
+    """The `--split` of a builder config as `medsimp train --dataset` loads it (same order)."""
+    from medsimp.config import section
+    from medsimp.errors import InputError
+    from medsimp.training.data import load_pairs
+
+    data = section(args.params_data, "train").get("data") or {}
+    try:
+        splits = load_pairs(
+            f"{args.dataset.rstrip('/')}/{args.config}",
+            data.get("complex_column", "complex_text"),
+            data.get("simple_column", "simple_text"),
+            float(data.get("validation_fraction", 0.1)),
+            float(data.get("test_fraction", 0.1)),
+            bool(data.get("resplit", False)),
+        )
+    except (FileNotFoundError, KeyError, ValueError) as exc:  # pyarrow: a missing column is ValueError
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"--dataset {args.dataset} --config {args.config}: {reason}") from None
+    items = splits.eval[args.split or "test"]
+    if len(items) != n:
+        raise InputError(f"--hyp has {n} lines but the {args.split or 'test'} split has {len(items)} pairs")
+    return items
+
+
 def file_items(refs: list[str], src: str | None, n: int):
     from medsimp.errors import InputError
     from medsimp.training.scoring import EvalItem
@@ -173,27 +205,38 @@ def file_items(refs: list[str], src: str | None, n: int):
     return [EvalItem(src_lines[i], [r[i] for r in ref_lines]) for i in range(n)]
 
 
+HYP_ONLY = ("ref", "src", "medlane", "dataset", "config", "split", "json", "sentence_level", "report", "name")
+
+
 def _check_flags(args: argparse.Namespace) -> None:
     """Refuse a flag the chosen mode would ignore (one line, exit 2)."""
     from medsimp.errors import UsageError
 
     given = lambda *names: [f"--{n}" for n in names if getattr(args, n)]  # noqa: E731
     if args.hyp:
-        unused = given("metrics", "plots")
+        unused = given("metrics", "plots", "scores")
         if args.medlane:
+            unused += given("ref", "src", "dataset", "config")
+        elif args.dataset:
             unused += given("ref", "src")
+            if not args.config:
+                raise UsageError(
+                    "--dataset needs --config (e.g. --dataset builders/multicochrane --config en)"
+                )
         else:
-            unused += given("split")
+            unused += given("split", "config")
             if not args.ref:
-                raise UsageError("give --ref FILE (repeatable) or --medlane FILE with --hyp")
+                raise UsageError(
+                    "give --ref FILE (repeatable), --medlane FILE or --dataset DIR --config C with --hyp"
+                )
         if unused:
+            with_ = " --medlane" if args.medlane else " --dataset" if args.dataset else ""
             raise UsageError(
-                f"{', '.join(unused)} cannot be used with --hyp"
-                f"{' --medlane' if args.medlane else ''}: drop {'them' if len(unused) > 1 else 'it'}"
+                f"{', '.join(unused)} cannot be used with --hyp{with_}: drop {'them' if len(unused) > 1 else 'it'}"
             )
-    elif given("ref", "src", "medlane", "split", "json"):
+    elif given(*HYP_ONLY):
         raise UsageError(
-            f"{', '.join(given('ref', 'src', 'medlane', 'split', 'json'))}: only with --hyp "
+            f"{', '.join(given(*HYP_ONLY))}: only with --hyp "
             "(without --hyp, evaluate scores the stage's models and writes --metrics/--plots)"
         )
 
@@ -256,6 +299,8 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
         if args.medlane:
             evalset = medlane_items(args.medlane, args.split, mode)
             hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
+        elif args.dataset:
+            items = dataset_items(args, len(hyps))
         else:
             items = file_items(args.ref, args.src, len(hyps))
         if not items:

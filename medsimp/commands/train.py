@@ -22,6 +22,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="output directory (out/models/<model>)")
     parser.add_argument("--metrics", help="also write the stats here (metrics/train_<model>.json)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--dataset", help="train on a builder's own splits, e.g. builders/multicochrane (with --config)"
+    )
+    parser.add_argument("--config", help="the builder config to train on, e.g. en (with --dataset)")
+    parser.add_argument(
+        "--resplit",
+        action="store_true",
+        help="carve a split the builder lacks out of train (train.data.resplit; default: an error)",
+    )
 
 
 def _data_key(cfg: dict, model: str, base) -> str:
@@ -64,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.training.data import load_splits
     from medsimp.training.lexicon import load_dictionary
 
-    cfg = section(args.params_data, "train")
+    cfg = with_dataset(section(args.params_data, "train"), args.dataset, args.config, args.resplit)
     splits = load_splits(cfg)
     dictionary = load_dictionary([resolve_path(p, args.params_dir) for p in cfg.get("dictionaries") or []])
     sources = {name: [tokens_of(it.source) for it in items] for name, items in splits.eval.items()}
@@ -115,6 +124,22 @@ def run(args: argparse.Namespace) -> int:
         write_metrics(args.metrics, stats, "train")
     print_summary(f"train {args.model}", {k: v for k, v in stats.items() if k != "model"})
     return 0
+
+
+def with_dataset(cfg: dict, dataset: str | None, config: str | None, resplit: bool) -> dict:
+    """The train section pointed at `<dataset>/<config>` (`--dataset`/`--config`) as pairs."""
+    from medsimp.errors import UsageError
+
+    if (dataset is None) != (config is None):
+        raise UsageError(
+            "--dataset and --config go together (e.g. --dataset builders/multicochrane --config en)"
+        )
+    data = dict(cfg.get("data") or {})
+    if dataset is not None:
+        data.update(format="pairs", pairs=f"{dataset.rstrip('/')}/{config}")
+    if resplit:
+        data["resplit"] = True
+    return {**cfg, "data": data}
 
 
 def tokens_of(text: str | None) -> list[str]:
