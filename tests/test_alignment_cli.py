@@ -137,8 +137,9 @@ def test_train_corpus_align_and_filter(tmp_path):
         )
         == 0
     )
-    train = json.loads((tmp_path / "train.json").read_text())
+    train = json.loads((model / "stats.json").read_text())
     assert train["documents"] == 2 and train["train_f1"] > 0.8
+    assert json.loads((tmp_path / "train.json").read_text())["train_f1"] == train["train_f1"]
     _sentence_table(tmp_path / "cochrane")
     assert (
         main(

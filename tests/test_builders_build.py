@@ -46,7 +46,11 @@ def _build(params: Path, name: str, out: Path) -> dict:
     assert (
         main(["--params", str(params), "build", name, "--output", str(out), "--metrics", str(metrics)]) == 0
     )
-    return json.loads(metrics.read_text(encoding="utf-8"))
+    headline = json.loads(metrics.read_text(encoding="utf-8"))  # what `dvc metrics show` lists
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert set(headline) == {"read", "kept", "filtered", "rejected"}
+    assert headline == {k: stats[k] for k in headline}
+    return stats
 
 
 def _digest(folder: Path) -> dict[str, str]:

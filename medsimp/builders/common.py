@@ -38,6 +38,27 @@ class BuildError(ValueError):
     """A builder cannot run on its inputs (missing directory, missing columns)."""
 
 
+PHYSIONET_LICENSE = "physionet-credentialed-health-data-1.5.0"
+PHYSIONET_LICENSE_LINK = (
+    "https://physionet.org/about/licenses/physionet-credentialed-health-data-license-150/"
+)
+
+
+@dataclass(frozen=True)
+class HubCard:
+    """What a dataset card tells the Hub and its readers beyond the data: licence name and link
+    (for `license: other`), task categories and tags, and the intended-use and
+    limitations-and-biases sections."""
+
+    license_name: str
+    license_link: str
+    intended_use: str
+    limitations: str
+    tags: tuple[str, ...] = ()
+    task_categories: tuple[str, ...] = ("text-generation",)
+    languages: tuple[str, ...] = ("en",)  # for tables without a `language` column
+
+
 @dataclass
 class BuiltDataset:
     """Everything `write_builder` needs: tables per config and split, and the card facts."""
@@ -53,6 +74,7 @@ class BuiltDataset:
     feature_descriptions: dict[str, str]
     counts: dict[str, int]
     default_config: str
+    hub: HubCard
     mimic_derived: bool = False  # the builder's own non-Parquet inputs are MIMIC-derived
     lineage: tuple[str, ...] | None = None  # set by `medsimp build` from the inputs (medsimp.lineage)
     rejects: list[dict[str, Any]] = field(default_factory=list)

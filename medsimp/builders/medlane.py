@@ -18,8 +18,11 @@ import pyarrow.compute as pc
 
 from medsimp.builders.common import (
     MIMIC_III_CITATION,
+    PHYSIONET_LICENSE,
+    PHYSIONET_LICENSE_LINK,
     BuildError,
     BuiltDataset,
+    HubCard,
     read_parquet_dir,
     table_from_rows,
 )
@@ -135,6 +138,20 @@ def _annotated(folder: Path, validation_size: int, rejects: list[dict]) -> dict[
     return out
 
 
+HUB = HubCard(
+    license_name=PHYSIONET_LICENSE,
+    license_link=PHYSIONET_LICENSE_LINK,
+    tags=("medical", "clinical", "text-simplification", "lexical-simplification", "mimic-iii"),
+    intended_use="""Training and evaluating clinical lexical simplifiers (DECLARE and baselines) on MedLane's
+sentence-level adaptations, by credentialed PhysioNet users under the MIMIC-III DUA, on their own
+machines. Not for publication, public hubs or hosted services that retain data.""",
+    limitations="""MedLane's annotators rewrote single sentences selected by Algorithm 1 from discharge
+summaries: the sentences favour abbreviations and uncommon words, not whole notes. References are
+expert rewrites (a few per sentence), so metrics reward their wording; de-identification
+placeholders (`[**...**]`) replace names and dates. The `mimic-candidates` config is unannotated.""",
+)
+
+
 def build(cfg: dict[str, Any]) -> BuiltDataset:
     """Build MedLane from the params section `build.medlane`."""
     rejects: list[dict] = []
@@ -184,6 +201,7 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         config_descriptions=descriptions,
         feature_descriptions=FEATURES,
         counts=counts,
+        hub=HUB,
         default_config="annotated",
         mimic_derived=True,
         rejects=rejects,

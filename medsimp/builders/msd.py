@@ -20,6 +20,7 @@ from medsimp.builders.common import (
     CONCEPT,
     READABILITY,
     BuiltDataset,
+    HubCard,
     load_links,
     read_parquet_dir,
     seeded_split,
@@ -153,6 +154,20 @@ def _group_rows(cfg: dict, texts: dict[str, str], links: dict, rejects: list[dic
     return rows, groups.num_rows
 
 
+HUB = HubCard(
+    license_name="msd-manuals-terms-research-only",
+    license_link="https://www.msdmanuals.com",
+    task_categories=("text-generation", "text-classification"),
+    tags=("medical", "expertise-style-transfer", "text-simplification", "msd-manual"),
+    intended_use="""Research on expertise style transfer and simplification between the professional and
+consumer MSD Manuals (Cao et al., 2020): training style classifiers and transfer models, and
+measuring readability gaps. Research use only, as the MSD dataset's release allows.""",
+    limitations="""Professional and consumer versions are written separately, not sentence-aligned: the
+`groups` config pairs sentences only by topic and PCIO element, so they are comparable, not
+parallel. Topics, audiences and writing conventions are those of one publisher, in English.""",
+)
+
+
 def build(cfg: dict[str, Any]) -> BuiltDataset:
     """Build MSD from the params section `build.msd`."""
     table = read_parquet_dir(cfg["sentences"], COLUMNS)
@@ -236,6 +251,7 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         config_descriptions=descriptions,
         feature_descriptions=FEATURES,
         counts=counts,
+        hub=HUB,
         default_config="sentences",
         rejects=rejects,
         notes=[

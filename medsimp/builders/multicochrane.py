@@ -30,6 +30,7 @@ from medsimp.builders.common import (
     READABILITY,
     BuildError,
     BuiltDataset,
+    HubCard,
     cover_splits,
     load_links,
     load_texts,
@@ -253,6 +254,22 @@ def _pair_number(pair_id: str) -> int:
     return int(tail) if tail.isdigit() else -1
 
 
+HUB = HubCard(
+    license_name="cochrane-library-terms",
+    license_link="https://www.cochranelibrary.com",
+    task_categories=("text-generation", "translation"),
+    tags=("medical", "text-simplification", "multilingual", "cochrane", "sentence-alignment"),
+    intended_use="""Training and evaluating sentence-level simplification of medical evidence, in English and,
+through the English plain-language summary, across languages (Joseph et al., 2023); comparing
+filtered and unfiltered training data on the same test set.""",
+    limitations="""Pairs are automatic alignments (a neural CRF aligner, then Vecalign through the English
+summary) unless MC-CLEAN gold alignments are given: some pairs are partial or wrong, and the
+overlap filter removes some correct elaborations along with noise. Plain-language summaries
+elaborate and omit, so a pair's sides need not hold the same facts. Summaries in other languages
+are translations of the English one, with their own errors.""",
+)
+
+
 def build(cfg: dict[str, Any]) -> BuiltDataset:
     """Build the MultiCochrane dataset from the params section `build.multicochrane`."""
     pairs = read_parquet_dir(cfg["pairs"], PAIR_COLUMNS).to_pylist()
@@ -407,6 +424,7 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         config_descriptions=descriptions,
         feature_descriptions=FEATURES,
         counts=counts,
+        hub=HUB,
         default_config="en" if "en" in languages else (languages[0] if languages else ""),
         rejects=rejects,
         notes=[

@@ -18,6 +18,7 @@ from medsimp.builders.common import (
     READABILITY,
     BuildError,
     BuiltDataset,
+    HubCard,
     cover_splits,
     exact_split,
     load_links,
@@ -107,6 +108,18 @@ def plaba_split(questions: set[str], split_cfg: dict[str, Any]) -> dict[str, str
     )
 
 
+HUB = HubCard(
+    license_name="plaba-terms",
+    license_link="https://github.com/attal-kush/PLABA",
+    tags=("medical", "biomedical", "text-simplification", "plain-language", "pubmed"),
+    intended_use="""Training and evaluating plain-language adaptation of biomedical abstracts at the sentence
+level (Attal et al., 2023), with splits grouped by consumer question as in the paper.""",
+    limitations="""Abstracts were chosen to answer consumer health questions, so topics follow those questions.
+Adaptations are by a small group of experts; sentences they deleted have no simple side
+(`deletions`), and split or merged sentences make 1-N pairs. Only English.""",
+)
+
+
 def build(cfg: dict[str, Any]) -> BuiltDataset:
     """Build PLABA from the params section `build.plaba`."""
     pairs = read_parquet_dir(cfg["pairs"], PAIR_COLUMNS).to_pylist()
@@ -170,6 +183,7 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         config_descriptions={"pairs": "gold abstract-sentence -> adaptation pairs"},
         feature_descriptions=FEATURES,
         counts=counts,
+        hub=HUB,
         default_config="pairs",
         rejects=rejects,
         notes=[

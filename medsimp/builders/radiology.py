@@ -17,7 +17,10 @@ import pyarrow as pa
 
 from medsimp.builders.common import (
     MIMIC_III_CITATION,
+    PHYSIONET_LICENSE,
+    PHYSIONET_LICENSE_LINK,
     BuiltDataset,
+    HubCard,
     read_parquet_dir,
     split_units,
     table_from_rows,
@@ -93,6 +96,19 @@ def _missing(row: dict[str, Any]) -> list[str]:
     return [name for name in REQUIRED if not row[name]]
 
 
+HUB = HubCard(
+    license_name=PHYSIONET_LICENSE,
+    license_link=PHYSIONET_LICENSE_LINK,
+    tags=("medical", "clinical", "radiology", "text-simplification", "mimic"),
+    intended_use="""Source sentences for simplifying radiology findings (Yang et al.'s self-correction study):
+generating plain-language variants and collecting human judgements, by credentialed PhysioNet
+users under the source database's DUA, with locally run models or endpoints the DUA allows.""",
+    limitations="""Only FINDINGS and IMPRESSION sentences, de-duplicated across notes (common normal findings
+appear once, with their duplicate count), so frequencies differ from the reports. No references:
+it is not a parallel corpus. Negation is flagged by a rule (`negated`), which misses some cases.""",
+)
+
+
 def build(cfg: dict[str, Any]) -> BuiltDataset:
     """Build the radiology findings dataset from the params section `build.radiology`."""
     sentences = read_parquet_dir(cfg["sentences"], COLUMNS).select(COLUMNS).to_pylist()
@@ -142,6 +158,7 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         config_descriptions={"findings": "de-duplicated finding sentences with diversity metadata"},
         feature_descriptions=FEATURES,
         counts=counts,
+        hub=HUB,
         default_config="findings",
         mimic_derived=True,
         rejects=rejects,

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from medsimp import lineage
-from medsimp.builders.common import SPLITS, BuiltDataset
+from medsimp.builders.common import PHYSIONET_LICENSE, PHYSIONET_LICENSE_LINK, SPLITS, BuiltDataset
 from medsimp.outputs import atomic_dir, check_reconciles, write_json, write_jsonl
 
 PARQUET_SETTINGS: dict[str, Any] = {
@@ -105,9 +105,22 @@ def _yaml_header(
             if v
         }
     )
-    header: dict[str, Any] = {"pretty_name": ds.title, "license": ds.license}
-    if languages:
-        header["language"] = languages
+    restricted = lineage.is_restricted(ds.lineage)
+    header: dict[str, Any] = {
+        "pretty_name": ds.title,
+        "license": ds.license,
+        "license_name": PHYSIONET_LICENSE if restricted else ds.hub.license_name,
+        "license_link": PHYSIONET_LICENSE_LINK if restricted else ds.hub.license_link,
+        "language": languages or list(ds.hub.languages),
+        "task_categories": list(ds.hub.task_categories),
+        "size_categories": [size_category(max(sum(counts.values()) for counts in split_counts(ds).values()))],
+        "tags": sorted({"medsimp", *ds.hub.tags}),
+    }
+    if ds.license != "other":
+        del header["license_name"], header["license_link"]
+    if restricted:  # the Hub asks for these before it shows a gated dataset's files
+        header["extra_gated_prompt"] = GATED_PROMPT
+        header["extra_gated_fields"] = dict(GATED_FIELDS)
     header["configs"] = configs
     header["medsimp"] = {
         "builder": ds.name,
@@ -116,6 +129,48 @@ def _yaml_header(
         **provenance,
     }
     return header
+
+
+GATED_PROMPT = (
+    "This dataset derives from MIMIC clinical notes (PhysioNet Credentialed Health Data License 1.5.0). "
+    "Only credentialed PhysioNet users who signed the data use agreement of the source database may "
+    "access it; do not share it or send it to online services that retain data."
+)
+GATED_FIELDS = (
+    ("PhysioNet username", "text"),
+    ("I am a credentialed PhysioNet user and signed the source database's data use agreement", "checkbox"),
+    ("I will not share this data nor send it to services that retain it", "checkbox"),
+)
+_SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
+WITHHELD = "<MIMIC-derived text withheld from the card>"
+
+
+def size_category(rows: int) -> str:
+    """The Hub's `size_categories` bucket of a row count."""
+    return next(
+        (label for bound, label in _SIZES if rows < bound), "1M<n<10M" if rows < 10_000_000 else "n>1T"
+    )
+
+
+def _example_value(value: Any, restricted: bool) -> Any:
+    if isinstance(value, str):
+        return WITHHELD if restricted and value else value if len(value) <= 240 else value[:240] + "..."
+    if isinstance(value, list):
+        shown = [_example_value(v, restricted) for v in value[:3]]
+        return shown + ([f"... {len(value) - 3} more"] if len(value) > 3 else [])
+    if isinstance(value, dict):
+        return {k: _example_value(v, restricted) for k, v in value.items()}
+    return value
+
+
+def example_instance(ds: BuiltDataset) -> tuple[str, str, dict[str, Any]] | None:
+    """(config, split, first row) of the default config, strings withheld when restricted."""
+    splits = ds.configs.get(ds.default_config, {})
+    for split in _split_order(splits):
+        if splits[split].num_rows:
+            row = splits[split].slice(0, 1).to_pylist()[0]
+            return ds.default_config, split, _example_value(row, lineage.is_restricted(ds.lineage))
+    return None
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:
@@ -139,6 +194,19 @@ def _features_section(ds: BuiltDataset) -> str:
             + _md_table(["feature", "type", "meaning"], rows)
         )
     return "\n\n".join(parts)
+
+
+def _example_section(ds: BuiltDataset) -> str:
+    example = example_instance(ds)
+    if example is None:
+        return "The default config has no rows."
+    config, split, row = example
+    note = " (MIMIC-derived: text fields withheld)" if lineage.is_restricted(ds.lineage) else ""
+    return (
+        f"The first row of `{config}` / `{split}`{note}:\n\n```json\n"
+        + json.dumps(row, ensure_ascii=False, indent=2, sort_keys=False)
+        + "\n```"
+    )
 
 
 def render_card(
@@ -171,6 +239,18 @@ def render_card(
         "## Features",
         "",
         _features_section(ds),
+        "",
+        "## Example instance",
+        "",
+        _example_section(ds),
+        "",
+        "## Intended use",
+        "",
+        ds.hub.intended_use.strip(),
+        "",
+        "## Limitations and biases",
+        "",
+        ds.hub.limitations.strip(),
         "",
         "## Source and citation",
         "",
