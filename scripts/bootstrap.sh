@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything medsimp needs from this repo's own files:
-#   system packages (Java for METEOR 1.5, Chromium for the human-eval form test) and
-#   a Python 3.11 virtual environment in .venv with the pinned dependency set.
+#   system packages (Java for METEOR 1.5, Chromium for the browser tests, npm for the plots' Vega),
+#   a Python 3.11 virtual environment in .venv with the pinned dependency set, and the pinned
+#   Vega scripts in node_modules (package-lock.json) that render `dvc plots show` offline.
 # Safe to re-run; it skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,13 +14,14 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing system packages: ${need_apt[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   else
-    echo "bootstrap: please install ${need_apt[*]} (METEOR needs Java; one test needs Chromium)" >&2
+    echo "bootstrap: please install ${need_apt[*]} (METEOR needs Java; browser tests need Chromium; plots need npm)" >&2
   fi
 fi
 
@@ -32,4 +34,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e ".[test]"
   touch "$stamp"
 fi
-echo "bootstrap: ready (.venv)"
+if command -v npm >/dev/null 2>&1 && { [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; }; then
+  npm ci --no-audit --no-fund --ignore-scripts --silent
+  touch node_modules
+fi
+echo "bootstrap: ready (.venv, node_modules)"

@@ -10,4 +10,5 @@ pytestmark = pytest.mark.slow  # runs the whole DAG on the embedded sample (minu
 
 def test_fresh_clone_repro_leaves_git_status_clean(reproduced_clone):
     clone, env = reproduced_clone  # cold DVC cache, cold medsimp cache
-    assert run_ok(["git", "status", "--porcelain"], clone, env) == ""
+    status = run_ok(["git", "status", "--porcelain"], clone, env)
+    assert status == "", status + run_ok(["git", "diff", "--unified=4", "dvc.lock"], clone, env)[:6000]
