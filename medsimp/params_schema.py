@@ -299,20 +299,22 @@ class Train:
     dictionaries: list[str] = _f(
         ["medsimp/resources/abbreviations.json", "data/sample/medlane/dictionary.json"]
     )
-    encoder: str = "minilm"
+    encoder: str = "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext"
+    encoder_fallback: str | None = "minilm"
     max_length: int = 64
     max_option_length: int = 16
     max_options: int = 8
     max_span: int = 16
     batch_size: int = 8
-    epochs: int = 5
+    epochs: int = 10
     lr: float = 5.0e-5
     head_lr: float = 2.0e-3
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     patience: int = 1
     dropout: float = 0.1
-    copy_attention: bool = True
+    copy_attention: bool = False
+    dictionary_expansion: Literal["random", "first"] = "random"
     seed: int = 13
     threads: int = 1
 

@@ -145,7 +145,7 @@ def model_and_feat(tiny_encoder):
 
     seed_everything(0, 1)
     s = Settings(encoder=tiny_encoder, max_options=4)
-    tok, enc = load_backbone(tiny_encoder)
+    tok, enc, _ = load_backbone(tiny_encoder)
     return Declare(enc), Featurizer(tok, DICT, s)
 
 
@@ -252,3 +252,33 @@ def test_pairs_folder_reader_carves_missing_splits(tmp_path):
     assert splits.train[0][0][-2:] == ["htn", "."]
     with pytest.raises(FileNotFoundError, match="no validation split"):  # re-split only on request
         load_splits({"data": {"format": "pairs", "pairs": str(tmp_path)}})
+
+
+def test_dictionary_baseline_takes_a_seeded_random_expansion():
+    from medsimp.training.baselines import dictionary_baseline
+
+    dictionary = {"htn": ["hypertension", "high blood pressure"], "pt": ["patient"]}
+    sources = [["pt", "has", "htn"]] * 40
+    random_ = dictionary_baseline(sources, dictionary, "random", seed=13)
+    assert random_ == dictionary_baseline(sources, dictionary, "random", seed=13)  # reproducible
+    assert {s.split(" has ")[1] for s in random_} == {"hypertension", "high blood pressure"}
+    assert all(s.startswith("patient has ") for s in random_)
+    assert set(dictionary_baseline(sources, dictionary, "first")) == {"patient has hypertension"}
+
+
+def test_an_unavailable_encoder_falls_back_and_says_so(tiny_encoder, caplog):
+    from medsimp.training.trainer import load_backbone
+
+    with caplog.at_level("WARNING", logger="medsimp"):
+        _, _, used = load_backbone("/no/such/encoder", fallback=tiny_encoder)
+    assert used == tiny_encoder and "cannot be loaded here" in caplog.text
+    with pytest.raises(OSError):
+        load_backbone("/no/such/encoder", fallback=None)
+
+
+def test_declare_defaults_are_the_papers():
+    from medsimp.params_schema import Train
+
+    train = Train()
+    assert train.encoder == "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext"
+    assert train.epochs == 10 and train.copy_attention is False and train.dictionary_expansion == "random"

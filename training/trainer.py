@@ -36,6 +36,7 @@ class Settings:
     """The knobs of `params.yaml` `train` that DECLARE uses (defaults: the params schema)."""
 
     encoder: str = _P.encoder
+    encoder_fallback: str | None = _P.encoder_fallback
     max_length: int = _P.max_length
     max_option_length: int = _P.max_option_length
     max_options: int = _P.max_options
@@ -54,8 +55,14 @@ class Settings:
 
     @classmethod
     def from_params(cls, cfg: dict) -> Settings:
-        known = {k: type(v) for k, v in cls().__dict__.items()}
-        return cls(**{k: known[k](cfg[k]) for k in known if k in cfg})
+        defaults = cls().__dict__
+        return cls(
+            **{
+                k: cfg[k] if cfg[k] is None or defaults[k] is None else type(defaults[k])(cfg[k])
+                for k in defaults
+                if k in cfg
+            }
+        )
 
 
 def seed_everything(seed: int, threads: int) -> None:
@@ -70,18 +77,35 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def load_backbone(encoder: str):
-    """Tokenizer + encoder by name or path (`minilm` = the packaged MiniLM), span markers added."""
+def load_backbone(encoder: str, fallback: str | None = None):
+    """(tokenizer, encoder, the name used) by name or path (`minilm` = the packaged MiniLM), span
+    markers added. When `encoder` cannot be loaded here (offline and not cached, a wrong path)
+    and a `fallback` is given, the fallback is used and a warning says so once."""
+    import logging
+
     from transformers import AutoModel, AutoTokenizer
 
     from medsimp.resources import resolve_model
 
-    path = resolve_model(encoder)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model(encoder))
+        model = AutoModel.from_pretrained(resolve_model(encoder))
+        used = encoder
+    except OSError:
+        if not fallback or fallback == encoder:
+            raise
+        logging.getLogger("medsimp").warning(
+            "train.encoder %s cannot be loaded here (offline or not cached): DECLARE uses %s instead "
+            "(train.encoder_fallback; recorded as the model's encoder)",
+            encoder,
+            fallback,
+        )
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model(fallback))
+        model = AutoModel.from_pretrained(resolve_model(fallback))
+        used = fallback
     tokenizer.add_special_tokens({"additional_special_tokens": [SPAN_START, SPAN_END]})
     model.resize_token_embeddings(len(tokenizer))
-    return tokenizer, model
+    return tokenizer, model, used
 
 
 class Featurizer:
@@ -220,7 +244,7 @@ def train(
     seed_everything(s.seed, s.threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     use_amp = device.type == "cuda"
-    tokenizer, encoder = load_backbone(s.encoder)
+    tokenizer, encoder, used = load_backbone(s.encoder, s.encoder_fallback)
     feat = Featurizer(tokenizer, dictionary, s)
     model = Declare(encoder, s.dropout, s.copy_attention).to(device)
     train_ex = [feat.example(a, b) for a, b in train_pairs]
@@ -245,6 +269,8 @@ def train(
         "epochs": [],
         "best_epoch": None,
         "best_val_loss": None,
+        "encoder": used,
+        "encoder_fallback": used != s.encoder,
         "resumed_from": None,
         "device": device.type,
         "amp": use_amp,

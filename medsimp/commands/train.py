@@ -108,8 +108,13 @@ def run(args: argparse.Namespace) -> int:
                 round(log["best_val_loss"], 6) if log["best_val_loss"] is not None else None
             )
             stats["epochs_run"] = len(log["epochs"])
+            stats["encoder"], stats["encoder_fallback"] = log["encoder"], log["encoder_fallback"]
         elif args.model == "dictionary":
-            preds = {name: baselines.dictionary_baseline(srcs, dictionary) for name, srcs in sources.items()}
+            expansion, seed = cfg.get("dictionary_expansion", "random"), int(cfg.get("seed", 13))
+            preds = {
+                name: baselines.dictionary_baseline(srcs, dictionary, expansion, seed)
+                for name, srcs in sources.items()
+            }
         else:
             preds = {name: baselines.copy_source(srcs) for name, srcs in sources.items()}
         (tmp / "predictions").mkdir()
