@@ -85,3 +85,18 @@ def test_version_names_the_release_and_the_revision(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("medsimp ") and "git " in out
+
+
+def test_no_command_writes_a_tracked_file_by_default():
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout.split())
+    tracked_dirs = {str(Path(p).parent) for p in tracked}
+    for path, parser in COMMANDS:
+        for action in parser._actions:
+            written = action.dest in ("output", "metrics", "plots", "json", "report", "scores")
+            if written and isinstance(action.default, str):
+                target = action.default.rstrip("/")
+                assert target not in tracked and target not in tracked_dirs, f"{' '.join(path)} --{action.dest}"

@@ -193,9 +193,63 @@ def _train(args, params: dict) -> int:
     return 0
 
 
+# The flags each mode reads; a flag of another mode is refused rather than ignored.
+_MODE_FLAGS = {
+    "--train": {"gold", "gold_format", "output", "metrics", "model"},
+    "file mode (--src/--tgt or --batch)": {
+        "method",
+        "src",
+        "tgt",
+        "src_lang",
+        "tgt_lang",
+        "gold",
+        "batch",
+        "model",
+    },
+    "corpus mode (--input)": {"input", "output", "metrics", "model", "beam_arg"},
+}
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """One line naming the flags the chosen mode would ignore (exit 2)."""
+    from medsimp.errors import UsageError
+
+    mode = (
+        "--train"
+        if args.train
+        else "file mode (--src/--tgt or --batch)"
+        if args.src or args.batch
+        else "corpus mode (--input)"
+    )
+    defaults = {"method": "crf", "src_lang": "en", "tgt_lang": "en", "beam_arg": []}
+    given = {
+        dest
+        for dest in (
+            "method",
+            "src",
+            "tgt",
+            "src_lang",
+            "tgt_lang",
+            "gold",
+            "gold_format",
+            "batch",
+            "input",
+            "output",
+            "metrics",
+            "beam_arg",
+        )
+        if getattr(args, dest) not in (None, defaults.get(dest))
+    }
+    unused = sorted(given - _MODE_FLAGS[mode])
+    if unused:
+        flags = ", ".join("--" + d.replace("_", "-") for d in unused)
+        raise UsageError(f"{flags}: not used in {mode}; drop {'them' if len(unused) > 1 else 'it'}")
+
+
 def run(args: argparse.Namespace) -> int:
     from medsimp.config import resolve_path, section
 
+    _check_flags(args)
     params = dict(section(args.params_data, "align"))
     params["_cache"] = section(args.params_data, "cache").get("dir")
     if args.train:
