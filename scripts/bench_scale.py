@@ -1,0 +1,241 @@
+"""Scale benchmark: cochrane -> link -> align -> filter -> build on N synthetic reviews.
+
+For each N (default 100, 400, 1600) it writes `medsimp synth cochrane --reviews N` (four
+languages per review) into a scratch folder and runs the chain there with the installed CLI,
+each stage a separate process, as `dvc repro` runs them. Per stage it prints wall time, CPU
+time (user + system of the stage's process tree) and peak RSS (the tree's summed resident
+memory, sampled every 0.1 s), per review too; then the growth exponent between sizes
+(log t2/t1 over log N2/N1) and the projection to MultiCochrane's 7,755 reviews.
+
+Cold caches: every size gets a fresh document cache (`--set cache.dir=<scratch>/cache-N`), so
+no embedding, link or alignment is reused across sizes or from the repository. What is built
+once per machine and kept warm is model set-up, not per-document work: the QuickUMLS index of
+the embedded starter vocabulary (built untimed in the scratch folder), the CRF aligner model
+(trained untimed there from the embedded gold), the installed encoders in MEDSIMP_CACHE.
+
+    python scripts/bench_scale.py [--sizes 100 400 1600] [--workdir DIR] [--keep] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+FULL = 7755  # MultiCochrane's aligned abstract/PLS pairs
+STAGES = ("cochrane", "link", "align", "filter", "build")
+
+
+def _tree_sample(proc: psutil.Process) -> tuple[int, float]:
+    """(summed RSS, summed CPU seconds) of a process and its live children."""
+    rss, cpu = 0, 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            rss += p.memory_info().rss
+            t = p.cpu_times()
+            cpu += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            continue
+    return rss, cpu
+
+
+def run_stage(cmd: list[str], log: Path) -> dict:
+    """Run one CLI command; wall, CPU and peak RSS of its process tree."""
+    start = time.perf_counter()
+    before = os.times()
+    with log.open("ab") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=fh, cwd=log.parent)
+        ps = psutil.Process(proc.pid)
+        peak = [0]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                try:
+                    peak[0] = max(peak[0], _tree_sample(ps)[0])
+                except psutil.Error:
+                    pass
+                done.wait(0.1)
+
+        watcher = threading.Thread(target=sample, daemon=True)
+        watcher.start()
+        rc = proc.wait()
+        done.set()
+        watcher.join()
+    after = os.times()
+    if rc != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:]
+        raise SystemExit(f"bench_scale: {' '.join(cmd[:2])} failed (exit {rc}): {tail[0] if tail else ''}")
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return {"wall_s": time.perf_counter() - start, "cpu_s": cpu, "peak_rss_mb": peak[0] / 2**20}
+
+
+def prepare(work: Path, log: Path) -> dict[str, Path]:
+    """Untimed set-up shared by all sizes: the QuickUMLS index and the CRF aligner model."""
+    index, model = work / "umls", work / "crf_aligner"
+    base = ["--set", f"cache.dir={work / 'cache-setup'}"]
+    if not index.exists():
+        run_stage(
+            [
+                "medsimp",
+                *base,
+                "umls-index",
+                "--mrconso",
+                str(REPO / "data/sample/umls/MRCONSO.RRF"),
+                "--mrsty",
+                str(REPO / "data/sample/umls/MRSTY.RRF"),
+                "--output",
+                str(index),
+            ],
+            log,
+        )
+    if not model.exists():
+        run_stage(
+            [
+                "medsimp",
+                "--params",
+                str(REPO / "params.yaml"),
+                *base,
+                "--set",
+                f"align.gold={REPO / 'data/sample/align_gold.jsonl'}",
+                "align",
+                "--train",
+                "--output",
+                str(model),
+            ],
+            log,
+        )
+    return {"index": index, "model": model}
+
+
+def run_size(n: int, work: Path, shared: dict[str, Path]) -> dict:
+    d = work / f"n{n}"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    log = d / "bench.log"
+    data = d / "cochrane.jsonl"
+    subprocess.run(
+        ["medsimp", "synth", "cochrane", "--reviews", str(n), "--output", str(data)],
+        check=True,
+        capture_output=True,
+    )
+    common = ["medsimp", "--params", str(REPO / "params.yaml"), "--set", f"cache.dir={d / 'cache'}"]
+    build_sets = [
+        "--set",
+        f"build.multicochrane.pairs={d / 'filter' / 'pairs'}",
+        "--set",
+        f"build.multicochrane.sentences={d / 'cochrane' / 'sentences'}",
+        "--set",
+        f"build.multicochrane.linked={d / 'linked'}",
+    ]
+    commands = {
+        "cochrane": ["cochrane", "--input", str(data), "--output", str(d / "cochrane")],
+        "link": [
+            "link",
+            "--input",
+            str(d / "cochrane"),
+            "--output",
+            str(d / "linked"),
+            "--index",
+            str(shared["index"]),
+        ],
+        "align": [
+            "align",
+            "--input",
+            str(d / "cochrane"),
+            "--output",
+            str(d / "align"),
+            "--model",
+            str(shared["model"]),
+        ],
+        "filter": ["filter", "--input", str(d / "align"), "--output", str(d / "filter")],
+        "build": [*build_sets, "build", "multicochrane", "--output", str(d / "builder")],
+    }
+    stages = {}
+    for name in STAGES:
+        stages[name] = run_stage([*common, *commands[name]], log)
+        print(f"  n={n:>5} {name:<9} {stages[name]['wall_s']:8.1f} s wall", file=sys.stderr, flush=True)
+    stats = (
+        json.loads((d / "align" / "stats.json").read_text()) if (d / "align" / "stats.json").exists() else {}
+    )
+    return {"reviews": n, "stages": stages, "align_stats": stats.get("counters", stats)}
+
+
+def report(results: list[dict]) -> str:
+    lines = []
+    head = f"{'stage':<9} {'N':>6} {'wall s':>9} {'cpu s':>9} {'peak MB':>8} {'ms/review':>10} {'exp':>5}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for name in [*STAGES, "total"]:
+        prev = None
+        for r in results:
+            if name == "total":
+                s = {
+                    "wall_s": sum(v["wall_s"] for v in r["stages"].values()),
+                    "cpu_s": sum(v["cpu_s"] for v in r["stages"].values()),
+                    "peak_rss_mb": max(v["peak_rss_mb"] for v in r["stages"].values()),
+                }
+            else:
+                s = r["stages"][name]
+            exp = ""
+            if prev is not None and prev[1] > 0 and s["wall_s"] > 0:
+                exp = f"{math.log(s['wall_s'] / prev[1]) / math.log(r['reviews'] / prev[0]):.2f}"
+            lines.append(
+                f"{name:<9} {r['reviews']:>6} {s['wall_s']:>9.1f} {s['cpu_s']:>9.1f} {s['peak_rss_mb']:>8.0f} "
+                f"{1000 * s['wall_s'] / r['reviews']:>10.1f} {exp:>5}"
+            )
+            prev = (r["reviews"], s["wall_s"])
+    last = results[-1]
+    total = sum(v["wall_s"] for v in last["stages"].values())
+    linear = total / last["reviews"] * FULL
+    lines.append("")
+    lines.append(
+        f"projection to {FULL} reviews (linear from N={last['reviews']}): {linear / 60:.1f} min wall"
+    )
+    if len(results) > 1:
+        first = results[-2]
+        t0 = sum(v["wall_s"] for v in first["stages"].values())
+        b = math.log(total / t0) / math.log(last["reviews"] / first["reviews"])
+        lines.append(
+            f"projection with the measured exponent {b:.2f}: {total * (FULL / last['reviews']) ** b / 60:.1f} min wall"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 400, 1600])
+    ap.add_argument("--workdir", help="scratch folder (default: a new temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument("--json", help="also write the raw numbers here")
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="medsimp-scale-")).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        print(f"bench_scale: scratch {work}; set-up (untimed)", file=sys.stderr, flush=True)
+        shared = prepare(work, work / "setup.log")
+        results = [run_size(n, work, shared) for n in sorted(args.sizes)]
+        print(report(results))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    finally:
+        if not args.keep and not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
