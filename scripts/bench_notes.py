@@ -17,13 +17,11 @@ import gzip
 import io
 import json
 import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import psutil
+import benchtools
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,45 +65,11 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
 
 
 def measure(cmd: list[str]) -> tuple[float, float, float, str]:
-    """Run `cmd`; return (seconds, CPU seconds of the process tree, peak RSS MiB of the
-    process tree, stdout)."""
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    peak = 0.0
-    done = threading.Event()
-
-    def sample():
-        nonlocal peak
-        root = psutil.Process(proc.pid)
-        while not done.is_set():
-            try:
-                procs = [root, *root.children(recursive=True)]
-                peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()) / 2**20)
-            except psutil.Error:
-                pass
-            time.sleep(0.1)
-
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    out, _ = proc.communicate()
-    seconds = time.perf_counter() - start
-    done.set()
-    thread.join()
-    if proc.returncode:
-        raise SystemExit(f"{cmd[:3]} failed with exit code {proc.returncode}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return seconds, cpu, peak, out
+    """Run `cmd` from the repository; (seconds, CPU seconds, peak RSS MiB of the process tree, stdout)."""
+    m = benchtools.measure(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if m.returncode:
+        raise SystemExit(f"{cmd[:3]} failed with exit code {m.returncode}")
+    return m.wall_s, m.cpu_s, m.peak_rss_mb, m.stdout
 
 
 def main() -> int:

@@ -26,59 +26,25 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-import psutil
+import benchtools
 
 REPO = Path(__file__).resolve().parents[1]
 FULL = 7755  # MultiCochrane's aligned abstract/PLS pairs
 STAGES = ("cochrane", "link", "align", "filter", "build")
 
 
-def _tree_sample(proc: psutil.Process) -> tuple[int, float]:
-    """(summed RSS, summed CPU seconds) of a process and its live children."""
-    rss, cpu = 0, 0.0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            rss += p.memory_info().rss
-            t = p.cpu_times()
-            cpu += t.user + t.system + t.children_user + t.children_system
-        except psutil.Error:
-            continue
-    return rss, cpu
-
-
 def run_stage(cmd: list[str], log: Path) -> dict:
-    """Run one CLI command; wall, CPU and peak RSS of its process tree."""
-    start = time.perf_counter()
-    before = os.times()
+    """Run one CLI command (output appended to `log`); wall, CPU and peak RSS of its process tree."""
     with log.open("ab") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=fh, cwd=log.parent)
-        ps = psutil.Process(proc.pid)
-        peak = [0]
-        done = threading.Event()
-
-        def sample() -> None:
-            while not done.is_set():
-                try:
-                    peak[0] = max(peak[0], _tree_sample(ps)[0])
-                except psutil.Error:
-                    pass
-                done.wait(0.1)
-
-        watcher = threading.Thread(target=sample, daemon=True)
-        watcher.start()
-        rc = proc.wait()
-        done.set()
-        watcher.join()
-    after = os.times()
-    if rc != 0:
+        m = benchtools.measure(cmd, cwd=log.parent, log=fh)
+    if m.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:]
-        raise SystemExit(f"bench_scale: {' '.join(cmd[:2])} failed (exit {rc}): {tail[0] if tail else ''}")
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return {"wall_s": time.perf_counter() - start, "cpu_s": cpu, "peak_rss_mb": peak[0] / 2**20}
+        raise SystemExit(
+            f"bench_scale: {' '.join(cmd[:2])} failed (exit {m.returncode}): {tail[0] if tail else ''}"
+        )
+    return {"wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_rss_mb": m.peak_rss_mb}
 
 
 def prepare(work: Path, log: Path) -> dict[str, Path]:

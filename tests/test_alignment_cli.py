@@ -158,7 +158,8 @@ def test_train_corpus_align_and_filter(tmp_path):
         )
         == 0
     )
-    stats = json.loads((tmp_path / "align.json").read_text())
+    assert json.loads((tmp_path / "align.json").read_text())["rejected"] == 1  # headline
+    stats = json.loads((tmp_path / "align" / "stats.json").read_text())
     assert stats["read"] == 2 and stats["kept"] == 1 and stats["rejected_by"] == {"no_english_complex": 1}
     pairs = pq.read_table(tmp_path / "align" / "pairs").to_pylist()
     en = [p for p in pairs if p["language"] == "en"]
@@ -239,7 +240,8 @@ def test_train_corpus_align_and_filter(tmp_path):
         )
         == 0
     )
-    stats = json.loads((tmp_path / "align3.json").read_text())
+    assert json.loads((tmp_path / "align3.json").read_text())["rejected"] == 2
+    stats = json.loads((tmp_path / "align3" / "stats.json").read_text())
     assert (stats["read"], stats["kept"], stats["rejected"]) == (2, 0, 2)
     assert stats["rejected_by"] == {"no_english_complex": 1, "no_encoder_for_language": 1}
     dead = (tmp_path / "align3" / "dead_letter" / "part-00000-of-00001.jsonl").read_text()
