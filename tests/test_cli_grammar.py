@@ -92,11 +92,15 @@ def test_no_command_writes_a_tracked_file_by_default():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    tracked = set(subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout.split())
+    tracked = set(
+        subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout.split()
+    )
     tracked_dirs = {str(Path(p).parent) for p in tracked}
     for path, parser in COMMANDS:
         for action in parser._actions:
             written = action.dest in ("output", "metrics", "plots", "json", "report", "scores")
             if written and isinstance(action.default, str):
                 target = action.default.rstrip("/")
-                assert target not in tracked and target not in tracked_dirs, f"{' '.join(path)} --{action.dest}"
+                assert target not in tracked and target not in tracked_dirs, (
+                    f"{' '.join(path)} --{action.dest}"
+                )
