@@ -334,20 +334,32 @@ def _advance(buf: bytes, c: _Cursor, eof: bool) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Cut:
-    """One row as cut from the file: `spans` of its fields (relative to `raw`), or a fault."""
+    """One row as cut from the file: `spans` of its fields (minus `shift`: relative to `raw`), or a fault."""
 
     offset: int
     raw: bytes | None
     spans: tuple[tuple[int, int], ...] = ()
     problem: str = ""
     size: int = 0
+    shift: int = 0
+
+    def field(self, i: int) -> bytes:
+        """Field i as written (quotes included)."""
+        a, b = self.spans[i]
+        return (self.raw or b"")[a - self.shift : b - self.shift]
+
+    def start(self, i: int) -> int:
+        """Where field i starts in `raw`."""
+        return self.spans[i][0] - self.shift
 
 
-def _cut(offset: int, buf: bytes, a: int, b: int, spans: tuple = (), problem: str = "") -> _Cut:
+def _cut(
+    offset: int, buf: bytes, a: int, b: int, spans: tuple = (), problem: str = "", shift: int = 0
+) -> _Cut:
     """The row buf[a:b], or a too-large marker (the same whatever the buffering)."""
     if b - a > MAX_RECORD_BYTES:
         return _Cut(offset, None, problem="too large", size=b - a)
-    return _Cut(offset, buf[a:b], spans, problem, b - a)
+    return _Cut(offset, buf[a:b], spans, problem, b - a, shift)
 
 
 class _Reader:
@@ -382,7 +394,7 @@ class _Reader:
 
     def _scan(self, fh: BinaryIO, schema: Schema, base: int, buf: bytes, end: int | None) -> Iterator[_Cut]:
         """`base` is the file offset of buf[0], which is a row start."""
-        record = _RECORDS[schema.name]
+        record, fields = _RECORDS[schema.name], len(schema.columns) + 1
         eof, c, skipping, resync = False, None, False, -1
         pos = 0  # next row start in buf
         while True:
@@ -408,10 +420,7 @@ class _Reader:
                         continue
                     m = record.match(buf, pos)
                     if m is not None and (m.end() < len(buf) or eof):
-                        spans = tuple(
-                            (m.start(i) - pos, m.end(i) - pos) for i in range(1, len(schema.columns) + 1)
-                        )
-                        yield _cut(base + pos, buf, pos, m.end(), spans)
+                        yield _cut(base + pos, buf, pos, m.end(), m.regs[1:fields], shift=pos)
                         pos = m.end()
                         continue
                     c = _Cursor(pos)
@@ -476,12 +485,12 @@ class _Reader:
                 {"expected": len(schema.columns), "got": len(cut.spans)},
                 cut.raw,
             )
-        raw_fields = [_unquote(cut.raw[a:b]) for a, b in cut.spans]
-        category = self._category(schema, raw_fields[schema.category_index])
+        category = self._category(schema, _unquote(cut.field(schema.category_index)))
         if self.categories is not None and normalise_category(category) not in self.categories:
-            return FILTERED_CATEGORY
-        if schema is MIMIC3 and raw_fields[9].strip() == b"1":
+            return FILTERED_CATEGORY  # most rows end here: only their category field is read
+        if schema is MIMIC3 and _unquote(cut.field(9)).strip() == b"1":
             return FILTERED_ISERROR
+        raw_fields = [_unquote(cut.field(i)) for i in range(len(cut.spans))]
         return self._note(layout, cut, raw_fields, category, locator)
 
     def _category(self, schema: Schema, raw: bytes) -> str:
@@ -502,7 +511,7 @@ class _Reader:
                     locator,
                     "bad_utf8",
                     {
-                        "byte_offset": cut.offset + cut.spans[i][0] + _quoted(cut, i) + exc.start,
+                        "byte_offset": cut.offset + cut.start(i) + _quoted(cut, i) + exc.start,
                         "fields": [schema.columns[i]],
                     },
                     cut.raw,
@@ -546,8 +555,7 @@ class _Reader:
 
 def _quoted(cut: _Cut, i: int) -> int:
     """1 when field i is quoted (its content starts one byte later)."""
-    a, _ = cut.spans[i]
-    return int((cut.raw or b"")[a : a + 1] == b'"')
+    return int(cut.field(i)[:1] == b'"')
 
 
 def _check_fields(schema: Schema, fields: list[str]) -> tuple[str, str] | None:
