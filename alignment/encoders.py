@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from medsimp.doccache import DocCache, content_key
+from medsimp.doccache import DocCache, code_version, content_key
 
 
 class Encoder(Protocol):
@@ -184,7 +184,7 @@ class CachedEncoder:
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         texts = list(texts)
-        key = content_key(self.name, lang or "", texts)
+        key = content_key(code_version("medsimp.alignment.encoders"), self.name, lang or "", texts)
 
         def compute() -> np.ndarray:
             uniq = sorted(set(texts))

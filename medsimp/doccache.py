@@ -9,7 +9,9 @@ whether an entry was cached: the cache only saves time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -18,6 +20,19 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_ROOT = ".cache/medsimp"
+
+
+@functools.cache
+def code_version(*modules: str) -> str:
+    """sha256 (16 hex digits) of the source files of `modules` (dotted names): part of a cache key
+    so that a code change in what computes a cached result misses the old entries by itself."""
+    digest = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin:
+            raise ValueError(f"code_version: no source for module {name}")
+        digest.update(name.encode() + b"\0" + Path(spec.origin).read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def content_key(*parts: Any) -> str:

@@ -279,7 +279,7 @@ def cell_unescape(value: Any) -> Any:
     return value
 
 
-RUN_KEYS = ("cache_hits", "cache_misses")  # how a run went, not what it produced
+RUN_KEYS = ("cache_hits", "cache_misses", "resumed_from_epoch")  # how a run went, not what it produced
 RUN_SUFFIX = ".run.json"
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.doccache import DocCache, content_key
+from medsimp.doccache import DocCache, code_version, content_key
 from medsimp.params_schema import default
 from medsimp.pipelines.beam_io import list_files, new_pipeline, open_file, parquet_lineage
 from medsimp.pipelines.sentence_rows import dead_letter
@@ -120,7 +120,8 @@ class ValidateFn(beam.DoFn):
         yield (row["source"], row["doc_id"], row["side"], row["language"]), row
 
 
-CACHE_VERSION = "link-v2"  # bump when linking or readability code changes what a cached result holds
+# what computes a cached link result: a change to any of these misses the old entries
+CODE = ("medsimp.pipelines.link", "medsimp.pipelines.umls", "medsimp.pipelines.readability")
 
 
 class LinkFn(beam.DoFn):
@@ -142,7 +143,12 @@ class LinkFn(beam.DoFn):
         rows = sorted(rows, key=lambda r: r["sentence_index"])
         texts = [r["text"] for r in rows]
         key = content_key(
-            CACHE_VERSION, texts, language, self.linker.fingerprint, self.link_params, self.syllable_languages
+            code_version(*CODE),
+            texts,
+            language,
+            self.linker.fingerprint,
+            self.link_params,
+            self.syllable_languages,
         )
         result = self.cache.get(key)
         if result is None:

@@ -343,7 +343,7 @@ class _Cut:
     size: int = 0
     shift: int = 0
 
-    def field(self, i: int) -> bytes:
+    def column(self, i: int) -> bytes:
         """Field i as written (quotes included)."""
         a, b = self.spans[i]
         return (self.raw or b"")[a - self.shift : b - self.shift]
@@ -420,7 +420,9 @@ class _Reader:
                         continue
                     m = record.match(buf, pos)
                     if m is not None and (m.end() < len(buf) or eof):
-                        yield _cut(base + pos, buf, pos, m.end(), m.regs[1:fields], shift=pos)
+                        yield _cut(
+                            base + pos, buf, pos, m.end(), m.regs[1:fields], shift=pos
+                        )  # CPython: all spans at once
                         pos = m.end()
                         continue
                     c = _Cursor(pos)
@@ -485,12 +487,12 @@ class _Reader:
                 {"expected": len(schema.columns), "got": len(cut.spans)},
                 cut.raw,
             )
-        category = self._category(schema, _unquote(cut.field(schema.category_index)))
+        category = self._category(schema, _unquote(cut.column(schema.category_index)))
         if self.categories is not None and normalise_category(category) not in self.categories:
             return FILTERED_CATEGORY  # most rows end here: only their category field is read
-        if schema is MIMIC3 and _unquote(cut.field(9)).strip() == b"1":
+        if schema is MIMIC3 and _unquote(cut.column(9)).strip() == b"1":
             return FILTERED_ISERROR
-        raw_fields = [_unquote(cut.field(i)) for i in range(len(cut.spans))]
+        raw_fields = [_unquote(cut.column(i)) for i in range(len(cut.spans))]
         return self._note(layout, cut, raw_fields, category, locator)
 
     def _category(self, schema: Schema, raw: bytes) -> str:
@@ -555,7 +557,7 @@ class _Reader:
 
 def _quoted(cut: _Cut, i: int) -> int:
     """1 when field i is quoted (its content starts one byte later)."""
-    return int(cut.field(i)[:1] == b'"')
+    return int(cut.column(i)[:1] == b'"')
 
 
 def _check_fields(schema: Schema, fields: list[str]) -> tuple[str, str] | None:

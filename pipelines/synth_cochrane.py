@@ -4,7 +4,8 @@ Each review has an English technical abstract of 20-40 sentences in the Cochrane
 a plain-language summary of 8-25 sentences in English, Spanish, French and Farsi. The texts
 are built from the embedded sample's wording (its topics, its sentence shapes, its statistics),
 with a seeded choice of condition, intervention, population, outcomes and numbers per review,
-so no two reviews share their sentences and aligners do real work:
+so no two reviews share a summary or an abstract (about a tenth of single sentences recur, as
+boilerplate does in real reviews) and aligners do real work:
 - every plain sentence about an outcome has a technical counterpart in the abstract;
 - the translations are sentence-parallel except for seeded edits (a sentence left out, two
   sentences joined), the 1-0 and 2-1 alignments Vecalign must find;
@@ -22,6 +23,12 @@ from collections.abc import Iterator
 LANGUAGES = ("en", "es", "fr", "fa")
 BROKEN_RATE = 0.005
 _FA_DIGITS = str.maketrans("0123456789", "۰۱۲۳۴۵۶۷۸۹")
+
+
+def _cap(text: str) -> str:
+    """First letter upper-cased, the rest as written ("vitamin D" -> "Vitamin D")."""
+    return text[:1].upper() + text[1:]
+
 
 # (en, es, fr: "de"-form, fa)
 CONDITIONS = [
@@ -210,19 +217,19 @@ def _pls_fact(i, o, direction, size, weeks, cert) -> tuple[str, str, str, str]:
     verb = _EFFECT_WORDS[direction]
     if direction == "same":
         return (
-            f"{i[0].capitalize()} probably {verb[0]} {o[0]} after {weeks} weeks ({cert[0]}-certainty evidence).",
-            f"{i[1][0].upper() + i[1][1:]} probablemente {verb[1]} {o[1]} después de {weeks} semanas "
+            f"{_cap(i[0])} probably {verb[0]} {o[0]} after {weeks} weeks ({cert[0]}-certainty evidence).",
+            f"{_cap(i[1])} probablemente {verb[1]} {o[1]} después de {weeks} semanas "
             f"(evidencia de certeza {cert[1]}).",
-            f"{i[2][0].upper() + i[2][1:]} {verb[2]} probablement {o[2]} après {weeks} semaines "
+            f"{_cap(i[2])} {verb[2]} probablement {o[2]} après {weeks} semaines "
             f"(données probantes de certitude {cert[2]}).",
             f"{i[3]} احتمالاً پس از {weeks} هفته {verb[3]} {o[3]} (شواهد با قطعیت {cert[3]}).",
         )
     return (
-        f"{i[0].capitalize()} probably {verb[0]} {o[0]} {size[0]} after {weeks} weeks "
+        f"{_cap(i[0])} probably {verb[0]} {o[0]} {size[0]} after {weeks} weeks "
         f"({cert[0]}-certainty evidence).",
-        f"{i[1][0].upper() + i[1][1:]} probablemente {verb[1]} {size[1]} {o[1]} después de {weeks} semanas "
+        f"{_cap(i[1])} probablemente {verb[1]} {size[1]} {o[1]} después de {weeks} semanas "
         f"(evidencia de certeza {cert[1]}).",
-        f"{i[2][0].upper() + i[2][1:]} {verb[2]} probablement {size[2]} {o[2]} après {weeks} semaines "
+        f"{_cap(i[2])} {verb[2]} probablement {size[2]} {o[2]} après {weeks} semaines "
         f"(données probantes de certitude {cert[2]}).",
         f"{i[3]} احتمالاً {o[3]} را پس از {weeks} هفته {size[3]} {verb[3]} (شواهد با قطعیت {cert[3]}).",
     )
@@ -267,7 +274,7 @@ def _abstract(rng: random.Random, c, i, p, k, n, m, facts) -> list[dict]:
     comp = rng.choice(["usual care", "placebo", "no intervention", "waiting list", "attention control"])
     year = 2000 + k % 24
     background = [
-        f"{c[0].capitalize()} affects an estimated {rng.randint(2, 18)}% of {p[0]} worldwide and is a leading "
+        f"{_cap(c[0])} affects an estimated {rng.randint(2, 18)}% of {p[0]} worldwide and is a leading "
         f"cause of years lived with disability.",
         f"Guidelines recommend {i[0]} for {p[0]} with {c[0]}, but its effects on patient-important outcomes "
         f"remain uncertain.",
@@ -372,26 +379,27 @@ def _localise(parallel: list[tuple[str, str, str, str]], month: str) -> list[tup
 
 
 def _edited(rng: random.Random, sentences: list[str], language: str) -> list[str]:
-    """A translation's seeded departures from sentence-parallel: 1-0 (left out) and 2-1 (joined)."""
+    """A translation's seeded departures from sentence-parallel: 1-0 (left out) and 2-1 (joined),
+    never below 8 sentences."""
     out: list[str] = []
+    room = len(sentences) - 8  # each edit costs one sentence
     j = 0
     while j < len(sentences):
         roll = rng.random()
-        if roll < 0.06 and len(sentences) > 8:
-            j += 1
+        if roll < 0.06 and room > 0:
+            j, room = j + 1, room - 1
             continue
-        if roll < 0.12 and j + 1 < len(sentences):
+        if roll < 0.12 and room > 0 and j + 1 < len(sentences):
             out.append(
-                sentences[j].rstrip(".")
-                + _JOIN[language]
-                + sentences[j + 1][0].lower()
-                + sentences[j + 1][1:]
+                _JOIN[language].join(
+                    [sentences[j].rstrip("."), sentences[j + 1][:1].lower() + sentences[j + 1][1:]]
+                )
             )
-            j += 2
+            j, room = j + 2, room - 1
             continue
         out.append(sentences[j])
         j += 1
-    return out if len(out) >= 8 else sentences
+    return out
 
 
 def review(rng: random.Random, number: int) -> list[dict]:
@@ -411,13 +419,10 @@ def review(rng: random.Random, number: int) -> list[dict]:
         if rng.random() < 0.4:
             parallel.append(_pls_numbers(i, o, p, rng.randint(5, 60), rng.randint(5, 60)))
     parallel += _pls_close(i, p, rng.randint(1, 30), k)[: rng.randint(1, 3)]
-    while len(parallel) < 8:
-        o, d, w, cert = rng.choice(facts)
-        parallel.append(_pls_fact(i, o, d, rng.choice(_SIZES), w + rng.randint(1, 8), cert))
     parallel = _localise(parallel[:25], month)
     doi = f"10.1002/14651858.CD{700000 + number:06d}.pub{rng.randint(2, 5)}"
     titles = (
-        f"{i[0].capitalize()} for {c[0]} in {p[0]}",
+        f"{_cap(i[0])} for {c[0]} in {p[0]}",
         f"{i[1]} para {c[1]} en {p[1]}",
         f"{i[2]} chez les {p[2]} atteints {c[2]}",
         f"{i[3]} برای {c[3]} در {p[3]}ان",

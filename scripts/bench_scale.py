@@ -33,6 +33,7 @@ import benchtools
 REPO = Path(__file__).resolve().parents[1]
 FULL = 7755  # MultiCochrane's aligned abstract/PLS pairs
 STAGES = ("cochrane", "link", "align", "filter", "build")
+MEDSIMP = [sys.executable, "-m", "medsimp.cli"]  # the CLI of the Python that runs this script
 
 
 def run_stage(cmd: list[str], log: Path) -> dict:
@@ -54,7 +55,7 @@ def prepare(work: Path, log: Path) -> dict[str, Path]:
     if not index.exists():
         run_stage(
             [
-                "medsimp",
+                *MEDSIMP,
                 *base,
                 "umls-index",
                 "--mrconso",
@@ -69,7 +70,7 @@ def prepare(work: Path, log: Path) -> dict[str, Path]:
     if not model.exists():
         run_stage(
             [
-                "medsimp",
+                *MEDSIMP,
                 "--params",
                 str(REPO / "params.yaml"),
                 *base,
@@ -92,12 +93,14 @@ def run_size(n: int, work: Path, shared: dict[str, Path]) -> dict:
     d.mkdir(parents=True)
     log = d / "bench.log"
     data = d / "cochrane.jsonl"
-    subprocess.run(
-        ["medsimp", "synth", "cochrane", "--reviews", str(n), "--output", str(data)],
-        check=True,
+    synth = subprocess.run(
+        [*MEDSIMP, "synth", "cochrane", "--reviews", str(n), "--output", str(data)],
         capture_output=True,
+        text=True,
     )
-    common = ["medsimp", "--params", str(REPO / "params.yaml"), "--set", f"cache.dir={d / 'cache'}"]
+    if synth.returncode:
+        raise SystemExit(f"bench_scale: synth failed: {synth.stderr.strip().splitlines()[-1:]}")
+    common = [*MEDSIMP, "--params", str(REPO / "params.yaml"), "--set", f"cache.dir={d / 'cache'}"]
     build_sets = [
         "--set",
         f"build.multicochrane.pairs={d / 'filter' / 'pairs'}",
@@ -187,6 +190,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     ap.add_argument("--json", help="also write the raw numbers here")
     args = ap.parse_args()
+    if min(args.sizes) < 1 or len(set(args.sizes)) != len(args.sizes):
+        ap.error("--sizes: distinct positive numbers of reviews")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="medsimp-scale-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

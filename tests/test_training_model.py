@@ -282,3 +282,23 @@ def test_declare_defaults_are_the_papers():
     train = Train()
     assert train.encoder == "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext"
     assert train.epochs == 10 and train.copy_attention is False and train.dictionary_expansion == "random"
+
+
+def test_warm_rerun_writes_the_same_model_and_reports_the_resume(tiny_encoder, tmp_path):
+    """`medsimp train --model declare` a second time with the same cache resumes from its last
+    checkpoint: same output bytes and metrics (DVC sees no change); the resume is in the run record."""
+    from medsimp.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    base = ["--params", str(root / "params.yaml"), "--set", f"train.encoder={tiny_encoder}"]
+    base += ["--set", "train.epochs=1", "--set", f"cache.dir={tmp_path / 'cache'}"]
+    for name in ("a", "b"):
+        args = ["train", "--model", "declare", "--output", str(tmp_path / name), "--no-progress"]
+        assert main([*base, *args, "--metrics", str(tmp_path / f"{name}.json")]) == 0
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert Path("declare.safetensors") in files and Path("train_log.json") in files
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    runs = [json.loads((tmp_path / f"{n}.json.run.json").read_text()) for n in ("a", "b")]
+    assert runs[0].get("resumed_from_epoch") is None and runs[1]["resumed_from_epoch"] == 0

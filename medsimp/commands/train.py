@@ -67,7 +67,14 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from medsimp.config import resolve_path, section
-    from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json, write_metrics
+    from medsimp.outputs import (
+        atomic_dir,
+        check_reconciles,
+        output_stats,
+        print_summary,
+        write_json,
+        write_metrics,
+    )
     from medsimp.progress import interactive
     from medsimp.training import baselines
     from medsimp.training.data import load_splits
@@ -102,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.no_progress and interactive(),
             )
             preds = {name: trainer.predict(model, feat, srcs) for name, srcs in sources.items()}
+            # a warm rerun resumes from the last checkpoint and ends with the same model: where it
+            # resumed is how the run went (the run record), not part of the output
+            stats["resumed_from_epoch"] = log.pop("resumed_from", None)
             trainer.save(model, feat, tmp, log)
             stats["best_epoch"] = log["best_epoch"]
             stats["best_val_loss"] = (
@@ -124,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             )
             stats[f"predictions_{name}"] = len(lines)
         check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
-        write_json(tmp / "stats.json", stats)
+        write_json(tmp / "stats.json", output_stats(stats))
     if args.metrics:
         write_metrics(args.metrics, stats, "train")
     print_summary(f"train {args.model}", {k: v for k, v in stats.items() if k != "model"})
