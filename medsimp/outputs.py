@@ -292,8 +292,8 @@ def output_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
 # The headline numbers each kind of stage shows in `dvc metrics show` / `dvc exp show`; the
 # whole stats record stays in the stage output's stats.json (docs/metrics.md).
 HEADLINE: dict[str, tuple[str, ...]] = {
-    "notes": ("rows_read", "notes_kept", "rows_rejected", "sentences", "sentences_selected"),
-    "radiology": ("read", "kept", "rejected", "sentences"),
+    "notes": ("read", "kept", "rejected", "sentences", "sentences_selected"),
+    "radiology": ("read", "kept", "rejected", "sentences", "sentences_kept"),
     "umls_index": ("terms",),
     "cochrane": ("read", "kept", "filtered", "rejected", "reviews", "sentences"),
     "msd": ("read", "kept", "filtered", "rejected", "groups"),
@@ -337,13 +337,8 @@ def check_reconciles(counts: Mapping[str, Any], total: str, parts: list[str]) ->
 
 
 def _rejected(counts: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
-    """(records dead-lettered, by reason) from either stats shape (`rejected` + `rejected_by`,
-    or `rows_rejected` + a `rejected` map)."""
-    total = counts.get("rejected", counts.get("rows_rejected", 0))
-    reasons = counts.get("rejected_by") or (total if isinstance(total, Mapping) else {})
-    if isinstance(total, Mapping):
-        total = counts.get("rows_rejected", sum(total.values()))
-    return int(total or 0), dict(reasons)
+    """(records dead-lettered, by reason): the stats contract's `rejected` and `rejected_by`."""
+    return int(counts.get("rejected") or 0), dict(counts.get("rejected_by") or {})
 
 
 def summary_notes(counts: Mapping[str, Any], notes: Iterable[str] = ()) -> list[str]:

@@ -9,7 +9,8 @@ DAG::
     rejects -> WriteSorted(dead_letter/)
 
 Counters: the reader's `notes` namespace (rows_read = notes_kept + notes_filtered_* +
-rejected_*) and `radiology` (sentences = kept + duplicates + filtered_*).
+rejected_*) and `radiology` (sentences = kept + duplicates + filtered_*); the command turns
+them into the stats contract (medsimp.commands.radiology.stats_from).
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ def main() -> int:
     ]
     secs, cpu, peak, _ = measure(cmd)
     stats = json.loads((work / "notes" / "stats.json").read_text())
-    results["beam"] = (secs, cpu, peak, {"rows_read": stats["rows_read"], "sentences": stats["sentences"]})
+    results["beam"] = (secs, cpu, peak, {"rows_read": stats["read"], "sentences": stats["sentences"]})
     print(f"load average before/after: {load0} / {os.getloadavg()}")
     for name, (secs, cpu, peak, counts) in results.items():
         print(

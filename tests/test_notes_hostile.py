@@ -24,7 +24,7 @@ HOSTILE = ROOT / "tests" / "hostile" / "notes"
 MARKER = "ZQXMARK"
 H3 = HOSTILE.joinpath("header_only.csv").read_bytes()
 
-# file -> (rows_read, notes_kept, {dead-letter reason: count}); every run exits 0.
+# file -> (read, kept, {dead-letter reason: count}); every run exits 0.
 READ = {
     "row_like_line_in_text.csv": (2, 2, {}),
     "row_start_in_text_crlf.csv": (2, 2, {}),
@@ -108,8 +108,9 @@ def test_hostile_file_reconciles_with_named_reasons(tmp_path, capfd, name):
     rc, text, out = run_notes(tmp_path, capfd, str(HOSTILE / name))
     assert rc == 0, text
     stats = json.loads((out / "stats.json").read_text())
-    assert (stats["rows_read"], stats["notes_kept"], stats["rejected"]) == (rows_read, kept, reasons)
-    assert stats["rows_read"] == stats["notes_kept"] + stats["notes_filtered"] + stats["rows_rejected"]
+    assert (stats["read"], stats["kept"], stats["rejected_by"]) == (rows_read, kept, reasons)
+    assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+    assert stats["rejected"] == sum(reasons.values())
     letters = dead_letters(out)
     assert sorted(r["reason"] for r in letters) == sorted(k for k, v in reasons.items() for _ in range(v))
     ids = pq.read_table(out / "sentences").column("sentence_id").to_pylist()
@@ -195,15 +196,15 @@ def test_note_over_16_mib_with_a_bad_byte_costs_one_record(tmp_path, capfd):
     path.write_bytes(gzip.compress(H3 + rows[0] + b'"\n' + big + rows[2] + b'"\n', 1))
     rc, text, out = run_notes(tmp_path, capfd, str(path))
     stats = json.loads((out / "stats.json").read_text())
-    assert rc == 0 and (stats["rows_read"], stats["notes_kept"]) == (3, 2)
-    assert stats["rejected"] == {"record_too_large": 1}
+    assert rc == 0 and (stats["read"], stats["kept"]) == (3, 2)
+    assert stats["rejected_by"] == {"record_too_large": 1}
     assert_no_leak(text, out)
 
 
 def test_text_over_the_cap_is_dead_lettered(tmp_path, capfd):
     rc, text, out = run_notes(tmp_path, capfd, str(HOSTILE / "bom.csv"), "--set", "notes.max_text_chars=100")
     stats = json.loads((out / "stats.json").read_text())
-    assert rc == 0 and stats["rejected"] == {"text_too_long": 2} and stats["notes_kept"] == 0
+    assert rc == 0 and stats["rejected_by"] == {"text_too_long": 2} and stats["kept"] == 0
 
 
 def test_headerless_file_leaks_nothing_through_the_installed_cli(tmp_path):

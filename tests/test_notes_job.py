@@ -74,17 +74,19 @@ def test_outputs_identical_across_runs_and_worker_counts(runs):
 
 def test_stats_reconcile_on_sample(runs):
     stats = json.loads((runs[0] / "stats.json").read_text())
-    assert stats["rows_read"] == 28 == stats["notes_kept"] + stats["notes_filtered"] + stats["rows_rejected"]
-    assert (stats["notes_kept"], stats["notes_filtered_category"], stats["notes_filtered_iserror"]) == (
-        10,
-        12,
-        1,
-    )
-    assert stats["rejected"] == {"bad_utf8": 1, "missing_text": 1, "unparseable": 2, "wrong_field_count": 1}
+    assert stats["read"] == 28 == stats["kept"] + stats["filtered"] + stats["rejected"]
+    assert (stats["kept"], stats["filtered_by"]) == (10, {"category": 12, "iserror": 1})
+    assert stats["rejected_by"] == {
+        "bad_utf8": 1,
+        "missing_text": 1,
+        "unparseable": 2,
+        "wrong_field_count": 1,
+    }
+    assert stats["rejected"] == 5 and stats["filtered"] == 13
     assert stats["sentences"] == stats["sentences_selected"] + stats["sentences_not_selected"] > 0
     assert stats["notes_with_sections"] == 10 and stats["sections"] == 20
     headline = json.loads((runs[0].parent / "metrics.json").read_text())  # `dvc metrics show`
-    assert set(headline) == {"rows_read", "notes_kept", "rows_rejected", "sentences", "sentences_selected"}
+    assert set(headline) == {"read", "kept", "rejected", "sentences", "sentences_selected"}
     assert headline == {k: stats[k] for k in headline}
 
 

@@ -109,13 +109,16 @@ def test_job_on_mimic3_sample_and_mimic4_fixture(tmp_path, mimic4):
     # the same report twice, 3 sentences each, of which "No pneumothorax." is also in the sample
     assert "radiology:9:complex:en:1" in ids and "radiology:10000032-RR-14:complex:en:1" in ids
     assert not any("RR-15" in i for i in ids)
-    assert stats["kept"] == len(table) == 7 + 2 and stats["duplicates"] == 5 + 4
+    assert stats["sentences_kept"] == len(table) == 7 + 2 and stats["sentences_duplicate"] == 5 + 4
     no_ptx = next(r for r in table if r["text"] == "No pneumothorax.")
     assert no_ptx["sentence_id"] == "radiology:9:complex:en:3"
     assert no_ptx["duplicate_doc_ids"] == ["12", "10000032-RR-14", "10000032-RR-15"]
-    assert stats["sentences"] == stats["kept"] + stats["duplicates"] + stats["filtered"]
-    assert stats["read"] == stats["notes_kept"] + stats["notes_filtered"] + stats["notes_rejected"]
-    assert stats["notes_kept"] == 6
+    assert (
+        stats["sentences"]
+        == stats["sentences_kept"] + stats["sentences_duplicate"] + stats["sentences_filtered"]
+    )
+    assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+    assert stats["kept"] == 6
     dup = next(r for r in table if r["sentence_id"] == "radiology:10000032-RR-14:complex:en:5")
     assert dup["duplicate_doc_ids"] == ["10000032-RR-15"]
     dead = (tmp_path / "a" / "dead_letter" / "part-00000-of-00001.jsonl").read_text()
@@ -147,10 +150,13 @@ def test_same_report_file_in_two_folders_dead_letters_duplicate_ids(tmp_path, mi
     )
     assert rc == 0
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["rejected"] == {"duplicate_id": 2} and stats["notes_kept"] == 2
-    assert stats["read"] == stats["notes_kept"] + stats["notes_filtered"] + stats["notes_rejected"]
-    assert stats["sentences"] == stats["kept"] + stats["duplicates"] + stats["filtered"]
-    assert stats["filtered_reasons"]["duplicate_note"] > 0
+    assert stats["rejected_by"] == {"duplicate_id": 2} and stats["kept"] == 2
+    assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+    assert (
+        stats["sentences"]
+        == stats["sentences_kept"] + stats["sentences_duplicate"] + stats["sentences_filtered"]
+    )
+    assert stats["sentences_filtered_by"]["duplicate_note"] > 0
     letters = [
         json.loads(x) for x in (out / "dead_letter" / "part-00000-of-00001.jsonl").read_text().splitlines()
     ]

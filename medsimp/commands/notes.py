@@ -4,8 +4,9 @@ MedLane's Algorithm 1 features and keep flag.
 
 Writes DIR/sentences/part-*.parquet (one sorted file per batch of `batch_notes` consecutive
 notes of a byte range), DIR/dead_letter/part-*.jsonl (rejected rows with a
-reason) and DIR/stats.json (rows_read = notes_kept + notes_filtered + rows_rejected;
-sentences = sentences_selected + sentences_not_selected). Knobs: params `notes:` section.
+reason) and DIR/stats.json (read = kept + filtered + rejected, in rows of the note files, with
+`filtered_by` and `rejected_by` reasons; sentences = sentences_selected + sentences_not_selected).
+Knobs: params `notes:` section.
 """
 
 from __future__ import annotations
@@ -29,22 +30,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_beam_arguments(parser)
 
 
-def stats_from_counters(counts: dict[str, int], inputs: list[str], params: dict) -> dict:
-    """The stats.json record from the job's counters (reconciliation is checked by the caller)."""
+def note_counts(counts: dict[str, int]) -> dict:
+    """The reader's counters in the stats contract: read = kept + filtered + rejected (rows of
+    the note files), with the reasons in `filtered_by` and `rejected_by`."""
     rejected = {
         k.removeprefix("rejected_"): v for k, v in sorted(counts.items()) if k.startswith("rejected_")
     }
+    filtered = {k.removeprefix("notes_filtered_"): int(counts.get(k, 0)) for k in FILTERED}
+    return {
+        "read": int(counts.get("rows_read", 0)),
+        "kept": int(counts.get("notes_kept", 0)) - int(counts.get("rejected_duplicate_id", 0)),
+        "filtered": sum(filtered.values()),
+        "filtered_by": filtered,
+        "rejected": sum(rejected.values()),
+        "rejected_by": rejected,
+    }
+
+
+def stats_from_counters(counts: dict[str, int], inputs: list[str], params: dict) -> dict:
+    """The stats.json record from the job's counters (reconciliation is checked by the caller)."""
     get = lambda k: int(counts.get(k, 0))  # noqa: E731
     return {
         "inputs": inputs,
         "categories": list(params.get("categories", ["Discharge summary"])),
-        "rows_read": get("rows_read"),
-        "notes_kept": get("notes_kept") - get("rejected_duplicate_id"),
-        "notes_filtered": sum(get(k) for k in FILTERED),
-        "notes_filtered_category": get("notes_filtered_category"),
-        "notes_filtered_iserror": get("notes_filtered_iserror"),
-        "rows_rejected": sum(rejected.values()),
-        "rejected": rejected,
+        **note_counts(counts),
         "notes_with_sections": get("notes_with_sections"),
         "notes_without_sections": get("notes_without_sections"),
         "sections": get("sections"),
@@ -76,9 +85,8 @@ def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
 def check_stats(stats: dict) -> None:
     from medsimp.outputs import check_reconciles
 
-    check_reconciles(stats, "rows_read", ["notes_kept", "notes_filtered", "rows_rejected"])
-    check_reconciles(stats, "notes_filtered", list(FILTERED))
-    check_reconciles(stats, "notes_kept", ["notes_with_sections", "notes_without_sections"])
+    check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+    check_reconciles(stats, "kept", ["notes_with_sections", "notes_without_sections"])
     check_reconciles(stats, "sentences", ["sentences_selected", "sentences_not_selected"])
 
 

@@ -30,24 +30,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) -> dict:
-    """stats.json: note counts (read = kept + filtered + rejected) and sentence counts
-    (sentences = kept + duplicates + filtered)."""
-    rejected = {k.removeprefix("rejected_"): v for k, v in sorted(notes.items()) if k.startswith("rejected_")}
+    """stats.json: note rows (read = kept + filtered + rejected, reasons in `filtered_by` /
+    `rejected_by`) and sentences (sentences = sentences_kept + sentences_duplicate +
+    sentences_filtered, reasons in `sentences_filtered_by`)."""
+    from medsimp.commands.notes import note_counts
+
     filtered = {
         k.removeprefix(REASONS_PREFIX): v for k, v in sorted(rad.items()) if k.startswith(REASONS_PREFIX)
     }
     return {
         "inputs": inputs,
-        "read": notes.get("rows_read", 0),
-        "notes_kept": notes.get("notes_kept", 0) - notes.get("rejected_duplicate_id", 0),
-        "notes_filtered": notes.get("notes_filtered_category", 0) + notes.get("notes_filtered_iserror", 0),
-        "notes_rejected": sum(rejected.values()),
-        "rejected": rejected,
+        **note_counts(notes),
         "sentences": rad.get("sentences", 0),
-        "kept": rad.get("kept", 0),
-        "duplicates": rad.get("duplicates", 0),
-        "filtered": sum(filtered.values()),
-        "filtered_reasons": filtered,
+        "sentences_kept": rad.get("kept", 0),
+        "sentences_duplicate": rad.get("duplicates", 0),
+        "sentences_filtered": sum(filtered.values()),
+        "sentences_filtered_by": filtered,
     }
 
 
@@ -82,8 +80,8 @@ def run(args) -> int:
             beam_io.counters(result, radiology.NAMESPACE),
             [name for _, name, _ in files],
         )
-        check_reconciles(stats, "read", ["notes_kept", "notes_filtered", "notes_rejected"])
-        check_reconciles(stats, "sentences", ["kept", "duplicates", "filtered"])
+        check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+        check_reconciles(stats, "sentences", ["sentences_kept", "sentences_duplicate", "sentences_filtered"])
         write_json(tmp / "stats.json", stats)
     if args.metrics:
         write_metrics(args.metrics, stats, "radiology")
