@@ -133,6 +133,39 @@ class JoinFn(beam.DoFn):
             yield row
 
 
+class ReadRecords(beam.PTransform):
+    """Input specs -> 'records' ((DOI key, ReviewRecord)) and 'dead' (dead letters of lines
+    that do not parse)."""
+
+    def __init__(self, specs: list[tuple[str, str]]):
+        super().__init__()
+        self.specs = specs
+
+    def expand(self, pbegin):
+        parsed = (
+            pbegin
+            | "Specs" >> beam.Create(self.specs)
+            | "Read" >> beam.FlatMap(read_spec)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Parse"
+            >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records")
+        )
+        return {"records": parsed.records, "dead": parsed.dead}
+
+
+class JoinReviews(beam.PTransform):
+    """(DOI key, ReviewRecord) -> 'rows' (sentence rows of each joined review) and 'dead'
+    (records of a review without an English abstract, or whose text broke a later step)."""
+
+    def expand(self, records):
+        joined = (
+            records
+            | "ByDoi" >> beam.GroupByKey()
+            | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows")
+        )
+        return {"rows": joined.rows, "dead": joined.dead}
+
+
 def run(
     input_path: str,
     out_dir: str,
@@ -155,20 +188,9 @@ def run(
     tables = stamp(tables, ["cochrane"])
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        parsed = (
-            p
-            | "Specs" >> beam.Create(specs)
-            | "Read" >> beam.FlatMap(read_spec)
-            | "Reshuffle" >> beam.Reshuffle()
-            | "Parse"
-            >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records")
-        )
-        joined = (
-            parsed.records
-            | "ByDoi" >> beam.GroupByKey()
-            | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows")
-        )
-        dead = (parsed.dead, joined.dead) | "Dead" >> beam.Flatten()
-        write_tables({"sentences": joined.rows, "dead": dead}, tables, out_dir, num_shards)
+        parsed = p | "ReadRecords" >> ReadRecords(specs)
+        joined = parsed["records"] | "JoinReviews" >> JoinReviews()
+        dead = (parsed["dead"], joined["dead"]) | "Dead" >> beam.Flatten()
+        write_tables({"sentences": joined["rows"], "dead": dead}, tables, out_dir, num_shards)
     result = p.result
     return finish(result, SOURCE, out_dir, tables, num_shards, metrics_file)

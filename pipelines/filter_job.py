@@ -27,7 +27,7 @@ class FilterFn(beam.DoFn):
         self.comparison = comparison
 
     def setup(self):
-        from medsimp.alignment.overlap import lemma_set
+        from medsimp.text.lemmas import lemma_set
 
         lemma_set("warm up", "en")  # load the spaCy lookup tables once per worker
         self.count = Counter(NAMESPACE)
@@ -40,6 +40,19 @@ class FilterFn(beam.DoFn):
         self.count.inc("kept" if out["keep"] else "filtered")
         self.count.inc(f"{'kept' if out['keep'] else 'filtered'}.{out['language']}")
         yield out
+
+
+class FilterOverlap(beam.PTransform):
+    """Aligned pair rows -> 'pairs' (every row with its overlap_r and keep) and 'kept' (the
+    rows that pass)."""
+
+    def __init__(self, threshold: float, comparison: str = "gt"):
+        super().__init__()
+        self.threshold, self.comparison = threshold, comparison
+
+    def expand(self, rows):
+        scored = rows | "Score" >> beam.ParDo(FilterFn(self.threshold, self.comparison))
+        return {"pairs": scored, "kept": scored | "KeptView" >> beam.Filter(lambda r: r["keep"])}
 
 
 def run(
@@ -67,13 +80,12 @@ def run(
     tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        rows = (
+        scored = (
             p
             | "Read" >> beam.io.ReadFromParquet(pattern)
-            | "Score" >> beam.ParDo(FilterFn(params.get("threshold", 0.5), comparison))
+            | "FilterOverlap" >> FilterOverlap(float(params.get("threshold", 0.5)), comparison)
         )
-        kept = rows | "KeptView" >> beam.Filter(lambda r: r["keep"])
-        write_tables({"pairs": rows, "kept": kept}, tables, out_dir, shards)
+        write_tables(scored, tables, out_dir, shards)
     return finish(
         p.result,
         NAMESPACE,

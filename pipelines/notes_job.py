@@ -77,7 +77,7 @@ class _ReadRangeFn(beam.DoFn):
 
     def process(self, element):
         key, path, name, start, end = element
-        counts: Counter = Counter()
+        counts = Counter()
         records = noteevents.iter_records(
             path,
             categories=self.categories,

@@ -22,7 +22,8 @@ from medsimp import resources
 from medsimp.pipelines.noteevents import Note
 from medsimp.pipelines.sections import SectionExtractor
 from medsimp.pipelines.sentence_rows import sentence_id, sentence_schema
-from medsimp.pipelines.sentences import PLACEHOLDER, splitter
+from medsimp.pipelines.sentences import splitter
+from medsimp.text.words import PLACEHOLDER
 
 SOURCE = "radiology"
 LEXICONS = resources.path("radiology")

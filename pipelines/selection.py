@@ -31,7 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from medsimp.pipelines.sentences import PLACEHOLDER
+from medsimp.text.lemmas import lemmatize
+from medsimp.text.words import tokenize
 
 _WORD = re.compile(r"[^\W_]")
 ABBREVIATION_COUNTING = ("pseudocode", "prose")
@@ -93,82 +94,6 @@ def load_common_words(path: str | Path) -> set[str]:
     else:
         words = [ln.split("\t")[0] for ln in _read_lines(path)]
     return {str(w).strip().lower() for w in words if str(w).strip()}
-
-
-@functools.lru_cache(maxsize=1)
-def lemma_lookup() -> dict[str, str]:
-    """spaCy's English lookup-lemmatizer table (spacy-lookups-data `en_lemma_lookup`), read
-    directly: the same table `spacy.lookups.load_lookups("en", ["lemma_lookup"])` gives,
-    without importing spaCy (seconds per Beam worker)."""
-    import gzip
-
-    import spacy_lookups_data
-
-    path = Path(spacy_lookups_data.__file__).parent / "data" / "en_lemma_lookup.json.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def lemmatize(word: str) -> str:
-    """Lower-case, then the lookup lemma (the word itself when unknown). An alphabetic word
-    keeps itself when the table gives a non-alphabetic lemma (it maps "first" to "1")."""
-    low = word.lower()
-    lemma = lemma_lookup().get(low, low)
-    return low if low.isalpha() and not lemma.isalpha() else lemma
-
-
-def _stdlib(pattern):
-    """NLTK 3.10 wraps its fixed patterns in `redos.TimedPattern` (the `regex` engine with a
-    timeout per call, for caller-supplied patterns); the same pattern in stdlib `re`."""
-    rx = getattr(pattern, "_rx", None)
-    if rx is None:
-        return pattern
-    return re.compile(rx.pattern, rx.flags & (re.I | re.M | re.S | re.U | re.X))
-
-
-# Letters every CONTRACTIONS2/3 match of NLTKWordTokenizer contains. Its earlier rules only
-# insert spaces, replace quote characters and collapse whitespace, so a text without these
-# letter runs has no contraction match: the ten contraction substitutions are skipped.
-_CONTRACTION_LETTERS = re.compile(r"cannot|ye|gimme|gonna|gotta|lemme|more|wanna|tis|twas", re.I)
-
-
-@functools.lru_cache(maxsize=1)
-def _tokenizer():
-    """NLTK's `NLTKWordTokenizer`: its own rules and code, with its fixed rule patterns
-    compiled by stdlib `re` and its contraction rules run only on texts that may hold one
-    (about 3x faster on clinical sentences; the tokens are the same, checked against the
-    stock tokenizer in tests/test_notes_text.py)."""
-    from nltk.tokenize import NLTKWordTokenizer
-
-    class _Tokenizer(NLTKWordTokenizer):
-        def tokenize(self, text, convert_parentheses=False, return_str=False):
-            rules = self if _CONTRACTION_LETTERS.search(text) else plain
-            return NLTKWordTokenizer.tokenize(rules, text, convert_parentheses, return_str)
-
-    for name in ("STARTING_QUOTES", "ENDING_QUOTES", "PUNCTUATION", "CONVERT_PARENTHESES"):
-        setattr(_Tokenizer, name, [(_stdlib(p), r) for p, r in getattr(NLTKWordTokenizer, name)])
-    for name in ("PARENS_BRACKETS", "DOUBLE_DASHES"):
-        p, r = getattr(NLTKWordTokenizer, name)
-        setattr(_Tokenizer, name, (_stdlib(p), r))
-
-    class _NoContractions(_Tokenizer):
-        CONTRACTIONS2 = CONTRACTIONS3 = []
-
-    plain = _NoContractions()
-    return _Tokenizer()
-
-
-def tokenize(sentence: str) -> list[str]:
-    """NLTK word tokens, with each de-identification placeholder kept as one token."""
-    tok = _tokenizer().tokenize
-    out: list[str] = []
-    pos = 0
-    for m in PLACEHOLDER.finditer(sentence):
-        out += tok(sentence[pos : m.start()])
-        out.append(m.group())
-        pos = m.end()
-    out += tok(sentence[pos:])
-    return out
 
 
 class Selector:

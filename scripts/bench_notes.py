@@ -41,10 +41,10 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
     if tokenizer == "stock":
         from nltk.tokenize import NLTKWordTokenizer
 
-        from medsimp.pipelines import selection
+        from medsimp.text import words
 
         stock = NLTKWordTokenizer()
-        selection._tokenizer = lambda: stock
+        words.word_tokenizer = lambda: stock
     params = yaml.safe_load((ROOT / "params.yaml").read_text())["notes"]
     extractor = extractor_from_params(params)
     processor = NoteProcessor(params, *load_lexicons(params, ROOT))

@@ -10,8 +10,9 @@ import pytest
 
 from medsimp import resources
 from medsimp.pipelines.sections import SectionExtractor, extractor_from_params
-from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words, tokenize
+from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words
 from medsimp.pipelines.sentences import splitter
+from medsimp.text.words import tokenize
 
 NOTE = """Admission Date:  [**2151-7-16**]     Discharge Date:  [**2151-8-4**]
 
@@ -115,11 +116,11 @@ TRICKY = [
 def test_tokenizer_matches_stock_nltk():
     from nltk.tokenize import NLTKWordTokenizer
 
-    from medsimp.pipelines.selection import _tokenizer
+    from medsimp.text.words import word_tokenizer
 
     stock = NLTKWordTokenizer()
     for text in TRICKY + [SPLIT_TEXT, NOTE]:
-        assert _tokenizer().tokenize(text) == stock.tokenize(text)
+        assert word_tokenizer().tokenize(text) == stock.tokenize(text)
 
 
 def test_tokenize_keeps_placeholder_as_one_token():

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from medsimp.text.words import word_tokenizer
 from medsimp.training import metrics as M
 
 # MedLane's scorer: an annotated pair is the non-space, non-bracket run right before `[...]`.
@@ -35,13 +36,6 @@ class EvalItem:
     terms: list[tuple[str, list[str]]] = field(default_factory=list)  # filled by `attach_terms`
 
 
-def _treebank():
-    """NLTK's Treebank word tokenizer with stdlib-compiled rules (the same tokens, faster)."""
-    from medsimp.pipelines.selection import _tokenizer
-
-    return _tokenizer()
-
-
 def tokenize(text: str) -> list[str]:
     """Lowercased NLTK Treebank word tokens (`nltk.word_tokenize` without sentence splitting)."""
     return list(_tokens(text.lower()))
@@ -49,7 +43,7 @@ def tokenize(text: str) -> list[str]:
 
 @functools.lru_cache(maxsize=65536)
 def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(_treebank().tokenize(text))
+    return tuple(word_tokenizer().tokenize(text))
 
 
 def expand(ref: str) -> str:
@@ -265,7 +259,7 @@ def score_medlane(
         out["rouge_l"] = M.coco_rouge_l(hyps, refs)
     if "cider" in want:
         out["cider"] = M.cider(hyps, refs)
-    tok_txt = [" ".join(_treebank().tokenize(h)) for h in hyps]
+    tok_txt = [" ".join(word_tokenizer().tokenize(h)) for h in hyps]
     if "bleu" in want:
         out["bleu"] = max(sum(bleus) / 4, M.MEDLANE_FLOOR)
     if "hit" in want:
@@ -274,11 +268,13 @@ def score_medlane(
         from medsimp.training.lexicon import lemma, stopwords
 
         out["cwr"] = max(
-            M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words),
+            M.medlane_cwr(tok_txt, word_tokenizer().tokenize, lemma, common | stopwords(), pro_words),
             M.MEDLANE_FLOOR,
         )
     if "ascore" in want:
-        out["ascore"] = M.ascore(out["bleu"], out["hit"], out["cwr"])
+        bleu, hit, cwr = (out[k] for k in ("bleu", "hit", "cwr"))
+        assert bleu is not None and hit is not None and cwr is not None  # floored above
+        out["ascore"] = M.ascore(bleu, hit, cwr)
     return out
 
 
