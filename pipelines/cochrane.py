@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.pipelines.beam_io import list_files, new_pipeline
@@ -25,7 +24,7 @@ from medsimp.pipelines.cochrane_formats import (
 )
 from medsimp.pipelines.input_files import check_file
 from medsimp.pipelines.records import guarded
-from medsimp.pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
+from medsimp.pipelines.sentence_rows import dead_letter, document_rows
 from medsimp.pipelines.source_job import (
     Counter,
     ParseFn,
@@ -38,11 +37,9 @@ from medsimp.pipelines.source_job import (
     stamp,
     write_tables,
 )
+from medsimp.schemas import COCHRANE_SENTENCES
 
 SOURCE = "cochrane"
-SCHEMA = sentence_schema(
-    pa.field("doi", pa.string()), pa.field("version", pa.int32()), pa.field("title", pa.string())
-)
 
 
 def input_specs(path: str) -> list[tuple[str, str]]:
@@ -179,7 +176,7 @@ def run(
     tables = {
         "sentences": Table(
             "sentences",
-            SCHEMA,
+            COCHRANE_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
         ),

@@ -10,15 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.pipelines.align_job import PAIR_SCHEMA, pair_sort_key
+from medsimp.pipelines.align_job import pair_sort_key
 from medsimp.pipelines.beam_io import new_pipeline, parquet_lineage
 from medsimp.pipelines.source_job import Counter, Table, finish, prepare_dirs, stamp, write_tables
+from medsimp.schemas import FILTERED_PAIRS
 
 NAMESPACE = "filter"
-FILTER_SCHEMA = pa.schema(list(PAIR_SCHEMA) + [("overlap_r", pa.float64()), ("keep", pa.bool_())])
 
 
 class FilterFn(beam.DoFn):
@@ -76,7 +75,7 @@ def run(
         from medsimp.errors import UsageError
 
         raise UsageError(str(exc)) from None
-    tables = {n: Table(n, FILTER_SCHEMA, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
+    tables = {n: Table(n, FILTERED_PAIRS, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
     tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
