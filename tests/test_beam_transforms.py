@@ -172,3 +172,21 @@ def test_write_sorted_writes_sorted_shards_whatever_the_input_order(tmp_path):
         assert_that(written | beam.Map(lambda s: Path(s).name), equal_to(["part-00000-of-00001.jsonl"]))
     lines = (tmp_path / "part-00000-of-00001.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["v"] for line in lines] == [1, 3, 1, 2]
+
+
+def test_a_file_that_breaks_mid_read_is_one_file_error_dead_letter(tmp_path):
+    import gzip
+
+    rows = "".join(
+        _row(str(i), str(20000 + i), "Discharge summary", NOTE * (i % 7 + 1)) for i in range(1, 400)
+    )
+    whole = gzip.compress((HEADER + rows).encode("utf-8"))
+    path = tmp_path / "NOTEEVENTS.csv.gz"
+    path.write_bytes(whole[: len(whole) * 9 // 10])  # truncated: the header reads, a later row breaks
+    files = notes_job.note_files([str(path)], expand_dirs=False)
+    with BeamTestPipeline() as p:
+        read = p | notes_job.ReadNotes(files, ["Discharge summary"], num_ranges=1)
+        assert_that(
+            read["rejects"] | beam.Map(lambda r: (r["reason"], r["locator"])),
+            equal_to([("file_error", "NOTEEVENTS.csv.gz@0")]),
+        )
