@@ -45,6 +45,15 @@ SCALES: dict[str, str] = {
     "compression_ratio": "ratio: output / source characters",
     "sentence_splits": "ratio: output / source sentences",
     "lexical_complexity": "8 - Zipf: 0-8, higher = rarer words",
+    # MultiCochrane's copy measures against the complex input (higher input_bleu = closer to a copy)
+    "lcs_distance": "0-1, 0 = the input copied",
+    "input_bleu": "0-1, 1 = the input copied",
+}
+
+# The measures whose definition is ours to name in the signature (any mode).
+_MEASURE_IMPLEMENTATIONS: dict[str, tuple[str, str | None]] = {
+    "lcs_distance": ("medsimp-lcs-token-1-minus-lcs-over-max", None),
+    "input_bleu": ("medsimp-corpus-bleu4-vs-input+nosmooth", None),
 }
 
 # metric -> (implementation, the distribution whose version is recorded; None = medsimp's own)
@@ -97,7 +106,7 @@ def signature(mode: str, n_refs: int, metrics: Sequence[str]) -> str:
         f"case:{_CASE[mode]}",
         f"refs:{n_refs}",
     ]
-    impl = _IMPLEMENTATIONS[mode]
+    impl = {**_IMPLEMENTATIONS[mode], **_MEASURE_IMPLEMENTATIONS}
     for name in metrics:
         if name in impl:
             label, dist = impl[name]
@@ -206,8 +215,11 @@ class Scorer:
         if extras and all(it.source is not None for it in items):
             from medsimp.training.simplification_measures import measures
 
-            result.extra["measures"] = _rounded(measures([it.source for it in items], hyps, language))
+            found = _rounded(measures([it.source for it in items], hyps, language))
+            result.extra["measures"] = found
             result.extra["length_buckets"] = self.buckets(hyps, items, bucket_edges)
+            named = [m for m in _MEASURE_IMPLEMENTATIONS if found.get(m) is not None]
+            result.signature = signature(mode, n_refs, [*metric_names(scores), *named])
         return result
 
     def buckets(self, hyps: list[str], items, edges: Sequence[int]) -> list[dict]:
