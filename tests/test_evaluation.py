@@ -170,9 +170,23 @@ def test_paired_bootstrap_identical_systems_p_one_and_a_worse_system_p_small():
     assert same["bleu"]["p_value"] == 1.0 and same["sari"]["p_value"] == 1.0
     assert same["bleu"]["delta"] == 0.0 and same["bleu"]["ci_low"] == same["bleu"]["ci_high"] == 0.0
     worse = paired_bootstrap(a, sentence_stats(copy, items), samples=300)
+    assert same["bleu"]["wilcoxon_p"] == same["sari"]["wilcoxon_p"] == 1.0
     for metric in ("bleu", "sari"):
         assert worse[metric]["delta"] < 0 and worse[metric]["p_value"] < 0.05
+        assert worse[metric]["wilcoxon_p"] < 0.05
         assert worse[metric]["ci_low"] <= worse[metric]["delta"] <= worse[metric]["ci_high"] < 0
+
+
+def test_wilcoxon_signed_rank_hand_case_issue_19():
+    """PLABA's Wilcoxon signed-rank test. Differences +1..+6 all positive: W- = 0; the exact two-sided
+    p-value is 2 / 2**6 = 0.03125 (only all-plus and all-minus sign patterns are as extreme)."""
+    import numpy as np
+
+    from medsimp.evaluate_report import wilcoxon_p
+
+    a = np.zeros(6)
+    assert wilcoxon_p(a, np.arange(1.0, 7.0)) == pytest.approx(0.03125)
+    assert wilcoxon_p(a, a) == 1.0
 
 
 def _two_systems(tmp_path: Path) -> list[str]:

@@ -27,6 +27,8 @@ SCALES: dict[str, str] = {
             "bleu_3",
             "bleu_4",
             "meteor",
+            "rouge_1",
+            "rouge_2",
             "rouge_l",
             "bertscore_f1",
             "hit",
@@ -61,6 +63,8 @@ _IMPLEMENTATIONS: dict[str, dict[str, tuple[str, str | None]]] = {
     "default": {
         "bleu": ("medsimp-corpus-bleu+nosmooth", None),
         "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
+        "rouge_1": ("rouge-score-f1", "rouge-score"),
+        "rouge_2": ("rouge-score-f1", "rouge-score"),
         "rouge_l": ("rouge-score-f1", "rouge-score"),
         "cider": ("cider-d", "pycocoevalcap"),
         "sari": ("medsimp-sari-xu2016", None),
@@ -258,7 +262,7 @@ class Scorer:
 
 # Metrics with a per-sentence reading (CIDEr's document frequencies, METEOR's and BERTScore's
 # corpus set-up make them corpus-level only).
-SENTENCE_METRICS = ("bleu", "rouge_l", "sari", "fkgl", "hit", "cwr", "ascore")
+SENTENCE_METRICS = ("bleu", "rouge_1", "rouge_2", "rouge_l", "sari", "fkgl", "hit", "cwr", "ascore")
 
 
 def _rounded(scores: dict) -> dict:
