@@ -282,6 +282,7 @@ def test_declare_defaults_are_the_papers():
     train = Train()
     assert train.encoder == "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext"
     assert train.epochs == 10 and train.copy_attention is False and train.dictionary_expansion == "random"
+    assert train.locator_labels == "annotation" and "bertmt" in train.models
 
 
 def test_warm_rerun_writes_the_same_model_and_reports_the_resume(tiny_encoder, tmp_path):
@@ -327,7 +328,8 @@ def test_annotated_term_is_located_even_where_the_diff_sees_an_insertion():
     src, tgt = "ct showed no bleeding .".split(), "ct scan showed no bleeding .".split()
     labels, terms = derive(src, tgt, d, annotated={"ct": "ct scan"})
     assert labels[0] == MODIFY and terms[0].gold == 1 and terms[0].target_span == (0, 2)
-    assert derive(src, tgt, d, rule="dictionary")[0][0] != MODIFY
+    old_labels, old_terms = derive(src, tgt, d, rule="dictionary", annotated={"ct": "ct scan"})
+    assert old_labels[0] != MODIFY and old_terms == []  # the old rule reads no annotation
     assert derive(src, tgt, d)[0][0] != MODIFY  # without the annotation only the diff speaks
 
 

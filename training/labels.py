@@ -44,7 +44,9 @@ def _find(words: Sequence[str], phrase: Sequence[str], lo: int, hi: int) -> int 
     return None
 
 
-def _located(word: str, changed: bool, rule: str, dictionary: Mapping[str, list[str]], annotated) -> bool:
+def _located(
+    word: str, changed: bool, rule: str, dictionary: Mapping[str, list[str]], annotated: Mapping[str, str]
+) -> bool:
     if rule == "dictionary":
         return changed and word in dictionary
     if rule == "annotation":
@@ -62,7 +64,7 @@ def derive(
 ) -> tuple[list[int], list[Term]]:
     """CWL labels per source word and the located dictionary terms (see the module docstring);
     `annotated` maps an explained source word to its annotated expansion (lowercased words)."""
-    annotated = annotated or {}
+    annotated = (annotated or {}) if rule != "dictionary" else {}  # the old rule read no annotation
     labels = [KEEP] * len(source)
     terms: list[Term] = []
     matcher = difflib.SequenceMatcher(a=list(source), b=list(target), autojunk=False)
