@@ -323,14 +323,18 @@ def test_locator_labels_follow_the_annotation_by_default_issue_19():
 
 def test_annotated_term_is_located_even_where_the_diff_sees_an_insertion():
     """`ct[ct scan]`: the diff sees "scan" inserted after an unchanged "ct"; the annotation says "ct"
-    was explained, and names the gold option."""
+    was explained, and names the gold option. Without annotation (MedLane's train file) the same
+    in-place explanation is read off the diff: "ct" + inserted "scan" spells an expansion of "ct"."""
     d = {"ct": ["computed tomography", "ct scan"]}
     src, tgt = "ct showed no bleeding .".split(), "ct scan showed no bleeding .".split()
     labels, terms = derive(src, tgt, d, annotated={"ct": "ct scan"})
     assert labels[0] == MODIFY and terms[0].gold == 1 and terms[0].target_span == (0, 2)
     old_labels, old_terms = derive(src, tgt, d, rule="dictionary", annotated={"ct": "ct scan"})
     assert old_labels[0] != MODIFY and old_terms == []  # the old rule reads no annotation
-    assert derive(src, tgt, d)[0][0] != MODIFY  # without the annotation only the diff speaks
+    labels, terms = derive(src, tgt, d)
+    assert labels[0] == MODIFY and terms[0].gold == 1 and terms[0].target_span == (0, 2)
+    other = "ct showed no bleeding , scan later .".split()  # an insertion that spells no expansion
+    assert derive(src, other, d)[0][0] != MODIFY
 
 
 def test_validation_pairs_carry_the_references_annotation():

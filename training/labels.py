@@ -2,9 +2,11 @@
 
 CWL labels (`rule`): source and target words are aligned with difflib.
 - `annotation` (MedLane's locator, the default): a source word is `modify` (1) when the
-  annotation explains it (`annotated`: the `abbr[full]` terms of a MedLane reference) or it
-  lies in a replaced or deleted block (the words the annotators changed) and has a letter or
-  digit, whether or not it is a dictionary key: jargon such as "cirrhosis" is located.
+  annotation explains it (`annotated`: the `abbr[full]` terms of a MedLane reference; without
+  one, the diff's in-place explanations: an unchanged dictionary word followed by inserted
+  words that spell one of its expansions, "ct" -> "ct scan") or it lies in a replaced or deleted
+  block (the words the annotators changed) and has a letter or digit, whether or not it is a
+  dictionary key: jargon such as "cirrhosis" is located.
 - `dictionary` (medsimp's earlier rule): `modify` only when it lies in a replaced or deleted
   block AND is a dictionary key.
 Every other word is `keep` (0). Only located words that are dictionary keys become terms
@@ -64,11 +66,17 @@ def derive(
 ) -> tuple[list[int], list[Term]]:
     """CWL labels per source word and the located dictionary terms (see the module docstring);
     `annotated` maps an explained source word to its annotated expansion (lowercased words)."""
-    annotated = (annotated or {}) if rule != "dictionary" else {}  # the old rule read no annotation
     labels = [KEEP] * len(source)
     terms: list[Term] = []
-    matcher = difflib.SequenceMatcher(a=list(source), b=list(target), autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    opcodes = difflib.SequenceMatcher(a=list(source), b=list(target), autojunk=False).get_opcodes()
+    if rule == "dictionary":
+        annotated = {}  # the old rule reads no annotation
+    else:
+        annotated = {
+            **_explained_in_place(source, target, opcodes, dictionary, max_options),
+            **(annotated or {}),
+        }
+    for tag, i1, i2, j1, j2 in opcodes:
         changed = tag in ("replace", "delete")
         for i in range(i1, i2):
             if _located(source[i], changed, rule, dictionary, annotated):
@@ -94,6 +102,28 @@ def derive(
                 span = None
             terms.append(Term(i, source[i], options, gold, span))
     return labels, terms
+
+
+def _explained_in_place(
+    source: Sequence[str],
+    target: Sequence[str],
+    opcodes: Sequence[tuple[str, int, int, int, int]],
+    dictionary: Mapping[str, list[str]],
+    max_options: int,
+) -> dict[str, str]:
+    """Unchanged dictionary words that the inserted words after them turn into one of their
+    (multi-word) expansions, longest first: "ct" + inserted "scan" = "ct scan"."""
+    found: dict[str, str] = {}
+    for (tag, _, i2, _, j2), following in zip(opcodes, opcodes[1:]):
+        word = source[i2 - 1] if tag == "equal" else ""
+        if following[0] != "insert" or word not in dictionary:
+            continue
+        window = list(target[j2 - 1 : following[4]])
+        for option in sorted(dictionary[word][:max_options], key=lambda o: -len(o.split())):
+            if len(option.split()) > 1 and window[: len(option.split())] == option.split():
+                found[word] = option
+                break
+    return found
 
 
 def _annotated_term(

@@ -25,7 +25,7 @@ from medsimp.inputs import read_lines
 if TYPE_CHECKING:
     from medsimp.training.evaluation import Scorer
 
-HELP = "score outputs: BLEU, METEOR, ROUGE-L, CIDEr, SARI, FKGL, BERTScore, HIT, CWR, AScore"
+HELP = "score outputs: BLEU, METEOR, ROUGE-1/2/L, CIDEr, SARI, FKGL, BERTScore, HIT, CWR, AScore"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
