@@ -377,3 +377,17 @@ def test_bertmt_trains_and_writes_one_line_per_input_deterministically(tiny_enco
     assert outs[0] == outs[1] and "bertmt.safetensors" in outs[0][0]
     again, feat2 = load(tmp_path / "m0")
     assert isinstance(again, BertMT) and predict(again, feat2, sources) == outs[0][1]
+
+
+def test_checkpoint_key_follows_the_training_code(monkeypatch):
+    """A change to the label rules or the model code must not resume a stale checkpoint."""
+    from medsimp import doccache
+    from medsimp.commands.train import _data_key
+    from medsimp.config import load_params, section
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = section(load_params(str(root / "params.yaml")), "train")
+    key = _data_key(cfg, "declare", root)
+    assert _data_key(cfg, "declare", root) == key and _data_key(cfg, "bertmt", root) != key
+    monkeypatch.setattr(doccache, "code_version", lambda *modules: "another version")
+    assert _data_key(cfg, "declare", root) != key

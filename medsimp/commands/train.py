@@ -35,12 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _data_key(cfg: dict, model: str, base) -> str:
-    """Params hash of the train section, the model and the bytes of every input file
-    (keyed by their params value, so the key does not depend on where the checkout lives)."""
+    """Params hash of the train section, the model, the bytes of every input file (keyed by their
+    params value, so the key does not depend on where the checkout lives) and the code version of
+    what builds the examples and trains (a label-rule change must not resume a stale checkpoint)."""
     import hashlib
     from pathlib import Path
 
     from medsimp.config import params_hash, resolve_path
+    from medsimp.doccache import code_version
 
     data = cfg.get("data") or {}
     if data.get("format", "medlane") == "pairs":
@@ -50,7 +52,8 @@ def _data_key(cfg: dict, model: str, base) -> str:
     files = sorted({*(cfg.get("dictionaries") or []), *inputs})
     paths = {f: Path(resolve_path(f, base)) for f in files}
     digests = {f: hashlib.sha256(p.read_bytes()).hexdigest() for f, p in paths.items() if p.is_file()}
-    return params_hash({"train": cfg, "model": model, "files": digests})
+    code = code_version(*(f"medsimp.training.{m}" for m in ("data", "declare", "labels", "trainer")))
+    return params_hash({"train": cfg, "model": model, "files": digests, "code": code})
 
 
 def data_lineage(cfg: dict) -> list[str]:
