@@ -123,7 +123,19 @@ def test_sari_perfect_match_is_100():
 # ---------------------------------------------------------------- ROUGE-L, CIDEr, METEOR, FKGL, BERTScore
 def test_rouge_l_hand_example():
     # LCS("a b c d", "a c d e") = 3 -> P = R = F1 = 3/4; best of two references
-    assert M.rouge_l([["a", "b", "c", "d"]], [[["x"], ["a", "c", "d", "e"]]]) == pytest.approx(0.75)
+    assert M.rouge_f1([["a", "b", "c", "d"]], [[["x"], ["a", "c", "d", "e"]]]) == pytest.approx(0.75)
+
+
+def test_plaba_rouge_1_and_2_hand_example_issue_19():
+    """PLABA reports ROUGE-1 and ROUGE-2 (F1). "a b c d" vs "a c d e": unigrams a c d shared -> 3/4;
+    bigrams (a b)(b c)(c d) vs (a c)(c d)(d e): (c d) shared -> P = R = 1/3."""
+    h, r = [["a", "b", "c", "d"]], [[["a", "c", "d", "e"]]]
+    assert M.rouge_f1(h, r, "rouge1") == pytest.approx(0.75)
+    assert M.rouge_f1(h, r, "rouge2") == pytest.approx(1 / 3)
+    from medsimp.training.scoring import EvalItem, score_default
+
+    got = score_default(["a b c d"], [EvalItem(None, ["a c d e"])], set(), select=["rouge_1", "rouge_2"])
+    assert got == pytest.approx({"rouge_1": 0.75, "rouge_2": 1 / 3})
 
 
 def test_coco_rouge_l_uses_beta_1_2():

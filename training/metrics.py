@@ -140,17 +140,18 @@ def coco_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
     return float(score)
 
 
-def rouge_l(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]) -> float:
-    """ROUGE-L F1 (Lin 2004) with rouge-score, best reference per sentence, averaged."""
+def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str = "rougeL") -> float:
+    """ROUGE F1 (Lin 2004) with rouge-score, best reference per sentence, averaged; `kind`:
+    rougeL (LCS), rouge1 or rouge2 (unigram / bigram overlap, PLABA's ROUGE-1/2)."""
     from rouge_score.rouge_scorer import RougeScorer
 
     class _Given:
         def tokenize(self, text: str) -> list[str]:
             return text.split(" ") if text else []
 
-    scorer = RougeScorer(["rougeL"], tokenizer=_Given())
+    scorer = RougeScorer([kind], tokenizer=_Given())
     vals = [
-        scorer.score_multi([" ".join(r) for r in rs], " ".join(h))["rougeL"].fmeasure
+        scorer.score_multi([" ".join(r) for r in rs], " ".join(h))[kind].fmeasure
         for h, rs in zip(hyps, refs, strict=True)
     ]
     return sum(vals) / len(vals) if vals else 0.0

@@ -121,7 +121,21 @@ def _background(fn: Callable[[], dict], n: int) -> Callable[[], dict]:
     return result
 
 
-METRICS = ("bleu", "meteor", "rouge_l", "cider", "sari", "fkgl", "bertscore", "hit", "cwr", "ascore")
+METRICS = (
+    "bleu",
+    "meteor",
+    "rouge_1",
+    "rouge_2",
+    "rouge_l",
+    "cider",
+    "sari",
+    "fkgl",
+    "bertscore",
+    "hit",
+    "cwr",
+    "ascore",
+)
+_ROUGE = {"rouge_1": "rouge1", "rouge_2": "rouge2", "rouge_l": "rougeL"}
 TEXT_ONLY = tuple(m for m in METRICS if m not in ("meteor", "bertscore"))
 
 
@@ -162,8 +176,9 @@ def score_default(
 
     def lcs_and_cider() -> dict:
         done: dict[str, float | None] = {}
-        if "rouge_l" in want:
-            done["rouge_l"] = M.rouge_l(h_tok, r_tok)
+        for name, kind in _ROUGE.items():
+            if name in want:
+                done[name] = M.rouge_f1(h_tok, r_tok, kind)
         if "cider" in want:
             done["cider"] = M.cider(h_join, r_join)
         return done
@@ -171,7 +186,7 @@ def score_default(
     background = _background(lcs_and_cider, len(hyps))
     if "meteor" in want:
         out["meteor"] = _meteor_or_none(h_join, r_join, with_meteor)
-    out.update(dict.fromkeys(m for m in ("rouge_l", "cider") if m in want))
+    out.update(dict.fromkeys(m for m in (*_ROUGE, "cider") if m in want))
     if "sari" in want and all(it.source is not None for it in items):
         out.update(
             {
@@ -192,7 +207,7 @@ def score_default(
     if "ascore" in want:
         bleu, hit, cwr = out["bleu"], out["hit"], out["cwr"]
         out["ascore"] = None if hit is None or bleu is None or cwr is None else M.ascore(bleu, hit, cwr)
-    out.update(background())  # fills the rouge_l / cider slots kept in their places
+    out.update(background())  # fills the ROUGE / CIDEr slots kept in their places
     return out
 
 
