@@ -69,7 +69,7 @@ def input_bleu(sources: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]
     """Corpus BLEU-4 of the outputs against their complex input as the only reference."""
     from medsimp.training.metrics import corpus_bleu_n
 
-    return corpus_bleu_n(outputs, [[s] for s in sources])[3]
+    return corpus_bleu_n([list(o) for o in outputs], [[list(s)] for s in sources])[3]
 
 
 def additions_deletions(source: Sequence[str], output: Sequence[str]) -> tuple[float, float]:
