@@ -14,6 +14,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 # One declared scale per reported value (docs/metrics.md). The numbers keep the scales
 # the papers and libraries report them on; nothing is rescaled.
@@ -50,6 +51,10 @@ SCALES: dict[str, str] = {
     # MultiCochrane's copy measures against the complex input (higher input_bleu = closer to a copy)
     "lcs_distance": "0-1, 0 = the input copied",
     "input_bleu": "0-1, 1 = the input copied",
+    # Cao et al. 2020's expertise-style-transfer measures (training/style_transfer_measures.py)
+    "style_accuracy": "0-1, share classified as the target style (layman)",
+    "perplexity": "perplexity: >= 1, lower = more fluent under the chosen LM",
+    "masked_edit_distance": "word edits: mean per sentence, 0 = the input kept (UMLS concepts masked)",
 }
 
 # The measures whose definition is ours to name in the signature (any mode).
@@ -98,10 +103,16 @@ def _version(dist: str | None) -> str:
         return "unknown"
 
 
-def signature(mode: str, n_refs: int, metrics: Sequence[str]) -> str:
+def signature(
+    mode: str,
+    n_refs: int,
+    metrics: Sequence[str],
+    measures: dict[str, tuple[str, str | None]] | None = None,
+) -> str:
     """A sacrebleu-like string naming, for each metric computed, its implementation and
     version, plus the tokenizer, casing, mode and reference count:
     `medsimp:0.1.0|mode:default|tok:nltk-treebank|case:lc|refs:4|bleu:medsimp-corpus-bleu+nosmooth@0.1.0|...`.
+    `measures`: implementations known only at run time (the style classifier, the LM, the index).
     """
     parts = [
         f"medsimp:{_version(None)}",
@@ -110,7 +121,7 @@ def signature(mode: str, n_refs: int, metrics: Sequence[str]) -> str:
         f"case:{_CASE[mode]}",
         f"refs:{n_refs}",
     ]
-    impl = {**_IMPLEMENTATIONS[mode], **_MEASURE_IMPLEMENTATIONS}
+    impl = {**_IMPLEMENTATIONS[mode], **_MEASURE_IMPLEMENTATIONS, **(measures or {})}
     for name in metrics:
         if name in impl:
             label, dist = impl[name]
@@ -155,7 +166,9 @@ class Scorer:
         notes_cfg: dict,
         base: str | Path = ".",
         select: Sequence[str] | None = None,
+        link_cfg: dict | None = None,
     ):
+        """`link_cfg`: the QuickUMLS matcher settings (params `link`) for `masked_edit_distance`."""
         from medsimp.config import resolve_path
         from medsimp.params_schema import default
         from medsimp.resources import resolve_model
@@ -178,6 +191,10 @@ class Scorer:
             if cfg.get("bertscore", True) and "bertscore" in scoring.selection(self.select)
             else None
         )
+        self.cfg, self.base, self.link_cfg = cfg, base, dict(link_cfg or {})
+        self.unavailable: dict[str, str] = {}  # style-transfer measure -> why it is not computed
+        self.implementations: dict[str, tuple[str, str | None]] = {}
+        self._loaded: dict[str, Any] = {}
 
     def score(self, hyps: list[str], items, mode: str, full: bool = True) -> dict:
         from medsimp.training import scoring
@@ -203,8 +220,8 @@ class Scorer:
         language: str = "en",
     ) -> Evaluation:
         """`score` wrapped with its scales and signature (values rounded to 6 decimals).
-        `extras`: also the EASSE measures (`simplification_measures`, needs sources) and the
-        MedLane length-bucket breakdown (default mode, BLEU/HIT/CWR/AScore per source-length bucket)."""
+        `extras`: also the EASSE and copy measures (`simplification_measures`, needs sources),
+        Cao et al.'s style-transfer measures (`style_transfer`) and the MedLane length-bucket breakdown (default mode, BLEU/HIT/CWR/AScore per source-length bucket)."""
         scores = _rounded(self.score(hyps, items, mode))
         n_refs = max((len(it.references) for it in items), default=0)
         if mode == "medlane":
@@ -219,12 +236,78 @@ class Scorer:
         if extras and all(it.source is not None for it in items):
             from medsimp.training.simplification_measures import measures
 
-            found = _rounded(measures([it.source for it in items], hyps, language))
+            sources = [str(it.source) for it in items]
+            found = _rounded(
+                {**measures(sources, hyps, language), **self.style_transfer(sources, hyps, language)}
+            )
             result.extra["measures"] = found
             result.extra["length_buckets"] = self.buckets(hyps, items, bucket_edges)
-            named = [m for m in _MEASURE_IMPLEMENTATIONS if found.get(m) is not None]
-            result.signature = signature(mode, n_refs, [*metric_names(scores), *named])
+            impl = {**_MEASURE_IMPLEMENTATIONS, **self.implementations}
+            named = [m for m in impl if found.get(m) is not None]
+            result.signature = signature(mode, n_refs, [*metric_names(scores), *named], self.implementations)
+            if self.unavailable:
+                result.extra["not_computed"] = dict(self.unavailable)
         return result
+
+    def style_transfer(self, sources: list[str], hyps: list[str], language: str) -> dict[str, float | None]:
+        """Cao et al.'s style accuracy, perplexity and masked edit distance; None where the params
+        give no classifier, language model or UMLS index (the reason is in `unavailable`)."""
+        from medsimp.training import style_transfer_measures as st
+        from medsimp.training.scoring import tokenize
+
+        classifier, lm, linker = (self._resource(n) for n in STYLE_TRANSFER)
+        masked = None
+        if linker is not None:
+            if linker.has_language(language):
+                spans = lambda t: [(c["start"], c["end"]) for c in linker.link(t, language)]  # noqa: E731
+                masked = st.masked_edit_distance(sources, hyps, spans, tokenize)
+            else:
+                self.unavailable["masked_edit_distance"] = f"the UMLS index has no {language} matcher"
+        return {
+            "style_accuracy": st.style_accuracy(classifier, hyps) if classifier is not None else None,
+            "perplexity": st.corpus_perplexity(lm[0], lm[1], hyps) if lm is not None else None,
+            "masked_edit_distance": masked,
+        }
+
+    def _resource(self, name: str) -> Any:
+        """The classifier, (tokenizer, model) or concept linker of a measure, loaded once; None
+        when the params do not configure it."""
+        if name not in self._loaded:
+            self._loaded[name] = self._load(name)
+        return self._loaded[name]
+
+    def _load(self, name: str) -> Any:
+        from medsimp.config import resolve_path
+        from medsimp.training import style_transfer_measures as st
+
+        cfg = self.cfg
+        path = lambda key: resolve_path(cfg[key], self.base)  # noqa: E731
+        try:
+            if name == "style_accuracy" and cfg.get("style_classifier"):
+                self.implementations[name] = (f"saved-classifier-{Path(cfg['style_classifier']).name}", None)
+                return st.load_classifier(path("style_classifier"))
+            if name == "style_accuracy" and cfg.get("style_data"):
+                self.implementations[name] = ("tfidf-word1-2+logreg-C1-target-layman", "scikit-learn")
+                return st.train_style_classifier(*st.style_corpus(path("style_data")))
+            if name == "perplexity" and cfg.get("perplexity_model"):
+                self.implementations[name] = (
+                    f"causal-lm-{Path(cfg['perplexity_model']).name}-exp-nll-per-token",
+                    "transformers",
+                )
+                return st.load_causal_lm(path("perplexity_model"))
+            if name == "masked_edit_distance" and cfg.get("umls_index"):
+                from medsimp.pipelines.umls import ConceptLinker
+
+                linker = ConceptLinker(path("umls_index"), self.link_cfg)
+                self.implementations[name] = (
+                    f"word-levenshtein-umls-masked-{linker.fingerprint[:12]}",
+                    "medspacy_quickumls",
+                )
+                return linker
+        except (OSError, KeyError) as exc:
+            raise ValueError(f"{name}: cannot load what evaluate's params name: {exc}") from None
+        self.unavailable[name] = NOT_CONFIGURED[name]
+        return None
 
     def buckets(self, hyps: list[str], items, edges: Sequence[int]) -> list[dict]:
         """One row per source-length bucket: {bucket, n, bleu, hit, cwr, ascore} (default mode)."""
@@ -260,6 +343,13 @@ class Scorer:
             self.select = saved
 
 
+STYLE_TRANSFER = ("style_accuracy", "perplexity", "masked_edit_distance")
+NOT_CONFIGURED = {
+    "style_accuracy": "set evaluate.style_data (text+label rows, e.g. builders/msd) or evaluate.style_classifier",
+    "perplexity": "set evaluate.perplexity_model (a local transformers causal-LM folder)",
+    "masked_edit_distance": "set evaluate.umls_index (the umls stage's index, e.g. out/umls)",
+}
+
 # Metrics with a per-sentence reading (CIDEr's document frequencies, METEOR's and BERTScore's
 # corpus set-up make them corpus-level only).
 SENTENCE_METRICS = ("bleu", "rouge_1", "rouge_2", "rouge_l", "sari", "fkgl", "hit", "cwr", "ascore")
@@ -290,7 +380,7 @@ def score(
     data = load_params(params) if Path(params).is_file() else {}
     cfg = {**section(data, "evaluate"), **(overrides or {})}
     base = Path(params).parent
-    scorer = Scorer(cfg, section(data, "train"), section(data, "notes"), base, select)
+    scorer = Scorer(cfg, section(data, "train"), section(data, "notes"), base, select, section(data, "link"))
     items = [
         EvalItem(sources[i] if sources is not None else None, list(references[i])) for i in range(len(hyps))
     ]

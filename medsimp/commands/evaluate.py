@@ -78,7 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--measures",
         action="store_true",
-        help="also the EASSE measures and the length-bucket breakdown (needs sources)",
+        help="also the EASSE and copy measures, Cao et al.'s style accuracy, perplexity and "
+        "UMLS-masked edit distance (when params evaluate.style_data / perplexity_model / umls_index "
+        "are set) and the length-bucket breakdown (needs sources)",
     )
     parser.add_argument(
         "--select",
@@ -258,7 +260,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"--select: {exc}") from None
     scorer = Scorer(
-        cfg, section(args.params_data, "train"), section(args.params_data, "notes"), args.params_dir, select
+        cfg,
+        section(args.params_data, "train"),
+        section(args.params_data, "notes"),
+        args.params_dir,
+        select,
+        section(args.params_data, "link"),
     )
     try:
         return _run_files(args, scorer, cfg) if args.hyp else _run_stage(args, cfg, scorer)
@@ -371,6 +378,8 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
                 )
     for name, r in results.items():
         print(f"signature{'' if len(results) == 1 else ' ' + name}: {r.signature}", file=sys.stderr)
+    for measure, why in scorer.unavailable.items():
+        print(f"note: {measure} not computed (null): {why}", file=sys.stderr)
     if args.report:
         _write_report(args, results, bootstrap, items, hyp_lists)
     return 0

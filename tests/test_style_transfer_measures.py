@@ -1,0 +1,209 @@
+"""Cao et al. (2020) measures: style accuracy, perplexity, UMLS-masked edit distance (issue 19)."""
+
+import json
+import math
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from medsimp.cli import main
+from medsimp.training.scoring import tokenize
+from medsimp.training.style_transfer_measures import (
+    MASK,
+    corpus_perplexity,
+    load_causal_lm,
+    load_classifier,
+    masked_edit_distance,
+    masked_tokens,
+    save_classifier,
+    style_accuracy,
+    style_corpus,
+    train_style_classifier,
+    word_edit_distance,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+UMLS = ROOT / "data" / "sample" / "umls"
+EXPERT = [
+    "patients present with dyspnea and tachycardia",
+    "hepatic cirrhosis causes portal hypertension",
+    "administer intravenous antibiotics for bacteremia",
+    "myocardial infarction requires percutaneous intervention",
+]
+LAYMAN = [
+    "you may feel short of breath and your heart beats fast",
+    "liver damage can make you feel very tired",
+    "your doctor will give you medicine to fight the infection",
+    "a heart attack needs quick care at a hospital",
+]
+
+
+@pytest.fixture
+def toy_builder(tmp_path) -> Path:
+    """A builder folder as `medsimp build msd` writes it: sentences/train-*.parquet, text+label."""
+    folder = tmp_path / "msd" / "sentences"
+    folder.mkdir(parents=True)
+    rows = [{"text": t, "label": 0} for t in EXPERT] + [{"text": t, "label": 1} for t in LAYMAN]
+    pq.write_table(pa.Table.from_pylist(rows), folder / "train-0000.parquet")
+    pq.write_table(pa.Table.from_pylist([{"text": "held out", "label": 0}]), folder / "test-0000.parquet")
+    return tmp_path / "msd"
+
+
+def test_style_accuracy_on_a_separable_toy_corpus(toy_builder, tmp_path):
+    texts, labels = style_corpus(toy_builder)
+    assert len(texts) == 8 and labels == [0, 0, 0, 0, 1, 1, 1, 1]  # the train split only
+    classifier = train_style_classifier(texts, labels)
+    layman_outputs = ["you may feel tired and short of breath", "your doctor will give you medicine"]
+    expert_outputs = ["patients present with tachycardia", "administer intravenous antibiotics"]
+    assert style_accuracy(classifier, layman_outputs) == 1.0
+    assert style_accuracy(classifier, expert_outputs) == 0.0
+    assert style_accuracy(classifier, layman_outputs + expert_outputs) == 0.5
+    assert style_accuracy(classifier, []) is None
+    # deterministic: retraining gives the same bytes; a saved classifier predicts the same
+    save_classifier(classifier, tmp_path / "a.pkl")
+    save_classifier(train_style_classifier(texts, labels), tmp_path / "b.pkl")
+    assert (tmp_path / "a.pkl").read_bytes() == (tmp_path / "b.pkl").read_bytes()
+    assert style_accuracy(load_classifier(tmp_path / "a.pkl"), layman_outputs) == 1.0
+
+
+def test_style_corpus_needs_both_labels(tmp_path):
+    pq.write_table(pa.Table.from_pylist([{"text": "a b", "label": 1}]), tmp_path / "one.parquet")
+    with pytest.raises(ValueError, match="both labels"):
+        style_corpus(tmp_path / "one.parquet")
+
+
+WORDS = ["the", "patient", "has", "high", "blood", "pressure", "fever", "."]
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory) -> str:
+    """A random 1-layer GPT-2 with a word-level tokenizer, built offline (as test_selfcorrect_local)."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(["[UNK]", "[BOS]", *WORDS])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", bos_token="[BOS]")
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=16, n_layer=1, n_head=2, bos_token_id=1)
+    path = tmp_path_factory.mktemp("tiny-lm")
+    GPT2LMHeadModel(cfg).save_pretrained(path)
+    fast.save_pretrained(path)
+    return str(path)
+
+
+def test_perplexity_is_exp_of_the_mean_token_nll(tiny_lm):
+    import torch
+
+    tokenizer, model = load_causal_lm(tiny_lm)
+    texts = ["the patient has high blood pressure .", "fever .", "the patient"]
+    # independently: torch's cross entropy of each sequence (BOS + words), every word predicted
+    total, count = 0.0, 0
+    for text in texts:
+        ids = torch.tensor([[1, *(WORDS.index(w) + 2 for w in text.split())]])
+        with torch.no_grad():
+            logits = model(ids).logits[0, :-1]
+        total += float(torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="sum"))
+        count += ids.shape[1] - 1
+    assert count == 7 + 2 + 2
+    assert corpus_perplexity(tokenizer, model, texts) == pytest.approx(math.exp(total / count), rel=1e-6)
+    assert corpus_perplexity(tokenizer, model, []) is None
+
+
+def test_masked_edit_distance_hand_case():
+    source = "Patients with dyspnea need oxygen ."
+    paraphrase = "Patients with shortness of breath need oxygen ."
+    assert masked_tokens(source, [(14, 21)], tokenize) == ["patients", "with", MASK, "need", "oxygen", "."]
+    # overlapping spans merge into one mask
+    assert masked_tokens(paraphrase, [(14, 23), (17, 33)], tokenize) == masked_tokens(
+        source, [(14, 21)], tokenize
+    )
+    assert word_edit_distance(["a", "b", "c"], ["a", "x", "c", "d"]) == 2  # one substitution, one insertion
+    assert word_edit_distance([], ["a", "b"]) == 2
+    spans = {source: [(14, 21)], paraphrase: [(14, 33)], "They need oxygen .": []}
+    # pair 1: the concept's rewording is masked away -> 0 (unmasked: 1 substitution + 2 insertions = 3)
+    # pair 2: [they, need, oxygen, .] vs [patients, with, MASK, need, oxygen, .] -> 1 substitution + 2 deletions
+    got = masked_edit_distance(
+        [source, source], [paraphrase, "They need oxygen ."], spans.__getitem__, tokenize
+    )
+    assert got == pytest.approx((0 + 3) / 2)
+    assert word_edit_distance(tokenize(paraphrase), tokenize(source)) == 3
+    assert masked_edit_distance([], [], spans.__getitem__, tokenize) is None
+
+
+@pytest.fixture(scope="module")
+def umls_index(tmp_path_factory) -> Path:
+    from medsimp.pipelines.umls import build_index
+
+    dest = tmp_path_factory.mktemp("umls") / "index"
+    build_index(str(UMLS / "MRCONSO.RRF"), str(UMLS / "MRSTY.RRF"), dest, ["ENG"])
+    return dest
+
+
+def test_evaluate_measures_with_classifier_lm_and_umls_index(
+    tmp_path, monkeypatch, capsys, toy_builder, tiny_lm, umls_index
+):
+    """`evaluate --measures` with the three params set: real QuickUMLS masking with the sample
+    index ("dyspnea" and "shortness of breath" are one concept), the toy classifier, the tiny LM."""
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "src.txt").write_text("Patients with dyspnea need oxygen .\n")
+    (tmp_path / "hyp.txt").write_text("you may feel shortness of breath and need oxygen .\n")
+    (tmp_path / "ref.txt").write_text("You feel short of breath and need oxygen .\n")
+    files = [
+        "--hyp",
+        str(tmp_path / "hyp.txt"),
+        "--ref",
+        str(tmp_path / "ref.txt"),
+        "--src",
+        str(tmp_path / "src.txt"),
+    ]
+    sets = [
+        f"evaluate.style_data={toy_builder}",
+        f"evaluate.perplexity_model={tiny_lm}",
+        f"evaluate.umls_index={umls_index}",
+    ]
+    out = tmp_path / "s.json"
+    argv = ["evaluate", *files, "--select", "bleu", "--measures", "--json", str(out)]
+    assert main([*argv, *(x for s in sets for x in ("--set", s))]) == 0
+    data = json.loads(out.read_text())
+    found = data["extra"]["measures"]
+    assert found["style_accuracy"] == 1.0
+    tokenizer, model = load_causal_lm(tiny_lm)
+    assert found["perplexity"] == pytest.approx(
+        corpus_perplexity(tokenizer, model, ["you may feel shortness of breath and need oxygen ."]), abs=1e-6
+    )
+    # [you, may, feel, MASK, and, need, oxygen, .] vs [patients, with, MASK, need, oxygen, .]:
+    # 2 substitutions + 2 insertions (unmasked: 3 substitutions + 4 insertions = 7)
+    assert found["masked_edit_distance"] == 4.0
+    sig = data["signature"]
+    assert "|style_accuracy:tfidf-word1-2+logreg" in sig and "|perplexity:causal-lm-" in sig
+    assert "|masked_edit_distance:word-levenshtein-umls-masked-" in sig
+    assert "not computed" not in capsys.readouterr().err
+
+
+def test_unconfigured_measures_are_null_and_said_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "src.txt").write_text("pt had htn .\n")
+    (tmp_path / "a.txt").write_text("the patient had high blood pressure .\n")
+    (tmp_path / "b.txt").write_text("pt had htn .\n")
+    (tmp_path / "ref.txt").write_text("the patient had high blood pressure .\n")
+    out = tmp_path / "s.json"
+    hyps = ["--hyp", str(tmp_path / "a.txt"), "--hyp", str(tmp_path / "b.txt")]
+    argv = ["evaluate", *hyps, "--ref", str(tmp_path / "ref.txt"), "--src", str(tmp_path / "src.txt")]
+    assert main([*argv, "--select", "bleu", "--measures", "--json", str(out)]) == 0
+    systems = json.loads(out.read_text())["systems"]
+    for result in systems.values():
+        assert {
+            result["extra"]["measures"][m] for m in ("style_accuracy", "perplexity", "masked_edit_distance")
+        } == {None}
+        assert set(result["extra"]["not_computed"]) == {
+            "style_accuracy",
+            "perplexity",
+            "masked_edit_distance",
+        }
+    err = capsys.readouterr().err
+    assert err.count("note: perplexity not computed") == 1 and "evaluate.umls_index" in err
