@@ -82,6 +82,7 @@ class Msd:
     input: str = "data/sample/msd.jsonl"
     num_shards: int = 1
     paired_files: list[str] = _f(["test"])
+    pair_key: Literal["title_icd9", "topic"] = "title_icd9"  # topic slug when a record lacks title or icd9
     pcio: dict[str, list[str]] = _f(
         {
             "cause": ["Etiology", "Causes", "Pathophysiology", "Risk Factors"],

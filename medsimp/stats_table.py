@@ -1,8 +1,9 @@
 """Corpus statistics of a linked table in the style of Cao et al. (2020), Table 2.
 
 Per side (expert = complex, layman = simple): sentences, vocabulary (distinct lowercased
-word tokens), concept vocabulary (distinct CUIs), mean tokens and concepts per sentence,
-and mean sentence-level readability; plus the layman/expert ratio of every row.
+word tokens), concept vocabulary (distinct CUIs), mean tokens and concepts per sentence, concept
+mentions (`annotations`, the paper's "#Annotation") and mean sentence-level readability (`fkgl` is
+the paper's "Avg. Readability"); plus the layman/expert ratio of every row.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ ROWS = (
     "concept_vocabulary",
     "tokens_per_sentence",
     "concepts_per_sentence",
+    "annotations",
     "fkgl",
     "gunning_fog",
     "coleman_liau",
@@ -62,17 +64,20 @@ def side_stats(rows: list[dict]) -> dict[str, Any]:
         toks = [t.lower() for t in tokens(r["text"])]
         vocab.update(toks)
         n_tokens += len(toks)
-        n_concepts += len(r["concepts"])
-        cuis.update(c["cui"] for c in r["concepts"])
+        n_concepts += len(r["concepts"] or [])
+        cuis.update(c["cui"] for c in r["concepts"] or [])
     out: dict[str, Any] = {
         "sentences": len(rows),
         "vocabulary": len(vocab),
         "concept_vocabulary": len(cuis),
         "tokens_per_sentence": round(n_tokens / len(rows), 4) if rows else None,
         "concepts_per_sentence": round(n_concepts / len(rows), 4) if rows else None,
+        "annotations": n_concepts,
     }
     for name in ("fkgl", "gunning_fog", "coleman_liau", "ari"):
-        values = [r["readability"][name] for r in rows if r["readability"][name] is not None]
+        values = [
+            r["readability"][name] for r in rows if r["readability"] and r["readability"][name] is not None
+        ]
         out[name] = round(fmean(values), 4) if values else None
     return out
 

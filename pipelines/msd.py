@@ -36,11 +36,11 @@ def input_files(path: str) -> list[str]:
     return files
 
 
-def read_file(path: str, paired_markers: list[str]):
+def read_file(path: str, paired_markers: list[str], pair_key: str):
     name = FileSystems.split(path)[1]
     stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
     paired = any(marker in stem for marker in paired_markers)
-    yield from read_records(path, lambda line: parse_line(line, stem, paired))
+    yield from read_records(path, lambda line: parse_line(line, stem, paired, pair_key))
 
 
 class AssembleFn(beam.DoFn):
@@ -87,6 +87,7 @@ def run(
     files = input_files(input_path)
     num_shards = int(params.get("num_shards", 1))
     markers = list(params.get("paired_files", ["test"]))
+    pair_key = str(params.get("pair_key", default("msd.pair_key")))
     tables = {
         "sentences": Table(
             "sentences",
@@ -103,7 +104,7 @@ def run(
         parsed = (
             p
             | "Files" >> beam.Create(files)
-            | "Read" >> beam.FlatMap(read_file, markers)
+            | "Read" >> beam.FlatMap(read_file, markers, pair_key)
             | "Reshuffle" >> beam.Reshuffle()
             | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doc_id)).with_outputs("dead", main="records")
         )

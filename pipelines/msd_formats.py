@@ -1,8 +1,10 @@
 """MSD manual formats (Cao et al. 2020, expertise style transfer) and PCIO grouping. No Beam here.
 
 Two line formats, detected per line:
-- documented JSONL: `{"topic", "audience": "professional"|"consumer", "title"?, "sections":
-  [{"heading", "text"}]}`; doc_id is the topic slug.
+- documented JSONL: `{"topic", "audience": "professional"|"consumer", "title"?, "icd9"?,
+  "sections": [{"heading", "text"}]}`; doc_id pairs the two versions: with `pair_key`
+  `title_icd9` (Cao et al.'s key) and both a title and an ICD-9 code, `<title slug>--icd9-<code>`;
+  otherwise (or with `pair_key` `topic`) the topic slug.
 - the MSD dataset: `{"text", "label": 0 (expert) | 1 (layman), "concepts": [{"range": [s, e],
   "term", "cui"}]}`; in a paired (test) file record 2n-1 pairs with record 2n (doc_id
   `<stem>-<n>`; blank lines are not records, so they shift nothing), elsewhere each line is its
@@ -80,8 +82,17 @@ def _concepts(value, text_length: int) -> tuple[GoldConcept, ...]:
     return tuple(out)
 
 
-def parse_line(line: Line, stem: str, paired: bool) -> MsdRecord:
-    """Parse one line of either format (a paired file pairs by `line.ordinal`)."""
+def document_key(topic: str, title: str, icd9: str, pair_key: str = "title_icd9") -> str:
+    """The doc_id both versions of a document share: title + ICD-9 code when `pair_key` is
+    `title_icd9` and the record has both, else the topic slug."""
+    if pair_key == "title_icd9" and slug(title) and slug(icd9):
+        return f"{slug(title)}--icd9-{slug(icd9)}"
+    return slug(topic)
+
+
+def parse_line(line: Line, stem: str, paired: bool, pair_key: str = "title_icd9") -> MsdRecord:
+    """Parse one line of either format (a paired file pairs by `line.ordinal`; `pair_key`: how a
+    documented record's doc_id is formed, `document_key`)."""
     obj = loads(line.text)
     if not isinstance(obj, dict):
         raise FormatError("not_an_object", type(obj).__name__)
@@ -104,11 +115,12 @@ def parse_line(line: Line, stem: str, paired: bool) -> MsdRecord:
         )
         if not kept:
             raise FormatError("empty_record", "no section has text")
+        title = _optional_text(obj, "title", "bad_title")
         return MsdRecord(
-            slug(topic),
+            document_key(topic, title, _optional_text(obj, "icd9", "bad_icd9"), pair_key),
             check_text(topic.strip(), "topic"),
             AUDIENCE_SIDE[audience],
-            _optional_text(obj, "title", "bad_title"),
+            title,
             kept,
             (),
             line.locator,

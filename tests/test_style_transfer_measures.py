@@ -207,3 +207,62 @@ def test_unconfigured_measures_are_null_and_said_once(tmp_path, monkeypatch, cap
         }
     err = capsys.readouterr().err
     assert err.count("note: perplexity not computed") == 1 and "evaluate.umls_index" in err
+
+
+def test_msd_pairs_versions_by_title_and_icd9_else_by_topic():
+    """Cao et al. pair professional and consumer documents by title + ICD-9 code; without the code
+    (or with `msd.pair_key: topic`) the topic slug pairs them."""
+    from medsimp.pipelines.msd_formats import assemble, parse_line
+    from medsimp.pipelines.records import FormatError, Line
+
+    def record(audience: str, topic: str, extra: str, pair_key: str = "title_icd9"):
+        text = (
+            f'{{"topic": "{topic}", "audience": "{audience}", {extra}'
+            '"sections": [{"heading": "Symptoms", "text": "Wheezing occurs."}]}'
+        )
+        return parse_line(Line(text, 1, 1, "msd.jsonl:1"), "msd", False, pair_key)
+
+    keyed = 'title": "Asthma", "icd9": "493.0", '
+    pro = record("professional", "Asthma (Professional)", '"' + keyed)
+    con = record("consumer", "Asthma in Adults", '"' + keyed)
+    assert pro.doc_id == con.doc_id == "asthma--icd9-493-0"  # different topics, one title + code
+    rows, groups, _, _ = assemble(pro.doc_id, [pro, con], {"symptoms": "symptoms"})
+    assert {r["side"] for r in rows} == {"complex", "simple"} and len(groups) == 1
+    assert record("consumer", "Asthma in Adults", '"title": "Asthma", ').doc_id == "asthma-in-adults"
+    assert record("consumer", "Asthma in Adults", '"' + keyed, "topic").doc_id == "asthma-in-adults"
+    with pytest.raises(FormatError) as bad:
+        record("consumer", "Asthma", '"title": "Asthma", "icd9": 493, ')
+    assert bad.value.reason == "bad_icd9"
+
+
+def test_msd_table2_avg_readability_and_annotations_hand_case():
+    """Cao et al.'s Table 2 rows in the MSD builder's stats: mean sentence FKGL per style (sentences
+    without a score skipped) and UMLS concept mentions per style."""
+    from medsimp.builders.msd import table2_statistics
+
+    def row(side: str, fkgl: float | None, n_concepts: int) -> dict:
+        readability = (
+            None if fkgl is None else {"fkgl": fkgl, "gunning_fog": None, "coleman_liau": 1.0, "ari": 1.0}
+        )
+        concept = {
+            "start": 0,
+            "end": 1,
+            "term": "x",
+            "cui": f"C{n_concepts}",
+            "semtypes": [],
+            "similarity": 1.0,
+        }
+        return {
+            "side": side,
+            "text": "Some text .",
+            "readability": readability,
+            "concepts": [concept] * n_concepts,
+        }
+
+    rows = [row("complex", 10.0, 2), row("complex", 14.0, 1), row("simple", 6.0, 0), row("simple", None, 1)]
+    assert table2_statistics(rows) == {
+        "avg_readability_expert": 12.0,
+        "annotations_expert": 3,
+        "avg_readability_layman": 6.0,
+        "annotations_layman": 1,
+    }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ class BuiltDataset:
     configs: dict[str, dict[str, pa.Table]]
     config_descriptions: dict[str, str]
     feature_descriptions: dict[str, str]
-    counts: dict[str, int]
+    counts: Mapping[str, int | float | None]  # numbers; a statistic without data is None
     default_config: str
     hub: HubCard
     mimic_derived: bool = False  # the builder's own non-Parquet inputs are MIMIC-derived

@@ -65,7 +65,7 @@ GROUP_SCHEMA = pa.schema(
 )
 FEATURES = {
     "sentence_id": "`msd:<doc_id>:<side>:<language>:<index>`",
-    "doc_id": "MSD document (topic, or the pair number of MSD's paired test file)",
+    "doc_id": "MSD document: title + ICD-9 code (`msd.pair_key`), else the topic slug, or the pair number of MSD's paired test file",
     "topic": "MSD Manual topic (the same in both versions)",
     "pcio": "PCIO element of the section (params `msd.pcio`; '' when unmapped, "
     "`test_pair` for a paired test document)",
@@ -167,6 +167,19 @@ parallel. Topics, audiences and writing conventions are those of one publisher, 
 )
 
 
+def table2_statistics(rows: list[dict]) -> dict[str, float | int | None]:
+    """Cao et al.'s Table 2 rows per style (`medsimp.stats_table`): `avg_readability_<expert|layman>`
+    = mean sentence FKGL (None without any score), `annotations_<expert|layman>` = UMLS concept mentions."""
+    from medsimp.stats_table import SIDES, side_stats
+
+    out: dict[str, float | int | None] = {}
+    for side, name in SIDES:
+        stats = side_stats([r for r in rows if r["side"] == side])
+        out[f"avg_readability_{name}"] = stats["fkgl"]
+        out[f"annotations_{name}"] = stats["annotations"]
+    return out
+
+
 def build(cfg: dict[str, Any]) -> BuiltDataset:
     """Build MSD from the params section `build.msd`."""
     table = read_parquet_dir(cfg["sentences"], COLUMNS)
@@ -228,6 +241,7 @@ def build(cfg: dict[str, Any]) -> BuiltDataset:
         "missing_links": missing,
         "expert": sum(1 for v in rows.values() for r in v if r["label"] == 0),
         "layman": sum(1 for v in rows.values() for r in v if r["label"] == 1),
+        **table2_statistics([r for v in rows.values() for r in v]),
     }
     configs = {"sentences": {s: table_from_rows(v, SCHEMA) for s, v in rows.items()}}
     descriptions = {"sentences": "professional and consumer sentences with labels"}
