@@ -194,6 +194,20 @@ def test_tokenizer_rules_are_nltks():
     assert [std(p) for p in S.CONTRACTIONS] == [std(p) for p in N.CONTRACTIONS2 + N.CONTRACTIONS3]
 
 
+def test_scoring_and_readability_do_not_import_nltk():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from medsimp.training import scoring, metrics; "
+        "from medsimp.pipelines import readability; "
+        "scoring.tokenize('He cannot go.'); readability.scores('The patient has anemia.', 'en', ['en']); "
+        "metrics.rouge_l([['a']], [[['a']]]); "
+        "assert 'nltk' not in sys.modules, 'nltk imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_tokenize_keeps_placeholder_as_one_token():
     assert tokenize("Seen at [**Hospital1 18**], BP 120/80.") == [
         "Seen",
