@@ -14,5 +14,5 @@ repro: install
 test: install
 	ruff check .
 	ruff format --check .
-	mypy
+	python scripts/typecheck.py
 	pytest

@@ -4,39 +4,13 @@ r = |Lc ∩ Ls| / |Ls| over the sets of lemmas of the complex (c) and simple (s)
 (text lower-cased before lookup, punctuation and spaces left out). A pair is kept when r
 exceeds the threshold (`comparison: gt`, the paper's "exceeds 0.5"); `comparison: ge` keeps
 r >= threshold (the project's earlier rule).
-Lemmas come from spaCy's lookup lemmatizer with the spacy-lookups-data tables for
-en, es, fr (and the other languages that have a lookup table). Persian (fa) has only
-rule tables that need a POS tagger, which is not available offline, so fa (and any
-language without a lookup table) uses lower-cased surface tokens.
+Lemmas: `medsimp.text.lemmas.lemma_set` (spaCy's lookup lemmatizer; surface tokens for
+languages without a lookup table, such as fa).
 """
 
 from __future__ import annotations
 
-import functools
-
-
-@functools.lru_cache(maxsize=8)
-def _nlp(lang: str):
-    import spacy
-
-    nlp = spacy.blank(lang)
-    try:
-        nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
-        nlp.initialize()
-    except (ValueError, KeyError, OSError):  # no lookup table for this language
-        nlp = spacy.blank(lang)
-    return nlp
-
-
-def lemma_set(text: str, lang: str = "en") -> set[str]:
-    """Lower-cased lemmas (surface forms when `lang` has no lookup table), no punctuation."""
-    nlp = _nlp(lang)
-    has_lemmas = "lemmatizer" in nlp.pipe_names
-    return {
-        (t.lemma_ if has_lemmas and t.lemma_ else t.text).lower()
-        for t in nlp(text.lower())
-        if not (t.is_punct or t.is_space)
-    }
+from medsimp.text.lemmas import lemma_set
 
 
 def overlap_r(complex_text: str, simple_text: str, lang: str = "en") -> float:

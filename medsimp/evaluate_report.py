@@ -22,6 +22,8 @@ HIGHER = (
     "bleu_3",
     "bleu_4",
     "meteor",
+    "rouge_1",
+    "rouge_2",
     "rouge_l",
     "cider",
     "sari",
@@ -61,7 +63,9 @@ def paired_bootstrap(
     samples: int = 1000,
     seed: int = 12345,
 ) -> dict[str, dict[str, float]]:
-    """{metric: {delta, p_value, ci_low, ci_high}} for BLEU (mean of BLEU-1..4, 0-1) and SARI (0-100), B - A."""
+    """{metric: {delta, p_value, ci_low, ci_high, wilcoxon_p}} for BLEU (mean of BLEU-1..4, 0-1) and
+    SARI (0-100), B - A; `wilcoxon_p`: the two-sided Wilcoxon signed-rank test (PLABA's) on the
+    per-sentence scores (sentence BLEU from each row's statistics)."""
     n = len(a[0])
     idx = np.random.default_rng(seed).integers(0, n, size=(samples, n))
     out = {}
@@ -80,8 +84,23 @@ def paired_bootstrap(
             "p_value": round((extreme + 1) / (samples + 1), 6),
             "ci_low": round(float(np.percentile(diffs, 2.5)), 6),
             "ci_high": round(float(np.percentile(diffs, 97.5)), 6),
+            "wilcoxon_p": wilcoxon_p(_per_sentence(xa, name), _per_sentence(xb, name)),
         }
     return out
+
+
+def _per_sentence(x: np.ndarray, name: str) -> np.ndarray:
+    return np.array([_bleu(row) for row in x]) if name == "bleu" else x
+
+
+def wilcoxon_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of paired scores (scipy, zero differences dropped);
+    1.0 when every pair is tied."""
+    from scipy.stats import wilcoxon
+
+    if np.all(a == b):
+        return 1.0
+    return round(float(wilcoxon(b, a).pvalue), 6)
 
 
 def best(systems: dict[str, dict], metric: str) -> set[str]:
@@ -175,7 +194,7 @@ def render(
     )
     boot = "".join(
         f"<tr><td>{e(pair)}</td><td>{e(m)}</td><td>{v['delta']:g}</td><td>{v['p_value']:g}</td>"
-        f"<td>[{v['ci_low']:g}, {v['ci_high']:g}]</td></tr>"
+        f"<td>[{v['ci_low']:g}, {v['ci_high']:g}]</td><td>{v['wilcoxon_p']:g}</td></tr>"
         for pair, res in bootstrap.items()
         for m, v in res.items()
     )
@@ -216,7 +235,7 @@ svg text{{font-size:12px}}</style></head><body>
 <h2>Scores</h2><table id="scores"><tr><th>system</th>{head}</tr>{"".join(rows)}</table>
 <p>★ = best value in the column (higher is better; lower for fkgl; unmarked columns have no direction).</p>
 <h2>Paired bootstrap (B - A)</h2><table id="bootstrap"><tr><th>pair</th><th>metric</th><th>delta</th>
-<th>p-value</th><th>95% CI</th></tr>{boot}</table>
+<th>p-value</th><th>95% CI</th><th>Wilcoxon p</th></tr>{boot}</table>
 <h2>Charts</h2>{charts}
 <h2>Length buckets</h2>{_bucket_plot(buckets) if buckets else "<p>needs sources</p>"}
 <h2>Sample outputs</h2>{sample_html}

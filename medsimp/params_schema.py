@@ -294,7 +294,7 @@ class TrainData:
 
 @dataclass
 class Train:
-    models: list[str] = _f(["declare", "dictionary", "copy"])
+    models: list[str] = _f(["declare", "bertmt", "dictionary", "copy"])
     data: TrainData = field(default_factory=TrainData)
     dictionaries: list[str] = _f(
         ["medsimp/resources/abbreviations.json", "data/sample/medlane/dictionary.json"]
@@ -314,6 +314,7 @@ class Train:
     patience: int = 1
     dropout: float = 0.1
     copy_attention: bool = False
+    locator_labels: Literal["annotation", "dictionary"] = "annotation"
     dictionary_expansion: Literal["random", "first"] = "random"
     seed: int = 13
     threads: int = 1
@@ -321,7 +322,7 @@ class Train:
 
 @dataclass
 class Evaluate:
-    models: list[str] = _f(["declare", "dictionary", "copy"])
+    models: list[str] = _f(["declare", "bertmt", "dictionary", "copy"])
     models_dir: str = "out/models"
     split: str = "test"
     common_words: str | None = None  # null: notes.common_words

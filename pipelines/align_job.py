@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
@@ -25,27 +24,10 @@ from medsimp.pipelines.source_job import (
     stamp,
     write_tables,
 )
+from medsimp.schemas import PAIRS
 
 NAMESPACE = "align"
 _FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text")
-
-PAIR_SCHEMA = pa.schema(
-    [
-        ("pair_id", pa.string()),
-        ("doi", pa.string()),
-        ("language", pa.string()),
-        ("complex_ids", pa.list_(pa.string())),
-        ("simple_ids", pa.list_(pa.string())),
-        ("pivot_ids", pa.list_(pa.string())),
-        ("complex_text", pa.string()),
-        ("simple_text", pa.string()),
-        ("pivot_text", pa.string()),
-        ("section", pa.string()),
-        ("method", pa.string()),
-        ("crf_score", pa.float64()),
-        ("vecalign_score", pa.float64()),
-    ]
-)
 
 
 def pair_sort_key(row: Mapping[str, Any]):
@@ -119,7 +101,7 @@ def run(
         raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
     shards = int(params.get("num_shards", 1))
     tables = {
-        "pairs": Table("pairs", PAIR_SCHEMA, lambda r: r["doi"], pair_sort_key),
+        "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key),
         "dead_letter": dead_letter_table(),
     }
     tables = stamp(tables, parquet_lineage(input_dir))

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.pipelines.beam_io import list_files, new_pipeline
@@ -25,7 +24,7 @@ from medsimp.pipelines.cochrane_formats import (
 )
 from medsimp.pipelines.input_files import check_file
 from medsimp.pipelines.records import guarded
-from medsimp.pipelines.sentence_rows import dead_letter, document_rows, sentence_schema
+from medsimp.pipelines.sentence_rows import dead_letter, document_rows
 from medsimp.pipelines.source_job import (
     Counter,
     ParseFn,
@@ -38,11 +37,9 @@ from medsimp.pipelines.source_job import (
     stamp,
     write_tables,
 )
+from medsimp.schemas import COCHRANE_SENTENCES
 
 SOURCE = "cochrane"
-SCHEMA = sentence_schema(
-    pa.field("doi", pa.string()), pa.field("version", pa.int32()), pa.field("title", pa.string())
-)
 
 
 def input_specs(path: str) -> list[tuple[str, str]]:
@@ -133,6 +130,39 @@ class JoinFn(beam.DoFn):
             yield row
 
 
+class ReadRecords(beam.PTransform):
+    """Input specs -> 'records' ((DOI key, ReviewRecord)) and 'dead' (dead letters of lines
+    that do not parse)."""
+
+    def __init__(self, specs: list[tuple[str, str]]):
+        super().__init__()
+        self.specs = specs
+
+    def expand(self, pbegin):
+        parsed = (
+            pbegin
+            | "Specs" >> beam.Create(self.specs)
+            | "Read" >> beam.FlatMap(read_spec)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Parse"
+            >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records")
+        )
+        return {"records": parsed.records, "dead": parsed.dead}
+
+
+class JoinReviews(beam.PTransform):
+    """(DOI key, ReviewRecord) -> 'rows' (sentence rows of each joined review) and 'dead'
+    (records of a review without an English abstract, or whose text broke a later step)."""
+
+    def expand(self, records):
+        joined = (
+            records
+            | "ByDoi" >> beam.GroupByKey()
+            | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows")
+        )
+        return {"rows": joined.rows, "dead": joined.dead}
+
+
 def run(
     input_path: str,
     out_dir: str,
@@ -146,7 +176,7 @@ def run(
     tables = {
         "sentences": Table(
             "sentences",
-            SCHEMA,
+            COCHRANE_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
         ),
@@ -155,20 +185,9 @@ def run(
     tables = stamp(tables, ["cochrane"])
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        parsed = (
-            p
-            | "Specs" >> beam.Create(specs)
-            | "Read" >> beam.FlatMap(read_spec)
-            | "Reshuffle" >> beam.Reshuffle()
-            | "Parse"
-            >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records")
-        )
-        joined = (
-            parsed.records
-            | "ByDoi" >> beam.GroupByKey()
-            | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows")
-        )
-        dead = (parsed.dead, joined.dead) | "Dead" >> beam.Flatten()
-        write_tables({"sentences": joined.rows, "dead": dead}, tables, out_dir, num_shards)
+        parsed = p | "ReadRecords" >> ReadRecords(specs)
+        joined = parsed["records"] | "JoinReviews" >> JoinReviews()
+        dead = (parsed["dead"], joined["dead"]) | "Dead" >> beam.Flatten()
+        write_tables({"sentences": joined["rows"], "dead": dead}, tables, out_dir, num_shards)
     result = p.result
     return finish(result, SOURCE, out_dir, tables, num_shards, metrics_file)

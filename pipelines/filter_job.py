@@ -10,15 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.pipelines.align_job import PAIR_SCHEMA, pair_sort_key
+from medsimp.pipelines.align_job import pair_sort_key
 from medsimp.pipelines.beam_io import new_pipeline, parquet_lineage
 from medsimp.pipelines.source_job import Counter, Table, finish, prepare_dirs, stamp, write_tables
+from medsimp.schemas import FILTERED_PAIRS
 
 NAMESPACE = "filter"
-FILTER_SCHEMA = pa.schema(list(PAIR_SCHEMA) + [("overlap_r", pa.float64()), ("keep", pa.bool_())])
 
 
 class FilterFn(beam.DoFn):
@@ -27,7 +26,7 @@ class FilterFn(beam.DoFn):
         self.comparison = comparison
 
     def setup(self):
-        from medsimp.alignment.overlap import lemma_set
+        from medsimp.text.lemmas import lemma_set
 
         lemma_set("warm up", "en")  # load the spaCy lookup tables once per worker
         self.count = Counter(NAMESPACE)
@@ -40,6 +39,19 @@ class FilterFn(beam.DoFn):
         self.count.inc("kept" if out["keep"] else "filtered")
         self.count.inc(f"{'kept' if out['keep'] else 'filtered'}.{out['language']}")
         yield out
+
+
+class FilterOverlap(beam.PTransform):
+    """Aligned pair rows -> 'pairs' (every row with its overlap_r and keep) and 'kept' (the
+    rows that pass)."""
+
+    def __init__(self, threshold: float, comparison: str = "gt"):
+        super().__init__()
+        self.threshold, self.comparison = threshold, comparison
+
+    def expand(self, rows):
+        scored = rows | "Score" >> beam.ParDo(FilterFn(self.threshold, self.comparison))
+        return {"pairs": scored, "kept": scored | "KeptView" >> beam.Filter(lambda r: r["keep"])}
 
 
 def run(
@@ -63,17 +75,16 @@ def run(
         from medsimp.errors import UsageError
 
         raise UsageError(str(exc)) from None
-    tables = {n: Table(n, FILTER_SCHEMA, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
+    tables = {n: Table(n, FILTERED_PAIRS, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
     tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
-        rows = (
+        scored = (
             p
             | "Read" >> beam.io.ReadFromParquet(pattern)
-            | "Score" >> beam.ParDo(FilterFn(params.get("threshold", 0.5), comparison))
+            | "FilterOverlap" >> FilterOverlap(float(params.get("threshold", 0.5)), comparison)
         )
-        kept = rows | "KeptView" >> beam.Filter(lambda r: r["keep"])
-        write_tables({"pairs": rows, "kept": kept}, tables, out_dir, shards)
+        write_tables(scored, tables, out_dir, shards)
     return finish(
         p.result,
         NAMESPACE,

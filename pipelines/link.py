@@ -12,7 +12,6 @@ import os
 from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
@@ -29,42 +28,9 @@ from medsimp.pipelines.source_job import (
     stamp,
     write_tables,
 )
+from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
 
 NAMESPACE = "link"
-CONCEPT = pa.struct(
-    [
-        pa.field("start", pa.int32()),
-        pa.field("end", pa.int32()),
-        pa.field("term", pa.string()),
-        pa.field("cui", pa.string()),
-        pa.field("semtypes", pa.list_(pa.string())),
-        pa.field("similarity", pa.float64()),
-    ]
-)
-_SCORES = [pa.field(n, pa.float64()) for n in ("fkgl", "gunning_fog", "coleman_liau", "ari")]
-READABILITY = pa.struct(_SCORES + [pa.field("n_tokens", pa.int32())])
-DOC_READABILITY = pa.struct(_SCORES + [pa.field("n_tokens", pa.int32()), pa.field("n_sentences", pa.int32())])
-_KEYS = [pa.field(n, pa.string()) for n in ("source", "doc_id", "side", "language")]
-SCHEMA = pa.schema(
-    [
-        pa.field("sentence_id", pa.string()),
-        *_KEYS,
-        pa.field("section", pa.string()),
-        pa.field("sentence_index", pa.int32()),
-        pa.field("text", pa.string()),
-        pa.field("concepts", pa.list_(CONCEPT)),
-        pa.field("readability", READABILITY),
-    ]
-)
-DOC_SCHEMA = pa.schema(
-    [
-        pa.field("doc_key", pa.string()),
-        *_KEYS,
-        pa.field("linked", pa.bool_()),
-        pa.field("n_concepts", pa.int32()),
-        pa.field("readability", DOC_READABILITY),
-    ]
-)
 _NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")
 
 
@@ -125,7 +91,7 @@ CODE = (
     "medsimp.pipelines.link",
     "medsimp.pipelines.umls",
     "medsimp.pipelines.readability",
-    "medsimp.pipelines.selection",  # readability's word tokenizer
+    "medsimp.text.words",  # readability's word tokenizer
 )
 
 
@@ -205,11 +171,11 @@ def run(
     tables = {
         "sentences": Table(
             "",
-            SCHEMA,
+            LINKED_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
         ),
-        "documents": Table("documents", DOC_SCHEMA, lambda r: r["doc_id"], lambda r: r["doc_key"]),
+        "documents": Table("documents", LINKED_DOCUMENTS, lambda r: r["doc_id"], lambda r: r["doc_key"]),
         "dead": dead_letter_table(),
     }
     tables = stamp(tables, parquet_lineage(input_path))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import default
@@ -11,7 +10,7 @@ from medsimp.pipelines.beam_io import new_pipeline
 from medsimp.pipelines.input_files import list_inputs
 from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
 from medsimp.pipelines.records import FormatError, guarded
-from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
+from medsimp.pipelines.sentence_rows import dead_letter
 from medsimp.pipelines.source_job import (
     Counter,
     ParseFn,
@@ -24,34 +23,9 @@ from medsimp.pipelines.source_job import (
     stamp,
     write_tables,
 )
+from medsimp.schemas import MSD_GROUPS, MSD_SENTENCES
 
 SOURCE = "msd"
-_CONCEPT = pa.struct(
-    [
-        pa.field("start", pa.int32()),
-        pa.field("end", pa.int32()),
-        pa.field("term", pa.string()),
-        pa.field("cui", pa.string()),
-    ]
-)
-SCHEMA = sentence_schema(
-    pa.field("topic", pa.string()),
-    pa.field("title", pa.string()),
-    pa.field("pcio", pa.string()),
-    pa.field("gold_concepts", pa.list_(_CONCEPT)),
-)
-GROUP_SCHEMA = pa.schema(
-    [
-        pa.field("group_id", pa.string()),
-        pa.field("doc_id", pa.string()),
-        pa.field("topic", pa.string()),
-        pa.field("pcio", pa.string()),
-        pa.field("complex_ids", pa.list_(pa.string())),
-        pa.field("simple_ids", pa.list_(pa.string())),
-        pa.field("n_complex", pa.int32()),
-        pa.field("n_simple", pa.int32()),
-    ]
-)
 
 
 def input_files(path: str) -> list[str]:
@@ -116,11 +90,11 @@ def run(
     tables = {
         "sentences": Table(
             "sentences",
-            SCHEMA,
+            MSD_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
         ),
-        "pairs": Table("pairs", GROUP_SCHEMA, lambda r: r["doc_id"], lambda r: r["group_id"]),
+        "pairs": Table("pairs", MSD_GROUPS, lambda r: r["doc_id"], lambda r: r["group_id"]),
         "dead": dead_letter_table(),
     }
     tables = stamp(tables, ["msd"])

@@ -10,39 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import pyarrow as pa
-
 from medsimp.pipelines.noteevents import Note
 from medsimp.pipelines.sections import SectionExtractor
 from medsimp.pipelines.selection import Selector
 from medsimp.pipelines.sentences import splitter
 
 SOURCE = "notes"
-
-SENTENCE_SCHEMA = pa.schema(
-    [
-        ("sentence_id", pa.string()),
-        ("source", pa.string()),
-        ("doc_id", pa.string()),
-        ("side", pa.string()),
-        ("language", pa.string()),
-        ("section", pa.string()),
-        ("sentence_index", pa.int32()),
-        ("char_start", pa.int32()),
-        ("char_end", pa.int32()),
-        ("text", pa.string()),
-        ("note_id", pa.string()),
-        ("subject_id", pa.int64()),
-        ("hadm_id", pa.int64()),
-        ("category", pa.string()),
-        ("section_start", pa.int32()),
-        ("n", pa.int32()),
-        ("abb", pa.int32()),
-        ("unc", pa.int32()),
-        ("ratio", pa.float64()),
-        ("keep", pa.bool_()),
-    ]
-)
 
 
 def section_record(note: Note, extractor: SectionExtractor) -> dict:

@@ -40,7 +40,8 @@ from apache_beam.metrics import Metrics
 from medsimp.lineage import MIMIC, with_lineage
 from medsimp.pipelines import noteevents
 from medsimp.pipelines.beam_io import open_file
-from medsimp.pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
+from medsimp.pipelines.notes_core import NoteProcessor, section_record
+from medsimp.schemas import NOTES_SENTENCES
 
 NAMESPACE = "notes"
 
@@ -77,7 +78,7 @@ class _ReadRangeFn(beam.DoFn):
 
     def process(self, element):
         key, path, name, start, end = element
-        counts: Counter = Counter()
+        counts = Counter()
         records = noteevents.iter_records(
             path,
             categories=self.categories,
@@ -236,7 +237,7 @@ class _SentencesFn(beam.DoFn):
             return
         path = FileSystems.join(self.out_dir, f"part-{key}.parquet")
         with FileSystems.create(path) as fh:
-            fh.write(table_bytes(rows, with_lineage(SENTENCE_SCHEMA, self.tags)))
+            fh.write(table_bytes(rows, with_lineage(NOTES_SENTENCES, self.tags)))
         yield path
 
 

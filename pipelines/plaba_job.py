@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
@@ -13,7 +12,7 @@ from medsimp.pipelines.beam_io import new_pipeline
 from medsimp.pipelines.input_files import check_file, read_text
 from medsimp.pipelines.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents, top_members
 from medsimp.pipelines.records import FormatError, guarded
-from medsimp.pipelines.sentence_rows import dead_letter, sentence_schema
+from medsimp.pipelines.sentence_rows import dead_letter
 from medsimp.pipelines.source_job import (
     Counter,
     Table,
@@ -23,23 +22,7 @@ from medsimp.pipelines.source_job import (
     stamp,
     write_tables,
 )
-
-_IDS = [pa.field("question_id", pa.string()), pa.field("pmid", pa.string())]
-SCHEMA = sentence_schema(*_IDS, pa.field("sentence_number", pa.int32()), pa.field("adaptation", pa.int32()))
-PAIR_SCHEMA = pa.schema(
-    [
-        pa.field("pair_id", pa.string()),
-        *_IDS,
-        pa.field("adaptation", pa.int32()),
-        pa.field("sentence_number", pa.int32()),
-        pa.field("complex_id", pa.string()),
-        pa.field("complex_text", pa.string()),
-        pa.field("simple_ids", pa.list_(pa.string())),
-        pa.field("simple_text", pa.string()),
-        pa.field("n_simple", pa.int32()),
-        pa.field("alignment", pa.string()),
-    ]
-)
+from medsimp.schemas import PLABA_PAIRS, PLABA_SENTENCES
 
 
 def check_input(path: str) -> None:
@@ -102,13 +85,13 @@ def run(
     tables = {
         "sentences": Table(
             "sentences",
-            SCHEMA,
+            PLABA_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
         ),
         "pairs": Table(
             "pairs",
-            PAIR_SCHEMA,
+            PLABA_PAIRS,
             lambda r: r["pair_id"],
             lambda r: (r["question_id"], r["pmid"], r["adaptation"], r["sentence_number"]),
         ),

@@ -23,12 +23,12 @@ from apache_beam.metrics import Metrics
 
 from medsimp.lineage import MIMIC, with_lineage
 from medsimp.pipelines.radiology_core import (
-    SCHEMA,
     RadiologyExtractor,
     dedup_key,
     merge_duplicates,
     row_order,
 )
+from medsimp.schemas import RADIOLOGY_SENTENCES
 
 NAMESPACE = "radiology"
 
@@ -93,7 +93,7 @@ def build(
             num_shards=int(params.get("num_shards", 1)),
             shard_key=lambda r: r["doc_id"],
             sort_key=row_order,
-            schema=with_lineage(SCHEMA, tags),
+            schema=with_lineage(RADIOLOGY_SENTENCES, tags),
         )
     )
     (

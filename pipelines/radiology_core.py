@@ -16,13 +16,12 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-import pyarrow as pa
-
 from medsimp import resources
 from medsimp.pipelines.noteevents import Note
 from medsimp.pipelines.sections import SectionExtractor
-from medsimp.pipelines.sentence_rows import sentence_id, sentence_schema
-from medsimp.pipelines.sentences import PLACEHOLDER, splitter
+from medsimp.pipelines.sentence_rows import sentence_id
+from medsimp.pipelines.sentences import splitter
+from medsimp.text.words import PLACEHOLDER
 
 SOURCE = "radiology"
 LEXICONS = resources.path("radiology")
@@ -30,14 +29,6 @@ SECTION_HEADERS = {"findings": r"findings?", "impression": r"impressions?"}
 _WORD = re.compile(r"[a-z]+")
 _NEGATION = re.compile(r"\b(?:no|not|without|negative\s+for)\b", re.I)
 _CONTINUATION = frozenset({"and", "or", "but", "which", "with", "as", "also", "however"})
-SCHEMA = sentence_schema(
-    pa.field("exam", pa.string()),
-    pa.field("body_parts", pa.list_(pa.string())),
-    pa.field("finding_words", pa.list_(pa.string())),
-    pa.field("negated", pa.bool_()),
-    pa.field("n_duplicates", pa.int32()),
-    pa.field("duplicate_doc_ids", pa.list_(pa.string())),
-)
 
 
 def _lines(path: Path) -> list[str]:

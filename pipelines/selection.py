@@ -31,7 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from medsimp.pipelines.sentences import PLACEHOLDER
+from medsimp.text.lemmas import lemmatize
+from medsimp.text.words import tokenize
 
 _WORD = re.compile(r"[^\W_]")
 ABBREVIATION_COUNTING = ("pseudocode", "prose")
@@ -93,125 +94,6 @@ def load_common_words(path: str | Path) -> set[str]:
     else:
         words = [ln.split("\t")[0] for ln in _read_lines(path)]
     return {str(w).strip().lower() for w in words if str(w).strip()}
-
-
-@functools.lru_cache(maxsize=1)
-def lemma_lookup() -> dict[str, str]:
-    """spaCy's English lookup-lemmatizer table (spacy-lookups-data `en_lemma_lookup`), read
-    directly: the same table `spacy.lookups.load_lookups("en", ["lemma_lookup"])` gives,
-    without importing spaCy (seconds per Beam worker)."""
-    import gzip
-
-    import spacy_lookups_data
-
-    path = Path(spacy_lookups_data.__file__).parent / "data" / "en_lemma_lookup.json.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def lemmatize(word: str) -> str:
-    """Lower-case, then the lookup lemma (the word itself when unknown). An alphabetic word
-    keeps itself when the table gives a non-alphabetic lemma (it maps "first" to "1")."""
-    low = word.lower()
-    lemma = lemma_lookup().get(low, low)
-    return low if low.isalpha() and not lemma.isalpha() else lemma
-
-
-# NLTK 3.10's `NLTKWordTokenizer` (nltk/tokenize/destructive.py): its rule tables and its
-# `tokenize`, compiled by stdlib `re` (NLTK wraps them in `redos.TimedPattern`, a `regex`
-# engine with a timeout per call, for caller-supplied patterns; these are fixed). Kept here
-# so the metrics do not `import nltk`, whose `__init__` pulls in scipy and scikit-learn
-# (about 1 s). tests/test_notes_text.py checks the tables equal NLTK's and the tokens the
-# stock tokenizer's.
-_Rules = list[tuple[re.Pattern[str], str]]
-STARTING_QUOTES: _Rules = [
-    (re.compile("([«“‘„]|[`]+)", re.U), r" \1 "),
-    (re.compile(r"^\""), r"``"),
-    (re.compile(r"(``)"), r" \1 "),
-    (re.compile(r"([ \(\[{<])(\"|\'{2})"), r"\1 `` "),
-    (re.compile(r"(?i)(?<!\w)(\')(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)", re.U), r"\1 "),
-]
-ENDING_QUOTES: _Rules = [
-    (re.compile("([»”’])", re.U), r" \1 "),
-    (re.compile(r"''"), " '' "),
-    (re.compile(r'"'), " '' "),
-    (re.compile(r"\s+"), " "),
-    (re.compile(r"([^' ])('[sS]|'[mM]|'[dD]|') "), r"\1 \2 "),
-    (re.compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 "),
-]
-PUNCTUATION: _Rules = [
-    (re.compile(r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*+)\s*$", re.U), r"\1 \2 \3 "),
-    (re.compile(r"([:,])([^\d])"), r" \1 \2"),
-    (re.compile(r"([:,])$"), r" \1 "),
-    (re.compile(r"\.{2,}", re.U), r" \g<0> "),
-    (re.compile(r"[;@#$%&]"), r" \g<0> "),
-    (re.compile(r"[\u2012-\u2015]", re.U), r" \g<0> "),
-    (re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 "),
-    (re.compile(r"[?!]"), r" \g<0> "),
-    (re.compile(r"([^'])' "), r"\1 ' "),
-    (re.compile(r"[*]", re.U), r" \g<0> "),
-]
-PARENS_BRACKETS = (re.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> ")
-DOUBLE_DASHES = (re.compile(r"--"), r" -- ")
-# MacIntyre's contractions (CONTRACTIONS2 and CONTRACTIONS3; NLTK leaves CONTRACTIONS4 out).
-CONTRACTIONS = [
-    re.compile(p)
-    for p in (
-        r"(?i)\b(can)(?#X)(not)\b",
-        r"(?i)\b(d)(?#X)('ye)\b",
-        r"(?i)\b(gim)(?#X)(me)\b",
-        r"(?i)\b(gon)(?#X)(na)\b",
-        r"(?i)\b(got)(?#X)(ta)\b",
-        r"(?i)\b(lem)(?#X)(me)\b",
-        r"(?i)\b(more)(?#X)('n)\b",
-        r"(?i)\b(wan)(?#X)(na)(?=\s)",
-        r"(?i) ('t)(?#X)(is)\b",
-        r"(?i) ('t)(?#X)(was)\b",
-    )
-]
-# Letters every contraction match contains. The earlier rules only insert spaces, replace
-# quote characters and collapse whitespace, so a text without these letter runs has no
-# contraction match: the ten contraction substitutions are skipped.
-_CONTRACTION_LETTERS = re.compile(r"cannot|ye|gimme|gonna|gotta|lemme|more|wanna|tis|twas", re.I)
-
-
-class WordTokenizer:
-    """NLTK's `NLTKWordTokenizer.tokenize` (without its deprecated options): the one word
-    tokenizer of the toolkit (selection, readability, the metrics)."""
-
-    def tokenize(self, text: str) -> list[str]:
-        for regexp, substitution in STARTING_QUOTES:
-            text = regexp.sub(substitution, text)
-        for regexp, substitution in PUNCTUATION:
-            text = regexp.sub(substitution, text)
-        for regexp, substitution in (PARENS_BRACKETS, DOUBLE_DASHES):
-            text = regexp.sub(substitution, text)
-        text = " " + text + " "
-        for regexp, substitution in ENDING_QUOTES:
-            text = regexp.sub(substitution, text)
-        if _CONTRACTION_LETTERS.search(text):
-            for regexp in CONTRACTIONS:
-                text = regexp.sub(r" \1 \2 ", text)
-        return text.split()
-
-
-@functools.lru_cache(maxsize=1)
-def _tokenizer() -> WordTokenizer:
-    """The word tokenizer (NLTK's `NLTKWordTokenizer` rules, see `WordTokenizer`)."""
-    return WordTokenizer()
-
-
-def tokenize(sentence: str) -> list[str]:
-    """NLTK word tokens, with each de-identification placeholder kept as one token."""
-    tok = _tokenizer().tokenize
-    out: list[str] = []
-    pos = 0
-    for m in PLACEHOLDER.finditer(sentence):
-        out += tok(sentence[pos : m.start()])
-        out.append(m.group())
-        pos = m.end()
-    out += tok(sentence[pos:])
-    return out
 
 
 class Selector:

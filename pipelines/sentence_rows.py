@@ -1,32 +1,11 @@
-"""Rows of the common sentence table (docs/architecture.md) and its Arrow schema."""
+"""Rows of the common sentence table (docs/architecture.md; its schema is `medsimp.schemas`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import pyarrow as pa
-
 from medsimp.pipelines.multilingual_sentences import split_sentences
-
-BASE_FIELDS = [
-    pa.field("sentence_id", pa.string()),
-    pa.field("source", pa.string()),
-    pa.field("doc_id", pa.string()),
-    pa.field("side", pa.string()),
-    pa.field("language", pa.string()),
-    pa.field("section", pa.string()),
-    pa.field("sentence_index", pa.int32()),
-    pa.field("char_start", pa.int32()),
-    pa.field("char_end", pa.int32()),
-    pa.field("text", pa.string()),
-    pa.field("locator", pa.string()),
-]
-
-
-def sentence_schema(*extra: pa.Field) -> pa.Schema:
-    """The common columns plus a source's extra columns."""
-    return pa.schema(BASE_FIELDS + list(extra))
 
 
 def sentence_id(source: str, doc_id: str, side: str, language: str, index: int) -> str:

@@ -26,7 +26,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-PLACEHOLDER = re.compile(r"\[\*\*[^\n]{0,256}?\*\*\]")  # bounded: linear on "[**" runs
+from medsimp.text.words import PLACEHOLDER
+
 _ALNUM = re.compile(r"[^\W_]")
 _CONT = re.compile(r"\bcont\.$", re.I)
 

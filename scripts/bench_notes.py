@@ -34,17 +34,18 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
     import yaml
 
     from medsimp.pipelines.noteevents import Note
-    from medsimp.pipelines.notes_core import SENTENCE_SCHEMA, NoteProcessor, section_record
+    from medsimp.pipelines.notes_core import NoteProcessor, section_record
     from medsimp.pipelines.sections import extractor_from_params
     from medsimp.pipelines.selection import load_lexicons
+    from medsimp.schemas import NOTES_SENTENCES
 
     if tokenizer == "stock":
         from nltk.tokenize import NLTKWordTokenizer
 
-        from medsimp.pipelines import selection
+        from medsimp.text import words
 
         stock = NLTKWordTokenizer()
-        selection._tokenizer = lambda: stock
+        words.word_tokenizer = lambda: stock
     params = yaml.safe_load((ROOT / "params.yaml").read_text())["notes"]
     extractor = extractor_from_params(params)
     processor = NoteProcessor(params, *load_lexicons(params, ROOT))
@@ -60,7 +61,7 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
                 continue
             note = Note(r[0], int(r[1]), int(r[2]) if r[2] else None, r[6], r[7], r[3], r[10], "")
             rows += processor.sentence_rows(section_record(note, extractor))
-    pq.write_table(pa.Table.from_pylist(rows, schema=SENTENCE_SCHEMA), out)
+    pq.write_table(pa.Table.from_pylist(rows, schema=NOTES_SENTENCES), out)
     return {"rows_read": read, "sentences": len(rows)}
 
 

@@ -50,10 +50,10 @@ def main() -> int:
         why["kept" if f.keep else "n<10" if f.n < 10 else "ratio<0.1" if f.ratio < 0.1 else "ratio>0.5"] += 1
     from nltk.tokenize import NLTKWordTokenizer
 
-    from medsimp.pipelines.selection import _tokenizer
+    from medsimp.text.words import word_tokenizer
 
     stock = NLTKWordTokenizer()
-    differ = sum(_tokenizer().tokenize(s) != stock.tokenize(s) for s in sources)
+    differ = sum(word_tokenizer().tokenize(s) != stock.tokenize(s) for s in sources)
     lower = {a.lower() for a in abbreviations}
     covered = sum(a in lower for a in annotated)
     print(f"MedLane test sample: {len(sources)} source sentences")

@@ -109,12 +109,40 @@ def test_easse_measures_on_a_hand_computed_case():
     assert got["lexical_complexity"] == pytest.approx((q3_first + q3_second) / 2)
 
 
+def test_multicochrane_copy_measures_hand_computed_issue_19():
+    """MultiCochrane's LCS distance to the input and BLEU against the complex input (Joseph et al.
+    2023), computed by hand: token LCS over the longer length; BLEU-4 with the input as reference."""
+    import math
+
+    from medsimp.training.evaluation import SCALES, signature
+    from medsimp.training.simplification_measures import input_bleu, lcs_distance, measures
+
+    # "the patient has . " is the LCS (4) of 5 and 11 tokens: 1 - 4/11
+    src, out = "The patient has hypertension .", "The patient has high blood pressure . It is bad ."
+    got = measures([src, "He is stable ."], [out, "He is stable ."])
+    assert got["lcs_distance"] == pytest.approx((7 / 11 + 0) / 2)
+    assert lcs_distance([], []) == 0.0 and lcs_distance(["a"], ["b"]) == 1.0
+    # a 4-token prefix of a 5-token input: every n-gram precision 1, brevity penalty exp(1 - 5/4)
+    short = [["the", "patient", "has", "high"]]
+    assert input_bleu([["the", "patient", "has", "high", "fever"]], short) == pytest.approx(math.exp(-0.25))
+    assert input_bleu(short, short) == pytest.approx(1.0)
+    assert measures(["The patient has high fever"], ["The patient has high"])["input_bleu"] == pytest.approx(
+        math.exp(-0.25)
+    )
+    assert SCALES["lcs_distance"].startswith("0-1") and SCALES["input_bleu"].startswith("0-1")
+    sig = signature("default", 1, ["bleu", "lcs_distance", "input_bleu"])
+    assert "lcs_distance:medsimp-lcs-token-1-minus-lcs-over-max@" in sig
+    assert "input_bleu:medsimp-corpus-bleu4-vs-input+nosmooth@" in sig
+
+
 def test_measures_flag_adds_measures_and_length_buckets(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "s.json"
     assert main(["evaluate", *_files(tmp_path), "--select", "bleu", "--measures", "--json", str(out)]) == 0
     extra = json.loads(out.read_text())["extra"]
     assert extra["measures"]["exact_copies"] == pytest.approx(0.5)  # "he is stable ." copied
+    data = json.loads(out.read_text())
+    assert extra["measures"]["lcs_distance"] is not None and "|input_bleu:" in data["signature"]
     assert [(b["bucket"], b["n"]) for b in extra["length_buckets"]] == [("0-9", 2)]
 
 
@@ -142,9 +170,23 @@ def test_paired_bootstrap_identical_systems_p_one_and_a_worse_system_p_small():
     assert same["bleu"]["p_value"] == 1.0 and same["sari"]["p_value"] == 1.0
     assert same["bleu"]["delta"] == 0.0 and same["bleu"]["ci_low"] == same["bleu"]["ci_high"] == 0.0
     worse = paired_bootstrap(a, sentence_stats(copy, items), samples=300)
+    assert same["bleu"]["wilcoxon_p"] == same["sari"]["wilcoxon_p"] == 1.0
     for metric in ("bleu", "sari"):
         assert worse[metric]["delta"] < 0 and worse[metric]["p_value"] < 0.05
+        assert worse[metric]["wilcoxon_p"] < 0.05
         assert worse[metric]["ci_low"] <= worse[metric]["delta"] <= worse[metric]["ci_high"] < 0
+
+
+def test_wilcoxon_signed_rank_hand_case_issue_19():
+    """PLABA's Wilcoxon signed-rank test. Differences +1..+6 all positive: W- = 0; the exact two-sided
+    p-value is 2 / 2**6 = 0.03125 (only all-plus and all-minus sign patterns are as extreme)."""
+    import numpy as np
+
+    from medsimp.evaluate_report import wilcoxon_p
+
+    a = np.zeros(6)
+    assert wilcoxon_p(a, np.arange(1.0, 7.0)) == pytest.approx(0.03125)
+    assert wilcoxon_p(a, a) == 1.0
 
 
 def _two_systems(tmp_path: Path) -> list[str]:

@@ -173,6 +173,7 @@ def test_round_trip_tables(kit):
     assert agree["randolph_kappa_fluency"] == 1.0
     corr = {(r["form"], r["question"], r["metric"]): r for r in _rows(out / "correlations.csv")}
     assert float(corr[("expert", "correctness", "fkgl")]["spearman"]) == -1.0
+    assert float(corr[("expert", "correctness", "fkgl")]["kendall_tau"]) == -1.0  # every pair discordant
     assert corr[("expert", "simplicity", "fkgl")]["spearman"] == ""  # constant scores
     stats = json.loads((out / "stats.json").read_text())
     # expert 2 x 26 rows, layperson 2 x 22, MultiCochrane 2 x 12; the layperson's empty

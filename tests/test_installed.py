@@ -69,6 +69,27 @@ def test_wheel_claims_only_medsimp(installed: Path):
         assert (installed / "medsimp" / "resources" / name).is_file(), name
 
 
+def test_wheel_holds_every_package_and_resource_of_the_checkout(installed: Path):
+    """Each package folder (medsimp/*, and the mapped pipelines/alignment/training) and each
+    resource file is in the wheel: a subpackage or template left out of pyproject.toml breaks
+    only the installed CLI."""
+    sources = [(ROOT / "medsimp", installed / "medsimp")]
+    sources += [
+        (ROOT / layer, installed / "medsimp" / layer) for layer in ("pipelines", "alignment", "training")
+    ]
+    for src, dst in sources:
+        for init in src.rglob("__init__.py"):
+            rel = init.parent.relative_to(src)
+            assert (dst / rel / "__init__.py").is_file(), f"package {src.name}/{rel} missing from the wheel"
+    resources = ROOT / "medsimp" / "resources"
+    for path in resources.rglob("*"):
+        if path.is_file() and path.suffix != ".py" and "__pycache__" not in path.parts:
+            rel = path.relative_to(resources)
+            assert (installed / "medsimp" / "resources" / rel).is_file(), (
+                f"resource {rel} missing from the wheel"
+            )
+
+
 def _cli(installed: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(installed)}
     return subprocess.run(

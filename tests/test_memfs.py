@@ -13,9 +13,10 @@ import pytest
 from apache_beam.io.filesystem import CompressedFile, CompressionTypes, FileMetadata, FileSystem
 
 from medsimp.config import load_params, section
-from medsimp.pipelines import align_job, cochrane, filter_job, msd, notes_job, plaba_job
+from medsimp.pipelines import cochrane, filter_job, msd, notes_job, plaba_job
 from medsimp.pipelines.beam_io import list_files, new_pipeline, parquet_lineage
 from medsimp.pipelines.selection import load_lexicons
+from medsimp.schemas import PAIRS
 
 ROOT = Path(__file__).resolve().parents[1]
 BEAM = {"runner": "FnApiRunner", "num_workers": 1}  # in-process workers share the store
@@ -176,7 +177,7 @@ def test_filter_reads_and_writes_memfs(memfs):
         "vecalign_score": None,
     }
     sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist([row], schema=align_job.PAIR_SCHEMA), sink)
+    pq.write_table(pa.Table.from_pylist([row], schema=PAIRS), sink)
     memfs["memfs://in/align/pairs/part-00000-of-00001.parquet"] = sink.getvalue()
     stats = filter_job.run("memfs://in/align", "memfs://out/filter", {"threshold": 0.5}, BEAM, [], None)
     assert stats["read"] == 1 == stats["kept"] + stats["filtered"]

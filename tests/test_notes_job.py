@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
-from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
+from medsimp.schemas import NOTES_SENTENCES
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = str(ROOT / "params.yaml")
@@ -92,7 +92,7 @@ def test_stats_reconcile_on_sample(runs):
 
 def test_sentence_table(runs):
     table = pq.read_table(runs[0] / "sentences")
-    assert table.schema.equals(SENTENCE_SCHEMA)
+    assert table.schema.equals(NOTES_SENTENCES)
     rows = table.to_pylist()
     stats = json.loads((runs[0] / "stats.json").read_text())
     assert len(rows) == stats["sentences"] and sum(r["keep"] for r in rows) == stats["sentences_selected"]

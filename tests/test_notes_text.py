@@ -10,8 +10,9 @@ import pytest
 
 from medsimp import resources
 from medsimp.pipelines.sections import SectionExtractor, extractor_from_params
-from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words, tokenize
+from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words
 from medsimp.pipelines.sentences import splitter
+from medsimp.text.words import tokenize
 
 NOTE = """Admission Date:  [**2151-7-16**]     Discharge Date:  [**2151-8-4**]
 
@@ -115,11 +116,11 @@ TRICKY = [
 def test_tokenizer_matches_stock_nltk():
     from nltk.tokenize import NLTKWordTokenizer
 
-    from medsimp.pipelines.selection import _tokenizer
+    from medsimp.text.words import word_tokenizer
 
     stock = NLTKWordTokenizer()
     for text in TRICKY + [SPLIT_TEXT, NOTE]:
-        assert _tokenizer().tokenize(text) == stock.tokenize(text)
+        assert word_tokenizer().tokenize(text) == stock.tokenize(text)
 
 
 def test_tokenizer_matches_stock_nltk_on_random_text():
@@ -127,7 +128,7 @@ def test_tokenizer_matches_stock_nltk_on_random_text():
 
     from nltk.tokenize import NLTKWordTokenizer
 
-    from medsimp.pipelines.selection import _tokenizer
+    from medsimp.text.words import word_tokenizer
 
     pieces = [
         *"abcXYZ019 .,;:!?'\"`()[]{}<>-*$%&@#/",
@@ -167,18 +168,18 @@ def test_tokenizer_matches_stock_nltk_on_random_text():
     stock = NLTKWordTokenizer()
     for _ in range(3000):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 25)))
-        assert _tokenizer().tokenize(text) == stock.tokenize(text), repr(text)
+        assert word_tokenizer().tokenize(text) == stock.tokenize(text), repr(text)
 
 
 def test_tokenizer_rules_are_nltks():
-    """The rule tables kept in selection.py (so that scoring does not import NLTK) are
+    """The rule tables kept in medsimp/text/words.py (so that scoring does not import NLTK) are
     NLTKWordTokenizer's, pattern, flags and replacement (a new NLTK release that changes
     them fails here)."""
     import re
 
     from nltk.tokenize import NLTKWordTokenizer as N
 
-    from medsimp.pipelines import selection as S
+    from medsimp.text import words as S
 
     def std(p):  # NLTK 3.10 wraps its patterns in redos.TimedPattern
         rx = getattr(p, "_rx", p)
@@ -202,7 +203,7 @@ def test_scoring_and_readability_do_not_import_nltk():
         "import sys; from medsimp.training import scoring, metrics; "
         "from medsimp.pipelines import readability; "
         "scoring.tokenize('He cannot go.'); readability.scores('The patient has anemia.', 'en', ['en']); "
-        "metrics.rouge_l([['a']], [[['a']]]); "
+        "metrics.rouge_f1([['a']], [[['a']]]); metrics.rouge_f1([['a']], [[['a']]], 'rouge2'); "
         "assert 'nltk' not in sys.modules, 'nltk imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -238,3 +238,29 @@ def test_jsonl_line_with_invalid_utf8_is_rejected_not_replaced(tmp_path):
     assert [loc for loc, _ in items] == ["reviews.jsonl:1", "reviews.jsonl:2"]
     assert not isinstance(items[0][1], FormatError)
     assert isinstance(items[1][1], FormatError) and items[1][1].reason == "bad_utf8"
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        ({"abstract": {"1": "  "}, "translation1": {"1": "x"}}, "empty_abstract"),
+        ({"abstract": {"1": "Asthma is common."}}, "no_adaptation"),
+    ],
+)
+def test_plaba_document_faults_are_named(entry, reason):
+    from medsimp.pipelines.plaba import parse_document
+    from medsimp.pipelines.records import FormatError
+
+    with pytest.raises(FormatError) as err:
+        parse_document("q1", "What is asthma?", "123", entry)
+    assert err.value.reason == reason
+
+
+@pytest.mark.parametrize("topic", [None, 7, "", " -- "])
+def test_msd_record_without_a_usable_topic_is_missing_topic(topic):
+    from medsimp.pipelines.records import FormatError
+
+    obj = {"topic": topic, "audience": "consumer", "sections": []}
+    with pytest.raises(FormatError) as err:
+        parse_line(Line(json.dumps(obj), 1, 1, "m:1"), "m", False)
+    assert err.value.reason == "missing_topic"

@@ -9,8 +9,9 @@ import pytest
 
 from medsimp.cli import main
 from medsimp.pipelines.readability import document_scores, scores
-from medsimp.pipelines.sentence_rows import document_rows, sentence_schema
+from medsimp.pipelines.sentence_rows import document_rows
 from medsimp.pipelines.umls import ConceptLinker, build_index, installation, negation_flip
+from medsimp.schemas import sentence_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from medsimp.text.words import word_tokenizer
 from medsimp.training import metrics as M
 from medsimp.training import scoring as S
 
@@ -122,7 +123,19 @@ def test_sari_perfect_match_is_100():
 # ---------------------------------------------------------------- ROUGE-L, CIDEr, METEOR, FKGL, BERTScore
 def test_rouge_l_hand_example():
     # LCS("a b c d", "a c d e") = 3 -> P = R = F1 = 3/4; best of two references
-    assert M.rouge_l([["a", "b", "c", "d"]], [[["x"], ["a", "c", "d", "e"]]]) == pytest.approx(0.75)
+    assert M.rouge_f1([["a", "b", "c", "d"]], [[["x"], ["a", "c", "d", "e"]]]) == pytest.approx(0.75)
+
+
+def test_plaba_rouge_1_and_2_hand_example_issue_19():
+    """PLABA reports ROUGE-1 and ROUGE-2 (F1). "a b c d" vs "a c d e": unigrams a c d shared -> 3/4;
+    bigrams (a b)(b c)(c d) vs (a c)(c d)(d e): (c d) shared -> P = R = 1/3."""
+    h, r = [["a", "b", "c", "d"]], [[["a", "c", "d", "e"]]]
+    assert M.rouge_f1(h, r, "rouge1") == pytest.approx(0.75)
+    assert M.rouge_f1(h, r, "rouge2") == pytest.approx(1 / 3)
+    from medsimp.training.scoring import EvalItem, score_default
+
+    got = score_default(["a b c d"], [EvalItem(None, ["a c d e"])], set(), select=["rouge_1", "rouge_2"])
+    assert got == pytest.approx({"rouge_1": 0.75, "rouge_2": 1 / 3})
 
 
 def test_coco_rouge_l_uses_beta_1_2():
@@ -155,21 +168,22 @@ def test_lcs_length_equals_rouge_scores_table():
             assert M.lcs_length(r, h) == (_lcs_table(r, h)[-1][-1] if r and h else 0)
 
 
-def test_rouge_l_is_rouge_scores_number():
+def test_rouge_is_rouge_scores_number():
     from rouge_score.rouge_scorer import RougeScorer
 
     class Given:
         def tokenize(self, text: str) -> list[str]:
             return text.split(" ") if text else []
 
-    scorer = RougeScorer(["rougeL"], tokenizer=Given())
-    for seed in range(5):
-        hyps, refs = _random_corpus(seed, 60)
-        vals = [
-            scorer.score_multi([" ".join(r) for r in rs], " ".join(h))["rougeL"].fmeasure
-            for h, rs in zip(hyps, refs)
-        ]
-        assert M.rouge_l(hyps, refs) == sum(vals) / len(vals)  # the same float, not approximately
+    for kind in ("rougeL", "rouge1", "rouge2"):
+        scorer = RougeScorer([kind], tokenizer=Given())
+        for seed in range(5):
+            hyps, refs = _random_corpus(seed, 60)
+            vals = [
+                scorer.score_multi([" ".join(r) for r in rs], " ".join(h))[kind].fmeasure
+                for h, rs in zip(hyps, refs)
+            ]
+            assert M.rouge_f1(hyps, refs, kind) == sum(vals) / len(vals)  # the same float
 
 
 def test_cider_is_pycocoevalcaps_number():
@@ -292,7 +306,7 @@ def test_medlane_cwr_counts_punctuation_and_numbers_like_the_authors():
 
     common = {"the", "be"}
     # "bp was 120 ." -> tokens bp / was / num / . : bp pro, num uncommon, '.' common, was common
-    got = M.medlane_cwr(["bp was 120 ."], S._treebank().tokenize, lemma, common, {"bp"})
+    got = M.medlane_cwr(["bp was 120 ."], word_tokenizer().tokenize, lemma, common, {"bp"})
     assert got == pytest.approx(2 / (4 + 1e-3))
 
 

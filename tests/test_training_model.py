@@ -282,6 +282,7 @@ def test_declare_defaults_are_the_papers():
     train = Train()
     assert train.encoder == "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext"
     assert train.epochs == 10 and train.copy_attention is False and train.dictionary_expansion == "random"
+    assert train.locator_labels == "annotation" and "bertmt" in train.models
 
 
 def test_warm_rerun_writes_the_same_model_and_reports_the_resume(tiny_encoder, tmp_path):
@@ -302,3 +303,91 @@ def test_warm_rerun_writes_the_same_model_and_reports_the_resume(tiny_encoder, t
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     runs = [json.loads((tmp_path / f"{n}.json.run.json").read_text()) for n in ("a", "b")]
     assert runs[0].get("resumed_from_epoch") is None and runs[1]["resumed_from_epoch"] == 0
+
+
+# ---------------------------------------------------------------- issue 19: locator labels, BERT-MT
+def test_locator_labels_follow_the_annotation_by_default_issue_19():
+    """MedLane's locator learns the words the annotators changed, jargon included: "cirrhosis" in a
+    changed span is modify by default although no dictionary has it; the old rule keeps it."""
+    src = "she has cirrhosis and htn .".split()
+    tgt = "she has liver scarring and high blood pressure .".split()
+    labels, terms = derive(src, tgt, DICT)
+    assert [src[i] for i, lab in enumerate(labels) if lab == MODIFY] == ["cirrhosis", "htn"]
+    assert [t.word for t in terms] == ["htn"]  # DNLI instances only from dictionary options
+    old, old_terms = derive(src, tgt, DICT, rule="dictionary")
+    assert [src[i] for i, lab in enumerate(old) if lab == MODIFY] == ["htn"]
+    assert old[src.index("cirrhosis")] != MODIFY and [t.word for t in old_terms] == ["htn"]
+    with pytest.raises(ValueError, match="locator_labels"):
+        derive(src, tgt, DICT, rule="other")
+
+
+def test_annotated_term_is_located_even_where_the_diff_sees_an_insertion():
+    """`ct[ct scan]`: the diff sees "scan" inserted after an unchanged "ct"; the annotation says "ct"
+    was explained, and names the gold option. Without annotation (MedLane's train file) the same
+    in-place explanation is read off the diff: "ct" + inserted "scan" spells an expansion of "ct"."""
+    d = {"ct": ["computed tomography", "ct scan"]}
+    src, tgt = "ct showed no bleeding .".split(), "ct scan showed no bleeding .".split()
+    labels, terms = derive(src, tgt, d, annotated={"ct": "ct scan"})
+    assert labels[0] == MODIFY and terms[0].gold == 1 and terms[0].target_span == (0, 2)
+    old_labels, old_terms = derive(src, tgt, d, rule="dictionary", annotated={"ct": "ct scan"})
+    assert old_labels[0] != MODIFY and old_terms == []  # the old rule reads no annotation
+    labels, terms = derive(src, tgt, d)
+    assert labels[0] == MODIFY and terms[0].gold == 1 and terms[0].target_span == (0, 2)
+    other = "ct showed no bleeding , scan later .".split()  # an insertion that spells no expansion
+    assert derive(src, other, d)[0][0] != MODIFY
+
+
+def test_validation_pairs_carry_the_references_annotation():
+    from medsimp.training.data import load_medlane
+
+    splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
+    assert len(splits.validation_terms) == len(splits.validation)
+    # "1 pt[patient] was admitted to the icu[intensive care unit] for low blood pressure ..."
+    assert splits.validation[0][0][:2] == ["pt", "was"]
+    assert splits.validation_terms[0] == {"pt": "patient", "icu": "intensive care unit"}
+
+
+def test_bertmt_trains_and_writes_one_line_per_input_deterministically(tiny_encoder, tmp_path):
+    """BERT-MT (MedLane Table 3): DECLARE's encoder and attention decoder generating the simple
+    sentence directly; trains on a tiny set, one output per input, same seed -> same bytes."""
+    from medsimp.training.data import load_medlane
+    from medsimp.training.declare import BertMT
+    from medsimp.training.trainer import Settings, load, predict, save, train
+
+    splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
+    s = Settings(encoder=tiny_encoder, epochs=2, batch_size=4, head_lr=5e-3, max_length=24)
+    sources = [src for src, _ in splits.validation[:5]]
+    outs = []
+    for run in range(2):
+        model, feat, log = train(
+            splits.train[:8], splits.validation[:4], {}, s, tmp_path / f"ck{run}", False, system="bertmt"
+        )
+        assert isinstance(model, BertMT) and set(log["epochs"][0]) == {
+            "epoch",
+            "train_loss",
+            "val_lr",
+            "val_loss",
+        }
+        preds = predict(model, feat, sources)
+        assert len(preds) == len(sources) and all("\n" not in p for p in preds)
+        out = tmp_path / f"m{run}"
+        out.mkdir()
+        save(model, feat, out, log)
+        outs.append(({p.name: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}, preds))
+    assert outs[0] == outs[1] and "bertmt.safetensors" in outs[0][0]
+    again, feat2 = load(tmp_path / "m0")
+    assert isinstance(again, BertMT) and predict(again, feat2, sources) == outs[0][1]
+
+
+def test_checkpoint_key_follows_the_training_code(monkeypatch):
+    """A change to the label rules or the model code must not resume a stale checkpoint."""
+    from medsimp import doccache
+    from medsimp.commands.train import _data_key
+    from medsimp.config import load_params, section
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = section(load_params(str(root / "params.yaml")), "train")
+    key = _data_key(cfg, "declare", root)
+    assert _data_key(cfg, "declare", root) == key and _data_key(cfg, "bertmt", root) != key
+    monkeypatch.setattr(doccache, "code_version", lambda *modules: "another version")
+    assert _data_key(cfg, "declare", root) != key

@@ -9,25 +9,41 @@ from __future__ import annotations
 
 import glob
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from medsimp.training.scoring import EvalItem, expand, tokenize
+from medsimp.training.scoring import EvalItem, annotated_terms, expand, tokenize
 
 
 @dataclass
 class Splits:
-    """Word-tokenized training pairs, validation pairs, and evaluation items per split."""
+    """Word-tokenized training pairs, validation pairs (with the annotated terms of their
+    reference: explained word -> expansion, empty without annotation), evaluation items per split."""
 
     train: list[tuple[list[str], list[str]]]
     validation: list[tuple[list[str], list[str]]]
     eval: dict[str, list[EvalItem]]
     counts: dict[str, int]
+    validation_terms: list[dict[str, str]] = field(default_factory=list)
 
 
 def _pairs_from_eval(items: list[EvalItem]) -> list[tuple[list[str], list[str]]]:
     """Validation pairs: the source and its first reference (annotations expanded)."""
     return [(tokenize(it.source or ""), tokenize(expand(it.references[0]))) for it in items]
+
+
+def _terms_from_eval(items: list[EvalItem]) -> list[dict[str, str]]:
+    """The `abbr[full]` annotations of each item's first reference: the explained word (one
+    token) -> its expansion (tokens joined by spaces)."""
+    out = []
+    for it in items:
+        terms = {}
+        for abbr, full in annotated_terms(it.references[0]):
+            words = tokenize(abbr)
+            if len(words) == 1:
+                terms[words[0]] = " ".join(tokenize(full))
+        out.append(terms)
+    return out
 
 
 def load_medlane(train: str, validation: str, test: str) -> Splits:
@@ -48,7 +64,13 @@ def load_medlane(train: str, validation: str, test: str) -> Splits:
         "test": len(evals["test"]),
         "rejected": len(rejects),
     }
-    return Splits(pairs, _pairs_from_eval(evals["validation"]), evals, counts)
+    return Splits(
+        pairs,
+        _pairs_from_eval(evals["validation"]),
+        evals,
+        counts,
+        _terms_from_eval(evals["validation"]),
+    )
 
 
 def _bucket(text: str) -> float:

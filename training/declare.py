@@ -3,6 +3,8 @@ interpreter (DNLI, DCMN+-style multiple choice) and restricted syntactic simplif
 polisher (RSSP, transformer encoder + attention LSTM decoder, partial translation).
 
 The three modules share one pre-trained transformer encoder (loaded by name or path).
+`BertMT` is MedLane's BERT-MT baseline (Table 3) built from the same parts: the encoder and
+RSSP's decoder generating the whole simple sentence, no locator, no dictionary.
 """
 
 from __future__ import annotations
@@ -140,19 +142,61 @@ class RSSP(nn.Module):
         return self.log_probs(torch.stack(feeds, 1), torch.stack(atts, 1), emb, src_ids)
 
 
-class Declare(nn.Module):
+class Encoded(nn.Module):
+    """A pre-trained encoder; subclasses add RSSP's attention LSTM decoder (`rssp`) over its states."""
+
+    rssp: RSSP
+
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+
+    def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+
+
+class BertMT(Encoded):
+    """BERT-MT: the decoder generates the simple sentence from the complex one; `losses` gives Lr."""
+
+    def __init__(self, encoder: nn.Module, copy: bool = False):
+        super().__init__(encoder)
+        self.rssp = RSSP(encoder.get_input_embeddings(), encoder.config.hidden_size, copy)
+
+    def losses(self, batch: dict) -> dict[str, torch.Tensor]:
+        memory = self.encode(batch["src_ids"], batch["src_mask"])
+        logp = self.rssp(batch["dec_in"], memory, batch["src_mask"].bool(), batch["src_ids"])
+        return {"lr": F.nll_loss(logp.flatten(0, 1), batch["dec_out"].flatten(), ignore_index=-100)}
+
+    @torch.no_grad()
+    def generate(self, ids: torch.Tensor, mask: torch.Tensor, bos_id: int, eos_id: int, max_len: int):
+        """Greedy decoding of a batch: token ids per sentence, up to `eos_id` (excluded) or `max_len`."""
+        memory, bmask = self.encode(ids, mask), mask.bool()
+        state = self.rssp.init_state(memory, bmask)
+        prev = torch.full((ids.shape[0],), bos_id, dtype=torch.long, device=ids.device)
+        out: list[list[int]] = [[] for _ in range(ids.shape[0])]
+        done = [False] * ids.shape[0]
+        for _ in range(max_len):
+            emb = self.rssp.embeddings(prev)
+            feed, att, state = self.rssp.step(emb, state, memory, bmask)
+            prev = self.rssp.log_probs(feed, att, emb, ids).argmax(-1)
+            for b, tok in enumerate(prev.tolist()):
+                done[b] = done[b] or tok == eos_id
+                if not done[b]:
+                    out[b].append(tok)
+            if all(done):
+                break
+        return out
+
+
+class Declare(Encoded):
     """Encoder + CWL + DNLI + RSSP; `losses` gives Lp, Lq, Lr for the joint loss."""
 
     def __init__(self, encoder: nn.Module, dropout: float = 0.1, copy: bool = True):
-        super().__init__()
-        self.encoder = encoder
+        super().__init__(encoder)
         hidden = encoder.config.hidden_size
         self.cwl = CWL(hidden, dropout)
         self.dnli = DNLI(hidden)
         self.rssp = RSSP(encoder.get_input_embeddings(), hidden, copy)
-
-    def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
 
     def dnli_logits(self, batch: dict) -> torch.Tensor:
         p = self.encode(batch["p_ids"], batch["p_mask"])

@@ -27,6 +27,8 @@ SCALES: dict[str, str] = {
             "bleu_3",
             "bleu_4",
             "meteor",
+            "rouge_1",
+            "rouge_2",
             "rouge_l",
             "bertscore_f1",
             "hit",
@@ -45,6 +47,15 @@ SCALES: dict[str, str] = {
     "compression_ratio": "ratio: output / source characters",
     "sentence_splits": "ratio: output / source sentences",
     "lexical_complexity": "8 - Zipf: 0-8, higher = rarer words",
+    # MultiCochrane's copy measures against the complex input (higher input_bleu = closer to a copy)
+    "lcs_distance": "0-1, 0 = the input copied",
+    "input_bleu": "0-1, 1 = the input copied",
+}
+
+# The measures whose definition is ours to name in the signature (any mode).
+_MEASURE_IMPLEMENTATIONS: dict[str, tuple[str, str | None]] = {
+    "lcs_distance": ("medsimp-lcs-token-1-minus-lcs-over-max", None),
+    "input_bleu": ("medsimp-corpus-bleu4-vs-input+nosmooth", None),
 }
 
 # metric -> (implementation, the distribution whose version is recorded; None = medsimp's own)
@@ -52,6 +63,8 @@ _IMPLEMENTATIONS: dict[str, dict[str, tuple[str, str | None]]] = {
     "default": {
         "bleu": ("medsimp-corpus-bleu+nosmooth", None),
         "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
+        "rouge_1": ("rouge-score-f1", "rouge-score"),
+        "rouge_2": ("rouge-score-f1", "rouge-score"),
         "rouge_l": ("rouge-score-f1", "rouge-score"),
         "cider": ("cider-d", "pycocoevalcap"),
         "sari": ("medsimp-sari-xu2016", None),
@@ -97,7 +110,7 @@ def signature(mode: str, n_refs: int, metrics: Sequence[str]) -> str:
         f"case:{_CASE[mode]}",
         f"refs:{n_refs}",
     ]
-    impl = _IMPLEMENTATIONS[mode]
+    impl = {**_IMPLEMENTATIONS[mode], **_MEASURE_IMPLEMENTATIONS}
     for name in metrics:
         if name in impl:
             label, dist = impl[name]
@@ -206,8 +219,11 @@ class Scorer:
         if extras and all(it.source is not None for it in items):
             from medsimp.training.simplification_measures import measures
 
-            result.extra["measures"] = _rounded(measures([it.source for it in items], hyps, language))
+            found = _rounded(measures([it.source for it in items], hyps, language))
+            result.extra["measures"] = found
             result.extra["length_buckets"] = self.buckets(hyps, items, bucket_edges)
+            named = [m for m in _MEASURE_IMPLEMENTATIONS if found.get(m) is not None]
+            result.signature = signature(mode, n_refs, [*metric_names(scores), *named])
         return result
 
     def buckets(self, hyps: list[str], items, edges: Sequence[int]) -> list[dict]:
@@ -246,7 +262,7 @@ class Scorer:
 
 # Metrics with a per-sentence reading (CIDEr's document frequencies, METEOR's and BERTScore's
 # corpus set-up make them corpus-level only).
-SENTENCE_METRICS = ("bleu", "rouge_l", "sari", "fkgl", "hit", "cwr", "ascore")
+SENTENCE_METRICS = ("bleu", "rouge_1", "rouge_2", "rouge_l", "sari", "fkgl", "hit", "cwr", "ascore")
 
 
 def _rounded(scores: dict) -> dict:

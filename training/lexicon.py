@@ -34,7 +34,7 @@ def load_dictionary(paths: Sequence[str | Path]) -> dict[str, list[str]]:
 
 def lemma(word: str) -> str:
     """Lowercased lookup lemma (spaCy's English lemma table; no POS needed, works offline)."""
-    from medsimp.pipelines.selection import lemmatize
+    from medsimp.text.lemmas import lemmatize
 
     return lemmatize(word)
 

@@ -158,17 +158,31 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     return len(a) - v.bit_count()
 
 
-def rouge_l(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]) -> float:
-    """ROUGE-L F1 (Lin 2004) as rouge-score 0.1.2 computes it (`RougeScorer(["rougeL"])` on
-    the given tokens, `score_multi`): per reference P = LCS/|hyp|, R = LCS/|ref|,
-    F = 2PR/(P+R) (0 for an empty side), the best reference per sentence, averaged.
-    tests/test_training_metrics.py checks it equals rouge-score's."""
+def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str = "rougeL") -> float:
+    """ROUGE F1 (Lin 2004) as rouge-score 0.1.2 computes it (`RougeScorer([kind])` on the
+    given tokens, `score_multi`), best reference per sentence, averaged; `kind`: rougeL
+    (P = LCS/|hyp|, R = LCS/|ref|, 0 for an empty side), rouge1 or rouge2 (clipped unigram /
+    bigram overlap over the hypothesis' / reference's n-gram count, PLABA's ROUGE-1/2);
+    F = 2PR/(P+R). Computed here (rouge-score imports NLTK, ~1 s); tests/test_training_metrics.py
+    checks it equals rouge-score's."""
+    if kind == "rougeL":
+        order = 0
+    elif kind in ("rouge1", "rouge2"):
+        order = int(kind[5:])
+    else:
+        raise ValueError(f"unknown ROUGE kind {kind!r}: rougeL, rouge1 or rouge2")
 
     def f1(ref: Tokens, hyp: Tokens) -> float:
-        if not ref or not hyp:
-            return 0.0
-        lcs = lcs_length(ref, hyp)
-        precision, recall = lcs / len(hyp), lcs / len(ref)
+        if order:
+            ref_grams, hyp_grams = _ngrams(ref, order), _ngrams(hyp, order)
+            overlap = sum(min(c, hyp_grams[g]) for g, c in ref_grams.items())
+            precision = overlap / max(sum(hyp_grams.values()), 1)
+            recall = overlap / max(sum(ref_grams.values()), 1)
+        else:
+            if not ref or not hyp:
+                return 0.0
+            lcs = lcs_length(ref, hyp)
+            precision, recall = lcs / len(hyp), lcs / len(ref)
         return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
     vals = [max(f1(r, h) for r in rs) for h, rs in zip(hyps, refs, strict=True)]

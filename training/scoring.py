@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from medsimp.text.words import word_tokenizer
 from medsimp.training import metrics as M
 
 # MedLane's scorer: an annotated pair is the non-space, non-bracket run right before `[...]`.
@@ -35,13 +36,6 @@ class EvalItem:
     terms: list[tuple[str, list[str]]] = field(default_factory=list)  # filled by `attach_terms`
 
 
-def _treebank():
-    """NLTK's Treebank word tokenizer with stdlib-compiled rules (the same tokens, faster)."""
-    from medsimp.pipelines.selection import _tokenizer
-
-    return _tokenizer()
-
-
 def tokenize(text: str) -> list[str]:
     """Lowercased NLTK Treebank word tokens (`nltk.word_tokenize` without sentence splitting)."""
     return list(_tokens(text.lower()))
@@ -49,7 +43,7 @@ def tokenize(text: str) -> list[str]:
 
 @functools.lru_cache(maxsize=65536)
 def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(_treebank().tokenize(text))
+    return tuple(word_tokenizer().tokenize(text))
 
 
 def expand(ref: str) -> str:
@@ -127,7 +121,21 @@ def _background(fn: Callable[[], dict], n: int) -> Callable[[], dict]:
     return result
 
 
-METRICS = ("bleu", "meteor", "rouge_l", "cider", "sari", "fkgl", "bertscore", "hit", "cwr", "ascore")
+METRICS = (
+    "bleu",
+    "meteor",
+    "rouge_1",
+    "rouge_2",
+    "rouge_l",
+    "cider",
+    "sari",
+    "fkgl",
+    "bertscore",
+    "hit",
+    "cwr",
+    "ascore",
+)
+_ROUGE = {"rouge_1": "rouge1", "rouge_2": "rouge2", "rouge_l": "rougeL"}
 TEXT_ONLY = tuple(m for m in METRICS if m not in ("meteor", "bertscore"))
 
 
@@ -168,8 +176,9 @@ def score_default(
 
     def lcs_and_cider() -> dict:
         done: dict[str, float | None] = {}
-        if "rouge_l" in want:
-            done["rouge_l"] = M.rouge_l(h_tok, r_tok)
+        for name, kind in _ROUGE.items():
+            if name in want:
+                done[name] = M.rouge_f1(h_tok, r_tok, kind)
         if "cider" in want:
             done["cider"] = M.cider(h_join, r_join)
         return done
@@ -177,7 +186,7 @@ def score_default(
     background = _background(lcs_and_cider, len(hyps))
     if "meteor" in want:
         out["meteor"] = _meteor_or_none(h_join, r_join, with_meteor)
-    out.update(dict.fromkeys(m for m in ("rouge_l", "cider") if m in want))
+    out.update(dict.fromkeys(m for m in (*_ROUGE, "cider") if m in want))
     if "sari" in want and all(it.source is not None for it in items):
         out.update(
             {
@@ -198,7 +207,7 @@ def score_default(
     if "ascore" in want:
         bleu, hit, cwr = out["bleu"], out["hit"], out["cwr"]
         out["ascore"] = None if hit is None or bleu is None or cwr is None else M.ascore(bleu, hit, cwr)
-    out.update(background())  # fills the rouge_l / cider slots kept in their places
+    out.update(background())  # fills the ROUGE / CIDEr slots kept in their places
     return out
 
 
@@ -265,7 +274,7 @@ def score_medlane(
         out["rouge_l"] = M.coco_rouge_l(hyps, refs)
     if "cider" in want:
         out["cider"] = M.cider(hyps, refs)
-    tok_txt = [" ".join(_treebank().tokenize(h)) for h in hyps]
+    tok_txt = [" ".join(word_tokenizer().tokenize(h)) for h in hyps]
     if "bleu" in want:
         out["bleu"] = max(sum(bleus) / 4, M.MEDLANE_FLOOR)
     if "hit" in want:
@@ -274,11 +283,13 @@ def score_medlane(
         from medsimp.training.lexicon import lemma, stopwords
 
         out["cwr"] = max(
-            M.medlane_cwr(tok_txt, _treebank().tokenize, lemma, common | stopwords(), pro_words),
+            M.medlane_cwr(tok_txt, word_tokenizer().tokenize, lemma, common | stopwords(), pro_words),
             M.MEDLANE_FLOOR,
         )
     if "ascore" in want:
-        out["ascore"] = M.ascore(out["bleu"], out["hit"], out["cwr"])
+        bleu, hit, cwr = (out[k] for k in ("bleu", "hit", "cwr"))
+        assert bleu is not None and hit is not None and cwr is not None  # floored above
+        out["ascore"] = M.ascore(bleu, hit, cwr)
     return out
 
 

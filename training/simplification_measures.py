@@ -12,6 +12,14 @@ between the source and the output, averaged over sentences.
 - lexical complexity: per sentence, the 3rd quartile (numpy's linear quantile, as EASSE) of
   its content words' (alphabetic, not a stopword) complexity `8 - zipf_frequency(word, lang)`
   from wordfreq (higher = rarer words); sentences without content words are skipped.
+
+Two copy measures of MultiCochrane (Joseph et al. 2023), between the output and its complex input:
+- LCS distance: per sentence, 1 - LCS(output tokens, input tokens) / max(len(output), len(input))
+  over lowercased NLTK tokens (0 = the input copied, 1 = no token in common in order; 0 for
+  two empty sides), averaged. The paper's exact normalisation was not reachable: this is our
+  reading (docs/fidelity.md).
+- input BLEU: corpus BLEU-4 (unsmoothed, as `bleu` of training/metrics.py) of the outputs with
+  the complex input as the only reference (higher = closer to a copy).
 """
 
 from __future__ import annotations
@@ -28,20 +36,40 @@ MEASURES = (
     "additions_proportion",
     "deletions_proportion",
     "lexical_complexity",
+    "lcs_distance",
+    "input_bleu",
 )
 
 
-def levenshtein_similarity(a: str, b: str) -> float:
-    """python-Levenshtein's `ratio`: 1 - Indel distance / (len(a) + len(b)); 1.0 for two empty strings."""
-    if not a and not b:
-        return 1.0
+def lcs_length(a: Sequence, b: Sequence) -> int:
+    """Length of the longest common subsequence of two sequences (characters or tokens)."""
     prev = [0] * (len(b) + 1)
     for ca in a:
         cur = [0]
         for j, cb in enumerate(b, 1):
             cur.append(prev[j - 1] + 1 if ca == cb else max(prev[j], cur[j - 1]))
         prev = cur
-    return 2 * prev[-1] / (len(a) + len(b))
+    return prev[-1]
+
+
+def levenshtein_similarity(a: str, b: str) -> float:
+    """python-Levenshtein's `ratio`: 1 - Indel distance / (len(a) + len(b)); 1.0 for two empty strings."""
+    if not a and not b:
+        return 1.0
+    return 2 * lcs_length(a, b) / (len(a) + len(b))
+
+
+def lcs_distance(source: Sequence[str], output: Sequence[str]) -> float:
+    """1 - LCS / max(len(source), len(output)) over tokens; 0.0 for two empty sides."""
+    longest = max(len(source), len(output))
+    return 1 - lcs_length(source, output) / longest if longest else 0.0
+
+
+def input_bleu(sources: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> float:
+    """Corpus BLEU-4 of the outputs against their complex input as the only reference."""
+    from medsimp.training.metrics import corpus_bleu_n
+
+    return corpus_bleu_n([list(o) for o in outputs], [[list(s)] for s in sources])[3]
 
 
 def additions_deletions(source: Sequence[str], output: Sequence[str]) -> tuple[float, float]:
@@ -74,9 +102,11 @@ def measures(sources: Sequence[str], outputs: Sequence[str], language: str = "en
     from medsimp.training.scoring import tokenize
 
     stop = _stopwords(language)
-    rows: dict[str, list[float | None]] = {m: [] for m in MEASURES}
+    rows: dict[str, list[float | None]] = {m: [] for m in MEASURES if m != "input_bleu"}
+    tokens = []
     for src, out in zip(sources, outputs, strict=True):
         s_tok, o_tok = tokenize(src), tokenize(out)
+        tokens.append((s_tok, o_tok))
         rows["compression_ratio"].append(len(out) / len(src) if src else None)
         n_src = len(split_sentences(src, language))
         rows["sentence_splits"].append(len(split_sentences(out, language)) / n_src if n_src else None)
@@ -86,7 +116,10 @@ def measures(sources: Sequence[str], outputs: Sequence[str], language: str = "en
         rows["additions_proportion"].append(add)
         rows["deletions_proportion"].append(dele)
         rows["lexical_complexity"].append(lexical_complexity(o_tok, language, stop))
-    return {m: _mean(v) for m, v in rows.items()}
+        rows["lcs_distance"].append(lcs_distance(s_tok, o_tok))
+    result = {m: _mean(v) for m, v in rows.items()}
+    result["input_bleu"] = input_bleu([s for s, _ in tokens], [o for _, o in tokens]) if tokens else None
+    return result
 
 
 def _stopwords(language: str) -> set[str]:

@@ -1,4 +1,5 @@
-"""Train DECLARE (joint loss Lp + Lq + Lr) and run its three modules in sequence at inference.
+"""Train DECLARE (joint loss Lp + Lq + Lr) and run its three modules in sequence at inference;
+or the BERT-MT baseline (loss Lr, greedy generation) with the same loop.
 
 AdamW with linear warm-up, early stopping on the validation loss, the best
 checkpoint kept for test, resumable from the last checkpoint, seeded, AMP and
@@ -9,14 +10,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from medsimp.params_schema import Train as _TrainParams
-from medsimp.training.declare import Declare, partial_translate
+from medsimp.training.declare import BertMT, Declare, Encoded, partial_translate
 from medsimp.training.labels import (
     MODIFY,
     SPAN_END,
@@ -28,6 +29,7 @@ from medsimp.training.labels import (
 )
 
 Pair = tuple[list[str], list[str]]
+SYSTEMS = ("declare", "bertmt")
 _P = _TrainParams()  # defaults live in medsimp.params_schema (== params.yaml `train`)
 
 
@@ -50,6 +52,7 @@ class Settings:
     patience: int = _P.patience
     dropout: float = _P.dropout
     copy_attention: bool = _P.copy_attention
+    locator_labels: str = _P.locator_labels
     seed: int = _P.seed
     threads: int = _P.threads
 
@@ -95,7 +98,7 @@ def load_backbone(encoder: str, fallback: str | None = None):
         if not fallback or fallback == encoder:
             raise
         logging.getLogger("medsimp").warning(
-            "train.encoder %s cannot be loaded here (offline or not cached): DECLARE uses %s instead "
+            "train.encoder %s cannot be loaded here (offline or not cached): the model uses %s instead "
             "(train.encoder_fallback; recorded as the model's encoder)",
             encoder,
             fallback,
@@ -109,10 +112,10 @@ def load_backbone(encoder: str, fallback: str | None = None):
 
 
 class Featurizer:
-    """Turns word pairs into tensors for the three modules."""
+    """Turns word pairs into tensors for the three modules (`plain`: source and target only, BERT-MT)."""
 
-    def __init__(self, tokenizer, dictionary: dict[str, list[str]], s: Settings):
-        self.tok, self.dict, self.s = tokenizer, dictionary, s
+    def __init__(self, tokenizer, dictionary: dict[str, list[str]], s: Settings, plain: bool = False):
+        self.tok, self.dict, self.s, self.plain = tokenizer, dictionary, s, plain
         self.start_id, self.end_id = tokenizer.convert_tokens_to_ids([SPAN_START, SPAN_END])
 
     def words(self, words: Sequence[str], max_length: int | None = None):
@@ -120,9 +123,11 @@ class Featurizer:
             list(words), is_split_into_words=True, truncation=True, max_length=max_length or self.s.max_length
         )
 
-    def example(self, src: list[str], tgt: list[str]) -> dict:
-        labels, terms = derive(src, tgt, self.dict, self.s.max_options)
+    def example(self, src: list[str], tgt: list[str], annotated: Mapping[str, str] | None = None) -> dict:
         enc = self.words(src)
+        if self.plain:
+            return {"src_ids": enc["input_ids"], "tgt_ids": self.words(tgt)["input_ids"]}
+        labels, terms = derive(src, tgt, self.dict, self.s.max_options, self.s.locator_labels, annotated)
         cwl, seen = [], set()
         for w in enc.word_ids():
             cwl.append(-100 if w is None or w in seen else labels[w])
@@ -191,19 +196,14 @@ class Featurizer:
     def collate(self, examples: list[dict]) -> dict:
         pad = self.tok.pad_token_id
         src_ids, src_mask = self._pad([e["src_ids"] for e in examples], pad)
-        cwl, _ = self._pad([e["cwl"] for e in examples], -100)
-        mark_ids, mark_mask = self._pad([e["mark_ids"] for e in examples], pad)
         dec_in, _ = self._pad([e["tgt_ids"][:-1] for e in examples], pad)
         dec_out, _ = self._pad([e["tgt_ids"][1:] for e in examples], -100)
-        batch = {
-            "src_ids": src_ids,
-            "src_mask": src_mask,
-            "cwl_labels": cwl,
-            "mark_ids": mark_ids,
-            "mark_mask": mark_mask,
-            "dec_in": dec_in,
-            "dec_out": dec_out,
-        }
+        batch = {"src_ids": src_ids, "src_mask": src_mask, "dec_in": dec_in, "dec_out": dec_out}
+        if self.plain:
+            return batch
+        cwl, _ = self._pad([e["cwl"] for e in examples], -100)
+        mark_ids, mark_mask = self._pad([e["mark_ids"] for e in examples], pad)
+        batch.update(cwl_labels=cwl, mark_ids=mark_ids, mark_mask=mark_mask)
         mc = [m for e in examples for m in e["mc"]]
         if mc:
             batch.update(self.multiple_choice(mc))
@@ -235,8 +235,12 @@ def train(
     s: Settings,
     checkpoint_dir: Path,
     progress: bool = True,
-) -> tuple[Declare, Featurizer, dict]:
-    """Train with the joint loss; returns the best model (lowest validation loss) and a log."""
+    val_terms: Sequence[Mapping[str, str]] | None = None,
+    system: str = "declare",
+) -> tuple[Encoded, Featurizer, dict]:
+    """Train `system` (declare: the joint loss; bertmt: Lr); returns the best model (lowest
+    validation loss) and a log. `val_terms`: the annotated terms of each validation pair
+    (locator labels, DNLI gold)."""
     from torch.utils.data import DataLoader
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
@@ -245,10 +249,11 @@ def train(
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     use_amp = device.type == "cuda"
     tokenizer, encoder, used = load_backbone(s.encoder, s.encoder_fallback)
-    feat = Featurizer(tokenizer, dictionary, s)
-    model = Declare(encoder, s.dropout, s.copy_attention).to(device)
+    feat = Featurizer(tokenizer, dictionary, s, plain=system == "bertmt")
+    model = _build(system, encoder, s).to(device)
     train_ex = [feat.example(a, b) for a, b in train_pairs]
-    val_ex = [feat.example(a, b) for a, b in val_pairs]
+    annotations: list[Mapping[str, str] | None] = [*(val_terms or [])] or [None] * len(val_pairs)
+    val_ex = [feat.example(a, b, t) for (a, b), t in zip(val_pairs, annotations, strict=True)]
     gen = torch.Generator().manual_seed(s.seed)
     loader = DataLoader(
         train_ex, batch_size=s.batch_size, shuffle=True, generator=gen, collate_fn=feat.collate
@@ -290,12 +295,12 @@ def train(
         if bad > s.patience:
             break
         model.train()
-        bar = tqdm(loader, desc=f"declare epoch {epoch + 1}/{s.epochs}", disable=not progress, leave=False)
+        bar = tqdm(loader, desc=f"{system} epoch {epoch + 1}/{s.epochs}", disable=not progress, leave=False)
         running = 0.0
         for n, batch in enumerate(bar, 1):
             with torch.autocast(device_type=device.type, enabled=use_amp):
                 parts = model.losses(_to(batch, device))
-                loss = parts["lp"] + parts["lq"] + parts["lr"]
+                loss = sum(parts.values())
             optim.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.unscale_(optim)
@@ -339,32 +344,63 @@ def train(
     return model, feat, log
 
 
+def _build(system: str, encoder, s: Settings) -> Encoded:
+    if system == "declare":
+        return Declare(encoder, s.dropout, s.copy_attention)
+    if system == "bertmt":
+        return BertMT(encoder, s.copy_attention)
+    raise ValueError(f"system must be one of {', '.join(SYSTEMS)}, not {system!r}")
+
+
 @torch.no_grad()
-def evaluate_loss(model: Declare, loader, device: torch.device, use_amp: bool) -> dict[str, float]:
+def evaluate_loss(model: Encoded, loader, device: torch.device, use_amp: bool) -> dict[str, float]:
+    """Mean validation losses per part (Lp, Lq, Lr for DECLARE; Lr for BERT-MT) and their sum."""
     model.eval()
-    sums = {"lp": 0.0, "lq": 0.0, "lr": 0.0}
+    sums: dict[str, float] = {}
     n = 0
     for batch in loader:
         with torch.autocast(device_type=device.type, enabled=use_amp):
             parts = model.losses(_to(batch, device))
-        for k in sums:
-            sums[k] += float(parts[k])
+        for k, v in parts.items():
+            sums[k] = sums.get(k, 0.0) + float(v)
         n += 1
     out = {k: v / max(1, n) for k, v in sums.items()}
-    out["loss"] = out["lp"] + out["lq"] + out["lr"]
+    out["loss"] = sum(out.values())
     return out
 
 
 @torch.no_grad()
-def predict(model: Declare, feat: Featurizer, sources: list[list[str]], batch_size: int = 32) -> list[str]:
-    """CWL -> DNLI -> RSSP partial translation, one output sentence per source."""
+def predict(model: Encoded, feat: Featurizer, sources: list[list[str]], batch_size: int = 32) -> list[str]:
+    """One output sentence per source: DECLARE's CWL -> DNLI -> RSSP partial translation, or
+    BERT-MT's greedy generation (at most `max_length` tokens), re-tokenized as the metrics see it."""
     model.eval()
     device = next(model.parameters()).device
+    if isinstance(model, BertMT):
+        return _generate(model, feat, sources, batch_size, device)
+    assert isinstance(model, Declare)
     outputs = []
     for lo in range(0, len(sources), batch_size):
         chunk = sources[lo : lo + batch_size]
         for src, choices in zip(chunk, _interpret(model, feat, chunk, device)):
             outputs.append(_polish(model, feat, src, choices, device))
+    return outputs
+
+
+def _generate(
+    model: BertMT, feat: Featurizer, sources: list[list[str]], batch_size: int, device
+) -> list[str]:
+    from medsimp.training.scoring import tokenize
+
+    outputs = []
+    for lo in range(0, len(sources), batch_size):
+        ids, mask = feat._pad(
+            [feat.words(w)["input_ids"] for w in sources[lo : lo + batch_size]], feat.tok.pad_token_id
+        )
+        for toks in model.generate(
+            ids.to(device), mask.to(device), feat.tok.cls_token_id, feat.tok.sep_token_id, feat.s.max_length
+        ):
+            text = feat.tok.decode(toks, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+            outputs.append(" ".join(tokenize(text)))
     return outputs
 
 
@@ -438,27 +474,30 @@ def _polish(model: Declare, feat: Featurizer, src: list[str], choices: dict[int,
     return " ".join(pieces + rest)
 
 
-def save(model: Declare, feat: Featurizer, out: Path, log: dict) -> None:
-    """Encoder config + tokenizer, weights (safetensors), settings, dictionary and training log."""
+def save(model: Encoded, feat: Featurizer, out: Path, log: dict) -> None:
+    """Encoder config + tokenizer, weights (`<system>.safetensors`), settings, dictionary and training log."""
     model.encoder.config.save_pretrained(out / "encoder")
     feat.tok.save_pretrained(out / "encoder")
     from safetensors.torch import save_model
 
-    save_model(model, str(out / "declare.safetensors"))  # byte-stable, unlike torch.save
+    name = "bertmt" if isinstance(model, BertMT) else "declare"
+    save_model(model, str(out / f"{name}.safetensors"))  # byte-stable, unlike torch.save
     (out / "settings.json").write_text(json.dumps(feat.s.__dict__, sort_keys=True, indent=2) + "\n")
     (out / "dictionary.json").write_text(json.dumps(feat.dict, sort_keys=True, indent=1) + "\n")
     (out / "train_log.json").write_text(json.dumps(log, sort_keys=True, indent=2) + "\n")
 
 
-def load(out: Path) -> tuple[Declare, Featurizer]:
-    """Rebuild a saved DECLARE model (no hub access: config and weights are local)."""
+def load(out: Path) -> tuple[Encoded, Featurizer]:
+    """Rebuild a saved DECLARE or BERT-MT model (no hub access: config and weights are local)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(out / "encoder")
     encoder = AutoModel.from_config(AutoConfig.from_pretrained(out / "encoder"))
     s = Settings.from_params(json.loads((out / "settings.json").read_text()))
-    model = Declare(encoder, s.dropout, s.copy_attention)
+    system = "bertmt" if (out / "bertmt.safetensors").exists() else "declare"
+    model = _build(system, encoder, s)
     from safetensors.torch import load_model
 
-    load_model(model, str(out / "declare.safetensors"))
-    return model, Featurizer(tokenizer, json.loads((out / "dictionary.json").read_text()), s)
+    load_model(model, str(out / f"{system}.safetensors"))
+    dictionary = json.loads((out / "dictionary.json").read_text())
+    return model, Featurizer(tokenizer, dictionary, s, plain=system == "bertmt")

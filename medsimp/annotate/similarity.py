@@ -14,7 +14,7 @@ MEASURES = ("overlap", "cosine", "crf")
 
 def overlap_matrix(complex_: Sequence[str], simple: Sequence[str], language: str) -> np.ndarray:
     """r = |Lc ∩ Ls| / |Ls| for every (complex, simple) pair (simple lemmas in `language`)."""
-    from medsimp.alignment.overlap import lemma_set
+    from medsimp.text.lemmas import lemma_set
 
     lc = [lemma_set(t, "en") for t in complex_]
     ls = [lemma_set(t, language) for t in simple]

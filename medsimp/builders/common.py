@@ -13,26 +13,6 @@ import pyarrow.parquet as pq
 
 SPLITS = ("train", "validation", "test")
 
-CONCEPT = pa.struct(
-    [
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("term", pa.string()),
-        ("cui", pa.string()),
-        ("semtypes", pa.list_(pa.string())),
-        ("similarity", pa.float64()),
-    ]
-)
-READABILITY = pa.struct(
-    [
-        ("fkgl", pa.float64()),
-        ("gunning_fog", pa.float64()),
-        ("coleman_liau", pa.float64()),
-        ("ari", pa.float64()),
-        ("n_tokens", pa.int32()),
-    ]
-)
-
 
 class BuildError(ValueError):
     """A builder cannot run on its inputs (missing directory, missing columns)."""

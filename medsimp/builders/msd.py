@@ -17,8 +17,6 @@ from typing import Any
 import pyarrow as pa
 
 from medsimp.builders.common import (
-    CONCEPT,
-    READABILITY,
     BuiltDataset,
     HubCard,
     load_links,
@@ -27,6 +25,7 @@ from medsimp.builders.common import (
     side_annotations,
     table_from_rows,
 )
+from medsimp.schemas import CONCEPT, READABILITY
 
 COLUMNS = ["sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text"]
 GROUP_COLUMNS = ["group_id", "doc_id", "pcio", "complex_ids", "simple_ids"]

@@ -26,8 +26,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from medsimp.builders.common import (
-    CONCEPT,
-    READABILITY,
     BuildError,
     BuiltDataset,
     HubCard,
@@ -41,6 +39,7 @@ from medsimp.builders.common import (
     unit_hash,
 )
 from medsimp.errors import InputError
+from medsimp.schemas import CONCEPT, READABILITY
 
 PAIR_COLUMNS = [
     "pair_id",

@@ -14,8 +14,6 @@ from typing import Any
 import pyarrow as pa
 
 from medsimp.builders.common import (
-    CONCEPT,
-    READABILITY,
     BuildError,
     BuiltDataset,
     HubCard,
@@ -28,6 +26,7 @@ from medsimp.builders.common import (
     split_units,
     table_from_rows,
 )
+from medsimp.schemas import CONCEPT, READABILITY
 
 PAIR_COLUMNS = [
     "pair_id",

@@ -25,8 +25,8 @@ from medsimp.builders.common import (
     split_units,
     table_from_rows,
 )
-from medsimp.pipelines.radiology_core import SCHEMA as SENTENCES
 from medsimp.pipelines.radiology_core import doc_order
+from medsimp.schemas import RADIOLOGY_SENTENCES
 
 COLUMNS = [
     "sentence_id",
@@ -45,7 +45,7 @@ COLUMNS = [
     "duplicate_doc_ids",
     "locator",
 ]
-SCHEMA = pa.schema([SENTENCES.field(name) for name in COLUMNS])
+SCHEMA = pa.schema([RADIOLOGY_SENTENCES.field(name) for name in COLUMNS])
 REQUIRED = ("sentence_id", "doc_id", "text")
 FEATURES = {
     "sentence_id": "`radiology:<note id>:complex:en:<sentence index>`",

@@ -25,7 +25,7 @@ from medsimp.inputs import read_lines
 if TYPE_CHECKING:
     from medsimp.training.evaluation import Scorer
 
-HELP = "score outputs: BLEU, METEOR, ROUGE-L, CIDEr, SARI, FKGL, BERTScore, HIT, CWR, AScore"
+HELP = "score outputs: BLEU, METEOR, ROUGE-1/2/L, CIDEr, SARI, FKGL, BERTScore, HIT, CWR, AScore"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--select",
         help="comma-separated metrics to compute (default: params evaluate.select, "
-        "null = all): bleu, meteor, rouge_l, cider, sari, fkgl, bertscore, hit, cwr, ascore",
+        "null = all): bleu, meteor, rouge_1, rouge_2, rouge_l, cider, sari, fkgl, bertscore, hit, cwr, ascore",
     )
     parser.add_argument(
         "--metrics",
@@ -366,7 +366,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: dict) -> int:
             for m, v in res.items():
                 print(
                     f"paired bootstrap {pair} {m}: delta {v['delta']:g}, p = {v['p_value']:g}, "
-                    f"95% CI [{v['ci_low']:g}, {v['ci_high']:g}]",
+                    f"95% CI [{v['ci_low']:g}, {v['ci_high']:g}], Wilcoxon p = {v['wilcoxon_p']:g}",
                     file=sys.stderr,
                 )
     for name, r in results.items():
@@ -425,6 +425,21 @@ def _labelled(scores: dict) -> dict:
 
 
 HEADLINE = ("bleu", "sari", "fkgl", "ascore")  # per model, default mode: what `dvc metrics show` lists
+# printed per model and mode by the stage
+SUMMARY = (
+    "bleu",
+    "meteor",
+    "rouge_1",
+    "rouge_2",
+    "rouge_l",
+    "cider",
+    "sari",
+    "fkgl",
+    "bertscore_f1",
+    "hit",
+    "cwr",
+    "ascore",
+)
 
 
 def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
@@ -452,7 +467,7 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
         from medsimp.training.data import load_splits
 
         items = load_splits(train_cfg).eval[split]
-    models = list(cfg.get("models") or ["declare", "dictionary", "copy"])
+    models = list(cfg.get("models") or ["declare", "bertmt", "dictionary", "copy"])
     models_dir = Path(cfg.get("models_dir", "out/models"))
     edges = [int(x) for x in cfg.get("length_buckets", default("evaluate.length_buckets"))]
     results: dict = {mode: {} for mode in modes}
@@ -484,12 +499,6 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     write_json(args.metrics, {m: {k: sc.get(k) for k in HEADLINE} for m, sc in default_scores.items()})
     write_json(args.plots, list(buckets.values()))
     for mode in modes:
-        flat = {
-            f"{m}.{k}": v
-            for m, sc in results[mode].items()
-            for k, v in sc.items()
-            if k
-            in ("bleu", "meteor", "rouge_l", "cider", "sari", "fkgl", "bertscore_f1", "hit", "cwr", "ascore")
-        }
+        flat = {f"{m}.{k}": v for m, sc in results[mode].items() for k, v in sc.items() if k in SUMMARY}
         print_summary(f"evaluate ({mode}, {split}, n={len(items)})", flat)
     return 0

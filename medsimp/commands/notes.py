@@ -96,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.lineage import with_lineage
     from medsimp.outputs import atomic_dir, print_summary, write_json, write_metrics
     from medsimp.pipelines import beam_io, notes_job
-    from medsimp.pipelines.notes_core import SENTENCE_SCHEMA
     from medsimp.pipelines.selection import load_lexicons
+    from medsimp.schemas import NOTES_SENTENCES
 
     params = section(args.params_data, "notes")
     pattern = args.input or (params.get("input") and resolve_path(params["input"], args.params_dir))
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         result.wait_until_finish()
         notes_job.raise_file_errors(str(tmp / "dead_letter"))
         if not any((tmp / "sentences").iterdir()):  # no sentence at all: one empty part
-            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, with_lineage(SENTENCE_SCHEMA, tags))
+            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, with_lineage(NOTES_SENTENCES, tags))
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from_counters(
             beam_io.counters(result, notes_job.NAMESPACE), [name for _, name, _ in files], params

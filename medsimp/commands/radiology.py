@@ -57,7 +57,8 @@ def run(args) -> int:
     from medsimp.outputs import atomic_dir, check_reconciles, print_summary, write_json, write_metrics
     from medsimp.pipelines import beam_io, notes_job, radiology
     from medsimp.pipelines.notes_job import NAMESPACE as NOTES_NS
-    from medsimp.pipelines.radiology_core import SCHEMA, load_lexicons
+    from medsimp.pipelines.radiology_core import load_lexicons
+    from medsimp.schemas import RADIOLOGY_SENTENCES
 
     params = section(args.params_data, "radiology")
     patterns = args.input or ([resolve_path(params["input"], args.params_dir)] if params.get("input") else [])
@@ -73,7 +74,9 @@ def run(args) -> int:
         result = pipeline.run()
         result.wait_until_finish()
         notes_job.raise_file_errors(str(tmp / "dead_letter"))
-        beam_io.fill_empty_shards(str(tmp / "sentences"), "part", shards, with_lineage(SCHEMA, tags))
+        beam_io.fill_empty_shards(
+            str(tmp / "sentences"), "part", shards, with_lineage(RADIOLOGY_SENTENCES, tags)
+        )
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from(
             beam_io.counters(result, NOTES_NS),

@@ -1,11 +1,12 @@
-"""Train one simplifier (DECLARE or a baseline) and write its predictions.
+"""Train one simplifier (DECLARE, the BERT-MT baseline, or a rule baseline) and write its predictions.
 
 `medsimp train --model declare --output out/models/declare` trains DECLARE on
 `train.data` (MedLane-format files or a parquet of English pairs), keeps the
 checkpoint with the lowest validation loss, and writes
 `predictions/{validation,test}.txt` (one output per evaluation sentence), the
-model files and `stats.json`. Baselines (`dictionary`, `copy`) only predict.
-Interrupted DECLARE runs resume from the last checkpoint under
+model files and `stats.json`. `bertmt` (encoder + attention decoder) trains with the same
+loop and settings. Baselines (`dictionary`, `copy`) only predict.
+Interrupted DECLARE / BERT-MT runs resume from the last checkpoint under
 `<cache.dir>/checkpoints/` (keyed by the params and data).
 """
 
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "train DECLARE or a baseline (dictionary, copy) and write predictions"
-MODELS = ("declare", "dictionary", "copy")
+HELP = "train DECLARE or a baseline (bertmt, dictionary, copy) and write predictions"
+MODELS = ("declare", "bertmt", "dictionary", "copy")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,12 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _data_key(cfg: dict, model: str, base) -> str:
-    """Params hash of the train section, the model and the bytes of every input file
-    (keyed by their params value, so the key does not depend on where the checkout lives)."""
+    """Params hash of the train section, the model, the bytes of every input file (keyed by their
+    params value, so the key does not depend on where the checkout lives) and the code version of
+    what builds the examples and trains (a label-rule change must not resume a stale checkpoint)."""
     import hashlib
     from pathlib import Path
 
     from medsimp.config import params_hash, resolve_path
+    from medsimp.doccache import code_version
 
     data = cfg.get("data") or {}
     if data.get("format", "medlane") == "pairs":
@@ -49,7 +52,8 @@ def _data_key(cfg: dict, model: str, base) -> str:
     files = sorted({*(cfg.get("dictionaries") or []), *inputs})
     paths = {f: Path(resolve_path(f, base)) for f in files}
     digests = {f: hashlib.sha256(p.read_bytes()).hexdigest() for f, p in paths.items() if p.is_file()}
-    return params_hash({"train": cfg, "model": model, "files": digests})
+    code = code_version(*(f"medsimp.training.{m}" for m in ("data", "declare", "labels", "trainer")))
+    return params_hash({"train": cfg, "model": model, "files": digests, "code": code})
 
 
 def data_lineage(cfg: dict) -> list[str]:
@@ -94,19 +98,21 @@ def run(args: argparse.Namespace) -> int:
         "splits": dict(splits.counts),
     }
     with atomic_dir(args.output, lineage=data_lineage(cfg)) as tmp:
-        if args.model == "declare":
+        if args.model in ("declare", "bertmt"):
             from medsimp.training import trainer
 
             settings = trainer.Settings.from_params(cfg)
             cache = Path((args.params_data.get("cache") or {}).get("dir", ".cache/medsimp"))
-            ckpt = cache / "checkpoints" / f"declare-{_data_key(cfg, args.model, args.params_dir)}"
+            ckpt = cache / "checkpoints" / f"{args.model}-{_data_key(cfg, args.model, args.params_dir)}"
             model, feat, log = trainer.train(
                 splits.train,
                 splits.validation,
-                dictionary,
+                dictionary if args.model == "declare" else {},  # BERT-MT reads no dictionary
                 settings,
                 ckpt,
                 progress=not args.no_progress and interactive(),
+                val_terms=splits.validation_terms,
+                system=args.model,
             )
             preds = {name: trainer.predict(model, feat, srcs) for name, srcs in sources.items()}
             # a warm rerun resumes from the last checkpoint and ends with the same model: where it

@@ -116,11 +116,11 @@ def agreement(answers: list[Answer]) -> dict[str, Any]:
 def correlations(
     answers: list[Answer], metrics: dict[tuple[str, str], dict[str, float]]
 ) -> list[dict[str, Any]]:
-    """Pearson and Spearman correlation of each automatic metric with each human scale
+    """Pearson, Spearman and Kendall (tau-b, PLABA's) correlation of each automatic metric with each human scale
     (mean over raters per item and system), for the expert and MultiCochrane forms.
     `better` says which way the scale improves: MultiCochrane factuality and fluency are
     lower-is-better (App. A), simplicity is best at 0, the expert scales higher-is-better."""
-    from scipy.stats import pearsonr, spearmanr
+    from scipy.stats import kendalltau, pearsonr, spearmanr
 
     human: dict[tuple[str, str], dict[tuple[str, str], list[int]]] = defaultdict(lambda: defaultdict(list))
     for a in answers:
@@ -150,6 +150,7 @@ def correlations(
                     "n": len(keys),
                     "pearson": _round(float(pearsonr(xs, ys)[0])) if ok else None,
                     "spearman": _round(float(spearmanr(xs, ys)[0])) if ok else None,
+                    "kendall_tau": _round(float(kendalltau(xs, ys)[0])) if ok else None,
                 }
             )
     return rows
