@@ -87,7 +87,12 @@ class ValidateFn(beam.DoFn):
 
 
 # what computes a cached link result: a change to any of these misses the old entries
-CODE = ("medsimp.pipelines.link", "medsimp.pipelines.umls", "medsimp.pipelines.readability")
+CODE = (
+    "medsimp.pipelines.link",
+    "medsimp.pipelines.umls",
+    "medsimp.pipelines.readability",
+    "medsimp.text.words",  # readability's word tokenizer
+)
 
 
 class LinkFn(beam.DoFn):

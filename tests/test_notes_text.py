@@ -123,6 +123,92 @@ def test_tokenizer_matches_stock_nltk():
         assert word_tokenizer().tokenize(text) == stock.tokenize(text)
 
 
+def test_tokenizer_matches_stock_nltk_on_random_text():
+    import random
+
+    from nltk.tokenize import NLTKWordTokenizer
+
+    from medsimp.text.words import word_tokenizer
+
+    pieces = [
+        *"abcXYZ019 .,;:!?'\"`()[]{}<>-*$%&@#/",
+        "--",
+        "...",
+        "''",
+        "``",
+        "\u201c",
+        "\u201d",
+        "\u2018",
+        "\u2019",
+        "\u00ab",
+        "\u00bb",
+        "\u2013",
+        "\u2014",
+        " can",
+        "not ",
+        "gon",
+        "na ",
+        "wan",
+        "'t",
+        "is",
+        "was",
+        "'s",
+        "n't",
+        "'ll",
+        "d'ye",
+        "gimme",
+        "lemme",
+        "gotta",
+        "more'n",
+        "\t",
+        "\n",
+        "  ",
+    ]
+    rnd = random.Random(15)
+    stock = NLTKWordTokenizer()
+    for _ in range(3000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 25)))
+        assert word_tokenizer().tokenize(text) == stock.tokenize(text), repr(text)
+
+
+def test_tokenizer_rules_are_nltks():
+    """The rule tables kept in medsimp/text/words.py (so that scoring does not import NLTK) are
+    NLTKWordTokenizer's, pattern, flags and replacement (a new NLTK release that changes
+    them fails here)."""
+    import re
+
+    from nltk.tokenize import NLTKWordTokenizer as N
+
+    from medsimp.text import words as S
+
+    def std(p):  # NLTK 3.10 wraps its patterns in redos.TimedPattern
+        rx = getattr(p, "_rx", p)
+        return rx.pattern, rx.flags & (re.I | re.M | re.S | re.U | re.X)
+
+    def table(rules):
+        return [(std(p), r) for p, r in rules]
+
+    for name in ("STARTING_QUOTES", "ENDING_QUOTES", "PUNCTUATION"):
+        assert table(getattr(S, name)) == table(getattr(N, name)), name
+    for name in ("PARENS_BRACKETS", "DOUBLE_DASHES"):
+        assert table([getattr(S, name)]) == table([getattr(N, name)]), name
+    assert [std(p) for p in S.CONTRACTIONS] == [std(p) for p in N.CONTRACTIONS2 + N.CONTRACTIONS3]
+
+
+def test_scoring_and_readability_do_not_import_nltk():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from medsimp.training import scoring, metrics; "
+        "from medsimp.pipelines import readability; "
+        "scoring.tokenize('He cannot go.'); readability.scores('The patient has anemia.', 'en', ['en']); "
+        "metrics.rouge_f1([['a']], [[['a']]]); metrics.rouge_f1([['a']], [[['a']]], 'rouge2'); "
+        "assert 'nltk' not in sys.modules, 'nltk imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_tokenize_keeps_placeholder_as_one_token():
     assert tokenize("Seen at [**Hospital1 18**], BP 120/80.") == [
         "Seen",

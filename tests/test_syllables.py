@@ -25,3 +25,77 @@ def test_cmudict_is_written_in_nltks_format(tmp_path):
     theirs.write_text("abandon AH0 B AE1 N D AH0 N\n", encoding="utf-8")
     assert _nltk_cmudict_format(ours) and not _nltk_cmudict_format(theirs)
     assert not _nltk_cmudict_format(tmp_path / "missing")
+
+
+TEXTS = [
+    "The patient has anemia.",
+    "Pt's BP 120/80; HR 88 - 97%... T 98.6F. s/p CABG x3 b.i.d.",
+    "He said \"don't\" -- the dogs' bowls weren't there; I'll go, they're 'fine' and it's O'Neil's co-op.",
+    "Hypercholesterolemia, thrombocytopenia and pneumonoultramicroscopic words xyzzyq.",
+    "La pression artérielle du patient était élevée ; l'hôpital l'a traité.",
+    "El paciente tenía hipertensión y diabetes mellitus tipo 2.",
+    "",
+    "  ...  ",
+    "1,000.5 mg (about 3 tablets) twice daily",
+]
+
+
+def _sample_texts() -> list[str]:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "data" / "sample" / "medlane"
+    lines = [
+        ln for f in ("test.txt", "train.txt") for ln in (root / f).read_text().splitlines() if ln.strip()
+    ]
+    return TEXTS + lines[:300]
+
+
+def test_counts_are_textstats():
+    """words / syllable_count / polysyllable_count are textstat 0.7.13's lexicon_count /
+    syllable_count / polysyllabcount (English through CMUdict, others through pyphen)."""
+    import textstat
+
+    from medsimp.pipelines import readability as R
+    from medsimp.resources import ensure_nltk_data
+
+    ensure_nltk_data()
+    for lang in ("en", "fr", "es"):
+        textstat.set_lang(lang)
+        for text in _sample_texts():
+            assert len(R.words(text)) == textstat.lexicon_count(text), text
+            assert R.syllable_count(text, lang) == textstat.syllable_count(text), (lang, text)
+            assert R.polysyllable_count(text, lang) == textstat.polysyllabcount(text), (lang, text)
+    textstat.set_lang("en")
+
+
+def test_syllable_table_is_cmudict_as_nltk_reads_it():
+    """Every word of the compact table: the stressed phones of NLTK's first pronunciation."""
+    import nltk
+
+    from medsimp.resources import cmudict_syllables, ensure_nltk_data
+
+    ensure_nltk_data()
+    expected = {
+        w: sum(1 for p in prons[0] if p[-1].isdigit()) for w, prons in nltk.corpus.cmudict.dict().items()
+    }
+    assert cmudict_syllables() == expected
+
+
+def test_syllable_table_is_cached_under_the_files_hash(tmp_path, monkeypatch):
+    import hashlib
+
+    from medsimp import resources
+
+    monkeypatch.setenv("MEDSIMP_CACHE", str(tmp_path))
+    resources.cmudict_syllables.cache_clear()
+    try:
+        table = resources.cmudict_syllables()
+        digest = hashlib.sha256(resources.cmudict_file().read_bytes()).hexdigest()[:32]
+        cached = tmp_path / "cmudict-syllables" / f"{digest}.json"
+        assert cached.is_file() and table["anemia"] == 4 and table["the"] == 1
+        cached.write_text('{"anemia": 4', encoding="utf-8")  # a torn write: rebuilt, not trusted
+        resources.cmudict_syllables.cache_clear()
+        assert resources.cmudict_syllables() == table
+        assert resources.read_cmudict_syllables(resources.cmudict_file()) == table
+    finally:
+        resources.cmudict_syllables.cache_clear()

@@ -150,6 +150,57 @@ def test_cider_perfect_match_is_10():
 
 
 @pytest.mark.java
+def _random_corpus(seed: int, n: int) -> tuple[list[list[str]], list[list[list[str]]]]:
+    import random
+
+    rnd = random.Random(seed)
+    vocab = "the a patient has high blood pressure heart rate was normal and , . ( ) bp hr".split()
+    sent = lambda: [rnd.choice(vocab) for _ in range(rnd.randint(0, 30))]  # noqa: E731
+    return [sent() for _ in range(n)], [[sent() for _ in range(rnd.randint(1, 5))] for _ in range(n)]
+
+
+def test_lcs_length_equals_rouge_scores_table():
+    from rouge_score.rouge_scorer import _lcs_table
+
+    hyps, refs = _random_corpus(1, 300)
+    for h, rs in zip(hyps, refs):
+        for r in rs:
+            assert M.lcs_length(r, h) == (_lcs_table(r, h)[-1][-1] if r and h else 0)
+
+
+def test_rouge_is_rouge_scores_number():
+    from rouge_score.rouge_scorer import RougeScorer
+
+    class Given:
+        def tokenize(self, text: str) -> list[str]:
+            return text.split(" ") if text else []
+
+    for kind in ("rougeL", "rouge1", "rouge2"):
+        scorer = RougeScorer([kind], tokenizer=Given())
+        for seed in range(5):
+            hyps, refs = _random_corpus(seed, 60)
+            vals = [
+                scorer.score_multi([" ".join(r) for r in rs], " ".join(h))[kind].fmeasure
+                for h, rs in zip(hyps, refs)
+            ]
+            assert M.rouge_f1(hyps, refs, kind) == sum(vals) / len(vals)  # the same float
+
+
+def test_cider_is_pycocoevalcaps_number():
+    from pycocoevalcap.cider.cider import Cider
+
+    for seed in range(8):
+        hyps, refs = _random_corpus(seed, 1 + 7 * seed)
+        h = [" ".join(x) for x in hyps]
+        r = [[" ".join(x) for x in rs] for rs in refs]
+        if not any(x for rs in refs for x in rs):
+            continue
+        expected, _ = Cider().compute_score(
+            {i: rs for i, rs in enumerate(r)}, {i: [x] for i, x in enumerate(h)}
+        )
+        assert M.cider(h, r) == float(expected)  # the same float, not approximately
+
+
 def test_meteor_identical_and_disjoint():
     same = M.meteor(["the patient was discharged home ."], [["the patient was discharged home ."]])
     assert 0.99 < same <= 1.0

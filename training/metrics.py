@@ -38,7 +38,8 @@ def ascore(bleu: float, hit: float, cwr: float, alpha: float = 2.0, beta: float 
 
 # ---------------------------------------------------------------- BLEU
 def _ngrams(tokens: Sequence[str], n: int) -> Counter:
-    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    """Counts of the n-grams (tuples) of `tokens`, in order of first occurrence."""
+    return Counter(zip(*(tokens[i:] for i in range(n))))
 
 
 def corpus_bleu_n(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], max_n: int = 4) -> list[float]:
@@ -140,32 +141,135 @@ def coco_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
     return float(score)
 
 
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token lists: the bit-parallel
+    algorithm of Hyyroe (2004) / Crochemore et al. (2001), one big-integer step per token
+    of `b` instead of rouge-score's len(a) x len(b) table (the same integer)."""
+    if not a or not b:
+        return 0
+    masks: dict[str, int] = {}
+    for i, token in enumerate(a):
+        masks[token] = masks.get(token, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    v = full
+    for token in b:
+        u = v & masks.get(token, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(a) - v.bit_count()
+
+
 def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str = "rougeL") -> float:
-    """ROUGE F1 (Lin 2004) with rouge-score, best reference per sentence, averaged; `kind`:
-    rougeL (LCS), rouge1 or rouge2 (unigram / bigram overlap, PLABA's ROUGE-1/2)."""
-    from rouge_score.rouge_scorer import RougeScorer
+    """ROUGE F1 (Lin 2004) as rouge-score 0.1.2 computes it (`RougeScorer([kind])` on the
+    given tokens, `score_multi`), best reference per sentence, averaged; `kind`: rougeL
+    (P = LCS/|hyp|, R = LCS/|ref|, 0 for an empty side), rouge1 or rouge2 (clipped unigram /
+    bigram overlap over the hypothesis' / reference's n-gram count, PLABA's ROUGE-1/2);
+    F = 2PR/(P+R). Computed here (rouge-score imports NLTK, ~1 s); tests/test_training_metrics.py
+    checks it equals rouge-score's."""
+    if kind == "rougeL":
+        order = 0
+    elif kind in ("rouge1", "rouge2"):
+        order = int(kind[5:])
+    else:
+        raise ValueError(f"unknown ROUGE kind {kind!r}: rougeL, rouge1 or rouge2")
 
-    class _Given:
-        def tokenize(self, text: str) -> list[str]:
-            return text.split(" ") if text else []
+    def f1(ref: Tokens, hyp: Tokens) -> float:
+        if order:
+            ref_grams, hyp_grams = _ngrams(ref, order), _ngrams(hyp, order)
+            overlap = sum(min(c, hyp_grams[g]) for g, c in ref_grams.items())
+            precision = overlap / max(sum(hyp_grams.values()), 1)
+            recall = overlap / max(sum(ref_grams.values()), 1)
+        else:
+            if not ref or not hyp:
+                return 0.0
+            lcs = lcs_length(ref, hyp)
+            precision, recall = lcs / len(hyp), lcs / len(ref)
+        return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
-    scorer = RougeScorer([kind], tokenizer=_Given())
-    vals = [
-        scorer.score_multi([" ".join(r) for r in rs], " ".join(h))[kind].fmeasure
-        for h, rs in zip(hyps, refs, strict=True)
-    ]
+    vals = [max(f1(r, h) for r in rs) for h, rs in zip(hyps, refs, strict=True)]
     return sum(vals) / len(vals) if vals else 0.0
 
 
-def cider(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
-    """CIDEr (Vedantam et al. 2015) as pycocoevalcap / nlg-eval compute it (whitespace tokens)."""
-    from pycocoevalcap.cider.cider import Cider
+def cider(hyps: Sequence[str], refs: Sequence[Sequence[str]], n: int = 4, sigma: float = 6.0) -> float:
+    """CIDEr-D (Vedantam et al. 2015) as pycocoevalcap 1.2's `Cider` / nlg-eval compute it on
+    whitespace tokens, with its arithmetic in its order (the same float), faster: the idf
+    logarithm once per document frequency, no numpy per n-gram. As there, the length in the
+    Gaussian penalty counts bigrams. tests/test_training_metrics.py checks it equals pycocoevalcap's."""
+    import numpy as np
 
     if not any(r.split() for rs in refs for r in rs):
         return 0.0  # no reference n-gram: pycocoevalcap fails on max() of an empty df table
-    gts, res = _coco_inputs(hyps, refs)
-    score, _ = Cider().compute_score(gts, res)
-    return float(score)
+    if len(hyps) != len(refs) or any(not rs for rs in refs):
+        raise ValueError("CIDEr needs one hypothesis and at least one reference per sentence")
+
+    def precook(text: str) -> dict[tuple[str, ...], int]:
+        words = text.strip().split()
+        counts: dict[tuple[str, ...], int] = {}
+        for k in range(1, n + 1):
+            for gram in zip(*(words[i:] for i in range(k))):
+                counts[gram] = counts.get(gram, 0) + 1
+        return counts
+
+    crefs = [[precook(r) for r in rs] for rs in refs]
+    ctest = [precook(h) for h in hyps]
+    document_frequency: dict[tuple[str, ...], float] = {}
+    for cref in crefs:
+        for gram in {g for ref in cref for g in ref}:
+            document_frequency[gram] = document_frequency.get(gram, 0.0) + 1.0
+    if len(ctest) < max(document_frequency.values()):
+        raise ValueError("CIDEr: a document frequency above the number of sentences")
+    ref_len = float(np.log(float(len(crefs))))
+    idf: dict[float, float] = {}  # document frequency -> ref_len - log(max(1, df))
+
+    def counts2vec(cnts: dict[tuple[str, ...], int]) -> tuple[list[dict], list[float], int]:
+        vec: list[dict[tuple[str, ...], float]] = [{} for _ in range(n)]
+        norm = [0.0] * n
+        length = 0
+        for gram, term_freq in cnts.items():
+            df = document_frequency.get(gram, 0.0)
+            weight = idf.get(df)
+            if weight is None:
+                weight = idf[df] = ref_len - float(np.log(max(1.0, df)))
+            k = len(gram) - 1
+            value = float(term_freq) * weight
+            vec[k][gram] = value
+            norm[k] += pow(value, 2)
+            if k == 1:
+                length += term_freq
+        return vec, [math.sqrt(x) for x in norm], length
+
+    penalty: dict[float, float] = {}  # length difference -> Gaussian penalty
+
+    def sim(
+        vec_hyp: list[dict], vec_ref: list[dict], norm_hyp: list[float], norm_ref: list[float], delta: float
+    ) -> list[float]:
+        factor = penalty.get(delta)
+        if factor is None:
+            factor = penalty[delta] = np.e ** (-(delta**2) / (2 * sigma**2))
+        val = [0.0] * n
+        for k in range(n):
+            ref_k = vec_ref[k]
+            for gram, value in vec_hyp[k].items():
+                other = ref_k.get(gram)
+                if other is not None:
+                    val[k] += min(value, other) * other
+            if norm_hyp[k] != 0 and norm_ref[k] != 0:
+                val[k] /= norm_hyp[k] * norm_ref[k]
+            val[k] *= factor
+        return val
+
+    scores = []
+    for test, cref in zip(ctest, crefs):
+        vec, norm, length = counts2vec(test)
+        score = [0.0] * n
+        for ref in cref:
+            vec_ref, norm_ref, length_ref = counts2vec(ref)
+            for k, v in enumerate(sim(vec, vec_ref, norm, norm_ref, float(length - length_ref))):
+                score[k] += v
+        score_avg = np.mean(np.array(score))
+        score_avg /= len(cref)
+        score_avg *= 10.0
+        scores.append(score_avg)
+    return float(np.mean(np.array(scores)))
 
 
 # ---------------------------------------------------------------- SARI

