@@ -335,8 +335,7 @@ class Evaluate:
     bootstrap_samples: int = 1000
     bootstrap_seed: int = 12345
     length_buckets: list[int] = _f([0, 10, 15, 20, 30])
-    style_data: str | None = None  # null (and no style_classifier): style_accuracy not computed
-    style_classifier: str | None = None
+    style_data: str | None = None  # null: style_accuracy not computed
     perplexity_model: str | None = None  # null: perplexity not computed
     umls_index: str | None = None  # null: masked_edit_distance not computed
 

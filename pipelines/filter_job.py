@@ -12,6 +12,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from medsimp.params_schema import default
 from medsimp.pipelines.align_job import pair_sort_key
 from medsimp.pipelines.beam_io import new_pipeline, parquet_lineage
 from medsimp.pipelines.source_job import Counter, Table, finish, prepare_dirs, stamp, write_tables
@@ -68,7 +69,7 @@ def run(
     from medsimp.alignment.overlap import passes
 
     shards = int(params.get("num_shards", 1))
-    comparison = str(params.get("comparison", "gt"))
+    comparison = str(params.get("comparison", default("filter.comparison")))
     try:  # an unknown comparison fails here, in one line, before the pipeline runs
         passes(0.0, 0.5, comparison)
     except ValueError as exc:
@@ -82,7 +83,8 @@ def run(
         scored = (
             p
             | "Read" >> beam.io.ReadFromParquet(pattern)
-            | "FilterOverlap" >> FilterOverlap(float(params.get("threshold", 0.5)), comparison)
+            | "FilterOverlap"
+            >> FilterOverlap(float(params.get("threshold", default("filter.threshold"))), comparison)
         )
         write_tables(scored, tables, out_dir, shards)
     return finish(
@@ -92,6 +94,9 @@ def run(
         tables,
         shards,
         metrics_file,
-        extra={"threshold": float(params.get("threshold", 0.5)), "comparison": comparison},
+        extra={
+            "threshold": float(params.get("threshold", default("filter.threshold"))),
+            "comparison": comparison,
+        },
         zero=("filtered", "rejected"),
     )

@@ -88,6 +88,7 @@ class ValidateFn(beam.DoFn):
 
 # what computes a cached link result: a change to any of these misses the old entries
 CODE = (
+    "medsimp.resources",
     "medsimp.pipelines.link",
     "medsimp.pipelines.umls",
     "medsimp.pipelines.readability",
@@ -104,9 +105,11 @@ class LinkFn(beam.DoFn):
 
     def setup(self):
         from medsimp.pipelines.umls import ConceptLinker
+        from medsimp.resources import cmudict_syllables
 
         self.linker = ConceptLinker(self.index_dir, self.link_params)
         self.cache = DocCache(self.cache_root, "link/quickumls")
+        cmudict_syllables()  # build or load the syllable table once per worker, not inside process()
         self.count = Counter(NAMESPACE)
 
     def process(self, element):

@@ -67,6 +67,8 @@ class AssembleFn(beam.DoFn):
                 "dead", dead_letter(SOURCE, rec.locator, reason, f"its document has {len(records)} line(s)")
             )
         self.count.inc("kept", len(records) - len(filtered) - len(rejected))
+        if len({row["side"] for row in rows}) == 1:  # one version only: no pair (e.g. keys differ)
+            self.count.inc("documents_one_sided")
         for row in rows:
             self.count.inc(f"sentences.{row['side']}")
             yield row

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from medsimp.text.words import word_tokenizer
+from medsimp.text.words import tokenize
 
 _WORD = re.compile(r"\w")
 # textstat's `remove_punctuation(text, rm_apostrophe=False)`: apostrophes that do not start a
@@ -41,7 +41,7 @@ FIELDS = ("fkgl", "gunning_fog", "coleman_liau", "ari", "n_tokens")
 
 def tokens(text: str) -> list[str]:
     """Word tokens (punctuation-only tokens dropped)."""
-    return [t for t in word_tokenizer().tokenize(text) if _WORD.search(t)]
+    return [t for t in tokenize(text) if _WORD.search(t)]
 
 
 def words(text: str, lowercase: bool = False) -> list[str]:

@@ -10,6 +10,7 @@ mypy settings (pyproject.toml). Usage: python scripts/typecheck.py [mypy args]
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,23 +20,31 @@ REPO = Path(__file__).resolve().parents[1]
 MAPPED = ("pipelines", "alignment", "training")
 
 
-def stage(root: Path) -> Path:
-    """Symlink the checkout under `root` as the installed package tree; returns root/medsimp."""
+def stage(root: Path, copy: bool = False) -> Path:
+    """The checkout under `root` as the installed package tree (symlinks, or copies when `copy`:
+    for a test that edits the staged files); returns root/medsimp."""
     pkg = root / "medsimp"
     pkg.mkdir(parents=True)
+    place = _copy if copy else lambda src, dst: dst.symlink_to(src)
     for entry in sorted((REPO / "medsimp").iterdir()):
         if entry.name != "__pycache__":
-            (pkg / entry.name).symlink_to(entry)
+            place(entry, pkg / entry.name)
     for name in MAPPED:
-        (pkg / name).symlink_to(REPO / name)
+        place(REPO / name, pkg / name)
     return pkg
+
+
+def _copy(src: Path, dst: Path) -> None:
+    if src.is_dir():
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        shutil.copy2(src, dst)
 
 
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="medsimp-typecheck-") as tmp:
         stage(Path(tmp))
-        mypy = Path(sys.executable).with_name("mypy")
-        cmd = [str(mypy), "--config-file", str(REPO / "pyproject.toml"), "medsimp", *argv]
+        cmd = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), "medsimp", *argv]
         env = {**os.environ, "MYPY_CACHE_DIR": str(REPO / ".mypy_cache" / "installed-layout")}
         return subprocess.run(cmd, cwd=tmp, env=env).returncode
 

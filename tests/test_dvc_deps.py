@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from medsimp import dvc_deps
+from medsimp import code_graph, dvc_deps
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,9 @@ def test_a_folder_dep_covers_its_modules() -> None:
 
 
 def test_closure_follows_function_level_imports_and_dotted_name_strings() -> None:
-    files = {p.relative_to(ROOT).as_posix() for p in dvc_deps.closure(["medsimp.commands.build"])[0].values()}
+    files = {
+        p.relative_to(ROOT).as_posix() for p in code_graph.closure(["medsimp.commands.build"])[0].values()
+    }
     # commands/build.py imports only inside run(); builders are imported by name (BUILDERS)
     assert {
         "medsimp/builders/writer.py",

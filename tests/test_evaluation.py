@@ -64,7 +64,7 @@ def test_every_result_carries_a_signature_and_one_scale_per_value(tmp_path, monk
     assert result["scales"]["cider"] == "0-10"
     sig = result["signature"]
     assert sig.startswith("medsimp:") and "|mode:default|tok:nltk-treebank|case:lc|refs:1|" in sig
-    assert "|rouge_l:rouge-score-f1@0.1.2|" in sig and "meteor" not in sig  # METEOR off: not in it
+    assert "|rouge_l:medsimp-rouge-f1=rouge-score-0.1.2@" in sig and "meteor" not in sig  # METEOR off
     err = capsys.readouterr().err
     assert f"signature: {sig}" in err and "sari (0-100)" in err
 

@@ -6,21 +6,21 @@ medsimp/training), so the test stages that layout from the checkout, as the whee
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = ("pipelines", "alignment", "training")
 
 
 def _stage(root: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(REPO / "medsimp", root / "medsimp", ignore=ignore)
-    for layer in LAYERS:
-        shutil.copytree(REPO / layer, root / "medsimp" / layer, ignore=ignore)
+    spec = importlib.util.spec_from_file_location("typecheck", REPO / "scripts" / "typecheck.py")
+    assert spec and spec.loader
+    typecheck = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(typecheck)
+    typecheck.stage(root, copy=True)
     return root
 
 

@@ -119,3 +119,25 @@ def test_bad_input_path_is_a_clear_error(tmp_path, capsys):
     assert "Traceback" not in "\n".join(err) and len(err) == 2
     assert err[1].startswith("medsimp cochrane: ") and "missing" in err[1]
     assert not (tmp_path / "o").exists()
+
+
+def test_msd_versions_whose_keys_differ_are_counted_one_sided(tmp_path):
+    """Title + ICD-9 pairing: a consumer version without the code gets the topic key, so the two
+    versions do not meet; each is kept, and stats say how many documents have one side only."""
+    lines = [
+        {"topic": "Asthma (Professional)", "audience": "professional", "title": "Asthma", "icd9": "493.0"},
+        {"topic": "Asthma in Adults", "audience": "consumer", "title": "Asthma"},
+        {"topic": "Gout", "audience": "professional"},
+        {"topic": "Gout", "audience": "consumer"},
+    ]
+    path = tmp_path / "msd.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({**r, "sections": [{"heading": "Symptoms", "text": "Joints swell. It hurts."}]}) + "\n"
+            for r in lines
+        ),
+        encoding="utf-8",
+    )
+    stats = run_job("msd", path, tmp_path / "out")
+    assert (stats["read"], stats["kept"], stats["documents_one_sided"]) == (4, 4, 2)
+    assert {g["doc_id"] for g in table(tmp_path / "out" / "pairs")} == {"gout"}

@@ -81,7 +81,7 @@ def test_syllable_table_is_cmudict_as_nltk_reads_it():
     assert cmudict_syllables() == expected
 
 
-def test_syllable_table_is_cached_under_the_files_hash(tmp_path, monkeypatch):
+def test_syllable_table_is_cached_under_the_files_and_readers_hash(tmp_path, monkeypatch):
     import hashlib
 
     from medsimp import resources
@@ -90,7 +90,10 @@ def test_syllable_table_is_cached_under_the_files_hash(tmp_path, monkeypatch):
     resources.cmudict_syllables.cache_clear()
     try:
         table = resources.cmudict_syllables()
-        digest = hashlib.sha256(resources.cmudict_file().read_bytes()).hexdigest()[:32]
+        import inspect
+
+        reader = inspect.getsource(resources.read_cmudict_syllables).encode("utf-8")
+        digest = hashlib.sha256(resources.cmudict_file().read_bytes() + b"\0" + reader).hexdigest()[:32]
         cached = tmp_path / "cmudict-syllables" / f"{digest}.json"
         assert cached.is_file() and table["anemia"] == 4 and table["the"] == 1
         cached.write_text('{"anemia": 4', encoding="utf-8")  # a torn write: rebuilt, not trusted

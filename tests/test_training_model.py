@@ -391,3 +391,20 @@ def test_checkpoint_key_follows_the_training_code(monkeypatch):
     assert _data_key(cfg, "declare", root) == key and _data_key(cfg, "bertmt", root) != key
     monkeypatch.setattr(doccache, "code_version", lambda *modules: "another version")
     assert _data_key(cfg, "declare", root) != key
+
+
+def test_checkpoint_key_covers_the_code_that_shapes_the_examples():
+    """Tokens, readers, references and labels change what a model learns: their modules are
+    in the checkpoint key (it follows the model's imports, not a hand list)."""
+    from medsimp.commands.train import checkpoint_code
+
+    code = checkpoint_code()
+    for module in (
+        "medsimp.training.labels",
+        "medsimp.training.scoring",
+        "medsimp.training.lexicon",
+        "medsimp.pipelines.medlane_format",
+        "medsimp.text.words",
+    ):
+        assert module in code, module
+    assert not any(m.startswith(("medsimp.outputs", "medsimp.cli")) for m in code)

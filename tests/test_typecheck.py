@@ -24,9 +24,8 @@ def _typecheck_module():
 
 
 def _mypy(cwd: Path, target: str, cache: Path) -> subprocess.CompletedProcess:
-    mypy = Path(sys.executable).with_name("mypy")
     return subprocess.run(
-        [str(mypy), "--config-file", str(REPO / "pyproject.toml"), target],
+        [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), target],
         cwd=cwd,
         env={**os.environ, "MYPY_CACHE_DIR": str(cache)},
         capture_output=True,

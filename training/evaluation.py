@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,12 +70,12 @@ _IMPLEMENTATIONS: dict[str, dict[str, tuple[str, str | None]]] = {
     "default": {
         "bleu": ("medsimp-corpus-bleu+nosmooth", None),
         "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
-        "rouge_1": ("rouge-score-f1", "rouge-score"),
-        "rouge_2": ("rouge-score-f1", "rouge-score"),
-        "rouge_l": ("rouge-score-f1", "rouge-score"),
-        "cider": ("cider-d", "pycocoevalcap"),
+        "rouge_1": ("medsimp-rouge-f1=rouge-score-0.1.2", None),
+        "rouge_2": ("medsimp-rouge-f1=rouge-score-0.1.2", None),
+        "rouge_l": ("medsimp-rouge-f1=rouge-score-0.1.2", None),
+        "cider": ("medsimp-cider-d=pycocoevalcap-1.2", None),
         "sari": ("medsimp-sari-xu2016", None),
-        "fkgl": ("medsimp-readability+textstat", "textstat"),
+        "fkgl": ("medsimp-readability=textstat-0.7.13-counts", None),
         "bertscore": ("bert-score-minilm-l6+noidf+norescale", "bert-score"),
         "hit": ("medsimp-hit-source-terms", None),
         "cwr": ("medsimp-cwr-lemma", None),
@@ -83,7 +85,7 @@ _IMPLEMENTATIONS: dict[str, dict[str, tuple[str, str | None]]] = {
         "bleu": ("coco-bleu-closest", "pycocoevalcap"),
         "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
         "rouge_l": ("coco-rouge-beta1.2", "pycocoevalcap"),
-        "cider": ("cider-d", "pycocoevalcap"),
+        "cider": ("medsimp-cider-d=pycocoevalcap-1.2", None),
         "hit": ("medlane-count_hit-regex", "regex"),
         "cwr": ("medlane-count_common", None),
         "ascore": ("medlane-ascore-floor1e-4", None),
@@ -283,18 +285,21 @@ class Scorer:
         cfg = self.cfg
         path = lambda key: resolve_path(cfg[key], self.base)  # noqa: E731
         try:
-            if name == "style_accuracy" and cfg.get("style_classifier"):
-                self.implementations[name] = (f"saved-classifier-{Path(cfg['style_classifier']).name}", None)
-                return st.load_classifier(path("style_classifier"))
             if name == "style_accuracy" and cfg.get("style_data"):
-                self.implementations[name] = ("tfidf-word1-2+logreg-C1-target-layman", "scikit-learn")
-                return st.train_style_classifier(*st.style_corpus(path("style_data")))
-            if name == "perplexity" and cfg.get("perplexity_model"):
+                texts, labels = st.style_corpus(path("style_data"))
+                rows = hashlib.sha256(json.dumps([texts, labels]).encode("utf-8")).hexdigest()[:12]
                 self.implementations[name] = (
-                    f"causal-lm-{Path(cfg['perplexity_model']).name}-exp-nll-per-token",
+                    f"tfidf-word1-2+logreg-C1-target-layman-rows-{rows}",
+                    "scikit-learn",
+                )
+                return st.train_style_classifier(texts, labels)
+            if name == "perplexity" and cfg.get("perplexity_model"):
+                model_dir = Path(path("perplexity_model"))
+                self.implementations[name] = (
+                    f"causal-lm-{model_dir.name}-{_folder_digest(model_dir)}-exp-nll-per-token",
                     "transformers",
                 )
-                return st.load_causal_lm(path("perplexity_model"))
+                return st.load_causal_lm(str(model_dir))
             if name == "masked_edit_distance" and cfg.get("umls_index"):
                 from medsimp.pipelines.umls import ConceptLinker
 
@@ -345,7 +350,7 @@ class Scorer:
 
 STYLE_TRANSFER = ("style_accuracy", "perplexity", "masked_edit_distance")
 NOT_CONFIGURED = {
-    "style_accuracy": "set evaluate.style_data (text+label rows, e.g. builders/msd) or evaluate.style_classifier",
+    "style_accuracy": "set evaluate.style_data (text+label rows, e.g. builders/msd)",
     "perplexity": "set evaluate.perplexity_model (a local transformers causal-LM folder)",
     "masked_edit_distance": "set evaluate.umls_index (the umls stage's index, e.g. out/umls)",
 }
@@ -385,3 +390,14 @@ def score(
         EvalItem(sources[i] if sources is not None else None, list(references[i])) for i in range(len(hyps))
     ]
     return scorer.evaluate(list(hyps), items, mode)
+
+
+def _folder_digest(folder: Path) -> str:
+    """Short SHA-256 over the relative names and bytes of a model folder's files."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        with file.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()[:12]

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from medsimp.text.words import tokenize as tokenize_words
 from medsimp.text.words import word_tokenizer
 from medsimp.training import metrics as M
 
@@ -43,7 +44,7 @@ def tokenize(text: str) -> list[str]:
 
 @functools.lru_cache(maxsize=65536)
 def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(word_tokenizer().tokenize(text))
+    return tuple(tokenize_words(text))
 
 
 def expand(ref: str) -> str:

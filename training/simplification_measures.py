@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from medsimp.training.metrics import lcs_length
+
 ZIPF_CEILING = 8.0  # above wordfreq's highest Zipf value ("the" is ~7.7)
 MEASURES = (
     "compression_ratio",
@@ -39,17 +41,6 @@ MEASURES = (
     "lcs_distance",
     "input_bleu",
 )
-
-
-def lcs_length(a: Sequence, b: Sequence) -> int:
-    """Length of the longest common subsequence of two sequences (characters or tokens)."""
-    prev = [0] * (len(b) + 1)
-    for ca in a:
-        cur = [0]
-        for j, cb in enumerate(b, 1):
-            cur.append(prev[j - 1] + 1 if ca == cb else max(prev[j], cur[j - 1]))
-        prev = cur
-    return prev[-1]
 
 
 def levenshtein_similarity(a: str, b: str) -> float:

@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import math
-import pickle
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,16 +63,6 @@ def train_style_classifier(texts: Sequence[str], labels: Sequence[int]) -> Any:
         LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000, random_state=SEED),
     )
     return classifier.fit(list(texts), list(labels))
-
-
-def save_classifier(classifier: Any, path: str | Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_bytes(pickle.dumps(classifier, protocol=4))
-
-
-def load_classifier(path: str | Path) -> Any:
-    """A classifier written by `save_classifier` (a pickle: load only files you made)."""
-    return pickle.loads(Path(path).read_bytes())
 
 
 def style_accuracy(classifier: Any, outputs: Sequence[str], target: int = LAYMAN) -> float | None:

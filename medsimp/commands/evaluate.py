@@ -476,8 +476,8 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
         from medsimp.training.data import load_splits
 
         items = load_splits(train_cfg).eval[split]
-    models = list(cfg.get("models") or ["declare", "bertmt", "dictionary", "copy"])
-    models_dir = Path(cfg.get("models_dir", "out/models"))
+    models = list(cfg.get("models") or default("evaluate.models"))
+    models_dir = Path(cfg.get("models_dir", default("evaluate.models_dir")))
     edges = [int(x) for x in cfg.get("length_buckets", default("evaluate.length_buckets"))]
     results: dict = {mode: {} for mode in modes}
     signatures: dict[str, str] = {}

@@ -18,6 +18,20 @@ HELP = "train DECLARE or a baseline (bertmt, dictionary, copy) and write predict
 MODELS = ("declare", "bertmt", "dictionary", "copy")
 
 
+# The model code; the checkpoint key carries the source of every training, text and pipelines
+# module it imports (examples, tokens, labels, network, loop), so a change there retrains
+# instead of resuming a stale checkpoint.
+MODEL_MODULES = ("medsimp.training.data", "medsimp.training.declare", "medsimp.training.trainer")
+DATA_SHAPING = ("medsimp.training", "medsimp.text", "medsimp.pipelines")
+
+
+def checkpoint_code() -> list[str]:
+    """The modules whose source goes into the checkpoint key (sorted)."""
+    from medsimp.code_graph import closure
+
+    return sorted(m for m in closure(MODEL_MODULES)[0] if m.startswith(DATA_SHAPING))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=MODELS, required=True, help="which simplifier")
     parser.add_argument("--output", required=True, help="output directory (out/models/<model>)")
@@ -52,7 +66,7 @@ def _data_key(cfg: dict, model: str, base) -> str:
     files = sorted({*(cfg.get("dictionaries") or []), *inputs})
     paths = {f: Path(resolve_path(f, base)) for f in files}
     digests = {f: hashlib.sha256(p.read_bytes()).hexdigest() for f, p in paths.items() if p.is_file()}
-    code = code_version(*(f"medsimp.training.{m}" for m in ("data", "declare", "labels", "trainer")))
+    code = code_version(*checkpoint_code())
     return params_hash({"train": cfg, "model": model, "files": digests, "code": code})
 
 

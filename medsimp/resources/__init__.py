@@ -104,10 +104,14 @@ def read_cmudict_syllables(path: Path) -> dict[str, int]:
 
 @functools.lru_cache(maxsize=1)
 def cmudict_syllables() -> dict[str, int]:
-    """`read_cmudict_syllables(cmudict_file())`, kept as JSON in the cache under the file's
-    SHA-256 (loading it takes ~40 ms; parsing CMUdict, or NLTK's reader, takes 0.3-0.7 s)."""
+    """`read_cmudict_syllables(cmudict_file())`, kept as JSON in the cache under the SHA-256 of
+    the file and of the reader's source (loading it takes ~40 ms; parsing CMUdict, or NLTK's
+    reader, takes 0.3-0.7 s)."""
+    import inspect
+
     source = cmudict_file()
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:32]
+    reader = inspect.getsource(read_cmudict_syllables).encode("utf-8")
+    digest = hashlib.sha256(source.read_bytes() + b"\0" + reader).hexdigest()[:32]
     table_path = cache_dir() / "cmudict-syllables" / f"{digest}.json"
     try:
         with table_path.open(encoding="utf-8") as f:

@@ -1,0 +1,96 @@
+"""Our modules' import graph, read from their source (no import runs): the import closure of a
+set of modules, and the packaged resources they name. DVC stage deps (`medsimp.dvc_deps`)
+and the model checkpoint key (`medsimp.commands.train`) are computed from it.
+
+An import counts at any depth of a file (function-level imports too), a string constant that
+is a dotted `medsimp.` name counts as an import, and parent packages' `__init__.py` run too.
+Module names become files through `importlib.util.find_spec`, so any package-dir mapping is
+followed.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT_PACKAGE = "medsimp"
+
+
+@functools.cache
+def module_file(name: str) -> Path | None:
+    """The source file of our module `name` (None for other modules or names that are not modules)."""
+    if name != ROOT_PACKAGE and not name.startswith(ROOT_PACKAGE + "."):
+        return None
+    parent = name.rpartition(".")[0]
+    if parent and ((pf := module_file(parent)) is None or pf.name != "__init__.py"):
+        return None  # `from module import function`: not a submodule (and never import `module`)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin).resolve()
+
+
+def _package_of(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+@functools.cache
+def _imports(name: str, path: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """Module names `name` imports (any depth of the file) and its `resources.path` literals."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    resources: set[str] = set()
+    package = _package_of(name, path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if re.fullmatch(rf"{ROOT_PACKAGE}(\.\w+)+", node.value):
+                names.add(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "path"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "resources"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            resources.add(node.args[0].value)
+    return frozenset(names), frozenset(resources)
+
+
+def closure(roots: Iterable[str]) -> tuple[dict[str, Path], set[str]]:
+    """Our modules reachable from `roots` (name -> file) and the packaged resources they name."""
+    seen: dict[str, Path] = {}
+    resources: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = module_file(name)
+        if path is None:
+            continue
+        seen[name] = path
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages run too
+        names, found = _imports(name, path)
+        todo.extend(names)
+        resources |= found
+    return seen, resources
