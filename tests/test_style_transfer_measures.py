@@ -263,3 +263,11 @@ def test_msd_table2_avg_readability_and_annotations_hand_case():
         "avg_readability_layman": 6.0,
         "annotations_layman": 1,
     }
+
+
+def test_a_folder_that_is_not_a_model_is_one_line(tmp_path):
+    from medsimp.training.style_transfer_measures import load_causal_lm
+
+    with pytest.raises(OSError, match="no config.json") as err:
+        load_causal_lm(tmp_path)
+    assert "\n" not in str(err.value)

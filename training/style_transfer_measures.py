@@ -77,8 +77,13 @@ def load_causal_lm(path: str | Path) -> tuple[Any, Any]:
     """(tokenizer, model in eval mode) of a local transformers causal-LM folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
+    if not (Path(path) / "config.json").is_file():
+        raise OSError(f"{path} is not a transformers model folder (no config.json)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
+    except ValueError as exc:  # transformers explains over several lines: one line here
+        raise OSError(f"{path}: not a loadable causal LM ({' '.join(str(exc).split())[:160]})") from None
     return tokenizer, model.eval()
 
 

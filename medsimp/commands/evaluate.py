@@ -434,21 +434,6 @@ def _labelled(scores: dict) -> dict:
 
 
 HEADLINE = ("bleu", "sari", "fkgl", "ascore")  # per model, default mode: what `dvc metrics show` lists
-# printed per model and mode by the stage
-SUMMARY = (
-    "bleu",
-    "meteor",
-    "rouge_1",
-    "rouge_2",
-    "rouge_l",
-    "cider",
-    "sari",
-    "fkgl",
-    "bertscore_f1",
-    "hit",
-    "cwr",
-    "ascore",
-)
 
 
 def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
@@ -463,6 +448,7 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     from medsimp.outputs import print_summary, write_json
     from medsimp.params_schema import default
     from medsimp.training.evaluation import SCALES
+    from medsimp.training.scoring import METRICS
 
     train_cfg = section(args.params_data, "train")
     split = cfg.get("split", "test")
@@ -508,6 +494,7 @@ def _run_stage(args: argparse.Namespace, cfg: dict, scorer: Scorer) -> int:
     write_json(args.metrics, {m: {k: sc.get(k) for k in HEADLINE} for m, sc in default_scores.items()})
     write_json(args.plots, list(buckets.values()))
     for mode in modes:
-        flat = {f"{m}.{k}": v for m, sc in results[mode].items() for k, v in sc.items() if k in SUMMARY}
+        summary = {"bertscore_f1" if m == "bertscore" else m for m in METRICS}  # BERTScore as its F1
+        flat = {f"{m}.{k}": v for m, sc in results[mode].items() for k, v in sc.items() if k in summary}
         print_summary(f"evaluate ({mode}, {split}, n={len(items)})", flat)
     return 0
