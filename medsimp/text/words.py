@@ -9,47 +9,63 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TypeAlias
+
+import regex
 
 PLACEHOLDER = re.compile(r"\[\*\*[^\n]{0,256}?\*\*\]")  # bounded: linear on "[**" runs
 
 
 # NLTK 3.10's `NLTKWordTokenizer` (nltk/tokenize/destructive.py): its rule tables and its
-# `tokenize`, compiled by stdlib `re` (NLTK wraps them in `redos.TimedPattern`, a `regex`
-# engine with a timeout per call, for caller-supplied patterns; these are fixed). Kept here
-# so the metrics do not `import nltk`, whose `__init__` pulls in scipy and scikit-learn
-# (about 1 s). tests/test_notes_text.py checks the tables equal NLTK's and the tokens the
-# stock tokenizer's.
-_Rules = list[tuple[re.Pattern[str], str]]
+# `tokenize`. Kept here so the metrics do not `import nltk`, whose `__init__` pulls in scipy
+# and scikit-learn (about 1 s). NLTK compiles its rule tables with the `regex` engine, whose `\w`,
+# `\d` and `\b` follow newer Unicode tables than stdlib `re`'s and whose `\s` leaves out
+# U+001C..U+001F; `_compile` keeps those semantics. tests/test_notes_text.py checks the tables
+# equal NLTK's and the tokens the stock tokenizer's.
+_Pattern: TypeAlias = re.Pattern[str] | regex.Pattern[str]
+_RE_SPACE = r"[^\S\x1c-\x1f]"  # `regex`'s `\s`, spelled for stdlib `re`
+
+
+def _compile(pattern: str, flags: int = 0) -> _Pattern:
+    r"""A rule with `\w`, `\d` or `\b` is compiled by `regex`, as NLTK does; any other by
+    stdlib `re` (about twice as fast here), with `\s` spelled as `regex` reads it."""
+    if any(escape in pattern for escape in (r"\w", r"\d", r"\b")):
+        return regex.compile(pattern, flags)
+    return re.compile(pattern.replace(r"\s", _RE_SPACE), flags)
+
+
+_Rules = list[tuple[_Pattern, str]]
 STARTING_QUOTES: _Rules = [
-    (re.compile("([«“‘„]|[`]+)", re.U), r" \1 "),
-    (re.compile(r"^\""), r"``"),
-    (re.compile(r"(``)"), r" \1 "),
-    (re.compile(r"([ \(\[{<])(\"|\'{2})"), r"\1 `` "),
-    (re.compile(r"(?i)(?<!\w)(\')(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)", re.U), r"\1 "),
+    (_compile("([«“‘„]|[`]+)", re.U), r" \1 "),
+    (_compile(r"^\""), r"``"),
+    (_compile(r"(``)"), r" \1 "),
+    (_compile(r"([ \(\[{<])(\"|\'{2})"), r"\1 `` "),
+    (_compile(r"(?i)(?<!\w)(\')(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)", re.U), r"\1 "),
 ]
 ENDING_QUOTES: _Rules = [
-    (re.compile("([»”’])", re.U), r" \1 "),
-    (re.compile(r"''"), " '' "),
-    (re.compile(r'"'), " '' "),
-    (re.compile(r"\s+"), " "),
-    (re.compile(r"([^' ])('[sS]|'[mM]|'[dD]|') "), r"\1 \2 "),
-    (re.compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 "),
+    (_compile("([»”’])", re.U), r" \1 "),
+    (_compile(r"''"), " '' "),
+    (_compile(r'"'), " '' "),
+    (_compile(r"\s+"), " "),
+    (_compile(r"([^' ])('[sS]|'[mM]|'[dD]|') "), r"\1 \2 "),
+    (_compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 "),
 ]
 PUNCTUATION: _Rules = [
-    (re.compile(r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*+)\s*$", re.U), r"\1 \2 \3 "),
-    (re.compile(r"([:,])([^\d])"), r" \1 \2"),
-    (re.compile(r"([:,])$"), r" \1 "),
-    (re.compile(r"\.{2,}", re.U), r" \g<0> "),
-    (re.compile(r"[;@#$%&]"), r" \g<0> "),
-    (re.compile(r"[\u2012-\u2015]", re.U), r" \g<0> "),
-    (re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 "),
-    (re.compile(r"[?!]"), r" \g<0> "),
-    (re.compile(r"([^'])' "), r"\1 ' "),
-    (re.compile(r"[*]", re.U), r" \g<0> "),
+    (_compile(r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*+)\s*$", re.U), r"\1 \2 \3 "),
+    (_compile(r"([:,])([^\d])"), r" \1 \2"),
+    (_compile(r"([:,])$"), r" \1 "),
+    (_compile(r"\.{2,}", re.U), r" \g<0> "),
+    (_compile(r"[;@#$%&]"), r" \g<0> "),
+    (_compile(r"[\u2012-\u2015]", re.U), r" \g<0> "),
+    (_compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 "),
+    (_compile(r"[?!]"), r" \g<0> "),
+    (_compile(r"([^'])' "), r"\1 ' "),
+    (_compile(r"[*]", re.U), r" \g<0> "),
 ]
-PARENS_BRACKETS = (re.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> ")
-DOUBLE_DASHES = (re.compile(r"--"), r" -- ")
-# MacIntyre's contractions (CONTRACTIONS2 and CONTRACTIONS3; NLTK leaves CONTRACTIONS4 out).
+PARENS_BRACKETS = (_compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> ")
+DOUBLE_DASHES = (_compile(r"--"), r" -- ")
+# MacIntyre's contractions (CONTRACTIONS2 and CONTRACTIONS3; NLTK leaves CONTRACTIONS4 out),
+# which NLTK compiles with stdlib `re`.
 CONTRACTIONS = [
     re.compile(p)
     for p in (
@@ -71,21 +87,77 @@ CONTRACTIONS = [
 _CONTRACTION_LETTERS = re.compile(r"cannot|ye|gimme|gonna|gotta|lemme|more|wanna|tis|twas", re.I)
 
 
+def _may_contract(text: str) -> bool:
+    """A cheap test before `_CONTRACTION_LETTERS` (a case-blind alternation, slow to scan):
+    every contraction has an apostrophe or a doubled m, n or t (cannot, gimme, gonna, gotta,
+    lemme, wanna), letters that `re.I` matches in their two ASCII cases only."""
+    if "'" in text:
+        return True
+    low = text.lower()
+    return "mm" in low or "nn" in low or "tt" in low
+
+
+# Substrings of which every match of a rule contains one, by rule: a text with none of them
+# is left as it is by that rule, so the rule is skipped (a few `in` tests cost less than the
+# scan of a pattern, most of all one that starts with a broad class such as `([^\.])`).
+# tests/test_notes_text.py checks the tokens equal the stock tokenizer's.
+_NEEDS: dict[str, dict[int, tuple[str, ...]]] = {
+    "STARTING_QUOTES": {0: tuple("«“‘„`"), 1: ('"',), 2: ("``",), 3: ('"', "''"), 4: ("'",)},
+    "PUNCTUATION": {
+        1: (":", ","),
+        2: (":", ","),
+        3: ("..",),
+        4: tuple(";@#$%&"),
+        7: ("?", "!"),
+        8: ("' ",),
+        9: ("*",),
+    },
+    "ENDING_QUOTES": {0: tuple("»”’"), 1: ("''",), 2: ('"',), 4: ("'",), 5: ("'",)},
+}
+# The two final-period rules match `([^\.])(\.)` followed by closing brackets, quotes and
+# spaces only, up to the end: their period is the text's last one, so they run on the text
+# from the character before it.
+_FROM_LAST_PERIOD = {"PUNCTUATION": (0, 6)}
+_Steps = list[tuple[_Pattern, str, tuple[str, ...], bool]]
+
+
+def _steps(rules: _Rules, name: str) -> _Steps:
+    needs, tail = _NEEDS.get(name, {}), _FROM_LAST_PERIOD.get(name, ())
+    return [(rx, sub, needs.get(i, ()), i in tail) for i, (rx, sub) in enumerate(rules)]
+
+
+_HEAD = (
+    _steps(STARTING_QUOTES, "STARTING_QUOTES")
+    + _steps(PUNCTUATION, "PUNCTUATION")
+    + _steps([PARENS_BRACKETS, DOUBLE_DASHES], "")
+)
+_TAIL = _steps(ENDING_QUOTES, "ENDING_QUOTES")
+
+
+def _apply(steps: _Steps, text: str) -> str:
+    for regexp, substitution, needs, from_last_period in steps:
+        if needs:
+            for n in needs:
+                if n in text:
+                    break
+            else:
+                continue
+        if from_last_period:
+            i = text.rfind(".")
+            if i > 0:
+                text = text[: i - 1] + regexp.sub(substitution, text[i - 1 :])
+        else:
+            text = regexp.sub(substitution, text)
+    return text
+
+
 class WordTokenizer:
     """NLTK's `NLTKWordTokenizer.tokenize` (without its deprecated options): the one word
     tokenizer of the toolkit (selection, readability, the metrics)."""
 
     def tokenize(self, text: str) -> list[str]:
-        for regexp, substitution in STARTING_QUOTES:
-            text = regexp.sub(substitution, text)
-        for regexp, substitution in PUNCTUATION:
-            text = regexp.sub(substitution, text)
-        for regexp, substitution in (PARENS_BRACKETS, DOUBLE_DASHES):
-            text = regexp.sub(substitution, text)
-        text = " " + text + " "
-        for regexp, substitution in ENDING_QUOTES:
-            text = regexp.sub(substitution, text)
-        if _CONTRACTION_LETTERS.search(text):
+        text = _apply(_TAIL, " " + _apply(_HEAD, text) + " ")
+        if _may_contract(text) and _CONTRACTION_LETTERS.search(text):
             for regexp in CONTRACTIONS:
                 text = regexp.sub(r" \1 \2 ", text)
         return text.split()
