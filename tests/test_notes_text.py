@@ -110,6 +110,7 @@ TRICKY = [
     "Pt's BP: 120/80; HR 88 - 97%... T 98.6F. s/p CABG x3 b.i.d.",
     "The 'quoted' bit, and ``ticks'' \u2013 dash \u2014 end?!",
     "e.g. Dr. Smith's pt. (n=3).",
+    "The nurses' notes ' and the patients' ' 'quoted' words' end.",
 ]
 
 

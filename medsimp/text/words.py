@@ -18,18 +18,20 @@ PLACEHOLDER = re.compile(r"\[\*\*[^\n]{0,256}?\*\*\]")  # bounded: linear on "[*
 
 # NLTK 3.10's `NLTKWordTokenizer` (nltk/tokenize/destructive.py): its rule tables and its
 # `tokenize`. Kept here so the metrics do not `import nltk`, whose `__init__` pulls in scipy
-# and scikit-learn (about 1 s). NLTK compiles its rule tables with the `regex` engine, whose `\w`,
-# `\d` and `\b` follow newer Unicode tables than stdlib `re`'s and whose `\s` leaves out
-# U+001C..U+001F; `_compile` keeps those semantics. tests/test_notes_text.py checks the tables
+# and scikit-learn (about 1 s). NLTK compiles its rule tables with the `regex` engine: its word
+# characters (`\w`, `\b`) are letters, marks, digits and connectors where stdlib `re`'s are
+# `isalnum()` and `_`, its `\d` follows a newer Unicode, and its `\s` leaves out U+001C..U+001F;
+# `_compile` keeps those semantics. tests/test_notes_text.py checks the tables
 # equal NLTK's and the tokens the stock tokenizer's.
 _Pattern: TypeAlias = re.Pattern[str] | regex.Pattern[str]
 _RE_SPACE = r"[^\S\x1c-\x1f]"  # `regex`'s `\s`, spelled for stdlib `re`
 
 
 def _compile(pattern: str, flags: int = 0) -> _Pattern:
-    r"""A rule with `\w`, `\d` or `\b` is compiled by `regex`, as NLTK does; any other by
-    stdlib `re` (about twice as fast here), with `\s` spelled as `regex` reads it."""
-    if any(escape in pattern for escape in (r"\w", r"\d", r"\b")):
+    r"""A rule with a word, digit or boundary class or `(?i)` is compiled by `regex`, as NLTK
+    does; any other by stdlib `re` (faster on most of these rules), with `\s` (never inside a
+    bracket class in NLTK's tables) spelled as `regex` reads it."""
+    if "(?i)" in pattern or any(e in pattern for e in (r"\w", r"\W", r"\d", r"\D", r"\b", r"\B", r"\S")):
         return regex.compile(pattern, flags)
     return re.compile(pattern.replace(r"\s", _RE_SPACE), flags)
 
