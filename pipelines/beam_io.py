@@ -21,8 +21,6 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-DEFAULT_RUNNER = "FnApiRunner"
-
 
 def pipeline_options(
     beam_params: Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()
@@ -34,12 +32,12 @@ def pipeline_options(
     `--beam-arg=--runner=FlinkRunner --beam-arg=--flink_master=host:8081`
     to run the same job elsewhere.
     """
+    from medsimp.pipelines.beam_worker import local_mode
+
     beam_params = dict(beam_params or {})
-    runner = beam_params.get("runner", DEFAULT_RUNNER)
+    runner, workers, mode = local_mode(beam_params)
     args = [f"--runner={runner}"]
-    if runner in ("FnApiRunner", "DirectRunner"):
-        workers = int(beam_params.get("num_workers", 2))
-        mode = beam_params.get("running_mode") or ("multi_processing" if workers > 1 else "in_memory")
+    if mode:
         args += [f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"]
     args.append(f"--default_sdk_harness_log_level={beam_params.get('log_level', 'WARNING')}")
     args += [str(a) for a in beam_params.get("options", [])]

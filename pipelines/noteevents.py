@@ -376,10 +376,14 @@ class _Reader:
         self.path, self.opener, self.max_text_chars = path, opener, max_text_chars
         self.name = source or os.path.basename(path)
         self.categories = None if categories is None else {normalise_category(c) for c in categories}
-        self._wanted: dict[bytes, bool] = {}
+        self._wanted: dict[bytes, bool] = {}  # category field as written -> kept
 
-    def cuts(self, start: int, end: int | None) -> Iterator[tuple[Layout, _Cut]]:
-        """Rows starting in [start, end) (start must be a row start or 0)."""
+    def cuts(
+        self, start: int, end: int | None, wanted: Callable[[Schema, bytes], bool] | None = None
+    ) -> Iterator[tuple[Layout, _Cut | int]]:
+        """Rows starting in [start, end) (start must be a row start or 0). With `wanted`, a
+        well-formed row (the right field count, within MAX_RECORD_BYTES) whose category
+        field (as written) `wanted` refuses is only its offset: no bytes are copied."""
         with contextlib.ExitStack() as stack:
             fh = _open_stream(self.path, self.opener, stack, self.name)
             head = _read(fh, MAX_HEADER_BYTES, self.name, 0)
@@ -389,12 +393,21 @@ class _Reader:
                 base, buf = start, b""
             else:
                 base, buf = layout.data_start, head[layout.data_start :]
-            for cut in self._scan(fh, layout.schema, base, buf, end):
+            for cut in self._scan(fh, layout.schema, base, buf, end, wanted):
                 yield layout, cut
 
-    def _scan(self, fh: BinaryIO, schema: Schema, base: int, buf: bytes, end: int | None) -> Iterator[_Cut]:
+    def _scan(
+        self,
+        fh: BinaryIO,
+        schema: Schema,
+        base: int,
+        buf: bytes,
+        end: int | None,
+        wanted: Callable[[Schema, bytes], bool] | None,
+    ) -> Iterator[_Cut | int]:
         """`base` is the file offset of buf[0], which is a row start."""
         record, fields = _RECORDS[schema.name], len(schema.columns) + 1
+        category = schema.category_index + 1
         eof, c, skipping, resync = False, None, False, -1
         pos = 0  # next row start in buf
         while True:
@@ -420,9 +433,16 @@ class _Reader:
                         continue
                     m = record.match(buf, pos)
                     if m is not None and (m.end() < len(buf) or eof):
-                        yield _cut(
-                            base + pos, buf, pos, m.end(), m.regs[1:fields], shift=pos
-                        )  # CPython: all spans at once
+                        if (
+                            wanted is not None
+                            and m.end() - pos <= MAX_RECORD_BYTES
+                            and not wanted(schema, m.group(category))
+                        ):
+                            yield base + pos
+                        else:
+                            yield _cut(
+                                base + pos, buf, pos, m.end(), m.regs[1:fields], shift=pos
+                            )  # CPython: all spans at once
                         pos = m.end()
                         continue
                     c = _Cursor(pos)
@@ -454,7 +474,11 @@ class _Reader:
             buf += chunk
 
     def records(self, start: int, end: int | None) -> Iterator[Record]:
-        for layout, cut in self.cuts(start, end):
+        wanted = None if self.categories is None else self._wants
+        for layout, cut in self.cuts(start, end, wanted):
+            if isinstance(cut, int):  # most rows: a category not asked for
+                yield FILTERED_CATEGORY
+                continue
             try:
                 yield self._classify(layout, cut)
             except Exception as exc:  # noqa: BLE001 - one row costs one row
@@ -489,11 +513,19 @@ class _Reader:
             )
         category = self._category(schema, _unquote(cut.column(schema.category_index)))
         if self.categories is not None and normalise_category(category) not in self.categories:
-            return FILTERED_CATEGORY  # most rows end here: only their category field is read
+            return FILTERED_CATEGORY
         if schema is MIMIC3 and _unquote(cut.column(9)).strip() == b"1":
             return FILTERED_ISERROR
         raw_fields = [_unquote(cut.column(i)) for i in range(len(cut.spans))]
         return self._note(layout, cut, raw_fields, category, locator)
+
+    def _wants(self, schema: Schema, written: bytes) -> bool:
+        """Whether a category field as written (quotes included) is one of `categories`."""
+        kept = self._wanted.get(written)
+        if kept is None:
+            name = normalise_category(self._category(schema, _unquote(written)))
+            kept = self._wanted[written] = name in cast(set, self.categories)
+        return kept
 
     def _category(self, schema: Schema, raw: bytes) -> str:
         name = raw.decode("utf-8", "replace")
@@ -596,11 +628,12 @@ def plan_ranges(
     step = -(-size // parts)
     targets = [i * step for i in range(1, parts)]
     starts = [0]
-    for _, cut in reader.cuts(0, None):
-        while targets and cut.offset >= targets[0]:
+    for _, cut in reader.cuts(0, None, wanted=lambda schema, category: False):
+        offset = cut if isinstance(cut, int) else cut.offset
+        while targets and offset >= targets[0]:
             targets.pop(0)
-            if cut.offset > starts[-1]:
-                starts.append(cut.offset)
+            if offset > starts[-1]:
+                starts.append(offset)
         if not targets:
             break
     return [(a, b) for a, b in zip(starts, [*starts[1:], None])]
