@@ -256,19 +256,6 @@ def _announce(args: argparse.Namespace) -> None:
     )
 
 
-def _worker_zygote(args: argparse.Namespace):
-    """For a Beam command that will start local worker processes, a zygote that starts them
-    warm (medsimp.pipelines.beam_worker), entered before the command imports Beam."""
-    from medsimp.config import section
-    from medsimp.pipelines import beam_worker
-
-    beam_args = getattr(args, "beam_arg", None)
-    return beam_worker.zygote(
-        beam_args is not None
-        and beam_worker.runs_worker_processes(section(args.params_data, "beam"), beam_args)
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
@@ -290,8 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         args.params_data = load_params(args.params, args.overrides)
         args.params_dir = params_dir(args.params)
         _announce(args)
-        with _worker_zygote(args):
-            return int(args._module.run(args) or 0)
+        return int(args._module.run(args) or 0)
     except MedsimpError as exc:
         if args.verbose:
             logging.exception("%s failed", args.command)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 
 def add_beam_arguments(parser) -> None:
     """The `--beam-arg` flag every Beam subcommand accepts."""
@@ -13,6 +15,22 @@ def add_beam_arguments(parser) -> None:
         help="extra Beam pipeline option, e.g. --beam-arg=--runner=FlinkRunner "
         "(repeatable; overrides params.beam)",
     )
+
+
+def warm_beam_workers(run):
+    """Decorate the function of a Beam command that runs a pipeline, `run(args, ...)`: it runs
+    inside medsimp.pipelines.beam_worker.zygote, so local worker processes start warm. Apply
+    it before the function imports Beam."""
+
+    @functools.wraps(run)
+    def wrapped(args, *rest):
+        from medsimp.config import section
+        from medsimp.pipelines.beam_worker import zygote
+
+        with zygote(section(args.params_data, "beam"), args.beam_arg):
+            return run(args, *rest)
+
+    return wrapped
 
 
 def add_job_arguments(parser, input_help: str, default_output: str) -> None:

@@ -86,8 +86,10 @@ def new_pipeline(
     """A Pipeline on `pipeline_options`. The local FnApiRunner does not hand pipeline options
     to its worker processes, so they would log at INFO whatever `--default_sdk_harness_log_level`
     says; here the runner gets the level in its provision info, which the workers read."""
+    from medsimp.pipelines.beam_worker import QUIET_RUNNER
+
     options = pipeline_options(beam_params, extra_args)
-    if options.view_as(StandardOptions).runner != "FnApiRunner":
+    if options.view_as(StandardOptions).runner != QUIET_RUNNER:
         return _LivePipeline(options=options)
     from apache_beam.portability.api import beam_provision_api_pb2
     from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo

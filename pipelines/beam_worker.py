@@ -9,14 +9,17 @@ Worker log records still reach the runner through Beam's logging service, where 
 logging configuration decides what is shown.
 
 Start-up. Importing Beam takes about 0.65 s, in the main process and again in every worker,
-and the runner starts its workers only once the pipeline runs. So a command that will run
-workers first enters `zygote()`: it binds a Unix socket and starts a process that imports the
-worker's modules while the main process imports its own, then accepts on that socket. A worker
-command that finds the socket (in $MEDSIMP_BEAM_ZYGOTE) sends its environment and waits; the
-zygote forks a child, already warm, that runs the harness with that environment and reports
-its exit status, which the command exits with. Without a zygote (or when none answers) the
-command runs the harness itself. The zygote holds no gRPC channel or thread when it forks; it
-leaves when the main process closes its stdin. Fork is POSIX: elsewhere workers start cold.
+and the runner starts its workers only once the pipeline runs. So a Beam command that will run
+local workers first enters `zygote()` (medsimp.cli_args.warm_beam_workers): it binds a Unix
+socket and starts a process that imports the worker's modules while the main process imports
+its own, then accepts on that socket. A worker command that finds the socket (in
+$MEDSIMP_BEAM_ZYGOTE) sends its environment, folder and standard streams and waits; the zygote
+forks a child, already warm, that runs the harness with them and reports its exit status, which
+the command exits with. Without a zygote (or when none takes the request) the command runs the harness itself.
+The zygote has opened no gRPC channel or server when it forks (the threads that numpy's
+OpenBLAS and pyarrow's jemalloc start at import are fork-safe); the main process ends it when
+the command is done, and it ends itself (removing its socket) if the main process dies. Fork
+is POSIX: elsewhere workers start cold.
 
 Once the harness returns (the runner closed its control stream: every bundle, teardown and log
 record is done), a worker leaves through `os._exit`: the runner closes its workers one after
@@ -36,6 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 ZYGOTE_ENV = "MEDSIMP_BEAM_ZYGOTE"
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
+QUIET_RUNNER = "FnApiRunner"  # the runner whose worker command is this module (beam_io)
 # --beam-arg flags that may change where workers run: with any of them, no zygote.
 _RUNNER_FLAGS = ("--runner", "--direct_running_mode", "--direct_num_workers", "--environment_type")
 
@@ -52,11 +56,12 @@ def local_mode(beam_params: Mapping) -> tuple[str, int, str]:
 
 
 def runs_worker_processes(beam_params: Mapping, beam_args: Sequence[str]) -> bool:
-    """Whether a job with these params and `--beam-arg` flags starts local worker processes."""
+    """Whether a job with these params and `--beam-arg` flags starts worker processes through
+    this module (the local FnApiRunner on more than one process)."""
     if any(str(a).split("=")[0] in _RUNNER_FLAGS for a in [*beam_args, *beam_params.get("options", [])]):
         return False
-    _, workers, mode = local_mode(beam_params)
-    return mode == "multi_processing" and workers > 1
+    runner, workers, mode = local_mode(beam_params)
+    return runner == QUIET_RUNNER and mode == "multi_processing" and workers > 1
 
 
 def _quiet_import():
@@ -74,20 +79,26 @@ def _leave(code: int) -> None:
 
 
 @contextlib.contextmanager
-def zygote(enabled: bool = True) -> Iterator[None]:
+def zygote(beam_params: Mapping | None = None, beam_args: Sequence[str] = ()) -> Iterator[None]:
     """While inside, worker commands started from this process (which inherit its environment)
-    are forked warm from a zygote. Does nothing when not `enabled`, without fork, or when a
-    zygote is already set (a nested command)."""
-    if not enabled or not hasattr(os, "fork") or os.environ.get(ZYGOTE_ENV):
+    are forked warm from a zygote, when a job with these `beam` params and `--beam-arg` flags
+    runs local worker processes. Does nothing otherwise, without fork, or when a zygote is
+    already set (a nested command)."""
+    if (
+        not runs_worker_processes(beam_params or {}, beam_args)
+        or not hasattr(os, "fork")
+        or os.environ.get(ZYGOTE_ENV)
+    ):
         yield
         return
     import shutil
     import subprocess
     import tempfile
 
-    folder = tempfile.mkdtemp(prefix="medsimp-beam-")
-    address = os.path.join(folder, "zygote")
+    folder = ""
     try:
+        folder = tempfile.mkdtemp(prefix="medsimp-beam-")
+        address = os.path.join(folder, "zygote")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
             listener.bind(address)
             listener.listen(64)  # workers that connect before the zygote is warm wait here
@@ -96,8 +107,9 @@ def zygote(enabled: bool = True) -> Iterator[None]:
                 stdin=subprocess.PIPE,
                 pass_fds=[listener.fileno()],
             )
-    except OSError:  # e.g. a temp path too long for a Unix socket: workers start cold
-        shutil.rmtree(folder, ignore_errors=True)
+    except OSError:  # e.g. no temp folder, or its path too long for a socket: workers start cold
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
         yield
         return
     os.environ[ZYGOTE_ENV] = address
@@ -105,13 +117,10 @@ def zygote(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         os.environ.pop(ZYGOTE_ENV, None)
+        proc.terminate()  # at once, even mid-import (its workers have ended with the pipeline)
+        proc.wait()
         assert proc.stdin is not None
-        proc.stdin.close()  # the zygote leaves at end of input
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        proc.stdin.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -121,54 +130,76 @@ def _serve(fd: int) -> None:
     import selectors
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the workers and the main process
+    # Ctrl-C reaches the workers and the main process; the workers get back what the command had.
+    inherited = signal.signal(signal.SIGINT, signal.SIG_IGN)
     sdk_worker_main = _quiet_import()  # Beam, pyarrow, gRPC: the rest of a job's imports is small
+    # Reap each worker as it ends: its CPU time then counts as the main process's.
+    signal.signal(signal.SIGCHLD, lambda *_: _reap())
     listener = socket.socket(fileno=fd)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(sys.stdin.fileno(), selectors.EVENT_READ)
     while True:
         for key, _ in selector.select():
-            if key.fileobj is not listener:  # stdin ended (or the main process wrote to it)
-                _reap(block=True)  # so the workers' CPU time counts as the main process's
+            if key.fileobj is not listener:  # stdin ended: the main process died
+                import shutil
+
+                shutil.rmtree(os.path.dirname(listener.getsockname()), ignore_errors=True)
                 _leave(0)
             conn, _ = listener.accept()
-            try:
-                request = json.loads(conn.makefile("rb").readline())
-            except (OSError, ValueError):
-                request = None
-            if isinstance(request, dict) and os.fork() == 0:  # the child: a worker
+            request, stdio = _receive(conn)
+            if request is not None and os.fork() == 0:  # the child: a worker
                 selector.close()
                 listener.close()
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-                devnull = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(devnull, 0)
-                os.close(devnull)
+                signal.signal(signal.SIGINT, inherited)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                for target, fd in enumerate(stdio):  # the command's stdin, stdout, stderr
+                    os.dup2(fd, target)
+                    os.close(fd)
                 _work(sdk_worker_main, request, conn)
+            for fd in stdio:
+                os.close(fd)
             conn.close()
-            _reap(block=False)
 
 
-def _reap(block: bool) -> None:
-    """Collect ended workers (all of them when `block`)."""
+def _receive(conn: socket.socket) -> tuple[dict | None, list[int]]:
+    """A worker command's request (environment and folder) and its stdin, stdout and stderr."""
+    try:
+        first, stdio, _, _ = socket.recv_fds(conn, 1, 3)
+        request = json.loads(first + conn.makefile("rb").readline())
+    except (OSError, ValueError):
+        return None, []
+    if len(stdio) != 3 or not isinstance(request, dict):
+        return None, stdio
+    return request, stdio
+
+
+def _reap() -> None:
+    """Collect the workers that have ended."""
     with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, 0 if block else os.WNOHANG)[0]:
+        while os.waitpid(-1, os.WNOHANG)[0]:
             pass
 
 
 def _work(sdk_worker_main, request: dict, conn: socket.socket) -> None:
-    """A forked worker: run the harness with the requesting command's environment and folder;
-    tell the command "started", then the exit status."""
-    code = 1
+    """A forked worker: take the requesting command's environment and folder, tell it "started",
+    run the harness and report the exit status. A worker that cannot set up leaves without
+    "started", and the command runs the harness itself."""
     try:
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
         conn.sendall(b"started\n")
+    except (OSError, KeyError, TypeError):
+        _leave(1)
+    code = 1
+    try:
         sdk_worker_main.main([])
         code = 0
     except KeyboardInterrupt:  # Ctrl-C reaches every process; the main one says so
         code = 130
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     except BaseException as exc:  # noqa: BLE001 - one line (no record text), and the status
         print(f"medsimp beam worker: the SDK harness failed ({type(exc).__name__})", file=sys.stderr)
     finally:
@@ -184,7 +215,9 @@ def _hand_over(address: str) -> int | None:
     with sock:
         try:
             sock.connect(address)
-            sock.sendall(json.dumps({"env": dict(os.environ), "cwd": os.getcwd()}).encode() + b"\n")
+            request = json.dumps({"env": dict(os.environ), "cwd": os.getcwd()}).encode() + b"\n"
+            socket.send_fds(sock, [request[:1]], [0, 1, 2])  # the worker's stdin, stdout, stderr
+            sock.sendall(request[1:])
             replies = sock.makefile("rb")
             if replies.readline() != b"started\n":
                 return None

@@ -353,12 +353,18 @@ class _Cut:
         return self.spans[i][0] - self.shift
 
 
+def _too_large(offset: int) -> _Cut:
+    """A row over MAX_RECORD_BYTES. Its size is given as the limit plus one: how much of it had
+    been read when it was found depends on the buffering (and so on the byte ranges)."""
+    return _Cut(offset, None, problem="too large", size=MAX_RECORD_BYTES + 1)
+
+
 def _cut(
     offset: int, buf: bytes, a: int, b: int, spans: tuple = (), problem: str = "", shift: int = 0
 ) -> _Cut:
-    """The row buf[a:b], or a too-large marker (the same whatever the buffering)."""
+    """The row buf[a:b], or a too-large marker."""
     if b - a > MAX_RECORD_BYTES:
-        return _Cut(offset, None, problem="too large", size=b - a)
+        return _too_large(offset)
     return _Cut(offset, buf[a:b], spans, problem, b - a, shift)
 
 
@@ -449,8 +455,8 @@ class _Reader:
                 state = _advance(buf, c, eof)
                 if state == "more":
                     break
-                if state == "bad":
-                    resync = pos + 1
+                if state == "bad":  # a skipped row's start may be cut away already (pos < 0)
+                    resync = max(pos + 1, 0)
                     continue
                 if not skipping:
                     yield _cut(base + pos, buf, pos, c.end, tuple((a - pos, b - pos) for a, b in c.spans))
@@ -458,7 +464,7 @@ class _Reader:
             if eof:
                 return
             if c is not None and not skipping and len(buf) - pos > MAX_RECORD_BYTES:
-                yield _Cut(base + pos, None, problem="too large", size=len(buf) - pos)
+                yield _too_large(base + pos)
                 skipping = True
             # drop what is done; a skipped row keeps only its grammar state (or resync lookahead)
             keep = pos
@@ -520,11 +526,13 @@ class _Reader:
         return self._note(layout, cut, raw_fields, category, locator)
 
     def _wants(self, schema: Schema, written: bytes) -> bool:
-        """Whether a category field as written (quotes included) is one of `categories`."""
+        """Whether a category field as written (quotes included) is one of `categories`
+        (remembered for fields of up to 64 bytes: real categories are short)."""
         kept = self._wanted.get(written)
         if kept is None:
-            name = normalise_category(self._category(schema, _unquote(written)))
-            kept = self._wanted[written] = name in cast(set, self.categories)
+            kept = normalise_category(self._category(schema, _unquote(written))) in cast(set, self.categories)
+            if len(written) <= 64:
+                self._wanted[written] = kept
         return kept
 
     def _category(self, schema: Schema, raw: bytes) -> str:

@@ -116,9 +116,11 @@ def test_filtered_rows_skip_text_checks_but_not_quote_balance(tmp_path):
 @pytest.mark.parametrize("parts", [2, 3, 5, 11])
 def test_byte_ranges_yield_exactly_the_sequential_records(tmp_path, monkeypatch, parts):
     monkeypatch.setattr(noteevents, "CHUNK", 64)  # tiny reads: exercise buffer refills too
+    monkeypatch.setattr(noteevents, "MAX_RECORD_BYTES", 300)
     rows = [row(i, b'"line one, with comma\n' + b"x" * (i * 7 % 50) + b'\n2. HTN:\n"') for i in range(1, 40)]
     rows[10] = row(11, b'"unterminated\nstill inside')
     rows[20] = row(21, b'"bad \xff"')
+    rows[30] = row(31, b'"' + b"z" * 500 + b'"')  # too large: found at whatever point the buffer ends
     path = write(tmp_path, *rows)
     size = Path(path).stat().st_size
     sequential = [repr(r) for r in iter_records(path, categories=None)]
@@ -175,4 +177,31 @@ def test_oversized_record_is_rejected_and_reading_resumes(tmp_path, monkeypatch)
     monkeypatch.setattr(noteevents, "MAX_RECORD_BYTES", 200)
     path = write(tmp_path, row(1, b'"' + b"y" * 1000 + b'"'), row(2, b'"ok"'))
     got = [getattr(r, "reason", "note") for r in iter_records(path)]
+    assert got == ["record_too_large", "note"]
+
+
+def test_oversized_record_of_an_unwanted_category_is_still_rejected(tmp_path, monkeypatch):
+    # Rows of other categories are counted from their offsets; one over the limit is a
+    # dead letter all the same.
+    monkeypatch.setattr(noteevents, "MAX_RECORD_BYTES", 200)
+    path = write(tmp_path, row(1, b'"' + b"y" * 300 + b'"', cat="Nursing"), row(2, b'"ok"', cat="Nursing"))
+    got = [getattr(r, "reason", "note") for r in iter_records(path)]
+    assert got == ["record_too_large", "category"]
+
+
+def test_oversized_record_that_breaks_the_grammar_late_does_not_hang(tmp_path, monkeypatch):
+    # The fault comes after the row's start has been dropped from the buffer.
+    import threading
+
+    monkeypatch.setattr(noteevents, "MAX_HEADER_BYTES", 200)  # the first read: just past the header
+    monkeypatch.setattr(noteevents, "CHUNK", 256)
+    monkeypatch.setattr(noteevents, "MAX_RECORD_BYTES", 1000)
+    path = write(tmp_path, row(1, b"a" * 1300 + b'x"y'), row(2, b'"fine"'))
+    got: list[str] = []
+    reader = threading.Thread(
+        target=lambda: got.extend(getattr(r, "reason", "note") for r in iter_records(path)), daemon=True
+    )
+    reader.start()
+    reader.join(timeout=20)
+    assert not reader.is_alive(), "the reader loops forever"
     assert got == ["record_too_large", "note"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from medsimp.cli_args import add_beam_arguments
+from medsimp.cli_args import add_beam_arguments, warm_beam_workers
 from medsimp.inputs import read_lines
 
 HELP = "align sentences (CRF / Vecalign): files, a corpus (Beam), or train the CRF"
@@ -247,7 +247,7 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from medsimp.config import resolve_path, section
+    from medsimp.config import section
 
     _check_flags(args)
     params = dict(section(args.params_data, "align"))
@@ -256,6 +256,13 @@ def run(args: argparse.Namespace) -> int:
         return _train(args, params)
     if args.src or args.batch:
         return _file_mode(args, params)
+    return _corpus(args, params)
+
+
+@warm_beam_workers
+def _corpus(args: argparse.Namespace, params: dict) -> int:
+    """The Beam job over a sentence table."""
+    from medsimp.config import resolve_path, section
     from medsimp.outputs import atomic_dir
     from medsimp.pipelines import align_job
 

@@ -8,6 +8,8 @@ OUTPUT/dead_letter and OUTPUT/stats.json.
 
 from __future__ import annotations
 
+from medsimp.cli_args import warm_beam_workers
+
 HELP = "Cochrane abstracts + multilingual plain-language summaries -> sentence table"
 
 
@@ -21,6 +23,7 @@ def add_arguments(parser) -> None:
     )
 
 
+@warm_beam_workers
 def run(args) -> int:
     from medsimp.cli_args import run_source_job
     from medsimp.pipelines import cochrane

@@ -8,6 +8,8 @@ Threshold: params `filter.threshold`.
 
 from __future__ import annotations
 
+from medsimp.cli_args import warm_beam_workers
+
 HELP = "flag aligned pairs by lexical overlap r (keeps all rows; writes a kept-only view)"
 
 
@@ -20,6 +22,7 @@ def add_arguments(parser) -> None:
     add_beam_arguments(parser)
 
 
+@warm_beam_workers
 def run(args) -> int:
     from medsimp.config import resolve_path, section
     from medsimp.outputs import atomic_dir

@@ -8,6 +8,8 @@ Languages without an index get no concepts (counted as sentences_without_index).
 
 from __future__ import annotations
 
+from medsimp.cli_args import warm_beam_workers
+
 HELP = "UMLS concept linking + readability per sentence and document side"
 
 
@@ -21,6 +23,7 @@ def add_arguments(parser) -> None:
     add_beam_arguments(parser)
 
 
+@warm_beam_workers
 def run(args) -> int:
     from medsimp.config import resolve_path, section
     from medsimp.outputs import atomic_dir

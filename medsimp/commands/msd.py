@@ -8,6 +8,8 @@ Writes OUTPUT/sentences, OUTPUT/pairs (candidate groups), OUTPUT/dead_letter, OU
 
 from __future__ import annotations
 
+from medsimp.cli_args import warm_beam_workers
+
 HELP = "MSD professional/consumer manuals -> sentence table and PCIO candidate groups"
 
 
@@ -17,6 +19,7 @@ def add_arguments(parser) -> None:
     add_job_arguments(parser, "JSONL file or directory (default: params msd.input)", "out/msd")
 
 
+@warm_beam_workers
 def run(args) -> int:
     from medsimp.cli_args import run_source_job
     from medsimp.pipelines import msd

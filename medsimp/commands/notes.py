@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
+from medsimp.cli_args import warm_beam_workers
+
 HELP = "MIMIC notes -> section sentences flagged by MedLane's Algorithm 1 (Beam job)"
 
 FILTERED = ("notes_filtered_category", "notes_filtered_iserror")
@@ -90,6 +92,7 @@ def check_stats(stats: dict) -> None:
     check_reconciles(stats, "sentences", ["sentences_selected", "sentences_not_selected"])
 
 
+@warm_beam_workers
 def run(args: argparse.Namespace) -> int:
     from medsimp.config import resolve_path, section
     from medsimp.errors import UsageError

@@ -7,6 +7,8 @@ sentences, with question_id, pmid and sentence numbers), OUTPUT/dead_letter, OUT
 
 from __future__ import annotations
 
+from medsimp.cli_args import warm_beam_workers
+
 HELP = "PLABA abstracts + expert adaptations -> sentence table and gold pairs"
 
 
@@ -16,6 +18,7 @@ def add_arguments(parser) -> None:
     add_job_arguments(parser, "PLABA JSON file (default: params plaba.input)", "out/plaba")
 
 
+@warm_beam_workers
 def run(args) -> int:
     from medsimp.cli_args import run_source_job
     from medsimp.pipelines import plaba_job

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from medsimp.cli_args import warm_beam_workers
+
 HELP = "MIMIC radiology notes -> de-duplicated findings sentences with metadata (Beam job)"
 REASONS_PREFIX = "filtered_"
 
@@ -49,6 +51,7 @@ def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) ->
     }
 
 
+@warm_beam_workers
 def run(args) -> int:
     from medsimp.commands.notes import note_lineage
     from medsimp.config import resolve_path, section
