@@ -71,10 +71,16 @@ def _quiet_import():
     return sdk_worker_main
 
 
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+
+
 def _leave(code: int) -> None:
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush()
     os._exit(code)
 
 
@@ -126,7 +132,7 @@ def zygote(beam_params: Mapping | None = None, beam_args: Sequence[str] = ()) ->
 
 def _serve(fd: int) -> None:
     """The zygote: import the worker's modules, then fork one warm worker per connection until
-    stdin ends."""
+    the main process ends it (or its stdin ends: the main process died)."""
     import selectors
     import signal
 
@@ -164,11 +170,14 @@ def _serve(fd: int) -> None:
 
 def _receive(conn: socket.socket) -> tuple[dict | None, list[int]]:
     """A worker command's request (environment and folder) and its stdin, stdout and stderr."""
+    stdio: list[int] = []
     try:
+        conn.settimeout(10)  # a connection that sends nothing must not hold up the others
         first, stdio, _, _ = socket.recv_fds(conn, 1, 3)
         request = json.loads(first + conn.makefile("rb").readline())
+        conn.settimeout(None)
     except (OSError, ValueError):
-        return None, []
+        return None, stdio
     if len(stdio) != 3 or not isinstance(request, dict):
         return None, stdio
     return request, stdio
@@ -190,7 +199,7 @@ def _work(sdk_worker_main, request: dict, conn: socket.socket) -> None:
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
         conn.sendall(b"started\n")
-    except (OSError, KeyError, TypeError):
+    except (OSError, KeyError, TypeError, ValueError):
         _leave(1)
     code = 1
     try:
@@ -203,6 +212,7 @@ def _work(sdk_worker_main, request: dict, conn: socket.socket) -> None:
     except BaseException as exc:  # noqa: BLE001 - one line (no record text), and the status
         print(f"medsimp beam worker: the SDK harness failed ({type(exc).__name__})", file=sys.stderr)
     finally:
+        _flush()  # the worker's output comes before the command's exit
         with contextlib.suppress(OSError):
             conn.sendall(f"{code}\n".encode())
         _leave(code)
@@ -213,6 +223,8 @@ def _hand_over(address: str) -> int | None:
     took it (then this process runs the harness itself)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with sock:
+        if sock.fileno() <= 2:  # a standard stream is closed: nothing to hand over
+            return None
         try:
             sock.connect(address)
             request = json.dumps({"env": dict(os.environ), "cwd": os.getcwd()}).encode() + b"\n"

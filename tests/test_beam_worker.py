@@ -100,6 +100,23 @@ def test_without_a_zygote_workers_start_cold(tmp_path, monkeypatch):
     assert not any("--zygote" in r["parent"] for r in reports)
 
 
+def test_a_garbled_request_is_dropped_without_keeping_the_streams_sent(tmp_path):
+    with beam_worker.zygote():
+        (zygote,) = _zygotes()
+        (tmp_path / "a").mkdir()
+        _worker_reports(tmp_path / "a")  # the zygote is warm and has served two workers
+        held = zygote.num_fds()
+        for _ in range(3):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(os.environ[beam_worker.ZYGOTE_ENV])
+                socket.send_fds(sock, [b"{"], [0, 1, 2])
+                sock.sendall(b"garbage\n")
+        (tmp_path / "b").mkdir()
+        reports = _worker_reports(tmp_path / "b")  # served after the garbled ones, in order
+        assert zygote.num_fds() == held
+    assert all("--zygote" in r["parent"] for r in reports)
+
+
 def test_a_run_without_worker_processes_starts_no_zygote():
     with beam_worker.zygote({"num_workers": 1}):
         assert beam_worker.ZYGOTE_ENV not in os.environ
