@@ -14,5 +14,6 @@ repro: install
 test: install
 	ruff check .
 	ruff format --check .
-	python scripts/typecheck.py
+	mypy
+	lint-imports
 	pytest

@@ -1,4 +1,4 @@
 """Sentence aligners (neural CRF, Vecalign), encoders, gold readers, scorers and the overlap filter.
 
-Plain typed Python: no Beam import here (pipelines/align_job.py wraps it).
+Plain typed Python: no Beam import here (pipelines/jobs/align.py wraps it).
 """

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from medsimp.alignment import vecalign
-from medsimp.alignment.crf import CRFAligner
-from medsimp.alignment.encoders import PairEncoders
+from alignment import vecalign
+from alignment.crf import CRFAligner
+from alignment.encoders import PairEncoders
 
 
 class DocumentError(ValueError):

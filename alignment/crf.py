@@ -5,7 +5,7 @@ For a document pair, each row sentence i (a simple sentence in the forward direc
 takes a state a_i in {NULL, 1..m} (the column sentence it aligns to). The score of a
 labelling is sum_i E(i, a_i) + T(a_{i-1}, a_i):
 
-* emissions E: a small MLP over pairwise features (`medsimp.alignment.features`: bi-encoder cosine
+* emissions E: a small MLP over pairwise features (`alignment.features`: bi-encoder cosine
   from a pluggable encoder plus lexical overlap, length ratio, shared numbers, relative
   position); NULL has its own learned emission (a linear layer over the row's best
   cosine/containment and a bias);
@@ -37,19 +37,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from medsimp.alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
-from medsimp.alignment.gold import Block, DocPair
-from medsimp.alignment.score import pairs_to_blocks
+from alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
+from alignment.gold import Block, DocPair
+from alignment.score import pairs_to_blocks
+from medsimp.params_schema import Crf
 
-DEFAULTS: dict[str, Any] = {
-    "jump_cap": 8,
-    "hidden": 16,
-    "epochs": 40,
-    "lr": 0.01,
-    "seed": 13,
-    "threads": 1,
-    "merge": "union",  # union | forward | intersection
-}
+# The CRF's knobs and their defaults are params `align.crf` (medsimp.params_schema.Crf).
+DEFAULTS: dict[str, Any] = Crf().model_dump(exclude={"encoder"})
 
 
 class CRFScorer(nn.Module):
@@ -298,24 +292,30 @@ class CRFAligner:
 
     @staticmethod
     def featurize(
-        encoder, complex_: Sequence[str], simple: Sequence[str], lang: str | None = "en"
+        encoder,
+        complex_: Sequence[str],
+        simple: Sequence[str],
+        lang: str | None = "en",
+        stopwords: str = "spacy",
     ) -> np.ndarray:
-        """Features with rows = simple sentences, columns = complex sentences."""
+        """Features with rows = simple sentences, columns = complex sentences; `stopwords` is
+        the config's stop-word list (`alignment.text.STOPWORD_LISTS`; spaCy's when unset)."""
         if not complex_ or not simple:
             return np.zeros((len(simple), len(complex_), len(PAIR_FEATURES)), np.float32)
         cos = encoder.encode(list(simple), lang) @ encoder.encode(list(complex_), lang).T
-        return pair_features(simple, complex_, cos)
+        return pair_features(simple, complex_, cos, stopwords)
 
     @classmethod
     def train(cls, docs: Sequence[DocPair], encoder, config: Mapping[str, Any] | None = None) -> CRFAligner:
         config = {**DEFAULTS, **dict(config or {})}
+        stopwords = str(config.get("stopwords", "spacy"))
         fwd, rev = [], []
         for d in docs:
-            f = cls.featurize(encoder, d.complex, d.simple)
+            f = cls.featurize(encoder, d.complex, d.simple, stopwords=stopwords)
             cos = f[..., 0]
             fwd.append((f, gold_labels({(s, c) for c, s in d.pairs}, len(d.simple), cos)))
             rf = (
-                np.ascontiguousarray(pair_features(d.complex, d.simple, cos.T))
+                np.ascontiguousarray(pair_features(d.complex, d.simple, cos.T, stopwords))
                 if f.size
                 else np.zeros((len(d.complex), len(d.simple), len(PAIR_FEATURES)), np.float32)
             )
@@ -326,7 +326,8 @@ class CRFAligner:
         n_c, n_s = len(complex_), len(simple)
         pairs: dict[tuple[int, int], float] = {}
         if n_c and n_s:
-            f = self.featurize(self.encoder, complex_, simple, lang)
+            stopwords = str(self.config.get("stopwords", "spacy"))
+            f = self.featurize(self.encoder, complex_, simple, lang, stopwords)
             merge = self.config["merge"]
             lat = lattice(self.forward, f)
             marg, _ = lat.forward_backward()
@@ -334,7 +335,8 @@ class CRFAligner:
             rev: dict[tuple[int, int], float] = {}
             if merge != "forward":
                 rlat = lattice(
-                    self.reverse, np.ascontiguousarray(pair_features(complex_, simple, f[..., 0].T))
+                    self.reverse,
+                    np.ascontiguousarray(pair_features(complex_, simple, f[..., 0].T, stopwords)),
                 )
                 rmarg, _ = rlat.forward_backward()
                 rev = {(c, a - 1): float(rmarg[c, a]) for c, a in enumerate(rlat.viterbi()) if a}
@@ -371,7 +373,7 @@ class CRFAligner:
         d = Path(model_dir)
         if not (d / "model.pt").exists():
             raise FileNotFoundError(
-                f"no CRF model in {d} (run `medsimp align --train` / `dvc repro align_train`)"
+                f"no CRF model in {d} (run `medsimp align train` / `dvc repro align_train`)"
             )
         cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
         if cfg.get("encoder") != encoder.name:

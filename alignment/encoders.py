@@ -184,7 +184,7 @@ class CachedEncoder:
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         texts = list(texts)
-        key = content_key(code_version("medsimp.alignment.encoders"), self.name, lang or "", texts)
+        key = content_key(code_version("alignment.encoders"), self.name, lang or "", texts)
 
         def compute() -> np.ndarray:
             uniq = sorted(set(texts))

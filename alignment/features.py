@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import sparse
 
-from medsimp.alignment.text import content_tokens, numbers, tokens
+from alignment.text import content_tokens, numbers
+from medsimp.text.multilingual import word_tokens
 
 PAIR_FEATURES = (
     "cosine",
@@ -46,20 +47,24 @@ def _overlap(a: Sequence[set[str]], b: Sequence[set[str]]) -> tuple[np.ndarray, 
     return inter, np.array([len(s) for s in a], np.float32), np.array([len(s) for s in b], np.float32)
 
 
-def pair_features(rows: Sequence[str], cols: Sequence[str], cosine: np.ndarray) -> np.ndarray:
-    """Float32 array (len(rows), len(cols), len(PAIR_FEATURES))."""
+def pair_features(
+    rows: Sequence[str], cols: Sequence[str], cosine: np.ndarray, stopwords: str = "spacy"
+) -> np.ndarray:
+    """Float32 array (len(rows), len(cols), len(PAIR_FEATURES)); `stopwords` names the stop-word
+    list of the lexical features (`alignment.text.STOPWORD_LISTS`)."""
     n, m = len(rows), len(cols)
     out = np.zeros((n, m, len(PAIR_FEATURES)), dtype=np.float32)
     if n == 0 or m == 0:
         return out
-    ra, ca = [content_tokens(t) for t in rows], [content_tokens(t) for t in cols]
+    ra = [content_tokens(t, stopwords) for t in rows]
+    ca = [content_tokens(t, stopwords) for t in cols]
     inter, la, lb = _overlap(ra, ca)
     out[..., 0] = cosine
     out[..., 1] = inter / np.maximum(la[:, None] + lb[None, :] - inter, 1.0)
     out[..., 2] = inter / np.maximum(la[:, None], 1.0)
     out[..., 3] = inter / np.maximum(lb[None, :], 1.0)
-    lr = np.array([len(tokens(t)) for t in rows], np.float32)[:, None]
-    lc = np.array([len(tokens(t)) for t in cols], np.float32)[None, :]
+    lr = np.array([len(word_tokens(t)) for t in rows], np.float32)[:, None]
+    lc = np.array([len(word_tokens(t)) for t in cols], np.float32)[None, :]
     out[..., 4] = np.minimum(lr, lc) / np.maximum(np.maximum(lr, lc), 1.0)
     ninter, nr, _ = _overlap([numbers(t) for t in rows], [numbers(t) for t in cols])
     out[..., 5] = ninter / np.maximum(nr[:, None], 1.0)

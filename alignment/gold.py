@@ -7,13 +7,15 @@ and the gold set of aligned `(complex_index, simple_index)` pairs (0-based).
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from ast import literal_eval
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from medsimp.alignment.text import split_sentences
+from medsimp.text import multilingual
 
 Block = tuple[tuple[int, ...], tuple[int, ...]]
 
@@ -61,14 +63,48 @@ def _numbered(d: dict, where: str) -> list[tuple[int, str]]:
         raise GoldFormatError(f"{where}: sentence numbers must be integers") from None
 
 
-def read_plaba(path: str | Path, rejects: list[dict] | None = None) -> list[DocPair]:
-    """PLABA `data.json`: abstract sentence n aligns with every sentence of translationK[n].
+PLABA_SENTENCES = ("spacy", "multilingual")
+
+
+@functools.lru_cache(maxsize=1)
+def _sentencizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def plaba_sentences(text: str, splitter: str = "spacy") -> list[str]:
+    """The sentences of one PLABA adaptation value. `spacy` (the default): spaCy's rule
+    sentencizer. `multilingual`: the toolkit's splitter (`medsimp.text.multilingual`); on
+    PLABA dev it reads 4 of 1,251 values otherwise (it splits "1) ..., 2) ..." enumerations
+    into items and "vitamin D. The", and joins a stray "macrolide. antibiotics.") and the
+    CRF's pair F1 drops 0.3-0.6 points against that gold (docs/alignment.md), so it is not
+    the default."""
+    if splitter == "multilingual":
+        return [s.text for s in multilingual.split_sentences(text, "en")]
+    if splitter != "spacy":
+        raise ValueError(f"unknown PLABA sentence splitter {splitter!r} ({', '.join(PLABA_SENTENCES)})")
+    text = text.strip()
+    if not text:
+        return []
+    return [s.text.strip() for s in _sentencizer()(text).sents if s.text.strip()]
+
+
+def read_plaba(
+    path: str | Path, rejects: list[dict] | None = None, sentences: str = "spacy"
+) -> list[DocPair]:
+    """PLABA `data.json`: abstract sentence n aligns with every sentence of translationK[n]
+    (split by `plaba_sentences(..., sentences)`).
 
     A missing or empty number is a deletion; a value with several sentences is a split
     (1 complex -> N simple). Each translationK gives its own document pair.
     A malformed abstract raises GoldFormatError, or is appended to `rejects`
     ({locator, reason}) and skipped when a list is given.
     """
+    if sentences not in PLABA_SENTENCES:
+        raise ValueError(f"unknown PLABA sentence splitter {sentences!r} ({', '.join(PLABA_SENTENCES)})")
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     docs: list[DocPair] = []
     for qid in sorted(data, key=str):
@@ -82,7 +118,7 @@ def read_plaba(path: str | Path, rejects: list[dict] | None = None) -> list[DocP
                 continue
             where = f"{path}: {qid}/{pmid}"
             try:
-                docs.extend(_plaba_pairs(rec, str(qid), str(pmid), where))
+                docs.extend(_plaba_pairs(rec, str(qid), str(pmid), where, sentences))
             except GoldFormatError as exc:
                 if rejects is None:
                     raise
@@ -90,7 +126,7 @@ def read_plaba(path: str | Path, rejects: list[dict] | None = None) -> list[DocP
     return docs
 
 
-def _plaba_pairs(rec: dict, qid: str, pmid: str, where: str) -> list[DocPair]:
+def _plaba_pairs(rec: dict, qid: str, pmid: str, where: str, sentences: str) -> list[DocPair]:
     """One DocPair per expert adaptation of one PLABA abstract."""
     numbered = _numbered(rec["abstract"], f"{where}/abstract")
     index = {n: i for i, (n, _) in enumerate(numbered)}
@@ -102,7 +138,7 @@ def _plaba_pairs(rec: dict, qid: str, pmid: str, where: str) -> list[DocPair]:
         for n, text in _numbered(rec[tkey], f"{where}/{tkey}"):
             if n not in index:
                 raise GoldFormatError(f"{where}/{tkey} sentence {n} not in abstract")
-            for sent in split_sentences(text or ""):
+            for sent in plaba_sentences(text or "", sentences):
                 pairs.add((index[n], len(simple)))
                 simple.append(sent)
         docs.append(DocPair(f"{qid}:{pmid}:{tkey}", complex_, simple, frozenset(pairs), qid))
@@ -240,3 +276,21 @@ def read_gold(path: str | Path, fmt: str = "auto") -> list[DocPair]:
     if fmt not in readers:
         raise GoldFormatError(f"unknown gold format {fmt!r} (plaba, mc_clean, wiki_auto, jsonl)")
     return readers[fmt](path)
+
+
+def gold_sources(gold: str | Path | Sequence[str | Path]) -> list[str | Path]:
+    """`align.gold` as a list: one path (str) or several."""
+    return [gold] if isinstance(gold, str | Path) else list(gold)
+
+
+def read_golds(gold: str | Path | Sequence[str | Path], fmt: str = "auto") -> list[DocPair]:
+    """Document pairs of several gold sources, in order (`align.gold` may be one path or a
+    list). Each source is read by `read_gold(path, fmt)` (`auto` detects per file). A later
+    source's document with the same `doc_id` replaces the earlier one in place, so a
+    re-annotated document corrects the base gold instead of being counted twice, and the
+    base gold's other documents stay."""
+    docs: dict[str, DocPair] = {}
+    for path in gold_sources(gold):
+        for doc in read_gold(path, fmt):
+            docs[doc.doc_id] = doc
+    return list(docs.values())

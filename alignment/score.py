@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from sentalign.score import score_multiple
 
-from medsimp.alignment.gold import Block
+from alignment.gold import Block
 
 
 def format_block(block: Block, score: float | None = None) -> str:

@@ -11,7 +11,7 @@ paper does; `mean` approximates it by the length-weighted mean of the sentence v
 (it embeds each sentence once).
 
 `center` removes each side's mean vector; `length_weight` / `number_weight` append length and
-number anchors to every overlap embedding (`medsimp.alignment.anchors`); `del_percentile_of` says how
+number anchors to every overlap embedding (`alignment.anchors`); `del_percentile_of` says how
 the deletion knob is read. `center: false`, both weights 0 and `del_percentile_of: random` is
 Vecalign exactly as published.
 """
@@ -28,28 +28,15 @@ from typing import Any
 import numpy as np
 from sentalign.dp_utils import layer, make_alignment_types, preprocess_line, vecalign
 
-from medsimp.alignment.anchors import with_anchors
-from medsimp.alignment.encoders import Encoder
-from medsimp.alignment.gold import Block
+from alignment.anchors import with_anchors
+from alignment.encoders import Encoder
+from alignment.gold import Block
+from medsimp.params_schema import Vecalign
 
 # Thompson & Koehn (2019) as published (vecalign.py's defaults: --alignment_max_size 4,
-# --del_percentile_frac 0.2, deletion penalty over random pairs, plain sentence embeddings).
-DEFAULTS: dict[str, Any] = {
-    "preset": None,
-    "alignment_max_size": 4,
-    "del_percentile_frac": 0.2,
-    "del_percentile_of": "random",
-    "overlap_mode": "encode",
-    "center": False,
-    "length_weight": 0.0,
-    "number_weight": 0.0,
-    "length_sigma": 0.35,
-    "max_size_full_dp": 300,
-    "costs_sample_size": 20000,
-    "num_samps_for_norm": 100,
-    "search_buffer_size": 5,
-    "seed": 42,
-}
+# --del_percentile_frac 0.2, deletion penalty over random pairs, plain sentence embeddings):
+# the defaults of params `align.vecalign` (medsimp.params_schema.Vecalign), read from there.
+DEFAULTS: dict[str, Any] = Vecalign().model_dump(exclude={"encoder"})
 # Named option sets. `medsimp` is our improvement (docs/alignment.md: strict F1 0.872 vs
 # 0.797 plain Vecalign with USE on the Bleualign dev file); a preset sets these keys over
 # whatever else params give.
@@ -98,7 +85,7 @@ def side_vectors(
 ) -> np.ndarray:
     """One side's overlap vectors as the DP gets them: centred when `center` (its level-1 mean
     removed from every level; Libovický et al. 2020: the mean carries language, not meaning),
-    then with the length/number anchors of `medsimp.alignment.anchors` appended. Sides of fewer than
+    then with the length/number anchors of `alignment.anchors` appended. Sides of fewer than
     three sentences are not centred."""
     if p["center"] and len(clean) >= 3:  # a side of 1-2 sentences is mostly its own mean
         semantic = semantic - semantic[0].mean(axis=0)[None, None, :]

@@ -1,11 +1,10 @@
 """Our modules' import graph, read from their source (no import runs): the import closure of a
-set of modules, and the packaged resources they name. DVC stage deps (`medsimp.dvc_deps`)
-and the model checkpoint key (`medsimp.commands.train`) are computed from it.
+set of modules, and the packaged resources they name. DVC stage deps (`medsimp.cli.dvc_deps`)
+and the model checkpoint key (`medsimp.cli.commands.train`) are computed from it.
 
 An import counts at any depth of a file (function-level imports too), a string constant that
-is a dotted `medsimp.` name counts as an import, and parent packages' `__init__.py` run too.
-Module names become files through `importlib.util.find_spec`, so any package-dir mapping is
-followed.
+is a dotted name in one of our packages counts as an import, and parent packages' `__init__.py` run too.
+Module names become files through `importlib.util.find_spec`.
 """
 
 from __future__ import annotations
@@ -17,13 +16,13 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-ROOT_PACKAGE = "medsimp"
+ROOT_PACKAGES = ("medsimp", "pipelines", "alignment", "training")
 
 
 @functools.cache
 def module_file(name: str) -> Path | None:
     """The source file of our module `name` (None for other modules or names that are not modules)."""
-    if name != ROOT_PACKAGE and not name.startswith(ROOT_PACKAGE + "."):
+    if name.partition(".")[0] not in ROOT_PACKAGES:
         return None
     parent = name.rpartition(".")[0]
     if parent and ((pf := module_file(parent)) is None or pf.name != "__init__.py"):
@@ -59,7 +58,7 @@ def _imports(name: str, path: Path) -> tuple[frozenset[str], frozenset[str]]:
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if re.fullmatch(rf"{ROOT_PACKAGE}(\.\w+)+", node.value):
+            if re.fullmatch(rf"(?:{'|'.join(ROOT_PACKAGES)})(\.\w+)+", node.value):
                 names.add(node.value)
         elif (
             isinstance(node, ast.Call)

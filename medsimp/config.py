@@ -9,10 +9,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
+from pydantic import BaseModel
 
 from medsimp import resources
 from medsimp.errors import UsageError
+from medsimp.params_schema import Params
 
 
 class ParamsError(UsageError, ValueError):
@@ -32,42 +33,80 @@ def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
 
 
 def apply_overrides(params: dict, overrides: list[str]) -> dict:
-    """Return a copy of `params` with `key.sub=value` overrides applied (values parsed as YAML)."""
+    """Return a copy of a raw params mapping with `key.sub=value` overrides applied (values
+    parsed as bounded YAML, `medsimp.yamlsafe`)."""
+    from medsimp import yamlsafe
+
     out = copy.deepcopy(params)
     for item in overrides:
         if "=" not in item:
-            raise ParamsError(f"override {item!r} must look like key.sub=value")
+            raise ParamsError(f"override {item[:60]!r} must look like key.sub=value")
         key, raw = item.split("=", 1)
-        _set_dotted(out, key.strip(), yaml.safe_load(raw))
+        try:
+            _set_dotted(out, key.strip(), yamlsafe.load(raw))
+        except yamlsafe.YamlError as exc:
+            raise ParamsError(f"override {key.strip()[:60]!r}: {exc}") from None
     return out
 
 
-def load_params(path: str | Path = "params.yaml", overrides: list[str] | None = None) -> dict:
-    """Read the params file (an absent file gives {}), then apply overrides.
+DEFAULT_PATH = "params.yaml"
 
-    The file and every override are checked against `medsimp.params_schema` (unknown keys,
-    wrong types and bad values are a one-line ParamsError). Keys the file leaves out are
-    absent from the result: their default is `params_schema.default("section.key")`."""
-    from medsimp import params_schema
+
+def read_params_file(path: str | Path, required: bool) -> dict:
+    """The mapping a params file holds; a missing file is {} only when not `required`.
+    Every way a file can be unusable (missing, a folder, not UTF-8, not YAML, an alias bomb,
+    nested too deep, a duplicate key) is a one-line ParamsError."""
+    from medsimp import yamlsafe
 
     p = Path(path)
-    data: dict = {}
-    if p.exists():
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark is not None else ""
-            raise ParamsError(f"{p}: not valid YAML{where}") from None
-        if not isinstance(data, dict):
-            raise ParamsError(f"{p} must hold a mapping at top level")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if required:
+            raise ParamsError(f"params file {str(p)!r} not found (check --params / MEDSIMP_PARAMS)") from None
+        return {}
+    except IsADirectoryError:
+        raise ParamsError(f"params file {str(p)!r} is a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise ParamsError(f"{p}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ParamsError(
+            f"params file {str(p)!r} cannot be read ({exc.strerror or type(exc).__name__})"
+        ) from None
+    try:
+        data = yamlsafe.load(text)
+    except yamlsafe.YamlError as exc:
+        raise ParamsError(f"{p}: {exc}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ParamsError(f"{p} must hold a mapping at top level")
+    return data or {}
+
+
+def load_params(
+    path: str | Path = DEFAULT_PATH, overrides: list[str] | None = None, required: bool | None = None
+) -> Params:
+    """Read the params file once into typed `Params` (every default filled in), with overrides.
+
+    The file and every override are checked against `medsimp.params_schema`: unknown keys, wrong
+    types and out-of-range values are a one-line ParamsError (exit 2). A missing file is an error
+    unless it is the implicit `params.yaml` (`required=None`) or `required=False`.
+    `Params.raw` keeps the mapping as written (what `params_hash` hashes)."""
+    from medsimp import params_schema
+
+    if required is None:
+        required = str(path) != DEFAULT_PATH
+    p = Path(path)
+    data = read_params_file(p, required)
     try:
         data = params_schema.check_file(data, str(p))
         for item in overrides or []:
             _set_dotted(data, *params_schema.parse_override(item))
+            params_schema.validate(data)  # an error names the key just set
+        typed = params_schema.validate(data)
     except params_schema.SchemaError as exc:
         raise ParamsError(str(exc)) from None
-    return data
+    typed._raw = data
+    return typed
 
 
 def resolve_path(value: str | Path, base: str | Path = ".") -> str:
@@ -83,20 +122,34 @@ def resolve_path(value: str | Path, base: str | Path = ".") -> str:
     return path
 
 
+def shown_path(path: str | Path, base: str | Path) -> str:
+    """`path` as an output or message records it: relative to `base`, the params file's folder,
+    when under it (as params names it), else absolute; so the bytes do not depend on the folder
+    the command ran from or on how the path was typed. URLs are kept."""
+    text = str(path)
+    if "://" in text:
+        return text
+    full = os.path.abspath(text)
+    rel = os.path.relpath(full, os.path.abspath(base))
+    return full if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+
+
+def cache_path(params: Params, base: str | Path) -> str | None:
+    """params `cache.dir` resolved against the params file's folder `base`; None: no cache."""
+    return resolve_path(params.cache.dir, base) if params.cache.dir else None
+
+
 def params_dir(params_file: str | Path) -> Path:
     """The folder relative params paths are resolved against."""
     return Path(params_file).resolve().parent
 
 
-def section(params: dict, name: str) -> dict:
-    """The `name` section of params, or {} when absent."""
-    value = params.get(name) or {}
-    if not isinstance(value, dict):
-        raise ParamsError(f"params section {name!r} must be a mapping")
-    return value
-
-
-def params_hash(params: dict) -> str:
-    """sha256 of the canonical JSON of `params` (first 16 hex digits)."""
+def params_hash(params: Params | BaseModel | dict) -> str:
+    """sha256 of the canonical JSON of `params` (first 16 hex digits): of a loaded `Params`, the
+    file as written (`raw`); of a typed section, its values (defaults filled in)."""
+    if isinstance(params, Params):
+        params = params.raw
+    elif isinstance(params, BaseModel):
+        params = params.model_dump()
     blob = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]

@@ -13,6 +13,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from medsimp.markers import marker_of
+
 KEY = b"medsimp.lineage"
 # Tags for PhysioNet-credentialed sources. Anything starting with "mimic" is restricted.
 MIMIC_III = "mimic-iii"
@@ -121,8 +123,6 @@ def marker_lineage(path) -> tuple[str, ...] | None:
     """Lineage recorded in the marker of the output folder holding `path` (the nearest
     `.medsimp-output` at or above it): tags, None (recorded as unknown), or _NO_MARKER."""
     from pathlib import Path
-
-    from medsimp.outputs import marker_of
 
     here = Path(path).absolute()
     for folder in ([here] if here.is_dir() else []) + list(here.parents):

@@ -1,286 +1,316 @@
-"""The typed schema of `params.yaml`: one dataclass per section, the single home of defaults.
+"""The typed schema of `params.yaml`: one pydantic model per section, the single home of defaults.
 
-Every key of `params.yaml` is a field here, with its type and its default; `tests/test_params.py`
-fails when the two disagree (a key in one but not the other, or a different default).
-`medsimp.config.load_params` checks a params file and every `--set` against this schema:
-unknown keys and wrong types are one-line `ParamsError`s (exit 2).
+Every key of `params.yaml` is a field here, with its type, its allowed range and its default;
+`tests/test_params.py` fails when the two disagree. `medsimp.config.load_params` reads the file
+once into a `Params` (every default filled in) and code reads typed sections from it
+(`params.filter.threshold`). Models are strict (`true` is not a number, `'1'` not an integer; an
+integer is accepted where a number is expected) and forbid unknown keys; errors are one line,
+with the dotted key and "did you mean" for a typo (`ParamsError`, exit 2).
 
-Adding a key is one line in the section's dataclass, e.g. in `Simplify`:
+Adding a key is one line in the section's model, e.g. in `Simplify`:
 
-    allowed_endpoints: list[str] = field(default_factory=list)
+    allowed_endpoints: list[str] = []
 
 plus the same key and value in `params.yaml` (see docs/architecture.md, "Params").
-Types understood: bool, int, float (an int is accepted), str, None, Any, Literal[...],
-list[T], dict[str, T] (an open, user-defined map), unions (`str | None`) and nested dataclasses
-(a mapping with exactly those keys). Read a default in code with `default("section.key")`.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import difflib
 import functools
 import logging
+import math
+import reprlib
 import types
 import typing
-from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self, TypeVar, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 log = logging.getLogger("medsimp.params")
 
 
-def _f(value: Any) -> Any:
-    """A field whose default is a mutable value (copied per instance)."""
-    return field(default_factory=lambda: copy.deepcopy(value))
+# --------------------------------------------------------------------------- value types
+def _number(value: Any) -> Any:
+    """A finite int or float, kept as given (so `timeout: 60` stays 60 and params hashes hold)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PydanticCustomError("float_type", "not a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("param_range", "a finite number")
+    return value
+
+
+def _range(lo: float, hi: float | None, what: str):
+    def check(value: Any) -> Any:
+        value = _number(value)
+        if value < lo or (hi is not None and value > hi):
+            raise PydanticCustomError("param_range", what)
+        return value
+
+    return check
+
+
+Number = Annotated[float, PlainValidator(_number)]
+NonNegative = Annotated[float, PlainValidator(_range(0, None, "a number >= 0"))]
+Fraction = Annotated[float, PlainValidator(_range(0, 1, "a number from 0 to 1"))]
+Positive = Annotated[int, Field(ge=1)]
+Count = Annotated[int, Field(ge=0)]
+Port = Annotated[int, Field(ge=0, le=65535)]
+
+
+class Section(BaseModel):
+    """A params section: strict types, no unknown keys; an empty section (`humaneval:`) is all defaults."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", validate_default=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_defaults(cls, data: Any) -> Any:
+        return {} if data is None else data
+
+
+def _ordered(model: Any, low: str, high: str) -> Any:
+    if getattr(model, low) > getattr(model, high):
+        raise PydanticCustomError("param_order", "{low} must not exceed {high}", {"low": low, "high": high})
+    return model
 
 
 # --------------------------------------------------------------------------- sections
-@dataclass
-class Beam:
+class Beam(Section):
     runner: str = "FnApiRunner"
-    num_workers: int = 2
+    num_workers: Positive = 2
     log_level: str = "WARNING"
-    options: list[str] = _f([])
+    options: list[str] = []
     running_mode: str | None = None  # DirectRunner: null = multi_processing if num_workers > 1
 
 
-@dataclass
-class Notes:
+class Notes(Section):
     input: str = "data/sample/NOTEEVENTS.csv"
     output: str = "out/notes"
-    categories: list[str] = _f(["Discharge summary"])
-    headers: dict[str, str] | None = _f(
-        {
-            "History of Present Illness": r"history\s+of\s+(?:the\s+)?present(?:ing)?\s+illness|hpi",
-            "Brief Summary of Hospital Course": r"brief\s+summary\s+of\s+(?:the\s+)?hospital\s+course",
-            "Brief Hospital Course": r"brief\s+hospital\s+course",
-        }
-    )
+    categories: list[str] = ["Discharge summary"]
+    headers: dict[str, str] | None = {
+        "History of Present Illness": r"history\s+of\s+(?:the\s+)?present(?:ing)?\s+illness|hpi",
+        "Brief Summary of Hospital Course": r"brief\s+summary\s+of\s+(?:the\s+)?hospital\s+course",
+        "Brief Hospital Course": r"brief\s+hospital\s+course",
+    }
+
     any_header: str | None = None
     splitter: Literal["rules", "rush"] = "rules"
     abbreviations: str = "medsimp/resources/abbreviations.json"
     common_words: str = "medsimp/resources/common_words.txt"
     abbreviation_counting: Literal["pseudocode", "prose"] = "pseudocode"
+    selection_rule: Literal["pseudocode", "prose"] = "pseudocode"  # Algorithm 1 line 11 | §3.1's three tests
     case_sensitive: bool = True
-    min_tokens: int = 10
-    min_ratio: float = 0.1
-    max_ratio: float = 0.5
-    num_ranges: int = 2
-    batch_notes: int = 1000
-    max_text_chars: int = 1_000_000
+    min_tokens: Count = 10
+    min_ratio: NonNegative = 0.1
+    max_ratio: NonNegative = 0.5
+    num_ranges: Positive = 2
+    batch_notes: Positive = 1000
+    max_text_chars: Positive = 1_000_000
+
+    @model_validator(mode="after")
+    def check_order(self) -> Self:
+        return _ordered(self, "min_ratio", "max_ratio")
 
 
-@dataclass
-class Cochrane:
+class Cochrane(Section):
     input: str = "data/sample/cochrane.jsonl"
-    num_shards: int = 2
+    num_shards: Positive = 2
 
 
-@dataclass
-class Msd:
+class Msd(Section):
     input: str = "data/sample/msd.jsonl"
-    num_shards: int = 1
-    paired_files: list[str] = _f(["test"])
+    num_shards: Positive = 1
+    paired_files: list[str] = ["test"]
     pair_key: Literal["title_icd9", "topic"] = "title_icd9"  # topic slug when a record lacks title or icd9
-    pcio: dict[str, list[str]] = _f(
-        {
-            "cause": ["Etiology", "Causes", "Pathophysiology", "Risk Factors"],
-            "symptoms": [
-                "Symptoms and Signs",
-                "Symptoms",
-                "Signs",
-                "Manifestations",
-                "Clinical Manifestations",
-            ],
-            "diagnosis": ["Diagnosis", "Tests", "Screening", "Evaluation"],
-            "treatment": ["Treatment", "Management", "Therapy"],
-            "prevention": ["Prevention"],
-            "prognosis": ["Prognosis", "Outlook", "Complications"],
-        }
-    )
+    pcio: dict[str, list[str]] = {
+        "cause": ["Etiology", "Causes", "Pathophysiology", "Risk Factors"],
+        "symptoms": [
+            "Symptoms and Signs",
+            "Symptoms",
+            "Signs",
+            "Manifestations",
+            "Clinical Manifestations",
+        ],
+        "diagnosis": ["Diagnosis", "Tests", "Screening", "Evaluation"],
+        "treatment": ["Treatment", "Management", "Therapy"],
+        "prevention": ["Prevention"],
+        "prognosis": ["Prognosis", "Outlook", "Complications"],
+    }
 
 
-@dataclass
-class Plaba:
+class Plaba(Section):
     input: str = "data/sample/plaba.json"
-    num_shards: int = 1
+    num_shards: Positive = 1
 
 
-@dataclass
-class Umls:
+class Umls(Section):
     mrconso: str = "data/sample/umls/MRCONSO.RRF"
     mrsty: str = "data/sample/umls/MRSTY.RRF"
     index: str = "out/umls"  # the one QuickUMLS index path (`umls-index` writes it, `link` reads it)
-    languages: list[str] = _f(["ENG", "SPA", "FRE"])
+    languages: list[str] = ["ENG", "SPA", "FRE"]
     lowercase: bool = True
     normalize_unicode: bool = False
 
 
-@dataclass
-class Link:
-    num_shards: int = 1
+class Link(Section):
+    num_shards: Positive = 1
     overlapping_criteria: Literal["score", "length"] = "score"
-    threshold: float = 0.7
+    threshold: Fraction = 0.7
     similarity_name: Literal["dice", "jaccard", "cosine", "overlap"] = "jaccard"
-    window: int = 5
-    min_match_length: int = 3
+    window: Count = 5
+    min_match_length: Count = 3
     reject_negation_flips: bool = True
-    accepted_semtypes: list[str] | None = _f(
-        [
-            "T020",
-            "T023",
-            "T029",
-            "T031",
-            "T033",
-            "T034",
-            "T037",
-            "T046",
-            "T047",
-            "T048",
-            "T059",
-            "T060",
-            "T061",
-            "T074",
-            "T109",
-            "T116",
-            "T121",
-            "T125",
-            "T184",
-            "T191",
-            "T195",
-            "T200",
-        ]
-    )
+    accepted_semtypes: list[str] | None = [
+        "T020",
+        "T023",
+        "T029",
+        "T031",
+        "T033",
+        "T034",
+        "T037",
+        "T046",
+        "T047",
+        "T048",
+        "T059",
+        "T060",
+        "T061",
+        "T074",
+        "T109",
+        "T116",
+        "T121",
+        "T125",
+        "T184",
+        "T191",
+        "T195",
+        "T200",
+    ]
 
 
-@dataclass
-class Readability:
-    syllable_languages: list[str] = _f(["en", "es", "fr", "de", "it", "nl"])
+class Readability(Section):
+    syllable_languages: list[str] = ["en", "es", "fr", "de", "it", "nl"]
 
 
 EncoderSpec = dict[str, Any]  # {kind: minilm|st|e5|use|laser, ...options}; open by design
 
 
-@dataclass
-class Crf:
-    encoder: EncoderSpec = _f({"kind": "minilm"})
-    jump_cap: int = 8
-    hidden: int = 16
-    epochs: int = 40
-    lr: float = 0.01
+class Crf(Section):
+    encoder: EncoderSpec = {"kind": "minilm"}
+    jump_cap: Positive = 8
+    hidden: Positive = 16
+    epochs: Count = 40
+    lr: NonNegative = 0.01
     seed: int = 13
-    threads: int = 1
+    threads: Positive = 1
     merge: Literal["union", "intersection", "forward"] = "union"
 
 
-@dataclass
-class Vecalign:
-    encoder: list[EncoderSpec] | EncoderSpec = _f([{"kind": "use"}, {"kind": "e5", "prefix": "query"}])
+class Vecalign(Section):
+    encoder: list[EncoderSpec] | EncoderSpec = [{"kind": "use"}, {"kind": "e5", "prefix": "query"}]
     preset: Literal["published", "medsimp"] | None = None
-    alignment_max_size: int = 4
-    del_percentile_frac: float = 0.2
+    alignment_max_size: Positive = 4
+    del_percentile_frac: Fraction = 0.2
     del_percentile_of: Literal["unmatched", "random"] = "random"
     overlap_mode: Literal["encode", "mean"] = "encode"
     center: bool = False
-    length_weight: float = 0.0
-    number_weight: float = 0.0
-    length_sigma: float = 0.35
-    max_size_full_dp: int = 300
-    costs_sample_size: int = 20000
-    num_samps_for_norm: int = 100
-    search_buffer_size: int = 5
+    length_weight: NonNegative = 0.0
+    number_weight: NonNegative = 0.0
+    length_sigma: NonNegative = 0.35
+    max_size_full_dp: Positive = 300
+    costs_sample_size: Positive = 20000
+    num_samps_for_norm: Positive = 100
+    search_buffer_size: Count = 5
     seed: int = 42
 
 
-@dataclass
-class Align:
+class Align(Section):
     input: str = "out/cochrane"
     output: str = "out/align"
     model: str = "out/models/crf_aligner"
-    gold: str = "data/sample/align_gold.jsonl"
+    gold: str | list[str] = "data/sample/align_gold.jsonl"  # one gold file or several, concatenated
     gold_format: Literal["auto", "jsonl", "plaba", "mc_clean", "wiki_auto"] = "auto"
-    num_shards: int = 1
-    crf: Crf = field(default_factory=Crf)
-    vecalign: Vecalign = field(default_factory=Vecalign)
+    num_shards: Positive = 1
+    crf: Crf = Field(default_factory=Crf)
+    vecalign: Vecalign = Field(default_factory=Vecalign)
 
 
-@dataclass
-class Filter:
+class Filter(Section):
     input: str = "out/align"
     output: str = "out/filter"
-    threshold: float = 0.5
+    threshold: Fraction = 0.5
     comparison: Literal["gt", "ge"] = "gt"
-    num_shards: int = 1
+    num_shards: Positive = 1
 
 
-@dataclass
-class Split:
+class Split(Section):
     seed: int = 13
-    validation: float = 0.1
-    test: float = 0.1
+    validation: Fraction = 0.1
+    test: Fraction = 0.1
 
 
-@dataclass
-class PlabaSplit:
+class PlabaSplit(Section):
     seed: int = 13
-    validation: float = 0.15
-    test: float = 0.15
+    validation: Fraction = 0.15
+    test: Fraction = 0.15
     method: Literal["exact", "hash"] = "exact"
 
 
-@dataclass
-class BuildMulticochrane:
+class BuildMulticochrane(Section):
     pairs: str = "out/filter/pairs"
     sentences: str = "out/cochrane/sentences"
     linked: str = "out/linked/cochrane"
-    split: Split = field(default_factory=Split)
+    split: Split = Field(default_factory=Split)
     mc_human: str | None = None
-    mc_clean_validation: int = 5
-    mc_clean_test: int = 22
-    filter_splits: list[str] = _f(["train"])
+    mc_clean_validation: Count = 5
+    mc_clean_test: Count = 22
+    filter_splits: list[str] = ["train"]
 
 
-@dataclass
-class BuildMedlane:
+class BuildMedlane(Section):
     input: str = "data/sample/medlane"
-    validation_size: int = 1015
+    validation_size: Count = 1015
     candidates: str | None = "out/notes/sentences"
 
 
-@dataclass
-class BuildMsd:
+class BuildMsd(Section):
     sentences: str = "out/msd/sentences"
     groups: str | None = "out/msd/pairs"
     linked: str = "out/linked/msd"
-    split: Split = field(default_factory=Split)
+    split: Split = Field(default_factory=Split)
 
 
-@dataclass
-class BuildPlaba:
+class BuildPlaba(Section):
     pairs: str = "out/plaba/pairs"
     sentences: str = "out/plaba/sentences"
     linked: str = "out/linked/plaba"
-    split: PlabaSplit = field(default_factory=PlabaSplit)
+    split: PlabaSplit = Field(default_factory=PlabaSplit)
 
 
-@dataclass
-class BuildRadiology:
+class BuildRadiology(Section):
     sentences: str = "out/radiology/sentences"
-    split: Split = field(default_factory=Split)
+    split: Split = Field(default_factory=Split)
 
 
-@dataclass
-class Build:
-    multicochrane: BuildMulticochrane = field(default_factory=BuildMulticochrane)
-    medlane: BuildMedlane = field(default_factory=BuildMedlane)
-    msd: BuildMsd = field(default_factory=BuildMsd)
-    plaba: BuildPlaba = field(default_factory=BuildPlaba)
-    radiology: BuildRadiology = field(default_factory=BuildRadiology)
+class Build(Section):
+    multicochrane: BuildMulticochrane = Field(default_factory=BuildMulticochrane)
+    medlane: BuildMedlane = Field(default_factory=BuildMedlane)
+    msd: BuildMsd = Field(default_factory=BuildMsd)
+    plaba: BuildPlaba = Field(default_factory=BuildPlaba)
+    radiology: BuildRadiology = Field(default_factory=BuildRadiology)
 
 
-@dataclass
-class TrainData:
+class TrainData(Section):
     format: Literal["medlane", "pairs"] = "medlane"
     train: str = "data/sample/medlane/train.txt"
     validation: str = "data/sample/medlane/validation.txt"
@@ -288,42 +318,40 @@ class TrainData:
     pairs: str = "builders/multicochrane/en"
     complex_column: str = "complex_text"
     simple_column: str = "simple_text"
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.1
+    validation_fraction: Fraction = 0.1
+    test_fraction: Fraction = 0.1
     resplit: bool = False
 
 
-@dataclass
-class Train:
-    models: list[str] = _f(["declare", "bertmt", "dictionary", "copy"])
-    data: TrainData = field(default_factory=TrainData)
-    dictionaries: list[str] = _f(
-        ["medsimp/resources/abbreviations.json", "data/sample/medlane/dictionary.json"]
-    )
+class Train(Section):
+    models: list[str] = ["declare", "bertmt", "dictionary", "copy"]
+    data: TrainData = Field(default_factory=TrainData)
+    dictionaries: list[str] = ["medsimp/resources/abbreviations.json", "data/sample/medlane/dictionary.json"]
+
     encoder: str = "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext"
     encoder_fallback: str | None = "minilm"
-    max_length: int = 64
-    max_option_length: int = 16
-    max_options: int = 8
-    max_span: int = 16
-    batch_size: int = 8
-    epochs: int = 10
-    lr: float = 5.0e-5
-    head_lr: float = 2.0e-3
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    patience: int = 1
-    dropout: float = 0.1
+    max_length: Positive = 64
+    max_option_length: Positive = 16
+    max_options: Positive = 8
+    max_span: Positive = 16
+    batch_size: Positive = 8
+    epochs: Count = 10
+    lr: NonNegative = 5.0e-5
+    head_lr: NonNegative = 5.0e-5
+    weight_decay: NonNegative = 0.01
+    warmup_ratio: Fraction = 0.1
+    patience: Count = 1
+    dropout: Fraction = 0.1
     copy_attention: bool = False
+    decoder: Literal["paper", "luong_tied"] = "paper"  # RSSP / BERT-MT decoder (Sec. 4.3)
     locator_labels: Literal["annotation", "dictionary"] = "annotation"
     dictionary_expansion: Literal["random", "first"] = "random"
     seed: int = 13
-    threads: int = 1
+    threads: Positive = 1
 
 
-@dataclass
-class Evaluate:
-    models: list[str] = _f(["declare", "bertmt", "dictionary", "copy"])
+class Evaluate(Section):
+    models: list[str] = ["declare", "bertmt", "dictionary", "copy"]
     models_dir: str = "out/models"
     split: str = "test"
     common_words: str | None = None  # null: notes.common_words
@@ -332,141 +360,149 @@ class Evaluate:
     bertscore: bool = True
     bertscore_model: str = "minilm"
     select: list[str] | None = None  # null: every metric
-    bootstrap_samples: int = 1000
+    bootstrap_samples: Count = 1000
     bootstrap_seed: int = 12345
-    length_buckets: list[int] = _f([0, 10, 15, 20, 30])
+    length_buckets: list[int] = [0, 10, 15, 20, 30]
     style_data: str | None = None  # null: style_accuracy not computed
     perplexity_model: str | None = None  # null: perplexity not computed
     umls_index: str | None = None  # null: masked_edit_distance not computed
+    style_classifier: Literal["fasttext", "tfidf_logreg"] = "fasttext"  # Cao et al. §4.3: fastText
+    style_direction: Literal["e2l", "l2e"] = "e2l"  # style_accuracy target: layman (e2l) | expert (l2e)
+    masked_edit_pair: Literal["gold", "output"] = "gold"  # Table 3: parallel gold pair | output vs input
+    masked_edit_unit: Literal["char", "word"] = "char"  # gold pair's unit (output vs input: word)
+    medlane_references: Literal["released", "bleu_eval_new"] = "released"  # compat-mode reference preparation
 
 
-@dataclass
-class Refresh:
+class Refresh(Section):
     report_dir: str = "reports/refresh"
     lock: str = ".dvc/tmp/medsimp-refresh.lock"
-    targets: list[str] = _f([])
+    targets: list[str] = []
     builders_dir: str = "builders"
-    repro_args: list[str] = _f([])
+    repro_args: list[str] = []
     restore_on_failure: bool = True
-    keep_reports: int = 200
+    keep_reports: Count = 200
 
 
-@dataclass
-class Radiology:
+class Radiology(Section):
     input: str = "data/sample/NOTEEVENTS.csv"
     output: str = "out/radiology"
-    sections: list[str] = _f(["findings", "impression"])
+    sections: list[str] = ["findings", "impression"]
     splitter: Literal["rules", "rush"] = "rules"
-    min_tokens: int = 2
-    max_tokens: int = 60
-    num_shards: int = 1
-    num_ranges: int = 2
-    max_text_chars: int = 1_000_000
+    min_tokens: Count = 2
+    max_tokens: Positive = 60
+    num_shards: Positive = 1
+    num_ranges: Positive = 2
+    max_text_chars: Positive = 1_000_000
+
+    @model_validator(mode="after")
+    def check_order(self) -> Self:
+        return _ordered(self, "min_tokens", "max_tokens")
 
 
-@dataclass
-class SimplifyOpenai:
+class SimplifyOpenai(Section):
     base_url: str = ""
-    model: str = ""
+    model: str = "gpt-3.5-turbo"
     api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.8
-    max_tokens: int = 512
+    temperature: NonNegative = 0.8
+    max_tokens: Positive = 512
     seed: int | None = 0
-    timeout: float = 60
-    max_retries: int = 5
-    backoff: float = 1.0
-    max_backoff: float = 60
-    requests_per_minute: float = 0
+    timeout: NonNegative = 60
+    max_retries: Count = 5
+    backoff: NonNegative = 1.0
+    max_backoff: NonNegative = 60
+    requests_per_minute: NonNegative = 0
 
 
-@dataclass
-class SimplifyLocal:
+class SimplifyLocal(Section):
     path: str = ""
-    temperature: float = 0.8
-    max_tokens: int = 256
+    temperature: NonNegative = 0.8
+    max_tokens: Positive = 256
     seed: int = 0
 
 
-@dataclass
-class SimplifyEgress:
+class SimplifyEgress(Section):
     allow_loopback: bool = True
-    allowed_endpoints: list[str] = _f([])
+    allowed_endpoints: list[str] = []
 
 
-@dataclass
-class Simplify:
+class Simplify(Section):
     enabled: bool = False
     backend: Literal["openai", "local"] = "openai"
     input: str = "out/radiology/sentences"
     output: str = "out/simplify"
     prompts: str = "medsimp/resources/prompts/selfcorrect-yang2024.yaml"
-    max_rounds: int = 10
+    max_rounds: Count = 10
     reviser_memory: bool = True
-    concurrency: int = 4
-    limit: int = 0
-    openai: SimplifyOpenai = field(default_factory=SimplifyOpenai)
-    egress: SimplifyEgress = field(default_factory=SimplifyEgress)
-    local: SimplifyLocal = field(default_factory=SimplifyLocal)
+    concurrency: Positive = 4
+    limit: Count = 0
+    openai: SimplifyOpenai = Field(default_factory=SimplifyOpenai)
+    egress: SimplifyEgress = Field(default_factory=SimplifyEgress)
+    local: SimplifyLocal = Field(default_factory=SimplifyLocal)
 
 
-@dataclass
-class Humaneval:
+class Humaneval(Section):
     input: str = "out/simplify/variants.csv"
     forms: str = "out/humaneval/forms"
     responses: str = "humaneval/responses"
     output: str = "out/humaneval/results"
-    systems: list[str] = _f(["plain", "plain_sc", "cot", "cot_sc"])
-    n_laypeople: int = 8
+    systems: list[str] = ["plain", "plain_sc", "cot", "cot_sc"]
+    n_laypeople: Positive = 8
     seed: int = 0
-    metric_columns: list[str] = _f(["fkgl", "gunning_fog", "ari"])
+    metric_columns: list[str] = ["fkgl", "gunning_fog", "ari"]
 
 
-@dataclass
-class AnnotateReport:
-    examples: int = 3
-    bins: int = 20
-    top_semtypes: int = 10
+class AnnotateReport(Section):
+    examples: Count = 3
+    bins: Positive = 20
+    top_semtypes: Count = 10
+    long_sentence: Positive = 80  # a sentence over this many words is an outlier
+    length_ratio: Annotated[float, PlainValidator(_range(1, None, "a number >= 1"))] = 4.0
+    clip_percentile: Annotated[float, PlainValidator(_range(50, 100, "a number from 50 to 100"))] = 99.0
 
 
-@dataclass
-class Annotate:
-    similarities: list[str] = _f(["overlap", "cosine", "crf"])
-    majority: float = 0.5
+class Annotate(Section):
+    similarities: list[str] = ["overlap", "cosine", "crf"]
+    majority: Fraction = 0.5
     annotations: str = "data/sample/annotations"
     gold: str = "out/annotate/gold"
     host: str = "127.0.0.1"
-    port: int = 8765
-    report: AnnotateReport = field(default_factory=AnnotateReport)
+    port: Port = 8765
+    report: AnnotateReport = Field(default_factory=AnnotateReport)
 
 
-@dataclass
-class Cache:
+class Cache(Section):
     dir: str | None = ".cache/medsimp"
 
 
-@dataclass
-class Params:
-    """The whole params file: one field per section."""
+class Params(Section):
+    """The whole params file: one field per section, every default filled in. `raw` is the file
+    as written (deprecated keys moved, overrides applied): what `config.params_hash` hashes."""
 
-    beam: Beam = field(default_factory=Beam)
-    notes: Notes = field(default_factory=Notes)
-    cochrane: Cochrane = field(default_factory=Cochrane)
-    msd: Msd = field(default_factory=Msd)
-    plaba: Plaba = field(default_factory=Plaba)
-    umls: Umls = field(default_factory=Umls)
-    link: Link = field(default_factory=Link)
-    readability: Readability = field(default_factory=Readability)
-    align: Align = field(default_factory=Align)
-    filter: Filter = field(default_factory=Filter)
-    build: Build = field(default_factory=Build)
-    train: Train = field(default_factory=Train)
-    evaluate: Evaluate = field(default_factory=Evaluate)
-    refresh: Refresh = field(default_factory=Refresh)
-    radiology: Radiology = field(default_factory=Radiology)
-    simplify: Simplify = field(default_factory=Simplify)
-    humaneval: Humaneval = field(default_factory=Humaneval)
-    annotate: Annotate = field(default_factory=Annotate)
-    cache: Cache = field(default_factory=Cache)
+    _raw: dict = PrivateAttr(default_factory=dict)
+
+    @property
+    def raw(self) -> dict:
+        return self._raw
+
+    beam: Beam = Field(default_factory=Beam)
+    notes: Notes = Field(default_factory=Notes)
+    cochrane: Cochrane = Field(default_factory=Cochrane)
+    msd: Msd = Field(default_factory=Msd)
+    plaba: Plaba = Field(default_factory=Plaba)
+    umls: Umls = Field(default_factory=Umls)
+    link: Link = Field(default_factory=Link)
+    readability: Readability = Field(default_factory=Readability)
+    align: Align = Field(default_factory=Align)
+    filter: Filter = Field(default_factory=Filter)
+    build: Build = Field(default_factory=Build)
+    train: Train = Field(default_factory=Train)
+    evaluate: Evaluate = Field(default_factory=Evaluate)
+    refresh: Refresh = Field(default_factory=Refresh)
+    radiology: Radiology = Field(default_factory=Radiology)
+    simplify: Simplify = Field(default_factory=Simplify)
+    humaneval: Humaneval = Field(default_factory=Humaneval)
+    annotate: Annotate = Field(default_factory=Annotate)
+    cache: Cache = Field(default_factory=Cache)
 
 
 # Old key -> the key that replaced it. The old key is still read (moved to the new one, with a
@@ -481,15 +517,27 @@ class SchemaError(ValueError):
     """A value or key that does not fit the schema (one line; config turns it into ParamsError)."""
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+S = TypeVar("S", bound=BaseModel)
 
 
-def fields_of(cls: type) -> dict[str, Any]:
-    """Field name -> type of a schema dataclass, in declaration order."""
-    hints = _hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+def section_of(cls: type[S], value: S | Mapping[str, Any] | None) -> S:
+    """A typed section from a typed one (as is) or a plain mapping (checked, defaults filled in):
+    jobs take typed sections; tests and scripts may pass a dict with the keys they care about."""
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls.model_validate(dict(value or {}))
+    except ValidationError as exc:
+        raise SchemaError(_message(exc, cls, value, list_valid=True)) from None
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def fields_of(cls: type[BaseModel]) -> dict[str, Any]:
+    """Field name -> type of a section model, in declaration order."""
+    return {name: f.annotation for name, f in cls.model_fields.items()}
 
 
 def _is_union(tp: Any) -> bool:
@@ -511,6 +559,8 @@ def describe(tp: Any) -> str:
     if tp is str:
         return "a string"
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Annotated:
+        return describe(args[0])
     if _is_union(tp):
         return " or ".join(describe(a) for a in args)
     if origin is Literal:
@@ -525,22 +575,32 @@ def describe(tp: Any) -> str:
             "a mapping": "mappings",
         }.get(inner, inner)
         return f"a list of {plural}"
-    if origin is dict:
-        return "a mapping"
-    if dataclasses.is_dataclass(tp):
+    if origin is dict or _is_model(tp):
         return "a mapping"
     return getattr(tp, "__name__", str(tp))
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 3, 6, 6, 60, 60
+
+
 def _short(value: Any) -> str:
-    text = repr(value)
+    """A bounded repr: never formats more than a few items of a large value (alias bombs)."""
+    text = _REPR.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+@functools.cache
+def _adapter(tp: Any) -> TypeAdapter:
+    return TypeAdapter(tp, config=ConfigDict(strict=True))
+
+
 def _fits(tp: Any, value: Any) -> bool:
+    if _is_model(tp):
+        return isinstance(value, dict)
     try:
-        check_value(tp, value, "")
-    except SchemaError:
+        _adapter(tp).validate_python(value)
+    except ValidationError:
         return False
     return True
 
@@ -583,101 +643,89 @@ def unknown_key_message(dotted: str, level: str, valid: list[str], list_valid: b
     return f"unknown param {dotted!r}; {listing}"
 
 
-def check_value(tp: Any, value: Any, where: str) -> None:
-    """Raise SchemaError (one line) unless `value` fits type `tp`; `where` is the dotted key."""
-    bad = SchemaError(f"param {where!r} must be {describe(tp)}, got {_short(value)}")
-    if tp is Any:
-        return
-    if tp is type(None):
-        if value is not None:
-            raise bad
-        return
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise bad
-        return
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad
-        return
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad
-        return
-    if tp is str:
-        if not isinstance(value, str):
-            raise bad
-        return
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if _is_union(tp):
-        if any(_fits(a, value) for a in args):
-            return
-        # the value is the right container for a member: report the inner problem (more precise)
-        for member in args:
-            kind = typing.get_origin(member) or member
-            if kind in (list, dict) and isinstance(value, kind):
-                check_value(member, value, where)
-        raise bad
-    if origin is Literal:
-        if value not in args or isinstance(value, bool) != any(isinstance(a, bool) for a in args):
-            raise bad
-        return
-    if origin is list:
-        if not isinstance(value, list):
-            raise bad
-        for i, item in enumerate(value):
-            check_value(args[0] if args else Any, item, f"{where}[{i}]")
-        return
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise bad
-        key_tp, val_tp = args if args else (Any, Any)
-        for k, v in value.items():
-            check_value(key_tp, k, f"{where} key")
-            check_value(val_tp, v, f"{where}.{k}")
-        return
-    if _is_schema(tp):
-        if value is not None:  # an empty section (`humaneval:`) is all defaults
-            check_mapping(tp, value, where)
-        return
-    raise SchemaError(f"param {where!r}: schema type {tp!r} is not supported")  # a schema bug
-
-
-def _is_schema(tp: Any) -> bool:
-    """Whether `tp` is a section dataclass (a class, not an instance)."""
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
-
-
-def _is_instance(node: Any) -> bool:
-    return dataclasses.is_dataclass(node) and not isinstance(node, type)
-
-
-def check_mapping(cls: type, value: Any, where: str = "") -> None:
-    """Check a mapping against schema dataclass `cls`: known keys only, each of the right type.
-    Absent keys are fine (they take the schema default)."""
-    if not isinstance(value, dict):
-        if not where:
-            raise SchemaError(f"a params file must hold a mapping at top level, got {_short(value)}")
-        raise SchemaError(
-            f"param {where!r} must be a mapping with keys {', '.join(fields_of(cls))}, got {_short(value)}"
+def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid: bool) -> str:
+    """The first error of a validation as one line naming the dotted key (never the whole value)."""
+    err = exc.errors(include_url=False, include_context=True, include_input=False)[0]
+    loc = list(err["loc"])
+    tp: Any = root
+    value: Any = data
+    where = ""
+    i = 0
+    while i < len(loc):
+        part = loc[i]
+        if _is_model(tp):
+            fields = fields_of(tp)
+            if part not in fields:
+                break
+            tp = fields[part]
+            value = value.get(part) if isinstance(value, dict) else None
+            where = f"{where}.{part}" if where else str(part)
+        elif _is_union(tp):
+            members = [m for m in typing.get_args(tp) if m is not type(None)]
+            if len(members) == 1:  # `T | None`: pydantic adds no step to the location
+                if value is None:
+                    break
+                tp = members[0]
+                continue
+            kinds = [m for m in members if (typing.get_origin(m) or m) in (list, dict)]
+            match = [m for m in kinds if isinstance(value, typing.get_origin(m) or m)]
+            if len(match) != 1:
+                break
+            tp = match[0]  # pydantic names the union member here: step past its tag
+        elif typing.get_origin(tp) is list and isinstance(part, int) and isinstance(value, list):
+            tp, value, where = typing.get_args(tp)[0], value[part], f"{where}[{part}]"
+        elif typing.get_origin(tp) is dict and isinstance(value, dict) and part in value:
+            if i + 1 < len(loc) and loc[i + 1] == "[key]":
+                tp, value, where = typing.get_args(tp)[0], part, f"{where} key"
+                break
+            tp, value, where = typing.get_args(tp)[1], value[part], f"{where}.{part}"
+        else:
+            break
+        i += 1
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        dotted = ".".join(str(p) for p in loc)
+        return unknown_key_message(dotted, dotted, list(fields_of(tp)) if _is_model(tp) else [], list_valid)
+    if kind == "param_order":
+        ctx = err.get("ctx") or {}
+        low, high = ctx.get("low"), ctx.get("high")
+        lo = f"{where}.{low}" if where else str(low)
+        hi = f"{where}.{high}" if where else str(high)
+        got = (_short(value.get(low)), _short(value.get(high))) if isinstance(value, dict) else ("?", "?")
+        return f"param {lo!r} must not exceed {hi!r}, got {got[0]} > {got[1]}"
+    if kind == "model_type" or kind == "dict_type" and _is_model(tp):
+        return f"param {where!r} must be a mapping with keys {', '.join(fields_of(tp))}, got {_short(value)}"
+    if kind == "param_range":
+        what = err["msg"]
+    elif kind in ("greater_than_equal", "less_than_equal"):
+        ctx = err.get("ctx") or {}
+        what = " and ".join(
+            f"{describe(tp)} {op} {ctx[k]}" for k, op in (("ge", ">="), ("le", "<=")) if k in ctx
         )
-    known = fields_of(cls)
-    for key, item in value.items():
-        dotted = f"{where}.{key}" if where else str(key)
-        if key not in known:
-            raise SchemaError(unknown_key_message(dotted, dotted, list(known), list_valid=True))
-        check_value(known[key], item, dotted)
+    else:
+        what = describe(tp)
+    if not where:
+        return f"a params file must hold a mapping at top level, got {_short(value)}"
+    return f"param {where!r} must be {what}, got {_short(value)}"
+
+
+def validate(data: dict) -> Params:
+    """A typed `Params` from a plain mapping (raises SchemaError, one line)."""
+    try:
+        return Params.model_validate(data)
+    except ValidationError as exc:
+        raise SchemaError(_message(exc, Params, data, list_valid=True)) from None
 
 
 @functools.cache
 def _all_keys() -> tuple[str, ...]:
     out: list[str] = []
 
-    def walk(cls: type, prefix: str) -> None:
+    def walk(cls: type[BaseModel], prefix: str) -> None:
         for name, tp in fields_of(cls).items():
             dotted = f"{prefix}{name}"
             out.append(dotted)
-            if _is_schema(tp):
+            if _is_model(tp):
                 walk(tp, dotted + ".")
 
     walk(Params, "")
@@ -690,8 +738,8 @@ def all_keys() -> list[str]:
 
 
 def leaf_keys() -> list[str]:
-    """Dotted keys whose value is not a schema dataclass (what params.yaml must spell out)."""
-    return [k for k in _all_keys() if not dataclasses.is_dataclass(type_of(k))]
+    """Dotted keys whose value is not a section (what params.yaml must spell out)."""
+    return [k for k in _all_keys() if not _is_model(type_of(k))]
 
 
 def type_of(dotted: str) -> Any:
@@ -701,7 +749,7 @@ def type_of(dotted: str) -> Any:
     parts = dotted.split(".")
     for i, part in enumerate(parts):
         here, parent = ".".join(parts[: i + 1]), ".".join(parts[:i])
-        if _is_schema(tp):
+        if _is_model(tp):
             known = fields_of(tp)
             if part not in known:
                 raise SchemaError(unknown_key_message(dotted, here, list(known)))
@@ -715,28 +763,9 @@ def type_of(dotted: str) -> Any:
     return tp
 
 
-def default(dotted: str) -> Any:
-    """The schema default at a dotted key (a fresh copy), e.g. default("evaluate.length_buckets")."""
-    node: Any = Params()
-    for part in dotted.split("."):
-        node = getattr(node, part) if dataclasses.is_dataclass(node) else node[part]
-    return copy.deepcopy(dataclasses.asdict(node) if _is_instance(node) else node)
-
-
 def defaults() -> dict[str, Any]:
     """Every default as the nested plain dict a complete params.yaml would hold."""
-    return dataclasses.asdict(Params())
-
-
-def build(cls: type, data: dict | None) -> Any:
-    """An instance of schema dataclass `cls` from a checked mapping, defaults filled in."""
-    data = data or {}
-    kwargs = {}
-    for name, tp in fields_of(cls).items():
-        if name in data:
-            value = data[name]
-            kwargs[name] = build(tp, value) if _is_schema(tp) else copy.deepcopy(value)
-    return cls(**kwargs)
+    return Params().model_dump()
 
 
 def _apply_alias_in_file(data: dict, old: str, new: str) -> None:
@@ -760,48 +789,46 @@ def _apply_alias_in_file(data: dict, old: str, new: str) -> None:
 
 
 def check_file(data: Any, source: str = "params") -> dict:
-    """A deep copy of a params file's contents with deprecated keys moved (ALIASES),
-    checked against the schema. Raises SchemaError prefixed with `source`."""
+    """A copy of a params file's contents with deprecated keys moved (ALIASES), checked against
+    the schema. Raises SchemaError prefixed with `source`."""
+    import copy
+
     if data is None:
         data = {}
     try:
         if not isinstance(data, dict):
-            check_mapping(Params, data)
+            raise SchemaError(f"a params file must hold a mapping at top level, got {_short(data)}")
         data = copy.deepcopy(data)
         for old, new in ALIASES.items():
             _apply_alias_in_file(data, old, new)
-        check_mapping(Params, data)
+        validate(data)
     except SchemaError as exc:
         raise SchemaError(f"{source}: {exc}") from None
     return data
 
 
 def parse_override(item: str) -> tuple[str, Any]:
-    """`key.sub=value` -> (dotted key, value): value parsed as YAML and checked against the key's
-    type; a deprecated key is renamed. A string-typed key keeps the raw text when YAML would
-    read a number or boolean (`--set simplify.openai.model=4` is the string '4')."""
-    import yaml
+    """`key.sub=value` -> (dotted key, value): value parsed as YAML (medsimp.yamlsafe: bounded,
+    `5e-5` is a number); a deprecated key is renamed. A string-typed key keeps the raw text when
+    YAML would read a number or boolean (`--set simplify.openai.model=4` is the string '4').
+    The value's type and range are checked when the whole params are validated."""
+    from medsimp import yamlsafe
 
     if "=" not in item:
-        raise SchemaError(f"override {item!r} must look like key.sub=value")
+        raise SchemaError(f"override {_short(item)} must look like key.sub=value")
     key, raw = (s.strip() for s in item.split("=", 1))
     if key in ALIASES:
         log.warning("param %r is deprecated: read as %r (set %r instead)", key, ALIASES[key], ALIASES[key])
         key = ALIASES[key]
     tp = type_of(key)
     try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        raise SchemaError(
-            f"param {key!r} must be {describe(tp)}, got {_short(raw)} (not valid YAML)"
-        ) from None
+        value = yamlsafe.load(raw)
+    except yamlsafe.YamlError as exc:
+        if "not valid YAML" in str(exc):
+            raise SchemaError(
+                f"param {key!r} must be {describe(tp)}, got {_short(raw)} (not valid YAML)"
+            ) from None
+        raise SchemaError(f"param {key!r}: {exc}") from None
     if isinstance(value, (bool, int, float)) and not _fits(tp, value) and _fits(tp, raw):
         value = raw
-    check_value(tp, value, key)
     return key, value
-
-
-def typed(params: dict) -> Params:
-    """The typed view of loaded params (attribute access, defaults filled in)."""
-    check_mapping(Params, params)
-    return build(Params, params)

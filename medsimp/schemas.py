@@ -4,7 +4,7 @@ Source jobs write sentence tables (`sentence_schema`: the common columns plus a 
 own), `link` adds concepts and readability, `align` writes pair tables that `filter` extends,
 PLABA and MSD write their gold pairs and groups, and the notes job writes its sentence table
 with Algorithm 1's counts. Builder folders define their published columns beside their
-dataset cards (`medsimp.builders`), from the concept and readability types here.
+dataset cards (`medsimp.corpora`), from the concept and readability types here.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 The file is built from the embedded MedLane sample (data/sample/medlane/test.txt):
 its records are repeated with a line number appended so no two lines are equal; the
 hypothesis is the first reference. Prints the wall time of each run (a fresh
-`python -m medsimp.cli` process each): `before` = every metric but METEOR/BERTScore with
+`python -m medsimp.cli.app` process each): `before` = every metric but METEOR/BERTScore with
 no `--select` (what the command did before lazy loading, with those two turned off),
 `after` = `--select` of the text-only set. `--before DIR` runs the `before` command with
 DIR's code (an older checkout, e.g. main before issue 15). `--full` also times METEOR + BERTScore.
@@ -77,12 +77,12 @@ def main() -> int:
     cli = [sys.executable, "-m", "medsimp.cli"]
     off = ["--set", "evaluate.meteor=false", "--set", "evaluate.bertscore=false"]
     runs = {
-        "before (all but METEOR/BERTScore, no --select)": [*cli, *off, "evaluate", *files],
-        f"after (--select {TEXT_ONLY})": [*cli, "evaluate", *files, "--select", TEXT_ONLY],
-        "after (--select bleu,sari)": [*cli, "evaluate", *files, "--select", "bleu,sari"],
+        "before (all but METEOR/BERTScore, no --select)": [*cli, *off, "evaluate", "files", *files],
+        f"after (--select {TEXT_ONLY})": [*cli, "evaluate", "files", *files, "--select", TEXT_ONLY],
+        "after (--select bleu,sari)": [*cli, "evaluate", "files", *files, "--select", "bleu,sari"],
     }
     if args.full:
-        runs["full (every metric, METEOR + BERTScore)"] = [*cli, "evaluate", *files]
+        runs["full (every metric, METEOR + BERTScore)"] = [*cli, "evaluate", "files", *files]
     print(f"{args.lines} lines, 4 references, cold process each, {os.cpu_count()} cores")
     for name, cmd in runs.items():
         root = Path(args.before) if args.before and name.startswith("before") else ROOT

@@ -33,11 +33,11 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
     import pyarrow.parquet as pq
     import yaml
 
-    from medsimp.pipelines.noteevents import Note
-    from medsimp.pipelines.notes_core import NoteProcessor, section_record
-    from medsimp.pipelines.sections import extractor_from_params
-    from medsimp.pipelines.selection import load_lexicons
     from medsimp.schemas import NOTES_SENTENCES
+    from pipelines.sources.noteevents import Note
+    from pipelines.text.notes import NoteProcessor, section_record
+    from pipelines.text.sections import extractor_from_params
+    from pipelines.text.selection import load_lexicons
 
     if tokenizer == "stock":
         from nltk.tokenize import NLTKWordTokenizer
@@ -96,7 +96,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     data = work / f"notes-{args.rows}-{args.seed}.csv{'.gz' if args.gz else ''}"
     if not data.exists():
-        from medsimp.pipelines.synth_notes import write_file
+        from pipelines.sources.synth_notes import write_file
 
         t = time.perf_counter()
         write_file(str(data), args.rows, args.seed)

@@ -173,8 +173,9 @@ def main() -> int:
         summary["noop"] = {k: noop[k] for k in ("exit_code", "wall_s", "cpu_s", "stdout_tail")}
         summary["noop"]["target_met"] = noop["exit_code"] == 3 and noop["wall_s"] < 10
 
-        params = yaml.safe_load((root / "params.yaml").read_text()) or {}
-        cochrane_input = root / ((params.get("cochrane") or {}).get("input") or "data/sample/cochrane.jsonl")
+        from medsimp.config import load_params
+
+        cochrane_input = root / load_params(root / "params.yaml").cochrane.input
         summary["added_review"] = add_review(cochrane_input)
         one = timed_refresh(root, args.timeout, args.targets)
         report = one["report"] or {}

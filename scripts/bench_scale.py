@@ -77,7 +77,7 @@ def prepare(work: Path, log: Path) -> dict[str, Path]:
                 "--set",
                 f"align.gold={REPO / 'data/sample/align_gold.jsonl'}",
                 "align",
-                "--train",
+                "train",
                 "--output",
                 str(model),
             ],
@@ -122,6 +122,7 @@ def run_size(n: int, work: Path, shared: dict[str, Path]) -> dict:
         ],
         "align": [
             "align",
+            "corpus",
             "--input",
             str(d / "cochrane"),
             "--output",

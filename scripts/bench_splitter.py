@@ -27,8 +27,8 @@ SHAPES = {
 
 
 def splitters() -> dict:
-    from medsimp.pipelines.multilingual_sentences import split_sentences
-    from medsimp.pipelines.sentences import splitter
+    from medsimp.text.multilingual import split_sentences
+    from medsimp.text.sentences import splitter
 
     out = {"rules": splitter("rules"), "rush": splitter("rush")}
     for lang in ("en", "es", "fr", "fa"):

@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from medsimp.alignment import vecalign  # noqa: E402
-from medsimp.alignment.encoders import PairEncoders  # noqa: E402
-from medsimp.alignment.gold import Block, read_blocks  # noqa: E402
-from medsimp.alignment.score import vecalign_scores  # noqa: E402
+from alignment import vecalign  # noqa: E402
+from alignment.encoders import PairEncoders  # noqa: E402
+from alignment.gold import Block, read_blocks  # noqa: E402
+from alignment.score import vecalign_scores  # noqa: E402
 
 BASELINE = {
     "encoder": [{"kind": "e5", "prefix": "query"}],
@@ -68,9 +68,10 @@ def main(argv=None) -> int:
     if not (folder / "dev.defr").exists():
         print(f"skip: {folder} not found", file=sys.stderr)
         return 0
-    from medsimp.config import load_params, section
+    from medsimp.config import load_params
 
-    ours = dict(section(load_params(args.params, args.overrides), "align")["vecalign"])
+    # vecalign.align takes a plain mapping
+    ours = load_params(args.params, args.overrides).align.vecalign.model_dump()
     src = (folder / "dev.de").read_text(encoding="utf-8").splitlines()
     tgt = (folder / "dev.fr").read_text(encoding="utf-8").splitlines()
     gold = read_blocks(folder / "dev.defr")

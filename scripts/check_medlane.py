@@ -1,4 +1,4 @@
-"""Parse the real MedLane sample files with `medsimp.pipelines.medlane_format` and report counts.
+"""Parse the real MedLane sample files with `pipelines.sources.medlane` and report counts.
 
 Usage: python scripts/check_medlane.py --data ../shared/data
 Skips cleanly (exit 0) when the data folder is absent. Prints counts only, never text.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from medsimp.pipelines.medlane_format import read_medlane_eval, read_medlane_train  # noqa: E402
+from pipelines.sources.medlane import read_medlane_eval, read_medlane_train  # noqa: E402
 
 
 def main() -> int:

@@ -31,7 +31,7 @@ def main() -> int:
         print(f"skip: {path} not found")
         return 0
     from medsimp import resources
-    from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words
+    from pipelines.text.selection import Selector, load_abbreviations, load_common_words
 
     abbreviations = load_abbreviations(resources.path("abbreviations.json"))
     common = load_common_words(resources.path("common_words.txt"))

@@ -9,8 +9,15 @@ releases (e.g. Devaraj et al.'s data-1024 test/val and PLABA's data.json, read o
 repositories into a temp folder, never into this repo). Every input runs as
 `medsimp cochrane|plaba|msd --input FILE` into a temp folder; the line per input gives the
 exit code, read/kept/filtered/rejected and the dead-letter reasons, plus, for Cochrane, the
-sentences that end inside a statistic. Also reports how many MultiCochrane gold sentences
-the sentence splitter keeps whole. Exits 0 (saying so) when no folder exists; 1 when a run
+sentences that end inside a statistic and the splitter's outliers (`outliers`): sentences over
+80 words (`over_80_words`), those of them that hold a sentence boundary the source has
+(`over_80_words_not_in_source`), sentences with such an internal boundary
+(`internal_boundary`), pieces with no letters (`no_letter_fragment`: ".", '".', "3."), and the
+longest sentence in words (`longest_words`). A boundary is a full stop after a word, a bracket or
+a decimal, then a capitalised word, outside every bracket pair the sentence closes: a sentence
+the authors wrote inside brackets ("(...; 2 deaths amongst 98 children. One additional death
+...)") is theirs; one after a bracket they never closed is not. Also reports how many
+MultiCochrane gold sentences the sentence splitter keeps whole. Exits 0 (saying so) when no folder exists; 1 when a run
 fails or its counts do not reconcile (rejected records are reported, not failures).
 """
 
@@ -29,10 +36,43 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from medsimp.cli import main as medsimp  # noqa: E402
+from medsimp.cli.app import main as medsimp  # noqa: E402
 
 # A sentence that ends inside a statistic: an open bracket, or "95% CI 0." / "RR 2." left dangling.
 _BROKEN = re.compile(r"(\([^)]*$)|(\b(?:CI|RR|OR|MD|SMD|HR)\s+-?\d+\.$)")
+_BOUNDARY = re.compile(r"(?:[a-z%)\]]|\d\.\d+)[.!?][\"'”]?\s+(?=[A-Z][a-z]+\b)")
+_NO_LETTERS = re.compile(r"^[\W\d_]+$")
+LONG = 80  # words
+
+
+def _inside_closed_brackets(text: str) -> list[tuple[int, int]]:
+    """[open, close] character spans of the bracket pairs that text closes."""
+    pairs, stack = [], []
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            stack.append(i)
+        elif ch in ")]}" and stack:
+            pairs.append((stack.pop(), i))
+    return pairs
+
+
+def internal_boundaries(text: str) -> int:
+    """Sentence boundaries inside one sentence, outside the bracket pairs it closes."""
+    pairs = _inside_closed_brackets(text)
+    return sum(not any(a < m.start() < b for a, b in pairs) for m in _BOUNDARY.finditer(text, 1))
+
+
+def outliers(texts: list[str]) -> Counter:
+    """The splitter's outliers among sentence texts (see the module docstring)."""
+    counts: Counter = Counter()
+    for text in texts:
+        words, inner = len(text.split()), internal_boundaries(text) > 0
+        counts["outliers.over_80_words"] += words > LONG
+        counts["outliers.over_80_words_not_in_source"] += words > LONG and inner
+        counts["outliers.internal_boundary"] += inner
+        counts["outliers.no_letter_fragment"] += bool(_NO_LETTERS.match(text.strip()))
+        counts["outliers.longest_words"] = max(counts["outliers.longest_words"], words)
+    return counts
 
 
 def inputs(folder: Path) -> list[tuple[str, Path]]:
@@ -86,12 +126,16 @@ def run(reader: str, path: Path) -> tuple[int, dict, str, Counter]:
                 texts = pq.read_table(part, columns=["text"]).column("text").to_pylist()
                 extra["sentences"] += len(texts)
                 extra["sentences_ending_inside_statistic"] += sum(bool(_BROKEN.search(t)) for t in texts)
+                for key, value in outliers(texts).items():
+                    extra[key] = (
+                        max(extra[key], value) if key.endswith("longest_words") else extra[key] + value
+                    )
         return code, stats, [], extra
 
 
 def check_multicochrane(folder: Path) -> Counter:
     """How many MultiCochrane gold sentences (aligned by the authors) our splitter keeps whole."""
-    from medsimp.pipelines.multilingual_sentences import split_sentences
+    from medsimp.text.multilingual import split_sentences
 
     counts: Counter = Counter()
     for name, fields, language in (

@@ -9,14 +9,23 @@ as published (no centring, no anchors), on the whole file and on summary-sized c
 embedding and DP time reported apart, a second run to show the cache, and a 2-fold check of
 the anchor weights (chosen on one half of the file, scored on the other).
 MultiCochrane en-fr PLS pairs: sentence retrieval P@1 of each Vecalign encoder.
+Cochrane English, held out by review (`--cochrane-test DIR`, Devaraj et al.'s test.source/target):
+MultiCochrane's released English test pairs (22 reviews, by DOI) placed in their documents
+(`cochrane_gold`); pair P/R/F1 of the CRF trained on params align.gold (the DAG's default), of
+each `--model NAME=DIR` (e.g. the PLABA-trained model of scripts/train_real_aligner.py), of the
+CRF trained on align.gold plus the other half of the reviews, and of the Jaccard / TF-IDF
+baselines tuned on the other half. Overlap filter on real gold (`--only overlap`): how many
+MultiCochrane English test pairs and PLABA dev pairs params `filter` would drop.
 Speed against the first shipped default: scripts/bench_vecalign.py.
 
     python scripts/eval_alignment.py --data ../shared/data [--json metrics/eval_alignment.json]
+        [--cochrane-test DIR --model plaba=out/models/crf_aligner_real]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -29,17 +38,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from medsimp.alignment import vecalign  # noqa: E402
-from medsimp.alignment.crf import CRFAligner  # noqa: E402
-from medsimp.alignment.encoders import PairEncoders, make_encoder  # noqa: E402
-from medsimp.alignment.gold import Block, read_blocks, read_plaba  # noqa: E402
-from medsimp.alignment.score import pair_prf, vecalign_scores  # noqa: E402
-from medsimp.alignment.text import content_tokens  # noqa: E402
+from alignment import vecalign  # noqa: E402
+from alignment.crf import CRFAligner  # noqa: E402
+from alignment.encoders import PairEncoders, make_encoder  # noqa: E402
+from alignment.gold import PLABA_SENTENCES, Block, DocPair, gold_sources, read_blocks, read_golds, read_plaba  # noqa: E402
+from alignment.score import pair_prf, vecalign_scores  # noqa: E402
+from alignment.text import STOPWORD_LISTS, content_tokens  # noqa: E402
+from medsimp.params_schema import Crf  # noqa: E402
 
 
-def _jaccard(doc) -> np.ndarray:
-    c = [content_tokens(t) for t in doc.complex]
-    s = [content_tokens(t) for t in doc.simple]
+def _jaccard(doc, stopwords: str = "spacy") -> np.ndarray:
+    c = [content_tokens(t, stopwords) for t in doc.complex]
+    s = [content_tokens(t, stopwords) for t in doc.simple]
     return np.array([[len(a & b) / max(len(a | b), 1) for b in s] for a in c])
 
 
@@ -64,11 +74,15 @@ def _tune(docs, sims) -> float:
     return float(grid[int(np.argmax(f1))])
 
 
-def eval_plaba(path: Path, crf_params: dict, cache: str) -> dict:
-    docs = read_plaba(path)
+def eval_plaba(path: Path, crf: Crf, cache: str, sentences: str = "spacy", stopwords: str = "spacy") -> dict:
+    docs = read_plaba(path, sentences=sentences)
     groups = sorted({d.group for d in docs})
     folds = [set(groups[0::2]), set(groups[1::2])]
-    encoder = make_encoder(crf_params.get("encoder", {"kind": "minilm"}), cache)
+    encoder = make_encoder(crf.encoder, cache)
+    crf_params = crf.model_dump()  # the CRF takes a plain mapping
+    if stopwords != "spacy":  # the list used before issue 30, by name (alignment.text)
+        crf_params["stopwords"] = stopwords
+    jaccard = functools.partial(_jaccard, stopwords=stopwords)
     pred = {"crf": {}, "crf_forward": {}, "jaccard": {}, "tfidf": {}}
     info = {"documents": len(docs), "gold_pairs": sum(len(d.pairs) for d in docs), "thresholds": {}}
     t_align = 0.0
@@ -84,7 +98,7 @@ def eval_plaba(path: Path, crf_params: dict, cache: str) -> dict:
         model.config["merge"] = "forward"
         for d in test:
             pred["crf_forward"][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
-        for name, fn in (("jaccard", lambda _: _jaccard), ("tfidf", _tfidf_fn)):
+        for name, fn in (("jaccard", lambda _: jaccard), ("tfidf", _tfidf_fn)):
             sim = fn(train)
             t = _tune(train, [sim(d) for d in train])
             info["thresholds"][f"{name}_fold{k}"] = t
@@ -94,6 +108,131 @@ def eval_plaba(path: Path, crf_params: dict, cache: str) -> dict:
     for name, p in pred.items():
         info[name] = pair_prf(gold, [p[d.doc_id] for d in docs])
     info["crf_docs_per_s"] = len(docs) / t_align
+    return info
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def _sentence_ids(text: str, sents: list[str]) -> list[int]:
+    """Which of our sentences hold a gold sentence: the equal one, else ours that make it up
+    (each a part of it, together >= 80% of it), else the one that contains it."""
+    t = _norm(text)
+    same = [i for i, x in enumerate(sents) if _norm(x) == t]
+    if same:
+        return same[:1]
+    parts = [i for i, x in enumerate(sents) if _norm(x) in t and len(_norm(x)) >= 0.2 * len(t)]
+    if parts and sum(len(_norm(sents[i])) for i in parts) >= 0.8 * len(t):
+        return parts
+    return [i for i, x in enumerate(sents) if t in _norm(x)][:1]
+
+
+def _test_file(folder: Path, side: str) -> Path:
+    for name in (f"test.{side}", f"test.{side}.txt"):
+        if (folder / name).exists():
+            return folder / name
+    raise FileNotFoundError(f"no test.{side} in {folder}")
+
+
+def cochrane_gold(pairs_path: Path, test_dir: Path) -> tuple[list[DocPair], dict]:
+    """Document-level English Cochrane gold: MultiCochrane's released MC-CLEAN English test
+    pairs (`input` abstract sentence, `gold` PLS sentence, `doi`; 22 reviews) placed in their
+    reviews' documents from Devaraj et al.'s test files (abstract from "Main results" on, and
+    the PLS; `test.source`/`test.target`, one review a line). A review is the line holding
+    most of its pairs' sentences; both sides are split by the project's splitter
+    (`medsimp.text.multilingual`, as `medsimp cochrane`), and a gold pair is kept when both
+    of its sentences are in that document (Background/Methods sentences are not)."""
+    from collections import defaultdict
+
+    from medsimp.text import multilingual
+
+    rows = json.loads(pairs_path.read_text(encoding="utf-8"))
+    src = _test_file(test_dir, "source").read_text(encoding="utf-8").splitlines()
+    tgt = _test_file(test_dir, "target").read_text(encoding="utf-8").splitlines()
+    nsrc, ntgt = [_norm(x) for x in src], [_norm(x) for x in tgt]
+    by_doi: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_doi[r["doi"]].append(r)
+    docs, info = [], {"reviews": len(by_doi), "gold_pairs_released": len(rows), "reviews_not_found": 0}
+    info.update(complex_not_in_document=0, simple_not_in_document=0, gold_pairs_in_documents=0)
+    for doi in sorted(by_doi):
+        votes: dict[int, int] = defaultdict(int)
+        for r in by_doi[doi]:
+            for k in range(len(src)):
+                votes[k] += (_norm(r["input"]) in nsrc[k]) + (_norm(r["gold"]) in ntgt[k])
+        k = max(votes, key=lambda x: (votes[x], -x))
+        if not votes[k]:
+            info["reviews_not_found"] += 1
+            continue
+        complex_ = [s.text for s in multilingual.split_sentences(src[k], "en")]
+        simple = [s.text for s in multilingual.split_sentences(tgt[k], "en")]
+        pairs = set()
+        for r in by_doi[doi]:
+            ci, si = _sentence_ids(r["input"], complex_), _sentence_ids(r["gold"], simple)
+            info["complex_not_in_document"] += not ci
+            info["simple_not_in_document"] += not si
+            info["gold_pairs_in_documents"] += bool(ci and si)
+            pairs |= {(a, b) for a in ci for b in si}
+        docs.append(DocPair(doi, complex_, simple, frozenset(pairs), doi))
+    info["documents"] = len(docs)
+    info["gold_sentence_pairs"] = sum(len(d.pairs) for d in docs)
+    return docs, info
+
+
+def overlap_drop(pairs: list[tuple[str, str]], threshold: float, comparison: str) -> dict:
+    """How many real gold pairs the overlap filter (alignment.overlap, params `filter`) drops."""
+    from alignment.overlap import overlap_r, passes
+
+    rs = [overlap_r(c, s, "en") for c, s in pairs]
+    dropped = sum(not passes(r, threshold, comparison) for r in rs)
+    return {
+        "gold_pairs": len(rs),
+        "dropped": dropped,
+        "dropped_fraction": dropped / max(len(rs), 1),
+        "median_r": float(np.median(rs)) if rs else None,
+        "threshold": threshold,
+        "comparison": comparison,
+    }
+
+
+def eval_cochrane(
+    docs: list[DocPair], crf: Crf, cache: str, base_gold: list[DocPair], models: dict[str, str]
+) -> dict:
+    """Pair P/R/F1 on the Cochrane documents (`cochrane_gold`), every system scored on reviews
+    it never saw: the CRF trained on the base gold (params align.gold: the DAG's default
+    model), each `--model NAME=DIR` (e.g. the PLABA-trained one, scripts/train_real_aligner.py),
+    the CRF trained on the base gold plus the other half of the reviews (2-fold by DOI), and
+    the Jaccard / TF-IDF threshold baselines tuned on the other half."""
+    encoder = make_encoder(crf.encoder, cache)
+    crf_params = crf.model_dump()
+    groups = sorted({d.group for d in docs})
+    folds = [set(groups[0::2]), set(groups[1::2])]
+    systems: dict[str, CRFAligner] = {"crf_base_gold": CRFAligner.train(base_gold, encoder, crf_params)}
+    for name, path in models.items():
+        systems[name] = CRFAligner.load(path, encoder, {"merge": crf.merge})
+    pred: dict[str, dict[str, set]] = {
+        name: {} for name in [*systems, "crf_base_plus_cochrane_cv", "jaccard", "tfidf"]
+    }
+    for name, model in systems.items():
+        for d in docs:
+            pred[name][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
+    info: dict = {"thresholds": {}}
+    for k, test_groups in enumerate(folds):
+        train = [d for d in docs if d.group not in test_groups]
+        test = [d for d in docs if d.group in test_groups]
+        model = CRFAligner.train(base_gold + train, encoder, crf_params)
+        for d in test:
+            pred["crf_base_plus_cochrane_cv"][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
+        for name, fn in (("jaccard", lambda _: _jaccard), ("tfidf", _tfidf_fn)):
+            sim = fn(train)
+            t = _tune(train, [sim(d) for d in train])
+            info["thresholds"][f"{name}_fold{k}"] = t
+            for d in test:
+                pred[name][d.doc_id] = _threshold_pairs(sim(d), t)
+    gold = [set(d.pairs) for d in docs]
+    for name, p in pred.items():
+        info[name] = pair_prf(gold, [p[d.doc_id] for d in docs])
     return info
 
 
@@ -240,30 +379,79 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--params", default="params.yaml")
-    ap.add_argument("--only", choices=["plaba", "bleualign", "multicochrane"])
+    ap.add_argument("--only", choices=["plaba", "bleualign", "multicochrane", "cochrane", "overlap"])
+    ap.add_argument(
+        "--cochrane-test",
+        default=None,
+        help="folder with Devaraj et al.'s test.source/test.target (data-1024, or MultiCochrane's "
+        "copy code/anno_viewer/make-alignment-file/test.{source,target}.txt): scores the CRF and the "
+        "baselines on the MultiCochrane English test reviews (held out by DOI)",
+    )
+    ap.add_argument(
+        "--model",
+        dest="models",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="also score this trained CRF model on the Cochrane documents (repeatable)",
+    )
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--cache", default=None, help="embedding cache dir (default: a fresh temp dir)")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument(
+        "--plaba-sentences",
+        choices=PLABA_SENTENCES,
+        default="spacy",
+        help="how PLABA's adaptations are split into gold sentences (alignment.gold.plaba_sentences)",
+    )
+    ap.add_argument(
+        "--stopwords",
+        choices=STOPWORD_LISTS,
+        default="spacy",
+        help="PLABA: stop-word list of the CRF's and Jaccard's content tokens (alignment.text)",
+    )
     args = ap.parse_args(argv)
     data = Path(args.data)
     if not data.is_dir():
         print(f"skip: {data} not found", file=sys.stderr)
         return 0
-    from medsimp.config import load_params, section
+    from medsimp.config import load_params, resolve_path
 
-    align = section(load_params(args.params, args.overrides), "align")
+    align = load_params(args.params, args.overrides).align
     cache = args.cache or tempfile.mkdtemp(prefix="eval-align-cache-")
     results: dict = {"cache": "fresh temp dir" if args.cache is None else args.cache}
     if args.only in (None, "plaba") and (data / "plaba" / "dev.json").exists():
-        results["plaba"] = eval_plaba(data / "plaba" / "dev.json", dict(align.get("crf", {})), cache)
+        results["plaba"] = eval_plaba(
+            data / "plaba" / "dev.json", align.crf, cache, args.plaba_sentences, args.stopwords
+        )
     if args.only in (None, "bleualign") and (data / "bleualign" / "dev.defr").exists():
-        va = dict(align.get("vecalign", {}))
-        encoders = PairEncoders(va.pop("encoder", None), cache)
+        va = align.vecalign.model_dump()  # vecalign.align takes a plain mapping
+        encoders = PairEncoders(va.pop("encoder"), cache)
         results["bleualign_de_fr"] = eval_bleualign(data / "bleualign", encoders, va)
+    en_pairs = data / "multicochrane" / "en-test-with-doi.json"
+    if args.only in (None, "overlap"):
+        params = load_params(args.params, args.overrides)
+        real: dict[str, list[tuple[str, str]]] = {}
+        if en_pairs.exists():
+            rows = json.loads(en_pairs.read_text(encoding="utf-8"))
+            real["multicochrane_en_test"] = [(r["input"], r["gold"]) for r in rows]
+        if (data / "plaba" / "dev.json").exists():
+            plaba = read_plaba(data / "plaba" / "dev.json", sentences=args.plaba_sentences)
+            real["plaba_dev"] = [(d.complex[c], d.simple[s]) for d in plaba for c, s in sorted(d.pairs)]
+        results["overlap_filter_on_real_gold"] = {
+            name: overlap_drop(p, params.filter.threshold, params.filter.comparison)
+            for name, p in real.items()
+        }
+    if args.only in (None, "cochrane") and en_pairs.exists() and args.cochrane_test:
+        docs, info = cochrane_gold(en_pairs, Path(args.cochrane_test))
+        base_dir = Path(args.params).resolve().parent
+        base = read_golds([resolve_path(g, base_dir) for g in gold_sources(align.gold)], align.gold_format)
+        models = dict(m.split("=", 1) for m in args.models)
+        info.update(eval_cochrane(docs, align.crf, cache, base, models))
+        results["cochrane_en_heldout"] = info
     pairs = data / "multicochrane" / "fr-pairs.json"
     if args.only in (None, "multicochrane") and pairs.exists():
-        va = dict(align.get("vecalign", {}))
-        results["multicochrane_en_fr_retrieval"] = eval_retrieval(pairs, va.get("encoder"), cache)
+        results["multicochrane_en_fr_retrieval"] = eval_retrieval(pairs, align.vecalign.encoder, cache)
     text = json.dumps(results, indent=2, sort_keys=True)
     print(text)
     if args.json:

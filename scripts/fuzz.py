@@ -1,6 +1,11 @@
 """Long fuzz profile of the source readers: mutated sample records through the real CLI.
 
     python scripts/fuzz.py --minutes 30 [--readers cochrane,devaraj,msd,plaba] [--save DIR]
+    python scripts/fuzz.py --params --minutes 10 [--save DIR]
+
+`--params`: hostile params files and `--set` values (tests/fuzz_params.py: alias bombs, deep
+nests, duplicate keys, bad bytes, NaN, huge numbers, typos) through the real CLI; the property:
+exit 0 or 2, one stderr line, no traceback, within 60 s.
 
 Uses the strategies and the property of tests/fuzz_readers.py (the CI runs its fast
 profile in tests/test_fuzz_readers.py). Prints examples run and how many ended in each
@@ -34,7 +39,10 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--readers", default=",".join(SAMPLES))
     parser.add_argument("--save", default="fuzz-failures", help="folder for inputs that broke the property")
+    parser.add_argument("--params", action="store_true", help="fuzz params files and --set values instead")
     args = parser.parse_args()
+    if args.params:
+        return fuzz_params(args.minutes, Path(args.save))
     import apache_beam  # noqa: F401 - its start-up warnings once, before any capture
 
     readers = args.readers.split(",")
@@ -77,6 +85,36 @@ def main() -> int:
     }
     os.write(1, (json.dumps(summary, indent=1) + "\n").encode())
     return 0 if total == outcomes["ok"] + outcomes["exit2"] else 1
+
+
+def fuzz_params(minutes: float, save: Path) -> int:
+    from fuzz_params import HOLDS as PARAMS_HOLD
+    from fuzz_params import cli_case, overrides, params_files
+    from hypothesis import strategies as st
+
+    outcomes: collections.Counter = collections.Counter()
+    deadline = time.monotonic() + minutes * 60
+    saved = 0
+    while time.monotonic() < deadline:
+
+        @BATCH
+        @given(st.one_of(st.none(), params_files()), st.one_of(st.just([]), overrides()))
+        def fuzz(data, sets):
+            nonlocal saved
+            outcome = cli_case(data, sets)
+            outcomes[outcome] += 1
+            if outcome not in PARAMS_HOLD:
+                saved += 1
+                folder = save / f"{saved:04d}-params-{outcome}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "params.yaml").write_bytes(data or b"")
+                (folder / "set.json").write_text(json.dumps(sets), encoding="utf-8")
+
+        fuzz()
+    total = sum(outcomes.values())
+    summary = {"minutes": minutes, "examples": total, **dict(sorted(outcomes.items()))}
+    os.write(1, (json.dumps(summary, indent=1) + "\n").encode())
+    return 0 if total == sum(outcomes[h] for h in PARAMS_HOLD) else 1
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from importlib.metadata import version
 
-from medsimp.pipelines.selection import common_lemmas
+from pipelines.text.selection import common_lemmas
 
 
 def main() -> int:

@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["DVC_NO_ANALYTICS"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# medsimp's ownership records (medsimp.ownership) go to a private folder, not ~/.local/state
+os.environ.setdefault("MEDSIMP_STATE_DIR", tempfile.mkdtemp(prefix="medsimp-state-"))
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -70,7 +70,7 @@ def inline_commands(path: Path) -> list[str]:
     """Inline code spans that are whole shell commands, not names of one.
 
     A span that starts with a tool and carries three or more words after it with a flag or a path
-    (`medsimp align --method vecalign --batch pairs.tsv`) is a command; `medsimp align --train` or
+    (`medsimp align files --method vecalign --batch pairs.tsv`) is a command; `medsimp align train` or
     `dvc repro` name one, and a synopsis with placeholders (`--input FILE`, `[--json]`, `<stage>`)
     describes one.
     """

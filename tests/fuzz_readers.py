@@ -3,7 +3,7 @@
 Shared by tests/test_fuzz_readers.py (fast profile, CI) and scripts/fuzz.py (long profile).
 A valid sample per reader, every text carrying `MARKER`, is mutated byte by byte (insert,
 replace, delete hostile bytes) or field by field (a value or key replaced by a hostile one,
-a member repeated), written to a temp folder and run through `medsimp.cli.main`.
+a member repeated), written to a temp folder and run through `medsimp.cli.app.main`.
 `run_case` classifies the outcome: `ok` (counts reconcile) and `exit2` (one line) hold the
 property; `traceback`, `hang`, `unreconciled`, `leak` and `crash` (any other exit) break it.
 """
@@ -294,7 +294,7 @@ def error_lines(command: str, err: str) -> list[str]:
     """stderr without the CLI's announce line (`medsimp <command>: <HELP> (from ..., to ...)`)."""
     import importlib
 
-    announce = f"medsimp {command}: {importlib.import_module(f'medsimp.commands.{command}').HELP}"
+    announce = f"medsimp {command}: {importlib.import_module(f'medsimp.cli.commands.{command}').HELP}"
     return [line for line in err.strip().splitlines() if not line.startswith(announce)]
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medsimp.alignment import vecalign
-from medsimp.alignment.anchors import length_features, number_features, with_anchors
-from medsimp.alignment.encoders import PairEncoders
+from alignment import vecalign
+from alignment.anchors import length_features, number_features, with_anchors
+from alignment.encoders import PairEncoders
 
 
 def test_number_features_match_figures_across_scripts():

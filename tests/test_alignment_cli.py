@@ -38,6 +38,7 @@ def test_vecalign_file_mode_with_gold(tmp_path, capsys):
         "--set",
         "align.vecalign.alignment_max_size=3",
         "align",
+        "files",
         "--method",
         "vecalign",
         "--src",
@@ -61,13 +62,16 @@ def test_vecalign_file_mode_with_gold(tmp_path, capsys):
     batch.write_text(
         f"{tmp_path / 'en.txt'}\t{tmp_path / 'es.txt'}\t{tmp_path / 'out.txt'}\n", encoding="utf-8"
     )
-    assert main(argv[:4] + ["align", "--method", "vecalign", "--batch", str(batch), "--tgt-lang", "es"]) == 0
+    assert (
+        main(argv[:4] + ["align", "files", "--method", "vecalign", "--batch", str(batch), "--tgt-lang", "es"])
+        == 0
+    )
     assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == lines  # cached embeddings
     capsys.readouterr()
     assert (
         main(
             ["--set", "align.vecalign.encoder=[{kind: use}]"]
-            + argv[:11]
+            + argv[:12]
             + ["--src-lang", "en", "--tgt-lang", "fa"]
         )
         == 2
@@ -126,7 +130,7 @@ def test_train_corpus_align_and_filter(tmp_path):
                 "--set",
                 "align.crf.epochs=20",
                 "align",
-                "--train",
+                "train",
                 "--gold",
                 str(gold),
                 "--output",
@@ -146,6 +150,7 @@ def test_train_corpus_align_and_filter(tmp_path):
             base
             + [
                 "align",
+                "corpus",
                 "--input",
                 str(tmp_path / "cochrane"),
                 "--output",
@@ -206,6 +211,7 @@ def test_train_corpus_align_and_filter(tmp_path):
             base
             + [
                 "align",
+                "corpus",
                 "--input",
                 str(tmp_path / "cochrane"),
                 "--output",
@@ -228,6 +234,7 @@ def test_train_corpus_align_and_filter(tmp_path):
                 "--set",
                 "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]",
                 "align",
+                "corpus",
                 "--input",
                 str(tmp_path / "cochrane"),
                 "--output",
@@ -246,3 +253,31 @@ def test_train_corpus_align_and_filter(tmp_path):
     assert stats["rejected_by"] == {"no_english_complex": 1, "no_encoder_for_language": 1}
     dead = (tmp_path / "align3" / "dead_letter" / "part-00000-of-00001.jsonl").read_text()
     assert "en-es" in dead
+
+
+def test_file_mode_takes_one_gold(tmp_path, capsys):
+    for name in ("en.txt", "g1.txt", "g2.txt"):
+        (tmp_path / name).write_text("A.\n", encoding="utf-8")
+    argv = ["align", "files", "--src", str(tmp_path / "en.txt"), "--tgt", str(tmp_path / "en.txt")]
+    argv += ["--gold", str(tmp_path / "g1.txt"), "--gold", str(tmp_path / "g2.txt")]
+    assert main(argv) == 2
+    assert "takes one --gold" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_train_on_several_gold_sources(tmp_path):
+    """params `align.gold` as a list (relative to the params file) and repeated --gold both
+    train on every source: the base gold's documents stay when annotated ones are added."""
+    sample = (Path(__file__).parents[1] / "data" / "sample" / "align_gold.jsonl").read_text(encoding="utf-8")
+    lines = sample.splitlines(keepends=True)
+    (tmp_path / "base.jsonl").write_text("".join(lines[:2]), encoding="utf-8")
+    (tmp_path / "annotated.jsonl").write_text(lines[2], encoding="utf-8")
+    params = tmp_path / "params.yaml"
+    params.write_text("align:\n  gold: [base.jsonl, annotated.jsonl]\n", encoding="utf-8")
+    base = ["--params", str(params), *E5, "--set", f"cache.dir={tmp_path / 'cache'}"]
+    base += ["--set", "align.crf.epochs=1"]
+    assert main([*base, "align", "train", "--output", str(tmp_path / "m1")]) == 0
+    assert json.loads((tmp_path / "m1" / "stats.json").read_text())["documents"] == 3
+    gold = ["--gold", str(tmp_path / "annotated.jsonl"), "--gold", str(tmp_path / "base.jsonl")]
+    assert main([*base, "align", "train", *gold, "--output", str(tmp_path / "m2")]) == 0
+    assert json.loads((tmp_path / "m2" / "stats.json").read_text())["documents"] == 3

@@ -17,10 +17,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from fakes import HashEncoder, random_sentences  # noqa: E402
 
-from medsimp.alignment.crf import CRFAligner, CRFScorer, lattice  # noqa: E402
-from medsimp.alignment.features import null_features  # noqa: E402
-from medsimp.alignment.gold import DocPair  # noqa: E402
-from medsimp.alignment.score import pair_prf  # noqa: E402
+from alignment.crf import CRFAligner, CRFScorer, lattice  # noqa: E402
+from alignment.features import null_features  # noqa: E402
+from alignment.gold import DocPair  # noqa: E402
+from alignment.score import pair_prf  # noqa: E402
 
 
 @pytest.mark.parametrize("cap,n,m", [(2, 3, 4), (3, 4, 3), (5, 4, 6), (2, 1, 1), (4, 2, 1)])
@@ -129,6 +129,7 @@ def test_empty_sides(trained):
     assert trained.align([], []).pairs == {}
 
 
+@pytest.mark.slow  # a timing or corpus-size check: out of the fast loop
 def test_thousand_sentence_document_bounded(trained):
     c = random_sentences(1000, seed=7, length=6)
     s = [x for i, x in enumerate(c) if i % 10]  # 900 simple sentences: every 10th deleted

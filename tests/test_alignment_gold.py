@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from medsimp.alignment.gold import DocPair, GoldFormatError, parse_blocks, read_gold
-from medsimp.alignment.overlap import filter_row, lemma_set, overlap_r
-from medsimp.alignment.score import blocks_to_pairs, pair_prf, pairs_to_blocks
+from alignment.gold import DocPair, GoldFormatError, parse_blocks, read_gold
+from alignment.overlap import filter_row, lemma_set, overlap_r
+from alignment.score import blocks_to_pairs, pair_prf, pairs_to_blocks
 
 PLABA = {
     "7": {
@@ -158,3 +158,37 @@ def test_filter_row_bridged_pair_inherits_english_decision():
         0.6,
     )
     assert fr["overlap_r"] == pytest.approx(0.5) and fr["keep"] is False
+
+
+def _jsonl(path, docs):
+    path.write_text("".join(json.dumps(d.to_json()) + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+def test_several_gold_sources_are_concatenated(tmp_path):
+    """`align.gold` as a list: every source's documents, in order (issue 29: retraining on one
+    annotated document replaced the base gold); a re-annotated document replaces its base copy."""
+    from alignment.gold import gold_sources, read_golds
+
+    (tmp_path / "plaba.json").write_text(json.dumps(PLABA), encoding="utf-8")
+    base = [DocPair("a", ["A1.", "A2."], ["a1."], frozenset({(0, 0)})), DocPair("b", ["B."], ["b."])]
+    annotated = [DocPair("b", ["B."], ["b."], frozenset({(0, 0)})), DocPair("c", ["C."], ["c."])]
+    sources = [str(_jsonl(tmp_path / "base.jsonl", base)), str(_jsonl(tmp_path / "ann.jsonl", annotated))]
+    docs = read_golds([*sources, str(tmp_path / "plaba.json")])
+    plaba = read_gold(tmp_path / "plaba.json")
+    assert [d.doc_id for d in docs] == ["a", "b", "c"] + [d.doc_id for d in plaba]
+    assert docs[1].pairs == {(0, 0)}  # the annotated copy of "b"
+    assert read_golds(sources[0]) == read_gold(sources[0]) == base  # one path: as before
+    assert gold_sources("x.jsonl") == ["x.jsonl"] and gold_sources(["x", "y"]) == ["x", "y"]
+
+
+def test_params_align_gold_takes_a_list_or_a_string(tmp_path):
+    from medsimp.config import load_params
+    from medsimp.errors import MedsimpError
+
+    params = tmp_path / "params.yaml"
+    params.write_text("align:\n  gold: [base.jsonl, out/annotate/gold/gold.jsonl]\n", encoding="utf-8")
+    assert load_params(params).align.gold == ["base.jsonl", "out/annotate/gold/gold.jsonl"]
+    assert load_params(params, ["align.gold=one.jsonl"]).align.gold == "one.jsonl"
+    with pytest.raises(MedsimpError):
+        load_params(params, ["align.gold={a: 1}"])

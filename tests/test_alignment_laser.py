@@ -8,7 +8,7 @@ import sentencepiece as spm
 import torch
 from nano_laser.models import LaserLstmEncoder
 
-from medsimp.alignment.encoders import LaserEncoder, make_encoder
+from alignment.encoders import LaserEncoder, make_encoder
 
 TEXT = [
     "the patient has a fever",

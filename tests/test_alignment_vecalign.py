@@ -12,10 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from fakes import HashEncoder, random_sentences  # noqa: E402
 
-from medsimp.alignment import vecalign  # noqa: E402
-from medsimp.alignment.encoders import CachedEncoder  # noqa: E402
-from medsimp.alignment.gold import parse_blocks  # noqa: E402
-from medsimp.alignment.score import format_block, vecalign_scores  # noqa: E402
+from alignment import vecalign  # noqa: E402
+from alignment.encoders import CachedEncoder  # noqa: E402
+from alignment.gold import parse_blocks  # noqa: E402
+from alignment.score import format_block, vecalign_scores  # noqa: E402
 
 
 def _constructed():
@@ -56,6 +56,7 @@ def test_mean_overlap_mode_aligns_merges():
     assert ((2, 3), (3,)) in set(res.blocks)
 
 
+@pytest.mark.slow  # a timing or corpus-size check: out of the fast loop
 def test_thousand_sentences_bounded_time_and_memory():
     src = random_sentences(1000, seed=3, length=6)
     tgt = src[:500] + random_sentences(3, seed=4) + src[500:]

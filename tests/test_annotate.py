@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import socket
 import sys
 import threading
-import urllib.error
+import time
 import urllib.request
 from pathlib import Path
 
@@ -13,9 +16,9 @@ import pytest
 
 from medsimp.annotate import ingest
 from medsimp.annotate.documents import from_pairs
-from medsimp.annotate.page import make_server, render
+from medsimp.annotate.page import make_server, page_data, render
 from medsimp.cli import main
-from medsimp.errors import Refused
+from medsimp.errors import UsageError
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
 import upstream
@@ -112,29 +115,281 @@ def test_restricted_input_needs_the_flag_and_gets_the_banner(tmp_path, capsys):
     assert data["docs"][0]["alignments"] == [
         {"c": [0], "s": [0], "method": "vecalign", "scores": {}, "keep": None}
     ]
-    with pytest.raises(Refused):
-        make_server(html, "0.0.0.0", 0, tmp_path / "saved", restricted=True)
+    assert 'id="banner" role="alert"' in html  # shown in the markup itself, not only by script
+    with pytest.raises(UsageError, match="loopback addresses only"):
+        make_server(html, "0.0.0.0", 0, tmp_path / "saved", data={**_data([]), "restricted": True})
+    assert not (tmp_path / "saved").exists()
 
 
-def test_server_serves_the_page_and_saves_exports(tmp_path):
-    server = make_server("<p>page</p>", "127.0.0.1", 0, tmp_path / "saved", restricted=False)
+def _data(docs, lineage=("plaba",)) -> dict:
+    return page_data(docs, "t", list(lineage) if lineage is not None else None, "/save")
+
+
+@contextlib.contextmanager
+def _serving(tmp_path, lineage=("plaba",), host="127.0.0.1", **kw):
+    data = _data([_doc(["c0", "c1"], ["s0", "s1"], [(0, 0)])], lineage)
+    html = render(data["docs"], "t", data["lineage"], "/save")
+    server = make_server(html, host, 0, tmp_path / "saved", data=data, **kw)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        assert urllib.request.urlopen(base + "/").read() == b"<p>page</p>"
-        body = json.dumps(_export("ann2", [(0, 0)])).encode()
-        req = urllib.request.Request(base + "/save", data=body, method="POST")
-        assert urllib.request.urlopen(req).read() == b"saved"
-        assert json.loads((tmp_path / "saved" / "ann2.json").read_text())["annotator"] == "ann2"
-        bad = json.dumps({**_export("x", []), "annotator": "../../etc/passwd"}).encode()
-        with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(urllib.request.Request(base + "/save", data=bad, method="POST"))
-        assert err.value.code == 400
-        assert sorted(p.name for p in (tmp_path / "saved").iterdir()) == ["ann2.json"]
+        yield server
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _post(server, body: bytes | dict, *, token=None, origin=None, host=None, headers=None):
+    """POST /save over a raw connection: (status, body)."""
+    port = server.server_address[1]
+    here = f"127.0.0.1:{port}"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        conn.putrequest("POST", "/save", skip_host=True, skip_accept_encoding=True)
+        body = json.dumps(body).encode() if isinstance(body, dict) else body
+        sent = {
+            "Host": host or here,
+            "Origin": origin or f"http://{here}",
+            "X-Medsimp-Token": server.session.token if token is None else token,
+            "Content-Type": "application/json",
+            "Content-Length": str(len(body)),
+            **(headers or {}),
+        }
+        for k, v in sent.items():
+            if v is not None:
+                conn.putheader(k, v)
+        conn.endheaders(body)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
+
+def _get(server, path: str, host: str | None = None):
+    port = server.server_address[1]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        conn.putrequest("GET", path, skip_host=True)
+        conn.putheader("Host", host or f"127.0.0.1:{port}")
+        conn.endheaders()
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def _page_export(server, who="ann2", pairs=((0, 0),), **extra) -> dict:
+    out = _export(who, list(pairs))
+    d = server.session.data["docs"][0]
+    out["documents"][0].update(doc_id=d["doc_id"], complex=d["complex"], simple=d["simple"])
+    return {**out, "page_id": server.session.data["page_id"], **extra}
+
+
+def test_server_serves_the_page_and_saves_exports_only_with_token_host_and_origin(tmp_path):
+    with _serving(tmp_path) as server:
+        token = server.session.token
+        assert server.url == f"http://127.0.0.1:{server.server_address[1]}/?token={token}"
+        assert urllib.request.urlopen(server.url).read().startswith(b"<!DOCTYPE html>")
+        for path, host in [
+            ("/", None),  # no token
+            ("/?token=" + "x" * len(token), None),  # a wrong one
+            ("/?token=" + token, f"evil.example:{server.server_address[1]}"),  # DNS rebinding
+            ("/?token=" + token, "127.0.0.1:1"),  # another port
+        ]:
+            status, body = _get(server, path, host)
+            assert status == 403 and b"DOCTYPE" not in body
+        export = _page_export(server)
+        assert _post(server, export, token="")[0] == 403
+        assert _post(server, export, origin="http://127.0.0.1:1")[0] == 403  # another origin
+        assert _post(server, export, origin="null")[0] == 403  # file:// or a sandbox
+        assert _post(server, export, host="evil.example")[0] == 403
+        assert server.session.refusals == {"token": 3, "host": 3, "origin": 2}
+        assert not list((tmp_path / "saved").iterdir())
+        assert _post(server, export) == (200, "saved")
+        saved = tmp_path / "saved" / "annotations-ann2.json"
+        assert saved.stat().st_mode & 0o777 == 0o600
+        data = json.loads(saved.read_text())
+        assert data["annotator"] == "ann2" and data["lineage"] == ["plaba"]
+        assert data["saved"] == {"by": "medsimp annotate serve", "session": server.session.session_id}
+        bad = {**export, "annotator": "../../etc/passwd"}
+        assert _post(server, bad)[0] == 400
+        assert sorted(p.name for p in (tmp_path / "saved").iterdir()) == ["annotations-ann2.json"]
+
+
+def test_saves_go_to_names_the_server_derives_and_never_over_a_users_file(tmp_path):
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "saved" / "package.json").write_text('{"name": "mine"}')
+    (tmp_path / "saved" / "annotations-x.json").write_text('{"mine": true}')
+    with _serving(tmp_path, lineage=None) as server:  # unknown lineage
+        export = _page_export(server, "package", lineage=["plaba"])  # a public lineage claimed
+        assert _post(server, export) == (200, "saved")
+        assert (tmp_path / "saved" / "package.json").read_text() == '{"name": "mine"}'
+        assert json.loads((tmp_path / "saved" / "annotations-package.json").read_text())["lineage"] is None
+        status, text = _post(server, _page_export(server, "x"))
+        assert status == 409 and "not saved by this server" in text
+        assert (tmp_path / "saved" / "annotations-x.json").read_text() == '{"mine": true}'
+        # forged exports: another page, other documents, a pair out of range: no gold from them
+        assert _post(server, _page_export(server, "f1", page_id="0" * 16))[0] == 400
+        forged = _page_export(server, "f2")
+        forged["documents"][0]["complex"] = ["other", "text"]
+        assert _post(server, forged)[0] == 400
+        assert _post(server, _page_export(server, "f3", pairs=[(5, 5)]))[0] == 400
+        assert _post(server, _page_export(server, "package", pairs=[(1, 1)])) == (200, "saved")
+    with _serving(tmp_path, lineage=None) as server:  # a new session may replace its own saves
+        assert _post(server, _page_export(server, "package")) == (200, "saved")
+    names = sorted(p.name for p in (tmp_path / "saved").iterdir())
+    assert names == ["annotations-package.json", "annotations-x.json", "package.json"]
+
+
+def test_concurrent_saves_of_one_annotator_all_land(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _serving(tmp_path) as server:
+        exports = [_page_export(server, "same", pairs=[(n % 2, n % 2)]) for n in range(40)]
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda e: _post(server, e), exports))
+    assert results == [(200, "saved")] * 40
+    assert [p.name for p in (tmp_path / "saved").iterdir()] == ["annotations-same.json"]  # no temp left
+    assert json.loads((tmp_path / "saved" / "annotations-same.json").read_text())["annotator"] == "same"
+
+
+def _raw(server, head: bytes, timeout: float = 5.0) -> bytes:
+    """Send raw request bytes and return the response (the server must answer in `timeout`)."""
+    port = server.server_address[1]
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(head)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_bad_lengths_are_refused_without_reading_and_deep_json_is_a_400(tmp_path):
+    with _serving(tmp_path) as server:
+        port, token = server.server_address[1], server.session.token
+        head = (
+            f"POST /save HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
+            f"X-Medsimp-Token: {token}\r\n"
+        ).encode()
+        for length, status in [(b"-1", b"400"), (b"1e9", b"400"), (b"999999999999", b"413"), (None, b"411")]:
+            extra = b"Content-Length: " + length + b"\r\n" if length else b""
+            start = time.monotonic()
+            resp = _raw(server, head + extra + b"\r\n")  # no body follows, the socket stays open
+            assert resp.split(b" ", 2)[1] == status, resp[:80]
+            assert time.monotonic() - start < 2  # answered at once, not after reading or a timeout
+        chunked = _raw(server, head + b"Transfer-Encoding: chunked\r\n\r\n")
+        assert chunked.split(b" ", 2)[1] == b"411"
+        status, text = _post(server, b"[" * 200_000)
+        assert (status, text) == (400, "not JSON (or nested too deeply)")
+        status, text = _post(server, b'{"a":' * 100_000 + b"1" + b"}" * 100_000)
+        assert status == 400 and "\n" not in text
+        assert _post(server, _page_export(server))[0] == 200  # still serving
+
+
+def test_idle_connections_are_bounded_and_time_out(tmp_path):
+    with _serving(tmp_path, timeout=1.0, connections=4) as server:
+        port = server.server_address[1]
+        before = threading.active_count()
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]
+        try:
+            time.sleep(0.3)
+            assert threading.active_count() <= before + 4  # 60 idle connections, 4 threads at most
+            _wait_until(lambda: threading.active_count() <= before, 5)  # each dropped after 1 s
+            assert _get(server, "/?token=" + server.session.token)[0] == 200
+        finally:
+            for s in idle:
+                s.close()
+
+
+def _wait_until(predicate, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_server_listens_on_ipv6_loopback(tmp_path):
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        socket.socket(socket.AF_INET6).bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    with _serving(tmp_path, lineage=None, host="::1") as server:  # restricted: loopback is fine
+        port = server.server_address[1]
+        assert server.url.startswith(f"http://[::1]:{port}/?token=")
+        conn = http.client.HTTPConnection("::1", port, timeout=10)
+        conn.request("GET", "/?token=" + server.session.token)
+        assert conn.getresponse().status == 200
+        conn.close()
+
+
+def _serve_args(tmp_path, *extra: str) -> list[str]:
+    (tmp_path / "a.txt").write_text("Pt c/o SOB.\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("The patient is short of breath.\n", encoding="utf-8")
+    return [
+        "annotate",
+        "serve",
+        "--src",
+        str(tmp_path / "a.txt"),
+        "--tgt",
+        str(tmp_path / "b.txt"),
+        "--set",
+        "annotate.similarities=[overlap]",
+        *extra,
+    ]
+
+
+def test_serve_flag_errors_are_one_line_exit_2(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    cases = [
+        (["--port", "99999", "--save-dir", str(tmp_path / "s")], "is not a port number"),
+        (["--port", "-1", "--save-dir", str(tmp_path / "s")], "is not a port number"),
+        (["--host", "my.example", "--save-dir", str(tmp_path / "s")], "is not an IP address"),
+        (["--save-dir", str(tmp_path / "file")], "is not a folder"),
+        (
+            ["--port", str(busy.getsockname()[1]), "--show-restricted", "--save-dir", str(tmp_path / "s")],
+            "cannot listen",
+        ),
+        (
+            ["--host", "0.0.0.0", "--show-restricted", "--save-dir", str(tmp_path / "s")],
+            "loopback addresses only",
+        ),
+        (["--host", "::", "--show-restricted", "--save-dir", str(tmp_path / "s")], "loopback addresses only"),
+    ]
+    try:
+        for extra, message in cases:
+            assert main(_serve_args(tmp_path, *extra)) == 2, extra
+            err = capsys.readouterr().err
+            last = err.strip().splitlines()[-1]
+            assert message in last and "Traceback" not in err and "SOB" not in err, err
+    finally:
+        busy.close()
+    assert (tmp_path / "file").read_text() == "x"
+
+
+def test_gold_file_lineage_is_never_taken_from_its_format(tmp_path, capsys):
+    gold = tmp_path / "mc_human.json"  # any JSON reads as MC-CLEAN; this one is a MIMIC note
+    gold.write_text(
+        json.dumps({"n1": {"abstract": ["Pt is a ___ yo M."], "pls": ["The man."], "alignments": [[0, 0]]}})
+    )
+    args = ["annotate", "page", "--gold", str(gold), "--set", "annotate.similarities=[overlap]"]
+    assert main([*args, "--output", str(tmp_path / "p")]) == 3
+    assert "--show-restricted" in capsys.readouterr().err
+    assert main([*args, "--output", str(tmp_path / "p"), "--show-restricted"]) == 0
+    html = (tmp_path / "p" / "index.html").read_text(encoding="utf-8")
+    data = json.loads(html.split('id="data">', 1)[1].split("</script>", 1)[0])
+    assert data["lineage"] is None and data["restricted"] is True
+    assert 'id="banner" role="alert"' in html
+    serve = ["annotate", "serve", "--gold", str(gold), "--show-restricted", "--host", "0.0.0.0"]
+    assert main([*serve, "--save-dir", str(tmp_path / "s"), "--set", "annotate.similarities=[overlap]"]) == 2
+    assert "loopback addresses only" in capsys.readouterr().err
+    # the sample PLABA file is not public just because it parses as PLABA
+    plaba = Path(__file__).resolve().parents[1] / "data/sample/plaba.json"
+    assert main(["annotate", "page", "--gold", str(plaba), "--output", str(tmp_path / "q")]) == 3
 
 
 def test_agreement_and_majority_gold_equal_a_hand_computed_case(tmp_path):
@@ -265,8 +520,8 @@ def test_crf_similarity_is_the_aligners_pair_probability():
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
     from fakes import HashEncoder
 
-    from medsimp.alignment.crf import CRFAligner
-    from medsimp.alignment.gold import read_gold
+    from alignment.crf import CRFAligner
+    from alignment.gold import read_gold
     from medsimp.annotate.similarity import cosine_matrix, crf_matrix, overlap_matrix
 
     docs = read_gold(Path(__file__).resolve().parents[1] / "data/sample/align_gold.jsonl")

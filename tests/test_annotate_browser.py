@@ -54,6 +54,7 @@ def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
                 str(REPO / "data/sample/plaba.json"),
                 "--output",
                 str(out),
+                "--show-restricted",  # a gold file's lineage is unknown: its format proves nothing
                 "--set",
                 "annotate.similarities=[overlap]",
             ]
@@ -67,7 +68,7 @@ def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
     url = (out / "index.html").as_uri()
     page.call("Page.navigate", url=url)
     _wait(lambda: page.js("document.readyState === 'complete' && !!document.getElementById('c-0')"))
-    assert page.js("document.getElementById('banner').classList.contains('hidden')")  # PLABA: public
+    assert not page.js("document.getElementById('banner').classList.contains('hidden')")  # unknown
     assert page.js("document.querySelectorAll('#complex li').length") == 6
     page.click("#c-0")
     page.click("#s-1")  # no annotator yet: nothing changes, the page asks for a name
@@ -135,7 +136,7 @@ def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
         main(
             [
                 "align",
-                "--train",
+                "train",
                 "--gold",
                 str(gold_dir / "gold.jsonl"),
                 "--output",
@@ -204,6 +205,7 @@ def test_served_page_saves_the_export_on_the_server(tmp_path, browser):  # noqa:
             "0",
             "--save-dir",
             str(saved),
+            "--show-restricted",
             "--set",
             "annotate.similarities=[overlap]",
         ],
@@ -217,17 +219,17 @@ def test_served_page_saves_the_export_on_the_server(tmp_path, browser):  # noqa:
             line = proc.stderr.readline()
             assert line, "the server exited"
         url = line.split()[1]
-        assert url.startswith("http://127.0.0.1:")
+        assert url.startswith("http://127.0.0.1:") and "/?token=" in url
         top, page = browser
         top.call("Browser.setDownloadBehavior", behavior="deny")  # the server's copy is checked
-        page.call("Page.navigate", url=url + "?annotator=ann3")
+        page.call("Page.navigate", url=url + "&annotator=ann3")
         _wait(lambda: page.js("document.readyState === 'complete' && !!document.getElementById('c-0')"))
         press(page, "m")
         press(page, "e")
-        out = _wait(lambda: next(iter(saved.glob("ann3.json")), None))
+        out = _wait(lambda: next(iter(saved.glob("annotations-ann3.json")), None))
         data = json.loads(out.read_text(encoding="utf-8"))
         assert data["annotator"] == "ann3" and data["documents"][0]["done"] is True
-        assert data["lineage"] == ["plaba"]
+        assert data["lineage"] is None and out.stat().st_mode & 0o777 == 0o600
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -244,6 +246,7 @@ def test_rank_order_toggle_lists_simple_sentences_by_combined_score(tmp_path, br
                 str(REPO / "data/sample/plaba.json"),
                 "--output",
                 str(out),
+                "--show-restricted",
                 "--set",
                 "annotate.similarities=[overlap]",
             ]
@@ -262,3 +265,135 @@ def test_rank_order_toggle_lists_simple_sentences_by_combined_score(tmp_path, br
     assert sorted(ranked) == list(range(6)) and ranked != list(range(6))
     assert [scores[j] for j in ranked] == sorted(scores, reverse=True)
     assert page.js("document.getElementById(`s-${" + str(ranked[0]) + "}`).value") == ranked[0] + 1
+
+
+@pytest.fixture()
+def rebinding_browser(tmp_path):
+    """Chromium that resolves evil.example to 127.0.0.1 (a DNS-rebinding attacker's name)."""
+    import subprocess
+    import urllib.request
+
+    from test_humaneval_browser import CDP, CHROMIUM, FLAGS
+
+    profile = tmp_path / "profile-rebind"
+    proc = subprocess.Popen(
+        [
+            str(CHROMIUM),
+            *FLAGS,
+            "--host-resolver-rules=MAP evil.example 127.0.0.1",
+            f"--user-data-dir={profile}",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        port_file = profile / "DevToolsActivePort"
+        port = _wait(lambda: port_file.exists() and port_file.read_text().split("\n")[0])
+        base = f"http://127.0.0.1:{port}"
+        targets = _wait(
+            lambda: [t for t in json.load(urllib.request.urlopen(f"{base}/json/list")) if t["type"] == "page"]
+        )
+        yield CDP(targets[0]["webSocketDebuggerUrl"])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_server_refuses_another_origin_and_a_foreign_host_in_chromium(tmp_path, rebinding_browser):
+    """A page on another local origin posts exports (no-cors fetch, form, fetch with the leaked
+    token), and the page is opened under a rebinding name: all refused, nothing saved, while the
+    server's own page saves."""
+    import functools
+    import http.server
+    import threading
+
+    from medsimp.annotate.page import make_server, page_data, render
+
+    page = rebinding_browser
+    docs = [
+        {
+            "doc_id": "d",
+            "language": "en",
+            "complex": ["c0", "c1"],
+            "simple": ["s0", "s1"],
+            "alignments": [{"c": [0], "s": [0], "method": "crf", "scores": {}, "keep": True}],
+        }
+    ]
+    data = page_data(docs, "t", ["plaba"], "/save")
+    saved = tmp_path / "saved"
+    server = make_server(render(docs, "t", ["plaba"], "/save"), "127.0.0.1", 0, saved, data=data)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port, token = server.server_address[1], server.session.token
+    export = {
+        "format": "medsimp-annotations",
+        "version": 1,
+        "page_id": data["page_id"],
+        "title": "t",
+        "lineage": ["plaba"],
+        "annotator": "forged",
+        "documents": [
+            {
+                "doc_id": "d",
+                "language": "en",
+                "done": True,
+                "complex": ["c0", "c1"],
+                "simple": ["s0", "s1"],
+                "alignments": [{"c": 1, "s": 1, "state": "added", "method": "", "labels": {}}],
+            }
+        ],
+    }
+    target = f"http://127.0.0.1:{port}/save"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "index.html").write_text(
+        f"""<!DOCTYPE html><html><body>
+<form id="f" method="POST" action="{target}?token={token}" enctype="text/plain" target="sink">
+<input name='{{"x":"' value='"}}'></form><iframe name="sink"></iframe>
+<script>
+const body = {json.dumps(json.dumps(export))};
+window.results = {{}};
+fetch("{target}", {{method: "POST", mode: "no-cors", headers: {{"Content-Type": "text/plain"}}, body}})
+  .then(() => {{ window.results.nocors = "sent"; }}, () => {{ window.results.nocors = "error"; }});
+fetch("{target}", {{method: "POST", headers: {{"Content-Type": "application/json", "X-Medsimp-Token": "{token}"}}, body}})
+  .then((r) => {{ window.results.token = r.status; }}, () => {{ window.results.token = "blocked"; }});
+document.getElementById("f").submit();
+</script></body></html>""",
+        encoding="utf-8",
+    )
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(evil))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        page.call("Page.navigate", url=f"http://127.0.0.1:{other.server_address[1]}/index.html")
+        _wait(lambda: page.js("window.results && window.results.nocors && window.results.token"))
+        assert page.js("window.results.token") == "blocked"  # the preflight fails: no CORS
+        _wait(lambda: server.session.refusals["origin"] >= 2)  # the no-cors fetch and the form
+        assert not list(saved.iterdir())
+
+        # DNS rebinding: evil.example resolves to the server, the page is not served under it
+        page.call("Page.navigate", url=f"http://evil.example:{port}/?token={token}")
+        _wait(lambda: page.js("document.readyState === 'complete'"))
+        assert page.js("document.body.innerText").startswith("forbidden: unknown Host")
+        assert page.js("typeof DATA") == "undefined"
+        assert server.session.refusals["host"] >= 1
+
+        # the server's own page, opened with the token, saves
+        page.call("Page.setDownloadBehavior", behavior="deny")  # the server's copy is checked
+        page.call("Page.navigate", url=server.url + "&annotator=ann9")
+        _wait(lambda: page.js("document.readyState === 'complete' && !!document.getElementById('c-0')"))
+        press(page, "m")
+        press(page, "e")
+        out = _wait(lambda: next(iter(saved.glob("annotations-ann9.json")), None))
+        assert json.loads(out.read_text(encoding="utf-8"))["annotator"] == "ann9"
+        assert sorted(p.name for p in saved.iterdir()) == ["annotations-ann9.json"]
+    finally:
+        other.shutdown()
+        other.server_close()
+        server.shutdown()
+        server.server_close()

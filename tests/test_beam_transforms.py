@@ -7,14 +7,23 @@ import json
 from pathlib import Path
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from medsimp.config import load_params, section
-from medsimp.pipelines import cochrane, filter_job, notes_job
-from medsimp.pipelines.beam_io import WriteSorted
-from medsimp.pipelines.selection import load_lexicons
+from medsimp.config import load_params
+from pipelines.jobs import align as align_job
+from pipelines.jobs import cochrane
+from pipelines.jobs import filter as filter_job
+from pipelines.jobs import link as link_job
+from pipelines.jobs import msd as msd_job
+from pipelines.jobs import notes as notes_job
+from pipelines.jobs import plaba as plaba_job
+from pipelines.jobs import radiology as radiology_job
+from pipelines.jobs.beam_io import WriteSorted
+from pipelines.text.selection import load_lexicons
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = '"ROW_ID","SUBJECT_ID","HADM_ID","CHARTDATE","CHARTTIME","STORETIME","CATEGORY","DESCRIPTION","CGID","ISERROR","TEXT"\n'
@@ -55,7 +64,7 @@ def test_read_notes_splits_notes_rejects_and_duplicates(tmp_path):
 
 
 def test_sections_then_selection_write_one_table_per_batch(tmp_path):
-    params = section(load_params(ROOT / "params.yaml"), "notes")
+    params = load_params(ROOT / "params.yaml").notes
     lexicons = load_lexicons(params, ROOT)
     files = _notes_file(tmp_path)
     out = tmp_path / "sentences"
@@ -64,7 +73,7 @@ def test_sections_then_selection_write_one_table_per_batch(tmp_path):
         read = p | notes_job.ReadNotes(files, ["Discharge summary"], num_ranges=1)
         paths = (
             read["notes"]
-            | notes_job.ExtractSections({**params, "batch_notes": 1})
+            | notes_job.ExtractSections(params.model_copy(update={"batch_notes": 1}))
             | notes_job.SelectSentences(params, lexicons, str(out), read["duplicates"])
         )
         assert_that(paths | beam.Map(lambda s: Path(s).name), equal_to(["part-000-000-00000.parquet"]))
@@ -174,6 +183,106 @@ def test_write_sorted_writes_sorted_shards_whatever_the_input_order(tmp_path):
     assert [json.loads(line)["v"] for line in lines] == [1, 3, 1, 2]
 
 
+def test_write_sorted_merges_small_runs_into_the_bytes_of_one_in_memory_sort(tmp_path):
+    import random
+
+    from pipelines.jobs.beam_io import stable_shard, table_bytes
+
+    concept = pa.struct([("cui", pa.string()), ("term", pa.string())])
+    schema = pa.schema([("k", pa.string()), ("v", pa.int64()), ("c", pa.list_(concept))])
+    # nested values that repeat within and across rows (what pickling a run must keep apart)
+    rows = [
+        {
+            "k": f"doc{i % 37}",
+            "v": i,
+            "c": [{"cui": "C1", "term": "a"}] * (i % 3) + [{"cui": f"C{i}", "term": "a"}],
+        }
+        for i in range(300)
+    ]
+    random.Random(3).shuffle(rows)
+    with BeamTestPipeline() as p:
+        written = (
+            p
+            | beam.Create(rows)
+            | WriteSorted(
+                str(tmp_path),
+                prefix="part",
+                num_shards=3,
+                shard_key=lambda r: r["k"],
+                sort_key=lambda r: (r["k"], r["v"]),
+                schema=schema,
+                run_rows=7,  # dozens of runs per shard
+            )
+        )
+        assert_that(
+            written | beam.Map(lambda s: Path(s).name),
+            equal_to([f"part-0000{i}-of-00003.parquet" for i in range(3)]),
+        )
+    for i in range(3):
+        expected = sorted((r for r in rows if stable_shard(r["k"], 3) == i), key=lambda r: (r["k"], r["v"]))
+        assert (tmp_path / f"part-0000{i}-of-00003.parquet").read_bytes() == table_bytes(expected, schema)
+    assert sorted(f.name for f in tmp_path.iterdir()) == [f"part-0000{i}-of-00003.parquet" for i in range(3)]
+
+
+@pytest.mark.parametrize("n", [0, 3, 8, 10])
+def test_streamed_parquet_is_byte_identical_to_the_in_memory_table(n):
+    import io
+
+    from pipelines.jobs.beam_io import table_bytes, write_parquet_stream
+
+    schema = pa.schema([("k", pa.string()), ("c", pa.list_(pa.string()))]).with_metadata({b"x": b"y"})
+    rows = [{"k": f"r{i}", "c": [str(i)] * (i % 3)} for i in range(n)]
+    sink = io.BytesIO()
+    assert write_parquet_stream(sink, iter(rows), schema, row_group_size=4) == n
+    assert sink.getvalue() == table_bytes(rows, schema, row_group_size=4)
+    assert pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata.num_row_groups == max(1, -(-n // 4))
+
+
+def _doc_file(path: Path, docs: list[tuple[str, int]]) -> str:
+    from pipelines.jobs.beam_io import table_bytes
+
+    schema = pa.schema([("doc_id", pa.string()), ("i", pa.int64()), ("text", pa.string())])
+    rows = [{"doc_id": d, "i": i, "text": f"{d} {i}"} for d, n in docs for i in range(n)]
+    path.write_bytes(table_bytes(rows, schema))
+    return str(path)
+
+
+def test_read_documents_yields_each_document_once_in_file_order_across_batches(tmp_path):
+    from pipelines.jobs.beam_io import read_documents
+
+    path = _doc_file(tmp_path / "a.parquet", [("d2", 3), ("d1", 1), ("d3", 4)])
+    docs = list(read_documents(path, ["doc_id"], ["i", "doc_id"], batch_rows=2))  # documents straddle batches
+    assert [key for key, _ in docs] == [("d2",), ("d1",), ("d3",)]
+    assert docs[2][1] == [{"i": i, "doc_id": "d3"} for i in range(4)]
+    assert sum(len(rows) for _, rows in docs) == 8
+
+
+def test_read_documents_transform_gives_what_a_group_by_key_gives(tmp_path):
+    from pipelines.jobs.beam_io import ReadDocuments, grouped_by
+
+    files = [
+        _doc_file(tmp_path / "a.parquet", [("d1", 2), ("d3", 1)]),
+        _doc_file(tmp_path / "b.parquet", [("d2", 3)]),
+    ]
+    assert grouped_by(files, ["doc_id"], batch_rows=1)
+    with BeamTestPipeline() as p:
+        docs = p | ReadDocuments(files, ["doc_id"], ["doc_id", "i"])
+        assert_that(
+            docs | beam.MapTuple(lambda key, rows: (key[0], [r["i"] for r in rows])),
+            equal_to([("d1", [0, 1]), ("d3", [0]), ("d2", [0, 1, 2])]),
+        )
+
+
+def test_grouped_by_refuses_a_document_split_in_one_file_or_across_files(tmp_path):
+    from pipelines.jobs.beam_io import grouped_by
+
+    split = _doc_file(tmp_path / "split.parquet", [("d1", 1), ("d2", 1), ("d1", 1)])
+    assert not grouped_by([split], ["doc_id"])
+    a = _doc_file(tmp_path / "a.parquet", [("d1", 2)])
+    b = _doc_file(tmp_path / "b.parquet", [("d1", 1)])
+    assert not grouped_by([a, b], ["doc_id"])
+
+
 def test_a_file_that_breaks_mid_read_is_one_file_error_dead_letter(tmp_path):
     import gzip
 
@@ -189,4 +298,205 @@ def test_a_file_that_breaks_mid_read_is_one_file_error_dead_letter(tmp_path):
         assert_that(
             read["rejects"] | beam.Map(lambda r: (r["reason"], r["locator"])),
             equal_to([("file_error", "NOTEEVENTS.csv.gz@0")]),
+        )
+
+
+def test_parse_manuals_groups_both_versions_by_pcio_section(tmp_path):
+    def manual(audience, sections):
+        return json.dumps(
+            {
+                "topic": "Gout",
+                "audience": audience,
+                "title": "Gout",
+                "sections": [{"heading": h, "text": t} for h, t in sections],
+            }
+        )
+
+    path = tmp_path / "msd.jsonl"
+    lines = [
+        manual(
+            "professional", [("Etiology", "Gout is caused by urate crystals. Hyperuricemia precedes it.")]
+        ),
+        manual(
+            "consumer",
+            [("Causes", "Gout comes from crystals in the joints."), ("Outlook", "It can be managed.")],
+        ),
+        '{"topic": "Gout", "audience": ',  # truncated line
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pcio = {"cause": ["Etiology", "Causes"], "prognosis": ["Outlook"]}
+    with BeamTestPipeline() as p:
+        out = p | msd_job.ParseManuals(msd_job.input_files(str(path)), ["test"], "title_icd9", pcio)
+        assert_that(
+            out["sentences"] | "Sides" >> beam.Map(lambda r: (r["doc_id"], r["side"], r["pcio"])),
+            equal_to(
+                [("gout", "complex", "cause")] * 2
+                + [("gout", "simple", "cause"), ("gout", "simple", "prognosis")]
+            ),
+            label="sentences",
+        )
+        assert_that(  # a group needs both versions: prognosis has no professional side
+            out["pairs"] | "Groups" >> beam.Map(lambda g: (g["group_id"], g["n_complex"], g["n_simple"])),
+            equal_to([("gout:cause", 2, 1)]),
+            label="pairs",
+        )
+        assert_that(
+            out["dead"] | "Reasons" >> beam.Map(lambda r: r["reason"]), equal_to(["bad_json"]), label="dead"
+        )
+
+
+def test_parse_plaba_writes_rows_gold_pairs_and_dead_letters(tmp_path):
+    data = {
+        "101": {
+            "question": "Is gout painful?",
+            "90000001": {
+                "Title": "Gout pain",
+                "abstract": {"1": "Gout causes severe arthralgia.", "2": "Colchicine is effective."},
+                "translation1": {"1": "Gout makes joints hurt a lot. It comes in attacks.", "2": ""},
+            },
+        },
+        "102": {"question": 5},  # not a string
+    }
+    path = tmp_path / "plaba.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    plaba_job.check_input(str(path))
+    with BeamTestPipeline() as p:
+        out = p | plaba_job.ParsePlaba(str(path))
+        assert_that(
+            out["sentences"] | "Sides" >> beam.Map(lambda r: r["side"]),
+            equal_to(["complex", "complex", "simple", "simple"]),
+            label="sentences",
+        )
+        assert_that(
+            out["pairs"]
+            | "Pairs" >> beam.Map(lambda r: (r["sentence_number"], r["n_simple"], r["alignment"])),
+            equal_to([(1, 2, "1-N"), (2, 0, "1-0")]),
+            label="pairs",
+        )
+        assert_that(
+            out["dead"] | "Reasons" >> beam.Map(lambda r: r["reason"]),
+            equal_to(["bad_question"]),
+            label="dead",
+        )
+
+
+@pytest.fixture(scope="module")
+def umls_index(tmp_path_factory):
+    from pipelines.text.umls import build_index
+
+    umls = ROOT / "data" / "sample" / "umls"
+    dest = tmp_path_factory.mktemp("umls") / "index"
+    build_index(str(umls / "MRCONSO.RRF"), str(umls / "MRSTY.RRF"), dest, ["ENG"])
+    return str(dest)
+
+
+def test_link_sentences_adds_concepts_and_readability_per_document_side(umls_index, tmp_path):
+    from medsimp.schemas import sentence_schema
+    from pipelines.sources.rows import document_rows
+
+    rows = document_rows("msd", "d1", "complex", "en", [("", "Dyspnea and chest pain occurred.")], "t:1")
+    rows += document_rows("msd", "d1", "simple", "fa", [("", "آسم یک بیماری شایع است.")], "t:2")
+    rows.append({**rows[0], "sentence_id": "msd:d1:complex:en:9", "sentence_index": 9, "text": " "})
+    pq.write_table(pa.Table.from_pylist(rows, schema=sentence_schema()), tmp_path / "part-0.parquet")
+    params = {"threshold": 0.7, "similarity_name": "jaccard", "window": 5, "min_match_length": 3}
+    with BeamTestPipeline() as p:
+        out = p | link_job.LinkSentences([str(tmp_path / "part-0.parquet")], umls_index, params, ["en"], None)
+        assert_that(
+            out["sentences"]
+            | "Cuis" >> beam.Map(lambda r: (r["language"], [c["cui"] for c in r["concepts"]])),
+            equal_to([("en", ["C0013404", "C0008031"]), ("fa", [])]),
+            label="sentences",
+        )
+        assert_that(
+            out["documents"] | "Docs" >> beam.Map(lambda d: (d["doc_key"], d["linked"], d["n_concepts"])),
+            equal_to([("msd:d1:complex:en", True, 2), ("msd:d1:simple:fa", False, 0)]),
+            label="documents",
+        )
+        assert_that(
+            out["dead"] | "Reasons" >> beam.Map(lambda r: (r["locator"], r["reason"])),
+            equal_to([("part-0.parquet:3", "missing_field")]),
+            label="dead",
+        )
+
+
+@pytest.fixture(scope="module")
+def crf_model(tmp_path_factory):
+    from alignment.crf import CRFAligner
+    from alignment.encoders import make_encoder
+    from alignment.gold import read_gold
+
+    docs = read_gold(str(ROOT / "data" / "sample" / "align_gold.jsonl"), "auto")
+    model = CRFAligner.train(docs[:2], make_encoder({"kind": "minilm"}), {"epochs": 2, "seed": 13})
+    dest = tmp_path_factory.mktemp("crf") / "model"
+    model.save(dest)
+    return str(dest)
+
+
+@pytest.mark.slow  # the minilm encoder and a CRF trained for it: about 7 s
+def test_align_documents_aligns_english_and_dead_letters_a_document_without_an_abstract(crf_model):
+    def sentence(doc, side, i, text):
+        return {
+            "sentence_id": f"cochrane:{doc}:{side}:en:{i}",
+            "doc_id": doc,
+            "side": side,
+            "language": "en",
+            "section": "Background",
+            "sentence_index": i,
+            "text": text,
+        }
+
+    rows = [
+        sentence("D1", "complex", 0, "Chronic low back pain is a leading cause of disability."),
+        sentence("D1", "complex", 1, "Exercise therapy reduced pain intensity."),
+        sentence("D1", "simple", 0, "Back pain that lasts a long time stops many people from working."),
+        sentence("D1", "simple", 1, "Exercise made the pain less bad."),
+        sentence("D2", "simple", 0, "A summary without its abstract."),
+    ]
+    params = {"model": crf_model, "crf": {"encoder": {"kind": "minilm"}}, "vecalign": {}}
+    with BeamTestPipeline() as p:
+        out = p | beam.Create(rows) | align_job.AlignDocuments(params, None)
+        assert_that(
+            out["pairs"]
+            | "Docs" >> beam.Map(lambda r: (r["doi"], r["language"], r["method"]))
+            | beam.Distinct(),
+            equal_to([("D1", "en", "crf")]),  # at least one pair, all of D1, in English, by the CRF
+            label="pairs",
+        )
+        assert_that(
+            out["dead_letter"] | "Reasons" >> beam.Map(lambda r: (r["locator"], r["reason"])),
+            equal_to([("D2", "no_english_complex")]),
+            label="dead",
+        )
+
+
+def test_finding_sentences_merges_repeated_findings_and_drops_duplicate_notes(tmp_path):
+    from pipelines.text.radiology import load_lexicons
+
+    def report(findings):
+        return f"FINDINGS: {findings}\n\nIMPRESSION: No pneumothorax.\n"
+
+    effusion = "Small bilateral pleural effusions are present."
+    path = tmp_path / "NOTEEVENTS.csv"
+    path.write_text(
+        HEADER
+        + _row("1", "20013", "Radiology", report(effusion))
+        + _row("2", "20014", "Radiology", report(effusion + " Mild cardiomegaly is seen."))
+        + _row("1", "20015", "Radiology", report("A right lower lobe consolidation."))  # duplicate ROW_ID
+        + _row("3", "20016", "Discharge summary"),
+        encoding="utf-8",
+    )
+    files = notes_job.note_files([str(path)], expand_dirs=False)
+    params = load_params(ROOT / "params.yaml").radiology
+    with BeamTestPipeline() as p:
+        read = p | notes_job.ReadNotes(files, ["Radiology"], num_ranges=1)
+        rows = read["notes"] | radiology_job.FindingSentences(params, load_lexicons(), read["duplicates"])
+        assert_that(
+            rows | beam.Map(lambda r: (r["text"], r["n_duplicates"], r["duplicate_doc_ids"])),
+            equal_to(
+                [
+                    (effusion, 1, ["2"]),
+                    ("Mild cardiomegaly is seen.", 0, []),
+                    ("No pneumothorax.", 1, ["2"]),
+                ]
+            ),
         )

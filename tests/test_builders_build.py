@@ -92,8 +92,11 @@ def test_every_config_loads_offline_with_documented_features(name, built, tmp_pa
     assert meta["medsimp"]["mimic_derived"] is (name == "medlane")
     assert meta["medsimp"]["params_section"] == f"build.{name}"
     assert len(meta["medsimp"]["params_hash"]) == 16
-    # the revision changes every commit: it is in the run record, never in the card's bytes
-    assert "git_revision" not in meta["medsimp"] and "git_revision" not in body
+    # the card records the code it was built with (builders/README.md, issue 29) as a content
+    # hash, so a fresh clone's rerun is byte-identical; the git revision is in the run record
+    from medsimp.corpora.writer import code_hash
+
+    assert meta["medsimp"]["code_sha256"] == code_hash() and "code_sha256" in body
     run = json.loads((built[name].parent / f"{name}-metrics.json.run.json").read_text(encoding="utf-8"))
     assert run["git_revision"]
     for entry in meta["configs"]:
@@ -192,7 +195,7 @@ def test_mc_clean_split_paper_sizes():
     validation, no training)."""
     import tempfile
 
-    from medsimp.builders.multicochrane import mc_clean_split
+    from medsimp.corpora.multicochrane import mc_clean_split
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "mc.json"
@@ -224,7 +227,7 @@ def test_seeded_split_says_it_is_not_mc_clean(built):
 
 
 def test_mc_clean_reviews_are_found_in_any_layout(tmp_path):
-    from medsimp.builders.multicochrane import mc_clean_split
+    from medsimp.corpora.multicochrane import mc_clean_split
 
     path = tmp_path / "mc.json"
     path.write_text(
@@ -286,7 +289,7 @@ def test_missing_input_is_a_clear_error(tmp_path, capsys):
 
 
 def test_cover_splits_gives_small_languages_train_then_test_then_validation():
-    from medsimp.builders.common import cover_splits, seeded_split
+    from medsimp.corpora.common import cover_splits, seeded_split
 
     en = {f"d{i}" for i in range(60)}
     base = seeded_split(en, 0.1, 0.1, 13)
@@ -301,7 +304,7 @@ def test_cover_splits_gives_small_languages_train_then_test_then_validation():
 
 
 def test_seeded_split_is_stable_when_keys_are_added():
-    from medsimp.builders.common import seeded_split
+    from medsimp.corpora.common import seeded_split
 
     before = seeded_split({f"10.1002/CD{i:06d}" for i in range(300)}, 0.1, 0.1, 13)
     after = seeded_split(set(before) | {"10.1002/CD999999"}, 0.1, 0.1, 13)

@@ -7,8 +7,8 @@ import pytest
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from medsimp.builders.common import BuiltDataset, HubCard
-from medsimp.builders.writer import WITHHELD, parquet_files, render_card, size_category
+from medsimp.corpora.common import BuiltDataset, HubCard
+from medsimp.corpora.writer import WITHHELD, parquet_files, render_card, size_category
 
 HUB = HubCard(
     license_name="toy-terms",

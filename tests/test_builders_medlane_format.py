@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from medsimp.pipelines.medlane_format import (
+from pipelines.sources.medlane import (
     MedLaneFormatError,
     expand_terms,
     read_medlane_eval,

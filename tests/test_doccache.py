@@ -29,8 +29,8 @@ def test_code_version_of_a_missing_module_is_an_error():
 
 
 def test_link_and_embedding_keys_name_their_code():
-    from medsimp.pipelines import link
+    from pipelines.jobs import link
 
-    assert "medsimp.pipelines.umls" in link.CODE and "medsimp.pipelines.readability" in link.CODE
+    assert "pipelines.text.umls" in link.CODE and "medsimp.text.readability" in link.CODE
     code_version.cache_clear()
     assert code_version(*link.CODE) == code_version(*link.CODE)

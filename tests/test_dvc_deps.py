@@ -1,72 +1,76 @@
-"""dvc.yaml's code deps cover each stage command's import closure (medsimp.dvc_deps)."""
+"""dvc.yaml's code deps (package folders, as in DVC's example-get-started) cover the import
+closure of each stage's `medsimp` subcommand, and the packaged resources it names."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
 
-from medsimp import code_graph, dvc_deps
+from medsimp import code_graph
+from medsimp import resources as packaged
+from medsimp.cli.app import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
+_CMD = re.compile(r"^\s*medsimp\s+(?P<sub>[\w-]+)")
+
+
+def _stages(text: str) -> dict:
+    return {name: body.get("do", body) for name, body in yaml.safe_load(text)["stages"].items()}
+
+
+def _needed(stage: dict) -> set[str]:
+    m = _CMD.match(stage["cmd"])
+    assert m, f"stage does not run `medsimp <subcommand>`: {stage['cmd']!r}"
+    modules, resources = code_graph.closure(["medsimp.cli", f"medsimp.cli.commands.{COMMANDS[m['sub']]}"])
+    paths = {p.relative_to(ROOT).as_posix() for p in modules.values() if p.is_relative_to(ROOT)}
+    return paths | {packaged.path(r).resolve().relative_to(ROOT).as_posix() for r in resources}
+
+
+def _missing(text: str) -> dict[str, list[str]]:
+    gaps = {}
+    for name, stage in _stages(text).items():
+        deps = [d.rstrip("/") for d in stage.get("deps", [])]
+        lost = sorted(p for p in _needed(stage) if not any(p == d or p.startswith(d + "/") for d in deps))
+        if lost:
+            gaps[name] = lost
+    return gaps
 
 
 def test_every_stage_covers_the_code_its_command_imports() -> None:
-    assert dvc_deps.missing(ROOT) == {}
+    assert _missing((ROOT / "dvc.yaml").read_text(encoding="utf-8")) == {}
 
 
-def test_committed_dvc_yaml_is_what_the_generator_writes() -> None:
+def test_code_deps_are_package_folders() -> None:
+    for name, stage in _stages((ROOT / "dvc.yaml").read_text(encoding="utf-8")).items():
+        code = [d for d in stage.get("deps", []) if d.split("/")[0] in code_graph.ROOT_PACKAGES]
+        assert code and all("/" not in d for d in code), (name, code)
+
+
+def test_a_missing_folder_is_reported() -> None:
     text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    assert dvc_deps.rewrite(text, dvc_deps.expected(ROOT)) == text
-
-
-def test_an_uncovered_module_is_reported() -> None:
-    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    assert "      - pipelines/beam_io.py\n" in text
-    dropped = text.replace("      - pipelines/beam_io.py\n", "")
-    gaps = dvc_deps.missing(ROOT, dropped)
-    assert "pipelines/beam_io.py" in gaps["notes"]
-    assert "pipelines/beam_io.py" not in gaps.get("train", [])  # train never imports it
-
-
-def test_a_folder_dep_covers_its_modules() -> None:
-    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    folder = text.replace("      - pipelines/beam_io.py\n", "      - pipelines\n", 1)
-    assert "notes" not in dvc_deps.missing(ROOT, folder)
+    notes = text.index("  notes:\n")
+    dropped = text[:notes] + text[notes:].replace("      - pipelines\n", "", 1)
+    gaps = _missing(dropped)
+    assert "pipelines/jobs/beam_io.py" in gaps["notes"]
+    assert "train" not in gaps
 
 
 def test_closure_follows_function_level_imports_and_dotted_name_strings() -> None:
     files = {
-        p.relative_to(ROOT).as_posix() for p in code_graph.closure(["medsimp.commands.build"])[0].values()
+        p.relative_to(ROOT).as_posix() for p in code_graph.closure(["medsimp.cli.commands.build"])[0].values()
     }
-    # commands/build.py imports only inside run(); builders are imported by name (BUILDERS)
+    # commands/build.py imports only inside run(); dataset writers are imported by name
     assert {
-        "medsimp/builders/writer.py",
-        "medsimp/builders/radiology.py",
-        "pipelines/radiology_core.py",
-        "pipelines/__init__.py",
+        "medsimp/corpora/writer.py",
+        "medsimp/corpora/radiology.py",
+        "pipelines/text/radiology.py",
     } <= files
     assert "training/trainer.py" not in files
 
 
-def test_packaged_resources_are_deps() -> None:
-    deps = dvc_deps.expected(ROOT)
-    assert "medsimp/resources/radiology" in deps["radiology"]  # resources.path("radiology")
-    notes = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["notes"]["deps"]
-    assert {"${notes.abbreviations}", "${notes.common_words}"} <= set(notes)  # data named by params
-    assert not any(
-        p.startswith("medsimp/resources/") and p != "medsimp/resources/__init__.py" for p in deps["cochrane"]
-    )
-
-
-def test_rewrite_keeps_data_deps_and_replaces_only_code_lines() -> None:
-    text = (
-        "stages:\n  s:\n    cmd: medsimp notes\n    deps:\n      - data/x.csv\n"
-        "      - pipelines/old.py\n      - ${notes.input}\n    outs:\n      - out/s\n"
-    )
-    got = dvc_deps.rewrite(text, {"s": ["medsimp/cli.py", "pipelines/new.py"]})
-    assert got == (
-        "stages:\n  s:\n    cmd: medsimp notes\n    deps:\n      - data/x.csv\n"
-        "      - ${notes.input}\n      - medsimp/cli.py\n      - pipelines/new.py\n"
-        "    outs:\n      - out/s\n"
-    )
+def test_packaged_resources_are_covered() -> None:
+    stages = _stages((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
+    assert "medsimp/resources/radiology" in _needed(stages["radiology"])  # resources.path("radiology")
+    assert {"${notes.abbreviations}", "${notes.common_words}"} <= set(stages["notes"]["deps"])

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from medsimp.cli import main
-from medsimp.pipelines.medlane_format import read_medlane_authors, read_medlane_eval
-from medsimp.training import metrics as M
+from medsimp.metrics import bleu as B
+from medsimp.metrics import cider as CI
+from medsimp.metrics import meteor as ME
+from pipelines.sources.medlane import read_medlane_authors, read_medlane_eval
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--set", "evaluate.meteor=false", "--set", "evaluate.bertscore=false"]
@@ -80,7 +82,7 @@ def run(*argv: str) -> tuple[int, str]:
 
 
 def _unannounced(err: str) -> str:
-    announce = "medsimp evaluate: score outputs"
+    announce = "medsimp evaluate files: score outputs"
     return "".join(ln for ln in err.splitlines(keepends=True) if not ln.startswith(announce))
 
 
@@ -123,7 +125,16 @@ def test_default_mode_keeps_outputs_line_aligned(quirky, tmp_path):
         hyp.write_text("\n".join(hyp_lines) + "\n")
         out = tmp_path / "s.json"
         code, err = run(
-            "evaluate", "--hyp", str(hyp), "--medlane", str(quirky), "--split", split, "--json", str(out)
+            "evaluate",
+            "files",
+            "--hyp",
+            str(hyp),
+            "--medlane",
+            str(quirky),
+            "--split",
+            split,
+            "--json",
+            str(out),
         )
         assert code == 0
         result = json.loads(out.read_text())
@@ -131,7 +142,7 @@ def test_default_mode_keeps_outputs_line_aligned(quirky, tmp_path):
         assert len(result["not_scored"]) == 1 and "1 record(s) not scored" in err
         assert "blood" not in err and "breath" not in err  # locators only, never text
     hyp.write_text("a\nb\nc\nd\n")  # neither 6 (file), 3 (split) nor 2 (scored) lines
-    code, err = run("evaluate", "--hyp", str(hyp), "--medlane", str(quirky), "--split", "test")
+    code, err = run("evaluate", "files", "--hyp", str(hyp), "--medlane", str(quirky), "--split", "test")
     assert code == 2 and err.count("\n") == 1 and "has 4 lines" in err
 
 
@@ -141,7 +152,7 @@ def test_medlane_mode_reproduces_the_authors_scorer(quirky, tmp_path):
         "your temp was high and above normal .",
         "s / p heart bypass surgery , stable .",
     ]
-    # test half, prepared as obtain() does: cut 2 chars, drop [..], BERT basic tokens,
+    # test half, prepared as bleu_eval_new's obtain() does: cut 2 chars, drop [..], BERT basic tokens,
     # a token equal to an annotated word replaced by its expansion; the first 4 go to nlg-eval
     refs = [
         [
@@ -166,7 +177,10 @@ def test_medlane_mode_reproduces_the_authors_scorer(quirky, tmp_path):
     (tmp_path / "hyp.txt").write_text("\n".join(["x"] * 3 + hyps) + "\n")  # the whole file's outputs
     out = tmp_path / "m.json"
     code, _ = run(
+        "--set",
+        "evaluate.medlane_references=bleu_eval_new",
         "evaluate",
+        "files",
         "--hyp",
         str(tmp_path / "hyp.txt"),
         "--medlane",
@@ -180,11 +194,11 @@ def test_medlane_mode_reproduces_the_authors_scorer(quirky, tmp_path):
     )
     assert code == 0
     scores = json.loads(out.read_text())["scores"]
-    bleu = M.coco_bleu_n(hyps, refs)  # pycocoevalcap, whitespace tokens, outputs as given
+    bleu = B.coco_bleu_n(hyps, refs)  # pycocoevalcap, whitespace tokens, outputs as given
     for n in range(4):
         assert scores[f"bleu_{n + 1}"] == pytest.approx(bleu[n], abs=1e-6)
-    assert scores["rouge_l"] == pytest.approx(M.coco_rouge_l(hyps, refs), abs=1e-6)
-    assert scores["cider"] == pytest.approx(M.cider(hyps, refs), abs=1e-6)
+    assert scores["rouge_l"] == pytest.approx(ME.coco_rouge_l(hyps, refs), abs=1e-6)
+    assert scores["cider"] == pytest.approx(CI.cider(hyps, refs), abs=1e-6)
     # HIT: per record the best reference's share of its expansions found by regex search in
     # the tokenized output. Record 3: its unprefixed line has no annotation -> 1.0 (the
     # authors' rule); record 4: "above normal" of reference 2 -> 1/2 ("temperature" is not
@@ -197,6 +211,7 @@ def test_medlane_mode_scores_records_with_two_references(quirky, tmp_path):
     out = tmp_path / "v.json"
     code, _ = run(
         "evaluate",
+        "files",
         "--hyp",
         str(tmp_path / "hyp.txt"),
         "--medlane",
@@ -217,14 +232,28 @@ def test_medlane_mode_scores_records_with_two_references(quirky, tmp_path):
         (["--hyp", "H", "--medlane", "M", "--ref", "R"], "--ref cannot be used with --hyp --medlane"),
         (["--hyp", "H", "--medlane", "M", "--src", "S"], "--src cannot be used"),
         (["--hyp", "H", "--ref", "R", "--split", "test"], "--split cannot be used"),
-        (["--hyp", "H", "--ref", "R", "--metrics", "m.json"], "--metrics cannot be used"),
-        (["--medlane", "M"], "--medlane: only with --hyp"),
         (["--hyp", "H"], "give --ref FILE"),
     ],
 )
 def test_flags_that_would_be_ignored_are_refused(argv, needle):
-    code, err = run("evaluate", *argv)
+    code, err = run("evaluate", "files", *argv)
     assert code == 2 and needle in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["files", "--hyp", "H", "--ref", "R", "--metrics", "m.json"], "unrecognized arguments: --metrics"),
+        (["files", "--medlane", "M"], "required: --hyp"),
+        (["stage", "--hyp", "H", "--metrics", "m", "--plots", "p.json"], "unrecognized arguments: --hyp"),
+        # the mode is a subcommand, not guessed from the flags given
+        (["--hyp", "H"], "(choose from 'files', 'stage')"),
+    ],
+)
+def test_each_mode_takes_only_its_own_flags(argv, needle, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*FAST, "evaluate", *argv])
+    assert exit_info.value.code == 2 and needle in capsys.readouterr().err
 
 
 @pytest.mark.timeout(120)
@@ -243,6 +272,7 @@ def test_empty_files_end_with_one_line_never_hang(tmp_path, mode):
                 "--set",
                 "evaluate.bertscore=false",
                 "evaluate",
+                "files",
                 "--hyp",
                 str(tmp_path / "h.txt"),
                 *extra,
@@ -263,13 +293,26 @@ def test_empty_files_end_with_one_line_never_hang(tmp_path, mode):
 def test_blank_outputs_and_references_give_a_result(tmp_path):
     (tmp_path / "h.txt").write_text("\n\n")
     (tmp_path / "r.txt").write_text("\n\n")
+    (tmp_path / "s.txt").write_text("the cat sat .\nshe went home .\n")  # no dictionary term
     out = tmp_path / "b.json"
     code, err = run(
-        "evaluate", "--hyp", str(tmp_path / "h.txt"), "--ref", str(tmp_path / "r.txt"), "--json", str(out)
+        "evaluate",
+        "files",
+        "--hyp",
+        str(tmp_path / "h.txt"),
+        "--ref",
+        str(tmp_path / "r.txt"),
+        "--src",
+        str(tmp_path / "s.txt"),
+        "--json",
+        str(out),
     )
     assert code == 0, err
     scores = json.loads(out.read_text())["scores"]
     assert scores["cider"] == 0.0 and scores["bleu"] == 0.0 and scores["hit"] is None
+    assert scores["medlane_bleu"] == 0.0
+    # issue 28: SARI of all-empty references is undefined, not 66.7: null with a note
+    assert scores["sari"] is None and "sari not computed (null): every reference is empty" in err
 
 
 SHARED = Path(os.environ.get("MEDSIMP_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -293,7 +336,10 @@ def test_compat_mode_gives_the_authors_numbers_on_the_public_sample(tmp_path):
     (tmp_path / "copy.txt").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
     out = tmp_path / "c.json"
     code, _ = run(
+        "--set",
+        "evaluate.medlane_references=bleu_eval_new",
         "evaluate",
+        "files",
         "--hyp",
         str(tmp_path / "copy.txt"),
         "--medlane",
@@ -336,9 +382,9 @@ def test_mutated_files_reconcile_or_fail_in_one_line(tmp_path):
     for (default: scored + dead-lettered = records) and scores in both modes, or is one error."""
     from hypothesis import HealthCheck, given, settings
 
-    from medsimp.commands.evaluate import medlane_items
+    from medsimp.cli.commands.evaluate import medlane_items
     from medsimp.errors import InputError
-    from medsimp.training import scoring as S
+    from medsimp.metrics import scoring as S
 
     path = tmp_path / "m.txt"
 

@@ -30,52 +30,59 @@ def _files(tmp_path: Path) -> list[str]:
 def test_select_computes_only_the_named_metrics_with_the_same_values(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     args = _files(tmp_path)
-    assert main([*FAST, "evaluate", *args, "--json", str(tmp_path / "all.json")]) == 0
-    assert main(["evaluate", *args, "--select", "bleu,sari", "--json", str(tmp_path / "some.json")]) == 0
+    assert main([*FAST, "evaluate", "files", *args, "--json", str(tmp_path / "all.json")]) == 0
+    assert (
+        main(["evaluate", "files", *args, "--select", "bleu,sari", "--json", str(tmp_path / "some.json")])
+        == 0
+    )
     full = json.loads((tmp_path / "all.json").read_text())["scores"]
     some = json.loads((tmp_path / "some.json").read_text())["scores"]
-    assert set(some) == {
-        "bleu",
-        "bleu_1",
-        "bleu_2",
-        "bleu_3",
-        "bleu_4",
-        "sari",
-        "sari_keep",
-        "sari_del",
-        "sari_add",
-    }
+    assert set(some) == {"bleu", "sari", "sari_keep", "sari_del", "sari_add"}
     assert all(some[k] == full[k] for k in some)
-    assert main(["evaluate", *args, "--select", "ascore", "--json", str(tmp_path / "a.json")]) == 0
+    assert main(["evaluate", "files", *args, "--select", "ascore", "--json", str(tmp_path / "a.json")]) == 0
     a = json.loads((tmp_path / "a.json").read_text())["scores"]
-    assert a["ascore"] == full["ascore"] and {"bleu", "hit", "cwr"} <= set(a)
+    assert a["ascore"] == full["ascore"] and {"medlane_bleu", "hit", "cwr"} <= set(a)
     capsys.readouterr()
-    assert main(["evaluate", *args, "--select", "bleu,blue"]) == 2
+    assert main(["evaluate", "files", *args, "--select", "bleu,blue"]) == 2
     assert "blue" in capsys.readouterr().err
 
 
 def test_every_result_carries_a_signature_and_one_scale_per_value(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "s.json"
-    assert main([*FAST, "evaluate", *_files(tmp_path), "--json", str(out)]) == 0
+    assert main([*FAST, "evaluate", "files", *_files(tmp_path), "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert set(result["scales"]) == {k for k, v in result["scores"].items()}
-    assert result["scales"]["sari"] == "0-100" and result["scales"]["bleu"] == "0-1"
+    assert result["scales"]["sari"] == "0-100" and result["scales"]["bleu"] == "0-100"
+    assert result["scales"]["medlane_bleu"] == "0-1"
     assert result["scales"]["cider"] == "0-10"
     sig = result["signature"]
-    assert sig.startswith("medsimp:") and "|mode:default|tok:nltk-treebank|case:lc|refs:1|" in sig
-    assert "|rouge_l:medsimp-rouge-f1=rouge-score-0.1.2@" in sig and "meteor" not in sig  # METEOR off
-    err = capsys.readouterr().err
-    assert f"signature: {sig}" in err and "sari (0-100)" in err
+    assert sig.startswith("medsimp:") and "|mode:default|tok:per-metric|case:per-metric|refs:1|" in sig
+    assert "|rouge_l:rouge-score-0.1.2-f1+tok-nltk-treebank-lc@" in sig and "meteor" not in sig  # METEOR off
+    assert "|bleu:sacrebleu-bleu[nrefs:1,case:mixed,eff:no,tok:13a,smooth:exp]@" in sig
+    assert "|sari:easse-0.2.4-corpus-sari+del-f1+tok-13a-lc@" in sig
+    captured = capsys.readouterr()
+    assert f"signature: {sig}" in captured.err and "sari (0-100)" in captured.out  # results on stdout
 
 
 def test_api_score_matches_the_cli(tmp_path, monkeypatch):
-    from medsimp.training.evaluation import score
+    from training.evaluation import score
 
     monkeypatch.chdir(ROOT)
     out = tmp_path / "s.json"
     assert (
-        main(["evaluate", *_files(tmp_path), "--select", "bleu,sari,hit,cwr,ascore", "--json", str(out)]) == 0
+        main(
+            [
+                "evaluate",
+                "files",
+                *_files(tmp_path),
+                "--select",
+                "bleu,sari,hit,cwr,ascore",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
     )
     cli = json.loads(out.read_text())
     api = score(
@@ -90,7 +97,7 @@ def test_api_score_matches_the_cli(tmp_path, monkeypatch):
 def test_easse_measures_on_a_hand_computed_case():
     from wordfreq import zipf_frequency
 
-    from medsimp.training.simplification_measures import levenshtein_similarity, measures
+    from training.simplification_measures import levenshtein_similarity, measures
 
     assert levenshtein_similarity("kitten", "sitting") == pytest.approx(8 / 13)  # LCS "ittn" = 4
     src = "The patient has hypertension ."  # 30 chars, 5 tokens
@@ -114,8 +121,8 @@ def test_multicochrane_copy_measures_hand_computed_issue_19():
     2023), computed by hand: token LCS over the longer length; BLEU-4 with the input as reference."""
     import math
 
-    from medsimp.training.evaluation import SCALES, signature
-    from medsimp.training.simplification_measures import input_bleu, lcs_distance, measures
+    from training.evaluation import SCALES, signature
+    from training.simplification_measures import input_bleu, lcs_distance, measures
 
     # "the patient has . " is the LCS (4) of 5 and 11 tokens: 1 - 4/11
     src, out = "The patient has hypertension .", "The patient has high blood pressure . It is bad ."
@@ -138,7 +145,10 @@ def test_multicochrane_copy_measures_hand_computed_issue_19():
 def test_measures_flag_adds_measures_and_length_buckets(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "s.json"
-    assert main(["evaluate", *_files(tmp_path), "--select", "bleu", "--measures", "--json", str(out)]) == 0
+    assert (
+        main(["evaluate", "files", *_files(tmp_path), "--select", "bleu", "--measures", "--json", str(out)])
+        == 0
+    )
     extra = json.loads(out.read_text())["extra"]
     assert extra["measures"]["exact_copies"] == pytest.approx(0.5)  # "he is stable ." copied
     data = json.loads(out.read_text())
@@ -147,7 +157,7 @@ def test_measures_flag_adds_measures_and_length_buckets(tmp_path, monkeypatch):
 
 
 def _items(n: int):
-    from medsimp.training.scoring import EvalItem
+    from medsimp.metrics.scoring import EvalItem
 
     words = ["pain", "fever", "cough", "rash", "nausea", "fatigue"]
     return [
@@ -159,9 +169,26 @@ def _items(n: int):
     ]
 
 
-def test_paired_bootstrap_identical_systems_p_one_and_a_worse_system_p_small():
-    from medsimp.evaluate_report import paired_bootstrap, sentence_stats
+def _stats(hyps, items, names=("bleu", "sari")):
+    from medsimp.metrics import metrics
+    from medsimp.metrics.scoring import inputs
+    from medsimp.metrics.significance import collect
 
+    data = inputs(hyps, items, set())
+    return {n: (metrics()[n], collect(metrics()[n], data)) for n in names}
+
+
+def paired_bootstrap(a, b, samples):
+    from medsimp.metrics.significance import paired_bootstrap as test
+
+    return test({n: (a[n][0], a[n][1], b[n][1]) for n in a}, samples)
+
+
+def sentence_stats(hyps, items):
+    return _stats(hyps, items)
+
+
+def test_paired_bootstrap_identical_systems_p_one_and_a_worse_system_p_small():
     items = _items(60)
     good = [it.references[0] for it in items]
     copy = [it.source for it in items]
@@ -182,7 +209,7 @@ def test_wilcoxon_signed_rank_hand_case_issue_19():
     p-value is 2 / 2**6 = 0.03125 (only all-plus and all-minus sign patterns are as extreme)."""
     import numpy as np
 
-    from medsimp.evaluate_report import wilcoxon_p
+    from medsimp.metrics.significance import wilcoxon_p
 
     a = np.zeros(6)
     assert wilcoxon_p(a, np.arange(1.0, 7.0)) == pytest.approx(0.03125)
@@ -215,15 +242,21 @@ def test_two_systems_write_one_table_bootstrap_and_a_report_without_text(tmp_pat
     monkeypatch.chdir(ROOT)
     report, out = tmp_path / "r.html", tmp_path / "s.json"
     assert (
-        main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report), "--json", str(out)]) == 0
+        main(
+            [*FAST, "evaluate", "files", *_two_systems(tmp_path), "--report", str(report), "--json", str(out)]
+        )
+        == 0
     )
     result = json.loads(out.read_text())
     assert result["names"] == ["Good", "Copy"] and set(result["systems"]) == {"Good", "Copy"}
-    assert result["systems"]["Good"]["scores"]["bleu"] == pytest.approx(1.0)
+    assert result["systems"]["Good"]["scores"]["bleu"] == pytest.approx(100.0)
     assert result["bootstrap"]["Good vs Copy"]["bleu"]["delta"] < 0
     page = report.read_text()
     assert "pt has pain" not in page and "do not share" not in page  # no text without --report-text
-    assert main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report), "--report-text"]) == 0
+    assert (
+        main([*FAST, "evaluate", "files", *_two_systems(tmp_path), "--report", str(report), "--report-text"])
+        == 0
+    )
     page = report.read_text()
     assert "pt has pain" in page and "do not share" in page
 
@@ -239,7 +272,7 @@ def test_report_renders_in_headless_chromium(tmp_path, monkeypatch):
 
     monkeypatch.chdir(ROOT)
     report = tmp_path / "r.html"
-    assert main([*FAST, "evaluate", *_two_systems(tmp_path), "--report", str(report)]) == 0
+    assert main([*FAST, "evaluate", "files", *_two_systems(tmp_path), "--report", str(report)]) == 0
     profile = tmp_path / "profile"
     proc = subprocess.Popen(
         [
@@ -307,27 +340,6 @@ def test_report_renders_in_headless_chromium(tmp_path, monkeypatch):
         proc.wait(timeout=10)
 
 
-def test_large_sets_score_rouge_and_cider_in_a_worker_with_the_same_values(monkeypatch):
-    from medsimp.training import scoring
-
-    words = "the patient has high blood pressure and takes a pill every day".split()
-    hyps = [" ".join(words[i % 7 : i % 7 + 5]) + f" {i}" for i in range(600)]
-    items = [
-        scoring.EvalItem(f"pt has htn {i}", [" ".join(words[: 4 + i % 5]) + f" {i}", f"you have htn {i}"])
-        for i in range(600)
-    ]
-    forked = []
-    real = scoring._background
-    monkeypatch.setattr(scoring.threading, "active_count", lambda: 1)  # other tests' threads
-    monkeypatch.setattr(scoring, "_background", lambda fn, n: forked.append(real(fn, n)) or forked[-1])
-    parallel = scoring.score_default(hyps, items, set(words), with_meteor=False, select=scoring.TEXT_ONLY)
-    assert forked and forked[0] is not None and getattr(forked[0], "__name__", "") == "result"
-    monkeypatch.setattr(scoring, "_background", lambda fn, n: fn)
-    serial = scoring.score_default(hyps, items, set(words), with_meteor=False, select=scoring.TEXT_ONLY)
-    assert list(parallel.items()) == list(serial.items())  # same values, same key order
-    assert parallel["cider"] > 0 and parallel["rouge_l"] > 0
-
-
 def test_hyp_dash_reads_standard_input_once(tmp_path, monkeypatch, capsys):
     import io
 
@@ -336,11 +348,14 @@ def test_hyp_dash_reads_standard_input_once(tmp_path, monkeypatch, capsys):
     out = tmp_path / "scores.json"
     stdin = io.TextIOWrapper(io.BytesIO(b"the patient has high blood pressure .\n"), encoding="utf-8")
     monkeypatch.setattr("sys.stdin", stdin)
-    assert main(["evaluate", "--hyp", "-", "--ref", str(ref), "--select", "bleu", "--json", str(out)]) == 0
+    assert (
+        main(["evaluate", "files", "--hyp", "-", "--ref", str(ref), "--select", "bleu", "--json", str(out)])
+        == 0
+    )
     result = json.loads(out.read_text(encoding="utf-8"))
-    assert result["scores"]["bleu_1"] == 1.0
+    assert result["scores"]["bleu"] == 100.0
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x\n"), encoding="utf-8"))
-    assert main(["evaluate", "--hyp", "-", "--ref", "-", "--select", "bleu"]) == 2
+    assert main(["evaluate", "files", "--hyp", "-", "--ref", "-", "--select", "bleu"]) == 2
     assert "standard input is already read by --hyp" in capsys.readouterr().err.strip().splitlines()[-1]
 
 
@@ -351,6 +366,7 @@ def test_sentence_level_scores_each_line_alone(tmp_path, capsys):
     src.write_text("pt has htn .\npt discharged home .\n", encoding="utf-8")
     argv = [
         "evaluate",
+        "files",
         "--hyp",
         str(hyp),
         "--ref",
@@ -358,14 +374,132 @@ def test_sentence_level_scores_each_line_alone(tmp_path, capsys):
         "--src",
         str(src),
         "--select",
-        "bleu,sari,fkgl,cider",
+        "bleu,sari,sari_sentmean,fkgl,cider",
     ]
     assert main([*argv, "--sentence-level", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [(r["system"], r["line"]) for r in rows] == [("hyp", 1), ("hyp", 2)]
-    assert rows[0]["bleu"] == 1.0 and rows[0]["sari"] == 100.0
+    # EASSE's SARI of a perfect output: add 100, del 100, keep 25 (only "has" and "." are kept and
+    # no source bigram survives: EASSE's 0/0 keep F1 is 0), so 75; the sentence-mean variant's 0/0 := 1
+    assert rows[0]["bleu"] == 100.0 and rows[0]["sari"] == pytest.approx(75.0)
+    assert rows[0]["sari_sentmean"] == 100.0
     # 6 words, 8 syllables (the patient has high blood pressure): 0.39 * 6 + 11.8 * 8 / 6 - 15.59
     assert rows[0]["fkgl"] == pytest.approx(2.4833, abs=1e-4)
-    assert rows[1]["bleu_4"] == 0.0 and 0 < rows[1]["sari"] < 100
+    # sacrebleu's smoothed sentence BLEU: no 4-gram match still scores above 0 (issue 29)
+    assert 0 < rows[1]["bleu"] < 100 and 0 < rows[1]["sari"] < 100
     assert "cider" not in rows[0]  # corpus-level only
     assert main([*argv, "--mode", "medlane", "--sentence-level", str(tmp_path / "x.jsonl")]) == 2
+
+
+def test_terminal_table_fits_columns_keeps_the_users_order_and_shows_values_issue_29(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "60")
+    argv = _two_systems(tmp_path)
+    argv[argv.index("Good")], argv[argv.index("Copy")] = "Zed", "Alpha"
+    assert main([*FAST, "evaluate", "files", *argv, "--measures", "--select", "bleu,sari"]) == 0
+    out = capsys.readouterr().out  # results on stdout
+    lines = out.splitlines()
+    assert lines and max(len(line) for line in lines) <= 60
+    header = next(line for line in lines if "Zed" in line)
+    assert header.index("Zed") < header.index("Alpha")  # the order given, not alphabetical
+    row = next(line for line in lines if line.lstrip().startswith("compression_ratio"))
+    assert len([c for c in row.split()[1:] if c.replace(".", "").isdigit()]) == 2  # two values
+    assert "p = 0 " not in out and "paired bootstrap" in out
+
+
+def test_json_dash_and_dev_stdout_write_to_standard_output(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    for target in ("-", "/dev/stdout"):
+        assert (
+            main([*FAST, "evaluate", "files", *_files(tmp_path), "--select", "bleu", "--json", target]) == 0
+        )
+        captured = capsys.readouterr()
+        assert json.loads(captured.out)["scores"]["bleu"] is not None  # only JSON on stdout
+        assert "bleu (0-100)" in captured.err  # the table moved to stderr
+        assert not (tmp_path / "-").exists() and not Path("-").exists()
+
+
+DOC_EXAMPLE = {  # docs/metrics.md's `score(...)` example
+    "hyps": ["the patient has high blood pressure ."],
+    "references": [["the patient has high blood pressure .", "you have high blood pressure ."]],
+    "sources": ["pt has htn ."],
+    "select": ["bleu", "sari", "hit", "cwr", "ascore"],
+}
+
+
+def test_score_gives_the_checkouts_numbers_from_any_folder_issue_29(tmp_path, monkeypatch, capsys):
+    """The params file's paths resolve against its folder, not the current one (issue 29: `hit`
+    was 1.0 in the checkout and None, silently, anywhere else)."""
+    from training.evaluation import score
+
+    monkeypatch.chdir(ROOT)
+    inside = score(**DOC_EXAMPLE).scores
+    monkeypatch.chdir(tmp_path)
+    assert score(**DOC_EXAMPLE, params=ROOT / "params.yaml").scores == inside
+    assert inside["hit"] == 1.0
+
+
+def test_score_without_a_params_file_uses_the_packaged_resources_and_says_what_is_missing(
+    tmp_path, monkeypatch, capsys
+):
+    from training import evaluation
+
+    monkeypatch.chdir(tmp_path)  # no params.yaml here: the defaults
+    monkeypatch.setattr(evaluation, "_WARNED", set())
+    first = evaluation.score(**DOC_EXAMPLE).scores
+    again = evaluation.score(**DOC_EXAMPLE).scores
+    err = capsys.readouterr().err
+    # the packaged dictionary (htn -> hypertension, pt -> patient) is found through the package
+    assert first == again and first["hit"] == 0.5 and first["ascore"] is not None
+    # the checkout's sample dictionary, a default of train.dictionaries, is named once, on one line
+    (line,) = [x for x in err.splitlines() if "data/sample/medlane/dictionary.json" in x]
+    assert line.startswith("warning: abbreviation dictionary") and "not found" in line
+
+
+def test_hit_that_cannot_be_computed_says_why(tmp_path, monkeypatch, capsys):
+    from training import evaluation
+
+    monkeypatch.setattr(evaluation, "_WARNED", set())
+    result = evaluation.score(
+        ["a b c ."], [["a b c ."]], sources=["x y z ."], select=["hit"], params=ROOT / "params.yaml"
+    )
+    assert result.scores["hit"] is None
+    assert "no source has a professional term" in result.extra["not_computed"]["hit"]
+    assert "warning: hit not computed (null): no source has a professional term" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # loads the CRF encoder (~15 s)
+def test_annotate_page_looks_for_the_params_model_beside_the_params_file(tmp_path, monkeypatch, capsys):
+    """`annotate page` without --model reads params align.model relative to the params file
+    (issue 29: it looked for out/models/crf_aligner in the current folder)."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    params = project / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
+    (elsewhere / "a.txt").write_text("A sentence.\n")
+    (elsewhere / "b.txt").write_text("A sentence.\n")
+    rc = main(["--params", str(params), "--set", "annotate.similarities=[crf]", "annotate", "page",
+               "--src", "a.txt", "--tgt", "b.txt", "--show-restricted", "--output", "page.html"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert str(project / "out" / "models" / "crf_aligner") in err, err
+
+
+def test_report_template_escapes_names_and_prints_small_p_values_issue_29_30():
+    from medsimp.report.evaluate import render
+    from training.evaluation import SCALES
+
+    systems = {"<b>A</b>": {"bleu": 30.0, "fkgl": 8.0}, "B": {"bleu": 20.0, "fkgl": 6.0}}
+    boot = {
+        "<b>A</b> vs B": {
+            "bleu": {"delta": -10.0, "p_value": 0.000999, "ci_low": -12.0, "ci_high": -8.0, "wilcoxon_p": 0.0}
+        }
+    }
+    page = render(systems, SCALES, {"B": "medsimp:0.1.0|mode:default"}, boot, {}, None)
+    assert "<b>A</b>" not in page and "&lt;b&gt;A&lt;/b&gt;" in page
+    assert "<td>&lt; 0.001</td>" in page and "<td>0</td>" not in page
+    assert '<td class="best">30 ★</td>' in page and '<td class="best">6 ★</td>' in page  # fkgl: lower

@@ -1,4 +1,4 @@
-"""Each exit code of the README's table, from a real `python -m medsimp.cli` process:
+"""Each exit code of the README's table, from a real `python -m medsimp.cli.app` process:
 0 ok, 2 usage or bad input, 3 nothing to do or refused, 4 stage failed, 75 lock held."""
 
 from __future__ import annotations

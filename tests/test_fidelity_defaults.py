@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from medsimp.alignment import vecalign
-from medsimp.alignment.overlap import filter_row, overlap_r, passes
-from medsimp.builders.common import exact_split
-from medsimp.builders.plaba import DEFAULT_SPLIT, plaba_split
+from alignment import vecalign
+from alignment.overlap import filter_row, overlap_r, passes
+from medsimp.corpora.common import exact_split
+from medsimp.corpora.plaba import plaba_split
+from medsimp.params_schema import PlabaSplit
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
@@ -64,15 +65,150 @@ def test_vecalign_defaults_are_thompsons_published_ones():
 
 
 def test_plaba_split_is_70_15_15_by_question():
-    assert DEFAULT_SPLIT == {"seed": 13, "validation": 0.15, "test": 0.15, "method": "exact"}
+    assert PlabaSplit().model_dump() == {"seed": 13, "validation": 0.15, "test": 0.15, "method": "exact"}
     assert PARAMS["build"]["plaba"]["split"]["validation"] == 0.15
     assert PARAMS["build"]["plaba"]["split"]["test"] == 0.15
     questions = {f"q{i}" for i in range(20)}
-    split = plaba_split(questions, DEFAULT_SPLIT)
+    split = plaba_split(questions, PlabaSplit())
     counts = {s: sum(v == s for v in split.values()) for s in ("train", "validation", "test")}
     assert counts == {"train": 14, "validation": 3, "test": 3}  # 70/15/15 of 20
     # 75 questions (PLABA's size): 11.25 -> 11 test, 11 validation, 53 train
     big = exact_split({f"q{i}" for i in range(75)}, 0.15, 0.15, 13)
     assert sorted(big.values()).count("test") == 11 and sorted(big.values()).count("train") == 53
-    hashed = plaba_split(questions, {**DEFAULT_SPLIT, "method": "hash"})
+    hashed = plaba_split(questions, {"method": "hash"})
     assert set(hashed) == questions  # the refresh-stable option still works
+
+
+# --------------------------------------------------------------------------- issue 27: MedLane
+def _params():
+    from medsimp.config import load_params
+
+    return load_params(ROOT / "params.yaml")
+
+
+# Hand lexicons: every word below is its own lemma; "CHF", "PO", "BP" are abbreviations, not in T.
+_A = {"CHF", "PO", "BP"}
+_T = {"the", "patient", "and", "on", "with", "daily"}
+
+
+def _selector(rule: str | None = None, **kw):
+    from pipelines.text.selection import Selector
+
+    return Selector(_A, _T, **kw) if rule is None else Selector(_A, _T, selection_rule=rule, **kw)
+
+
+@pytest.mark.parametrize(
+    "sentence,counts,pseudocode,prose",
+    [
+        # n = 10: the, patient, and, the, patient, on, CHF*, with, xylo, "." -> abb 1, unc 2
+        # (CHF, xylo), com 7. Pseudocode (reject n < 10): kept, ratio 3/10. Prose (n > 10): rejected
+        ("the patient and the patient on CHF with xylo .", (10, 1, 2, 7), True, False),
+        # n = 11 (+ daily): both keep
+        ("the patient and the patient on CHF with xylo daily .", (11, 1, 2, 8), True, True),
+        # abbreviation ratio 5/12 < 0.5: prose keeps (com 6/12 > 0.1); the pseudocode adds each
+        # abbreviation twice (abb 5 + unc 5 + xylo) -> 11/12 > 0.5, rejected
+        ("the patient and the patient on CHF PO BP CHF PO xylo", (12, 5, 6, 6), False, True),
+        # abbreviation ratio exactly 0.5 (6/12): prose rejects ("smaller than 0.5")
+        ("the patient and the patient on CHF PO BP CHF PO BP", (12, 6, 6, 6), False, False),
+        # top-3000 ratio exactly 0.1 (2/20): prose rejects ("greater than 0.1"); pseudocode 18/20
+        ("the patient " + " ".join(["xylo"] * 18), (20, 0, 18, 2), False, False),
+        # top-3000 ratio 3/20 = 0.15: prose keeps; the pseudocode's combined ratio 17/20 rejects
+        ("the patient and " + " ".join(["xylo"] * 17), (20, 0, 17, 3), False, True),
+        # pseudocode ratio exactly 0.5 and 0.1 are kept (line 11 rejects only > 0.5 and < 0.1)
+        (
+            "the patient and the patient on with daily and the " + " ".join(["xylo"] * 10),
+            (20, 0, 10, 10),
+            True,
+            True,
+        ),
+        ("the patient and the patient on with daily and xylo", (10, 0, 1, 9), True, False),
+    ],
+)
+def test_algorithm1_pseudocode_and_prose_rules_at_the_boundaries(sentence, counts, pseudocode, prose):
+    f = _selector().features(sentence)
+    assert (f.n, f.abb, f.unc, f.common) == counts
+    assert f.keep is pseudocode  # default = the pseudocode
+    assert _selector("pseudocode").features(sentence).keep is pseudocode
+    g = _selector("prose").features(sentence)
+    assert g.keep is prose
+    assert g.as_dict() == {**f.as_dict(), "keep": prose}  # same columns: only keep follows the rule
+
+
+def test_algorithm1_prose_rule_is_three_separate_tests_not_a_recount():
+    # abbreviation_counting: prose (an abbreviation counted once, in the pseudocode's combined
+    # ratio) is not the prose rule. 12 tokens, abb 5, two xylo: recount (5 + 2) / 12 > 0.5 rejects;
+    # the prose rule keeps (abb 5/12 < 0.5, com 5/12 > 0.1, n 12 > 10)
+    s = "the patient and the patient CHF PO BP CHF PO xylo xylo"
+    recount = _selector(abbreviation_counting="prose").features(s)
+    assert (recount.abb, recount.unc, recount.keep) == (5, 2, False)
+    assert _selector("prose").features(s).keep is True
+    # n = 10, abb 4 + xylo: the recount keeps (5/10 <= 0.5, n >= 10), the prose rule does not (n > 10)
+    s10 = "the patient and the on CHF PO BP CHF xylo"
+    assert _selector(abbreviation_counting="prose").features(s10).keep is True
+    assert _selector("prose").features(s10).keep is False
+    with pytest.raises(ValueError, match="selection_rule"):
+        _selector("text")
+
+
+def test_algorithm1_rule_params_value_the_user_gets():
+    from medsimp.params_schema import Notes
+    from pipelines.text.notes import NoteProcessor
+
+    notes = _params().notes
+    assert notes.selection_rule == "pseudocode" and Notes().selection_rule == "pseudocode"
+    assert (notes.min_tokens, notes.min_ratio, notes.max_ratio) == (10, 0.1, 0.5)
+    assert PARAMS["notes"]["selection_rule"] == "pseudocode"
+    s = "the patient and the patient on CHF with xylo ."  # n = 10
+    assert NoteProcessor(notes, sorted(_A), sorted(_T)).selector.features(s).keep is True
+    prose = notes.model_copy(update={"selection_rule": "prose"})
+    assert NoteProcessor(prose, sorted(_A), sorted(_T)).selector.features(s).keep is False
+    from medsimp.config import load_params
+
+    over = load_params(ROOT / "params.yaml", ["notes.selection_rule=prose"])
+    assert over.notes.selection_rule == "prose"
+
+
+def test_medlane_nltk_tokenization_for_scores():
+    # §5.1: "Tokenization is performed using NLTK word tokenizer" (Treebank rules, lowercased here)
+    from medsimp.metrics.scoring import tokenize
+
+    assert tokenize("The pt's BP was 120/80, stable.") == [
+        "the", "pt", "'s", "bp", "was", "120/80", ",", "stable", ".",
+    ]  # fmt: skip
+    assert tokenize("He can't go.") == ["he", "ca", "n't", "go", "."]
+
+
+def test_medlane_ascore_alpha_2_beta_1_5_and_bleu_is_the_mean_of_bleu_1_to_4():
+    import inspect
+
+    from medsimp.metrics.medlane import ascore
+
+    defaults = inspect.signature(ascore).parameters
+    assert (defaults["alpha"].default, defaults["beta"].default) == (2.0, 1.5)  # §5.1
+    # Table 3's DECLARE row: BLEU .8165, HIT .7986, CWR .7328 -> AScore .7983
+    # (1 + 4 + 2.25) / (4/.8165 + 2.25/.7986 + 1/.7328) = 7.25 / 9.08102 = 0.79837
+    assert ascore(0.8165, 0.7986, 0.7328) == pytest.approx(0.7983, abs=1e-4)
+    assert ascore(0.6070, 0.5572, 0.6407) == pytest.approx(0.5948, abs=1e-4)  # Dictionary row
+    # Table 3's "BLEU" column is the mean of its BLEU-1..4 columns (every row checks)
+    table3 = {
+        "Dictionary": (0.7158, 0.6364, 0.5684, 0.5076, 0.6070),
+        "BERT-MT": (0.8003, 0.7428, 0.6952, 0.6531, 0.7228),
+        "DECLARE": (0.8624, 0.8291, 0.8004, 0.7737, 0.8165),
+    }
+    for b1, b2, b3, b4, bleu in table3.values():
+        assert (b1 + b2 + b3 + b4) / 4 == pytest.approx(bleu, abs=1.01e-4)  # 4-decimal rounding
+    # ours: medlane_bleu = mean of cumulative corpus BLEU-1..4 (hand case: 1-gram 3/4, 2-gram 1/3,
+    # 3-gram 0/2 -> BLEU-3 and BLEU-4 are 0; brevity penalty 1)
+    from medsimp.metrics.bleu import corpus_bleu_n
+
+    b = corpus_bleu_n([["a", "b", "c", "x"]], [[["a", "b", "d", "c"]]])
+    assert b[0] == pytest.approx(0.75) and b[1] == pytest.approx((0.75 / 3) ** 0.5)
+    assert b[2] == b[3] == 0.0
+
+
+def test_medlane_declare_sizes_the_user_gets():
+    # §5.1: "The max size of the answers is set to 8. The maximum length of the input sentence is set
+    # to 64 during training"; learning rate 5e-5 with ten epochs
+    train = _params().train
+    assert (train.max_options, train.max_length, train.epochs) == (8, 64, 10)
+    assert (train.lr, train.head_lr) == (5.0e-5, 5.0e-5)

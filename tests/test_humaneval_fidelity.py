@@ -11,10 +11,18 @@ import pytest
 
 from medsimp.humaneval import released
 from medsimp.humaneval.schema import (
+    AGREE,
     ALIGNMENT_FACTUALITY,
     ALIGNMENT_PER_PAIR,
+    EXPERT_PER_ITEM,
+    EXPERT_PER_OUTPUT,
+    LAY_PREFERENCE,
     MULTICOCHRANE,
+    Q1,
+    Q2,
+    Q3,
     Q4,
+    SEVERITY,
     recode_severity,
 )
 
@@ -55,6 +63,68 @@ def test_layperson_q4_has_the_papers_four_levels():
     assert Q4.values() == (-1, 0, 1, 2)
     labels = dict(Q4.options)
     assert "further confused" in labels[-1].lower() and "much better" in labels[2].lower()
+
+
+def test_layperson_form_uses_the_papers_words():
+    # Yang et al. (2024), Fig. 1, numbered as footnote 2 (Q3 in App. A.2's numbers)
+    assert Q1.prompt == "Q1: You understand the meaning of the sentence"
+    assert Q1.options == ((1, "Not at all"), (2, "Some parts"), (3, "Most parts"), (4, "Completely"))
+    assert (
+        Q2.prompt
+        == "Q2: Can you guess the level of severity of the medical condition described in the sentence?"
+    )
+    assert Q2.options == ((1, "Not at all"), (2, "With low confidence"), (3, "With high confidence"))
+    assert Q3.prompt == "Q3: Make your best guess about the severity of the described medical condition."
+    assert (
+        Q4.prompt == "Q4: Has the simplified sentence improved your understanding of the original sentence?"
+    )
+    assert Q4.options == (
+        (-1, "Further confused"),
+        (0, "Not help"),
+        (1, "Slightly better"),
+        (2, "Much better"),
+    )
+    q5, _, q6, _ = LAY_PREFERENCE
+    assert q5.prompt == "Q5: Which simplifications do you like the most?"
+    assert q6.prompt == "Q6: Which simplifications do you like the least?"
+
+
+def test_severity_levels_are_app_a2():
+    names = [label.split(":")[0] for _, label in SEVERITY]
+    assert names == ["Critical", "Serious", "Moderate", "Mild", "Healthy"]  # Fig. 1's order
+    assert [v for v, _ in SEVERITY] == [5, 4, 3, 2, 1]  # App. A.2: CRITICAL (5) ... HEALTHY (1)
+    labels = dict(SEVERITY)
+    assert labels[5].endswith("A critical condition requires urgent care and close monitoring.")
+    assert (
+        labels[1]
+        == "Healthy: Findings that are considered normal or benign with no significant abnormalities."
+    )
+    assert Q3.options == SEVERITY
+
+
+def test_expert_form_is_fig5():
+    assert AGREE == (
+        (1, "1 - strongly disagree"),
+        (2, "2 - disagree"),
+        (3, "3 - neutral"),
+        (4, "4 - agree"),
+        (5, "5 - strongly agree"),
+    )
+    scales = [q for q in EXPERT_PER_OUTPUT if q.kind == "scale"]
+    assert [q.qid for q in scales] == [
+        "correctness",
+        "completeness",
+        "hallucination",
+        "structure",
+        "simplicity",
+    ]
+    assert all(q.options == AGREE for q in scales)
+    assert scales[0].prompt == "Correctness: all information in the simplification is medically correct."
+    # per original sentence: severity and the radiologist's simplicity score (Table 1: 1.500)
+    assert [(q.qid, q.options == AGREE) for q in EXPERT_PER_ITEM] == [
+        ("severity", False),
+        ("simplicity", True),
+    ]
 
 
 def test_severity_recoding_of_released_data():
@@ -187,3 +257,225 @@ def test_humaneval_released_command(eval_data, tmp_path, capsys):
         == 2
     )
     assert "no such folder" in capsys.readouterr().err
+
+
+# --- Yang et al. (2024) release, as released (issue 27 item 1) -----------------------------
+YANG_LAY_HEADER = [
+    "Radiology Sentence",
+    "Simplification in Stage2",
+    "Version",
+    "Stage1: You understand the meaning of the sentence.",
+    "Stage1: Can you guess the level of severity of the medical condition described in the sentence?",
+    "Stage1: Can you guess the medical urgency of the condition described in the sentence?",
+    "Stage1: Make your best guess about the severity of the described medical condition.",
+    "Stage2: You understand the meaning of the sentence.",
+    "Stage2: Can you guess the level of severity of the medical condition described in the sentence?",
+    "Stage2: Can you guess the medical urgency of the condition described in the sentence?",
+    "Stage2: Has the simplified sentence improved your understanding of the original sentence?",
+    "Stage2: Make your best guess about the severity of the described medical condition.",
+    "Stage3: Which simplifications do you like the most?",
+    "Stage3: Please provide your justification.",
+    "Stage3: Which simplifications do you like the least?",
+    "Stage3: Please provide your justification.",
+]
+SENT = {"A": "Tiny cyst in the liver.", "B": "Mild fatty liver."}
+SIMP = {"A": ("a1", "a2", "a3", "a3"), "B": ("b1", "b2", "b3", "b4")}  # A: CoT_BS == CoT_SC
+
+
+def _write_csv(path: Path, rows: list[list[str]]) -> None:
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, lineterminator="\r\n").writerows(rows)
+
+
+def _lay(item, version, s1, s2, most, least):
+    text = SIMP[item][("Dummy_BS", "Dummy_SC", "CoT_BS", "CoT_SC").index(version.split(";")[0])]
+    q1, q2, q3 = s1
+    p1, p2, q4, p3 = s2
+    return [SENT[item], text, version, q1, q2, q2, q3, p1, p2, p2, q4, p3, most, "why", least, ""]
+
+
+@pytest.fixture()
+def yang_release(tmp_path):
+    d = tmp_path / "yang"
+    d.mkdir()
+    _write_csv(
+        d / "Original_setences_with_generated_simplifications.csv",
+        [["Original Sentence", "Plain_BS", "Plain_SC", "CoT_BS", "CoT_SC"]]
+        + [[SENT[k], *SIMP[k]] for k in "AB"],
+    )
+    head = [
+        "Original Sentence",
+        "Plain_BS",
+        "Plain_BS_Rating",
+        "Comments",
+        "Plain_SC",
+        "Plain_Rating",
+        "Comments",
+    ]
+    head += [
+        "CoT_BS",
+        "CoT_BS_Rating",
+        "Comments",
+        "CoT_SC",
+        "CoT_SC_Rating",
+        "Comments",
+        "Own Simplification",
+    ]
+    ratings = {
+        "A": ("5;5;5;5;2", "4;5;5;5;4", "5;4;5;5;5", "3;5;4;5;5"),
+        "B": ("5;5;5;5;3",) * 3 + ("5;5;5;5;5",),
+    }
+    _write_csv(
+        d / "Radiologist_human_evaluation_results.csv",
+        [head]
+        + [[SENT[k]] + [c for s, r in zip(SIMP[k], ratings[k]) for c in (s, r, "")] + [""] for k in "AB"],
+    )
+    # footnote 2's coding: 4 = Mild, 5 = Healthy
+    _write_csv(
+        d / "Severity_ratings_by_radiologist.csv",
+        [["Original Sentence", "Severity Level"], [SENT["A"], "4"], [SENT["B"], "5"]],
+    )
+    nat, low, high = "Not at all", "With low confidence", "With high confidence"
+    _write_csv(
+        d / "proc_laypeople1.csv",
+        [
+            YANG_LAY_HEADER,
+            _lay(
+                "A",
+                "CoT_BS;CoT_SC",
+                ("Not at all", nat, "Serious"),
+                ("Completely", high, "I understand much better", "Mild"),
+                "CoT_BS;CoT_SC",
+                "Dummy_BS",
+            ),
+            _lay(
+                "B",
+                "Dummy_BS",
+                ("Some parts of it", low, "Healthy"),
+                ("Most of it", low, "It did not help", "Mild"),
+                "Dummy_SC",
+                "",
+            ),
+        ],
+    )
+    _write_csv(
+        d / "proc_laypeople2.csv",
+        [
+            YANG_LAY_HEADER,
+            _lay(
+                "A",
+                "Dummy_SC",
+                ("Some parts of it", low, "Mild"),
+                ("Most of it", high, "I understand slightly better", "Mild"),
+                "Dummy_SC;CoT_SC",
+                "Dummy_BS",
+            ),
+            _lay(
+                "B",
+                "CoT_SC",
+                ("Not at all", nat, "Moderate"),
+                ("Completely", high, "It further confused me", "Healthy"),
+                "CoT_SC",
+                "CoT_BS",
+            ),
+        ],
+    )
+    return d
+
+
+def test_yang_release_is_read_as_released(yang_release):
+    data = released.load_yang(yang_release)
+    assert data.problems == [] and data.severity == {1: 4, 2: 5}
+    assert data.info["rows_for_two_systems"] == 1 and data.info["empty_least"] == 1
+    assert data.info["urgency_answers"] == 8 and data.info["urgency_same_as_q2"] == 8
+    t1 = {(r["metric"], r["condition"]): (r["n"], r["computed"]) for r in released.yang_table1(data)}
+    # the row standing for CoT_BS and CoT_SC counts for both, its original answers twice
+    assert t1[("q1", "original")] == (5, 1.4)  # (1 + 1 + 2 + 2 + 1) / 5
+    assert t1[("q3_mse", "original")] == (5, 2.4)  # errors -2, -2, 0, 0, -2
+    assert t1[("q3_acc", "original")] == (5, 40.0)
+    assert t1[("q1", "CoT_BS")] == (1, 4.0) and t1[("q1", "CoT_SC")] == (2, 4.0)
+    assert t1[("q4", "CoT_SC")] == (2, 0.5) and t1[("q4", "CoT_BS")] == (1, 2.0)
+    assert t1[("q3_mse", "Plain_BS")] == (1, 1.0) and t1[("q3_acc", "Plain_BS")] == (1, 0.0)
+    assert t1[("correctness", "CoT_SC")] == (
+        2,
+        4.0,
+    )  # the "c;c;h;s;s" cells; Plain_SC's is headed Plain_Rating
+    assert t1[("simplicity", "Plain_SC")] == (2, 3.5)
+    assert t1[("simplicity", "original")] == (0, None)  # not in the release
+    t2 = {
+        r["confidence"]: (r["n"], r["mse"], r["accuracy"])
+        for r in released.yang_table2(data)
+        if r["condition"] == "all"
+    }
+    assert t2 == {"not_at_all": (3, 4.0, 0.0), "low": (3, 0.333, 66.7), "high": (4, 0.0, 100.0)}
+    t3, alpha = released.yang_table3(data)
+    most = {r["system"]: r["majority_sentences"] for r in t3 if r["preference"] == "most"}
+    least = {r["system"]: r["majority_sentences"] for r in t3 if r["preference"] == "least"}
+    assert most == {"Plain_BS": 0, "Plain_SC": 1, "CoT_BS": 0, "CoT_SC": 2}  # B: a tie counts for both
+    assert least == {"Plain_BS": 1, "Plain_SC": 0, "CoT_BS": 1, "CoT_SC": 0}
+    from medsimp.humaneval.agreement import alpha_masi
+
+    sets = [
+        ("laypeople1", "1", frozenset({"CoT_BS", "CoT_SC"})),
+        ("laypeople2", "1", frozenset({"Plain_SC", "CoT_SC"})),
+    ]
+    sets += [("laypeople1", "2", frozenset({"Plain_SC"})), ("laypeople2", "2", frozenset({"CoT_SC"}))]
+    assert alpha["alpha_masi_most"] == round(alpha_masi(sets), 3)
+    assert alpha["alpha_masi_least"] is not None  # the empty answer is no rating (nltk divides by zero on it)
+
+
+def test_humaneval_released_command_reads_yang(yang_release, tmp_path, capsys):
+    from medsimp.cli import main
+
+    out = tmp_path / "out"
+    assert main(["humaneval", "released", "--data", str(yang_release), "--output", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "agreement.json",
+        "stats.json",
+        "table1.csv",
+        "table2.csv",
+        "table3.csv",
+    ]
+    table1 = (out / "table1.csv").read_text(encoding="utf-8")
+    assert "q1,original,5,1.4,1.801,False" in table1
+    for p in out.glob("*.*"):  # numbers only: no sentence or simplification of the release
+        text = p.read_text(encoding="utf-8")
+        assert SENT["A"] not in text and "a3" not in text.split("problems")[0]
+
+
+def test_yang_release_unknown_answer_is_one_line(yang_release, tmp_path):
+    path = yang_release / "proc_laypeople2.csv"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("It further confused me", "Dunno"), encoding="utf-8"
+    )
+    data = released.load_yang(yang_release)
+    assert data.problems == ["proc_laypeople2.csv:3: unknown answer 'Dunno'"] and len(data.lay) == 3
+
+
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (SHARED / "data" / "yang-human-eval").is_dir(), reason="no ../shared/data/yang-human-eval"
+)
+def test_yang_release_reproduces_the_paper_where_it_can():
+    """The real release (skipped without ../shared): Tables 1-3 and alpha beside the paper's."""
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "check_humaneval_data.py"),
+            "--data",
+            str(SHARED / "data"),
+            "--papers",
+            str(SHARED / "papers"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "prompt set yang2024 vs radiology-self-correction-yang.txt: verbatim" in res.stdout
+    assert "Table 1: 37 cells agree" in res.stdout

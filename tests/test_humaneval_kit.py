@@ -108,7 +108,7 @@ def test_forms_are_deterministic_and_complete(kit, tmp_path):
 
     wb = load_workbook(forms / "forms.xlsx")
     assert wb.sheetnames == ["items", "expert", "multicochrane", "layperson-L01", "layperson-L02"]
-    assert wb["expert"].max_row == 1 + 2 * (1 + 2 * 6)
+    assert wb["expert"].max_row == 1 + 2 * (2 + 2 * 6)  # severity + original simplicity
 
 
 def test_round_trip_tables(kit):
@@ -178,7 +178,7 @@ def test_round_trip_tables(kit):
     stats = json.loads((out / "stats.json").read_text())
     # expert 2 x 26 rows, layperson 2 x 22, MultiCochrane 2 x 12; the layperson's empty
     # (optional) Q5/Q6 justifications are filtered: 2 raters x 2 items x 2
-    assert stats["read"] == 2 * 26 + 2 * 22 + 2 * 12 and stats["filtered"] == 8
+    assert stats["read"] == 2 * 28 + 2 * 22 + 2 * 12 and stats["filtered"] == 8
     assert (out / "votes.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "scores-expert.png").exists() and (plots / "votes.csv").read_text().startswith(
         "system,preference,votes"

@@ -1,4 +1,4 @@
-"""Whole-file checks (medsimp.pipelines.input_files) and per-record guards (records)."""
+"""Whole-file checks (pipelines.sources.files) and per-record guards (records)."""
 
 import bz2
 import gzip
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from medsimp.errors import InputError
-from medsimp.pipelines import input_files
-from medsimp.pipelines.input_files import check_file, iter_lines, list_inputs, read_text
-from medsimp.pipelines.records import FormatError, guarded, loads, members
+from pipelines.sources import files as input_files
+from pipelines.sources.files import check_file, iter_lines, list_inputs, read_text
+from pipelines.sources.records import FormatError, guarded, loads, members
 
 LINES = ["first", "", "th\u00efrd", "last"]
 

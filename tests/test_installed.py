@@ -1,4 +1,4 @@
-"""The installed distribution: one top-level import name, resources inside the package, and
+"""The installed distribution: the four import packages of the checkout, resources inside medsimp, and
 the CLI working from a directory that is not the checkout (no params.yaml there)."""
 
 from __future__ import annotations
@@ -52,13 +52,14 @@ def installed(tmp_path_factory) -> Path:
     return site
 
 
-def test_wheel_claims_only_medsimp(installed: Path):
+PACKAGES = {"medsimp", "pipelines", "alignment", "training"}
+
+
+def test_wheel_claims_the_four_packages(installed: Path):
     tops = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info")}
-    assert tops == {"medsimp"}
+    assert tops == PACKAGES
     top_level = next(installed.glob("*.dist-info")) / "top_level.txt"
-    assert top_level.read_text().split() == ["medsimp"]
-    for layer in ("pipelines", "alignment", "training"):
-        assert (installed / "medsimp" / layer / "__init__.py").is_file()
+    assert set(top_level.read_text().split()) == PACKAGES
     for name in (
         "abbreviations.json",
         "common_words.txt",
@@ -70,13 +71,9 @@ def test_wheel_claims_only_medsimp(installed: Path):
 
 
 def test_wheel_holds_every_package_and_resource_of_the_checkout(installed: Path):
-    """Each package folder (medsimp/*, and the mapped pipelines/alignment/training) and each
-    resource file is in the wheel: a subpackage or template left out of pyproject.toml breaks
-    only the installed CLI."""
-    sources = [(ROOT / "medsimp", installed / "medsimp")]
-    sources += [
-        (ROOT / layer, installed / "medsimp" / layer) for layer in ("pipelines", "alignment", "training")
-    ]
+    """Each package folder and each resource file is in the wheel: a subpackage or template
+    left out of pyproject.toml breaks only the installed CLI."""
+    sources = [(ROOT / name, installed / name) for name in sorted(PACKAGES)]
     for src, dst in sources:
         for init in src.rglob("__init__.py"):
             rel = init.parent.relative_to(src)

@@ -15,7 +15,7 @@ import pytest
 
 from medsimp import lineage
 from medsimp.cli import main
-from medsimp.commands.notes import note_lineage
+from pipelines.jobs.notes import note_lineage
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = str(ROOT / "params.yaml")
@@ -61,7 +61,7 @@ def test_notes_job_stamps_the_mimic_iv_release(tmp_path, monkeypatch):
 
 
 def test_marker_lineage_is_the_union_of_the_tables_written(tmp_path):
-    from medsimp.outputs import atomic_dir
+    from medsimp.atomic import atomic_dir
 
     schema = pa.schema([("t", pa.string())])
     with atomic_dir(tmp_path / "a", "t") as tmp:
@@ -82,7 +82,7 @@ def test_marker_lineage_is_the_union_of_the_tables_written(tmp_path):
 
 
 def test_train_outputs_carry_the_training_data_lineage(tmp_path):
-    from medsimp.commands.train import data_lineage
+    from medsimp.cli.commands.train import data_lineage
 
     pairs = tmp_path / "pairs"
     pairs.mkdir()

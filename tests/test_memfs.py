@@ -12,11 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.io.filesystem import CompressedFile, CompressionTypes, FileMetadata, FileSystem
 
-from medsimp.config import load_params, section
-from medsimp.pipelines import cochrane, filter_job, msd, notes_job, plaba_job
-from medsimp.pipelines.beam_io import list_files, new_pipeline, parquet_lineage
-from medsimp.pipelines.selection import load_lexicons
+from medsimp.config import load_params
 from medsimp.schemas import PAIRS
+from pipelines.jobs import cochrane, msd
+from pipelines.jobs import filter as filter_job
+from pipelines.jobs import notes as notes_job
+from pipelines.jobs import plaba as plaba_job
+from pipelines.jobs.beam_io import new_pipeline
+from pipelines.sources.files import list_files, parquet_lineage
+from pipelines.text.selection import load_lexicons
 
 ROOT = Path(__file__).resolve().parents[1]
 BEAM = {"runner": "FnApiRunner", "num_workers": 1}  # in-process workers share the store
@@ -134,7 +138,7 @@ def test_source_jobs_read_and_write_memfs(memfs):
         (plaba_job, "plaba.json", "plaba"),
     ):
         out = f"memfs://out/{section_name}"
-        stats = job.run(_put(memfs, name), out, section(params, section_name), BEAM, [], None)
+        stats = job.run(_put(memfs, name), out, getattr(params, section_name), BEAM, [], None)
         assert _stats(memfs, out)["read"] == stats["read"] > 0
         rows = _parquet_rows(memfs, f"{out}/sentences")
         assert rows and {r["source"] for r in rows} == {section_name}
@@ -185,7 +189,7 @@ def test_filter_reads_and_writes_memfs(memfs):
 
 
 def test_notes_job_reads_and_writes_memfs(memfs):
-    params = section(load_params(ROOT / "params.yaml"), "notes")
+    params = load_params(ROOT / "params.yaml").notes
     path = _put(memfs, "NOTEEVENTS.csv")
     files = [(path, "NOTEEVENTS.csv", len(memfs[path]))]
     pipeline = new_pipeline(BEAM)
@@ -198,21 +202,19 @@ def test_notes_job_reads_and_writes_memfs(memfs):
 
 def test_link_reads_and_writes_memfs(memfs, tmp_path):
     """link over a memfs sentence table (the QuickUMLS index is a local worker resource)."""
-    from medsimp.pipelines import link
-    from medsimp.pipelines.umls import build_index
+    from pipelines.jobs import link
+    from pipelines.text.umls import build_index
 
     params = load_params(ROOT / "params.yaml")
     umls = ROOT / "data" / "sample" / "umls"
     build_index(str(umls / "MRCONSO.RRF"), str(umls / "MRSTY.RRF"), tmp_path / "index", ["ENG"])
-    cochrane.run(
-        _put(memfs, "cochrane.jsonl"), "memfs://out/cochrane", section(params, "cochrane"), BEAM, [], None
-    )
+    cochrane.run(_put(memfs, "cochrane.jsonl"), "memfs://out/cochrane", params.cochrane, BEAM, [], None)
     stats = link.run(
         "memfs://out/cochrane",
         "memfs://out/linked",
         str(tmp_path / "index"),
-        section(params, "link"),
-        section(params, "readability"),
+        params.link,
+        params.readability,
         str(tmp_path / "cache"),
         1,
         BEAM,

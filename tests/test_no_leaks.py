@@ -218,14 +218,15 @@ def cases(tmp: Path) -> dict[str, list[str]]:
     m = mark("evaluate")
     (tmp / "hyp.txt").write_text(f"{m}\n{m} two\n")
     (tmp / "ref.txt").write_text(f"{m}\n")
-    out["evaluate"] = ["evaluate", "--hyp", str(tmp / "hyp.txt"), "--ref", str(tmp / "ref.txt")]
+    out["evaluate"] = ["evaluate", "files", "--hyp", str(tmp / "hyp.txt"), "--ref", str(tmp / "ref.txt")]
     (tmp / "hyp8.txt").write_bytes(mark("evaluateutf").encode() + b"\xff\n")
-    out["evaluateutf"] = ["evaluate", "--hyp", str(tmp / "hyp8.txt"), "--ref", str(tmp / "hyp8.txt")]
+    out["evaluateutf"] = ["evaluate", "files", "--hyp", str(tmp / "hyp8.txt"), "--ref", str(tmp / "hyp8.txt")]
     (tmp / "select.txt").write_bytes(mark("select").encode() + b" \xff\xfe\n")
     out["select"] = ["select", str(tmp / "select.txt")]
     (tmp / "src.txt").write_bytes(mark("align").encode() + b"\xff\n")
     out["align"] = [
         "align",
+        "files",
         "--method",
         "vecalign",
         "--src",
@@ -349,7 +350,7 @@ def test_hostile_inputs_never_leak_marker_text(tmp_path):
 def _dvc_project(root: Path, notes: Path) -> None:
     root.mkdir()
     # run from the repository (params' lexicon paths are relative to it), write into the project
-    med = f"cd {ROOT} && {sys.executable} -m medsimp.cli --params {PARAMS}"
+    med = f"cd {ROOT} && {sys.executable} -m medsimp.cli.app --params {PARAMS}"
     (root / "dvc.yaml").write_text(f"""stages:
   notes:
     cmd: {med} notes --input {notes} --output {root}/out/notes --metrics {root}/metrics/notes.json

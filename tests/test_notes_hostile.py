@@ -167,11 +167,26 @@ def test_dead_letters_keep_the_raw_row_as_data(tmp_path, capfd):
     assert marker["lineage"] == ["mimic-iii"] or "mimic" in json.dumps(marker["lineage"])
 
 
-def test_directory_input_is_one_line(tmp_path, capfd):
+def test_a_folder_without_note_files_is_one_line(tmp_path, capfd):
     folder = tmp_path / "NOTEEVENTS.csv"
     folder.mkdir()
     rc, text, _ = run_notes(tmp_path, capfd, str(folder))
-    assert rc == 2 and "is a directory" in text and "Traceback" not in text
+    assert rc == 2 and "no file matches" in text and "Traceback" not in text
+
+
+@pytest.mark.slow  # two notes jobs
+def test_a_folder_of_note_files_is_read_like_its_files(tmp_path, capfd):
+    """docs/formats.md: `--input` takes one file or a folder of them (issue 29; it refused folders)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "NOTEEVENTS.csv").write_bytes((ROOT / "data" / "sample" / "NOTEEVENTS.csv").read_bytes())
+    (folder / "README.txt").write_text("not a note file")
+    rc, text, out = run_notes(tmp_path / "folder", capfd, str(folder))
+    assert rc == 0, text
+    rc, text, out_file = run_notes(tmp_path / "file", capfd, str(folder / "NOTEEVENTS.csv"))
+    assert rc == 0, text
+    by_folder = pq.read_table(out / "sentences").to_pylist()
+    assert by_folder and by_folder == pq.read_table(out_file / "sentences").to_pylist()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
@@ -247,26 +262,28 @@ def _growth(split, shape: str, small: int, large: int) -> float:
     return times[1] / times[0]
 
 
+@pytest.mark.slow  # a timing or corpus-size check: out of the fast loop
 @pytest.mark.parametrize("shape", SHAPES)
 def test_rules_splitter_grows_linearly(shape):
     """2^17 -> 2^20 characters: linear is 8x, quadratic 64x; 24x allows for noise."""
-    from medsimp.pipelines.sentences import splitter
+    from medsimp.text.sentences import splitter
 
     assert _growth(splitter("rules"), shape, 1 << 17, 1 << 20) < 24
 
 
+@pytest.mark.slow  # a timing or corpus-size check: out of the fast loop
 @pytest.mark.parametrize("shape", SHAPES)
 def test_multilingual_splitter_grows_linearly(shape, monkeypatch):
     """pysbd is quadratic on its input; windows keep the whole linear (small windows here
     keep the test fast: the mechanism is the same at the default size)."""
-    from medsimp.pipelines import multilingual_sentences as ml
+    from medsimp.text import multilingual as ml
 
     monkeypatch.setattr(ml, "WINDOW", 1000, raising=False)
     assert _growth(lambda t: ml.split_sentences(t, "en"), shape, 1 << 13, 1 << 16) < 24
 
 
 def test_windows_do_not_change_ordinary_text(monkeypatch):
-    from medsimp.pipelines import multilingual_sentences as ml
+    from medsimp.text import multilingual as ml
 
     text = " ".join(
         f"Trial {i} enrolled {i * 7} adults (95% CI 0.{i} to 1.2; e.g. in Spain). "

@@ -86,7 +86,7 @@ def test_stats_reconcile_on_sample(runs):
     assert stats["sentences"] == stats["sentences_selected"] + stats["sentences_not_selected"] > 0
     assert stats["notes_with_sections"] == 10 and stats["sections"] == 20
     headline = json.loads((runs[0].parent / "metrics.json").read_text())  # `dvc metrics show`
-    assert set(headline) == {"read", "kept", "rejected", "sentences", "sentences_selected"}
+    assert set(headline) == {"read", "kept", "filtered", "rejected"}  # one column set for every data stage
     assert headline == {k: stats[k] for k in headline}
 
 
@@ -204,7 +204,7 @@ def test_synth_notes_is_deterministic(tmp_path):
         )
     assert (tmp_path / "a.csv.gz").read_bytes() == (tmp_path / "b.csv.gz").read_bytes()
     text = gzip.decompress((tmp_path / "a.csv.gz").read_bytes())
-    from medsimp.pipelines.noteevents import iter_records
+    from pipelines.sources.noteevents import iter_records
 
     assert len(list(iter_records(str(tmp_path / "a.csv.gz"), categories=None))) == 300
     assert text.startswith(b'"ROW_ID","SUBJECT_ID"')

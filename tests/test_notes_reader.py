@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from medsimp.pipelines import noteevents
-from medsimp.pipelines.noteevents import Filtered, Note, NoteFileError, Reject, iter_records, plan_ranges
+from pipelines.sources import noteevents
+from pipelines.sources.noteevents import Filtered, Note, NoteFileError, Reject, iter_records, plan_ranges
 
 HEADER = (
     b'"ROW_ID","SUBJECT_ID","HADM_ID","CHARTDATE","CHARTTIME","STORETIME","CATEGORY",'

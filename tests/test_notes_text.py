@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from medsimp import resources
-from medsimp.pipelines.sections import SectionExtractor, extractor_from_params
-from medsimp.pipelines.selection import Selector, load_abbreviations, load_common_words
-from medsimp.pipelines.sentences import splitter
+from medsimp.text.sentences import splitter
 from medsimp.text.words import tokenize
+from pipelines.text.sections import SectionExtractor, extractor_from_params
+from pipelines.text.selection import Selector, load_abbreviations, load_common_words
+
+ROOT = Path(__file__).resolve().parents[1]
 
 NOTE = """Admission Date:  [**2151-7-16**]     Discharge Date:  [**2151-8-4**]
 
@@ -55,8 +57,22 @@ def test_section_header_variants(header, name):
     assert [(s.name, s.text) for s in SectionExtractor().extract(text)] == [(name, "The body.")]
 
 
+@pytest.mark.parametrize("header", ["HOSPITAL COURSE:", "Hospital Course :"])
+def test_hospital_course_is_one_params_line_away_not_a_default(header):
+    """The defaults are the paper's three sections (§3.1); MIMIC-III's common "HOSPITAL COURSE:"
+    is the documented `HOSPITAL_COURSE` option (issue 29)."""
+    from medsimp.config import load_params
+    from pipelines.text.sections import DEFAULT_TARGETS, HOSPITAL_COURSE
+
+    text = f"{header}\nThe body.\nALLERGIES:\nNKDA\n"
+    assert SectionExtractor().extract(text) == []
+    assert dict(load_params(ROOT / "params.yaml").notes.headers) == DEFAULT_TARGETS
+    wider = extractor_from_params({"headers": {**DEFAULT_TARGETS, **HOSPITAL_COURSE}})
+    assert [(s.name, s.text) for s in wider.extract(text)] == [("Hospital Course", "The body.")]
+
+
 def test_non_target_headers_and_custom_patterns():
-    text = "Hospital Course:\nNot a target.\nHPI:\nTarget.\nBrief Hospital Course:\nNext.\n"
+    text = "Social History:\nNot a target.\nHPI:\nTarget.\nBrief Hospital Course:\nNext.\n"
     got = [(s.name, s.text) for s in SectionExtractor().extract(text)]
     assert got == [("History of Present Illness", "Target."), ("Brief Hospital Course", "Next.")]
     custom = extractor_from_params({"headers": {"Course": r"hospital\s+course"}})
@@ -80,8 +96,10 @@ def test_sentences_keep_placeholders_and_fix_cont(name):
         "Pt is a 67 y/o M seen at [**Hospital. 18**] on [**2151-7-16**].",
         "Dr. [**Last Name (STitle) 12**] was consulted.",
         "Lasix was cont. at home dose.",
-        "1. CHF: diuresed.",
-        "2. Afib: rate controlled",
+        "CHF:",  # list markers dropped, item headings on their own (issue 29)
+        "diuresed.",
+        "Afib:",
+        "rate controlled",
     ]
 
 
@@ -211,13 +229,39 @@ def test_tokenizer_rules_are_nltks():
     assert [std(p) for p in S.CONTRACTIONS] == [std(p) for p in N.CONTRACTIONS2 + N.CONTRACTIONS3]
 
 
+def test_tokenizer_skip_hints_are_keyed_by_nltks_patterns():
+    """The rule-skipping hints name rules by pattern, not by index: each names a rule of the
+    tables (a renumbered or changed NLTK rule cannot silently get another rule's hint)."""
+    from medsimp.text import words as S
+
+    rules = S.STARTING_QUOTES + S.PUNCTUATION + S.ENDING_QUOTES + [S.PARENS_BRACKETS, S.DOUBLE_DASHES]
+    patterns = [S.nltk_pattern(rx) for rx, _ in rules]
+    assert len(patterns) == len(set(patterns))
+    assert set(S._NEEDS) <= set(patterns) and S._FROM_LAST_PERIOD <= set(patterns)
+    assert len(S._NEEDS) == 17 and len(S._FROM_LAST_PERIOD) == 2
+
+
+def test_tokenizer_tables_are_labelled_as_vendored_nltk():
+    """words.py says where its NLTK code comes from: the installed NLTK's version, upstream file
+    and licence."""
+    import inspect
+    from importlib.metadata import version
+
+    from medsimp.text import words as S
+
+    source = inspect.getsource(S)
+    assert f"Vendored code: NLTK {version('nltk')}, nltk/tokenize/destructive.py" in source
+    assert f"https://github.com/nltk/nltk/blob/{version('nltk')}/nltk/tokenize/destructive.py" in source
+    assert "Apache License, Version 2.0" in source
+
+
 def test_scoring_and_readability_do_not_import_nltk():
     import subprocess
     import sys
 
     code = (
-        "import sys; from medsimp.training import scoring, metrics; "
-        "from medsimp.pipelines import readability; "
+        "import sys; from medsimp.metrics import scoring, rouge as metrics; "
+        "from medsimp.text import readability; "
         "scoring.tokenize('He cannot go.'); readability.scores('The patient has anemia.', 'en', ['en']); "
         "metrics.rouge_f1([['a']], [[['a']]]); metrics.rouge_f1([['a']], [[['a']]], 'rouge2'); "
         "assert 'nltk' not in sys.modules, 'nltk imported'"

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from medsimp import ownership
+from medsimp.atomic import atomic_dir, atomic_file, write_json
 from medsimp.cli import main
 from medsimp.errors import UsageError
-from medsimp.outputs import OWNER_SUFFIX, atomic_dir, atomic_file, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +40,8 @@ def test_synth_refuses_a_user_file_and_replaces_its_own(tmp_path, name, capsys):
     first = digest(target)
     assert main(["synth", "notes", "--rows", "30", "--output", str(target)]) == 0  # its own: replaced
     assert digest(target) != first and leftovers(tmp_path) == []
-    record = json.loads((tmp_path / f".{name}{OWNER_SUFFIX}").read_text())
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no sidecar beside it
+    record = json.loads(ownership.record_path(target).read_text())
     assert record["sha256"] == digest(target) and record["command"] == "synth notes"
     with open(target, "ab") as fh:  # changed by someone since: no longer medsimp's
         fh.write(b"edited")
@@ -82,6 +84,7 @@ def test_evaluate_json_and_metrics_refuse_user_files(tmp_path, capsys):
     code = main(
         [
             "evaluate",
+            "files",
             "--hyp",
             str(tmp_path / "hyp.txt"),
             "--ref",
@@ -144,8 +147,8 @@ def test_align_batch_is_checked_before_anything_is_written(tmp_path, case, capsy
     }[case]
     batch = _batch(tmp_path, f"{src}\t{tgt}\t{first}", f"{src}\t{tgt}\t{out}")
     snapshot = {p.name: digest(p) for p in tmp_path.iterdir() if p.is_file()}
-    assert main(["align", "--method", "vecalign", "--batch", str(batch), "--tgt-lang", "es"]) == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("medsimp align: ")
+    assert main(["align", "files", "--method", "vecalign", "--batch", str(batch), "--tgt-lang", "es"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("medsimp align files: ")
     assert {p.name: digest(p) for p in tmp_path.iterdir() if p.is_file()} == snapshot
     assert not first.exists()
 

@@ -14,16 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from medsimp.atomic import atomic_dir, check_output_target, sweep_stale
+from medsimp.csvcells import cell_escape, cell_unescape
 from medsimp.errors import UsageError
-from medsimp.outputs import (
-    MARKER,
-    atomic_dir,
-    cell_escape,
-    cell_unescape,
-    check_output_target,
-    marker_of,
-    sweep_stale,
-)
+from medsimp.markers import MARKER, marker_of
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,6 +5,7 @@ params files / `--set` are checked against it with one-line errors."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -32,6 +33,15 @@ def _cli(*argv: str, cwd: Path = ROOT, pythonpath: Path = ROOT) -> subprocess.Co
     )
 
 
+def _default(dotted: str):
+    from medsimp import params_schema as ps
+
+    node = ps.defaults()
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
 def _disagreements(schema_cls, data: dict, prefix: str = "") -> list[str]:
     """What differs between a schema dataclass's defaults and a params mapping, one line each."""
     from medsimp import params_schema as ps
@@ -48,13 +58,13 @@ def _disagreements(schema_cls, data: dict, prefix: str = "") -> list[str]:
         dotted = prefix + key
         if key not in data:
             out.append(f"the schema has {dotted!r}, params.yaml does not: add it to params.yaml")
-        elif dataclasses.is_dataclass(tp):
+        elif ps._is_model(tp):
             if not isinstance(data[key], dict):
                 out.append(f"params.yaml {dotted!r} must be a mapping, got {data[key]!r}")
             else:
                 out += _disagreements(tp, data[key], dotted + ".")
         else:
-            want = ps.default(dotted)
+            want = _default(dotted)
             if data[key] != want or type(data[key]) is not type(want):
                 out.append(f"default of {dotted!r}: schema {want!r} != params.yaml {data[key]!r}")
     return out
@@ -68,8 +78,25 @@ def test_params_yaml_agrees_with_schema_defaults():
     problems = _disagreements(ps.Params, data)
     assert not problems, "params.yaml and medsimp/params_schema.py disagree:\n" + "\n".join(problems)
     assert ps.defaults() == data
-    # loading checks, and returns the file as written (params hashes do not move)
-    assert load_params(PARAMS) == data
+    # loading checks; `raw` is the file as written (params hashes do not move) and the typed
+    # params dump to the same values, of the same types (ints stay ints)
+    loaded = load_params(PARAMS)
+    assert loaded.raw == data
+    assert json.dumps(loaded.model_dump(), sort_keys=True) == json.dumps(data, sort_keys=True)
+
+
+def test_params_hash_of_params_yaml_is_unchanged():
+    """The hash of the file as written: the formula before typed params, on params.yaml."""
+    import hashlib
+
+    from medsimp.config import load_params, params_hash
+
+    data = yaml.safe_load(PARAMS.read_text(encoding="utf-8"))
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    assert params_hash(load_params(PARAMS)) == hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+    # a builder card hashes its typed section: the same as the section as written
+    params = load_params(PARAMS)
+    assert params_hash(params.build.msd) == params_hash(data["build"]["msd"])
 
 
 def test_disagreement_report_names_the_key():
@@ -88,15 +115,21 @@ def test_disagreement_report_names_the_key():
 def test_code_defaults_come_from_the_schema():
     """The literals that drifted (issue 13) now read the schema."""
     from medsimp import params_schema as ps
-    from medsimp.training.trainer import Settings
+    from training.trainer import Settings
 
     settings = dataclasses.asdict(Settings())
-    assert settings == {k: ps.default(f"train.{k}") for k in settings}
-    assert ps.default("evaluate.length_buckets") == [0, 10, 15, 20, 30]
-    from medsimp.alignment import crf, vecalign
+    assert settings == {k: _default(f"train.{k}") for k in settings}
+    from alignment import crf, vecalign
+    from medsimp.config import load_params
 
-    assert vecalign.DEFAULTS == {k: v for k, v in ps.default("align.vecalign").items() if k != "encoder"}
-    assert crf.DEFAULTS == {k: v for k, v in ps.default("align.crf").items() if k != "encoder"}
+    # what a user gets from params.yaml
+    params = load_params(PARAMS)
+    assert params.evaluate.length_buckets == [0, 10, 15, 20, 30]
+    assert params.filter.threshold == 0.5 and params.align.crf.seed == 13 and params.align.vecalign.seed == 42
+    # the aligners read the schema (no copies of their own)
+    assert vecalign.DEFAULTS == params.align.vecalign.model_dump(exclude={"encoder"})
+    assert crf.DEFAULTS == params.align.crf.model_dump(exclude={"encoder"})
+    assert ps.Params().model_dump() == params.model_dump()
 
 
 def test_unknown_keys_and_typos_are_rejected_with_a_suggestion(tmp_path):
@@ -175,17 +208,19 @@ def test_valid_overrides_open_maps_and_string_values():
             "align.crf.encoder.kind=e5",
         ],
     )
-    assert p["filter"]["threshold"] == 0.9
-    assert p["notes"]["headers"]["Plan"] == "plan" and "Brief Hospital Course" in p["notes"]["headers"]
-    assert p["align"]["vecalign"]["encoder"] == [{"kind": "use", "languages": ["en", "fr"]}]
-    assert p["simplify"]["openai"]["model"] == "4"  # a string key keeps the text
-    assert p["link"]["accepted_semtypes"] is None
-    assert p["align"]["crf"]["encoder"] == {"kind": "e5"}
-    from medsimp.params_schema import typed
+    assert p.filter.threshold == 0.9
+    assert p.notes.headers is not None
+    assert p.notes.headers["Plan"] == "plan" and "Brief Hospital Course" in p.notes.headers
+    assert p.align.vecalign.encoder == [{"kind": "use", "languages": ["en", "fr"]}]
+    assert p.simplify.openai.model == "4"  # a string key keeps the text
+    assert p.link.accepted_semtypes is None
+    assert p.align.crf.encoder == {"kind": "e5"}
+    from medsimp.params_schema import Filter, section_of, validate
 
-    view = typed(p)  # attribute access, defaults filled in
-    assert view.filter.threshold == 0.9 and view.align.crf.encoder == {"kind": "e5"}
-    assert typed({"train": {"epochs": 2}}).train.epochs == 2 and typed({}).evaluate.length_buckets[2] == 15
+    assert (
+        validate({"train": {"epochs": 2}}).train.epochs == 2 and validate({}).evaluate.length_buckets[2] == 15
+    )
+    assert section_of(Filter, {"threshold": 0.2}).comparison == "gt"  # a dict section: defaults filled
 
 
 def test_link_index_is_an_alias_of_umls_index(tmp_path, caplog):
@@ -195,11 +230,11 @@ def test_link_index_is_an_alias_of_umls_index(tmp_path, caplog):
     old.write_text("umls: {index: out/u}\nlink: {index: out/u, threshold: 0.8}\n")
     with caplog.at_level("WARNING"):
         p = load_params(old)
-    assert p["umls"]["index"] == "out/u" and "index" not in p["link"] and p["link"]["threshold"] == 0.8
+    assert p.umls.index == "out/u" and "index" not in p.raw["link"] and p.link.threshold == 0.8
     assert "'link.index' is deprecated" in caplog.text
     old.write_text("link: {index: out/x}\n")
-    assert load_params(old)["umls"]["index"] == "out/x"
-    assert load_params(PARAMS, ["link.index=out/y"])["umls"]["index"] == "out/y"
+    assert load_params(old).umls.index == "out/x"
+    assert load_params(PARAMS, ["link.index=out/y"]).umls.index == "out/y"
     old.write_text("umls: {index: out/u}\nlink: {index: out/other}\n")
     with pytest.raises(ParamsError, match="'link.index' is deprecated and differs from 'umls.index'"):
         load_params(old)
@@ -218,7 +253,7 @@ def test_bad_param_through_the_real_cli_is_one_line_exit_2():
 
 def test_global_options_after_the_subcommand(tmp_path, monkeypatch):
     from medsimp.cli import main
-    from medsimp.pipelines import filter_job
+    from pipelines.jobs import filter as filter_job
 
     seen = {}
 
@@ -247,8 +282,8 @@ def test_global_options_after_the_subcommand(tmp_path, monkeypatch):
         )
         == 0
     )
-    assert seen["params"]["threshold"] == 0.75 and seen["params"]["num_shards"] == 3
-    assert seen["beam"] == {"num_workers": 1}  # --params after the subcommand was read
+    assert seen["params"].threshold == 0.75 and seen["params"].num_shards == 3  # typed sections
+    assert seen["beam"].num_workers == 1  # --params after the subcommand was read
     help_text = _cli("filter", "--help").stdout
     assert "global options (also accepted before the command)" in help_text and "--set KEY=VALUE" in help_text
 
@@ -262,3 +297,38 @@ def test_version_in_and_outside_a_checkout(tmp_path):
     res = _cli("--version", cwd=tmp_path, pythonpath=copy)
     assert res.returncode == 0 and res.stderr == "", res.stderr
     assert re.fullmatch(r"medsimp \S+ \(git unknown\)", res.stdout.strip()), res.stdout
+
+
+def test_dvc_experiment_edits_params_yaml_in_one_line(tmp_path):
+    """`dvc exp run -S filter.threshold=0.6` rewrites params.yaml through DVC's round-trip
+    YAML writer; the file is kept in the form that writer produces, so the change is one line."""
+    import difflib
+    import shutil
+
+    from dvc.utils.serialize import modify_yaml
+
+    copy = tmp_path / "params.yaml"
+    shutil.copy(ROOT / "params.yaml", copy)
+    with modify_yaml(copy) as data:
+        data["filter"]["threshold"] = 0.6
+    before = (ROOT / "params.yaml").read_text(encoding="utf-8").splitlines()
+    changed = [
+        line
+        for line in difflib.unified_diff(before, copy.read_text(encoding="utf-8").splitlines(), n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert len(changed) == 2 and "threshold: 0.6" in changed[1], changed
+
+
+def test_a_path_an_output_records_is_relative_to_the_params_folder(tmp_path, monkeypatch):
+    """issue 29: `builders/x` typed in the project and `/project/builders/x` typed elsewhere are
+    recorded alike; a path outside the project is absolute, whatever folder it was typed from."""
+    from medsimp.config import shown_path
+
+    monkeypatch.chdir(tmp_path)
+    assert shown_path("builders/x", tmp_path) == "builders/x"
+    assert shown_path(tmp_path / "builders" / "x", tmp_path) == "builders/x"
+    monkeypatch.chdir(tmp_path / "..")
+    assert shown_path(f"{tmp_path.name}/builders/x", tmp_path) == "builders/x"
+    assert shown_path("other", tmp_path) == str(tmp_path.parent / "other")
+    assert shown_path("gs://b/x", tmp_path) == "gs://b/x"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from medsimp.outputs import summary_notes
+from medsimp.stats import summary_notes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ def test_notes_name_dead_letters():
 
 
 def test_fallback_encoder_is_counted_per_language_pair():
-    from medsimp.alignment.encoders import PairEncoders
+    from alignment.encoders import PairEncoders
 
     encoders = PairEncoders([{"kind": "use", "languages": ["en", "es"]}, {"kind": "e5"}])
     encoders.built = {0: object(), 1: object()}  # built on first use; not needed here

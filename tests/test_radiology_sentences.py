@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
-from medsimp.pipelines.noteevents import Note
-from medsimp.pipelines.radiology_core import RadiologyExtractor, dedup_key, merge_duplicates
+from pipelines.sources.noteevents import Note
+from pipelines.text.radiology import RadiologyExtractor, dedup_key, merge_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = """EXAMINATION: CHEST (PA AND LAT)

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from medsimp.cli import main
-from medsimp.pipelines.link import compute
-from medsimp.pipelines.readability import document_scores
 from medsimp.selfcorrect.runner import readability
+from medsimp.text.readability import document_scores
+from pipelines.jobs.link import compute
 
 LINES = [
     "The patient was admitted with community-acquired pneumonia.",
@@ -46,5 +46,5 @@ def test_evaluate_reports_the_toolkit_fkgl(expected, tmp_path):
     hyp, ref, out = tmp_path / "hyp.txt", tmp_path / "ref.txt", tmp_path / "scores.json"
     hyp.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     ref.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--json", str(out)]) == 0
+    assert main(["evaluate", "files", "--hyp", str(hyp), "--ref", str(ref), "--json", str(out)]) == 0
     assert json.loads(out.read_text(encoding="utf-8"))["scores"]["fkgl"] == pytest.approx(expected, abs=1e-9)

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from medsimp.refresh import EXIT_LOCK_HELD, EXIT_NOTHING_TO_DO, EXIT_OK, EXIT_STAGE_FAILED
+from medsimp.refresh.run import EXIT_LOCK_HELD, EXIT_NOTHING_TO_DO, EXIT_OK, EXIT_STAGE_FAILED
 
 pytestmark = pytest.mark.slow  # every test here runs DVC on a copy of the project
 
@@ -289,3 +289,24 @@ def test_sigkill_of_everything_mid_stage_leaves_persisted_builder_loadable(tmp_p
     assert code == EXIT_OK, out
     assert latest(project)["stages"]["build"]["status"] == "ran"
     assert load_builder(project, tmp_path / "hf") == 6
+
+
+def test_sigkill_of_refresh_alone_ends_dvc_and_its_stage(built: Path):
+    """SIGKILL cannot be forwarded: before, DVC (in its own session) and the stage it ran
+    kept going, orphaned. Now the group's guard ends them (issue 28, item 17)."""
+    write_reviews(built, [*REVIEWS, NEW_REVIEW])
+    proc = start_held_build(built)
+    stage = psutil.Process(int((built / "build.started").read_text()))
+    group = os.getpgid(stage.pid)
+    assert group != proc.pid  # DVC's own group, which a signal to refresh's group misses
+    proc.kill()
+    proc.communicate(timeout=30)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and stage.is_running() and stage.status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.1)
+        assert not stage.is_running() or stage.status() == psutil.STATUS_ZOMBIE
+    finally:
+        (built / "hold-build").unlink()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from medsimp import refresh_report as rr
-from medsimp.refresh import refresh_lock
-from medsimp.refresh_dvc import Dag, LockHeld, Snapshot, classify, stages_to_run
+from medsimp.refresh import report as rr
+from medsimp.refresh.dvc import Dag, LockHeld, Snapshot, classify, stages_to_run
+from medsimp.refresh.run import refresh_lock
 
 
 def _entry(cmd: str, dep: str, out: str) -> dict:

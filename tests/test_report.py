@@ -14,7 +14,7 @@ import yaml
 from test_humaneval_browser import _wait, browser  # noqa: F401 - the Chromium fixture
 
 from medsimp.cli import main
-from medsimp.report import alignment_types, unaligned
+from medsimp.report.data import alignment_types, unaligned
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
 import upstream
@@ -140,3 +140,145 @@ def test_report_page_renders_in_chromium(built, tmp_path, browser):  # noqa: F81
         (c, s): n for c, v in stats["splits"].items() for s, n in v.items()
     }
     assert page.js("document.images.length") == len(data["configs"])
+
+
+# --- issue 29: what a researcher checks before training -------------------------------------
+LONG = " ".join(f"word{i}" for i in range(120)) + "."  # one 120-word "sentence"
+GLUED = "Eleven trials were included. Results showed no difference between groups."
+RATIO = "Participants in the intervention group were followed up for twelve months in total."
+SAME = "Exercise improved walking distance."
+NORMAL = [
+    (f"Trial {i} enrolled adults with moderate asthma for this review.", f"Study {i} had adults with asthma.")
+    for i in range(20)
+]
+CRAFTED = [
+    *NORMAL,
+    (LONG, "A long sentence."),
+    ("3.", "Three."),
+    (SAME, SAME),
+    (RATIO, "People."),
+    (GLUED, "Eleven."),
+]
+PROCEDURE = {
+    "start": 0,
+    "end": 5,
+    "term": "trial",
+    "cui": "C0008976",
+    "semtypes": ["T061"],
+    "similarity": 1.0,
+}
+
+
+def crafted_builder(root: Path, lineage: str, mimic_derived: bool) -> Path:
+    """A builder folder of one config holding each outlier once, an identical pair and T061."""
+    import pyarrow as pa
+
+    from medsimp.lineage import with_lineage
+
+    folder = root / "crafted"
+    (folder / "en").mkdir(parents=True)
+    rows = [
+        {
+            "pair_id": f"p{i}",
+            "doi": f"d{i % 5}",
+            "language": "en",
+            "complex_ids": [f"c{i}"],
+            "simple_ids": [f"s{i}"],
+            "complex_text": c,
+            "simple_text": s,
+            "overlap_r": 0.7,
+            "complex_concepts": [PROCEDURE] if i < 3 else [],
+            "simple_concepts": [],
+        }
+        for i, (c, s) in enumerate(CRAFTED)
+    ]
+    table = pa.Table.from_pylist(rows)
+    pq.write_table(
+        table.replace_schema_metadata(with_lineage(table.schema, [lineage]).metadata),
+        folder / "en" / "train.parquet",
+    )
+    card = {
+        "medsimp": {"builder": "crafted", "mimic_derived": mimic_derived},
+        "configs": [{"config_name": "en", "data_files": [{"split": "train", "path": "en/train.parquet"}]}],
+    }
+    (folder / "README.md").write_text(f"---\n{yaml.safe_dump(card)}---\n# card\n", encoding="utf-8")
+    (folder / "stats.json").write_text(json.dumps({"read": len(rows), "kept": len(rows)}), encoding="utf-8")
+    return folder
+
+
+def _crafted_report(folder: Path, out: Path, *extra: str) -> tuple[dict, str, str]:
+    assert (
+        main(["report", str(folder), "--output", str(out), "--plots", str(out.parent / "plots"), *extra]) == 0
+    )
+    return (
+        json.loads((out / "report.json").read_text()),
+        (out / "index.html").read_text(),
+        (out / "report.md").read_text(),
+    )
+
+
+def test_report_lists_outliers_identical_pairs_and_semantic_type_names(tmp_path):
+    folder = crafted_builder(tmp_path / "in", "cochrane", mimic_derived=False)
+    data, html, md = _crafted_report(folder, tmp_path / "out")
+    en = data["configs"]["en"]
+    found = {(o["kind"], o["side"]): o for o in en["outliers"]}
+    long = found["long_sentence", "complex"]
+    assert (long["n"], long["of"], long["max"]) == (1, len(CRAFTED), 120.0)
+    assert long["examples"][0]["text"].startswith("word0 word1") and long["examples"][0]["words"] == 120.0
+    assert found["no_letters", "complex"]["n"] == 1 and found["no_letters", "complex"]["examples"] == [
+        {"text": "3."}
+    ]
+    assert found["internal_boundary", "complex"]["examples"] == [{"text": GLUED}]
+    ratio = found["length_ratio", "pair"]  # LONG (120 / 3 words), RATIO (14 / 1), GLUED (10 / 1)
+    assert ratio["n"] == 3 and ratio["max"] == 40.0 and ratio["examples"][0]["simple"] == "A long sentence."
+    assert all(o["n"] == 0 for (kind, side), o in found.items() if side == "simple")
+    same = en["identical"]
+    assert (same["n"], same["of"], same["share"]) == (1, len(CRAFTED), round(1 / len(CRAFTED), 4))
+    assert same["examples"] == [{"complex": SAME, "simple": SAME}]
+    # semantic types by name, in the JSON, the page and the markdown
+    assert en["semtypes"]["complex"] == [
+        {"tui": "T061", "name": "Therapeutic or Preventive Procedure", "n": 3}
+    ]
+    assert "<th>Therapeutic or Preventive Procedure</th>" in html
+    assert "Therapeutic or Preventive Procedure T061 (3)" in md
+    # the 120-word sentence does not squash the length histogram: clipped, and said so
+    length = en["histograms"]["length"]
+    assert length["clipped"] == 1 and length["range"][1] < 120 and length["n"] == 2 * len(CRAFTED)
+    assert f"{length['clipped']} of {length['n']} values outside it are not drawn" in md
+    # the first screen: the shape and the top issues come before the counts of stats.json
+    assert html.index('id="shape"') < html.index('id="issues"') < html.index('id="counts"')
+    assert md.index("## At a glance") < md.index("Top issues") < md.index("## All counts")
+    assert [(i["kind"], i["n"]) for i in data["issues"]][:2] == [("length_ratio", 3), ("identical", 1)]
+    assert "en: 1 sentences over 80 words (complex; 4.0% of 25)" in md
+    assert (tmp_path / "plots" / "en.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_restricted_report_counts_outliers_but_never_quotes_them(tmp_path):
+    texts = {t for pair in CRAFTED for t in pair} - {"3."}  # "3." is too short to search for
+    for lineage, flag in (("mimic-iii", False), ("cochrane", True)):  # either says restricted
+        folder = crafted_builder(tmp_path / lineage, lineage, mimic_derived=flag)
+        out = tmp_path / lineage / "out"
+        data, html, md = _crafted_report(folder, out)
+        en = data["configs"]["en"]
+        assert data["restricted"] and not data["show_text"]
+        assert {(o["kind"], o["side"]): o["n"] for o in en["outliers"] if o["n"]} == {
+            ("long_sentence", "complex"): 1,
+            ("no_letters", "complex"): 1,
+            ("internal_boundary", "complex"): 1,
+            ("length_ratio", "pair"): 3,
+        }
+        assert en["identical"]["n"] == 1 and "hidden (MIMIC-derived)" in html
+        assert all(not o["examples"] for o in en["outliers"]) and not en["identical"]["examples"]
+        everything = html + md + (out / "report.json").read_text()
+        assert not [t for t in texts if t in everything] and "word0 word1" not in everything
+    shown, html, _ = _crafted_report(folder, tmp_path / "shown", "--show-restricted")
+    assert shown["configs"]["en"]["identical"]["examples"] and SAME in html and "do not share" in html
+
+
+def test_semantic_type_table_names_all_127_types():
+    from medsimp.report.data import clip_range, semantic_type_names
+
+    names = semantic_type_names()
+    assert len(names) == 127 and names["T047"] == "Disease or Syndrome" and names["T204"] == "Eukaryote"
+    assert clip_range([1.0, 2.0, 3.0], 99, low_tail=False) == {"range": [1.0, 3.0], "clipped": 0, "n": 3}
+    assert clip_range([*range(100), 10_000], 99, low_tail=False)["clipped"] == 1

@@ -32,7 +32,7 @@ JOBS = {
     "msd": ["msd", "--output", "R/msd"],
     "plaba": ["plaba", "--output", "R/plaba"],
     "link": ["link", "--input", "R/cochrane", "--output", "R/linked", "--index", "S/umls"],
-    "align": ["align", "--input", "R/cochrane", "--output", "R/align", "--model", "S/model"],
+    "align": ["align", "corpus", "--input", "R/cochrane", "--output", "R/align", "--model", "S/model"],
     "filter": ["filter", "--input", "R/align", "--output", "R/filter"],
 }
 
@@ -58,7 +58,7 @@ def runs(tmp_path_factory):
                 "--set",
                 f"cache.dir={tmp / 'cache-train'}",
                 "align",
-                "--train",
+                "train",
                 "--gold",
                 str(gold),
                 "--output",

@@ -9,7 +9,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from medsimp.cli import main  # noqa: E402
+from medsimp.cli.app import main  # noqa: E402
 from medsimp.selfcorrect.backends import LocalChat  # noqa: E402
 from medsimp.selfcorrect.cache import CachedChat  # noqa: E402
 from medsimp.selfcorrect.loop import self_correct  # noqa: E402
@@ -56,7 +56,8 @@ def test_loop_runs_on_local_model(tiny_model, tmp_path):
     res = self_correct("Small left pleural effusion.", "cot", chat, load_prompts(), 2)
     # a random tiny model never says VERDICT: the loop stops after one critique round
     assert res["corrected"]["stop_reason"] == "unparseable_verdict"
-    assert [t["role"] for t in res["transcript"]] == ["generator_cot", "radiologist", "patient", "processor"]
+    roles = [t["role"] for t in res["transcript"]]  # each critic through the Processor (Yang et al. Sec. 4.2)
+    assert roles == ["generator_cot", "radiologist", "patient", "processor", "processor"]
 
 
 def test_simplify_command_local_backend(tiny_model, tmp_path):

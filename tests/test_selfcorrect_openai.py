@@ -56,6 +56,47 @@ def test_non_retryable_status_fails_fast():
     assert srv.requests == []
 
 
+def test_retries_are_urllib3s_retry_on_the_session_adapter():
+    from urllib3.util.retry import Retry
+
+    from medsimp.selfcorrect.backends import RETRY_STATUS
+
+    chat = _chat("http://127.0.0.1:9/v1", max_retries=3, max_backoff=7)
+    retry = chat._session().get_adapter(chat.base_url).max_retries
+    assert isinstance(retry, Retry) and retry.total == 3 and retry.allowed_methods is None
+    assert set(retry.status_forcelist) == RETRY_STATUS and retry.respect_retry_after_header
+    assert (retry.backoff_factor, retry.backoff_max, retry.retry_after_max) == (0.01, 7, 7)
+    assert not retry.raise_on_status
+
+
+def test_retry_after_is_honoured_up_to_max_backoff():
+    import time
+
+    with FakeChatServer(fail_first=[429], retry_after="30") as srv:
+        chat = _chat(srv.url, max_retries=1, max_backoff=1)
+        start = time.monotonic()
+        assert chat.complete(MSG).text == "ALL CLEAR"
+        assert 0.9 <= time.monotonic() - start < 10 and chat.retries == 1
+
+
+def test_unreadable_retry_after_falls_back_to_the_backoff():
+    with FakeChatServer(fail_first=[503], retry_after="soon") as srv:
+        chat = _chat(srv.url, max_retries=1)
+        assert chat.complete(MSG).text == "ALL CLEAR" and len(srv.requests) == 2
+
+
+def test_connection_errors_are_retried_and_named():
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    chat = _chat(f"http://127.0.0.1:{port}/v1", max_retries=2)
+    with pytest.raises(BackendError, match=r"gave up after 3 attempts \(last: NewConnectionError\)"):
+        chat.complete(MSG)
+    assert (chat.requests_sent, chat.retries) == (3, 2)
+
+
 def test_rate_limiter_spaces_calls():
     now = [0.0]
     slept: list[float] = []
@@ -82,14 +123,16 @@ def test_loop_revises_once_then_stops(tmp_path):
     assert sc["text"].endswith("revised to say it is not serious.")
     assert (sc["rounds_used"], sc["revisions"], sc["stop_reason"]) == (2, 1, "no_critical_comment")
     roles = [t["role"] for t in res["transcript"]]
-    assert roles == [
+    assert roles == [  # Yang et al. Sec. 4.2: each critic's feedback through the Processor
         "generator_plain",
         "radiologist",
         "patient",
         "processor",
+        "processor",
         "generator_revise",
         "radiologist",
         "patient",
+        "processor",
         "processor",
     ]
     assert sc["prompt_tokens"] == sum(t["prompt_tokens"] for t in res["transcript"])
@@ -144,7 +187,9 @@ def test_simplify_command_end_to_end_and_resume(tmp_path):
             main(["--params", params, "simplify", "--input", inp, "--output", str(out), "--limit", "1"]) == 0
         )
         first_calls = len(srv.requests)
-        # 2 modes x 8 turns, minus the 3 round-2 turns both modes share (same revised text)
+        # 2 modes x 10 turns (two Processor calls a round, Yang et al. Sec. 4.2) = 20, minus the
+        # turns whose messages repeat: the Processor on the Patient's unchanged feedback, and in
+        # the CoT mode the Processor on the Radiologist's first feedback and all round-2 critics
         assert first_calls == 13
         assert (
             main(
@@ -163,11 +208,12 @@ def test_simplify_command_end_to_end_and_resume(tmp_path):
             == 0
         )
         # the first sentence came from the cache: only the second one was paid for, and its
-        # three Patient turns (which see only the simplification) were cache hits as well
-        assert len(srv.requests) - first_calls == 13 - 3
+        # Patient and Processor turns (which see only the simplification or the feedback) were
+        # cache hits as well: 2 generator + 2 revise + 3 Radiologist calls
+        assert len(srv.requests) - first_calls == 7
         before = (out / "simplifications.jsonl").read_bytes()
         assert main(["--params", params, "simplify", "--input", inp, "--output", str(out)]) == 0
-        assert len(srv.requests) - first_calls == 10  # fully cached rerun
+        assert len(srv.requests) - first_calls == 7  # fully cached rerun
     assert (out / "simplifications.jsonl").read_bytes() == before
     recs = [json.loads(x) for x in before.decode().splitlines()]
     assert [r["sentence_id"] for r in recs] == ["r:0", "r:1"]

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from medsimp.errors import InputError
-from medsimp.pipelines.cochrane_formats import (
+from medsimp.text.multilingual import split_sentences
+from pipelines.sources.cochrane import (
     FormatError,
     devaraj_prefixes,
     join_reviews,
@@ -15,10 +16,9 @@ from medsimp.pipelines.cochrane_formats import (
     read_devaraj,
     split_doi,
 )
-from medsimp.pipelines.msd_formats import assemble, parse_line, pcio_lookup
-from medsimp.pipelines.multilingual_sentences import split_sentences
-from medsimp.pipelines.plaba import document_sentence_rows, gold_pairs, iter_documents
-from medsimp.pipelines.records import Line
+from pipelines.sources.msd import assemble, parse_line, pcio_lookup
+from pipelines.sources.plaba import document_sentence_rows, gold_pairs, iter_documents
+from pipelines.sources.records import Line
 
 FIX = Path(__file__).parent / "fixtures" / "sources"
 
@@ -225,8 +225,8 @@ def test_plaba_deletions_splits_and_errors():
 
 
 def test_jsonl_line_with_invalid_utf8_is_rejected_not_replaced(tmp_path):
-    from medsimp.pipelines.cochrane import read_spec
-    from medsimp.pipelines.cochrane_formats import FormatError
+    from pipelines.jobs.cochrane import read_spec
+    from pipelines.sources.cochrane import FormatError
 
     good = (
         '{"doi": "10.1002/14651858.CD000001.pub2", "language": "en", "title": "T", '
@@ -248,8 +248,8 @@ def test_jsonl_line_with_invalid_utf8_is_rejected_not_replaced(tmp_path):
     ],
 )
 def test_plaba_document_faults_are_named(entry, reason):
-    from medsimp.pipelines.plaba import parse_document
-    from medsimp.pipelines.records import FormatError
+    from pipelines.sources.plaba import parse_document
+    from pipelines.sources.records import FormatError
 
     with pytest.raises(FormatError) as err:
         parse_document("q1", "What is asthma?", "123", entry)
@@ -258,7 +258,7 @@ def test_plaba_document_faults_are_named(entry, reason):
 
 @pytest.mark.parametrize("topic", [None, 7, "", " -- "])
 def test_msd_record_without_a_usable_topic_is_missing_topic(topic):
-    from medsimp.pipelines.records import FormatError
+    from pipelines.sources.records import FormatError
 
     obj = {"topic": topic, "audience": "consumer", "sections": []}
     with pytest.raises(FormatError) as err:

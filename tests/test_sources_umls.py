@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
-from medsimp.pipelines.readability import document_scores, scores
-from medsimp.pipelines.sentence_rows import document_rows
-from medsimp.pipelines.umls import ConceptLinker, build_index, installation, negation_flip
 from medsimp.schemas import sentence_schema
+from medsimp.text.readability import document_scores, scores
+from pipelines.sources.rows import document_rows
+from pipelines.text.umls import ConceptLinker, build_index, installation, negation_flip
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"
@@ -41,6 +41,30 @@ def test_index_output_is_a_reproducible_manifest(index, tmp_path):
     assert sorted(p.name for p in again.iterdir()) == ["index.json"]
     assert (again / "index.json").read_bytes() == (index / "index.json").read_bytes()
     assert (installation(manifest) / "ENG").is_dir()
+
+
+def test_manifest_is_the_same_from_any_folder(index, tmp_path, monkeypatch):
+    """The manifest names its sources by file name, not by the folder they were typed with, so
+    the index built from a relative path in one folder equals the one built from elsewhere (issue 29)."""
+    monkeypatch.chdir(ROOT)
+    build_index(
+        "data/sample/umls/MRCONSO.RRF", "data/sample/umls/MRSTY.RRF", tmp_path / "a", ["ENG", "SPA", "GER"]
+    )
+    assert (tmp_path / "a" / "index.json").read_bytes() == (index / "index.json").read_bytes()
+    sources = json.loads((index / "index.json").read_text(encoding="utf-8"))["sources"]
+    assert sources == {"mrconso": "MRCONSO.RRF", "mrsty": "MRSTY.RRF"}
+
+
+def test_a_lost_store_needs_the_files_the_index_was_built_from(index, tmp_path, monkeypatch):
+    manifest = json.loads((index / "index.json").read_text(encoding="utf-8"))
+    monkeypatch.setenv("MEDSIMP_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(FileNotFoundError, match="run `medsimp umls-index`"):
+        installation(manifest)  # no sources given: the manifest's file names alone are not a path
+    other = tmp_path / "MRSTY.RRF"
+    other.write_text((UMLS / "MRSTY.RRF").read_text(encoding="utf-8")[:-200], encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match="not the files it was built from"):
+        installation(manifest, (str(UMLS / "MRCONSO.RRF"), str(other)))
+    assert not (tmp_path / "empty-cache" / "quickumls" / manifest["fingerprint"]).exists()
 
 
 def test_concept_spans_on_a_known_sentence(index):
@@ -158,8 +182,8 @@ def test_link_job_cache_and_stats(index, tmp_path, capsys):
     assert (first["read"], first["kept"], first["rejected"]) == (6, 5, 1)
     assert (first["cache_hits"], first["cache_misses"]) == (0, 4)
     assert (second["cache_hits"], second["cache_misses"]) == (4, 0)
-    assert first["sentences_without_index"] == 1
-    assert json.loads((tmp_path / "a" / "stats.json").read_text())["sentences_without_index_by"] == {"fa": 1}
+    linked = json.loads((tmp_path / "a" / "stats.json").read_text())
+    assert linked["sentences_without_index"] == 1 and linked["sentences_without_index_by"] == {"fa": 1}
     # cold and warm cache runs write the same bytes, metrics too (cache counts: the run record)
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     for f in sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.*")):
@@ -191,7 +215,7 @@ def test_link_job_cache_and_stats(index, tmp_path, capsys):
 
 
 def test_a_demo_sized_index_is_named_in_the_summary(index, capsys):
-    from medsimp.pipelines.umls import demo_note, read_manifest
+    from pipelines.text.umls import demo_note, read_manifest
 
     note = demo_note(read_manifest(index))
     assert len(note) == 1 and "demo vocabulary" in note[0]

@@ -7,9 +7,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from medsimp.atomic import atomic_dir
 from medsimp.config import ParamsError, apply_overrides, load_params, params_hash
 from medsimp.doccache import DocCache, content_key
-from medsimp.outputs import CountsMismatch, atomic_dir, check_reconciles
+from medsimp.stats import CountsMismatch, check_reconciles
 
 
 def test_overrides_parse_yaml_values_and_nest():
@@ -66,7 +67,7 @@ def test_doccache_roundtrip_and_counts(tmp_path):
 def _run_write(out_dir: Path) -> dict[str, str]:
     import apache_beam as beam
 
-    from medsimp.pipelines.beam_io import WriteSorted, fill_empty_shards, pipeline_options
+    from pipelines.jobs.beam_io import WriteSorted, fill_empty_shards, pipeline_options
 
     schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
     rows = [{"k": f"doc{i % 7}", "v": i} for i in range(60)]

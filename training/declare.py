@@ -80,22 +80,37 @@ class DNLI(nn.Module):
         return logits.masked_scatter(option_mask, self.score(feats).squeeze(-1).to(logits.dtype))
 
 
-class RSSP(nn.Module):
-    """Attention LSTM decoder over encoder states (Luong attention, input feeding, output tied
-    to the input embeddings). With `copy` the output mixes in the attention over the input
-    tokens through a generation gate (pointer-generator), so spans can be copied from the
-    marked input after little training; without it the decoder is the paper's plain one."""
+DECODERS = ("paper", "luong_tied")
 
-    def __init__(self, embeddings: nn.Embedding, hidden: int, copy: bool = True):
+
+class RSSP(nn.Module):
+    """Attention LSTM decoder over encoder states.
+
+    `paper` (default, Luo et al. Sec. 4.3): the LSTM reads the previous token's embedding;
+    dot attention o_ti = h_t . v_i over the encoder states, s_t = sum_i alpha_ti v_i; the
+    output r_t = softmax(W [h_t; s_t] + b) with its own W and b. `luong_tied` (our earlier
+    decoder, an option): bilinear attention h_t W_a v_i, input feeding of the attentional state
+    tanh(W_c [h_t; s_t]), output projected onto the tied input embeddings. With `copy` the output
+    mixes in the attention over the input tokens through a generation gate (pointer-generator)."""
+
+    def __init__(self, embeddings: nn.Embedding, hidden: int, copy: bool = True, decoder: str = "paper"):
         super().__init__()
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, not {decoder!r}")
         self.embeddings = embeddings
+        self.decoder = decoder
         dim = embeddings.embedding_dim
-        self.lstm = nn.LSTMCell(dim + hidden, hidden)
-        self.attn = nn.Linear(hidden, hidden, bias=False)
-        self.combine = nn.Linear(2 * hidden, hidden)
-        self.to_emb = nn.Linear(hidden, dim)
+        feed_dim = 2 * hidden if decoder == "paper" else hidden
+        if decoder == "paper":
+            self.lstm = nn.LSTMCell(dim, hidden)
+            self.out = nn.Linear(2 * hidden, embeddings.num_embeddings)
+        else:
+            self.lstm = nn.LSTMCell(dim + hidden, hidden)
+            self.attn = nn.Linear(hidden, hidden, bias=False)
+            self.combine = nn.Linear(2 * hidden, hidden)
+            self.to_emb = nn.Linear(hidden, dim)
         self.copy = copy
-        self.gate = nn.Linear(hidden + dim, 1) if copy else None
+        self.gate = nn.Linear(feed_dim + dim, 1) if copy else None
         self.hidden = hidden
 
     def init_state(self, memory: torch.Tensor, mask: torch.Tensor):
@@ -104,13 +119,20 @@ class RSSP(nn.Module):
         return mean, torch.zeros_like(mean), torch.zeros_like(mean)
 
     def step(self, emb: torch.Tensor, state, memory: torch.Tensor, mask: torch.Tensor):
-        """One step: embedded previous token (B, D) -> (attentional state (B, H), attention (B, S), state)."""
+        """One step: embedded previous token (B, D) -> (output features (B, 2H) for `paper`,
+        the attentional state (B, H) for `luong_tied`; attention (B, S); state)."""
         h, c, feed = state
-        x = torch.cat([emb, feed], dim=-1)
-        h, c = self.lstm(x, (h, c))
-        scores = torch.bmm(memory, self.attn(h).unsqueeze(2)).squeeze(2)
+        if self.decoder == "paper":
+            h, c = self.lstm(emb, (h, c))
+            scores = torch.bmm(memory, h.unsqueeze(2)).squeeze(2)  # o_ti = h_t . v_i
+        else:
+            h, c = self.lstm(torch.cat([emb, feed], dim=-1), (h, c))
+            scores = torch.bmm(memory, self.attn(h).unsqueeze(2)).squeeze(2)
         att = torch.softmax(scores.masked_fill(~mask, NEG_INF), dim=1)
         ctx = torch.bmm(att.unsqueeze(1), memory).squeeze(1)
+        if self.decoder == "paper":
+            out = torch.cat([h, ctx], dim=-1)  # [h_t; s_t]
+            return out, att, (h, c, feed)
         feed = torch.tanh(self.combine(torch.cat([h, ctx], dim=-1)))
         return feed, att, (h, c, feed)
 
@@ -118,7 +140,10 @@ class RSSP(nn.Module):
         self, feed: torch.Tensor, att: torch.Tensor, emb: torch.Tensor, src_ids: torch.Tensor
     ) -> torch.Tensor:
         """Next-token log-probabilities; feed (..., H), att (..., S), emb (..., D), src_ids (B, S)."""
-        logits = (self.to_emb(feed) @ self.embeddings.weight.t()).float()
+        if self.decoder == "paper":
+            logits = self.out(feed).float()  # W [h_t; s_t] + b
+        else:
+            logits = (self.to_emb(feed) @ self.embeddings.weight.t()).float()
         if not self.copy:
             return torch.log_softmax(logits, dim=-1)
         assert self.gate is not None  # built when copy is on
@@ -158,9 +183,9 @@ class Encoded(nn.Module):
 class BertMT(Encoded):
     """BERT-MT: the decoder generates the simple sentence from the complex one; `losses` gives Lr."""
 
-    def __init__(self, encoder: nn.Module, copy: bool = False):
+    def __init__(self, encoder: nn.Module, copy: bool = False, decoder: str = "paper"):
         super().__init__(encoder)
-        self.rssp = RSSP(encoder.get_input_embeddings(), encoder.config.hidden_size, copy)
+        self.rssp = RSSP(encoder.get_input_embeddings(), encoder.config.hidden_size, copy, decoder)
 
     def losses(self, batch: dict) -> dict[str, torch.Tensor]:
         memory = self.encode(batch["src_ids"], batch["src_mask"])
@@ -191,12 +216,12 @@ class BertMT(Encoded):
 class Declare(Encoded):
     """Encoder + CWL + DNLI + RSSP; `losses` gives Lp, Lq, Lr for the joint loss."""
 
-    def __init__(self, encoder: nn.Module, dropout: float = 0.1, copy: bool = True):
+    def __init__(self, encoder: nn.Module, dropout: float = 0.1, copy: bool = True, decoder: str = "paper"):
         super().__init__(encoder)
         hidden = encoder.config.hidden_size
         self.cwl = CWL(hidden, dropout)
         self.dnli = DNLI(hidden)
-        self.rssp = RSSP(encoder.get_input_embeddings(), hidden, copy)
+        self.rssp = RSSP(encoder.get_input_embeddings(), hidden, copy, decoder)
 
     def dnli_logits(self, batch: dict) -> torch.Tensor:
         p = self.encode(batch["p_ids"], batch["p_mask"])

@@ -1,11 +1,12 @@
 """The typed evaluation API: `score(...)` -> `Evaluation` (scores, scales, signature).
 
-    from medsimp.training.evaluation import score
+    from training.evaluation import score
     result = score(["the patient has high blood pressure ."], [["the patient has high blood pressure ."]],
                    sources=["pt has htn ."], select=["bleu", "sari"])
     result.scores["sari"], result.scales["sari"], result.signature
 
-`medsimp evaluate` is a thin wrapper over `Scorer` and `signature` (docs/metrics.md).
+`medsimp evaluate files` is a thin wrapper over `Scorer` and `signature`; `medsimp evaluate stage`
+runs training/evaluate_stage.py (docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -13,35 +14,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medsimp.metrics import Inputs, metric_of
+from medsimp.metrics import metrics as all_metrics
+from medsimp.metrics import scales as metric_scales
+from medsimp.params_schema import Evaluate, Link, Notes, Train, section_of
+
 # One declared scale per reported value (docs/metrics.md). The numbers keep the scales
-# the papers and libraries report them on; nothing is rescaled.
-SCALES: dict[str, str] = {
-    **{
-        k: "0-1"
-        for k in (
-            "bleu",
-            "bleu_1",
-            "bleu_2",
-            "bleu_3",
-            "bleu_4",
-            "meteor",
-            "rouge_1",
-            "rouge_2",
-            "rouge_l",
-            "bertscore_f1",
-            "hit",
-            "cwr",
-            "ascore",
-        )
-    },
-    "cider": "0-10",
-    **{k: "0-100" for k in ("sari", "sari_keep", "sari_del", "sari_add")},
-    "fkgl": "US grade: unbounded, lower = simpler",
+# the papers and libraries report them on; nothing is rescaled. The metrics' scales are
+# declared by the metrics themselves (medsimp.metrics); these are the extra measures'.
+MEASURE_SCALES: dict[str, str] = {
     # EASSE-style measures (training/simplification_measures.py), means over sentences
     **{
         k: "0-1"
@@ -54,10 +40,11 @@ SCALES: dict[str, str] = {
     "lcs_distance": "0-1, 0 = the input copied",
     "input_bleu": "0-1, 1 = the input copied",
     # Cao et al. 2020's expertise-style-transfer measures (training/style_transfer_measures.py)
-    "style_accuracy": "0-1, share classified as the target style (layman)",
+    "style_accuracy": "0-1, share classified as the target style (layman for e2l, expert for l2e)",
     "perplexity": "perplexity: >= 1, lower = more fluent under the chosen LM",
-    "masked_edit_distance": "word edits: mean per sentence, 0 = the input kept (UMLS concepts masked)",
+    "masked_edit_distance": "edits (characters by default) between the parallel gold pair, or output and input: mean per sentence (UMLS concepts masked)",
 }
+SCALES: dict[str, str] = {**metric_scales(), **MEASURE_SCALES}
 
 # The measures whose definition is ours to name in the signature (any mode).
 _MEASURE_IMPLEMENTATIONS: dict[str, tuple[str, str | None]] = {
@@ -65,34 +52,19 @@ _MEASURE_IMPLEMENTATIONS: dict[str, tuple[str, str | None]] = {
     "input_bleu": ("medsimp-corpus-bleu4-vs-input+nosmooth", None),
 }
 
-# metric -> (implementation, the distribution whose version is recorded; None = medsimp's own)
-_IMPLEMENTATIONS: dict[str, dict[str, tuple[str, str | None]]] = {
-    "default": {
-        "bleu": ("medsimp-corpus-bleu+nosmooth", None),
-        "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
-        "rouge_1": ("medsimp-rouge-f1=rouge-score-0.1.2", None),
-        "rouge_2": ("medsimp-rouge-f1=rouge-score-0.1.2", None),
-        "rouge_l": ("medsimp-rouge-f1=rouge-score-0.1.2", None),
-        "cider": ("medsimp-cider-d=pycocoevalcap-1.2", None),
-        "sari": ("medsimp-sari-xu2016", None),
-        "fkgl": ("medsimp-readability=textstat-0.7.13-counts", None),
-        "bertscore": ("bert-score-minilm-l6+noidf+norescale", "bert-score"),
-        "hit": ("medsimp-hit-source-terms", None),
-        "cwr": ("medsimp-cwr-lemma", None),
-        "ascore": ("medsimp-ascore-a2-b1.5", None),
-    },
-    "medlane": {
-        "bleu": ("coco-bleu-closest", "pycocoevalcap"),
-        "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
-        "rouge_l": ("coco-rouge-beta1.2", "pycocoevalcap"),
-        "cider": ("medsimp-cider-d=pycocoevalcap-1.2", None),
-        "hit": ("medlane-count_hit-regex", "regex"),
-        "cwr": ("medlane-count_common", None),
-        "ascore": ("medlane-ascore-floor1e-4", None),
-    },
+# MedLane compat mode: metric -> (implementation, the distribution whose version is recorded;
+# None = medsimp's own). Default mode takes each metric's own `signature_label`.
+_MEDLANE_IMPLEMENTATIONS: dict[str, tuple[str, str | None]] = {
+    "medlane_bleu": ("coco-bleu-closest", "pycocoevalcap"),
+    "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
+    "rouge_l": ("coco-rouge-beta1.2", "pycocoevalcap"),
+    "cider": ("medsimp-cider-d=pycocoevalcap-1.2", None),
+    "hit": ("medlane-count_hit-regex", "regex"),
+    "cwr": ("medlane-count_common", None),
+    "ascore": ("medlane-ascore-floor1e-4", None),
 }
-_TOKENIZER = {"default": "nltk-treebank", "medlane": "whitespace+bert-basic-refs"}
-_CASE = {"default": "lc", "medlane": "lc-refs"}
+_TOKENIZER = {"default": "per-metric", "medlane": "whitespace+bert-basic-refs"}
+_CASE = {"default": "per-metric", "medlane": "lc-refs"}
 
 
 @functools.cache
@@ -110,11 +82,14 @@ def signature(
     n_refs: int,
     metrics: Sequence[str],
     measures: dict[str, tuple[str, str | None]] | None = None,
+    data: Inputs | None = None,
 ) -> str:
     """A sacrebleu-like string naming, for each metric computed, its implementation and
     version, plus the tokenizer, casing, mode and reference count:
     `medsimp:0.1.0|mode:default|tok:nltk-treebank|case:lc|refs:4|bleu:medsimp-corpus-bleu+nosmooth@0.1.0|...`.
     `measures`: implementations known only at run time (the style classifier, the LM, the index).
+    Default mode: each metric names its own implementation and tokenization (`data`: the scored
+    inputs, for sacrebleu's reference count).
     """
     parts = [
         f"medsimp:{_version(None)}",
@@ -123,24 +98,30 @@ def signature(
         f"case:{_CASE[mode]}",
         f"refs:{n_refs}",
     ]
-    impl = {**_IMPLEMENTATIONS[mode], **_MEASURE_IMPLEMENTATIONS, **(measures or {})}
+    registry = all_metrics()
+    impl = {
+        **(_MEDLANE_IMPLEMENTATIONS if mode == "medlane" else {}),
+        **_MEASURE_IMPLEMENTATIONS,
+        **(measures or {}),
+    }
     for name in metrics:
-        if name in impl:
+        if mode != "medlane" and name in registry:
+            metric = registry[name]
+            parts.append(f"{name}:{metric.signature_label(data)}@{_version(metric.dist)}")
+        elif name in impl:
             label, dist = impl[name]
             parts.append(f"{name}:{label}@{_version(dist)}")
     return "|".join(parts)
 
 
 def metric_names(scores: dict) -> list[str]:
-    """The selectable metric names behind a scores dict's keys (bleu_2 -> bleu, sari_add -> sari)."""
-    from medsimp.training.scoring import METRICS
-
-    names = {
-        "bertscore" if k == "bertscore_f1" else k.split("_")[0] if k.split("_")[0] in ("bleu", "sari") else k
-        for k, v in scores.items()
-        if v is not None
-    }
-    return [m for m in METRICS if m in names]
+    """The selectable metric names behind a scores dict's keys (bleu_2 -> medlane_bleu, sari_add -> sari)."""
+    names = set()
+    for key, value in scores.items():
+        metric = metric_of(key)
+        if value is not None and metric is not None:
+            names.add(metric.name)
+    return [m for m in all_metrics() if m in names]
 
 
 @dataclass
@@ -163,53 +144,79 @@ class Scorer:
 
     def __init__(
         self,
-        cfg: dict,
-        train_cfg: dict,
-        notes_cfg: dict,
+        cfg: Evaluate | Mapping[str, Any],
+        train_cfg: Train | Mapping[str, Any],
+        notes_cfg: Notes | Mapping[str, Any],
         base: str | Path = ".",
         select: Sequence[str] | None = None,
-        link_cfg: dict | None = None,
+        link_cfg: Link | Mapping[str, Any] | None = None,
+        options: dict | None = None,
+        from_file: bool = True,
     ):
-        """`link_cfg`: the QuickUMLS matcher settings (params `link`) for `masked_edit_distance`."""
+        """`base`: the params file's folder, which relative params paths are resolved against;
+        `link_cfg`: the QuickUMLS matcher settings (params `link`) for `masked_edit_distance`;
+        `options`: per-metric settings (`rouge_tokenizer`: nltk or rouge-score). `from_file`
+        False: there is no params file, the settings are the defaults; a default dictionary
+        that is not here (a checkout's sample file) is left out with a one-line warning.
+        The sections are typed (`medsimp.params_schema`); a dict gets the defaults."""
         from medsimp.config import resolve_path
-        from medsimp.params_schema import default
+        from medsimp.metrics import selection
         from medsimp.resources import resolve_model
-        from medsimp.training import scoring
-        from medsimp.training.lexicon import load_common_words, load_dictionary
+        from training.lexicon import load_common_words, load_dictionary
 
+        cfg = section_of(Evaluate, cfg)
         self.common = load_common_words(
-            resolve_path(
-                cfg.get("common_words") or notes_cfg.get("common_words") or default("notes.common_words"),
-                base,
-            )
+            resolve_path(cfg.common_words or section_of(Notes, notes_cfg).common_words, base)
         )
-        self.dictionary = load_dictionary(
-            [resolve_path(p, base) for p in cfg.get("dictionaries") or train_cfg.get("dictionaries") or []]
-        )
-        self.meteor = bool(cfg.get("meteor", True))
-        self.select = list(select) if select is not None else cfg.get("select")
+        dictionaries = [
+            resolve_path(p, base) for p in cfg.dictionaries or section_of(Train, train_cfg).dictionaries
+        ]
+        if not from_file:
+            for missing in [p for p in dictionaries if not Path(p).exists()]:
+                warn_once(
+                    f"abbreviation dictionary {missing} not found (a default of train.dictionaries: "
+                    "no params file here); HIT, CWR and AScore use the others (give --params / params=)"
+                )
+                dictionaries.remove(missing)
+        self.dictionary = load_dictionary(dictionaries)
+        self.meteor = cfg.meteor
+        self.select = list(select) if select is not None else cfg.select
         self.bert = (
-            resolve_model(cfg.get("bertscore_model", "minilm"))
-            if cfg.get("bertscore", True) and "bertscore" in scoring.selection(self.select)
+            resolve_model(cfg.bertscore_model)
+            if cfg.bertscore and "bertscore" in selection(self.select)
             else None
         )
-        self.cfg, self.base, self.link_cfg = cfg, base, dict(link_cfg or {})
-        self.unavailable: dict[str, str] = {}  # style-transfer measure -> why it is not computed
+        self.cfg, self.base, self.link_cfg = cfg, base, section_of(Link, link_cfg)
+        self.options = dict(options or {})
+        self.unavailable: dict[str, str] = {}  # metric or measure -> why it is not computed
         self.implementations: dict[str, tuple[str, str | None]] = {}
         self._loaded: dict[str, Any] = {}
 
     def score(self, hyps: list[str], items, mode: str, full: bool = True) -> dict:
-        from medsimp.training import scoring
+        from medsimp.metrics import scoring
 
         if len(hyps) != len(items):
             raise ValueError(f"{len(hyps)} outputs for {len(items)} evaluation sentences")
         if mode == "medlane":
             return scoring.score_medlane(
-                hyps, items, self.common, set(self.dictionary), self.meteor and full, self.select
+                hyps,
+                items,
+                self.common,
+                set(self.dictionary),
+                self.meteor and full,
+                self.select,
+                self.cfg.medlane_references,
             )
         scoring.attach_terms(items, self.dictionary)
         return scoring.score_default(
-            hyps, items, self.common, self.bert if full else None, self.meteor and full, self.select
+            hyps,
+            items,
+            self.common,
+            self.bert if full else None,
+            self.meteor and full,
+            self.select,
+            self.options,
+            self.unavailable,
         )
 
     def evaluate(
@@ -223,8 +230,12 @@ class Scorer:
     ) -> Evaluation:
         """`score` wrapped with its scales and signature (values rounded to 6 decimals).
         `extras`: also the EASSE and copy measures (`simplification_measures`, needs sources),
-        Cao et al.'s style-transfer measures (`style_transfer`) and the MedLane length-bucket breakdown (default mode, BLEU/HIT/CWR/AScore per source-length bucket)."""
+        Cao et al.'s style-transfer measures (`style_transfer`) and the MedLane length-bucket
+        breakdown (default mode, MedLane BLEU/HIT/CWR/AScore per source-length bucket)."""
+        from medsimp.metrics.scoring import inputs
+
         scores = _rounded(self.score(hyps, items, mode))
+        data = inputs(hyps, items, self.common, self.options)
         n_refs = max((len(it.references) for it in items), default=0)
         if mode == "medlane":
             n_refs = min(n_refs, 4)
@@ -233,40 +244,61 @@ class Scorer:
             len(items),
             scores,
             {k: SCALES[k] for k in scores if k in SCALES},
-            signature(mode, n_refs, metric_names(scores)),
+            signature(mode, n_refs, metric_names(scores), data=data),
         )
         if extras and all(it.source is not None for it in items):
-            from medsimp.training.simplification_measures import measures
+            from training.simplification_measures import measures
 
             sources = [str(it.source) for it in items]
             found = _rounded(
-                {**measures(sources, hyps, language), **self.style_transfer(sources, hyps, language)}
+                {
+                    **measures(sources, hyps, language),
+                    **self.style_transfer(sources, hyps, language, [it.references for it in items]),
+                }
             )
             result.extra["measures"] = found
             result.extra["length_buckets"] = self.buckets(hyps, items, bucket_edges)
             impl = {**_MEASURE_IMPLEMENTATIONS, **self.implementations}
             named = [m for m in impl if found.get(m) is not None]
-            result.signature = signature(mode, n_refs, [*metric_names(scores), *named], self.implementations)
-            if self.unavailable:
-                result.extra["not_computed"] = dict(self.unavailable)
+            result.signature = signature(
+                mode, n_refs, [*metric_names(scores), *named], self.implementations, data
+            )
+        if self.unavailable:
+            result.extra["not_computed"] = dict(self.unavailable)
         return result
 
-    def style_transfer(self, sources: list[str], hyps: list[str], language: str) -> dict[str, float | None]:
+    def style_transfer(
+        self,
+        sources: list[str],
+        hyps: list[str],
+        language: str,
+        references: Sequence[Sequence[str]] | None = None,
+    ) -> dict[str, float | None]:
         """Cao et al.'s style accuracy, perplexity and masked edit distance; None where the params
-        give no classifier, language model or UMLS index (the reason is in `unavailable`)."""
-        from medsimp.training import style_transfer_measures as st
-        from medsimp.training.scoring import tokenize
+        give no classifier, language model or UMLS index (the reason is in `unavailable`).
+        `masked_edit_pair: gold` (Table 3): between each source and its first reference."""
+        from medsimp.metrics.scoring import expand, tokenize
+        from training import style_transfer_measures as st
 
         classifier, lm, linker = (self._resource(n) for n in STYLE_TRANSFER)
         masked = None
         if linker is not None:
             if linker.has_language(language):
                 spans = lambda t: [(c["start"], c["end"]) for c in linker.link(t, language)]  # noqa: E731
-                masked = st.masked_edit_distance(sources, hyps, spans, tokenize)
+                if self.cfg.masked_edit_pair == "output":
+                    masked = st.masked_edit_distance(sources, hyps, spans, tokenize)
+                else:
+                    gold = [
+                        (s, expand(rs[0])) for s, rs in zip(sources, references or [], strict=False) if rs
+                    ]
+                    masked = st.gold_masked_edit_distance(
+                        [s for s, _ in gold], [r for _, r in gold], spans, tokenize, self.cfg.masked_edit_unit
+                    )
             else:
                 self.unavailable["masked_edit_distance"] = f"the UMLS index has no {language} matcher"
+        target = st.STYLE_TARGET[self.cfg.style_direction]
         return {
-            "style_accuracy": st.style_accuracy(classifier, hyps) if classifier is not None else None,
+            "style_accuracy": st.style_accuracy(classifier, hyps, target) if classifier is not None else None,
             "perplexity": st.corpus_perplexity(lm[0], lm[1], hyps) if lm is not None else None,
             "masked_edit_distance": masked,
         }
@@ -280,32 +312,37 @@ class Scorer:
 
     def _load(self, name: str) -> Any:
         from medsimp.config import resolve_path
-        from medsimp.training import style_transfer_measures as st
+        from training import style_transfer_measures as st
 
         cfg = self.cfg
-        path = lambda key: resolve_path(cfg[key], self.base)  # noqa: E731
+        path = lambda key: resolve_path(getattr(cfg, key), self.base)  # noqa: E731
         try:
-            if name == "style_accuracy" and cfg.get("style_data"):
+            if name == "style_accuracy" and cfg.style_data:
                 texts, labels = st.style_corpus(path("style_data"))
                 rows = hashlib.sha256(json.dumps([texts, labels]).encode("utf-8")).hexdigest()[:12]
+                kind, target = cfg.style_classifier, "layman" if cfg.style_direction == "e2l" else "expert"
                 self.implementations[name] = (
-                    f"tfidf-word1-2+logreg-C1-target-layman-rows-{rows}",
-                    "scikit-learn",
+                    f"fasttext-supervised-defaults-seed13-target-{target}-rows-{rows}"
+                    if kind == "fasttext"
+                    else f"tfidf-word1-2+logreg-C1-target-{target}-rows-{rows}",
+                    "fasttext-wheel" if kind == "fasttext" else "scikit-learn",
                 )
-                return st.train_style_classifier(texts, labels)
-            if name == "perplexity" and cfg.get("perplexity_model"):
+                return st.train_style_classifier(texts, labels, kind)
+            if name == "perplexity" and cfg.perplexity_model:
                 model_dir = Path(path("perplexity_model"))
                 self.implementations[name] = (
                     f"causal-lm-{model_dir.name}-{_folder_digest(model_dir)}-exp-nll-per-token",
                     "transformers",
                 )
                 return st.load_causal_lm(str(model_dir))
-            if name == "masked_edit_distance" and cfg.get("umls_index"):
-                from medsimp.pipelines.umls import ConceptLinker
+            if name == "masked_edit_distance" and cfg.umls_index:
+                from pipelines.text.umls import ConceptLinker
 
                 linker = ConceptLinker(path("umls_index"), self.link_cfg)
+                pair = "gold" if cfg.masked_edit_pair == "gold" else "output-input"
+                unit = cfg.masked_edit_unit if pair == "gold" else "word"
                 self.implementations[name] = (
-                    f"word-levenshtein-umls-masked-{linker.fingerprint[:12]}",
+                    f"{unit}-levenshtein-{pair}-umls-masked-{linker.fingerprint[:12]}",
                     "medspacy_quickumls",
                 )
                 return linker
@@ -315,11 +352,12 @@ class Scorer:
         return None
 
     def buckets(self, hyps: list[str], items, edges: Sequence[int]) -> list[dict]:
-        """One row per source-length bucket: {bucket, n, bleu, hit, cwr, ascore} (default mode)."""
-        from medsimp.training.scoring import length_buckets
+        """One row per source-length bucket: {bucket, n, medlane_bleu, hit, cwr, ascore} (default mode)."""
+        from medsimp.metrics.scoring import length_buckets
 
         labels = length_buckets(items, edges)
         rows = []
+        why = dict(self.unavailable)  # a bucket without terms says nothing about the whole set
         for label in sorted(set(labels), key=lambda s: int(s.split("-")[0].rstrip("+"))):
             idx = [i for i, lab in enumerate(labels) if lab == label]
             sub = self.score([hyps[i] for i in idx], [items[i] for i in idx], "default", full=False)
@@ -327,27 +365,58 @@ class Scorer:
                 {
                     "bucket": label,
                     "n": len(idx),
-                    **_rounded({k: sub.get(k) for k in ("bleu", "hit", "cwr", "ascore")}),
+                    **_rounded({k: sub.get(k) for k in BUCKET_METRICS}),
                 }
             )
+        self.unavailable = why
         return rows
 
     def per_sentence(self, hyps: list[str], items) -> list[dict]:
-        """One row per output line: the selected SENTENCE_METRICS of that line alone, default mode
-        (sentence BLEU unsmoothed, as the corpus BLEU; like sacrebleu's `--sentence-level`)."""
-        from medsimp.training import scoring
+        """One row per output line: every selected metric with a sentence reading (`Metric.sentence`),
+        default mode; BLEU is sacrebleu's smoothed sentence BLEU, as sacrebleu's `--sentence-level`."""
+        from medsimp.metrics import NotComputable, selection
+        from medsimp.metrics.base import check_needs
+        from medsimp.metrics.scoring import attach_terms, inputs
 
-        chosen = [m for m in SENTENCE_METRICS if m in scoring.selection(self.select)]
-        saved, self.select = self.select, chosen
-        try:
-            return [
-                {"line": i + 1, **_rounded(self.score([h], [it], "default", full=False))}
-                for i, (h, it) in enumerate(zip(hyps, items))
-            ]
-        finally:
-            self.select = saved
+        attach_terms(items, self.dictionary)
+        data = inputs(hyps, items, self.common, self.options)
+        chosen = [m for n, m in all_metrics().items() if n in selection(self.select) and m.has_sentence]
+        rows = []
+        for i in range(len(hyps)):
+            row: dict[str, float | None] = {}
+            for metric in chosen:
+                try:
+                    check_needs(metric, data)
+                    row[metric.keys[0]] = metric.sentence(data, i)
+                except NotComputable:
+                    row[metric.keys[0]] = None
+            rows.append({"line": i + 1, **_rounded(row)})
+        return rows
+
+    def significance_stats(self, hyps: list[str], items) -> dict:
+        """{metric: (Metric, SystemStats)} for every selected metric with a sentence reading whose
+        sentence scores are all defined (default mode), for `significance.paired_bootstrap`."""
+        from medsimp.metrics import NotComputable, selection
+        from medsimp.metrics.base import check_needs
+        from medsimp.metrics.scoring import attach_terms, inputs
+        from medsimp.metrics.significance import collect
+
+        attach_terms(items, self.dictionary)
+        data = inputs(hyps, items, self.common, self.options)
+        out = {}
+        for name, metric in all_metrics().items():
+            if name in selection(self.select) and metric.has_sentence:
+                try:
+                    check_needs(metric, data)
+                    got = collect(metric, data)
+                except NotComputable:
+                    continue
+                if got is not None:
+                    out[name] = (metric, got)
+        return out
 
 
+BUCKET_METRICS = ("medlane_bleu", "hit", "cwr", "ascore")  # the paper's Figure 4 per length bucket
 STYLE_TRANSFER = ("style_accuracy", "perplexity", "masked_edit_distance")
 NOT_CONFIGURED = {
     "style_accuracy": "set evaluate.style_data (text+label rows, e.g. builders/msd)",
@@ -355,9 +424,17 @@ NOT_CONFIGURED = {
     "masked_edit_distance": "set evaluate.umls_index (the umls stage's index, e.g. out/umls)",
 }
 
-# Metrics with a per-sentence reading (CIDEr's document frequencies, METEOR's and BERTScore's
-# corpus set-up make them corpus-level only).
-SENTENCE_METRICS = ("bleu", "rouge_1", "rouge_2", "rouge_l", "sari", "fkgl", "hit", "cwr", "ascore")
+
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """`warning: message` on stderr, once per process (a notebook scoring in a loop sees it once)."""
+    import sys
+
+    if message not in _WARNED:
+        _WARNED.add(message)
+        print(f"warning: {message}", file=sys.stderr)
 
 
 def _rounded(scores: dict) -> dict:
@@ -372,24 +449,39 @@ def score(
     select: Sequence[str] | None = None,
     params: str | Path = "params.yaml",
     overrides: dict | None = None,
+    options: dict | None = None,
 ) -> Evaluation:
     """Score one system: `hyps[i]` against `references[i]` (a list; `abbr[full]` annotations
     allowed) and `sources[i]` (needed for SARI and default-mode HIT). `select` names the
     metrics (None = params `evaluate.select`, null = all); `params` is read for the word
     lists and the METEOR/BERTScore switches, `overrides` replaces `evaluate` keys."""
-    from medsimp.config import load_params, section
-    from medsimp.training.scoring import EvalItem
+    from medsimp.config import load_params, params_dir
+    from medsimp.metrics.scoring import EvalItem
 
     if len(references) != len(hyps) or (sources is not None and len(sources) != len(hyps)):
         raise ValueError("hyps, references and sources need one entry per sentence")
-    data = load_params(params) if Path(params).is_file() else {}
-    cfg = {**section(data, "evaluate"), **(overrides or {})}
-    base = Path(params).parent
-    scorer = Scorer(cfg, section(data, "train"), section(data, "notes"), base, select, section(data, "link"))
+    # no params file (the implicit params.yaml, elsewhere than a checkout): the defaults, whose
+    # packaged resources resolve against the package (medsimp.config.resolve_path)
+    from_file = Path(params).is_file()
+    data = load_params(params)
+    cfg = section_of(Evaluate, {**data.evaluate.model_dump(), **(overrides or {})})  # overrides checked
+    scorer = Scorer(
+        cfg,
+        data.train,
+        data.notes,
+        params_dir(params),
+        select,
+        data.link,
+        options,
+        from_file=from_file,
+    )
     items = [
         EvalItem(sources[i] if sources is not None else None, list(references[i])) for i in range(len(hyps))
     ]
-    return scorer.evaluate(list(hyps), items, mode)
+    result = scorer.evaluate(list(hyps), items, mode)
+    for name, why in result.extra.get("not_computed", {}).items():
+        warn_once(f"{name} not computed (null): {why}")
+    return result
 
 
 def _folder_digest(folder: Path) -> str:

@@ -1,6 +1,7 @@
 """Lexical resources for DECLARE and the metrics: the abbreviation dictionary,
 the common-word list and an offline English lemmatizer (the last two shared
-with the notes selection in `medsimp.pipelines.selection`)."""
+with the notes selection in `pipelines.text.selection`). Stop words are the toolkit's
+(`medsimp.text.stopwords`)."""
 
 from __future__ import annotations
 
@@ -41,18 +42,8 @@ def lemma(word: str) -> str:
 
 def load_common_words(path: str | Path) -> set[str]:
     """The common-word list (EF's top 3000 when given; the packaged stand-in otherwise), lowercased."""
-    from medsimp.pipelines.selection import load_common_words as load
+    from pipelines.text.selection import load_common_words as load
 
     if not Path(path).exists():
         raise FileNotFoundError(f"common-word list {path} not found")
     return load(path)
-
-
-def stopwords() -> set[str]:
-    """NLTK's English stopwords (built offline by medsimp.resources)."""
-    from nltk.corpus import stopwords as sw
-
-    from medsimp.resources import ensure_nltk_data
-
-    ensure_nltk_data()
-    return set(sw.words("english"))

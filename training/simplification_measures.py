@@ -10,15 +10,16 @@ between the source and the output, averaged over sentences.
 - additions / deletions proportions: lowercased NLTK tokens added (multiset output - source) /
   output tokens; deleted (source - output) / source tokens
 - lexical complexity: per sentence, the 3rd quartile (numpy's linear quantile, as EASSE) of
-  its content words' (alphabetic, not a stopword) complexity `8 - zipf_frequency(word, lang)`
-  from wordfreq (higher = rarer words); sentences without content words are skipped.
+  its content words' (alphabetic, not in spaCy's stop words for the language) complexity
+  `8 - zipf_frequency(word, lang)` from wordfreq (higher = rarer words); sentences without
+  content words are skipped.
 
 Two copy measures of MultiCochrane (Joseph et al. 2023), between the output and its complex input:
 - LCS distance: per sentence, 1 - LCS(output tokens, input tokens) / max(len(output), len(input))
   over lowercased NLTK tokens (0 = the input copied, 1 = no token in common in order; 0 for
   two empty sides), averaged. The paper's exact normalisation was not reachable: this is our
   reading (docs/fidelity.md).
-- input BLEU: corpus BLEU-4 (unsmoothed, as `bleu` of training/metrics.py) of the outputs with
+- input BLEU: corpus BLEU-4 (unsmoothed, as `medlane_bleu` of medsimp/metrics/bleu.py) of the outputs with
   the complex input as the only reference (higher = closer to a copy).
 """
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from medsimp.training.metrics import lcs_length
+from medsimp.metrics.rouge import lcs_length
 
 ZIPF_CEILING = 8.0  # above wordfreq's highest Zipf value ("the" is ~7.7)
 MEASURES = (
@@ -58,7 +59,7 @@ def lcs_distance(source: Sequence[str], output: Sequence[str]) -> float:
 
 def input_bleu(sources: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> float:
     """Corpus BLEU-4 of the outputs against their complex input as the only reference."""
-    from medsimp.training.metrics import corpus_bleu_n
+    from medsimp.metrics.bleu import corpus_bleu_n
 
     return corpus_bleu_n([list(o) for o in outputs], [[list(s)] for s in sources])[3]
 
@@ -71,7 +72,9 @@ def additions_deletions(source: Sequence[str], output: Sequence[str]) -> tuple[f
     return added, deleted
 
 
-def lexical_complexity(tokens: Sequence[str], language: str, stopwords: set[str]) -> float | None:
+def lexical_complexity(
+    tokens: Sequence[str], language: str, stopwords: set[str] | frozenset[str]
+) -> float | None:
     """3rd quartile of `8 - zipf_frequency` over the content words; None without any."""
     import numpy as np
     from wordfreq import zipf_frequency
@@ -89,10 +92,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def measures(sources: Sequence[str], outputs: Sequence[str], language: str = "en") -> dict[str, float | None]:
     """Every measure of `MEASURES`, averaged over the sentence pairs (None when undefined)."""
-    from medsimp.pipelines.multilingual_sentences import split_sentences
-    from medsimp.training.scoring import tokenize
+    from medsimp.metrics.scoring import tokenize
+    from medsimp.text.multilingual import split_sentences
+    from medsimp.text.stopwords import stop_words
 
-    stop = _stopwords(language)
+    stop = stop_words(language)
     rows: dict[str, list[float | None]] = {m: [] for m in MEASURES if m != "input_bleu"}
     tokens = []
     for src, out in zip(sources, outputs, strict=True):
@@ -111,14 +115,3 @@ def measures(sources: Sequence[str], outputs: Sequence[str], language: str = "en
     result = {m: _mean(v) for m, v in rows.items()}
     result["input_bleu"] = input_bleu([s for s, _ in tokens], [o for _, o in tokens]) if tokens else None
     return result
-
-
-def _stopwords(language: str) -> set[str]:
-    """NLTK's stopwords for the language (built offline by medsimp.resources); empty if none."""
-    from nltk.corpus import stopwords
-
-    from medsimp.resources import ensure_nltk_data
-
-    ensure_nltk_data()
-    names = {"en": "english", "es": "spanish", "fr": "french", "fa": "persian"}
-    return set(stopwords.words(names[language])) if language in names else set()

@@ -1,19 +1,27 @@
 """Cao et al. (2020, ACL, expertise style transfer on the MSD manuals) measures of an output set.
 
-- style accuracy: share of outputs a trained expert/layman classifier puts in the target style
-  (default: layman = label 1, the consumer version). The classifier is ours (the paper's exact
-  one was not readable here): scikit-learn TF-IDF over word 1-2-grams (lowercased, sklearn's
-  default word pattern) + L2 logistic regression (C = 1, lbfgs, `random_state` 13), trained on
-  text + label rows (a builder's `sentences` train split, e.g. builders/msd). lbfgs draws no
-  random numbers, so the same rows give the same classifier.
+- style accuracy (§4.3: "We train two classifiers on the training set of each dataset using
+  fasttext"): share of outputs a trained expert/layman classifier puts in the target style:
+  layman (label 1, the consumer version) for E2L outputs, expert (label 0) for L2E outputs
+  (`evaluate.style_direction`). Default classifier (`evaluate.style_classifier: fasttext`):
+  a supervised fastText model (fasttext-wheel 0.9.2; fastText's own supervised defaults: dim
+  100, lr 0.1, 5 epochs, word unigrams, softmax loss) trained on the text + label rows of one
+  dataset (a builder's `sentences` train split, e.g. builders/msd), one thread and seed 13 so
+  the same rows give the same model. Our reading of "two classifiers": one per dataset (MSD,
+  SimpWiki), each scoring both directions. Option `tfidf_logreg` (medsimp's earlier stand-in):
+  scikit-learn TF-IDF over word 1-2-grams + L2 logistic regression (C = 1, lbfgs,
+  `random_state` 13).
 - perplexity: corpus perplexity of the outputs under a causal language model (a local
   transformers folder): exp(total NLL / total predicted tokens), each output scored alone,
   the tokenizer's BOS token prepended when it has one (so every output token is predicted),
   cut to the model's context length.
-- masked edit distance: per sentence, word-level Levenshtein distance (insert, delete,
-  substitute = 1) between the output and its input after every UMLS concept span (QuickUMLS,
-  `pipelines/umls.py`) is replaced by the one token `MASK`; averaged over sentences. Lowercased
-  NLTK tokens, as the other measures against the input.
+- masked edit distance (§3.2, Table 3 "ED", Fig. 4b): Levenshtein distance (insert, delete,
+  substitute = 1) between the two sentences of a *parallel gold* pair (the expert input and its
+  layman reference; `gold_masked_edit_distance`), after every UMLS concept span (QuickUMLS,
+  `pipelines/text/umls.py`) is replaced by one `MASK` unit; averaged over pairs. Default unit:
+  characters (`unit="char"`; MSD's 139.73 in Table 3 is a character count: its sentences are
+  about 20-30 words), the text as written. `unit="word"`: lowercased NLTK tokens. Option
+  (medsimp's earlier measure): the output against its input (`masked_edit_distance`, word level).
 - self-BLEU (BLEU of the outputs against their input) is `input_bleu` of
   `training/simplification_measures.py`: one implementation.
 """
@@ -52,7 +60,48 @@ def style_corpus(path: str | Path) -> tuple[list[str], list[int]]:
     return texts, [int(x) for x in labels]
 
 
-def train_style_classifier(texts: Sequence[str], labels: Sequence[int]) -> Any:
+EXPERT = 0
+STYLE_TARGET = {"e2l": LAYMAN, "l2e": EXPERT}  # direction -> the style its outputs should have
+
+
+class FastTextStyle:
+    """A supervised fastText expert/layman classifier with `predict(texts) -> labels`."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+    def predict(self, texts: Sequence[str]) -> list[int]:
+        labels, _ = self.model.predict([" ".join(t.split()) for t in texts])
+        return [int(label[0].removeprefix("__label__")) for label in labels]
+
+
+def train_fasttext_classifier(texts: Sequence[str], labels: Sequence[int]) -> FastTextStyle:
+    """fastText supervised (its defaults; one thread, seed 13: the same rows give the same
+    model), trained on the rows in the given order."""
+    import os
+    import tempfile
+
+    import fasttext
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "train.txt")
+        with open(path, "w", encoding="utf-8") as fh:
+            for text, label in zip(texts, labels, strict=True):
+                fh.write(f"__label__{int(label)} {' '.join(str(text).split())}\n")
+        model = fasttext.train_supervised(input=path, thread=1, seed=SEED, verbose=0)
+    return FastTextStyle(model)
+
+
+def train_style_classifier(texts: Sequence[str], labels: Sequence[int], kind: str = "fasttext") -> Any:
+    """The style classifier `kind` (fasttext | tfidf_logreg) fitted on the rows in the given order."""
+    if kind == "fasttext":
+        return train_fasttext_classifier(texts, labels)
+    if kind != "tfidf_logreg":
+        raise ValueError(f"style classifier must be fasttext or tfidf_logreg, got {kind!r}")
+    return train_tfidf_classifier(texts, labels)
+
+
+def train_tfidf_classifier(texts: Sequence[str], labels: Sequence[int]) -> Any:
     """TF-IDF word 1-2-grams + logistic regression, fitted on the rows in the given order."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -128,6 +177,11 @@ def masked_tokens(
     return tokens + tokenize(text[at:])
 
 
+def masked_chars(text: str, spans: Iterable[tuple[int, int]]) -> list[str]:
+    """The characters of `text` with each concept span (overlapping spans merge) one `MASK` unit."""
+    return masked_tokens(text, spans, list)
+
+
 def word_edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
     """Levenshtein distance over tokens (insertion, deletion, substitution cost 1)."""
     prev = list(range(len(b) + 1))
@@ -152,4 +206,26 @@ def masked_edit_distance(
         word_edit_distance(masked_tokens(o, spans(o), tokenize), masked_tokens(s, spans(s), tokenize))
         for s, o in zip(sources, outputs, strict=True)
     ]
+    return sum(distances) / len(distances)
+
+
+def gold_masked_edit_distance(
+    sources: Sequence[str],
+    references: Sequence[str],
+    spans: Callable[[str], list[tuple[int, int]]],
+    tokenize: Callable[[str], list[str]],
+    unit: str = "char",
+) -> float | None:
+    """Table 3's ED: mean over parallel gold pairs (expert sentence, its layman reference) of the
+    edit distance with concepts masked; `unit` char (each character one unit) or word (`tokenize`)."""
+    if unit not in ("char", "word"):
+        raise ValueError(f"masked edit distance unit must be char or word, got {unit!r}")
+    if not sources:
+        return None
+    units = (
+        (lambda t: masked_chars(t, spans(t)))
+        if unit == "char"
+        else (lambda t: masked_tokens(t, spans(t), tokenize))
+    )
+    distances = [word_edit_distance(units(s), units(r)) for s, r in zip(sources, references, strict=True)]
     return sum(distances) / len(distances)

@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 from medsimp.params_schema import Train as _TrainParams
-from medsimp.training.declare import BertMT, Declare, Encoded, partial_translate
-from medsimp.training.labels import (
+from training.declare import BertMT, Declare, Encoded, partial_translate
+from training.labels import (
     MODIFY,
     SPAN_END,
     SPAN_START,
@@ -52,6 +52,7 @@ class Settings:
     patience: int = _P.patience
     dropout: float = _P.dropout
     copy_attention: bool = _P.copy_attention
+    decoder: str = _P.decoder
     locator_labels: str = _P.locator_labels
     seed: int = _P.seed
     threads: int = _P.threads
@@ -346,9 +347,9 @@ def train(
 
 def _build(system: str, encoder, s: Settings) -> Encoded:
     if system == "declare":
-        return Declare(encoder, s.dropout, s.copy_attention)
+        return Declare(encoder, s.dropout, s.copy_attention, s.decoder)
     if system == "bertmt":
-        return BertMT(encoder, s.copy_attention)
+        return BertMT(encoder, s.copy_attention, s.decoder)
     raise ValueError(f"system must be one of {', '.join(SYSTEMS)}, not {system!r}")
 
 
@@ -389,7 +390,7 @@ def predict(model: Encoded, feat: Featurizer, sources: list[list[str]], batch_si
 def _generate(
     model: BertMT, feat: Featurizer, sources: list[list[str]], batch_size: int, device
 ) -> list[str]:
-    from medsimp.training.scoring import tokenize
+    from medsimp.metrics.scoring import tokenize
 
     outputs = []
     for lo in range(0, len(sources), batch_size):

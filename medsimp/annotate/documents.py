@@ -16,9 +16,6 @@ from typing import Any
 
 from medsimp.errors import InputError
 
-# Lineage a gold format implies (the public corpora they are the release format of).
-GOLD_LINEAGE = {"plaba": ("plaba",), "mc_clean": ("cochrane",), "wiki_auto": ("wiki-auto",)}
-
 
 def _parquet_rows(folder: Path, columns: list[str] | None = None) -> list[dict]:
     import pyarrow.parquet as pq
@@ -117,7 +114,7 @@ def from_pairs(
 
 
 def _from_docpairs(docs, method: str, language: str = "en") -> list[dict]:
-    from medsimp.alignment.score import pairs_to_blocks
+    from alignment.score import pairs_to_blocks
 
     out = []
     for d in docs:
@@ -152,9 +149,11 @@ def gold_format(path: Path, fmt: str) -> str:
 def from_gold(
     path: str | Path, fmt: str = "auto", rejects: list[dict] | None = None
 ) -> tuple[list[dict], tuple[str, ...] | None]:
-    """Documents of a gold file and the lineage its format implies (None: unknown). Malformed
-    PLABA abstracts go to `rejects` ({locator, reason}) and are left out."""
-    from medsimp.alignment.gold import GoldFormatError, read_gold, read_plaba
+    """Documents of a gold file and its lineage: the one recorded in the marker of the medsimp
+    output holding it, else None (unknown, so restricted). The format never implies a lineage:
+    any JSON file can be read as MC-CLEAN. Malformed PLABA abstracts go to `rejects`
+    ({locator, reason}) and are left out."""
+    from alignment.gold import GoldFormatError, read_gold, read_plaba
 
     path = Path(path)
     if not path.is_file():
@@ -166,17 +165,19 @@ def from_gold(
             if fmt == "plaba"
             else read_gold(path, fmt)
         )
-    except (GoldFormatError, ValueError, KeyError, TypeError) as exc:
+    except (GoldFormatError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise InputError(f"{path}: not a {fmt} gold file ({exc})") from None
-    return _from_docpairs(docs, "gold"), GOLD_LINEAGE.get(fmt)
+    from medsimp.lineage import read_lineage
+
+    return _from_docpairs(docs, "gold"), read_lineage(path)
 
 
 def from_vecalign(
     src: str | Path, tgt: str | Path, alignments: str | Path | None, language: str = "en"
 ) -> list[dict]:
     """One document from sentence-per-line files and an optional Vecalign-format alignment file."""
-    from medsimp.alignment.gold import DocPair, GoldFormatError, read_blocks
-    from medsimp.alignment.score import blocks_to_pairs
+    from alignment.gold import DocPair, GoldFormatError, read_blocks
+    from alignment.score import blocks_to_pairs
     from medsimp.inputs import read_lines
 
     complex_, simple = read_lines(str(src), "--src"), read_lines(str(tgt), "--tgt")

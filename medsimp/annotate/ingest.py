@@ -141,7 +141,7 @@ def agreement(
     docs: dict[str, dict], work: dict[str, list[Work]], share: float, label_names: list[str]
 ) -> dict:
     """F1 of each annotator against the majority of the others (macro average), and alphas."""
-    from medsimp.alignment.score import pair_prf
+    from alignment.score import pair_prf
 
     per: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     cells: list[tuple[str, str, object]] = []

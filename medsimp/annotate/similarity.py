@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from medsimp.params_schema import Align, section_of
+
 MEASURES = ("overlap", "cosine", "crf")
 
 
@@ -35,15 +37,16 @@ def cosine_matrix(encoder, complex_: Sequence[str], simple: Sequence[str], langu
 
 def crf_matrix(model, complex_: Sequence[str], simple: Sequence[str]) -> np.ndarray:
     """max(forward, reverse) posterior marginal of each pair under a trained `CRFAligner`."""
-    from medsimp.alignment.crf import lattice
-    from medsimp.alignment.features import pair_features
+    from alignment.crf import lattice
+    from alignment.features import pair_features
 
     if not complex_ or not simple:
         return np.zeros((len(complex_), len(simple)))
-    f = model.featurize(model.encoder, complex_, simple)
+    stopwords = str(model.config.get("stopwords", "spacy"))  # the list the model was trained with
+    f = model.featurize(model.encoder, complex_, simple, stopwords=stopwords)
     fwd, _ = lattice(model.forward, f).forward_backward()
     rev, _ = lattice(
-        model.reverse, np.ascontiguousarray(pair_features(complex_, simple, f[..., 0].T))
+        model.reverse, np.ascontiguousarray(pair_features(complex_, simple, f[..., 0].T, stopwords))
     ).forward_backward()
     return np.maximum(fwd[:, 1:].T, rev[:, 1:])
 
@@ -54,7 +57,7 @@ class Scorer:
     def __init__(
         self,
         measures: Sequence[str],
-        align_params: dict,
+        align_params: Align | dict,
         cache: str | None = None,
         model_dir: str | None = None,
     ):
@@ -64,25 +67,24 @@ class Scorer:
                 f"annotate.similarities: unknown measure {unknown[0]!r} (use {', '.join(MEASURES)})"
             )
         self.measures = list(measures)
-        self.params, self.cache, self.model_dir = align_params, cache, model_dir
+        self.params = section_of(Align, align_params)
+        self.cache, self.model_dir = cache, model_dir
         self._encoders: tuple[Any, Any] | None = None
         self._crf: Any = None
 
     def _encoder(self, language: str):
-        from medsimp.alignment.encoders import PairEncoders, make_encoder
-        from medsimp.params_schema import default
+        from alignment.encoders import PairEncoders, make_encoder
 
         if self._encoders is None:
-            crf = self.params.get("crf", {}).get("encoder") or default("align.crf.encoder")
-            vec = self.params.get("vecalign", {}).get("encoder", default("align.vecalign.encoder"))
+            crf, vec = self.params.crf.encoder, self.params.vecalign.encoder
             self._encoders = (make_encoder(crf, self.cache), PairEncoders(vec, self.cache))
         return self._encoders[0] if language == "en" else self._encoders[1].for_pair("en", language)
 
     def _model(self):
-        from medsimp.alignment.crf import CRFAligner
+        from alignment.crf import CRFAligner
 
         if self._crf is None:
-            path = self.model_dir or self.params.get("model", "out/models/crf_aligner")
+            path = self.model_dir or self.params.model
             self._crf = CRFAligner.load(path, self._encoder("en"))
         return self._crf
 

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from medsimp.outputs import cell_unescape
+from medsimp.csvcells import cell_unescape
 
 
 def load_items(path: str | Path, systems: list[str] | None = None) -> tuple[list[dict], list[str]]:

@@ -13,16 +13,22 @@ from typing import Any
 import jinja2
 
 from medsimp import resources
+from medsimp.atomic import write_json
+from medsimp.csvcells import cell_escape
 from medsimp.humaneval.schema import CSV_COLUMNS, Question, expected
-from medsimp.outputs import cell_escape, write_json
 
 _EPOCH = datetime.datetime(2000, 1, 1)
 TEMPLATE = resources.path("humaneval/form.html.j2")
 INSTRUCTIONS = {
-    "expert": "For each sentence from a radiology report, rate the severity of its finding once, "
-    "then rate every simplified version on the five scales (1 = worst, 5 = best).",
-    "layperson": "For each sentence, first answer about the original alone. Then a simplified "
-    "version appears: answer again. Finally say which versions you prefer.",
+    # Yang et al. (2024), Fig. 5 (expert) and Fig. 1 (layperson), in their words
+    "expert": "Given an original radiology sentence and different simplifications from ChatGPT, "
+    "you are asked to type a 1-5 Likert scale score for each aspect of each simplification. "
+    "1 - strongly disagree, 2 - disagree, 3 - neutral, 4 - agree, 5 - strongly agree. "
+    "For each original sentence, also rate the severity of the described medical condition "
+    "and whether laypeople can understand the sentence.",
+    "layperson": "Given a radiology sentence, please answer the following questions. Then, given "
+    "the same radiology sentence and a simplification, re-answer Q1-Q3 and answer Q4. Finally, "
+    "given all simplifications, please answer the following questions.",
     "multicochrane": "Rate every simplified version (Joseph et al. 2023, App. A): factuality and "
     "fluency from 0 (completely factual / no issues) to 2 (severe errors), and "
     "simplicity from -2 (heavily oversimplified) through 0 (ideal) to +2 "

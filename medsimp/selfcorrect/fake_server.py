@@ -22,6 +22,8 @@ def canned_reply(messages: list[dict[str, str]]) -> str:
     """A deterministic answer per role (recognised from the system prompt)."""
     system = messages[0]["content"].lower() if messages else ""
     user = messages[-1]["content"]
+    if messages and messages[0]["role"] == "user":  # Yang et al.'s verbatim set: no system prompts
+        return _canned_verbatim(messages)
     if "radiologist" in system:
         return "Severity is not explained." if "revised" not in user else "NO ISSUES"
     if system.startswith("you are a patient"):
@@ -38,6 +40,24 @@ def canned_reply(messages: list[dict[str, str]]) -> str:
     if "step by step" in user:
         return "1. Chest. 2. Fluid.\nSIMPLIFIED: There is a little fluid near the lung."
     return "SIMPLIFIED: There is some fluid near the lung."
+
+
+def _canned_verbatim(messages: list[dict[str, str]]) -> str:
+    """Answers to App. A.3's prompts (prompt set `yang2024`): the Radiologist misses the
+    severity until the text is revised, the Patient understands, the Processor extracts
+    the Radiologist's point ("Yes ...") or says "No"."""
+    user = messages[-1]["content"]
+    if user.startswith("You are an experienced radiologist"):
+        return "Severity is not explained." if "revised" not in user else "The simplification is fine."
+    if user.startswith("You are a person who does not have any medical knowledge"):
+        return "I understand all the words."
+    if user.startswith("Feedback:"):
+        return "Yes, explain how serious the finding is." if "not explained" in user else "No"
+    if "Can you improve your simplification" in user:
+        return "Simplification: The scan shows a small problem, revised to say it is not serious."
+    if "Can you list all the complicated medical terms" in user:
+        return "Effusion: fluid.\nSimplification: There is a little fluid near the lung."
+    return "There is some fluid near the lung."
 
 
 class FakeChatServer:

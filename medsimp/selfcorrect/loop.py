@@ -7,6 +7,13 @@ Processor says whether their feedback holds any critical comment or improvement 
 it remembers its earlier answers; "No": the loop stops). `max_rounds` is only a safety cap
 (set high; runs that hit it are reported with `stop_reason: max_rounds`).
 `memory=False` gives the reviser a fresh single-turn prompt instead (our earlier variant).
+
+Two flows (the prompt set's `flow`): `per_agent` (Sec. 4.2 and App. A.3.4, the default set
+`yang2024`): each critic's feedback goes through the Processor on its own ("Feedback:
+<FEEDBACK>"); the loop stops when neither processed feedback starts with "Yes", else the
+refine prompt carries the Radiologist's and the Patient's processed feedback in its two
+slots. `combined` (our earlier sets): one Processor call reads both critics and its summary
+fills the refine prompt's single `feedback` slot.
 """
 
 from __future__ import annotations
@@ -23,9 +30,9 @@ _SUMMARY = re.compile(r"SUMMARY:\s*(.+)", re.IGNORECASE | re.DOTALL)
 _YES_NO = re.compile(r"^\W*(yes|no)\b[\s.:,;!-]*", re.IGNORECASE)
 
 
-def extract_answer(reply: str) -> str:
-    """The text after the last "SIMPLIFIED:" marker (else the whole reply), on one line."""
-    parts = re.split(r"SIMPLIFIED:", reply, flags=re.IGNORECASE)
+def extract_answer(reply: str, marker: str = "SIMPLIFIED:") -> str:
+    """The text after the last match of `marker` (a regex; else the whole reply), on one line."""
+    parts = re.split(marker, reply, flags=re.IGNORECASE)
     text = parts[-1] if len(parts) > 1 else reply
     return " ".join(text.split())
 
@@ -89,6 +96,35 @@ def _ask(
     return result.text
 
 
+def _revise(
+    chat: CachedChat,
+    prompts: PromptSet,
+    tally: Tally,
+    round_no: int,
+    conversation: list[dict[str, str]],
+    values: dict[str, Any],
+    memory: bool,
+    opening: int,
+) -> str:
+    """The Generator's refined simplification (in its conversation when `memory`). Without
+    memory: a fresh prompt (`combined`), or for `per_agent` (whose refine prompt names no
+    sentence) the opening prompt, the current simplification and the refine prompt."""
+    refine = {"role": "user", "content": prompts.user("generator_revise", **values)}
+    if memory:
+        conversation.append(refine)
+        reply = _ask(chat, prompts, "generator_revise", tally, round_no, history=list(conversation))
+        conversation.append({"role": "assistant", "content": reply})
+    elif prompts.flow == "per_agent":
+        history = conversation[:opening] + [
+            {"role": "assistant", "content": values["simplification"]},
+            refine,
+        ]
+        reply = _ask(chat, prompts, "generator_revise", tally, round_no, history=history)
+    else:
+        reply = _ask(chat, prompts, "generator_revise", tally, round_no, None, **values)
+    return extract_answer(reply, prompts.answer_marker)
+
+
 def self_correct(
     sentence: str, mode: str, chat: CachedChat, prompts: PromptSet, max_rounds: int, memory: bool = True
 ) -> dict[str, Any]:
@@ -97,15 +133,38 @@ def self_correct(
         raise ValueError(f"mode must be plain or cot, not {mode!r}")
     tally = Tally()
     conversation = prompts.messages(f"generator_{mode}", sentence=sentence)
+    opening = len(conversation)
     reply = _ask(chat, prompts, f"generator_{mode}", tally, 0, history=list(conversation))
     conversation.append({"role": "assistant", "content": reply})
-    first = extract_answer(reply)
+    first = extract_answer(reply, prompts.answer_marker)
     first_tokens = (tally.prompt_tokens, tally.completion_tokens)
     current, rounds, revisions, stop = first, 0, 0, "max_rounds"
     for round_no in range(1, max_rounds + 1):
         rounds = round_no
         rad = _ask(chat, prompts, "radiologist", tally, round_no, sentence=sentence, simplification=current)
         pat = _ask(chat, prompts, "patient", tally, round_no, simplification=current)
+        values: dict[str, Any]
+        if prompts.flow == "per_agent":
+            processed = [
+                _ask(chat, prompts, "processor", tally, round_no, feedback=fb).strip() for fb in (rad, pat)
+            ]
+            verdicts = [parse_verdict(p)[0] for p in processed]
+            if None in verdicts:
+                stop = "unparseable_verdict"
+                break
+            if not any(verdicts):
+                stop = "no_critical_comment"
+                break
+            values = {
+                "sentence": sentence,
+                "simplification": current,
+                "radiologist_feedback": processed[0],
+                "patient_feedback": processed[1],
+                "memory": memory,
+            }
+            current = _revise(chat, prompts, tally, round_no, conversation, values, memory, opening)
+            revisions += 1
+            continue
         go_on, summary = parse_verdict(
             _ask(
                 chat,
@@ -126,13 +185,7 @@ def self_correct(
             stop = "no_critical_comment"
             break
         values = {"sentence": sentence, "simplification": current, "feedback": summary, "memory": memory}
-        if memory:
-            conversation.append({"role": "user", "content": prompts.user("generator_revise", **values)})
-            reply = _ask(chat, prompts, "generator_revise", tally, round_no, history=list(conversation))
-            conversation.append({"role": "assistant", "content": reply})
-        else:
-            reply = _ask(chat, prompts, "generator_revise", tally, round_no, None, **values)
-        current = extract_answer(reply)
+        current = _revise(chat, prompts, tally, round_no, conversation, values, memory, opening)
         revisions += 1
     return {
         "first": {"text": first, "prompt_tokens": first_tokens[0], "completion_tokens": first_tokens[1]},

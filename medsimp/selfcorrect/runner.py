@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from medsimp.outputs import cell_escape, cell_unescape
+from medsimp.csvcells import cell_escape, cell_unescape
 from medsimp.selfcorrect.backends import BackendError
 from medsimp.selfcorrect.cache import CachedChat
 from medsimp.selfcorrect.loop import self_correct
@@ -39,7 +39,7 @@ CSV_COLUMNS = (
 
 def readability(text: str) -> dict[str, float]:
     """FKGL, Gunning fog and ARI from the toolkit's readability module; zeros for empty text."""
-    from medsimp.pipelines.readability import text_scores
+    from medsimp.text.readability import text_scores
 
     found = text_scores(text) if text.strip() else {}
     return {k: float(found.get(k) or 0.0) for k in ("fkgl", "gunning_fog", "ari")}

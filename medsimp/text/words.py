@@ -16,8 +16,17 @@ import regex
 PLACEHOLDER = re.compile(r"\[\*\*[^\n]{0,256}?\*\*\]")  # bounded: linear on "[**" runs
 
 
-# NLTK 3.10's `NLTKWordTokenizer` (nltk/tokenize/destructive.py): its rule tables and its
-# `tokenize`. Kept here so the metrics do not `import nltk`, whose `__init__` pulls in scipy
+# ---------------------------------------------------------------------------------------------
+# Vendored code: NLTK 3.10.4, nltk/tokenize/destructive.py (`NLTKWordTokenizer`'s rule tables
+# STARTING_QUOTES, ENDING_QUOTES, PUNCTUATION, PARENS_BRACKETS, DOUBLE_DASHES, the
+# `MacIntyreContractions` CONTRACTIONS2/3, and its `tokenize`), upstream
+# https://github.com/nltk/nltk/blob/3.10.4/nltk/tokenize/destructive.py
+# Copyright (C) 2001-2026 NLTK Project; authors Liling Tan, Tom Aarsen (modifications).
+# Licensed under the Apache License, Version 2.0: http://www.apache.org/licenses/LICENSE-2.0
+# Modified here: `_compile` picks the engine per rule, rules are skipped when a text cannot
+# match them (`_NEEDS`, `_FROM_LAST_PERIOD`, `_may_contract`), the deprecated options dropped.
+# ---------------------------------------------------------------------------------------------
+# Kept here so the metrics do not `import nltk`, whose `__init__` pulls in scipy
 # and scikit-learn (about 1 s). NLTK compiles its rule tables with the `regex` engine: its word
 # characters (`\w`, `\b`) are letters, marks, digits and connectors where stdlib `re`'s are
 # `isalnum()` and `_`, its `\d` follows a newer Unicode, and its `\s` leaves out U+001C..U+001F;
@@ -99,41 +108,59 @@ def _may_contract(text: str) -> bool:
     return "mm" in low or "nn" in low or "tt" in low
 
 
-# Substrings of which every match of a rule contains one, by rule: a text with none of them
-# is left as it is by that rule, so the rule is skipped (a few `in` tests cost less than the
-# scan of a pattern, most of all one that starts with a broad class such as `([^\.])`).
-# tests/test_notes_text.py checks the tokens equal the stock tokenizer's.
-_NEEDS: dict[str, dict[int, tuple[str, ...]]] = {
-    "STARTING_QUOTES": {0: tuple("«“‘„`"), 1: ('"',), 2: ("``",), 3: ('"', "''"), 4: ("'",)},
-    "PUNCTUATION": {
-        1: (":", ","),
-        2: (":", ","),
-        3: ("..",),
-        4: tuple(";@#$%&"),
-        7: ("?", "!"),
-        8: ("' ",),
-        9: ("*",),
-    },
-    "ENDING_QUOTES": {0: tuple("»”’"), 1: ("''",), 2: ('"',), 4: ("'",), 5: ("'",)},
+# Substrings of which every match of a rule contains one, by the rule's pattern (as NLTK spells
+# it): a text with none of them is left as it is by that rule, so the rule is skipped (a few
+# `in` tests cost less than the scan of a pattern, most of all one that starts with a broad
+# class such as `([^\.])`). tests/test_notes_text.py checks the tokens equal the stock
+# tokenizer's and that every pattern named here is one of the tables'.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    # STARTING_QUOTES
+    "([«“‘„]|[`]+)": tuple("«“‘„`"),
+    r"^\"": ('"',),
+    r"(``)": ("``",),
+    r"([ \(\[{<])(\"|\'{2})": ('"', "''"),
+    r"(?i)(?<!\w)(\')(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)": ("'",),
+    # PUNCTUATION
+    r"([:,])([^\d])": (":", ","),
+    r"([:,])$": (":", ","),
+    r"\.{2,}": ("..",),
+    r"[;@#$%&]": tuple(";@#$%&"),
+    r"[?!]": ("?", "!"),
+    r"([^'])' ": ("' ",),
+    r"[*]": ("*",),
+    # ENDING_QUOTES
+    "([»”’])": tuple("»”’"),
+    r"''": ("''",),
+    r'"': ('"',),
+    r"([^' ])('[sS]|'[mM]|'[dD]|') ": ("'",),
+    r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ": ("'",),
 }
-# The two final-period rules match `([^\.])(\.)` followed by closing brackets, quotes and
-# spaces only, up to the end: their period is the text's last one, so they run on the text
-# from the character before it.
-_FROM_LAST_PERIOD = {"PUNCTUATION": (0, 6)}
+# The two final-period rules (PUNCTUATION) match `([^\.])(\.)` followed by closing brackets,
+# quotes and spaces only, up to the end: their period is the text's last one, so they run on
+# the text from the character before it.
+_FROM_LAST_PERIOD = frozenset(
+    {
+        r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*+)\s*$",
+        r'([^\.])(\.)([\]\)}>"\']*)\s*$',
+    }
+)
 _Steps = list[tuple[_Pattern, str, tuple[str, ...], bool]]
 
 
-def _steps(rules: _Rules, name: str) -> _Steps:
-    needs, tail = _NEEDS.get(name, {}), _FROM_LAST_PERIOD.get(name, ())
-    return [(rx, sub, needs.get(i, ()), i in tail) for i, (rx, sub) in enumerate(rules)]
+def nltk_pattern(rx: _Pattern) -> str:
+    r"""A rule's pattern as NLTK spells it (`_compile` spells `\s` out for stdlib `re`)."""
+    return rx.pattern.replace(_RE_SPACE, r"\s")
 
 
-_HEAD = (
-    _steps(STARTING_QUOTES, "STARTING_QUOTES")
-    + _steps(PUNCTUATION, "PUNCTUATION")
-    + _steps([PARENS_BRACKETS, DOUBLE_DASHES], "")
-)
-_TAIL = _steps(ENDING_QUOTES, "ENDING_QUOTES")
+def _steps(rules: _Rules) -> _Steps:
+    return [
+        (rx, sub, _NEEDS.get(nltk_pattern(rx), ()), nltk_pattern(rx) in _FROM_LAST_PERIOD)
+        for rx, sub in rules
+    ]
+
+
+_HEAD = _steps(STARTING_QUOTES) + _steps(PUNCTUATION) + _steps([PARENS_BRACKETS, DOUBLE_DASHES])
+_TAIL = _steps(ENDING_QUOTES)
 
 
 def _apply(steps: _Steps, text: str) -> str:

@@ -1,0 +1,270 @@
+"""Atomic, deterministic outputs that never destroy what medsimp did not write.
+
+A stage writes into `.<out>.tmp-<pid>` beside `<out>` and swaps it in only when complete,
+so a killed run leaves the previous output intact. Every output folder carries a marker
+file (`.medsimp-output`, medsimp.markers) naming the command that wrote it and the lineage of
+its data; `atomic_dir` refuses (exit 2) to replace a folder without that marker, a folder
+holding one of the command's inputs, or an existing file. A marked folder written by the same
+command is replaced (the normal rerun); one written by another command needs `force`.
+While a folder is being written its writer holds `.<out>.medsimp-lock` beside it, so a second
+command started at the same time on the same `--output` is refused. Temp folders of dead
+processes are swept on the next run. Single files outside output folders are guarded by
+ownership records (medsimp.ownership).
+
+The CLI registers every input of the running command (`configure(inputs=...)`: each path
+argument that is not an output, the params file, and each existing path in the command's
+params section) before the command runs, so every `atomic_dir` checks them without its
+caller passing them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from medsimp import ownership
+from medsimp.errors import UsageError
+from medsimp.lineage import read_lineage
+from medsimp.markers import MARKER, marker_of
+
+LOCK_SUFFIX = ".medsimp-lock"  # `.<out>.medsimp-lock` beside an output folder while it is written
+# Set once per CLI invocation by `configure`: the command's name (written in markers), its
+# --force flag, and the absolute paths of its inputs (never inside an output it replaces).
+_RUN: dict[str, Any] = {"command": "", "force": False, "inputs": (), "params_inputs": ()}
+_ACTIVE: set[Path] = set()  # temp folders `atomic_dir` is filling in this process
+
+
+def configure(
+    command: str,
+    force: bool = False,
+    inputs: Iterable[str | Path] = (),
+    params_inputs: Iterable[str | Path] = (),
+) -> None:
+    """The running command's name, its --force flag and its inputs (see the module docstring):
+    `inputs` an output folder may neither be nor hold; `params_inputs` (paths in the command's
+    params section, where one key can be an output of one subcommand) it may not hold."""
+    _RUN.update(
+        command=command,
+        force=force,
+        inputs=tuple(Path(p).absolute() for p in inputs if p),
+        params_inputs=tuple(Path(p).absolute() for p in params_inputs if p),
+    )
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and fixed separators: the same object gives the same bytes."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write canonical JSON atomically, as `atomic_file` (stats, metrics, reports)."""
+    with atomic_file(path, same_content_ok=True) as tmp:
+        tmp.write_text(canonical_json(obj), encoding="utf-8")
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write a text report (e.g. HTML) atomically, as `atomic_file`."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Write rows as JSON Lines (sorted keys) atomically (inside an output folder)."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(
+            "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows),
+            encoding="utf-8",
+        )
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
+def _in_output_dir(path: Path) -> bool:
+    where = path.absolute()
+    return any(_inside(where, tmp) for tmp in _ACTIVE)
+
+
+NOT_OURS = (
+    "exists and was not written by medsimp (or was changed since); choose another path or remove it first"
+)
+
+
+def check_file_target(path: str | Path, same_content_ok: bool = False) -> bool:
+    """Raise UsageError unless medsimp may replace the file `path` (see `atomic_file`).
+    With `same_content_ok`, True means: only by byte-identical content."""
+    path = Path(path)
+    if path.is_symlink():
+        raise UsageError(f"{path} is a symbolic link; give a plain file path")
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a file path")
+    foreign = path.exists() and not _in_output_dir(path) and not ownership.owned(path)
+    if foreign and not same_content_ok:
+        raise UsageError(f"{path} {NOT_OURS}")
+    return foreign
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Path]:
+    """Yield a temp path beside `path`; on success it replaces `path` atomically.
+
+    Outside an output folder the file gets an ownership record (medsimp.ownership: the
+    writing command and the file's sha256, in medsimp's state folder). An existing file
+    without a matching record, i.e. one medsimp did not write or someone changed since, is
+    refused (exit 2) before anything is written; with `same_content_ok` (metrics) it is
+    replaced by byte-identical content only. The temp file keeps the name's suffix.
+    """
+    path = Path(path)
+    foreign = check_file_target(path, same_content_ok)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
+    try:
+        yield tmp
+        if foreign and (not tmp.is_file() or ownership.digest(tmp) != ownership.digest(path)):
+            raise UsageError(f"{path} {NOT_OURS}")
+        if _in_output_dir(path):
+            os.replace(tmp, path)
+            return
+        ownership.claim(path, ownership.digest(tmp), str(_RUN["command"]))  # before the swap
+        os.replace(tmp, path)
+        ownership.settle(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def check_holds_no_input(final: str | Path, inputs: Iterable[str | Path] = ()) -> None:
+    """Raise UsageError if the output `final` is or holds one of `inputs` or of the inputs the
+    CLI registered (`configure`; a params path only when strictly inside)."""
+    where = Path(final).resolve()
+    held = [(item, True) for item in (*inputs, *_RUN["inputs"]) if item]
+    held += [(item, False) for item in _RUN["params_inputs"]]
+    for item, equal_too in held:
+        path = Path(item).resolve()
+        if where in path.parents or (equal_too and path == where):
+            raise UsageError(f"--output {final} holds the input {item}; write the output to another folder")
+
+
+def check_output_target(
+    final: str | Path, command: str, inputs: Iterable[str | Path] = (), force: bool = False
+) -> None:
+    """Raise UsageError unless `command` may replace `final` (see the module docstring).
+    `inputs` are checked with the inputs the CLI registered (`configure`)."""
+    final = Path(final)
+    check_holds_no_input(final, inputs)
+    if not final.exists() and not final.is_symlink():
+        return
+    if not final.is_dir() or final.is_symlink():
+        raise UsageError(f"--output {final} is an existing file; give a new folder path")
+    if not any(final.iterdir()):
+        return
+    marker = marker_of(final)
+    if marker is None:
+        raise UsageError(
+            f"--output {final} is a folder medsimp did not write (no {MARKER}); choose a new or empty folder"
+        )
+    if marker.get("command") != command and not force:
+        raise UsageError(
+            f"--output {final} was written by `medsimp {marker.get('command')}`; "
+            "pass --force to replace it with this command's output"
+        )
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(final: Path) -> None:
+    """Remove temp/old siblings of `final` left by processes that no longer run."""
+    if not final.parent.is_dir():
+        return
+    for sibling in final.parent.glob(f".{final.name}.*-*"):
+        kind, _, pid = sibling.name.rpartition("-")
+        if not (kind.endswith((".tmp", ".old")) and pid.isdigit()) or _pid_alive(int(pid)):
+            continue
+        if sibling.is_dir() and not sibling.is_symlink():
+            shutil.rmtree(sibling, ignore_errors=True)
+        else:
+            sibling.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _writing(final: Path) -> Iterator[None]:
+    """Hold `.<final>.medsimp-lock` while `final` is checked, written and swapped in."""
+    from medsimp.locks import Busy, exclusive
+
+    held = contextlib.ExitStack()
+    try:
+        held.enter_context(
+            exclusive(final.with_name(f".{final.name}{LOCK_SUFFIX}"), f"pid {os.getpid()}", remove=True)
+        )
+    except Busy as exc:
+        holder = f" ({exc.holder})" if exc.holder else ""
+        raise UsageError(
+            f"--output {final} is being written by another medsimp command{holder}; "
+            "wait for it or choose another folder"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"--output {final}: cannot write in {final.parent} ({exc.strerror})") from None
+    with held:
+        yield
+
+
+@contextlib.contextmanager
+def atomic_dir(
+    final: str | Path,
+    command: str = "",
+    *,
+    inputs: Iterable[str | Path] = (),
+    force: bool = False,
+    lineage: Iterable[str] | None = None,
+) -> Iterator[Path]:
+    """Yield a fresh temp directory beside `final`; on success swap it into place.
+
+    `command` names the writer in the folder's marker with the data's source tags: `lineage`,
+    else the union over the Parquet tables written (stages writing only JSONL/CSV pass it).
+    On error or interrupt the temp directory is removed and `final` is left as it was.
+    """
+    final = Path(final)
+    command = command or str(_RUN["command"]) or final.name
+    check_output_target(final, command, inputs, force or bool(_RUN["force"]))  # before any mkdir
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with _writing(final):  # then again under the lock: another command may have just written it
+        check_output_target(final, command, inputs, force or bool(_RUN["force"]))
+        sweep_stale(final)
+        tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        _ACTIVE.add(tmp.absolute())
+        try:
+            yield tmp
+            marker: dict[str, Any] = {"command": command, "tool": "medsimp"}
+            if lineage is not None:
+                marker["lineage"] = sorted(set(lineage))
+            elif any(tmp.rglob("*.parquet")):  # the union of the tables written (None: unknown)
+                tags = read_lineage(tmp)
+                marker["lineage"] = list(tags) if tags is not None else None
+            (tmp / MARKER).write_text(canonical_json(marker), encoding="utf-8")
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        finally:
+            _ACTIVE.discard(tmp.absolute())
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        if final.exists():
+            os.replace(final, old)
+        os.replace(tmp, final)
+        if old.exists():
+            shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,7 @@
+"""`python -m medsimp.cli`: the `medsimp` command."""
+
+import sys
+
+from medsimp.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,307 @@
+"""The `medsimp` console command: one subcommand per pipeline stage.
+
+Each subcommand lives in `medsimp.cli.commands.<name>` and exposes
+`HELP` (one line), `add_arguments(parser)` and `run(args) -> int`.
+Modules keep heavy imports inside `run` so `medsimp --help` stays fast.
+The global options `--params`, `--set` and `-v` are accepted before or after the
+subcommand (at any depth: `medsimp humaneval forms --set humaneval.seed=1`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from medsimp.cli.args import GLOBAL_HELP, global_options
+
+# name -> module under medsimp.cli.commands, in DAG order.
+COMMANDS: dict[str, str] = {
+    "synth": "synth",
+    "notes": "notes",
+    "select": "select",
+    "cochrane": "cochrane",
+    "msd": "msd",
+    "plaba": "plaba",
+    "umls-index": "umls_index",
+    "link": "link",
+    "align": "align",
+    "filter": "filter",
+    "build": "build",
+    "train": "train",
+    "evaluate": "evaluate",
+    "stats": "stats",
+    "publish": "publish",
+    "refresh": "refresh",
+    "radiology": "radiology",
+    "simplify": "simplify",
+    "humaneval": "humaneval",
+    "annotate": "annotate",
+    "report": "report",
+}
+
+
+def _load(module: str):
+    return importlib.import_module(f"medsimp.cli.commands.{module}")
+
+
+def version_string() -> str:
+    """`medsimp <version> (git <revision>)`; the revision is `unknown` outside a git checkout
+    of this code (and gets `-dirty` when tracked files have changed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("medsimp")
+    except PackageNotFoundError:
+        ver = "unknown"
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*cmd: str) -> str:
+        out = subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True, check=True, timeout=10)
+        return out.stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != root:
+            raise ValueError("medsimp is not the top of this git checkout")
+        rev = git("rev-parse", "--short=12", "HEAD")
+        if git("status", "--porcelain", "--untracked-files=no"):
+            rev += "-dirty"
+    except (OSError, ValueError, subprocess.SubprocessError):
+        rev = "unknown"
+    return f"medsimp {ver} (git {rev or 'unknown'})"
+
+
+class _VersionAction(argparse.Action):
+    """--version: computed only when asked (it runs git)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_string())
+        parser.exit()
+
+
+def _merge_globals(args: argparse.Namespace) -> None:
+    """Fold `_g<depth>_*` (options given after a subcommand) into params / verbose / overrides."""
+    late = sorted(
+        (k for k in vars(args) if k.startswith("_g") and k[2:3].isdigit()),
+        key=lambda k: int(k[2 : k.index("_", 2)]),
+    )
+    for key in late:
+        value = getattr(args, key)
+        delattr(args, key)
+        name = key[key.index("_", 2) + 1 :]
+        if name == "params":
+            args.params = value
+        elif name == "verbose":
+            args.verbose = args.verbose or bool(value)
+        elif name == "overrides":
+            args.overrides = [*args.overrides, *value]
+        elif name == "force":
+            args.force = args.force or bool(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="medsimp",
+        description=(
+            "medsimp: build sentence-aligned complex->plain medical corpora "
+            "(Beam jobs, aligners, HF builders) and train/evaluate simplifiers."
+        ),
+    )
+    parser.add_argument(
+        "--params", default=os.environ.get("MEDSIMP_PARAMS", "params.yaml"), help=GLOBAL_HELP["params"]
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help=GLOBAL_HELP["verbose"])
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=GLOBAL_HELP["set"]
+    )
+    parser.add_argument("--force", action="store_true", help=GLOBAL_HELP["force"])
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the medsimp version and git revision, then exit"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        try:
+            mod = _load(module)
+        except ModuleNotFoundError as exc:  # a stage not built yet
+            if exc.name != f"medsimp.cli.commands.{module}":
+                raise
+            continue
+        p = sub.add_parser(
+            name,
+            help=mod.HELP,
+            description=(mod.__doc__ or mod.HELP).strip(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            parents=[global_options(1)],
+        )
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def _check_utf8_args(args: argparse.Namespace) -> None:
+    """Refuse an argument (a file name) that is not UTF-8: Python holds its bytes as lone
+    surrogates, which no output, record or Beam coder can encode."""
+    from medsimp.errors import UsageError
+
+    for dest, value in vars(args).items():
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str) or dest.startswith("_"):
+                continue
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                byte = ord(item[exc.start]) - 0xDC00 if "\udc80" <= item[exc.start] <= "\udcff" else None
+                what = f"byte 0x{byte:02x}" if byte is not None else "a character"
+                raise UsageError(
+                    f"--{dest.replace('_', '-')}: the name holds {what} (at character {exc.start + 1}) "
+                    "that is not UTF-8; rename the file"
+                ) from None
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """What an output's marker names as its writer: the subcommand and its target
+    (`build msd`, `humaneval forms`), so one builder never silently replaces another."""
+    parts = [args.command]
+    for attr in ("name", "action", "kind"):
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            parts.append(value)
+    return " ".join(parts)
+
+
+# Libraries' own chatter (progress bars, advisory notes) off unless -v; worker processes
+# inherit these. Set before any of them is imported.
+QUIET_ENV = {
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "3",
+    "PYTHONWARNINGS": "ignore",
+    "MEDSIMP_WORKER_STDERR": "quiet",  # pipelines/jobs/worker.py
+}
+
+
+def configure_logging(verbose: bool) -> None:
+    """The one logging set-up: our own messages (`medsimp.*`, `pipelines.*`, `alignment.*`, `training.*` loggers) at INFO, plain,
+    on stderr; every library (Beam, HF, spaCy, ...) only at ERROR, and Python warnings hidden.
+    `-v`: libraries at INFO with logger names, medsimp at DEBUG, warnings shown."""
+    if not verbose:
+        for key, value in QUIET_ENV.items():
+            os.environ.setdefault(key, value)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("%(levelname)s %(name)s: %(message)s" if verbose else "%(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO if verbose else logging.ERROR)
+    for ours in ("medsimp", "pipelines", "alignment", "training"):
+        logging.getLogger(ours).setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.captureWarnings(True)
+    if not verbose:
+        import warnings
+
+        warnings.simplefilter("ignore")
+
+
+def _announce(args: argparse.Namespace) -> None:
+    """One line saying what the stage does and on what (before any work)."""
+    where = [
+        f"{flag} {getattr(args, dest)}"
+        for flag, dest in (("from", "input"), ("to", "output"))
+        if isinstance(getattr(args, dest, None), str)
+    ]
+    logging.getLogger("medsimp").info(
+        "medsimp %s: %s%s", command_name(args), args._module.HELP, f" ({', '.join(where)})" if where else ""
+    )
+
+
+def _section_or_none(args: argparse.Namespace) -> dict | None:
+    """The params section named like the command (with its defaults) as a plain dict, whose
+    string values `command_inputs` walks; None when no section has the command's name."""
+    params = args.params_data
+    if args.command not in type(params).model_fields:
+        return None
+    return getattr(params, args.command).model_dump()
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _merge_globals(args)
+    configure_logging(args.verbose)
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 2  # EXIT_USAGE: no command given
+    from medsimp import atomic
+    from medsimp.cli.args import command_inputs
+    from medsimp.config import load_params, params_dir
+    from medsimp.errors import EXIT_FAILED, EXIT_USAGE, MedsimpError
+
+    atomic.configure(command=command_name(args), force=args.force)
+    signal.signal(signal.SIGTERM, _terminate)  # unwind: temp outputs are removed on the way out
+    try:
+        _check_utf8_args(args)
+        args.params_data = load_params(args.params, args.overrides)
+        args.params_dir = params_dir(args.params)
+        # every input reaches every output folder's guard, whichever command runs
+        named, from_params = command_inputs(args, _section_or_none(args), args.params_dir)
+        atomic.configure(command_name(args), args.force, inputs=named, params_inputs=from_params)
+        if isinstance(getattr(args, "output", None), str):
+            atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
+        _announce(args)
+        return int(args._module.run(args) or 0)
+    except MedsimpError as exc:
+        if args.verbose:
+            logging.exception("%s failed", args.command)
+        print(f"medsimp {command_name(args)}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except SystemExit as exc:
+        if not isinstance(exc.code, str):  # an exit status: keep it
+            raise
+        print(f"medsimp {command_name(args)}: {exc.code}", file=sys.stderr)  # SystemExit("why"): usage
+        return EXIT_USAGE
+    except FileNotFoundError as exc:  # a named input that is not there: bad input
+        if args.verbose:
+            logging.exception("%s failed", args.command)
+        print(
+            f"medsimp {command_name(args)}: not found: {exc.filename or exc} (check the path)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"medsimp {command_name(args)}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one line, never record text; -v shows the traceback
+        if args.verbose:
+            raise
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
+        print(
+            f"medsimp {command_name(args)}: internal error {type(exc).__name__} at {where} "
+            "(rerun with -v for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Argument helpers shared by subcommands (kept free of heavy imports so `--help` is fast)."""
+
+from __future__ import annotations
+
+import argparse
+
+GLOBAL_HELP = {
+    "params": "params file (default: $MEDSIMP_PARAMS or ./params.yaml)",
+    "verbose": "log at INFO level; show tracebacks",
+    "set": "override a param, e.g. --set notes.min_tokens=12 (repeatable; checked against "
+    "medsimp/params_schema.py: unknown keys and bad values are errors)",
+    "force": "replace an output folder another medsimp command wrote (never one medsimp did "
+    "not write, nor one holding an input)",
+}
+
+
+def global_options(depth: int) -> argparse.ArgumentParser:
+    """The global options as a parent parser (`parents=[global_options(depth)]`) for a
+    subcommand at nesting `depth` (1: `medsimp notes`, 2: `medsimp humaneval forms`). Each level
+    has its own dests (`_g<depth>_*`, absent unless given) so a later level does not overwrite an
+    earlier one; `medsimp.cli.app` merges them, the deepest last."""
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("global options (also accepted before the command)")
+    group.add_argument(
+        "--params",
+        dest=f"_g{depth}_params",
+        default=argparse.SUPPRESS,
+        metavar="PARAMS",
+        help=GLOBAL_HELP["params"],
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        dest=f"_g{depth}_verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=GLOBAL_HELP["verbose"],
+    )
+    group.add_argument(
+        "--set",
+        dest=f"_g{depth}_overrides",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="KEY=VALUE",
+        help=GLOBAL_HELP["set"],
+    )
+    group.add_argument(
+        "--force",
+        dest=f"_g{depth}_force",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=GLOBAL_HELP["force"],
+    )
+    return parser
+
+
+def add_beam_arguments(parser) -> None:
+    """The `--beam-arg` flag every Beam subcommand accepts."""
+    parser.add_argument(
+        "--beam-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra Beam pipeline option, e.g. --beam-arg=--runner=FlinkRunner "
+        "(repeatable; overrides params.beam)",
+    )
+
+
+def add_job_arguments(parser, input_help: str, default_output: str) -> None:
+    """--input/--output/--metrics/--beam-arg of a source job (cochrane, msd, plaba)."""
+    parser.add_argument("--input", help=input_help)
+    parser.add_argument("--output", default=default_output, help="output directory")
+    parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    add_beam_arguments(parser)
+
+
+def run_source_job(args, section_name: str, job) -> int:
+    """Run `job.run(input, tmp_dir, params, beam_params, beam_args, metrics)` into an atomic dir."""
+    from medsimp.atomic import atomic_dir
+    from medsimp.config import resolve_path
+
+    params = getattr(args.params_data, section_name)  # the typed section (medsimp.params_schema)
+    with atomic_dir(args.output) as tmp:
+        job.run(
+            args.input or resolve_path(params.input, args.params_dir),
+            str(tmp),
+            params,
+            args.params_data.beam,
+            args.beam_arg,
+            args.metrics,
+        )
+    return 0
+
+
+# Arguments naming what a command writes; every other path argument is an input, which no
+# output folder may hold (medsimp.atomic checks them all, whichever command runs).
+OUTPUT_DESTS = frozenset(
+    {"output", "metrics", "plots", "json", "report", "report_text", "report_dir", "save_dir"}
+)
+
+
+# Namespace entries that are never paths: subcommand names, flags, parsed params.
+NOT_PATHS = frozenset({"command", "action", "kind", "name", "overrides", "params_data", "params_dir"})
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _strings(item)]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    return []
+
+
+def command_inputs(args, section: dict | None = None, base=".") -> tuple[list[str], list[str]]:
+    """(paths the command line names as inputs, paths its params `section` names), each one
+    that exists. An output folder may neither be nor hold the first; it may not hold the second
+    (a params key can be one subcommand's output and another's input, e.g. humaneval.forms)."""
+    import os
+
+    named = [
+        s
+        for dest, value in vars(args).items()
+        if not dest.startswith("_") and dest not in OUTPUT_DESTS and dest not in NOT_PATHS
+        for s in _strings(value)
+    ]
+    from_params = [
+        os.path.join(str(base), s)
+        for key, v in (section or {}).items()
+        if key not in OUTPUT_DESTS
+        for s in _strings(v)
+    ]
+    return (
+        [p for p in named if p and "\0" not in p and os.path.lexists(p)],
+        [p for p in from_params if "\0" not in p and os.path.lexists(p)],
+    )

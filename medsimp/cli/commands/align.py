@@ -1,0 +1,243 @@
+"""Sentence alignment: neural CRF (English complex -> simple) and Vecalign (cross-lingual).
+
+`align files` (sentence-per-line files; prints Vecalign-style `[i, j]:[k]:score` lines, 0-based,
+`[]` for an insertion or deletion; with --gold, strict and lax P/R/F1 as Vecalign's scorer):
+    medsimp align files --method vecalign --src doc.de --tgt doc.fr --src-lang de --tgt-lang fr [--gold g.txt]
+    medsimp align files --method crf --src abstract.txt --tgt pls.txt [--model DIR]
+    medsimp align files --method vecalign --batch pairs.tsv   # src<TAB>tgt<TAB>out per line, models load once
+`align corpus` (Beam; `--input` holds sentences/*.parquet from `medsimp cochrane`):
+    medsimp align corpus --input out/cochrane --output out/align --metrics metrics/align.json
+`align train`: the CRF on gold alignments (jsonl DocPairs, PLABA json, MC-CLEAN json, wiki-auto tsv):
+    medsimp align train --gold data/sample/align_gold.jsonl [--gold more.jsonl ...] --output out/models/crf_aligner
+For CRF the source is the complex side, the target the simple side. Knobs: params `align`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from medsimp.cli.args import add_beam_arguments, global_options
+from medsimp.inputs import read_lines
+
+if TYPE_CHECKING:
+    from medsimp.params_schema import Align
+
+HELP = "align sentences (CRF / Vecalign): files, a corpus (Beam), or train the CRF"
+
+
+# What `dvc metrics show` shows for this stage (the stage's full stats are its output's stats.json).
+HEADLINE = ("gold_pairs", "train_f1")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    files = sub.add_parser(
+        "files", help="align sentence-per-line files (CRF or Vecalign)", parents=[global_options(2)]
+    )
+    files.add_argument("--method", choices=["crf", "vecalign"], default="crf", help="aligner (default: crf)")
+    files.add_argument("--src", help="source sentences, one per line (complex side for crf; - = stdin)")
+    files.add_argument("--tgt", help="target sentences, one per line (simple side for crf; - = stdin)")
+    files.add_argument("--src-lang", default="en", help="language of --src (default: en)")
+    files.add_argument("--tgt-lang", default="en", help="language of --tgt (default: en)")
+    files.add_argument(
+        "--gold", action="append", help="gold alignments (Vecalign format): print strict and lax P/R/F1"
+    )
+    files.add_argument("--batch", help="tsv of src path, tgt path, output path: align many pairs")
+    files.add_argument("--model", help="CRF model directory (default: params align.model)")
+    corpus = sub.add_parser(
+        "corpus", help="align a sentence table (Beam job; the DVC `align` stage)", parents=[global_options(2)]
+    )
+    corpus.add_argument("--input", help="stage output holding sentences/ (default: params align.input)")
+    corpus.add_argument("--output", help="output dir (default: params align.output)")
+    corpus.add_argument("--model", help="CRF model directory (default: params align.model)")
+    corpus.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    add_beam_arguments(corpus)
+    train = sub.add_parser(
+        "train",
+        help="train the CRF on gold document pairs (the DVC `align_train` stage)",
+        parents=[global_options(2)],
+    )
+    train.add_argument(
+        "--gold",
+        action="append",
+        help="gold document pairs; repeat for several sources, read in order "
+        "(default: params align.gold, one path or a list)",
+    )
+    train.add_argument("--gold-format", default=None, help="auto, jsonl, plaba, mc_clean, wiki_auto")
+    train.add_argument("--output", help="model dir (default: params align.model)")
+    train.add_argument("--metrics", help="also write stats here (DVC metrics)")
+
+
+class _FileAligner:
+    """Loads the chosen model once and aligns sentence-per-line files."""
+
+    def __init__(self, method: str, params: Align, model_dir: str | None, cache: str | None):
+        from alignment.crf import CRFAligner
+        from alignment.encoders import PairEncoders, make_encoder
+
+        self.method = method
+        cache = cache or None
+        if method == "crf":
+            crf_p = params.crf
+            enc = make_encoder(crf_p.encoder, cache)
+            self.model = CRFAligner.load(model_dir or params.model, enc, {"merge": crf_p.merge})
+        else:
+            vec_p = params.vecalign.model_dump()  # vecalign.align takes a plain mapping
+            self.encoders = PairEncoders(vec_p.pop("encoder"), cache)
+            self.vec_params = vec_p
+
+    def align(self, src: list[str], tgt: list[str], src_lang: str, tgt_lang: str):
+        if self.method == "crf":
+            res = self.model.align(src, tgt, src_lang)
+            return res.blocks, res.block_scores
+        from alignment import vecalign
+
+        vec = vecalign.align(
+            src,
+            tgt,
+            self.encoders.for_pair(src_lang, tgt_lang),
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            params=self.vec_params,
+        )
+        return vec.blocks, vec.scores
+
+
+def _batch_jobs(batch: str) -> list[tuple[str, str, str]]:
+    """(src, tgt, out) per line of a batch file, all checked before anything is written: an
+    output may not be an input of the batch, repeat another output, or replace a file
+    medsimp did not write (UsageError, exit 2)."""
+    from pathlib import Path
+
+    from medsimp.atomic import check_file_target
+    from medsimp.errors import UsageError
+
+    jobs = []
+    for lineno, line in enumerate(read_lines(batch, "--batch"), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise UsageError(f"{batch}:{lineno}: expected src<TAB>tgt<TAB>out")
+        jobs.append((parts[0], parts[1], parts[2]))
+    inputs = {Path(p).resolve() for src, tgt, _ in jobs for p in (src, tgt)} | {Path(batch).resolve()}
+    outs: set[Path] = set()
+    for n, (_, _, out) in enumerate(jobs, 1):
+        where = Path(out).resolve()
+        if where in inputs or where in outs:
+            raise UsageError(f"{batch}: output {n} ({out}) is an input or another output of the batch")
+        outs.add(where)
+        check_file_target(out)
+    return jobs
+
+
+def _file_mode(args, params: Align, cache: str | None) -> int:
+    from alignment.gold import read_blocks
+    from alignment.score import format_block, vecalign_scores
+    from medsimp.atomic import atomic_file
+
+    if args.gold and len(args.gold) > 1:
+        print("error: align files takes one --gold (several are for align train)", file=sys.stderr)
+        return 2
+    jobs = _batch_jobs(args.batch) if args.batch else []  # checked before the model loads
+    aligner = _FileAligner(args.method, params, args.model, cache)
+    if args.method == "vecalign":
+        try:  # the languages are the same for every pair of the run: check them once, up front
+            aligner.encoders.for_pair(args.src_lang, args.tgt_lang)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    if args.batch:
+        for src, tgt, out in jobs:
+            blocks, scores = aligner.align(
+                read_lines(src, "--batch"), read_lines(tgt, "--batch"), args.src_lang, args.tgt_lang
+            )
+            with atomic_file(out) as tmp:
+                tmp.write_text(
+                    "".join(format_block(b, s) + "\n" for b, s in zip(blocks, scores)), encoding="utf-8"
+                )
+        print(f"aligned {len(jobs)} document pairs", file=sys.stderr)
+        return 0
+    if not (args.src and args.tgt):
+        print("error: align files needs --src and --tgt (or --batch)", file=sys.stderr)
+        return 2
+    blocks, scores = aligner.align(
+        read_lines(args.src, "--src"), read_lines(args.tgt, "--tgt"), args.src_lang, args.tgt_lang
+    )
+    for b, s in zip(blocks, scores):
+        print(format_block(b, s))
+    if args.gold:
+        res = vecalign_scores([read_blocks(args.gold[0])], [blocks])
+        print(" ---------------------------------\n|             |  Strict |    Lax  |", file=sys.stderr)
+        for name in ("precision", "recall", "f1"):
+            print(
+                f"| {name.capitalize():<11} |   {res[name + '_strict']:.3f} |   {res[name + '_lax']:.3f} |",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _train(args, params: Align, cache: str | None) -> int:
+    from alignment.crf import CRFAligner
+    from alignment.encoders import make_encoder
+    from alignment.gold import gold_sources, read_golds
+    from alignment.score import pair_prf
+    from medsimp.atomic import atomic_dir, write_json
+    from medsimp.config import resolve_path
+    from medsimp.errors import InputError
+    from medsimp.stats import finish_stage, output_stats
+
+    gold = args.gold or [resolve_path(g, args.params_dir) for g in gold_sources(params.gold)]
+    docs = read_golds(gold, args.gold_format or params.gold_format)
+    if not docs:
+        raise InputError(f"no gold documents in {', '.join(map(str, gold)) or 'align.gold (empty list)'}")
+    enc = make_encoder(params.crf.encoder, cache or None)
+    model = CRFAligner.train(docs, enc, params.crf.model_dump())  # the CRF takes a plain mapping
+    fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
+    out = args.output or resolve_path(params.model, args.params_dir)
+    stats = {
+        "documents": len(docs),
+        "gold_pairs": sum(len(d.pairs) for d in docs),
+        "train_f1": round(fit["f1"], 6),
+        "train_precision": round(fit["precision"], 6),
+        "train_recall": round(fit["recall"], 6),
+        "encoder": enc.name,
+        "cache_hits": enc.hits,
+        "cache_misses": enc.misses,
+    }
+    with atomic_dir(out) as tmp:
+        model.save(tmp)
+        write_json(tmp / "stats.json", output_stats(stats))
+    finish_stage("medsimp align train", stats, HEADLINE, args.metrics)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from medsimp.config import cache_path
+
+    params = args.params_data.align
+    cache = cache_path(args.params_data, args.params_dir)
+    mode = {"train": _train, "files": _file_mode, "corpus": _corpus}[args.action]
+    return mode(args, params, cache)
+
+
+def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
+    """The Beam job over a sentence table."""
+    from medsimp.atomic import atomic_dir
+    from medsimp.config import resolve_path
+    from pipelines.jobs import align as align_job
+
+    params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
+    with atomic_dir(args.output or resolve_path(params.output, args.params_dir)) as tmp:
+        align_job.run(
+            args.input or resolve_path(params.input, args.params_dir),
+            str(tmp),
+            params,
+            args.params_data.beam,
+            args.beam_arg,
+            args.metrics,
+            cache,
+        )
+    return 0

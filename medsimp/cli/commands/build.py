@@ -1,0 +1,132 @@
+"""Build a Hugging Face dataset folder (parquet files + README.md card) from stage outputs.
+
+    medsimp build multicochrane --output builders/multicochrane \
+        --metrics metrics/build-multicochrane.json
+
+Inputs and options come from the params section `build.<name>` (override with
+`--set build.<name>.<key>=...`). The folder is written atomically and
+deterministically; `datasets.load_dataset(folder, config)` then works offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "build a Hugging Face dataset folder (multicochrane, medlane, msd, plaba, radiology)"
+
+
+# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
+# stays narrow (the stage's full stats are its output's stats.json).
+HEADLINE = ("read", "kept", "filtered", "rejected")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", help="builder: multicochrane, medlane, msd, plaba or radiology")
+    parser.add_argument("--output", help="dataset folder to write (default: builders/<name>)")
+    parser.add_argument("--metrics", help="also write the stats JSON here (DVC metrics)")
+
+
+# The params sections of the stages upstream of each builder (dvc.yaml), hashed on the card.
+UPSTREAM = {
+    "multicochrane": ("cochrane", "link", "align", "filter"),
+    "medlane": ("notes",),
+    "msd": ("msd", "link"),
+    "plaba": ("plaba", "link"),
+    "radiology": ("radiology",),
+}
+
+
+def card_provenance(args: argparse.Namespace, cfg, located) -> dict[str, str]:
+    """What a card records of how the corpus was made: a content hash of the code
+    (`medsimp.corpora.writer.code_hash`; the git revision is in the run record), a content hash
+    of every input named in `build.<name>`, the params
+    hash of every upstream stage, and for corpora from the aligner its model, its gold and the
+    filter threshold. Paths are as written in params; hashes are of content, so the same
+    inputs give the same card from any folder."""
+    from medsimp.config import params_hash, resolve_path
+    from medsimp.corpora.writer import code_hash, content_hash
+
+    params = args.params_data
+    out = {"code_sha256": code_hash()}
+    for key, value in cfg:
+        if isinstance(value, str) and value:
+            out[f"input.{key}"] = f"{value} sha256:{content_hash(getattr(located, key))}"
+    for name in UPSTREAM.get(args.name, ()):
+        out[f"params_hash.{name}"] = params_hash(getattr(params, name))
+    if "align" in UPSTREAM.get(args.name, ()):
+        for key in ("model", "gold"):
+            value = getattr(params.align, key)
+            out[f"aligner.{key}"] = f"{value} sha256:{content_hash(resolve_path(value, args.params_dir))}"
+        out["filter.threshold"] = f"{params.filter.comparison} {params.filter.threshold}"
+    return out
+
+
+# Raw (non-Parquet) builder inputs of a public source, by builder and params key.
+RAW_PUBLIC_INPUTS = {("multicochrane", "mc_human"): "cochrane"}
+
+
+def input_lineage(cfg: dict, mimic_derived: bool, name: str = "") -> tuple[str, ...] | None:
+    """Union of the lineage of every input path named in the builder's params: a Parquet
+    input's own lineage; any other file or folder is MIMIC when the builder's own inputs are
+    (`mimic_derived`), a declared public source (RAW_PUBLIC_INPUTS), else unknown. So a
+    MIMIC table or file swapped in by `--set` keeps the output restricted."""
+    from pathlib import Path
+
+    from medsimp import lineage
+
+    found: list[tuple[str, ...] | None] = [(lineage.MIMIC,)] if mimic_derived else []
+    for key, value in sorted(cfg.items()):
+        if not isinstance(value, str) or not value or not Path(value).exists():
+            continue
+        path = Path(value)
+        if path.suffix == ".parquet" or (path.is_dir() and any(path.rglob("*.parquet"))):
+            found.append(lineage.read_lineage(path))
+        elif (name, key) in RAW_PUBLIC_INPUTS:
+            found.append((RAW_PUBLIC_INPUTS[name, key],))
+        elif not mimic_derived:
+            found.append(None)
+    return lineage.union(*found)
+
+
+def run(args: argparse.Namespace) -> int:
+    from medsimp.config import params_hash, resolve_path
+    from medsimp.corpora import BUILDERS, build_dataset
+    from medsimp.corpora.common import BuildError
+    from medsimp.corpora.writer import git_revision, write_builder
+    from medsimp.errors import InputError, UsageError
+    from medsimp.stats import finish_stage
+
+    if args.name not in BUILDERS:
+        raise UsageError(f"unknown builder {args.name!r}; known: {', '.join(sorted(BUILDERS))}")
+    cfg = getattr(args.params_data.build, args.name)  # the typed section build.<name>
+    # its text values are input paths: relative to the params file's folder (the hash and the
+    # card keep them as written)
+    located = cfg.model_copy(
+        update={k: resolve_path(v, args.params_dir) for k, v in cfg if isinstance(v, str) and v}
+    )
+    try:
+        dataset = build_dataset(args.name, located)
+    except BuildError as exc:
+        raise InputError(str(exc)) from None
+    dataset.lineage = input_lineage(located.model_dump(), dataset.mimic_derived, args.name)
+    # the card records what determines the data (builders/README.md): the inputs' content,
+    # the upstream params, the aligner and the code's revision (stable for one commit)
+    provenance = {
+        "stage": f"build@{args.name}",
+        "command": f"medsimp build {args.name}",
+        "params_section": f"build.{args.name}",
+        "params_hash": params_hash(cfg),
+        **card_provenance(args, cfg, located),
+    }
+    stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
+    flat = {k: v for k, v in stats.items() if k not in ("builder", "splits")}
+    flat.update({f"rows {cfg}": splits for cfg, splits in stats["splits"].items()})
+    finish_stage(
+        f"build {args.name}",
+        stats,
+        HEADLINE,
+        args.metrics,
+        summary=flat,
+        run={"git_revision": git_revision()},
+    )
+    return 0

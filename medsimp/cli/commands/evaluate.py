@@ -1,0 +1,487 @@
+"""Score simplifications with the MedLane metric suite (docs/metrics.md).
+
+`evaluate files`: `medsimp evaluate files --hyp OUT.txt --ref R1.txt [--ref R2.txt ...] [--src SRC.txt]`
+or `--medlane FILE [--split validation|test]` to take the sources, references and
+`abbr[full]` term annotations from a MedLane-format evaluation file (`--split`
+takes the authors' half of a combined file; OUT.txt has one line per record of the
+split or of the whole file). `--mode default` (the paper's definitions) or
+`--mode medlane` (the authors' scorer, step by step); `--json OUT` writes the scores.
+A flag the chosen source of references would ignore is refused (exit 2); so are empty inputs.
+
+`evaluate stage` (the DVC `evaluate` stage, training/evaluate_stage.py): scores
+`out/models/<model>/predictions/<split>.txt` for every model in `evaluate.models` in both
+modes, writes `--metrics DIR` (`DIR/<model>.json`, like the paper's Table 3) and `--plots`
+(AScore etc. per source-length bucket).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from medsimp.cli.args import global_options
+from medsimp.inputs import read_lines
+from training.evaluate_stage import MedLaneEval, medlane_items
+
+if TYPE_CHECKING:
+    from medsimp.params_schema import Evaluate
+    from training.evaluation import Scorer
+
+__all__ = ["MedLaneEval", "medlane_items"]  # files mode reads MedLane files as the stage does
+
+HELP = "score outputs: BLEU, SARI, ROUGE, METEOR, CIDEr, FKGL, BERTScore, HIT, CWR, AScore (docs/metrics.md)"
+
+
+def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    """The options both subcommands take: which metrics, which mode, ROUGE's tokens."""
+    parser.add_argument(
+        "--mode",
+        choices=("default", "medlane"),
+        default=None,
+        help="default: corrected metrics; medlane: the authors' scorer (stage: both unless given)",
+    )
+    parser.add_argument(
+        "--select",
+        help="comma-separated metrics to compute (default: params evaluate.select, null = all): "
+        + ", ".join(_metric_names()),
+    )
+    parser.add_argument(
+        "--rouge-tokenizer",
+        choices=("nltk", "rouge-score"),
+        default="nltk",
+        help="ROUGE's tokens: nltk (lowercased NLTK Treebank, punctuation kept; default) or "
+        "rouge-score (rouge-score's own default: lowercase, alphanumeric runs)",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    files = sub.add_parser(
+        "files",
+        help="score system output files against --ref files, a MedLane file or a builder's split",
+        parents=[global_options(2)],
+    )
+    _add_file_arguments(files)
+    _add_scoring_options(files)
+    stage = sub.add_parser(
+        "stage",
+        help="score every model of params evaluate.models (the DVC `evaluate` stage)",
+        parents=[global_options(2)],
+    )
+    stage.add_argument(
+        "--metrics",
+        required=True,
+        help="folder for the headline metrics, one <model>.json each: MedLane BLEU, SARI, FKGL, "
+        "AScore (metrics/eval)",
+    )
+    stage.add_argument(
+        "--plots", required=True, help="per-length-bucket plot data (plots/length_buckets.json)"
+    )
+    stage.add_argument(
+        "--scores", help="every score of every model and mode, signatures, scales (out/eval/scores.json)"
+    )
+    _add_scoring_options(stage)
+
+
+def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--hyp",
+        required=True,
+        action="append",
+        default=[],
+        help="system output, one sentence per line (repeatable to compare systems; a folder = its *.txt; - = stdin)",
+    )
+    parser.add_argument(
+        "--name", action="append", default=[], help="system name per --hyp (default: file stem)"
+    )
+    parser.add_argument(
+        "--report", help="write a self-contained HTML report here (metric table, charts, bootstrap)"
+    )
+    parser.add_argument(
+        "--report-text",
+        action="store_true",
+        help="include a sample of source/reference/output text in the report "
+        "(it may be MIMIC-derived: the report then carries a do-not-share banner)",
+    )
+    parser.add_argument("--ref", action="append", default=[], help="reference file (repeatable; - = stdin)")
+    parser.add_argument("--src", help="source file (needed for SARI and default-mode HIT; - = stdin)")
+    parser.add_argument("--medlane", help="MedLane-format evaluation file (sources, references, terms)")
+    parser.add_argument(
+        "--dataset",
+        help="a builder of (complex, simple) pairs, e.g. builders/multicochrane (with --config, --split): "
+        "sources and references in the order `medsimp train --dataset` predicts them",
+    )
+    parser.add_argument("--config", help="the builder config, e.g. en (with --dataset)")
+    parser.add_argument(
+        "--split",
+        choices=("validation", "test"),
+        help="with --medlane: the authors' first (validation) or second (test) half; "
+        "with --dataset: the builder's split (default test)",
+    )
+    parser.add_argument("--json", help="write the scores here (- = stdout)")
+    parser.add_argument(
+        "--sentence-level",
+        metavar="FILE",
+        help="also write per-line scores here as JSON Lines (BLEU, ROUGE-L, SARI, FKGL, HIT, CWR, AScore "
+        "of each output line alone; default mode)",
+    )
+    parser.add_argument(
+        "--measures",
+        action="store_true",
+        help="also the EASSE and copy measures, Cao et al.'s style accuracy, perplexity and "
+        "UMLS-masked edit distance (when params evaluate.style_data / perplexity_model / umls_index "
+        "are set) and the length-bucket breakdown (needs sources)",
+    )
+
+
+def _metric_names() -> tuple[str, ...]:
+    from medsimp.metrics import names
+
+    return names()
+
+
+def dataset_items(args: argparse.Namespace, n: int):
+    """The `--split` of a builder config as `medsimp train --dataset` loads it (same order)."""
+    from medsimp.errors import InputError
+    from training.data import load_pairs
+
+    data = args.params_data.train.data
+    try:
+        splits = load_pairs(
+            f"{args.dataset.rstrip('/')}/{args.config}",
+            data.complex_column,
+            data.simple_column,
+            float(data.validation_fraction),
+            float(data.test_fraction),
+            data.resplit,
+        )
+    except (FileNotFoundError, KeyError, ValueError) as exc:  # pyarrow: a missing column is ValueError
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"--dataset {args.dataset} --config {args.config}: {reason}") from None
+    items = splits.eval[args.split or "test"]
+    if len(items) != n:
+        raise InputError(f"--hyp has {n} lines but the {args.split or 'test'} split has {len(items)} pairs")
+    return items
+
+
+def file_items(refs: list[str], src: str | None, n: int):
+    from medsimp.errors import InputError
+    from medsimp.metrics.scoring import EvalItem
+
+    ref_lines = [read_lines(r, "--ref") for r in refs]
+    src_lines = read_lines(src, "--src") if src else [None] * n
+    for name, lines in [("--src", src_lines), *[(r, x) for r, x in zip(refs, ref_lines)]]:
+        if len(lines) != n:
+            raise InputError(f"{name} has {len(lines)} lines but --hyp has {n}")
+    return [EvalItem(src_lines[i], [r[i] for r in ref_lines]) for i in range(n)]
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Refuse a flag the chosen source of references would ignore (one line, exit 2)."""
+    from medsimp.errors import UsageError
+
+    given = lambda *names: [f"--{n}" for n in names if getattr(args, n)]  # noqa: E731
+    unused = []
+    if args.medlane:
+        unused += given("ref", "src", "dataset", "config")
+    elif args.dataset:
+        unused += given("ref", "src")
+        if not args.config:
+            raise UsageError("--dataset needs --config (e.g. --dataset builders/multicochrane --config en)")
+    else:
+        unused += given("split", "config")
+        if not args.ref:
+            raise UsageError(
+                "give --ref FILE (repeatable), --medlane FILE or --dataset DIR --config C with --hyp"
+            )
+    if unused:
+        with_ = " --medlane" if args.medlane else " --dataset" if args.dataset else ""
+        raise UsageError(
+            f"{', '.join(unused)} cannot be used with --hyp{with_}: drop {'them' if len(unused) > 1 else 'it'}"
+        )
+
+
+def _select(args: argparse.Namespace) -> list[str] | None:
+    """`--select` as a list (None: params evaluate.select); an unknown metric is a usage error."""
+    from medsimp.errors import UsageError
+    from medsimp.metrics import selection
+
+    select = [m.strip() for m in args.select.split(",") if m.strip()] if args.select else None
+    try:
+        selection(select if select is not None else args.params_data.evaluate.select)
+    except ValueError as exc:
+        raise UsageError(f"--select: {exc}") from None
+    return select
+
+
+def run(args: argparse.Namespace) -> int:
+    from medsimp.errors import InputError
+
+    select = _select(args)
+    options = {"rouge_tokenizer": args.rouge_tokenizer}
+    from_file = Path(args.params).is_file()
+    if args.action == "stage":
+        from medsimp.stats import finish_stage
+        from training.evaluate_stage import run_stage
+
+        result = run_stage(
+            args.params_data,
+            args.params_dir,
+            metrics_dir=args.metrics,
+            plots=args.plots,
+            scores=args.scores,
+            mode=args.mode,
+            select=select,
+            options=options,
+            from_file=from_file,
+        )
+        finish_stage(result.title, result.summary, ())
+        return 0
+    from medsimp.atomic import check_file_target
+    from training.evaluation import Scorer
+
+    _check_flags(args)
+    if args.json and not _stdout(args.json):
+        check_file_target(args.json)  # refuse a file medsimp did not write before scoring
+    cfg = args.params_data.evaluate
+    p = args.params_data
+    scorer = Scorer(cfg, p.train, p.notes, args.params_dir, select, p.link, options, from_file=from_file)
+    try:
+        return _run_files(args, scorer, cfg)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _systems(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(name, path) per `--hyp` (a folder stands for its *.txt files, named by stem); `--name` renames."""
+    from medsimp.errors import UsageError
+
+    paths = [str(p) for h in args.hyp for p in (sorted(Path(h).glob("*.txt")) if Path(h).is_dir() else [h])]
+    names = args.name or ["stdin" if p == "-" else Path(p).stem for p in paths]
+    if len(names) != len(paths):
+        raise UsageError(f"{len(names)} --name for {len(paths)} system output files: give one per --hyp")
+    if len(set(names)) != len(names):
+        raise UsageError(f"system names must differ: {', '.join(names)} (use --name)")
+    return list(zip(names, paths))
+
+
+def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
+    import json
+    import sys
+
+    from medsimp.errors import InputError, UsageError
+
+    mode = args.mode or "default"
+    if args.sentence_level and (mode != "default" or args.medlane):
+        raise UsageError("--sentence-level scores --hyp against --ref/--src in --mode default")
+    systems = _systems(args)
+    if (args.report or len(systems) > 1) and mode == "medlane":
+        raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
+    results, rejects, hyp_lists = {}, [], {}
+    for name, path in systems:
+        hyps = read_lines(path, "--hyp")
+        if args.medlane:
+            evalset = medlane_items(args.medlane, args.split, mode)
+            hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
+        elif args.dataset:
+            items = dataset_items(args, len(hyps))
+        else:
+            items = file_items(args.ref, args.src, len(hyps))
+        if not items:
+            raise InputError(
+                f"nothing to score: --hyp {path} has {len(hyps)} lines and the evaluation "
+                "set has no usable record"
+            )
+        hyp_lists[name] = hyps
+        results[name] = scorer.evaluate(
+            hyps,
+            items,
+            mode,
+            extras=args.measures or bool(args.report),
+            bucket_edges=cfg.length_buckets,
+        )
+    if rejects:
+        reasons = sorted({r["reason"] for r in rejects})
+        print(
+            f"warning: {len(rejects)} record(s) not scored ({', '.join(reasons)}; "
+            f"{', '.join(r['locator'] for r in rejects[:5])}{' ...' if len(rejects) > 5 else ''}); "
+            "their output lines were skipped",
+            file=sys.stderr,
+        )
+    not_scored = [{k: r[k] for k in ("locator", "reason")} for r in rejects]
+    bootstrap = _bootstrap(scorer, hyp_lists, items, cfg) if len(systems) > 1 else {}
+    if args.sentence_level:
+        rows = [
+            {"system": name, **row}
+            for name, hyps in hyp_lists.items()
+            for row in scorer.per_sentence(hyps, items)
+        ]
+        _write(
+            args.sentence_level,
+            "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows),
+        )
+    if len(systems) == 1:
+        result = next(iter(results.values()))
+        if args.json:
+            _write(args.json, {**result.as_dict(), "not_scored": not_scored})
+        title = f"evaluate ({mode}, n={len(items)})"
+    else:
+        if args.json:
+            _write(
+                args.json,
+                {
+                    "mode": mode,
+                    "n": len(items),
+                    "names": list(results),
+                    "systems": {n: r.as_dict() for n, r in results.items()},
+                    "bootstrap": bootstrap,
+                    "not_scored": not_scored,
+                },
+            )
+        title = f"evaluate ({mode}, n={len(items)}, {len(systems)} systems)"
+    # results on stdout unless --json - took it (then the table goes to stderr)
+    table_out = sys.stderr if _stdout(args.json) or _stdout(args.sentence_level) else sys.stdout
+    print_table(
+        title, {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()}, table_out
+    )
+    if bootstrap:
+        print_bootstrap(bootstrap, table_out)
+    for name, r in results.items():
+        print(f"signature{'' if len(results) == 1 else ' ' + name}: {r.signature}", file=sys.stderr)
+    for measure, why in scorer.unavailable.items():
+        print(f"note: {measure} not computed (null): {why}", file=sys.stderr)
+    if args.report:
+        _write_report(args, results, bootstrap, items, hyp_lists)
+    return 0
+
+
+def _bootstrap(scorer: Scorer, hyp_lists: dict[str, list[str]], items, cfg: Evaluate) -> dict:
+    """Paired bootstrap of the first system against each other one ('A vs B': B - A), for every
+    selected metric with a sentence reading (medsimp.metrics.significance)."""
+    from medsimp.metrics.significance import paired_bootstrap
+
+    names = list(hyp_lists)
+    base = scorer.significance_stats(hyp_lists[names[0]], items)
+    out = {}
+    for n in names[1:]:
+        other = scorer.significance_stats(hyp_lists[n], items)
+        out[f"{names[0]} vs {n}"] = paired_bootstrap(
+            {m: (base[m][0], base[m][1], other[m][1]) for m in base if m in other},
+            cfg.bootstrap_samples,
+            cfg.bootstrap_seed,
+        )
+    return out
+
+
+def _stdout(path: str | None) -> bool:
+    """`-` (and /dev/stdout) name standard output."""
+    return path in ("-", "/dev/stdout")
+
+
+def _write(path: str, content) -> None:
+    """JSON (a dict) or text to `path`, or to stdout for `-` / `/dev/stdout`."""
+    import json
+    import sys
+
+    from medsimp.atomic import write_json, write_text
+
+    if _stdout(path):
+        text = content if isinstance(content, str) else json.dumps(content, indent=2, sort_keys=True) + "\n"
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    elif isinstance(content, str):
+        write_text(path, content)
+    else:
+        write_json(path, content)
+
+
+def _console(file):
+    """A rich console as wide as the terminal: `COLUMNS` when set, else the terminal's width
+    (80 when not a terminal)."""
+    import os
+
+    from rich.console import Console
+
+    width = None
+    if os.environ.get("COLUMNS", "").isdigit():
+        width = int(os.environ["COLUMNS"])
+    elif not file.isatty():
+        width = 80
+    return Console(file=file, width=width, highlight=False, soft_wrap=False)
+
+
+def print_table(title: str, systems: dict[str, dict], file) -> None:
+    """One row per reported value (named with its scale), one column per system in the order
+    given; cells never wrap (the metric name folds when the terminal is narrow)."""
+    from rich import box
+    from rich.table import Table
+
+    from training.evaluation import SCALES
+
+    keys = list(dict.fromkeys(k for scores in systems.values() for k in scores))
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
+    table.add_column("metric (scale)", overflow="fold", ratio=1)
+    for name in systems:
+        table.add_column(name, justify="right", no_wrap=True, overflow="ellipsis")
+    for key in keys:
+        label = f"{key} ({SCALES[key]})" if key in SCALES else key
+        table.add_row(label, *(_cell(scores.get(key)) for scores in systems.values()))
+    _console(file).print(table)
+
+
+def print_bootstrap(bootstrap: dict, file) -> None:
+    """The paired bootstrap per pair and metric (p-values below 0.001 as `< 0.001`)."""
+    from rich import box
+    from rich.table import Table
+
+    from medsimp.metrics.significance import format_p
+
+    table = Table(
+        title="paired bootstrap (B - A)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        show_edge=False,
+    )
+    for col in ("pair", "metric", "delta", "p", "95% CI", "Wilcoxon p"):
+        table.add_column(col, justify="left" if col in ("pair", "metric") else "right", overflow="fold")
+    for pair, res in bootstrap.items():
+        for m, v in res.items():
+            table.add_row(
+                pair,
+                m,
+                f"{v['delta']:g}",
+                format_p(v["p_value"]),
+                f"[{v['ci_low']:g}, {v['ci_high']:g}]",
+                format_p(v["wilcoxon_p"]),
+            )
+    _console(file).print(table)
+
+
+def _cell(value) -> str:
+    return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _write_report(args: argparse.Namespace, results: dict, bootstrap: dict, items, hyp_lists: dict) -> None:
+    """The self-contained HTML report; output text only with --report-text (may be MIMIC-derived)."""
+    from medsimp.atomic import write_text
+    from medsimp.report.evaluate import render
+    from training.evaluation import SCALES
+
+    sample = None
+    if args.report_text:
+        sample = [
+            {
+                "source": it.source,
+                "references": it.references,
+                "outputs": {n: h[i] for n, h in hyp_lists.items()},
+            }
+            for i, it in enumerate(items[:20])
+        ]
+    systems = {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()}
+    buckets = {n: r.extra["length_buckets"] for n, r in results.items() if "length_buckets" in r.extra}
+    write_text(
+        args.report,
+        render(systems, SCALES, {n: r.signature for n, r in results.items()}, bootstrap, buckets, sample),
+    )

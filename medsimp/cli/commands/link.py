@@ -1,0 +1,62 @@
+"""Attach UMLS concepts (QuickUMLS) and readability to every sentence of a sentence table.
+
+--input is a job output (out/<source>, holding sentences/) or a sentence table directory.
+Writes OUTPUT/part-*.parquet (sentence_id, concepts, readability, ...),
+OUTPUT/documents/ (readability per document side), OUTPUT/dead_letter, OUTPUT/stats.json.
+Languages without an index get no concepts (counted as sentences_without_index).
+"""
+
+from __future__ import annotations
+
+HELP = "UMLS concept linking + readability per sentence and document side"
+
+
+def add_arguments(parser) -> None:
+    from medsimp.cli.args import add_beam_arguments
+
+    parser.add_argument("--input", required=True, help="out/<source> or a sentence table directory")
+    parser.add_argument("--output", required=True, help="output directory (out/linked/<source>)")
+    parser.add_argument("--index", help="QuickUMLS index directory (default: params umls.index)")
+    parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    add_beam_arguments(parser)
+
+
+def run(args) -> int:
+    from medsimp.atomic import atomic_dir
+    from medsimp.config import cache_path, resolve_path
+    from pipelines.jobs import link
+    from pipelines.text.umls import installation, read_manifest
+
+    matcher = args.params_data.link.model_dump(
+        include={
+            "overlapping_criteria",
+            "threshold",
+            "similarity_name",
+            "window",
+            "min_match_length",
+            "accepted_semtypes",
+            "reject_negation_flips",
+        }
+    )
+    cache_root = cache_path(args.params_data, args.params_dir)
+    umls = args.params_data.umls
+    index = args.index or resolve_path(umls.index, args.params_dir)
+    # the index's QuickUMLS store, rebuilt from params umls.mrconso/mrsty if the cache lost it
+    installation(
+        read_manifest(index),
+        (resolve_path(umls.mrconso, args.params_dir), resolve_path(umls.mrsty, args.params_dir)),
+    )
+    with atomic_dir(args.output) as tmp:
+        link.run(
+            args.input,
+            str(tmp),
+            index,
+            matcher,
+            args.params_data.readability,
+            cache_root,
+            args.params_data.link.num_shards,
+            args.params_data.beam,
+            args.beam_arg,
+            args.metrics,
+        )
+    return 0

@@ -1,0 +1,527 @@
+"""MultiCochrane builder: aligned Cochrane abstract -> plain-language sentence pairs per language.
+
+Inputs (params `build.multicochrane`): the filtered pairs (`out/filter/pairs`, see
+docs/architecture.md "Aligned pairs"), the Cochrane sentence table (sentence texts,
+used to place concept spans in joined multi-sentence sides) and the linked table
+(`out/linked/cochrane`: UMLS concepts and readability per sentence).
+
+Configs: `<lang>` holds every aligned pair of language `<lang>` with its overlap `r`
+and `keep` flag; `<lang>-filtered` has the same validation/test splits and a training
+split of only the pairs with `keep` true (the paper filters the training set only;
+`filter_splits` widens it). Splits are by review (DOI), the same in every language:
+seeded by `unit_hash` (documented as NOT MC-CLEAN), or, when `mc_human` points at
+MultiCochrane's `mc_human.json`, 22 test and 5 validation MC-CLEAN reviews holding their
+human (gold) alignments, the rest train; in those reviews every other language's pairs are
+the English gold composed with the PLS bridge (`bridge_gold`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from medsimp.corpora.common import (
+    BuildError,
+    BuiltDataset,
+    HubCard,
+    cover_splits,
+    load_links,
+    load_texts,
+    read_parquet_dir,
+    seeded_split,
+    side_annotations,
+    table_from_rows,
+    unit_hash,
+)
+from medsimp.errors import InputError
+from medsimp.params_schema import BuildMulticochrane, section_of
+from medsimp.schemas import CONCEPT, READABILITY
+
+PAIR_COLUMNS = [
+    "pair_id",
+    "doi",
+    "language",
+    "complex_ids",
+    "simple_ids",
+    "pivot_ids",
+    "complex_text",
+    "simple_text",
+    "pivot_text",
+    "section",
+    "method",
+    "crf_score",
+    "vecalign_score",
+    "overlap_r",
+    "keep",
+]
+
+SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("doi", pa.string()),
+        ("language", pa.string()),
+        ("complex_text", pa.string()),
+        ("simple_text", pa.string()),
+        ("pivot_text", pa.string()),
+        ("complex_ids", pa.list_(pa.string())),
+        ("simple_ids", pa.list_(pa.string())),
+        ("pivot_ids", pa.list_(pa.string())),
+        ("section", pa.string()),
+        ("method", pa.string()),
+        ("crf_score", pa.float64()),
+        ("vecalign_score", pa.float64()),
+        ("overlap_r", pa.float64()),
+        ("keep", pa.bool_()),
+        ("complex_concepts", pa.list_(CONCEPT)),
+        ("simple_concepts", pa.list_(CONCEPT)),
+        ("complex_readability", pa.list_(READABILITY)),
+        ("simple_readability", pa.list_(READABILITY)),
+    ]
+)
+
+FEATURES = {
+    "pair_id": "`<doi>:<language>:<n>`",
+    "doi": "normalised DOI of the Cochrane review (no `.pubN`)",
+    "language": "ISO 639-1 language of the simple side",
+    "complex_text": "English technical-abstract sentence(s), joined by a space",
+    "simple_text": "plain-language-summary sentence(s) in `language`, joined by a space",
+    "pivot_text": "English PLS sentence(s) a cross-lingual pair was bridged through ('' for en)",
+    "complex_ids": "sentence ids of the complex side (several for 1-N alignments)",
+    "simple_ids": "sentence ids of the simple side (several for N-1 alignments)",
+    "pivot_ids": "sentence ids of the English PLS pivot (empty for en)",
+    "section": "abstract section heading of the complex side",
+    "method": "`crf` (en) or `crf+vecalign` (bridged); MC-CLEAN: `gold` (en) or "
+    "`gold+vecalign` (English gold composed with the PLS bridge)",
+    "crf_score": "CRF alignment score (marginal probability of the pair)",
+    "vecalign_score": "Vecalign cost of the PLS-PLS step (null for en)",
+    "overlap_r": "overlap r of the English pair (bridged pairs inherit it)",
+    "keep": "true when the pair passes the overlap filter (r > threshold by default); the "
+    "training split of the `-filtered` configs holds only these (null for gold rows)",
+    "complex_concepts": "UMLS concepts of the complex side; start/end index `complex_text`",
+    "simple_concepts": "UMLS concepts of the simple side; start/end index `simple_text`",
+    "complex_readability": "readability of each complex sentence, aligned with `complex_ids` "
+    "(null where the link stage gave none)",
+    "simple_readability": "readability of each simple sentence, aligned with `simple_ids`",
+}
+
+CITATION = """@inproceedings{joseph-etal-2023-multilingual,
+  title = {Multilingual Simplification of Medical Texts},
+  author = {Joseph, Sebastian and Kazanas, Kathryn and Reina, Keziah and Ramanathan, Vishnesh J.
+    and Xu, Wei and Wallace, Byron C. and Li, Junyi Jessy},
+  booktitle = {Proceedings of the 2023 Conference on Empirical Methods in Natural Language
+    Processing},
+  year = {2023},
+  publisher = {Association for Computational Linguistics},
+  url = {https://aclanthology.org/2023.emnlp-main.1037}
+}"""
+
+ACCESS = """Text comes from Cochrane review abstracts and plain-language summaries
+(Cochrane Database of Systematic Reviews, (c) John Wiley & Sons / The Cochrane Collaboration).
+Abstracts and summaries are freely readable, but their reuse is governed by Cochrane's terms;
+redistribute only what those terms allow (MultiCochrane's authors released their corpus for
+research). The builder code and annotations added by medsimp (splits, concepts, readability)
+are Apache-2.0. UMLS-derived concept identifiers fall under the UMLS licence of whoever ran
+the link stage (the embedded default index is a small demo vocabulary, not UMLS)."""
+
+_PUB = re.compile(r"\.pub\d+$", re.IGNORECASE)
+
+
+def normalise_doi(doi: str) -> str:
+    """Key for matching DOIs: no URL prefix, no `.pubN` version, upper case."""
+    doi = doi.strip()
+    for prefix in ("https://doi.org/", "http://doi.org/", "doi:"):
+        if doi.lower().startswith(prefix):
+            doi = doi[len(prefix) :]
+    return _PUB.sub("", doi).upper()
+
+
+_DOI_KEY = re.compile(r"^(https?://doi\.org/|doi:)?10\.\d+/", re.IGNORECASE)
+_SPLIT_NAMES = {"validation": "validation", "val": "validation", "dev": "validation", "test": "test"}
+
+
+def _doi_records(obj: Any, hint: str | None = None) -> Iterator[tuple[str, str | None]]:
+    """(doi, split or None) for every review in a JSON tree of unknown layout.
+
+    A review is an object with a `doi` field, or a key that is a DOI. A `split` field,
+    else the nearest enclosing key named validation/val/dev/test, gives its split.
+    """
+    if isinstance(obj, list):
+        for item in obj:
+            yield from _doi_records(item, hint)
+    elif isinstance(obj, dict):
+        if obj.get("doi"):
+            yield str(obj["doi"]), _SPLIT_NAMES.get(str(obj.get("split", "")).lower(), hint)
+            return
+        for key, value in obj.items():
+            if _DOI_KEY.match(str(key)):
+                split = value.get("split", "") if isinstance(value, dict) else ""
+                yield str(key), _SPLIT_NAMES.get(str(split).lower(), hint)
+            else:
+                yield from _doi_records(value, _SPLIT_NAMES.get(str(key).lower(), hint))
+
+
+def mc_clean_split(path: str | Path, n_validation: int, seed: int, n_test: int = 22) -> dict[str, str]:
+    """normalised DOI -> train/validation/test for the MC-CLEAN reviews of `mc_human.json`.
+
+    Joseph et al. (2023) hold out 22 test and 5 validation reviews of MC-CLEAN; the rest of
+    MC-CLEAN is training. Reviews are found wherever the file holds them (see
+    `_doi_records`). A given split wins; the other reviews are ordered by `unit_hash(doi,
+    seed)` (reproducible, documented in the card) and fill validation up to `n_validation`,
+    then test up to `n_test`; the rest go to train.
+    """
+    given: dict[str, str] = {}
+    free: set[str] = set()
+    for doi, split in _doi_records(json.loads(Path(path).read_text(encoding="utf-8"))):
+        if split:
+            given[normalise_doi(doi)] = split
+        else:
+            free.add(normalise_doi(doi))
+    if not given and not free:
+        raise BuildError(f"{path} holds no review DOI")
+    ordered = sorted(free - set(given), key=lambda d: (unit_hash(d, seed), d))
+    n_val = max(0, n_validation - sum(1 for s in given.values() if s == "validation"))
+    n_tst = max(0, n_test - sum(1 for s in given.values() if s == "test"))
+    out = dict(given)
+    out.update({d: "validation" for d in ordered[:n_val]})
+    out.update({d: "test" for d in ordered[n_val : n_val + n_tst]})
+    out.update({d: "train" for d in ordered[n_val + n_tst :]})
+    return out
+
+
+def gold_rows(path: str | Path, split_of: dict[str, str]) -> dict[str, list[dict]]:
+    """normalised DOI -> rows of the human (gold) English alignments of `mc_human.json`.
+
+    Each gold block (connected component of the gold sentence pairs) is one row, method
+    `gold`; sentence ids are `mc_human:<doi>:<side>:<index>`; alignment scores and overlap
+    are null (the rows are not filtered). The English gold is read with
+    `alignment.gold.read_mc_clean` (its assumed layout: docs/alignment.md).
+    """
+    from alignment.gold import GoldFormatError, read_mc_clean
+    from alignment.score import pairs_to_blocks
+
+    try:
+        docs = read_mc_clean(path)
+    except (GoldFormatError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(
+            f"{Path(path).name}: no gold alignments to build MC-CLEAN splits from "
+            f"({str(exc).splitlines()[0][:200]})"
+        ) from None
+    out: dict[str, list[dict]] = {}
+    for doc in docs:
+        key = normalise_doi(doc.doc_id)
+        if key not in split_of:
+            continue
+        doi = _PUB.sub("", doc.doc_id.strip())
+        for prefix in ("https://doi.org/", "http://doi.org/", "doi:"):
+            if doi.lower().startswith(prefix):
+                doi = doi[len(prefix) :]
+        rows = []
+        blocks = [b for b in pairs_to_blocks(doc.pairs, len(doc.complex), len(doc.simple)) if b[0] and b[1]]
+        for n, (cidx, sidx) in enumerate(blocks):
+            rows.append(
+                {
+                    "pair_id": f"{doi}:en:gold{n}",
+                    "doi": doi,
+                    "language": "en",
+                    "complex_ids": [f"mc_human:{doi}:complex:{i}" for i in cidx],
+                    "simple_ids": [f"mc_human:{doi}:simple:{j}" for j in sidx],
+                    "pivot_ids": [],
+                    "complex_text": " ".join(doc.complex[i] for i in cidx),
+                    "simple_text": " ".join(doc.simple[j] for j in sidx),
+                    "pivot_text": "",
+                    "section": "",
+                    "method": "gold",
+                    "crf_score": None,
+                    "vecalign_score": None,
+                    "overlap_r": None,
+                    "keep": None,
+                    "complex_concepts": [],
+                    "simple_concepts": [],
+                    "complex_readability": [None] * len(cidx),
+                    "simple_readability": [None] * len(sidx),
+                    "_simple_sentences": [doc.simple[j] for j in sidx],  # for the bridge; not a column
+                }
+            )
+        out[key] = rows
+    return out
+
+
+def _norm_sentence(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _same_sentence(gold: str, ours: str) -> bool:
+    """The gold English PLS sentence and one of the sentence table's: equal after case and
+    whitespace folding, or one holds the other (a sentence the two segmenters cut
+    differently; both sides at least 20 characters so a fragment cannot match at random)."""
+    a, b = _norm_sentence(gold), _norm_sentence(ours)
+    if a == b:
+        return True
+    return min(len(a), len(b)) >= 20 and (a in b or b in a)
+
+
+def bridge_gold(
+    gold_en: list[dict], bridge: list[dict], texts: Mapping[str, str], language: str
+) -> tuple[list[dict], int]:
+    """MC-CLEAN pairs of `language` for one review: each English gold pair composed with the
+    PLS bridge (Joseph et al. 2023, §3.1.2: English PLS as the bridge from the English
+    abstract to the PLS in language X).
+
+    `gold_en` are the review's English gold rows (`gold_rows`), `bridge` the review's
+    automatic `crf+vecalign` rows of `language`: each carries one Vecalign block, English
+    PLS `pivot_ids` -> X PLS `simple_ids`. A gold pair (abstract sentences A -> English PLS
+    sentences P) becomes (A -> every X sentence of the blocks whose pivots are P's
+    sentences), its pivot being P. Filtered through the English pivot: a gold pair whose P
+    has no X counterpart in the bridge gives no pair (returned as the drop count), and X
+    sentences whose English pivot is in no gold pair (elaborations) are never used.
+    """
+    blocks = []
+    for row in sorted(bridge, key=lambda r: (_pair_number(r["pair_id"]), r["pair_id"])):
+        pivots = [texts.get(pid, "") for pid in row["pivot_ids"]]
+        if row["simple_ids"] and pivots:
+            blocks.append((pivots, list(row["simple_ids"]), row["vecalign_score"]))
+    out: list[dict] = []
+    dropped = 0
+    for g in gold_en:
+        linked = [
+            k
+            for k, (pivots, _, _) in enumerate(blocks)
+            if any(_same_sentence(s, p) for s in g["_simple_sentences"] for p in pivots)
+        ]
+        ids: list[str] = []
+        for k in linked:
+            ids.extend(i for i in blocks[k][1] if i not in ids)
+        if not ids:
+            dropped += 1
+            continue
+        costs = [blocks[k][2] for k in linked if blocks[k][2] is not None]
+        n = g["pair_id"].rsplit(":gold", 1)[-1]
+        out.append(
+            {
+                **{k: v for k, v in g.items() if not k.startswith("_")},
+                "pair_id": f"{g['doi']}:{language}:gold{n}",
+                "language": language,
+                "simple_ids": ids,
+                "pivot_ids": list(g["simple_ids"]),
+                "simple_text": " ".join(texts[i] for i in ids),
+                "pivot_text": g["simple_text"],
+                "method": "gold+vecalign",
+                "vecalign_score": sum(costs) / len(costs) if costs else None,
+            }
+        )
+    return out, dropped
+
+
+def _pair_number(pair_id: str) -> int:
+    tail = pair_id.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+HUB = HubCard(
+    license_name="cochrane-library-terms",
+    license_link="https://www.cochranelibrary.com",
+    task_categories=("text-generation", "translation"),
+    tags=("medical", "text-simplification", "multilingual", "cochrane", "sentence-alignment"),
+    intended_use="""Training and evaluating sentence-level simplification of medical evidence, in English and,
+through the English plain-language summary, across languages (Joseph et al., 2023); comparing
+filtered and unfiltered training data on the same test set.""",
+    limitations="""Pairs are automatic alignments (a neural CRF aligner, then Vecalign through the English
+summary) unless MC-CLEAN gold alignments are given: some pairs are partial or wrong, and the
+overlap filter removes some correct elaborations along with noise. Plain-language summaries
+elaborate and omit, so a pair's sides need not hold the same facts. Summaries in other languages
+are translations of the English one, with their own errors.""",
+)
+
+
+def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
+    """Build the MultiCochrane dataset from the params section `build.multicochrane`."""
+    cfg = section_of(BuildMulticochrane, cfg)  # typed; a dict (tests, scripts) gets the defaults
+    pairs = read_parquet_dir(cfg.pairs, PAIR_COLUMNS).to_pylist()
+    texts = load_texts(cfg.sentences)
+    links = load_links(cfg.linked)
+    split_cfg = cfg.split
+    seed = split_cfg.seed
+    gold: dict[str, list[dict]] = {}
+    clean: dict[str, str] = {}
+    if cfg.mc_human:
+        clean = mc_clean_split(cfg.mc_human, cfg.mc_clean_validation, seed, cfg.mc_clean_test)
+        gold = gold_rows(cfg.mc_human, clean)
+        lacking = sorted(d for d, s in clean.items() if s != "train" and not gold.get(d))
+        if lacking:
+            raise InputError(
+                f"{Path(cfg.mc_human).name}: {len(lacking)} held-out MC-CLEAN "
+                f"review(s) have no gold alignment (first: {lacking[0]}); test and "
+                "validation must hold gold alignments"
+            )
+        split_of = {p["doi"]: clean.get(normalise_doi(p["doi"]), "train") for p in pairs}
+        held = {s: sorted(d for d, v in clean.items() if v == s) for s in ("validation", "test")}
+        scheme = (
+            f"MC-CLEAN (Joseph et al. 2023): of the {len(clean)} reviews of "
+            f"{Path(cfg.mc_human).name}, {len(held['test'])} test and "
+            f"{len(held['validation'])} validation reviews hold their human (gold) English "
+            "alignments; the other MC-CLEAN reviews (gold alignments) and every other "
+            "review (automatic alignments, MC-NOISY) are train. In the held-out reviews, "
+            "each other language's pairs are the English gold pairs composed with the "
+            "English PLS -> PLS bridge (Vecalign), filtered through the English pivot: a gold "
+            "pair whose English PLS sentences have no counterpart gives no pair (method "
+            "`gold+vecalign`). Validation DOIs: "
+            + ", ".join(held["validation"])
+            + ". Test DOIs: "
+            + ", ".join(held["test"])
+            + "."
+        )
+    else:
+        split_of = seeded_split(
+            (p["doi"] for p in pairs),
+            float(split_cfg.validation),
+            float(split_cfg.test),
+            seed,
+        )
+        by_language: dict[str, set[str]] = {}
+        for p in pairs:
+            by_language.setdefault(p["language"], set()).add(p["doi"])
+        split_of = cover_splits(split_of, by_language, seed)
+        scheme = (
+            f"NOT MC-CLEAN: no gold alignments were given (`mc_human` unset), so "
+            f"validation and test hold automatic alignments. Seeded by review (seed {seed}, "
+            f"validation {split_cfg.validation}, test "
+            f"{split_cfg.test}); in small corpora reviews are moved so "
+            "that a language with n reviews has the first min(n, 3) of train, test, "
+            "validation"
+        )
+    filter_splits = tuple(cfg.filter_splits)
+    bad = sorted(set(filter_splits) - {"train", "validation", "test"})
+    if bad:
+        raise BuildError(f"build.multicochrane.filter_splits: unknown split(s) {bad}")
+
+    rows_by: dict[tuple[str, str], list[dict]] = {}
+    bridges: dict[tuple[str, str], list[dict]] = {}
+    rejects: list[dict] = []
+    missing_links = 0
+    replaced = 0
+    for pair in sorted(
+        pairs, key=lambda p: (p["doi"], p["language"], _pair_number(p["pair_id"]), p["pair_id"])
+    ):
+        if normalise_doi(pair["doi"]) in clean:
+            # MC-CLEAN review: its gold rows (en) replace the automatic ones; in held-out
+            # reviews the other languages' automatic rows are the PLS bridge the English gold
+            # is composed with (`bridge_gold`); they keep automatic rows for training only
+            if pair["language"] == "en" or split_of[pair["doi"]] != "train":
+                if pair["language"] != "en" and all(i in texts for i in pair["simple_ids"]):
+                    bridge_key = (normalise_doi(pair["doi"]), pair["language"])
+                    bridges.setdefault(bridge_key, []).append(pair)
+                replaced += 1
+                continue
+        ids = [*pair["complex_ids"], *pair["simple_ids"]]
+        unknown = [sid for sid in ids if sid not in texts]
+        if unknown:
+            rejects.append(
+                {
+                    "source": "multicochrane",
+                    "locator": pair["pair_id"],
+                    "reason": "unknown_sentence_id",
+                    "detail": unknown[0],
+                }
+            )
+            continue
+        cc, cr, m1 = side_annotations(pair["complex_ids"], texts, links)
+        sc, sr, m2 = side_annotations(pair["simple_ids"], texts, links)
+        missing_links += m1 + m2
+        row = {
+            **pair,
+            "complex_concepts": cc,
+            "simple_concepts": sc,
+            "complex_readability": cr,
+            "simple_readability": sr,
+        }
+        rows_by.setdefault((pair["language"], split_of[pair["doi"]]), []).append(row)
+
+    for key, rows in sorted(gold.items()):
+        for row in rows:
+            rows_by.setdefault(("en", clean[key]), []).append(row)
+    bridged = dropped = 0
+    for (key, lang), bridge in sorted(bridges.items()):
+        composed, n_dropped = bridge_gold(gold.get(key, []), bridge, texts, lang)
+        dropped += n_dropped
+        for row in composed:
+            sc, sr, m2 = side_annotations(row["simple_ids"], texts, links)
+            missing_links += m2
+            row.update(simple_concepts=sc, simple_readability=sr)
+            rows_by.setdefault((lang, clean[key]), []).append(row)
+            bridged += 1
+
+    configs: dict[str, dict[str, pa.Table]] = {}
+    descriptions: dict[str, str] = {}
+    languages = sorted({lang for lang, _ in rows_by})
+    for lang in languages:
+        full = {
+            s: table_from_rows(rows_by.get((lang, s), []), SCHEMA) for s in ("train", "validation", "test")
+        }
+        configs[lang] = full
+        # the paper filters the training set only: evaluation splits stay as they are, so a
+        # filtered-versus-unfiltered comparison is scored on the same test set
+        configs[f"{lang}-filtered"] = {
+            s: (t.filter(pc.fill_null(t.column("keep"), False)) if s in filter_splits else t)
+            for s, t in full.items()
+        }
+        descriptions[lang] = f"all aligned en -> {lang} pairs, with overlap r and `keep`"
+        descriptions[f"{lang}-filtered"] = (
+            f"en -> {lang}: {'/'.join(filter_splits)} hold only pairs that pass the overlap "
+            "filter; the other splits are those of the unfiltered config"
+        )
+    n_gold = sum(len(v) for v in gold.values())
+    kept = sum(len(v) for v in rows_by.values()) - n_gold - bridged
+    counts = {
+        "read": len(pairs),
+        "kept": kept,
+        "filtered": replaced,
+        "rejected": len(rejects),
+        "gold_pairs": n_gold,
+        "gold_bridged_pairs": bridged,
+        "gold_bridge_dropped": dropped,
+        "mc_clean_reviews": len(clean),
+        "overlap_keep": sum(1 for v in rows_by.values() for r in v if r["keep"]),
+        "overlap_keep_train": sum(
+            1 for (_, sp), v in rows_by.items() if sp == "train" for r in v if r["keep"]
+        ),
+        "reviews": len({p["doi"] for p in pairs}),
+        "missing_links": missing_links,
+        "languages": len(languages),
+    }
+    return BuiltDataset(
+        name="multicochrane",
+        title="MultiCochrane (medsimp build)",
+        description=(
+            "Sentence-aligned pairs from Cochrane systematic reviews: English technical-abstract "
+            "sentences aligned to plain-language-summary sentences in English and, bridged "
+            "through the English summary, in every other language present (Joseph et al., 2023). "
+            "Each pair carries its alignment scores, the overlap filter's r and decision, UMLS "
+            "concepts and readability of both sides."
+        ),
+        citation=CITATION,
+        license="other",
+        access=ACCESS,
+        configs=configs,
+        config_descriptions=descriptions,
+        feature_descriptions=FEATURES,
+        counts=counts,
+        hub=HUB,
+        default_config="en" if "en" in languages else (languages[0] if languages else ""),
+        rejects=rejects,
+        notes=[
+            f"Splits: {scheme}; a review is in the same split in every language.",
+            f"`-filtered` configs filter {', '.join(filter_splits)} only (the paper filters "
+            "the training set); `build.multicochrane.filter_splits` can filter more.",
+            "`kept` counts automatic rows (unfiltered configs); `filtered` counts automatic "
+            "rows of MC-CLEAN reviews replaced by gold rows (`gold_pairs`, English; "
+            "`gold_bridged_pairs`, other languages of held-out reviews, with "
+            "`gold_bridge_dropped` gold pairs that had no counterpart); `overlap_keep` "
+            "rows pass the overlap filter.",
+        ],
+    )

@@ -1,0 +1,341 @@
+"""Write a built dataset as a Hugging Face dataset folder: parquet files + README.md card.
+
+Layout: `<config>/<split>-<sha256[:16]>.parquet`, `README.md` (YAML `configs:` so
+`datasets.load_dataset(folder, config)` works offline), `stats.json` and
+`dead_letter/part-00000.jsonl`. Files are written with pinned parquet settings
+and no timestamps, so the same inputs and params give byte-identical folders.
+The content hash in each file name matters: `datasets` keys its cache of a local
+folder on the card's YAML (data file patterns), not on the files' content, so a
+rebuilt folder with unchanged names would load stale cached data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from medsimp import lineage
+from medsimp.atomic import atomic_dir, write_json, write_jsonl
+from medsimp.corpora.common import PHYSIONET_LICENSE, PHYSIONET_LICENSE_LINK, SPLITS, BuiltDataset
+from medsimp.stats import check_reconciles
+
+PARQUET_SETTINGS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "row_group_size": 100_000,
+    "version": "2.6",
+    "data_page_version": "1.0",
+    "store_schema": True,
+}
+
+
+def git_revision(cwd: str | Path = ".") -> str:
+    """The commit the build ran at (`unknown` outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+CODE_PACKAGES = ("medsimp", "pipelines", "alignment", "training")
+
+
+def code_hash() -> str:
+    """sha256 (first 16 hex digits) of the code that ran: every file of the four packages
+    (relative names and bytes, sorted; `__pycache__` and `.`-names skipped), read where Python
+    imports them from, so a checkout and an installed wheel of the same commit agree.
+
+    A card records this instead of the git revision: a DVC output cannot carry the commit that
+    records its own hash in dvc.lock (the lock is written before that commit exists), so a
+    revision on the card would make every fresh clone's `dvc repro` rewrite dvc.lock. The
+    build's run record (`metrics/build-<name>.json.run.json`) keeps the git revision."""
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        base = Path(importlib.import_module(package).__file__ or "").parent
+        for path in sorted(base.rglob("*")):
+            rel = path.relative_to(base)
+            if path.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
+                digest.update(f"{package}/{rel.as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def content_hash(path: str | Path) -> str:
+    """sha256 (first 16 hex digits) of a file, or of a folder's files (relative names and bytes,
+    in sorted order; `.`-names skipped); `missing` when the path does not exist."""
+    path = Path(path)
+    if path.is_file():
+        files = [(path.name, path)]
+    elif path.is_dir():
+        files = sorted(
+            (p.relative_to(path).as_posix(), p)
+            for p in path.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
+    else:
+        return "missing"
+    digest = hashlib.sha256()
+    for name, p in files:
+        digest.update(name.encode("utf-8") + b"\0")
+        with p.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def split_counts(ds: BuiltDataset) -> dict[str, dict[str, int]]:
+    """Rows per config and split."""
+    return {
+        cfg: {s: splits[s].num_rows for s in _split_order(splits)}
+        for cfg, splits in sorted(ds.configs.items())
+    }
+
+
+def _split_order(splits: dict[str, pa.Table]) -> list[str]:
+    return [s for s in SPLITS if s in splits] + sorted(set(splits) - set(SPLITS))
+
+
+def parquet_files(ds: BuiltDataset) -> dict[tuple[str, str], tuple[str, bytes]]:
+    """(config, split) -> (path named by content hash, parquet bytes); empty splits left out."""
+    out = {}
+    for cfg, splits in sorted(ds.configs.items()):
+        for split, table in sorted(splits.items()):
+            if table.num_rows:
+                if ds.lineage is not None:
+                    table = table.replace_schema_metadata(
+                        {**(table.schema.metadata or {}), **lineage.metadata(ds.lineage)}
+                    )
+                sink = io.BytesIO()
+                pq.write_table(table, sink, **PARQUET_SETTINGS)
+                data = sink.getvalue()
+                digest = hashlib.sha256(data).hexdigest()[:16]
+                out[(cfg, split)] = (f"{cfg}/{split}-{digest}.parquet", data)
+    return out
+
+
+def _yaml_header(
+    ds: BuiltDataset, provenance: dict[str, Any], files_by: dict[tuple[str, str], tuple[str, bytes]]
+) -> dict[str, Any]:
+    configs = []
+    for cfg in sorted(ds.configs):
+        files = [
+            {"split": s, "path": files_by[(cfg, s)][0]}
+            for s in _split_order(ds.configs[cfg])
+            if (cfg, s) in files_by
+        ]
+        if not files:
+            continue
+        entry: dict[str, Any] = {"config_name": cfg, "data_files": files}
+        if cfg == ds.default_config:
+            entry["default"] = True
+        configs.append(entry)
+    languages = sorted(
+        {
+            str(v)
+            for splits in ds.configs.values()
+            for t in splits.values()
+            if "language" in t.column_names
+            for v in t.column("language").unique().to_pylist()
+            if v
+        }
+    )
+    restricted = lineage.is_restricted(ds.lineage)
+    header: dict[str, Any] = {
+        "pretty_name": ds.title,
+        "license": ds.license,
+        "license_name": PHYSIONET_LICENSE if restricted else ds.hub.license_name,
+        "license_link": PHYSIONET_LICENSE_LINK if restricted else ds.hub.license_link,
+        "language": languages or list(ds.hub.languages),
+        "task_categories": list(ds.hub.task_categories),
+        "size_categories": [size_category(max(sum(counts.values()) for counts in split_counts(ds).values()))],
+        "tags": sorted({"medsimp", *ds.hub.tags}),
+    }
+    if ds.license != "other":
+        del header["license_name"], header["license_link"]
+    if restricted:  # the Hub asks for these before it shows a gated dataset's files
+        header["extra_gated_prompt"] = GATED_PROMPT
+        header["extra_gated_fields"] = dict(GATED_FIELDS)
+    header["configs"] = configs
+    header["medsimp"] = {
+        "builder": ds.name,
+        "mimic_derived": lineage.is_restricted(ds.lineage),
+        "lineage": list(ds.lineage) if ds.lineage is not None else None,
+        **provenance,
+    }
+    return header
+
+
+GATED_PROMPT = (
+    "This dataset derives from MIMIC clinical notes (PhysioNet Credentialed Health Data License 1.5.0). "
+    "Only credentialed PhysioNet users who signed the data use agreement of the source database may "
+    "access it; do not share it or send it to online services that retain data."
+)
+GATED_FIELDS = (
+    ("PhysioNet username", "text"),
+    ("I am a credentialed PhysioNet user and signed the source database's data use agreement", "checkbox"),
+    ("I will not share this data nor send it to services that retain it", "checkbox"),
+)
+_SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
+WITHHELD = "<MIMIC-derived text withheld from the card>"
+
+
+def size_category(rows: int) -> str:
+    """The Hub's `size_categories` bucket of a row count."""
+    return next(
+        (label for bound, label in _SIZES if rows < bound), "1M<n<10M" if rows < 10_000_000 else "n>1T"
+    )
+
+
+def _example_value(value: Any, restricted: bool) -> Any:
+    if isinstance(value, str):
+        return WITHHELD if restricted and value else value if len(value) <= 240 else value[:240] + "..."
+    if isinstance(value, list):
+        shown = [_example_value(v, restricted) for v in value[:3]]
+        return shown + ([f"... {len(value) - 3} more"] if len(value) > 3 else [])
+    if isinstance(value, dict):
+        return {k: _example_value(v, restricted) for k, v in value.items()}
+    return value
+
+
+def example_instance(ds: BuiltDataset) -> tuple[str, str, dict[str, Any]] | None:
+    """(config, split, first row) of the default config, strings withheld when restricted."""
+    splits = ds.configs.get(ds.default_config, {})
+    for split in _split_order(splits):
+        if splits[split].num_rows:
+            row = splits[split].slice(0, 1).to_pylist()[0]
+            return ds.default_config, split, _example_value(row, lineage.is_restricted(ds.lineage))
+    return None
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _features_section(ds: BuiltDataset) -> str:
+    by_schema: dict[str, tuple[pa.Schema, list[str]]] = {}
+    for cfg in sorted(ds.configs):
+        tables = list(ds.configs[cfg].values())
+        if tables:
+            schema = tables[0].schema
+            by_schema.setdefault(str(schema), (schema, []))[1].append(cfg)
+    parts = []
+    for schema, cfgs in by_schema.values():
+        rows = [[f"`{f.name}`", f"`{f.type}`", ds.feature_descriptions.get(f.name, "")] for f in schema]
+        parts.append(
+            f"Configs {', '.join(f'`{c}`' for c in cfgs)}:\n\n"
+            + _md_table(["feature", "type", "meaning"], rows)
+        )
+    return "\n\n".join(parts)
+
+
+def _example_section(ds: BuiltDataset) -> str:
+    example = example_instance(ds)
+    if example is None:
+        return "The default config has no rows."
+    config, split, row = example
+    note = " (MIMIC-derived: text fields withheld)" if lineage.is_restricted(ds.lineage) else ""
+    return (
+        f"The first row of `{config}` / `{split}`{note}:\n\n```json\n"
+        + json.dumps(row, ensure_ascii=False, indent=2, sort_keys=False)
+        + "\n```"
+    )
+
+
+def render_card(
+    ds: BuiltDataset, provenance: dict[str, Any], files_by: dict[tuple[str, str], tuple[str, bytes]]
+) -> str:
+    """The README.md dataset card; every count in it comes from the tables."""
+    counts = split_counts(ds)
+    split_names = [s for s in SPLITS if any(s in c for c in counts.values())]
+    config_rows = [
+        [f"`{cfg}`", ds.config_descriptions.get(cfg, "")] + [counts[cfg].get(s, 0) for s in split_names]
+        for cfg in sorted(counts)
+    ]
+    body = [
+        "---",
+        yaml.safe_dump(
+            _yaml_header(ds, provenance, files_by), sort_keys=False, allow_unicode=True, width=100
+        ).rstrip(),
+        "---",
+        "",
+        f"# {ds.title}",
+        "",
+        ds.description.strip(),
+        "",
+        "## Configs and splits",
+        "",
+        _md_table(["config", "content"] + split_names, config_rows),
+        "",
+        f'Load a config offline with `datasets.load_dataset("builders/{ds.name}", "{ds.default_config}")`.',
+        "",
+        "## Features",
+        "",
+        _features_section(ds),
+        "",
+        "## Example instance",
+        "",
+        _example_section(ds),
+        "",
+        "## Intended use",
+        "",
+        ds.hub.intended_use.strip(),
+        "",
+        "## Limitations and biases",
+        "",
+        ds.hub.limitations.strip(),
+        "",
+        "## Source and citation",
+        "",
+        "```bibtex",
+        ds.citation.strip(),
+        "```",
+        "",
+        "## License and access terms",
+        "",
+        ds.access.strip(),
+        "",
+        "## How it was built",
+        "",
+        _md_table(["what", "value"], [[k, f"`{v}`"] for k, v in provenance.items()]),
+        "",
+        _md_table(["count", "value"], [[k, v] for k, v in sorted(ds.counts.items())]),
+    ]
+    if ds.notes:
+        body += ["", *[f"- {n}" for n in ds.notes]]
+    return "\n".join(body) + "\n"
+
+
+def write_builder(ds: BuiltDataset, out_dir: str | Path, provenance: dict[str, Any]) -> dict:
+    """Write the dataset folder atomically; return the stats written to `stats.json`."""
+    stats = {"builder": ds.name, **ds.counts, "splits": split_counts(ds)}
+    check_reconciles(ds.counts, "read", ["kept", "filtered", "rejected"])
+    with atomic_dir(out_dir, lineage=ds.lineage) as tmp:
+        files_by = parquet_files(ds)
+        for relpath, data in files_by.values():
+            path = tmp / relpath
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        (tmp / "README.md").write_text(render_card(ds, provenance, files_by), encoding="utf-8")
+        write_json(tmp / "stats.json", stats)
+        write_jsonl(
+            tmp / "dead_letter" / "part-00000.jsonl",
+            sorted(ds.rejects, key=lambda r: json.dumps(r, sort_keys=True)),
+        )
+    return stats

@@ -1,0 +1,144 @@
+"""The one metric interface (after sacrebleu's `Metric`): a metric is a class in one family module.
+
+A `Metric` declares its `name` (what `--select` takes), the `keys` it reports (the first is the
+headline), its `scale`, `direction` ("higher", "lower" or None), the inputs it `needs`, the
+implementation `label` and tokenization named in the signature, and computes `corpus(data)`.
+Metrics with a per-sentence reading also give `sentence(data, i)`; `stats(data)` (one row of
+sufficient statistics per sentence) and `from_stats(summed, n)` let the paired bootstrap resample
+any of them exactly as sacrebleu resamples BLEU. Subclassing registers the metric (see
+`medsimp.metrics.registry`): adding a metric touches one file.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+Tokens = list[str]
+
+# Every input a metric may need: sources, references, terms (HIT's source terms),
+# common (the common-word list), model (a local model folder), java (METEOR's jar).
+INPUTS = frozenset({"sources", "references", "terms", "common", "model", "java"})
+
+
+class MetricUnavailable(RuntimeError):
+    """A metric whose external tool (e.g. Java for METEOR) is missing."""
+
+
+class NotComputable(ValueError):
+    """A metric that is undefined on these inputs (reported null, with this reason)."""
+
+
+def ngrams(tokens: Sequence[str], n: int) -> Counter:
+    """Counts of the n-grams (tuples) of `tokens`, in order of first occurrence."""
+    return Counter(zip(*(tokens[i:] for i in range(n))))
+
+
+@dataclass
+class Inputs:
+    """One system's evaluation data, prepared once and shared by every metric.
+
+    `hyps`: raw outputs; `sources`: raw sources (None when not given); `references`: raw
+    references with `abbr[full]` replaced by the full form; the token views are the default
+    mode's lowercased NLTK Treebank tokens. `terms[i]`: sentence i's source terms with their
+    accepted expansions; `common`: the common-word list; `options`: per-metric
+    settings (e.g. `rouge_tokenizer`, `bertscore_model`).
+    """
+
+    hyps: list[str]
+    references: list[list[str]]
+    sources: list[str] | None = None
+    terms: list[list[tuple[str, list[str]]]] = field(default_factory=list)
+    common: set[str] = field(default_factory=set)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.hyps)
+
+    @functools.cached_property
+    def hyp_tokens(self) -> list[Tokens]:
+        from medsimp.metrics.scoring import tokenize
+
+        return [tokenize(h) for h in self.hyps]
+
+    @functools.cached_property
+    def ref_tokens(self) -> list[list[Tokens]]:
+        from medsimp.metrics.scoring import tokenize
+
+        return [[tokenize(r) for r in rs] for rs in self.references]
+
+    @functools.cached_property
+    def source_tokens(self) -> list[Tokens] | None:
+        from medsimp.metrics.scoring import tokenize
+
+        return None if self.sources is None else [tokenize(s) for s in self.sources]
+
+    def subset(self, idx: Sequence[int]) -> Inputs:
+        """The same data restricted to sentences `idx` (token views recomputed from the cache)."""
+        return Inputs(
+            [self.hyps[i] for i in idx],
+            [self.references[i] for i in idx],
+            None if self.sources is None else [self.sources[i] for i in idx],
+            [self.terms[i] for i in idx] if self.terms else [],
+            self.common,
+            self.options,
+        )
+
+
+REGISTRY: dict[str, type[Metric]] = {}
+
+
+class Metric:
+    """Base class of every metric; see the module docstring."""
+
+    name: ClassVar[str]
+    keys: ClassVar[tuple[str, ...]] = ()  # reported keys; () = (name,)
+    scale: ClassVar[str] = "0-1"
+    direction: ClassVar[str | None] = "higher"
+    needs: ClassVar[frozenset[str]] = frozenset({"references"})
+    label: ClassVar[str]  # the implementation, in the signature
+    dist: ClassVar[str | None] = None  # the distribution whose version is recorded (None = medsimp)
+    tokenizer: ClassVar[str] = "nltk-treebank-lc"
+    requires: ClassVar[tuple[str, ...]] = ()  # metrics whose values this one combines (AScore)
+    has_sentence: ClassVar[bool] = True
+    order: ClassVar[float] = 100.0  # position in tables and the selection list
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            if cls.name in REGISTRY:
+                raise TypeError(f"two metrics named {cls.name!r}")
+            REGISTRY[cls.name] = cls
+            if not cls.keys:
+                cls.keys = (cls.name,)
+
+    def signature_label(self, data: Inputs | None = None) -> str:
+        """`label` plus the tokenization: `name:label+tok-...@version` in the signature."""
+        return f"{self.label}+tok-{self.tokenizer}"
+
+    def corpus(self, data: Inputs, done: dict[str, float | None] | None = None) -> dict[str, float | None]:
+        """{key: value} for every key in `keys`; `done`: values already computed (AScore's inputs)."""
+        raise NotImplementedError
+
+    def sentence(self, data: Inputs, i: int) -> float | None:
+        """The headline value of sentence `i` alone (default: `corpus` on that one sentence)."""
+        return self.corpus(data.subset([i]))[self.keys[0]]
+
+    def stats(self, data: Inputs) -> np.ndarray:
+        """Per-sentence sufficient statistics, shape (n, k); default: the sentence values."""
+        return np.array([[self.sentence(data, i)] for i in range(len(data))], dtype=float)
+
+    def from_stats(self, summed: np.ndarray, n: int) -> float:
+        """The corpus score from statistics summed over `n` sentences; default: the mean."""
+        return float(summed[0]) / n
+
+
+def check_needs(metric: Metric, data: Inputs) -> None:
+    """Raise NotComputable when a needed input is absent."""
+    if "sources" in metric.needs and data.sources is None:
+        raise NotComputable("needs sources (--src)")

@@ -1,0 +1,156 @@
+"""BLEU: sacrebleu's corpus BLEU (`bleu`) and MedLane's mean of BLEU-1..4 (`medlane_bleu`).
+
+`bleu` is what a sacrebleu user reads: `sacrebleu.metrics.BLEU()` (13a tokens, mixed case,
+exponential smoothing for sentence scores, 0-100) on the raw outputs and the references with
+`abbr[full]` expanded, with sacrebleu's own signature. `medlane_bleu` is Luo et al. (2022)'s
+BLEU, the mean of cumulative corpus BLEU-1..4 (0-1, no smoothing) on lowercased NLTK tokens;
+AScore and the DECLARE evaluate stage use it. `coco_bleu_n` is nlg-eval's BLEU-1..4 (MedLane
+compat mode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from medsimp.metrics.base import Inputs, Metric, Tokens, ngrams
+
+
+@functools.cache
+def _sacrebleu_bleu(effective_order: bool = False):
+    from sacrebleu.metrics import BLEU
+
+    return BLEU(effective_order=effective_order)
+
+
+def _ref_streams(references: Sequence[Sequence[str]]) -> list[list[str | None]]:
+    """sacrebleu's reference streams; a sentence with fewer references is padded with None."""
+    width = max((len(rs) for rs in references), default=0)
+    return [[rs[k] if k < len(rs) else None for rs in references] for k in range(width)]
+
+
+class SacreBLEU(Metric):
+    name = "bleu"
+    scale = "0-100"
+    label = "sacrebleu-bleu"
+    dist = "sacrebleu"
+    tokenizer = "13a"
+    order = 10
+
+    def signature_label(self, data: Inputs | None = None) -> str:
+        """sacrebleu's signature inside brackets (its `|` as `,`, the version after `@`)."""
+        sig = sacrebleu_signature(data).rsplit("|version:", 1)[0]
+        return f"sacrebleu-bleu[{sig.replace('|', ',')}]"
+
+    def corpus(self, data, done=None):
+        return {"bleu": float(_sacrebleu_bleu().corpus_score(data.hyps, _ref_streams(data.references)).score)}
+
+    def sentence(self, data, i):
+        """sacrebleu's `sentence_score` (exponential smoothing, effective order), as `--sentence-level`."""
+        refs = list(data.references[i])
+        return float(_sacrebleu_bleu(True).sentence_score(data.hyps[i], refs).score)
+
+    def stats(self, data):
+        bleu = _sacrebleu_bleu()
+        return np.array(
+            bleu._extract_corpus_statistics(data.hyps, _ref_streams(data.references)), dtype="float32"
+        )
+
+    def from_stats(self, summed, n):
+        return float(_sacrebleu_bleu()._compute_score_from_stats(list(summed)).score)
+
+
+def sacrebleu_signature(data: Inputs | None) -> str:
+    """sacrebleu's own BLEU signature, e.g. `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0`
+    (`nrefs:var` when sentences have different numbers of references, as sacrebleu writes it)."""
+    from sacrebleu.metrics import BLEU
+
+    counts = {len(rs) for rs in data.references} if data is not None else {1}
+    bleu = BLEU()
+    bleu.num_refs = counts.pop() if len(counts) == 1 else -1
+    return str(bleu.get_signature().format())
+
+
+class MedLaneBLEU(Metric):
+    name = "medlane_bleu"
+    keys = ("medlane_bleu", "bleu_1", "bleu_2", "bleu_3", "bleu_4")
+    label = "medsimp-mean-corpus-bleu1-4+nosmooth"
+    order = 11
+
+    def corpus(self, data, done=None):
+        bleus = corpus_bleu_n(data.hyp_tokens, data.ref_tokens)
+        return {"medlane_bleu": sum(bleus) / 4, **{f"bleu_{n}": b for n, b in enumerate(bleus, 1)}}
+
+    def stats(self, data):
+        return np.array(
+            [bleu_stats(h, rs) for h, rs in zip(data.hyp_tokens, data.ref_tokens, strict=True)], dtype=float
+        )
+
+    def from_stats(self, summed, n):
+        return sum(bleu_from_stats(list(summed))) / 4
+
+
+def corpus_bleu_n(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], max_n: int = 4) -> list[float]:
+    """Cumulative corpus BLEU-1..max_n (Papineni et al. 2002), multi-reference, no smoothing.
+
+    Clipped n-gram counts and lengths are summed over the corpus; the brevity
+    penalty uses, per sentence, the closest reference length (ties -> shorter).
+    """
+    totals = [0] * (2 * max_n + 2)
+    for hyp, rs in zip(hyps, refs, strict=True):
+        totals = [t + s for t, s in zip(totals, bleu_stats(hyp, rs, max_n))]
+    return bleu_from_stats(totals, max_n)
+
+
+def bleu_stats(hyp: Tokens, rs: Sequence[Tokens], max_n: int = 4) -> list[int]:
+    """One sentence's BLEU sufficient statistics: [hyp_len, closest ref_len, matches x max_n, totals x max_n]."""
+    out = [len(hyp), min((abs(len(r) - len(hyp)), len(r)) for r in rs)[1]]
+    match, total = [], []
+    for n in range(1, max_n + 1):
+        counts = ngrams(hyp, n)
+        best: dict = {}
+        for r in rs:
+            for g, c in ngrams(r, n).items():
+                if c > best.get(g, 0):
+                    best[g] = c
+        match.append(sum(min(c, best.get(g, 0)) for g, c in counts.items()))
+        total.append(max(len(hyp) - n + 1, 0))
+    return out + match + total
+
+
+def bleu_from_stats(stats: Sequence[float], max_n: int = 4) -> list[float]:
+    """Cumulative BLEU-1..max_n from summed `bleu_stats`."""
+    hyp_len, ref_len = stats[0], stats[1]
+    match, total = stats[2 : 2 + max_n], stats[2 + max_n : 2 + 2 * max_n]
+    bp = 1.0 if hyp_len > ref_len else (math.exp(1 - ref_len / hyp_len) if hyp_len else 0.0)
+    scores = []
+    log_sum = 0.0
+    for n in range(1, max_n + 1):
+        if match[n - 1] == 0 or total[n - 1] == 0:
+            scores.extend([0.0] * (max_n - n + 1))
+            break
+        log_sum += math.log(match[n - 1] / total[n - 1])
+        scores.append(bp * math.exp(log_sum / n))
+    return scores
+
+
+def coco_bleu_n(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> list[float]:
+    """BLEU-1..4 as nlg-eval computes them: pycocoevalcap Bleu(4) on whitespace tokens."""
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    gts, res = coco_inputs(hyps, refs)
+    with contextlib.redirect_stdout(io.StringIO()):
+        scores, _ = Bleu(4).compute_score(gts, res)
+    return [float(s) for s in scores]
+
+
+def coco_inputs(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> tuple[dict, dict]:
+    """pycocoevalcap's inputs: {i: [stripped references]}, {i: [stripped output]}."""
+    gts = {i: [r.strip() for r in rs] for i, rs in enumerate(refs)}
+    res = {i: [h.strip()] for i, h in enumerate(hyps)}
+    return gts, res

@@ -1,0 +1,71 @@
+"""METEOR 1.5 (Denkowski & Lavie 2014) through pycocoevalcap's jar (needs Java), and nlg-eval's
+ROUGE-L (pycocoevalcap `Rouge`, MedLane compat mode)."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from collections.abc import Sequence
+
+from medsimp.metrics.base import Metric, MetricUnavailable, NotComputable
+from medsimp.metrics.bleu import coco_inputs as _coco_inputs
+
+
+class METEOR(Metric):
+    name = "meteor"
+    needs = frozenset({"references", "java"})
+    label = "meteor-1.5-jar"
+    dist = "pycocoevalcap"
+    tokenizer = "nltk-treebank-lc-joined"
+    has_sentence = False  # one JVM call per corpus
+    order = 20
+
+    def corpus(self, data, done=None):
+        if not data.options.get("meteor", True):
+            return {"meteor": None}
+        h_join = [" ".join(t) for t in data.hyp_tokens]
+        r_join = [[" ".join(t) for t in rs] for rs in data.ref_tokens]
+        try:
+            return {"meteor": meteor(h_join, r_join)}
+        except MetricUnavailable as exc:
+            raise NotComputable(str(exc)) from None
+
+
+def meteor(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """METEOR 1.5 (Denkowski & Lavie 2014) through pycocoevalcap's jar; needs Java."""
+    if shutil.which("java") is None:
+        raise MetricUnavailable(
+            "METEOR needs a Java runtime (`java` on PATH, e.g. OpenJDK 17); install one or leave METEOR out"
+        )
+    if not hyps:
+        raise ValueError("METEOR of an empty corpus")
+    gts, res = _coco_inputs(hyps, refs)
+    scorer = _meteor_scorer()
+    try:
+        score, _ = scorer.compute_score(gts, res)
+    except Exception:
+        # pycocoevalcap holds its lock across the call: a failure inside would leave it held
+        # and its __del__ would wait for ever at exit. Drop this JVM and let the error out.
+        _meteor_scorer.cache_clear()
+        scorer.meteor_p.kill()
+        if scorer.lock.locked():
+            scorer.lock.release()
+        raise
+    return float(score)
+
+
+@functools.lru_cache(maxsize=1)
+def _meteor_scorer():
+    """One METEOR JVM per process (start-up loads the paraphrase table, ~15 s)."""
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    return Meteor()
+
+
+def coco_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """ROUGE-L as nlg-eval: pycocoevalcap Rouge (LCS F with beta=1.2, best reference), mean."""
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    gts, res = _coco_inputs(hyps, refs)
+    score, _ = Rouge().compute_score(gts, res)
+    return float(score)

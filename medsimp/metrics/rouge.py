@@ -1,0 +1,112 @@
+"""ROUGE-1/2/L F1 (Lin 2004) as rouge-score 0.1.2 computes it, on a named tokenization.
+
+`tokenizer` option (`Inputs.options["rouge_tokenizer"]`, `--rouge-tokenizer`): `nltk` (default:
+lowercased NLTK Treebank tokens, punctuation kept, as every other default-mode metric) or
+`rouge-score` (rouge-score's own default: lowercase, every non-[a-z0-9] run a separator, no
+stemming). The signature names the one used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from medsimp.metrics.base import Inputs, Metric, Tokens, ngrams
+
+TOKENIZERS = ("nltk", "rouge-score")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def rouge_score_tokens(text: str) -> Tokens:
+    """rouge-score 0.1.2's default tokenizer (`tokenize.tokenize(text, None)`)."""
+    return [t for t in _NON_ALNUM.sub(" ", text.lower()).split() if t]
+
+
+def _tokens(data: Inputs) -> tuple[list[Tokens], list[list[Tokens]]]:
+    choice = data.options.get("rouge_tokenizer", "nltk")
+    if choice == "rouge-score":
+        return [rouge_score_tokens(h) for h in data.hyps], [
+            [rouge_score_tokens(r) for r in rs] for rs in data.references
+        ]
+    if choice != "nltk":
+        raise ValueError(f"unknown ROUGE tokenizer {choice!r}: {' or '.join(TOKENIZERS)}")
+    return data.hyp_tokens, data.ref_tokens
+
+
+class _Rouge(Metric):
+    kind = "rougeL"
+    label = "rouge-score-0.1.2-f1"
+
+    def signature_label(self, data=None):
+        choice = (data.options if data is not None else {}).get("rouge_tokenizer", "nltk")
+        return f"{self.label}+tok-{'nltk-treebank-lc' if choice == 'nltk' else 'rouge-score-default'}"
+
+    def corpus(self, data, done=None):
+        hyps, refs = _tokens(data)
+        return {self.name: rouge_f1(hyps, refs, self.kind)}
+
+
+class Rouge1(_Rouge):
+    name = "rouge_1"
+    kind = "rouge1"
+    order = 30
+
+
+class Rouge2(_Rouge):
+    name = "rouge_2"
+    kind = "rouge2"
+    order = 31
+
+
+class RougeL(_Rouge):
+    name = "rouge_l"
+    kind = "rougeL"
+    order = 32
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token lists: the bit-parallel
+    algorithm of Hyyroe (2004) / Crochemore et al. (2001), one big-integer step per token
+    of `b` instead of rouge-score's len(a) x len(b) table (the same integer)."""
+    if not a or not b:
+        return 0
+    masks: dict[str, int] = {}
+    for i, token in enumerate(a):
+        masks[token] = masks.get(token, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    v = full
+    for token in b:
+        u = v & masks.get(token, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(a) - v.bit_count()
+
+
+def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str = "rougeL") -> float:
+    """ROUGE F1 (Lin 2004) as rouge-score 0.1.2 computes it (`RougeScorer([kind])` on the
+    given tokens, `score_multi`), best reference per sentence, averaged; `kind`: rougeL
+    (P = LCS/|hyp|, R = LCS/|ref|, 0 for an empty side), rouge1 or rouge2 (clipped unigram /
+    bigram overlap over the hypothesis' / reference's n-gram count, PLABA's ROUGE-1/2);
+    F = 2PR/(P+R). Computed here (rouge-score imports NLTK, ~1 s); tests/test_metrics.py
+    checks it equals rouge-score's."""
+    if kind == "rougeL":
+        order = 0
+    elif kind in ("rouge1", "rouge2"):
+        order = int(kind[5:])
+    else:
+        raise ValueError(f"unknown ROUGE kind {kind!r}: rougeL, rouge1 or rouge2")
+
+    def f1(ref: Tokens, hyp: Tokens) -> float:
+        if order:
+            ref_grams, hyp_grams = ngrams(ref, order), ngrams(hyp, order)
+            overlap = sum(min(c, hyp_grams[g]) for g, c in ref_grams.items())
+            precision = overlap / max(sum(hyp_grams.values()), 1)
+            recall = overlap / max(sum(ref_grams.values()), 1)
+        else:
+            if not ref or not hyp:
+                return 0.0
+            lcs = lcs_length(ref, hyp)
+            precision, recall = lcs / len(hyp), lcs / len(ref)
+        return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+    vals = [max(f1(r, h) for r in rs) for h, rs in zip(hyps, refs, strict=True)]
+    return sum(vals) / len(vals) if vals else 0.0

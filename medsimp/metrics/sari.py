@@ -1,0 +1,242 @@
+"""SARI (Xu et al. 2016), three variants under their own names (docs/metrics.md: which paper used which).
+
+- `sari`: EASSE's `corpus_sari` (Alva-Manchego et al. 2019; easse 0.2.4 `easse/sari.py`, defaults:
+  lowercase, sacrebleu 13a tokens, n-gram counts summed over the corpus, per-order F1 for add and
+  keep, F1 for deletion, macro average over n = 1..4): what the field reports today.
+- `sari_xu2016`: the same with deletion precision (`use_f1_for_deletion=False`): Xu et al.'s
+  equations with the corpus statistics of their released Java scorer, which their experiments used.
+- `sari_sentmean`: the mean of sentence SARI on lowercased NLTK tokens with deletion precision
+  (tensor2tensor / HF `evaluate`'s sentence formula, 0/0 := 1): medsimp's SARI before issue 29.
+
+All are 0-100. SARI is undefined when every reference is empty: null, with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from medsimp.metrics.base import Inputs, Metric, NotComputable, Tokens, check_needs, ngrams
+
+NGRAM_ORDER = 4
+
+
+@functools.cache
+def _tokenizer_13a():
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()
+
+
+def normalize(sentence: str) -> str:
+    """EASSE's `normalize(sentence, lowercase=True, tokenizer="13a")`."""
+    return _tokenizer_13a()(sentence.lower())
+
+
+def _extract_ngrams(line: str) -> list[Counter]:
+    tokens = line.split()
+    return [
+        Counter(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+        for n in range(1, NGRAM_ORDER + 1)
+    ]
+
+
+def _times(c: Counter, v: int) -> Counter:
+    return Counter({k: x * v for k, x in c.items()})
+
+
+def sentence_stats(orig: str, sys: str, refs: Sequence[str]) -> list[int]:
+    """EASSE's `compute_ngram_stats` for one sentence (normalized text): 36 counts, in the order
+    add (correct, sys total, ref total) x 4 orders, keep x 4, del x 4."""
+    orig_ngrams, sys_ngrams = _extract_ngrams(orig), _extract_ngrams(sys)
+    refs_ngrams: list[Counter] = [Counter() for _ in range(NGRAM_ORDER)]
+    for ref in refs:
+        for n, grams in enumerate(_extract_ngrams(ref)):
+            refs_ngrams[n] += grams
+    num_refs = len(refs)
+    add: list[int] = []
+    keep: list[int] = []
+    dele: list[int] = []
+    for n in range(NGRAM_ORDER):
+        sys_add = set(sys_ngrams[n]) - set(orig_ngrams[n])
+        ref_add = set(refs_ngrams[n]) - set(orig_ngrams[n])
+        add += [len(sys_add & set(refs_ngrams[n])), len(sys_add), len(ref_add)]
+        orig_rep, sys_rep = _times(orig_ngrams[n], num_refs), _times(sys_ngrams[n], num_refs)
+        orig_and_sys = orig_rep & sys_rep
+        orig_and_ref = orig_rep & refs_ngrams[n]
+        keep += [
+            sum((orig_and_sys & orig_and_ref).values()),
+            sum(orig_and_sys.values()),
+            sum(orig_and_ref.values()),
+        ]
+        orig_not_sys = orig_rep - sys_rep
+        orig_not_ref = orig_rep - refs_ngrams[n]
+        dele += [
+            sum((orig_not_sys & orig_not_ref).values()),
+            sum(orig_not_sys.values()),
+            sum(orig_not_ref.values()),
+        ]
+    return add + keep + dele
+
+
+def _prf(correct: float, sys_total: float, ref_total: float) -> tuple[float, float, float]:
+    precision = correct / sys_total if sys_total > 0 else 0.0
+    recall = correct / ref_total if ref_total > 0 else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision > 0 and recall > 0 else 0.0
+    return precision, recall, f1
+
+
+def from_stats(stats: Sequence[float], f1_deletion: bool = True) -> dict[str, float]:
+    """EASSE's `compute_macro_sari` on summed `sentence_stats`: {sari, keep, del, add}, 0-100."""
+    parts = {"add": 0.0, "keep": 0.0, "del": 0.0}
+    for op_index, op in enumerate(("add", "keep", "del")):
+        for n in range(NGRAM_ORDER):
+            base = op_index * 3 * NGRAM_ORDER + 3 * n
+            p, _, f1 = _prf(*stats[base : base + 3])
+            parts[op] += (p if op == "del" and not f1_deletion else f1) / NGRAM_ORDER
+    scaled = {k: 100.0 * v for k, v in parts.items()}
+    return {"sari": (scaled["add"] + scaled["keep"] + scaled["del"]) / 3, **scaled}
+
+
+def corpus_sari(
+    origs: Sequence[str], syss: Sequence[str], refs: Sequence[Sequence[str]], f1_deletion: bool = True
+) -> dict[str, float]:
+    """EASSE's `corpus_sari` (and its operation scores) with `refs[i]` the references of sentence i."""
+    total = np.zeros(9 * NGRAM_ORDER)
+    for o, s, rs in zip(origs, syss, refs, strict=True):
+        total += sentence_stats(normalize(o), normalize(s), [normalize(r) for r in rs])
+    return from_stats(list(total), f1_deletion)
+
+
+def _check(metric: Metric, data: Inputs) -> None:
+    check_needs(metric, data)
+    if not any(r.strip() for rs in data.references for r in rs):
+        raise NotComputable(
+            "every reference is empty: SARI is undefined (copying the source would score 66.7)"
+        )
+
+
+class EasseSARI(Metric):
+    """EASSE's corpus SARI (F1 deletion), the default."""
+
+    name = "sari"
+    keys: ClassVar[tuple[str, ...]] = ("sari", "sari_keep", "sari_del", "sari_add")
+    scale = "0-100"
+    needs = frozenset({"sources", "references"})
+    label = "easse-0.2.4-corpus-sari+del-f1"
+    tokenizer = "13a-lc"
+    f1_deletion = True
+    order = 40
+
+    def corpus(self, data, done=None):
+        _check(self, data)
+        summed = self.stats(data).sum(axis=0)
+        parts = from_stats(list(summed), self.f1_deletion)
+        if len(self.keys) == 1:
+            return {self.name: parts["sari"]}
+        return {self.name: parts["sari"], **{f"{self.name}_{k}": parts[k] for k in ("keep", "del", "add")}}
+
+    def sentence(self, data, i):
+        """EASSE's `sentence_sari`: the corpus formula on sentence i alone."""
+        _check(self, data.subset([i]))
+        return from_stats(list(self.stats(data.subset([i]))[0]), self.f1_deletion)["sari"]
+
+    def stats(self, data):
+        assert data.sources is not None
+        return np.array(
+            [
+                sentence_stats(normalize(o), normalize(s), [normalize(r) for r in rs])
+                for o, s, rs in zip(data.sources, data.hyps, data.references, strict=True)
+            ],
+            dtype=float,
+        )
+
+    def from_stats(self, summed, n):
+        return from_stats(list(summed), self.f1_deletion)["sari"]
+
+
+class XuSARI(EasseSARI):
+    """Xu et al. (2016)'s deletion precision on EASSE's corpus statistics."""
+
+    name = "sari_xu2016"
+    keys = ("sari_xu2016",)
+    label = "easse-0.2.4-corpus-sari+del-precision"
+    f1_deletion = False
+    order = 41
+
+
+class SentenceMeanSARI(Metric):
+    """Mean of sentence SARI on NLTK tokens, deletion precision (tensor2tensor / HF evaluate)."""
+
+    name = "sari_sentmean"
+    keys = ("sari_sentmean",)
+    scale = "0-100"
+    needs = frozenset({"sources", "references"})
+    label = "medsimp-sentence-mean-sari-xu2016+del-precision"
+    order = 42
+
+    def corpus(self, data, done=None):
+        _check(self, data)
+        assert data.source_tokens is not None
+        return {self.name: sari(data.source_tokens, data.hyp_tokens, data.ref_tokens)["sari"]}
+
+    def sentence(self, data, i):
+        _check(self, data.subset([i]))
+        assert data.source_tokens is not None
+        return 100.0 * sari_sentence(data.source_tokens[i], data.hyp_tokens[i], data.ref_tokens[i])["sari"]
+
+
+def _sari_ngram(src: Counter, out: Counter, refs: list[Counter], numref: int) -> tuple[float, float, float]:
+    """keep F1, deletion precision, addition F1 for one n-gram order (Xu et al. 2016)."""
+    ref_all: Counter = Counter()
+    for r in refs:
+        ref_all.update(r)
+    src_rep = Counter({g: c * numref for g, c in src.items()})
+    out_rep = Counter({g: c * numref for g, c in out.items()})
+
+    keep = src_rep & out_rep
+    keep_good = keep & ref_all
+    keep_all = src_rep & ref_all
+    keep_p = sum(keep_good[g] / keep[g] for g in keep) / len(keep) if keep else 1.0
+    keep_r = sum(keep_good.values()) / sum(keep_all.values()) if keep_all else 1.0
+    keep_f = 2 * keep_p * keep_r / (keep_p + keep_r) if keep_p + keep_r > 0 else 0.0
+
+    dele = src_rep - out_rep
+    dele_good = dele - ref_all
+    del_p = sum(dele_good[g] / dele[g] for g in dele) / len(dele) if dele else 1.0
+
+    add = set(out) - set(src)
+    add_good = add & set(ref_all)
+    add_all = set(ref_all) - set(src)
+    add_p = len(add_good) / len(add) if add else 1.0
+    add_r = len(add_good) / len(add_all) if add_all else 1.0
+    add_f = 2 * add_p * add_r / (add_p + add_r) if add_p + add_r > 0 else 0.0
+    return keep_f, del_p, add_f
+
+
+def sari_sentence(src: Tokens, hyp: Tokens, refs: Sequence[Tokens], max_n: int = 4) -> dict[str, float]:
+    """Sentence SARI in [0, 1] with its keep / del / add parts, averaged over n = 1..4.
+
+    Follows Xu et al. (2016) as implemented in tensor2tensor / HF `evaluate`
+    (0/0 := 1; keep recall over reference-weighted counts).
+    """
+    parts = [
+        _sari_ngram(ngrams(src, n), ngrams(hyp, n), [ngrams(r, n) for r in refs], len(refs))
+        for n in range(1, max_n + 1)
+    ]
+    keep, dele, add = (sum(p[i] for p in parts) / max_n for i in range(3))
+    return {"sari": (keep + dele + add) / 3, "keep": keep, "del": dele, "add": add}
+
+
+def sari(
+    srcs: Sequence[Tokens], hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]
+) -> dict[str, float]:
+    """Mean of sentence SARI (0-100 scale, like HF `evaluate`)."""
+    rows = [sari_sentence(s, h, r) for s, h, r in zip(srcs, hyps, refs, strict=True)]
+    if not rows:
+        return {"sari": 0.0, "keep": 0.0, "del": 0.0, "add": 0.0}
+    return {k: 100.0 * sum(r[k] for r in rows) / len(rows) for k in ("sari", "keep", "del", "add")}

@@ -1,0 +1,120 @@
+"""What medsimp wrote outside its own output folders, so it never overwrites anything else.
+
+A single file medsimp writes outside an output folder (a `--metrics` file, a report, a synth
+file) gets a record in medsimp's per-user state folder, not beside the file: one JSON file per
+absolute path, `<state>/owned/<sha256 of the path>.json` = {"path", "sha256", "command"}.
+A file is medsimp's while its bytes still hash to the recorded sha256; a file without a
+matching record (the user's, or changed since) is never replaced. The state folder is
+`$MEDSIMP_STATE_DIR`, else `$XDG_STATE_HOME/medsimp`, else `~/.local/state/medsimp`.
+
+The record is written atomically (temp file, fsync, rename; the temp file is removed on any
+failure) *before* the file it describes is renamed into place, so a full disk leaves the old
+file with its old record, never a file its own record disowns. Records written by older
+versions beside the file (`.<name>.medsimp-owner`) are still honoured, and removed when the
+file is next written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+
+LEGACY_SUFFIX = ".medsimp-owner"  # `.<name>.medsimp-owner` beside the file (before 2026-11)
+
+
+def state_dir() -> Path:
+    """medsimp's per-user state folder (see the module docstring)."""
+    if os.environ.get("MEDSIMP_STATE_DIR"):
+        return Path(os.environ["MEDSIMP_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "medsimp"
+
+
+def digest(path: str | Path) -> str:
+    """sha256 of a file's bytes (hex)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _key(path: Path) -> str:
+    return str(path.parent.resolve() / path.name)
+
+
+def record_path(path: str | Path) -> Path:
+    """Where the record of `path` lives."""
+    key = _key(Path(path))
+    return (
+        state_dir() / "owned" / f"{hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()}.json"
+    )
+
+
+def _legacy(path: Path) -> Path:
+    return path.with_name(f".{path.name}{LEGACY_SUFFIX}")
+
+
+def _recorded(record_file: Path) -> dict | None:
+    try:
+        data = json.loads(record_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def owned(path: str | Path) -> bool:
+    """True if medsimp wrote the file `path` and nobody changed it since."""
+    path = Path(path)
+    try:
+        sha = digest(path)
+    except OSError:
+        return False
+    record = _recorded(record_path(path))
+    if record is not None and record.get("path") == _key(path) and record.get("sha256") == sha:
+        return True
+    legacy = _recorded(_legacy(path))
+    return legacy is not None and legacy.get("sha256") == sha
+
+
+def claim(path: str | Path, sha256: str, command: str) -> None:
+    """Record that medsimp is writing `path` with content `sha256` (before renaming it into
+    place). Atomic: on any failure (a full disk) the previous record stays and no temp file is
+    left; the OSError propagates so the file is not replaced."""
+    path = Path(path)
+    target = record_path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    body = json.dumps(
+        {"command": command, "path": _key(path), "sha256": sha256, "tool": "medsimp"}, sort_keys=True
+    ).encode("utf-8")
+    tmp = target.with_name(f"{target.stem}.tmp-{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(body)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def settle(path: str | Path) -> None:
+    """After `path` was written: drop a legacy record beside it (the state record now holds)."""
+    with contextlib.suppress(OSError):
+        _legacy(Path(path)).unlink()
+
+
+def forget(path: str | Path) -> None:
+    """Drop the record of `path` (after medsimp removed the file itself)."""
+    with contextlib.suppress(OSError):
+        record_path(path).unlink()
+    settle(path)

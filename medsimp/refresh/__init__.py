@@ -1,0 +1,1 @@
+"""The scheduled refresh: run the DAG, compare with the last run, write a report."""

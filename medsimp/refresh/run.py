@@ -1,0 +1,242 @@
+"""Scheduled refresh: one lock, `dvc status`, `dvc repro`, restore on failure, a run report.
+
+DVC does the incremental work: only stages whose deps, params or outs changed rerun,
+and document-level caches (`medsimp.doccache`) make a rerun stage redo only new documents.
+DVC deletes a stage's outs before running it (unless `persist: true`), so when a stage
+fails or the run is interrupted, refresh puts the outs of the unfinished stage back from
+the DVC cache (`dvc checkout --force <stage>`): they are the versions `dvc.lock` still
+records, i.e. the previously published builders. Stages that finished keep their new
+outputs (`dvc.lock` already records them), so the next run resumes where this one stopped.
+The stages' `cache: false` metrics files, which DVC deletes but cannot check out, are put
+back from a copy taken before `dvc repro`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medsimp.errors import EXIT_FAILED as EXIT_STAGE_FAILED
+from medsimp.errors import EXIT_LOCKED as EXIT_LOCK_HELD  # EX_TEMPFAIL: try again later
+from medsimp.errors import EXIT_OK
+from medsimp.errors import EXIT_REFUSED as EXIT_NOTHING_TO_DO
+from medsimp.errors import EXIT_USAGE as EXIT_ERROR  # noqa: F401  (setup outside a stage: dvc.yaml, DVC)
+from medsimp.params_schema import Refresh, section_of
+from medsimp.refresh.dvc import Dag, LockHeld, read_dag, restore_outputs, run_repro, stages_to_run
+
+
+@dataclass
+class RefreshConfig:
+    """The `refresh` params section, resolved against the repository root."""
+
+    root: Path
+    report_dir: Path
+    lock: Path
+    targets: list[str] = field(default_factory=list)
+    builders_dir: Path = Path("builders")
+    repro_args: list[str] = field(default_factory=list)
+    restore_on_failure: bool = True
+    keep_reports: int = 200
+
+    @classmethod
+    def from_params(
+        cls,
+        section: Refresh | Mapping[str, Any],
+        root: Path,
+        report_dir: str | None = None,
+        targets: list[str] | None = None,
+    ) -> RefreshConfig:
+        section = section_of(Refresh, section)  # typed; a dict (tests) gets the defaults
+
+        def rooted(value: str) -> Path:
+            path = Path(value)
+            return path if path.is_absolute() else root / path
+
+        return cls(
+            root=root,
+            report_dir=rooted(report_dir or section.report_dir),
+            lock=rooted(section.lock),
+            targets=list(targets if targets else section.targets),
+            builders_dir=rooted(section.builders_dir),
+            repro_args=list(section.repro_args),
+            restore_on_failure=section.restore_on_failure,
+            keep_reports=section.keep_reports,
+        )
+
+
+LOCK_SIGNATURE = "medsimp refresh lock "  # the lock file's content: this, then the holder as JSON
+
+
+@contextlib.contextmanager
+def refresh_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive, non-blocking lock on `path`; raise LockHeld naming the holder if taken.
+
+    The holder (pid, start time) is written in the lock file itself, nothing beside it; a file
+    at `path` that is neither empty nor a refresh lock is the user's and is refused untouched."""
+    from medsimp.errors import UsageError
+    from medsimp.locks import Busy, Foreign, exclusive
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or path.is_dir():
+        raise UsageError(f"refresh.lock {path} is a folder or a link; name a file medsimp may create")
+    note = LOCK_SIGNATURE + json.dumps({"pid": os.getpid(), "started_at": utc_now()})
+    held = contextlib.ExitStack()
+    try:
+        held.enter_context(exclusive(path, note, signature=LOCK_SIGNATURE))
+    except Busy as exc:
+        holder = ""
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            data = json.loads(exc.holder.removeprefix(LOCK_SIGNATURE))
+            holder = f" (pid {data['pid']}, started {data['started_at']})"
+        raise LockHeld(f"another refresh is running{holder}; lock: {path}") from None
+    except Foreign:
+        raise UsageError(
+            f"refresh.lock {path} is a file medsimp did not write; name another lock path"
+        ) from None
+    with held:
+        yield
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class RunResult:
+    """What one refresh did: its exit code, per-stage statuses and failure details."""
+
+    exit_code: int
+    status: str
+    stages: dict[str, str]
+    failed: list[str] = field(default_factory=list)
+    restored: bool | None = None
+    message: str = ""
+
+
+def _repro(
+    cfg: RefreshConfig, dag: Dag, changed: set[str], log_path: Path, echo: Callable[[str], None]
+) -> RunResult:
+    # DVC deletes a stage's metrics before running it and cannot check out `cache: false`
+    # files, so keep their bytes to put back for stages that do not finish.
+    saved = {
+        rel: (cfg.root / rel).read_bytes()
+        for name in dag.scope
+        for rel in dag.metrics[name]
+        if (cfg.root / rel).is_file()
+    }
+    outcome = run_repro(
+        cfg.root, cfg.targets, cfg.repro_args, log_path, echo, dag, stages_to_run(dag, changed)
+    )
+    if outcome.lock_busy:
+        raise LockHeld("DVC's repository lock is held by another dvc command")
+    stages = {n: outcome.stages.get(n, "not_run") for n in dag.names}
+    if outcome.returncode == 0 and not outcome.interrupted:
+        return RunResult(EXIT_OK, "success", stages)
+    failed = [n for n, s in stages.items() if s == "failed"]
+    restored = None
+    if cfg.restore_on_failure:
+        # unknown culprit (e.g. killed before DVC named the stage): restore every stage in scope
+        unfinished = failed or sorted(dag.scope)
+        restored = restore_outputs(cfg.root, unfinished, log_path)
+        for rel in (r for name in unfinished for r in dag.metrics[name] if r in saved):
+            (cfg.root / rel).write_bytes(saved[rel])
+    status = "interrupted" if outcome.interrupted else "failed"
+    tail = "\n".join(outcome.tail[-8:])
+    return RunResult(
+        EXIT_STAGE_FAILED,
+        status,
+        stages,
+        failed,
+        restored,
+        f"refresh {status}: stage(s) {', '.join(failed) or '?'}; dvc said:\n{tail}",
+    )
+
+
+def _report(
+    cfg: RefreshConfig, dag: Dag, result: RunResult, params: dict[str, Any], t0: float, stamp: str
+) -> dict[str, Any]:
+    from medsimp.config import params_hash
+    from medsimp.refresh import report as rr
+
+    previous = rr.load_previous(cfg.report_dir)
+    fingerprints = rr.fingerprint_builders(cfg.builders_dir)
+    stages = rr.stage_entries(cfg.root, result.stages, dag.metrics, previous)
+    counted = [e["cache"] for e in stages.values() if "cache" in e]
+    tally = {
+        s: sum(1 for v in result.stages.values() if v == s)
+        for s in ("ran", "restored", "skipped", "failed", "not_run")
+    }
+    return {
+        "status": result.status,
+        "exit_code": result.exit_code,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)),
+        "finished_at": utc_now(),
+        "duration_s": round(time.time() - t0, 3),
+        "targets": cfg.targets,
+        "git": rr.git_info(cfg.root),
+        "params_hash": params_hash(params),
+        "summary": ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in tally.items() if v),
+        "stage_order": dag.names,
+        "stages": stages,
+        "failed_stages": result.failed,
+        "restored": result.restored,
+        "cache": {"hits": sum(c["hits"] for c in counted), "misses": sum(c["misses"] for c in counted)},
+        "fingerprints": fingerprints,
+        "fingerprints_changed": rr.fingerprint_changes(previous, fingerprints),
+        "previous_report": (previous or {}).get("report"),
+        "report": f"{stamp}.json",
+        "log": f"{stamp}.log" if (cfg.report_dir / f"{stamp}.log").exists() else None,
+    }
+
+
+def run_refresh(
+    cfg: RefreshConfig, params: dict[str, Any], dry_run: bool = False, echo: Callable[[str], None] = print
+) -> tuple[int, dict[str, Any] | None]:
+    """One scheduled run: lock, decide, repro, restore on failure, report. -> (exit code, report)."""
+    from medsimp.refresh.report import write_report
+
+    t0 = time.time()
+    try:
+        with refresh_lock(cfg.lock):
+            dag, status = read_dag(cfg.root, cfg.targets)
+            if dry_run:
+                would = stages_to_run(dag, set(status))
+                echo(
+                    "nothing to do: every stage is up to date"
+                    if not would
+                    else "would run: " + ", ".join(would)
+                )
+                return (EXIT_OK if would else EXIT_NOTHING_TO_DO), None
+            stamp = _free_stamp(cfg.report_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t0)))
+            if status:
+                result = _repro(cfg, dag, set(status), cfg.report_dir / f"{stamp}.log", echo)
+            else:
+                result = RunResult(
+                    EXIT_NOTHING_TO_DO,
+                    "nothing_to_do",
+                    {n: "skipped" if n in dag.scope else "not_run" for n in dag.names},
+                    message="nothing to do: every stage is up to date",
+                )
+            report = _report(cfg, dag, result, params, t0, stamp)
+            path = write_report(cfg.report_dir, report, stamp, cfg.keep_reports)
+            echo(result.message or f"refresh {result.status}: {report['summary']}")
+            echo(f"report: {path}")
+            return result.exit_code, report
+    except LockHeld as exc:
+        echo(f"refresh: {exc}")
+        return EXIT_LOCK_HELD, None
+
+
+def _free_stamp(report_dir: Path, stamp: str) -> str:
+    """`stamp`, or `stamp-N` when a report with that name exists (runs within one second)."""
+    candidate, n = stamp, 1
+    while any((report_dir / f"{candidate}{suffix}").exists() for suffix in (".json", ".md", ".log")):
+        n += 1
+        candidate = f"{stamp}-{n}"
+    return candidate

@@ -1,0 +1,121 @@
+"""A stage's numbers: reconciled counts, the stats kept in outputs, the `--metrics` file DVC
+tracks, and the summary printed on stderr (docs/metrics.md)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from medsimp.atomic import write_json
+
+RUN_KEYS = ("cache_hits", "cache_misses", "resumed_from_epoch")  # how a run went, not what it produced
+RUN_SUFFIX = ".run.json"
+
+
+def output_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """Stats without RUN_KEYS, so outputs and metrics stay byte-identical whether or not the
+    document cache was warm."""
+    return {k: v for k, v in stats.items() if k not in RUN_KEYS}
+
+
+def write_metrics(
+    path: str | Path, stats: Mapping[str, Any], headline: Sequence[str], run: Mapping[str, Any] | None = None
+) -> None:
+    """A stage's `--metrics` file (DVC hashes it, git tracks it): the `headline` numbers the
+    stage declares, so `dvc metrics show` stays readable (its full stats are the output's stats.json).
+    How this run went (RUN_KEYS, provenance such as the git revision: `run`) goes to
+    `<path>.run.json` beside it, which dvc.yaml does not declare and git ignores, so a warm
+    run, a cold run and a run at another commit write the same metrics bytes."""
+    kept = output_stats(stats)
+    write_json(path, {k: kept[k] for k in headline if k in kept})
+    record = {**{k: stats[k] for k in RUN_KEYS if k in stats}, **(run or {})}
+    write_json(Path(str(path) + RUN_SUFFIX), record)
+
+
+class CountsMismatch(AssertionError):
+    """Counts in a stats record do not reconcile."""
+
+
+def check_reconciles(counts: Mapping[str, Any], total: str, parts: list[str]) -> None:
+    """Raise CountsMismatch unless counts[total] == sum(counts[p] for p in parts)."""
+    got = sum(int(counts.get(p, 0)) for p in parts)
+    if int(counts.get(total, 0)) != got:
+        detail = " + ".join(f"{p}={counts.get(p, 0)}" for p in parts)
+        raise CountsMismatch(f"{total}={counts.get(total, 0)} but {detail} = {got}")
+
+
+def _rejected(counts: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
+    """(records dead-lettered, by reason): the stats contract's `rejected` and `rejected_by`."""
+    return int(counts.get("rejected") or 0), dict(counts.get("rejected_by") or {})
+
+
+def summary_notes(counts: Mapping[str, Any], notes: Iterable[str] = ()) -> list[str]:
+    """Warnings that matter, in plain words: dead-lettered records (always checked) and the
+    stage's own `notes`."""
+    out = []
+    total, reasons = _rejected(counts)
+    if total:
+        why = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items()))
+        out.append(
+            f"{total} record(s) could not be used and were set aside in dead_letter/"
+            f"{f' ({why})' if why else ''}; the rest were processed."
+        )
+    return out + list(notes)
+
+
+def print_summary(title: str, counts: Mapping[str, Any], notes: Iterable[str] = ()) -> None:
+    """The stage's counts on stderr in a compact grid (rich; a map such as `rejected_by` is one
+    row, `reason n, reason n`; two key/value columns when there are many rows), then each
+    warning that matters once (`summary_notes`)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = []
+    for key in sorted(counts):
+        value = counts[key]
+        if isinstance(value, Mapping):
+            value = ", ".join(f"{sub} {value[sub]}" for sub in sorted(value))
+        elif isinstance(value, list | tuple):
+            value = ", ".join(map(str, value))
+        rows.append((key, str(value)))
+    columns = 2 if len(rows) > 8 else 1
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_header=False,
+        padding=(0, 1),
+        show_edge=False,
+    )
+    for _ in range(columns):
+        table.add_column(style="dim", no_wrap=True)
+        table.add_column(justify="right", overflow="fold")
+    half = -(-len(rows) // columns)
+    for i in range(half):
+        cells = [cell for j in range(columns) if i + j * half < len(rows) for cell in rows[i + j * half]]
+        table.add_row(*cells, *[""] * (2 * columns - len(cells)))
+    console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)  # logs: wider
+    console.print(table)
+    for note in summary_notes(counts, notes):
+        console.print(f"note: {note}", highlight=False, markup=False)
+
+
+def finish_stage(
+    title: str,
+    stats: Mapping[str, Any],
+    headline: Sequence[str],
+    metrics: str | Path | None = None,
+    *,
+    summary: Mapping[str, Any] | None = None,
+    notes: Iterable[str] = (),
+    run: Mapping[str, Any] | None = None,
+) -> None:
+    """The epilogue of every stage, once its output is in place: the `--metrics` file with the
+    stage's own `headline` numbers (when asked for), then the summary on stderr (`summary`:
+    the counts to show, default `stats`) with each warning that matters once."""
+    if metrics:
+        write_metrics(metrics, stats, headline, run)
+    print_summary(title, stats if summary is None else summary, notes)

@@ -1,0 +1,141 @@
+"""Readability features: the published formulas over textstat's counts, language-aware.
+
+textstat's own score functions re-count sentences with a regex that splits "0.55" and
+"95% CI 0.42 to 0.71" into several sentences; our sentence count is known (1 for a
+sentence, n for a document side), so the formulas are applied here to textstat's word
+(`lexicon_count`), syllable (`syllable_count`, language-aware via `set_lang`) and
+polysyllable counts:
+  FKGL = 0.39 W/S + 11.8 Y/W - 15.59 (Kincaid et al. 1975)
+  Gunning fog = 0.4 (W/S + 100 P/W), P = words of 3+ syllables (Gunning 1952)
+  Coleman-Liau = 0.0588 L - 0.296 S100 - 15.8, L / S100 = letters (not digits) / sentences
+  per 100 words (Coleman & Liau 1975)
+  ARI = 4.71 C/W + 0.5 W/S - 21.43, C = letters and digits
+Syllable-based scores (FKGL, fog) need textstat's support for the language (pyphen);
+elsewhere (e.g. fa) they are null. `n_tokens` counts NLTK Treebank tokens holding a word
+character.
+
+The three counts are textstat 0.7.13's, computed here (`words`, `syllable_count`,
+`polysyllable_count`; tests/test_syllables.py checks them against textstat): importing
+textstat imports NLTK (about 1 s) and its English syllables parse NLTK's CMUdict reader
+(0.7 s); here they come from `medsimp.resources.cmudict_syllables`, the same numbers
+(first pronunciation's stressed phones) from a compact cached table. Words CMUdict lacks,
+and other languages, are hyphenated with pyphen as textstat does.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from medsimp.text.words import tokenize
+
+_WORD = re.compile(r"\w")
+# textstat's `remove_punctuation(text, rm_apostrophe=False)`: apostrophes that do not start a
+# contraction ending go, then every other non-word, non-space character but the apostrophe.
+_NONCONTRACTION_APOSTROPHE = re.compile(r"\'(?![tsd]|ve|ll|re)")
+_PUNCTUATION = re.compile(r"[^\w\s\']")
+FIELDS = ("fkgl", "gunning_fog", "coleman_liau", "ari", "n_tokens")
+
+
+def tokens(text: str) -> list[str]:
+    """Word tokens (punctuation-only tokens dropped)."""
+    return [t for t in tokenize(text) if _WORD.search(t)]
+
+
+def words(text: str, lowercase: bool = False) -> list[str]:
+    """textstat's `list_words`: the text without punctuation, split on whitespace. The word
+    count W of the formulas as textstat (the reference the scores are checked against)
+    counts it, so it stays textstat's rule rather than the toolkit's tokenizer (`tokens`):
+    "don't" is 1 word here, 2 tokens there."""
+    text = _PUNCTUATION.sub("", _NONCONTRACTION_APOSTROPHE.sub("", text))
+    return (text.lower() if lowercase else text).split()
+
+
+@functools.cache
+def _pyphen(language: str) -> Any:
+    from pyphen import Pyphen
+
+    return Pyphen(lang=language)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_syllables(word: str, language: str) -> int:
+    """One lowercased word: CMUdict's count for English (textstat's `get_cmudict` serves the
+    `en` root only), else pyphen's hyphenation points + 1."""
+    if language.split("_")[0] == "en":
+        from medsimp.resources import cmudict_syllables
+
+        count = cmudict_syllables().get(word)
+        if count is not None:
+            return count
+    return len(_pyphen(language).positions(word)) + 1
+
+
+def syllable_count(text: str, language: str) -> int:
+    """textstat's `syllable_count` with `set_lang(language)`."""
+    return sum(_word_syllables(w, language) for w in words(text, lowercase=True))
+
+
+def polysyllable_count(text: str, language: str) -> int:
+    """textstat's `polysyllabcount`: words of three or more syllables."""
+    return sum(1 for w in words(text) if syllable_count(w, language) >= 3)
+
+
+def _round(value) -> float:
+    return round(float(value), 4)
+
+
+def _fkgl(n_words: int, syllables: int, n_sentences: int) -> float:
+    return _round(0.39 * n_words / n_sentences + 11.8 * syllables / n_words - 15.59)
+
+
+def scores(text: str, language: str, syllable_languages: Iterable[str], n_sentences: int = 1) -> dict:
+    """{fkgl, gunning_fog, coleman_liau, ari, n_tokens} of `text` holding `n_sentences` sentences."""
+    n_tokens = len(tokens(text))
+    out: dict[str, float | int | None] = {
+        "fkgl": None,
+        "gunning_fog": None,
+        "coleman_liau": None,
+        "ari": None,
+        "n_tokens": n_tokens,
+    }
+    n_words = len(words(text))
+    if n_words == 0 or n_sentences == 0:
+        return out
+    letters = sum(ch.isalpha() for ch in text)
+    chars = sum(ch.isalnum() for ch in text)
+    if language in set(syllable_languages):
+        syllables, poly = syllable_count(text, language), polysyllable_count(text, language)
+        out["fkgl"] = _fkgl(n_words, syllables, n_sentences)
+        out["gunning_fog"] = _round(0.4 * (n_words / n_sentences + 100 * poly / n_words))
+    out["coleman_liau"] = _round(
+        0.0588 * 100 * letters / n_words - 0.296 * 100 * n_sentences / n_words - 15.8
+    )
+    out["ari"] = _round(4.71 * chars / n_words + 0.5 * n_words / n_sentences - 21.43)
+    return out
+
+
+def document_scores(sentences: list[str], language: str, syllable_languages: Iterable[str]) -> dict:
+    """Scores of a document side (its sentences joined) plus `n_sentences`."""
+    out = scores(" ".join(sentences), language, syllable_languages, len(sentences))
+    out["n_sentences"] = len(sentences)
+    return out
+
+
+def text_scores(text: str, language: str = "en") -> dict:
+    """Scores of free text (a model's output): sentences counted by the toolkit's splitter."""
+    from medsimp.text.multilingual import split_sentences
+
+    return document_scores([s.text for s in split_sentences(text, language)], language, [language])
+
+
+def corpus_fkgl(lines: Sequence[str], language: str = "en") -> float:
+    """FKGL of a system output with one sentence per line (evaluate's convention); 0.0 when
+    it has no words. The FKGL of `document_scores` over the non-blank lines, without the
+    scores it does not need."""
+    kept = [line for line in lines if line.strip()]
+    text = " ".join(kept)
+    n_words = len(words(text))
+    return _fkgl(n_words, syllable_count(text, language), len(kept)) if n_words else 0.0

@@ -1,0 +1,170 @@
+"""Beam job: sentence table -> aligned pairs (CRF for English, CRF + Vecalign bridge for others).
+
+Reads `<input>/sentences/*.parquet`, groups sentences by document, and aligns each
+document in `AlignDocFn` (CRF model and encoders loaded once per worker in setup()).
+Counts documents: read = kept (aligned) + rejected (dead letter with the reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from medsimp.params_schema import Align, Beam, section_of
+from medsimp.schemas import PAIRS
+from pipelines.jobs.beam_io import ReadDocuments, counters, grouped_by, new_pipeline
+from pipelines.jobs.common import (
+    Counter,
+    Table,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    stamp,
+    write_tables,
+)
+from pipelines.sources.files import parquet_lineage
+
+NAMESPACE = "align"
+_FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text")
+
+
+# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
+# stays narrow (the stage's full stats are its output's stats.json).
+HEADLINE = ("read", "kept", "filtered", "rejected")
+
+
+def pair_sort_key(row: Mapping[str, Any]):
+    doi, lang, n = row["pair_id"].rsplit(":", 2)
+    return (doi, lang, int(n))
+
+
+class AlignDocFn(beam.DoFn):
+    def __init__(self, params: Align | Mapping[str, Any], cache_root: str | None):
+        self.params = section_of(Align, params)  # typed (pickles); a dict gets the defaults
+        self.cache_root = cache_root
+
+    def setup(self):
+        from alignment.crf import CRFAligner
+        from alignment.encoders import PairEncoders, make_encoder
+
+        crf_p = self.params.crf
+        self.crf_encoder = make_encoder(crf_p.encoder, self.cache_root)
+        self.crf = CRFAligner.load(self.params.model, self.crf_encoder, {"merge": crf_p.merge})
+        vec_p = self.params.vecalign.model_dump()  # vecalign.align takes a plain mapping
+        self.vec_encoders = PairEncoders(vec_p.pop("encoder"), self.cache_root)  # built on first use
+        self.vec_params = vec_p
+        self.count = Counter(NAMESPACE)
+
+    def process(self, element):
+        from alignment.bridge import DocumentError, align_document
+
+        doi, rows = element
+        rows = sorted(rows, key=lambda r: r["sentence_id"])
+        self.count.inc("read")
+        before = self._cache_counts()
+        fallbacks = dict(self.vec_encoders.fallbacks)
+        try:
+            pairs = align_document(doi, rows, self.crf, self.vec_encoders, self.vec_params)
+        except DocumentError as exc:
+            self.count.inc("rejected")
+            self.count.inc(f"rejected.{exc.reason}")
+            yield beam.pvalue.TaggedOutput(
+                "dead_letter", {"source": "align", "locator": doi, "reason": exc.reason, "detail": str(exc)}
+            )
+            return
+        after = self._cache_counts()
+        self.count.inc("cache_hits", after[0] - before[0])
+        self.count.inc("cache_misses", after[1] - before[1])
+        for pair, n in self.vec_encoders.fallbacks.items():
+            if n > fallbacks.get(pair, 0):
+                self.count.inc(f"encoder_fallback.{pair}", n - fallbacks.get(pair, 0))
+        self.count.inc("kept")
+        for p in pairs:
+            self.count.inc(f"pairs.{p['language']}")
+        self.count.inc("pairs_total", len(pairs))
+        yield from pairs
+
+    def _cache_counts(self) -> tuple[int, int]:
+        encs = (self.crf_encoder, self.vec_encoders)
+        return sum(e.hits for e in encs), sum(e.misses for e in encs)
+
+
+class AlignDocuments(beam.PTransform):
+    """Sentence rows -> 'pairs' (the aligned pairs of every document) and 'dead_letter' (a
+    document that cannot be aligned, with the reason). The CRF model and the encoders load
+    once per worker (AlignDocFn.setup)."""
+
+    def __init__(self, params: Align | Mapping[str, Any], cache_root: str | None, grouped: bool = False):
+        super().__init__()
+        self.params, self.cache_root, self.grouped = params, cache_root, grouped
+
+    def expand(self, sentences):
+        if self.grouped:  # (doc_id, rows) already, from ReadDocuments
+            docs = sentences
+        else:
+            docs = (
+                sentences
+                | "KeyByDoc" >> beam.Map(lambda r: (r["doc_id"], {k: r[k] for k in _FIELDS}))
+                | "GroupByDoc" >> beam.GroupByKey()
+            )
+        aligned = docs | "Align" >> beam.ParDo(AlignDocFn(self.params, self.cache_root)).with_outputs(
+            "dead_letter", main="pairs"
+        )
+        return {"pairs": aligned.pairs, "dead_letter": aligned.dead_letter}
+
+
+def fallback_notes(result) -> list[str]:
+    """A summary note per language pair that a fallback encoder aligned."""
+    fallback = counters(result, NAMESPACE)
+    fallback = {k.split(".", 1)[1]: v for k, v in fallback.items() if k.startswith("encoder_fallback.")}
+    return [
+        f"the first encoder in align.vecalign.encoder does not cover {pair}; a fallback encoder "
+        f"aligned it {n} time(s) (check its quality for that language pair)"
+        for pair, n in sorted(fallback.items())
+    ]
+
+
+def run(
+    input_dir: str,
+    out_dir: str,
+    params: Align | Mapping[str, Any],
+    beam_params: Beam | Mapping[str, Any],
+    beam_args: list[str],
+    metrics_file: str | None,
+    cache_root: str | None,
+) -> dict:
+    pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
+    if not FileSystems.match([pattern])[0].metadata_list:
+        raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
+    shards = section_of(Align, params).num_shards
+    tables = {
+        "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key),
+        "dead_letter": dead_letter_table(),
+    }
+    tables = stamp(tables, parquet_lineage(input_dir))
+    prepare_dirs(out_dir, tables)
+    files = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    with new_pipeline(beam_params, beam_args) as p:
+        if grouped_by(files, ["doc_id"]):  # a table `cochrane` wrote: stream its documents
+            docs = p | "Read" >> ReadDocuments(files, ["doc_id"], list(_FIELDS))
+            aligned = docs | "Key" >> beam.MapTuple(lambda key, rows: (key[0], rows))
+            pairs = aligned | "AlignDocuments" >> AlignDocuments(params, cache_root, grouped=True)
+        else:
+            sentences = p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))
+            pairs = sentences | "AlignDocuments" >> AlignDocuments(params, cache_root)
+        write_tables(pairs, tables, out_dir, shards)
+    return finish(
+        p.result,
+        NAMESPACE,
+        out_dir,
+        tables,
+        shards,
+        metrics_file,
+        reconcile=("read", ["kept", "rejected"]),
+        zero=("cache_hits", "cache_misses", "pairs_total"),
+        notes=fallback_notes(p.result),
+        headline=HEADLINE,
+    )

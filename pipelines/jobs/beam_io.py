@@ -1,0 +1,556 @@
+"""Beam plumbing shared by every job: runner options, deterministic sharded writes, counters.
+
+Outputs are byte-identical across runs and runners: rows are routed to a fixed
+number of shards by a stable hash of a key, sorted inside each shard, and
+written by one DoFn call per shard through Beam's FileSystems (so gs://, s3://,
+hdfs:// work on distributed runners).
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+import io
+import json
+import logging
+import os
+import pickle
+import re
+import signal
+import sys
+import threading
+import uuid
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+
+from medsimp.params_schema import Beam, section_of
+
+LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
+
+
+def local_mode(beam_params: Beam | Mapping[str, Any] | None) -> tuple[str, int, str]:
+    """(runner, worker count, running mode) that the `beam` params section asks for; the
+    mode is "" for a runner other than the local one."""
+    beam_params = section_of(Beam, beam_params)  # typed; a dict (tests) gets the defaults
+    runner = beam_params.runner
+    if runner not in LOCAL_RUNNERS:
+        return runner, 0, ""
+    workers = beam_params.num_workers
+    mode = beam_params.running_mode or ("multi_processing" if workers > 1 else "in_memory")
+    return runner, workers, mode
+
+
+def pipeline_options(
+    beam_params: Beam | Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()
+) -> PipelineOptions:
+    """Options from the `beam` params section plus raw `--beam-arg` flags.
+
+    Locally: FnApiRunner (the DirectRunner's engine, no Prism download) on `num_workers`
+    worker processes (`running_mode: multi_processing`, the default for more than one worker),
+    or Beam's `in_memory` / `multi_threading` modes. Pass e.g.
+    `--beam-arg=--runner=FlinkRunner --beam-arg=--flink_master=host:8081`
+    to run the same job elsewhere.
+    """
+    beam_params = section_of(Beam, beam_params)
+    runner, workers, mode = local_mode(beam_params)
+    args = [f"--runner={runner}"]
+    if mode:
+        args += [f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"]
+    args.append(f"--default_sdk_harness_log_level={beam_params.log_level}")
+    args += [str(a) for a in beam_params.options]
+    args += list(extra_args)
+    return PipelineOptions(args)
+
+
+class _LivePipeline(beam.Pipeline):
+    """A Pipeline that shows a live spinner with the elapsed time while it runs (TTY only)."""
+
+    def run(self, test_runner_api="AUTO"):
+        from medsimp.progress import live
+
+        beam_log = logging.getLogger("apache_beam")
+        level = beam_log.level
+        if beam_log.getEffectiveLevel() >= logging.ERROR:  # not -v: a failure is raised, in one line
+            beam_log.setLevel(logging.CRITICAL)
+        try:
+            with live(f"Beam job on {self._options.view_as(StandardOptions).runner}"), watch_workers():
+                result = super().run(test_runner_api)
+                result.wait_until_finish()
+        except Exception as exc:
+            error = write_error(exc)
+            if error is None:
+                raise
+            raise error from None
+        finally:
+            beam_log.setLevel(level)
+        return result
+
+
+# Faults of the place a job writes to, which the user fixes (exit 2), not bugs of the job.
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+_WORKER_OSERROR = re.compile(
+    r"\b(?:OSError|IOError): \[Errno (\d+)\][^\[\n]*(?:\[while running '([^'\n]+)'\])?"
+)
+
+
+def write_error(exc: BaseException) -> Exception | None:
+    """A `UsageError` for a job that failed because its output's filesystem refused a write
+    (full disk, quota, file size limit, read-only), which a worker reports as text in a
+    RuntimeError; None for any other failure."""
+    from medsimp.errors import UsageError
+
+    code, step = None, ""
+    chain: BaseException | None = exc
+    while chain is not None and code is None:
+        if isinstance(chain, OSError) and chain.errno in _WRITE_ERRNOS:
+            code = chain.errno
+        chain = chain.__cause__ or chain.__context__
+    if code is None:
+        for match in _WORKER_OSERROR.finditer(str(exc)):
+            if int(match.group(1)) in _WRITE_ERRNOS:
+                code, step = int(match.group(1)), match.group(2) or ""
+                break
+    if code is None:
+        return None
+    where = f" (in step {step})" if step else ""
+    return UsageError(
+        f"the job could not write its output: {os.strerror(code)} [{errno.errorcode[code]}]{where}; "
+        "free space or pick another --output"
+    )
+
+
+# How a local worker process's command line names its main module (ours, or Beam's own).
+_WORKER_MAINS = ("pipelines.jobs.worker", "apache_beam.runners.worker.sdk_worker_main")
+
+
+def _worker_processes() -> list:
+    """The local runner's SDK worker processes below this one (the `sh -c` and its Python)."""
+    import psutil
+
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if any(main in part for part in proc.cmdline() for main in _WORKER_MAINS):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def stop_workers(timeout: float = 10.0) -> None:
+    """Kill the local runner's worker processes and wait for Beam's threads that watch them."""
+    import psutil
+
+    procs = _worker_processes()
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(procs, timeout=timeout)
+    for thread in threading.enumerate():
+        if thread.name == "run_worker" and thread is not threading.current_thread():
+            thread.join(timeout)
+
+
+def _worker_death(message: str) -> str:
+    """ "killed by SIGKILL" from Beam's "Worker subprocess exited with return code 137" (the
+    worker runs under `sh -c`, which reports a signal as 128 + N)."""
+    code = message.rsplit(" ", 1)[-1]
+    if not code.lstrip("-").isdigit():
+        return "exited"
+    number = int(code)
+    signum = -number if number < 0 else number - 128 if number > 128 else 0
+    if signum:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        return f"was killed by {name}" + (" (out of memory?)" if signum == signal.SIGKILL else "")
+    return f"exited with status {number}"
+
+
+@contextmanager
+def watch_workers() -> Iterator[None]:
+    """Fail the run, in one line, when a local worker process dies (an OOM kill, a crash), and
+    let SIGTERM and Ctrl-C end it.
+
+    Beam's FnApiRunner notices a dead worker only in the thread that started it, which raises
+    and ends while the main thread waits for the worker's results forever; and on any exception
+    its clean-up joins the threads of the live workers, which never end (so SIGTERM hung too).
+    Here the dead worker's thread wakes the main thread (SIGUSR1); that, SIGTERM and SIGINT first
+    kill every worker (so Beam's clean-up finds them gone), then raise: `StageFailed`, or what
+    the previous handler raises (the CLI's SystemExit(143), KeyboardInterrupt). Thread errors
+    and Beam's error logs after that are echoes of the stop and are not shown. Signals reach
+    only the main thread: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from medsimp.errors import StageFailed
+
+    died: list[str] = []
+    main_ident = threading.main_thread().ident
+    old_hook = threading.excepthook
+    lock, stopping = threading.Lock(), threading.Event()
+    logging_disabled = logging.root.manager.disable
+
+    def hook(args) -> None:
+        if (
+            args.thread is not None
+            and args.thread.name == "run_worker"
+            and isinstance(args.exc_value, RuntimeError)
+        ):
+            with lock:  # one wake-up, and none once the run is being stopped
+                if not died and not stopping.is_set() and main_ident is not None:
+                    died.append(_worker_death(str(args.exc_value)))
+                    signal.pthread_kill(main_ident, signal.SIGUSR1)
+            return
+        if died or stopping.is_set() or type(args.exc_value).__module__.startswith("grpc"):
+            return  # a dead worker's echoes: its connections fail in Beam's threads
+        old_hook(args)
+
+    def stop() -> None:
+        with lock:
+            stopping.set()
+        logging.disable(logging.CRITICAL)  # Beam logs its teardown of the workers as errors
+        stop_workers()
+
+    def on_death(signum, frame) -> None:
+        if died:
+            stop()
+            raise StageFailed(f"a Beam worker process {died[0]}; the stage stopped and wrote no output")
+
+    def stop_then(previous):
+        def handler(signum, frame) -> None:
+            stop()
+            if callable(previous):
+                previous(signum, frame)
+            else:  # SIG_DFL: die of the signal, as without this handler
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        return handler
+
+    handlers = {signal.SIGUSR1: on_death}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(signum)
+        if previous not in (signal.SIG_IGN, None):
+            handlers[signum] = stop_then(previous)
+    old_handlers = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    threading.excepthook = hook
+    try:
+        yield
+    except BaseException:
+        stop()
+        raise
+    finally:
+        with lock:
+            stopping.set()
+        threading.excepthook = old_hook
+        for signum, handler in old_handlers.items():
+            signal.signal(signum, handler)
+        logging.disable(logging_disabled)
+
+
+def new_pipeline(
+    beam_params: Beam | Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()
+) -> beam.Pipeline:
+    """A Pipeline on `pipeline_options`.
+
+    For the local FnApiRunner in `multi_processing` mode, the runner is built with FnApiRunner's
+    public constructor arguments: `default_environment`, worker processes that run
+    `pipelines.jobs.worker` (Beam's worker, quiet), and `provision_info` carrying
+    `--default_sdk_harness_log_level` (the local runner does not hand pipeline options to its
+    workers, which would otherwise log at INFO). The options then say `in_memory`, since
+    FnApiRunner replaces its environment with Beam's own worker command for `multi_processing`;
+    `direct_num_workers` still sets the number of worker processes."""
+    options = pipeline_options(beam_params, extra_args)
+    direct = options.view_as(DirectOptions)
+    if (
+        options.view_as(StandardOptions).runner != "FnApiRunner"
+        or direct.direct_running_mode != "multi_processing"
+        or any(str(a).split("=")[0] == "--environment_type" for a in extra_args)
+    ):
+        return _LivePipeline(options=options)
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo, FnApiRunner
+    from apache_beam.transforms.environments import SubprocessSDKEnvironment
+    from google.protobuf import struct_pb2
+
+    direct.direct_running_mode = "in_memory"
+    level = struct_pb2.Struct()
+    level.update(
+        {"default_sdk_harness_log_level": options.get_all_options()["default_sdk_harness_log_level"]}
+    )
+    info = ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token", pipeline_options=level)
+    )
+    workers = SubprocessSDKEnvironment.from_command_string(f"{sys.executable} -m pipelines.jobs.worker")
+    return _LivePipeline(
+        runner=FnApiRunner(default_environment=workers, provision_info=info), options=options
+    )
+
+
+def stable_shard(key: str, num_shards: int) -> int:
+    """Shard index from a CRC32 of the key: the same on every machine and run."""
+    return zlib.crc32(key.encode("utf-8")) % num_shards
+
+
+def shard_name(prefix: str, index: int, num_shards: int, suffix: str) -> str:
+    return f"{prefix}-{index:05d}-of-{num_shards:05d}{suffix}"
+
+
+ROW_GROUP_SIZE = 50_000  # rows per parquet row group (part of the output bytes)
+RUN_ROWS = 20_000  # rows a WriteSorted worker holds before it writes them, sorted, as a run
+
+
+def _parquet_writer(sink, schema: pa.Schema) -> pq.ParquetWriter:
+    return pq.ParquetWriter(sink, schema, compression="zstd", write_statistics=True)
+
+
+def table_bytes(rows: list[dict], schema: pa.Schema, row_group_size: int = ROW_GROUP_SIZE) -> bytes:
+    """Rows -> parquet bytes with fixed settings (deterministic for a pinned pyarrow)."""
+    table = pa.Table.from_pylist(rows, schema=schema)
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd", row_group_size=row_group_size, write_statistics=True)
+    return sink.getvalue()
+
+
+def write_parquet_stream(
+    sink, rows: Iterable[dict], schema: pa.Schema, row_group_size: int = ROW_GROUP_SIZE
+) -> int:
+    """Write rows to `sink` holding one row group at a time; the bytes are those of
+    `table_bytes(list(rows), schema, row_group_size)` (same writer, same row groups). An
+    empty `rows` writes the empty table. Returns the number of rows."""
+    writer = _parquet_writer(sink, schema)
+    chunk: list[dict] = []
+    n = 0
+    try:
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) == row_group_size:
+                writer.write_table(pa.Table.from_pylist(chunk, schema=schema), row_group_size=row_group_size)
+                n, chunk = n + len(chunk), []
+        if chunk or not n:
+            writer.write_table(pa.Table.from_pylist(chunk, schema=schema), row_group_size=row_group_size)
+            n += len(chunk)
+    finally:
+        writer.close()
+    return n
+
+
+def _run_path(out_dir: str, prefix: str, shard: int) -> str:
+    """A hidden run file beside the shard it belongs to (no reader's `*.parquet` pattern
+    matches it; the merge deletes it)."""
+    return FileSystems.join(out_dir, f".{prefix}-{shard:05d}-{uuid.uuid4().hex}.run")
+
+
+def read_run(path: str) -> Iterator[dict]:
+    """The rows of a run file, one at a time."""
+    with FileSystems.open(path) as fh:
+        while True:  # one pickle per row: a shared Unpickler's memo would not match the writer's
+            try:
+                yield pickle.load(fh)
+            except EOFError:
+                return
+
+
+class _SpillRunsFn(beam.DoFn):
+    """Rows -> (shard, run file): rows are routed to their shard and buffered; every
+    `run_rows` rows, and at the end of a bundle, each shard's buffer is written sorted as a
+    run (a pickle stream). A worker holds at most `run_rows` rows, whatever the data size."""
+
+    def __init__(self, out_dir, prefix, num_shards, shard_key, sort_key, run_rows):
+        self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
+        self.shard_key, self.sort_key, self.run_rows = shard_key, sort_key, run_rows
+
+    def start_bundle(self):
+        self.buffers: dict[int, list[dict]] = {}
+        self.buffered = 0
+
+    def process(self, row):
+        self.buffers.setdefault(stable_shard(self.shard_key(row), self.num_shards), []).append(row)
+        self.buffered += 1
+        if self.buffered >= self.run_rows:
+            yield from self._flush()
+
+    def finish_bundle(self):
+        from apache_beam.transforms.window import GlobalWindows
+
+        for run in self._flush():
+            yield GlobalWindows.windowed_value(run)
+
+    def _flush(self) -> list[tuple[int, str]]:
+        runs = []
+        for shard in sorted(self.buffers):
+            path = _run_path(self.out_dir, self.prefix, shard)
+            with FileSystems.create(path) as fh:
+                for row in sorted(self.buffers[shard], key=self.sort_key):
+                    pickle.dump(row, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            runs.append((shard, path))
+        self.buffers, self.buffered = {}, 0
+        return runs
+
+
+class _MergeShardFn(beam.DoFn):
+    """(shard, run files) -> the shard's file: the runs merged in sort order and written as
+    they stream (a parquet row group at a time), then deleted."""
+
+    def __init__(self, out_dir, prefix, num_shards, schema, sort_key, fmt):
+        self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
+        self.schema, self.sort_key, self.fmt = schema, sort_key, fmt
+
+    def process(self, element):
+        index, runs = element
+        runs = sorted(runs)
+        rows = heapq.merge(*(read_run(r) for r in runs), key=self.sort_key)
+        suffix = ".parquet" if self.fmt == "parquet" else ".jsonl"
+        path = FileSystems.join(self.out_dir, shard_name(self.prefix, index, self.num_shards, suffix))
+        with FileSystems.create(path) as fh:
+            if self.fmt == "parquet":
+                write_parquet_stream(fh, rows, self.schema)
+            else:
+                for r in rows:
+                    fh.write((json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+        FileSystems.delete(runs)
+        yield path
+
+
+class WriteSorted(beam.PTransform):
+    """Write dict rows to `num_shards` sorted files under `out_dir` (parquet or jsonl).
+
+    `shard_key(row)` picks the shard, `sort_key(row)` orders rows within it.
+    Shards that receive no rows are written empty by `fill_empty_shards` after the run.
+
+    Memory stays flat in the data size: workers write sorted runs of at most `run_rows` rows
+    next to the output, and one merge per shard streams them into the shard's file; only run
+    file names are grouped, so the rows never cross a stage boundary (where the local runner
+    would hold a whole PCollection in memory). Rows with equal sort keys may come in any
+    order, as they could before; every job's sort key is unique per row.
+    """
+
+    def __init__(
+        self,
+        out_dir: str,
+        *,
+        prefix: str,
+        num_shards: int,
+        shard_key: Callable[[dict], str],
+        sort_key: Callable[[dict], Any],
+        schema: pa.Schema | None = None,
+        fmt: str = "parquet",
+        run_rows: int = RUN_ROWS,
+    ):
+        super().__init__()
+        if fmt == "parquet" and schema is None:
+            raise ValueError("parquet output needs a schema")
+        self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
+        self.shard_key, self.sort_key, self.schema, self.fmt = shard_key, sort_key, schema, fmt
+        self.run_rows = run_rows
+
+    def expand(self, rows):
+        n, out_dir, prefix = self.num_shards, self.out_dir, self.prefix
+        return (
+            rows
+            | "SpillRuns"
+            >> beam.ParDo(_SpillRunsFn(out_dir, prefix, n, self.shard_key, self.sort_key, self.run_rows))
+            | "GroupRunsByShard" >> beam.GroupByKey()
+            | "MergeShard"
+            >> beam.ParDo(_MergeShardFn(out_dir, prefix, n, self.schema, self.sort_key, self.fmt))
+        )
+
+
+def _key_runs(path: str, key_columns: list[str], batch_rows: int) -> Iterator[tuple]:
+    """The key of each run of consecutive rows with equal `key_columns` in one parquet file."""
+    with FileSystems.open(path) as fh:
+        last: tuple | None = None
+        for batch in pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=key_columns):
+            for key in zip(*(batch.column(c).to_pylist() for c in key_columns)):
+                if key != last:
+                    yield key
+                    last = key
+
+
+def grouped_by(files: Iterable[str], key_columns: list[str], batch_rows: int = 10_000) -> bool:
+    """Whether every document (rows with equal `key_columns`) lies in one file, in consecutive
+    rows: then `ReadDocuments` streams the documents and no GroupByKey is needed. Reads only
+    the key columns; memory grows with the number of documents, not rows."""
+    seen: set[tuple] = set()
+    for path in files:
+        for key in _key_runs(path, key_columns, batch_rows):
+            if key in seen:
+                return False
+            seen.add(key)
+    return True
+
+
+def read_documents(
+    path: str, key_columns: list[str], columns: list[str] | None = None, batch_rows: int = 10_000
+) -> Iterator[tuple[tuple, list[dict]]]:
+    """(key, rows) for each run of consecutive rows with equal `key_columns` in one parquet
+    file, in file order, reading `batch_rows` rows at a time (one document and one batch in
+    memory). Rows hold `columns` (default: all) in that order."""
+    with FileSystems.open(path) as fh:
+        current: tuple = ()
+        rows: list[dict] = []
+        for batch in pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=columns):
+            for row in batch.to_pylist():
+                key = tuple(row[c] for c in key_columns)
+                if rows and key != current:
+                    yield current, rows
+                    rows = []
+                current = key
+                rows.append({c: row[c] for c in columns} if columns else row)
+        if rows:
+            yield current, rows
+
+
+class ReadDocuments(beam.PTransform):
+    """Parquet files in which each document's rows are consecutive and in one file (see
+    `grouped_by`) -> (key, rows) per document, streamed a file at a time: what a GroupByKey
+    on the key would give, without the local runner holding every row in memory."""
+
+    def __init__(self, files: list[str], key_columns: list[str], columns: list[str] | None = None):
+        super().__init__()
+        self.files, self.key_columns, self.columns = list(files), list(key_columns), columns
+
+    def expand(self, pbegin):
+        key_columns, columns = self.key_columns, self.columns
+        return (
+            pbegin
+            | "Files" >> beam.Create(self.files)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Documents" >> beam.FlatMap(lambda path: read_documents(path, key_columns, columns))
+        )
+
+
+def fill_empty_shards(
+    out_dir: str, prefix: str, num_shards: int, schema: pa.Schema | None = None, fmt: str = "parquet"
+) -> None:
+    """Write an empty file for every shard the pipeline did not produce."""
+    suffix = ".parquet" if fmt == "parquet" else ".jsonl"
+    for i in range(num_shards):
+        path = FileSystems.join(out_dir, shard_name(prefix, i, num_shards, suffix))
+        if not FileSystems.exists(path):
+            with FileSystems.create(path) as fh:
+                fh.write(table_bytes([], schema) if fmt == "parquet" else b"")
+
+
+def counters(result, namespace: str) -> dict[str, int]:
+    """Committed Beam counter values of one namespace, by counter name."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    out: dict[str, int] = {}
+    query = result.metrics().query(MetricsFilter().with_namespace(namespace))
+    for item in query["counters"]:
+        value = item.committed if item.committed is not None else item.attempted
+        out[item.key.metric.name] = out.get(item.key.metric.name, 0) + int(value or 0)
+    return out

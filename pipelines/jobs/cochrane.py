@@ -1,0 +1,200 @@
+"""Beam job: Cochrane reviews (canonical JSONL or Devaraj files) -> sentence table.
+
+Reads every record, joins the records of a review by normalised DOI, and writes the
+English abstract (side `complex`, section headings kept) and the PLS of every
+language present (side `simple`) as sentence rows carrying `doi` and `version`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from medsimp.params_schema import Beam, Cochrane, section_of
+from medsimp.schemas import COCHRANE_SENTENCES
+from pipelines.jobs.beam_io import new_pipeline
+from pipelines.jobs.common import (
+    Counter,
+    ParseFn,
+    Table,
+    check_json_lines,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    read_records,
+    stamp,
+    write_tables,
+)
+from pipelines.sources.cochrane import (
+    FormatError,
+    ReviewRecord,
+    devaraj_prefixes,
+    doi_key,
+    join_reviews,
+    parse_canonical_line,
+    read_devaraj,
+)
+from pipelines.sources.files import check_file, list_files
+from pipelines.sources.records import guarded
+from pipelines.sources.rows import dead_letter, document_rows
+
+SOURCE = "cochrane"
+
+
+# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
+# stays narrow (the stage's full stats are its output's stats.json).
+HEADLINE = ("read", "kept", "filtered", "rejected")
+
+
+def input_specs(path: str) -> list[tuple[str, str]]:
+    """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple; every
+    file passes `check_file` (one line, exit 2, for a whole-file fault)."""
+    if (
+        FileSystems.exists(path)
+        and not FileSystems.exists(path + ".source")
+        and not list_files(FileSystems.join(path.rstrip("/"), "*"))
+    ):
+        check_json_lines(path)
+        return [("jsonl", path)]
+    specs = [("devaraj", prefix) for prefix in devaraj_prefixes(path)]
+    for _, prefix in specs:
+        for ext in (".doi", ".source", ".target"):
+            check_file(prefix + ext)
+    return specs
+
+
+def read_spec(spec: tuple[str, str]) -> Iterator[tuple[str, ReviewRecord | FormatError]]:
+    kind, path = spec
+    if kind == "devaraj":
+        yield from read_devaraj(path)
+        return
+    yield from read_records(path, lambda line: parse_canonical_line(line.text, line.locator))
+
+
+def review_rows(review) -> list[dict]:
+    """Sentence rows of a joined review: English abstract + PLS per language."""
+
+    def extra(rec: ReviewRecord) -> dict:
+        return {"doi": review.doi, "version": rec.version, "title": rec.title}
+
+    rec = review.abstract
+    rows = document_rows(
+        SOURCE,
+        review.doi,
+        "complex",
+        "en",
+        [(s.heading, s.text) for s in rec.abstract],
+        rec.locator,
+        extra(rec),
+    )
+    for lang, pls in review.pls.items():
+        rows += document_rows(
+            SOURCE,
+            review.doi,
+            "simple",
+            lang,
+            [(s.heading, s.text) for s in pls.pls],
+            pls.locator,
+            extra(pls),
+        )
+    return rows
+
+
+class JoinFn(beam.DoFn):
+    def setup(self):
+        self.count = Counter(SOURCE)
+
+    def process(self, element):
+        _, records = element
+        records = list(records)
+        review, filtered, orphans = join_reviews(records)
+        rows = guarded(review_rows, review) if review is not None else []
+        if isinstance(rows, FormatError):  # the review's text broke a later step: reject its records
+            orphans = [r for r in records if all(r is not f for f in filtered)]
+            review, reason = None, rows.reason
+        else:
+            reason = "no_english_abstract"
+        self.count.inc("filtered", len(filtered))
+        self.count.inc("filtered.superseded_or_unused", len(filtered))
+        for rec in orphans:
+            self.count.inc("rejected")
+            self.count.inc(f"rejected.{reason}")
+            yield beam.pvalue.TaggedOutput(
+                "dead", dead_letter(SOURCE, rec.locator, reason, f"doi {rec.doi} language {rec.language}")
+            )
+        if review is None:
+            return
+        self.count.inc("kept", len(records) - len(filtered) - len(orphans))
+        self.count.inc("reviews")
+        if len(review.pls) > 1:
+            self.count.inc("reviews_multilingual")
+        for row in rows:
+            self.count.inc("sentences")
+            self.count.inc(f"sentences.{row['side']}_{row['language']}")
+            yield row
+
+
+class ReadRecords(beam.PTransform):
+    """Input specs -> 'records' ((DOI key, ReviewRecord)) and 'dead' (dead letters of lines
+    that do not parse)."""
+
+    def __init__(self, specs: list[tuple[str, str]]):
+        super().__init__()
+        self.specs = specs
+
+    def expand(self, pbegin):
+        parsed = (
+            pbegin
+            | "Specs" >> beam.Create(self.specs)
+            | "Read" >> beam.FlatMap(read_spec)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Parse"
+            >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records")
+        )
+        return {"records": parsed.records, "dead": parsed.dead}
+
+
+class JoinReviews(beam.PTransform):
+    """(DOI key, ReviewRecord) -> 'rows' (sentence rows of each joined review) and 'dead'
+    (records of a review without an English abstract, or whose text broke a later step)."""
+
+    def expand(self, records):
+        joined = (
+            records
+            | "ByDoi" >> beam.GroupByKey()
+            | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows")
+        )
+        return {"rows": joined.rows, "dead": joined.dead}
+
+
+def run(
+    input_path: str,
+    out_dir: str,
+    params: Cochrane | Mapping[str, Any],
+    beam_params: Beam | Mapping[str, Any],
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
+    specs = input_specs(input_path)
+    num_shards = section_of(Cochrane, params).num_shards  # typed; a dict (tests) gets the defaults
+    tables = {
+        "sentences": Table(
+            "sentences",
+            COCHRANE_SENTENCES,
+            lambda r: r["doc_id"],
+            lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
+        ),
+        "dead": dead_letter_table(),
+    }
+    tables = stamp(tables, ["cochrane"])
+    prepare_dirs(out_dir, tables)
+    with new_pipeline(beam_params, beam_args) as p:
+        parsed = p | "ReadRecords" >> ReadRecords(specs)
+        joined = parsed["records"] | "JoinReviews" >> JoinReviews()
+        dead = (parsed["dead"], joined["dead"]) | "Dead" >> beam.Flatten()
+        write_tables({"sentences": joined["rows"], "dead": dead}, tables, out_dir, num_shards)
+    result = p.result
+    return finish(result, SOURCE, out_dir, tables, num_shards, metrics_file, headline=HEADLINE)

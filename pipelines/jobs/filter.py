@@ -1,0 +1,109 @@
+"""Beam job: aligned pairs -> the same pairs with `overlap_r` and `keep`, plus a kept-only view.
+
+read = kept + filtered (+ rejected, always 0 here: every pair row gets a score).
+Writes `pairs/` (every row, flagged) and `kept/` (the filtered view).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from medsimp.params_schema import Filter, section_of
+from medsimp.schemas import FILTERED_PAIRS
+from pipelines.jobs.align import pair_sort_key
+from pipelines.jobs.beam_io import new_pipeline
+from pipelines.jobs.common import Counter, Table, finish, prepare_dirs, stamp, write_tables
+from pipelines.sources.files import parquet_lineage
+
+NAMESPACE = "filter"
+
+
+# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
+# stays narrow (the stage's full stats are its output's stats.json).
+HEADLINE = ("read", "kept", "filtered", "rejected")
+
+
+class FilterFn(beam.DoFn):
+    def __init__(self, threshold: float, comparison: str = "gt"):
+        self.threshold = float(threshold)
+        self.comparison = comparison
+
+    def setup(self):
+        from medsimp.text.lemmas import lemma_set
+
+        lemma_set("warm up", "en")  # load the spaCy lookup tables once per worker
+        self.count = Counter(NAMESPACE)
+
+    def process(self, row):
+        from alignment.overlap import filter_row
+
+        out = filter_row(dict(row), self.threshold, self.comparison)
+        self.count.inc("read")
+        self.count.inc("kept" if out["keep"] else "filtered")
+        self.count.inc(f"{'kept' if out['keep'] else 'filtered'}.{out['language']}")
+        yield out
+
+
+class FilterOverlap(beam.PTransform):
+    """Aligned pair rows -> 'pairs' (every row with its overlap_r and keep) and 'kept' (the
+    rows that pass)."""
+
+    def __init__(self, threshold: float, comparison: str = "gt"):
+        super().__init__()
+        self.threshold, self.comparison = threshold, comparison
+
+    def expand(self, rows):
+        scored = rows | "Score" >> beam.ParDo(FilterFn(self.threshold, self.comparison))
+        return {"pairs": scored, "kept": scored | "KeptView" >> beam.Filter(lambda r: r["keep"])}
+
+
+def run(
+    input_dir: str,
+    out_dir: str,
+    params: Filter | Mapping[str, Any],
+    beam_params: Mapping[str, Any],
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
+    pattern = FileSystems.join(input_dir, "pairs", "*.parquet")
+    if not FileSystems.match([pattern])[0].metadata_list:
+        raise FileNotFoundError(f"no aligned pairs at {pattern} (run `medsimp align` first)")
+    from alignment.overlap import passes
+
+    params = section_of(Filter, params)  # typed; a dict (tests, scripts) gets the defaults
+    shards = params.num_shards
+    comparison = params.comparison
+    try:  # an unknown comparison fails here, in one line, before the pipeline runs
+        passes(0.0, 0.5, comparison)
+    except ValueError as exc:
+        from medsimp.errors import UsageError
+
+        raise UsageError(str(exc)) from None
+    tables = {n: Table(n, FILTERED_PAIRS, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
+    tables = stamp(tables, parquet_lineage(input_dir))
+    prepare_dirs(out_dir, tables)
+    with new_pipeline(beam_params, beam_args) as p:
+        scored = (
+            p
+            | "Read" >> beam.io.ReadFromParquet(pattern)
+            | "FilterOverlap" >> FilterOverlap(float(params.threshold), comparison)
+        )
+        write_tables(scored, tables, out_dir, shards)
+    return finish(
+        p.result,
+        NAMESPACE,
+        out_dir,
+        tables,
+        shards,
+        metrics_file,
+        extra={
+            "threshold": float(params.threshold),
+            "comparison": comparison,
+        },
+        zero=("filtered", "rejected"),
+        headline=HEADLINE,
+    )

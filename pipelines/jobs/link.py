@@ -1,0 +1,245 @@
+"""Beam job: sentence table -> UMLS concepts (QuickUMLS) + readability per sentence and document.
+
+Sentences are grouped by document side (doc_id, side, language); one DoFn per worker
+loads the QuickUMLS matchers in setup(). Results per document side go through DocCache
+(key: its sentences, the index fingerprint and the link/readability params).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from medsimp.doccache import DocCache, code_version, content_key
+from medsimp.params_schema import Beam, Readability, section_of
+from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
+from pipelines.jobs.beam_io import new_pipeline
+from pipelines.jobs.common import (
+    Counter,
+    Table,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    stamp,
+    write_tables,
+)
+from pipelines.sources.files import list_files, open_file, parquet_lineage
+from pipelines.sources.rows import dead_letter
+
+NAMESPACE = "link"
+_NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")
+
+
+# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
+# stays narrow (the stage's full stats are its output's stats.json).
+HEADLINE = ("read", "kept", "filtered", "rejected")
+
+
+def sentence_files(path: str) -> list[str]:
+    """Parquet parts of a sentence table: `path/sentences/*.parquet` or `path/*.parquet`."""
+    for pattern in (FileSystems.join(path, "sentences", "*.parquet"), FileSystems.join(path, "*.parquet")):
+        files = list_files(pattern)
+        if files:
+            return files
+    raise FileNotFoundError(f"no sentence table (parquet) under {path}")
+
+
+def read_rows(path: str):
+    name = os.path.basename(path)
+    with open_file(path) as fh:
+        table = pq.read_table(io.BytesIO(fh.read()))
+    missing = [c for c in _NEEDED if c not in table.column_names]
+    if missing:
+        raise ValueError(f"{path}: not a sentence table, missing columns {missing}")
+    for i, row in enumerate(table.select(list(_NEEDED)).to_pylist()):
+        yield f"{name}:{i + 1}", row
+
+
+def compute(linker, texts: list[str], language: str, syllable_languages: list[str]) -> dict:
+    """Concepts + readability of one document side (cacheable, plain values)."""
+    from medsimp.text.readability import document_scores, scores
+
+    linked = linker.has_language(language)
+    return {
+        "linked": linked,
+        "concepts": [linker.link(t, language) if linked else [] for t in texts],
+        "readability": [scores(t, language, syllable_languages) for t in texts],
+        "document": document_scores(texts, language, syllable_languages),
+    }
+
+
+@beam.typehints.with_output_types(Any)
+class ValidateFn(beam.DoFn):
+    def setup(self):
+        self.count = Counter(NAMESPACE)
+
+    def process(self, item):
+        locator, row = item
+        self.count.inc("read")
+        bad = [c for c in _NEEDED if row.get(c) is None or (c == "text" and not str(row[c]).strip())]
+        if bad:
+            self.count.inc("rejected")
+            self.count.inc("rejected.missing_field")
+            yield beam.pvalue.TaggedOutput(
+                "dead", dead_letter(NAMESPACE, locator, "missing_field", f"empty or null: {', '.join(bad)}")
+            )
+            return
+        yield (row["source"], row["doc_id"], row["side"], row["language"]), row
+
+
+# what computes a cached link result: a change to any of these misses the old entries
+CODE = (
+    "medsimp.resources",
+    "pipelines.jobs.link",
+    "pipelines.text.umls",
+    "medsimp.text.readability",
+    "medsimp.text.words",  # readability's word tokenizer
+)
+
+
+class LinkFn(beam.DoFn):
+    def __init__(
+        self, index_dir: str, link_params: dict, syllable_languages: list[str], cache_root: str | None
+    ):
+        self.index_dir, self.link_params = index_dir, link_params
+        self.syllable_languages, self.cache_root = syllable_languages, cache_root
+
+    def setup(self):
+        from medsimp.resources import cmudict_syllables
+        from pipelines.text.umls import ConceptLinker
+
+        self.linker = ConceptLinker(self.index_dir, self.link_params)
+        self.cache = DocCache(self.cache_root, "link/quickumls")
+        cmudict_syllables()  # build or load the syllable table once per worker, not inside process()
+        self.count = Counter(NAMESPACE)
+
+    def process(self, element):
+        (source, doc_id, side, language), rows = element
+        rows = sorted(rows, key=lambda r: r["sentence_index"])
+        texts = [r["text"] for r in rows]
+        key = content_key(
+            code_version(*CODE),
+            texts,
+            language,
+            self.linker.fingerprint,
+            self.link_params,
+            self.syllable_languages,
+        )
+        result = self.cache.get(key)
+        if result is None:
+            self.count.inc("cache_misses")
+            result = compute(self.linker, texts, language, self.syllable_languages)
+            self.cache.put(key, result)
+        else:
+            self.count.inc("cache_hits")
+        self.count.inc("kept", len(rows))
+        self.count.inc("documents")
+        if not result["linked"]:
+            self.count.inc("sentences_without_index", len(rows))
+            self.count.inc(f"sentences_without_index.{language}", len(rows))
+        n_concepts = sum(len(c) for c in result["concepts"])
+        self.count.inc("concepts", n_concepts)
+        for row, concepts, readability in zip(rows, result["concepts"], result["readability"]):
+            yield {**{c: row[c] for c in _NEEDED}, "concepts": concepts, "readability": readability}
+        yield beam.pvalue.TaggedOutput(
+            "documents",
+            {
+                "doc_key": f"{source}:{doc_id}:{side}:{language}",
+                "source": source,
+                "doc_id": doc_id,
+                "side": side,
+                "language": language,
+                "linked": result["linked"],
+                "n_concepts": n_concepts,
+                "readability": result["document"],
+            },
+        )
+
+
+class LinkSentences(beam.PTransform):
+    """Sentence-table parquet files -> 'sentences' (each row with its concepts and
+    readability), 'documents' (readability per document side) and 'dead' (rows missing a
+    field). The QuickUMLS matchers load once per worker (LinkFn.setup)."""
+
+    def __init__(
+        self,
+        files: list[str],
+        index_dir: str,
+        link_params: Mapping[str, Any],
+        syllable_languages: list[str],
+        cache_root: str | None,
+    ):
+        super().__init__()
+        self.files, self.index_dir, self.link_params = files, index_dir, dict(link_params)
+        self.syllable_languages, self.cache_root = syllable_languages, cache_root
+
+    def expand(self, pbegin):
+        valid = (
+            pbegin
+            | "Files" >> beam.Create(self.files)
+            | "Read" >> beam.FlatMap(read_rows)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows")
+        )
+        link = LinkFn(self.index_dir, self.link_params, self.syllable_languages, self.cache_root)
+        linked = (
+            valid.rows
+            | "ByDoc" >> beam.GroupByKey()
+            | "Link" >> beam.ParDo(link).with_outputs("documents", main="rows")
+        )
+        return {"sentences": linked.rows, "documents": linked.documents, "dead": valid.dead}
+
+
+def run(
+    input_path: str,
+    out_dir: str,
+    index_dir: str,
+    link_params: dict,
+    readability_params: Readability | dict,
+    cache_root: str | None,
+    num_shards: int,
+    beam_params: Beam | dict,
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
+    from pipelines.text.umls import demo_note, read_manifest
+
+    files = sentence_files(input_path)
+    manifest = read_manifest(index_dir)  # fail early with a clear message
+    tables = {
+        "sentences": Table(
+            "",
+            LINKED_SENTENCES,
+            lambda r: r["doc_id"],
+            lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
+        ),
+        "documents": Table("documents", LINKED_DOCUMENTS, lambda r: r["doc_id"], lambda r: r["doc_key"]),
+        "dead": dead_letter_table(),
+    }
+    tables = stamp(tables, parquet_lineage(input_path))
+    prepare_dirs(out_dir, tables)
+    syllables = list(section_of(Readability, readability_params).syllable_languages)
+    with new_pipeline(beam_params, beam_args) as p:
+        linked = p | "LinkSentences" >> LinkSentences(files, index_dir, link_params, syllables, cache_root)
+        write_tables(linked, tables, out_dir, num_shards)
+    return finish(
+        p.result,
+        NAMESPACE,
+        out_dir,
+        tables,
+        num_shards,
+        metrics_file,
+        extra={
+            "index_fingerprint": manifest["fingerprint"],
+            "index_languages": sorted(manifest["languages"]),
+        },
+        notes=demo_note(manifest),
+        zero=("cache_hits", "cache_misses", "sentences_without_index", "concepts"),
+        headline=HEADLINE,
+    )

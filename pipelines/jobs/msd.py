@@ -1,0 +1,141 @@
+"""Beam job: MSD manuals (documented JSONL or the MSD dataset) -> sentence table + PCIO groups."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from medsimp.params_schema import Msd, section_of
+from medsimp.schemas import MSD_GROUPS, MSD_SENTENCES
+from pipelines.jobs.beam_io import new_pipeline
+from pipelines.jobs.common import (
+    Counter,
+    ParseFn,
+    Table,
+    check_json_lines,
+    dead_letter_table,
+    finish,
+    prepare_dirs,
+    read_records,
+    stamp,
+    write_tables,
+)
+from pipelines.sources.files import list_inputs
+from pipelines.sources.msd import assemble, parse_line, pcio_lookup
+from pipelines.sources.records import FormatError, guarded
+from pipelines.sources.rows import dead_letter
+
+SOURCE = "msd"
+
+
+# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
+# stays narrow (the stage's full stats are its output's stats.json).
+HEADLINE = ("read", "kept", "filtered", "rejected")
+
+
+def input_files(path: str) -> list[str]:
+    """The file, or the files of a folder; each passes `check_json_lines` (one line, exit 2)."""
+    files = list_inputs(path)
+    for name in files:
+        check_json_lines(name)
+    return files
+
+
+def read_file(path: str, paired_markers: list[str], pair_key: str):
+    name = FileSystems.split(path)[1]
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    paired = any(marker in stem for marker in paired_markers)
+    yield from read_records(path, lambda line: parse_line(line, stem, paired, pair_key))
+
+
+class AssembleFn(beam.DoFn):
+    def __init__(self, pcio: dict):
+        self.pcio = pcio
+
+    def setup(self):
+        self.count = Counter(SOURCE)
+        self.lookup = pcio_lookup(self.pcio)
+
+    def process(self, element):
+        doc_id, records = element
+        records = list(records)
+        done = guarded(assemble, doc_id, records, self.lookup, SOURCE)
+        if isinstance(done, FormatError):  # the document's text broke a later step
+            done = [], [], [], [(rec, done.reason) for rec in records]
+        rows, groups, filtered, rejected = done
+        self.count.inc("filtered", len(filtered))
+        self.count.inc("filtered.duplicate_side", len(filtered))
+        for rec, reason in rejected:
+            self.count.inc("rejected")
+            self.count.inc(f"rejected.{reason}")
+            yield beam.pvalue.TaggedOutput(
+                "dead", dead_letter(SOURCE, rec.locator, reason, f"its document has {len(records)} line(s)")
+            )
+        self.count.inc("kept", len(records) - len(filtered) - len(rejected))
+        if len({row["side"] for row in rows}) == 1:  # one version only: no pair (e.g. keys differ)
+            self.count.inc("documents_one_sided")
+        for row in rows:
+            self.count.inc(f"sentences.{row['side']}")
+            yield row
+        for group in groups:
+            self.count.inc("groups")
+            self.count.inc(f"groups.{group['pcio']}")
+            yield beam.pvalue.TaggedOutput("groups", group)
+
+
+class ParseManuals(beam.PTransform):
+    """MSD files -> 'sentences' (rows of both versions of each document), 'pairs' (PCIO
+    candidate groups) and 'dead' (lines that do not parse, records of a document that broke)."""
+
+    def __init__(self, files: list[str], paired_markers: list[str], pair_key: str, pcio: dict):
+        super().__init__()
+        self.files, self.paired_markers, self.pair_key, self.pcio = files, paired_markers, pair_key, pcio
+
+    def expand(self, pbegin):
+        parsed = (
+            pbegin
+            | "Files" >> beam.Create(self.files)
+            | "Read" >> beam.FlatMap(read_file, self.paired_markers, self.pair_key)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doc_id)).with_outputs("dead", main="records")
+        )
+        docs = (
+            parsed.records
+            | "ByDoc" >> beam.GroupByKey()
+            | "Assemble" >> beam.ParDo(AssembleFn(self.pcio)).with_outputs("dead", "groups", main="rows")
+        )
+        dead = (parsed.dead, docs.dead) | "Dead" >> beam.Flatten()
+        return {"sentences": docs.rows, "pairs": docs.groups, "dead": dead}
+
+
+def run(
+    input_path: str,
+    out_dir: str,
+    params: Msd | dict,
+    beam_params: dict,
+    beam_args: list[str],
+    metrics_file: str | None,
+) -> dict:
+    files = input_files(input_path)
+    params = section_of(Msd, params)  # typed; a dict (tests, scripts) gets the defaults
+    num_shards = params.num_shards
+    markers = list(params.paired_files)
+    pair_key = params.pair_key
+    tables = {
+        "sentences": Table(
+            "sentences",
+            MSD_SENTENCES,
+            lambda r: r["doc_id"],
+            lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
+        ),
+        "pairs": Table("pairs", MSD_GROUPS, lambda r: r["doc_id"], lambda r: r["group_id"]),
+        "dead": dead_letter_table(),
+    }
+    tables = stamp(tables, ["msd"])
+    prepare_dirs(out_dir, tables)
+    pcio = dict(params.pcio)
+    with new_pipeline(beam_params, beam_args) as p:
+        write_tables(
+            p | "ParseManuals" >> ParseManuals(files, markers, pair_key, pcio), tables, out_dir, num_shards
+        )
+    return finish(p.result, SOURCE, out_dir, tables, num_shards, metrics_file, headline=HEADLINE)

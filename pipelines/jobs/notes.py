@@ -1,0 +1,427 @@
+"""The notes Beam job: MIMIC note tables -> sentences of target sections with MedLane's
+selection flags, dead letters and reconciled counts.
+
+DAG (each step a composite transform)::
+
+    ReadNotes:        input files -> byte ranges (cut at row starts by a grammar scan) -> Reshuffle
+                      -> records (Note | Reject); note ids -> GroupByKey -> duplicate_id dead
+                      letters (category/ISERROR filtering happens inside the reading DoFn:
+                      counted only)
+    ExtractSections:  Note -> {provenance, sections}, grouped into batches of `batch_notes`
+                      consecutive notes of one byte range (GroupByKey: spreads the CPU work)
+    SelectSentences:  per batch, minus duplicate-id notes (side input): split sentences +
+                      Algorithm 1 -> one sorted parquet file
+    WriteDeadLetters: pipelines.jobs.beam_io.WriteSorted
+
+Sentences are written per batch, not through `WriteSorted`: a batch's content and file name
+(`part-<file>-<range>-<batch>.parquet`) depend only on the input and params, so outputs are
+deterministic, and no shuffle ever holds all sentences (the in-memory FnApiRunner keeps
+shuffled data in RAM: with `WriteSorted` the full MIMIC-III run peaked at 3.6 GB).
+
+An uncompressed file is cut into `num_ranges` byte ranges read in parallel (see
+pipelines.sources.noteevents); a .gz file is one range (gzip is not seekable), so it is read by
+one worker while the sentence work after the grouping is shared by all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import posixpath
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from medsimp.lineage import MIMIC, with_lineage
+from medsimp.params_schema import Notes, section_of
+from medsimp.schemas import NOTES_SENTENCES
+from pipelines.sources import noteevents
+from pipelines.sources.files import open_file
+from pipelines.text.notes import NoteProcessor, section_record
+
+NAMESPACE = "notes"
+
+
+def _count(counts: Mapping[str, int]) -> None:
+    for name, value in counts.items():
+        if value:
+            Metrics.counter(NAMESPACE, name).inc(value)
+
+
+class _PlanFn(beam.DoFn):
+    """(file index, path, name, size) -> (range_key, path, name, start, end) per byte range."""
+
+    def __init__(self, num_ranges: int):
+        self.num_ranges = num_ranges
+
+    def process(self, element):
+        i, path, name, size = element
+        try:
+            ranges = noteevents.plan_ranges(path, size, self.num_ranges, opener=open_file)
+        except noteevents.NoteFileError:
+            ranges = [(0, None)]  # the reader reports the fault
+        for j, (a, b) in enumerate(ranges):
+            yield f"{i:03d}-{j:03d}", path, name, a, b
+
+
+class _ReadRangeFn(beam.DoFn):
+    """(range_key, path, name, start, end) -> (range_key, seq, Note) (main), Reject dicts
+    (tagged 'rejects', a whole-file fault as reason `file_error`) and (note_id, (range_key,
+    seq, locator)) (tagged 'ids'); filtered rows are only counted. `seq` numbers kept notes."""
+
+    def __init__(self, categories: list[str] | None, max_text_chars: int | None):
+        self.categories, self.max_text_chars = categories, max_text_chars
+
+    def process(self, element):
+        key, path, name, start, end = element
+        counts = Counter()
+        records = noteevents.iter_records(
+            path,
+            categories=self.categories,
+            byte_range=(start, end),
+            source=name,
+            opener=open_file,
+            max_text_chars=self.max_text_chars,
+        )
+        try:
+            for rec in records:
+                counts["rows_read"] += 1
+                if rec is noteevents.FILTERED_CATEGORY:
+                    counts["notes_filtered_category"] += 1
+                elif rec is noteevents.FILTERED_ISERROR:
+                    counts["notes_filtered_iserror"] += 1
+                elif isinstance(rec, noteevents.Note):
+                    yield beam.pvalue.TaggedOutput(
+                        "ids", (rec.note_id, (key, counts["notes_kept"], rec.locator))
+                    )
+                    yield key, counts["notes_kept"], rec
+                    counts["notes_kept"] += 1
+                else:
+                    counts[f"rejected_{rec.reason}"] += 1
+                    yield beam.pvalue.TaggedOutput("rejects", rec.as_dict())
+        except noteevents.NoteFileError as exc:
+            counts["file_errors"] += 1
+            yield beam.pvalue.TaggedOutput(
+                "rejects",
+                noteevents.Reject(name, f"{name}@{start}", "file_error", {"problem": str(exc)}).as_dict(),
+            )
+        _count(counts)
+
+
+def _duplicates(element):
+    """(note_id, [(range_key, seq, locator)]) -> a duplicate_id dead letter for every note
+    after the first (in file and byte order)."""
+    note_id, seen = element
+    first, *later = sorted(seen)
+    for _, _, locator in later:
+        Metrics.counter(NAMESPACE, "rejected_duplicate_id").inc()
+        source = locator.rpartition("@")[0]
+        yield noteevents.Reject(
+            source, locator, "duplicate_id", {"field": "note id", "first": first[2]}
+        ).as_dict()
+
+
+def display_names(paths: list[str]) -> list[str]:
+    """Locator names: each file's base name, or its path below the inputs' common folder
+    when two inputs share a base name (so locators and dead letters stay unique)."""
+    names = [posixpath.basename(p.rstrip("/")) for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    common = posixpath.commonpath(paths) if all(p.startswith("/") for p in paths) else ""
+    return [posixpath.relpath(p, common) if common else p for p in paths]
+
+
+class ReadNotes(beam.PTransform):
+    """Note files (path, display name, size) -> PCollections 'notes', 'rejects' (including
+    `duplicate_id` dead letters: a note id seen before, in file then byte order) and
+    'duplicates' ((locator, 1) of those notes, for `AsDict`: consumers drop them, the counts
+    treat them as rejected)."""
+
+    def __init__(
+        self,
+        files: list[tuple[str, str, int]],
+        categories: list[str] | None,
+        num_ranges: int,
+        max_text_chars: int | None = None,
+    ):
+        super().__init__()
+        self.files, self.categories, self.num_ranges = files, categories, num_ranges
+        self.max_text_chars = max_text_chars
+
+    def expand(self, pbegin):
+        read = (
+            pbegin
+            | "Files" >> beam.Create([(i, *f) for i, f in enumerate(self.files)])
+            | "Plan" >> beam.ParDo(_PlanFn(self.num_ranges))
+            | "Spread" >> beam.Reshuffle()
+            | "Read"
+            >> beam.ParDo(_ReadRangeFn(self.categories, self.max_text_chars)).with_outputs(
+                "rejects", "ids", main="notes"
+            )
+        )
+        dup_letters = read.ids | "GroupIds" >> beam.GroupByKey() | "Duplicates" >> beam.FlatMap(_duplicates)
+        rejects = (read.rejects, dup_letters) | "AllRejects" >> beam.Flatten()
+        duplicates = dup_letters | "DuplicateLocators" >> beam.Map(lambda r: (r["locator"], 1))
+        return {"notes": read.notes, "rejects": rejects, "duplicates": duplicates}
+
+
+class _SectionsFn(beam.DoFn):
+    def __init__(self, params: Notes | Mapping):
+        self.params = section_of(Notes, params)  # typed (pickles); a dict gets the defaults
+        self.batch = self.params.batch_notes
+
+    def setup(self):
+        from pipelines.text.sections import extractor_from_params
+
+        self.extractor = extractor_from_params(self.params)
+
+    def process(self, element):
+        key, seq, note = element
+        record = section_record(note, self.extractor)
+        # Compressed bytes: the in-memory runner keeps shuffled values in RAM (as Python
+        # objects unless they are bytes).
+        yield f"{key}-{seq // self.batch:05d}", zlib.compress(pickle.dumps((seq, record), 5), 1)
+
+
+class ExtractSections(beam.PTransform):
+    """(range, seq, Note) -> target sections, grouped in batches of consecutive notes."""
+
+    def __init__(self, params: Notes | Mapping):
+        super().__init__()
+        self.params = params
+
+    def expand(self, notes):
+        return notes | "Sections" >> beam.ParDo(_SectionsFn(self.params)) | "Batch" >> beam.GroupByKey()
+
+
+class _SentencesFn(beam.DoFn):
+    def __init__(
+        self,
+        params: Notes | Mapping,
+        lexicons: tuple[list[str], list[str]],
+        out_dir: str,
+        tags: tuple[str, ...] = (MIMIC,),
+    ):
+        self.params = section_of(Notes, params)  # typed (pickles); a dict gets the defaults
+        self.lexicons, self.out_dir, self.tags = lexicons, out_dir, tags
+
+    def setup(self):
+        self.processor = NoteProcessor(self.params, *self.lexicons)
+
+    def process(self, element, duplicates):
+        from pipelines.jobs.beam_io import table_bytes
+
+        key, packed = element
+        records = [
+            record
+            for _, record in sorted(pickle.loads(zlib.decompress(p)) for p in packed)
+            if record["locator"] not in duplicates
+        ]  # counted as rejected duplicate_id
+        with_sections = [r for r in records if r["sections"]]
+        rows = [row for record in with_sections for row in self.processor.sentence_rows(record)]
+        kept = sum(r["keep"] for r in rows)
+        _count(
+            {
+                "notes_with_sections": len(with_sections),
+                "notes_without_sections": len(records) - len(with_sections),
+                "sections": sum(len(r["sections"]) for r in with_sections),
+                "sentences": len(rows),
+                "sentences_selected": kept,
+                "sentences_not_selected": len(rows) - kept,
+            }
+        )
+        if not with_sections:
+            return
+        path = FileSystems.join(self.out_dir, f"part-{key}.parquet")
+        with FileSystems.create(path) as fh:
+            fh.write(table_bytes(rows, with_lineage(NOTES_SENTENCES, self.tags)))
+        yield path
+
+
+class SelectSentences(beam.PTransform):
+    """Batches of sections -> sentence rows with Algorithm 1's n, abb, unc, ratio and keep,
+    written as one parquet file per batch under `out_dir`; notes whose locator is in
+    `duplicates` are dropped. The lexicons travel with the transform, so workers need no
+    local files."""
+
+    def __init__(
+        self,
+        params: Notes | Mapping,
+        lexicons: tuple[list[str], list[str]],
+        out_dir: str,
+        duplicates: beam.PCollection,
+        tags: tuple[str, ...] = (MIMIC,),
+    ):
+        super().__init__()
+        self.params, self.lexicons, self.out_dir, self.tags = params, lexicons, out_dir, tags
+        self.duplicates = duplicates
+
+    def expand(self, batches):
+        return batches | "SplitSelectWrite" >> beam.ParDo(
+            _SentencesFn(self.params, self.lexicons, self.out_dir, self.tags),
+            beam.pvalue.AsDict(self.duplicates),
+        )
+
+
+def dead_letter_sort_key(row: Mapping) -> tuple:
+    source, _, offset = row["locator"].rpartition("@")
+    return (source, int(offset) if offset.isdigit() else -1, row["reason"])
+
+
+def build(
+    pipeline: beam.Pipeline,
+    files: list[tuple[str, str, int]],
+    out_dir: str,
+    params: Notes | Mapping,
+    lexicons: tuple[list[str], list[str]],
+    tags: tuple[str, ...] = (MIMIC,),
+) -> None:
+    """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
+    with `tags` (the release of the note tables) as the sentences' lineage.
+    The caller creates `out_dir/sentences` and writes an empty part if the job wrote none."""
+    from pipelines.jobs.beam_io import WriteSorted
+
+    params = section_of(Notes, params)  # typed; a dict (tests, scripts) gets the defaults
+    read = pipeline | "ReadNotes" >> ReadNotes(
+        files, params.categories, params.num_ranges, params.max_text_chars
+    )
+    (
+        read["notes"]
+        | "ExtractSections" >> ExtractSections(params)
+        | "SelectSentences"
+        >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences"), read["duplicates"], tags)
+    )
+    (
+        read["rejects"]
+        | "WriteDeadLetters"
+        >> WriteSorted(
+            FileSystems.join(out_dir, "dead_letter"),
+            prefix="part",
+            num_shards=1,
+            shard_key=lambda r: r["locator"],
+            sort_key=dead_letter_sort_key,
+            fmt="jsonl",
+        )
+    )
+
+
+def note_files(patterns: list[str], expand_dirs: bool) -> list[tuple[str, str, int]]:
+    """(path, display name, size) of every file matching `patterns` (a folder gives its
+    *.csv* files when `expand_dirs`), each checked up front by `noteevents.check_file`.
+    Raises InputError (one line, naming the file, never its content)."""
+    from medsimp.errors import InputError
+
+    found = []
+    for pattern in patterns:
+        if FileSystems.exists(pattern) and os.path.isdir(pattern):
+            if not expand_dirs:
+                raise InputError(f"{pattern} is a directory; give a note file or a glob")
+            pattern = FileSystems.join(pattern, "*.csv*")
+        try:
+            matches = FileSystems.match([pattern])[0].metadata_list
+        except Exception as exc:  # noqa: BLE001 - Beam wraps every match failure
+            raise InputError(f"cannot list {pattern!r} ({type(exc).__name__})") from None
+        if not matches:
+            raise InputError(f"no file matches {pattern!r}")
+        found += [(m.path, m.size_in_bytes) for m in matches]
+    found = sorted(set(found))
+    for path, _ in found:  # no record or Beam coder can carry a name that is not UTF-8
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InputError(
+                f"{FileSystems.split(path)[0]!a}: a file name holds a byte that is not UTF-8 "
+                f"(at character {exc.start + 1}); rename it"
+            ) from None
+    names = display_names([p for p, _ in found])
+    for (path, _), name in zip(found, names):
+        try:
+            noteevents.check_file(path, source=name, opener=open_file)
+        except noteevents.NoteFileError as exc:
+            raise InputError(str(exc)) from None
+    return [(path, name, size) for (path, size), name in zip(found, names)]
+
+
+def raise_file_errors(dead_letter_dir: str) -> None:
+    """InputError naming the first whole-file fault a reader met mid-file (e.g. a truncated
+    .gz), found among the dead letters; nothing when there is none."""
+    from medsimp.errors import InputError
+
+    for match in sorted(
+        m.path for m in FileSystems.match([FileSystems.join(dead_letter_dir, "*.jsonl")])[0].metadata_list
+    ):
+        with FileSystems.open(match) as fh:
+            for line in fh:
+                row = json.loads(line)
+                if row["reason"] == "file_error":
+                    raise InputError(row["detail"]["problem"])
+
+
+# --- the stage's numbers and lineage (used by the notes and radiology commands) ---
+
+FILTERED = ("notes_filtered_category", "notes_filtered_iserror")
+
+
+def note_counts(counts: dict[str, int]) -> dict:
+    """The reader's counters in the stats contract: read = kept + filtered + rejected (rows of
+    the note files), with the reasons in `filtered_by` and `rejected_by`."""
+    rejected = {
+        k.removeprefix("rejected_"): v for k, v in sorted(counts.items()) if k.startswith("rejected_")
+    }
+    filtered = {k.removeprefix("notes_filtered_"): int(counts.get(k, 0)) for k in FILTERED}
+    return {
+        "read": int(counts.get("rows_read", 0)),
+        "kept": int(counts.get("notes_kept", 0)) - int(counts.get("rejected_duplicate_id", 0)),
+        "filtered": sum(filtered.values()),
+        "filtered_by": filtered,
+        "rejected": sum(rejected.values()),
+        "rejected_by": rejected,
+    }
+
+
+def stats_from_counters(counts: dict[str, int], inputs: list[str], params: Notes) -> dict:
+    """The stats.json record from the job's counters (reconciliation is checked by the caller)."""
+    get = lambda k: int(counts.get(k, 0))  # noqa: E731
+    return {
+        "inputs": inputs,
+        "categories": list(params.categories),
+        **note_counts(counts),
+        "notes_with_sections": get("notes_with_sections"),
+        "notes_without_sections": get("notes_without_sections"),
+        "sections": get("sections"),
+        "sentences": get("sentences"),
+        "sentences_selected": get("sentences_selected"),
+        "sentences_not_selected": get("sentences_not_selected"),
+    }
+
+
+def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
+    """Release tags of MIMIC note tables, from each file's header: MIMIC-III NOTEEVENTS ->
+    mimic-iii, MIMIC-IV-Note -> mimic-iv-note, anything unreadable -> mimic."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from medsimp.lineage import MIMIC, MIMIC_III, MIMIC_IV_NOTE, normalise
+    from pipelines.sources.noteevents import NoteFileError, check_file
+
+    releases = {"mimic3": MIMIC_III, "mimic4": MIMIC_IV_NOTE}
+    tags = set()
+    for path in paths:
+        try:  # the reader's own header check (BOM, any newline, gzip)
+            layout = check_file(path, opener=lambda p: FileSystems.open(p, compression_type="uncompressed"))
+            tags.add(releases.get(layout.schema.name, MIMIC))
+        except (OSError, EOFError, NoteFileError, ValueError):
+            tags.add(MIMIC)
+    return normalise(tags or [MIMIC])
+
+
+def check_stats(stats: dict) -> None:
+    from medsimp.stats import check_reconciles
+
+    check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+    check_reconciles(stats, "kept", ["notes_with_sections", "notes_without_sections"])
+    check_reconciles(stats, "sentences", ["sentences_selected", "sentences_not_selected"])

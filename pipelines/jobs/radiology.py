@@ -1,0 +1,128 @@
+"""The radiology Beam job: MIMIC-III NOTEEVENTS (category Radiology) and MIMIC-IV-Note
+radiology tables -> de-duplicated FINDINGS / IMPRESSION finding sentences with metadata.
+
+DAG::
+
+    ReadNotes (pipelines.jobs.notes, categories=[Radiology]) -> notes | rejects | duplicates
+    notes -> FindingSentences: Extract (pipelines.text.radiology.RadiologyExtractor), key by
+          dedup_key -> GroupByKey -> merge_duplicates (minus duplicate-id notes)
+          -> WriteSorted(sentences/)
+    rejects -> WriteSorted(dead_letter/)
+
+Counters: the reader's `notes` namespace (rows_read = notes_kept + notes_filtered_* +
+rejected_*) and `radiology` (sentences = kept + duplicates + filtered_*); the command turns
+them into the stats contract (medsimp.cli.commands.radiology.stats_from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from medsimp.lineage import MIMIC, with_lineage
+from medsimp.params_schema import Radiology, section_of
+from medsimp.schemas import RADIOLOGY_SENTENCES
+from pipelines.text.radiology import (
+    RadiologyExtractor,
+    dedup_key,
+    merge_duplicates,
+    row_order,
+)
+
+NAMESPACE = "radiology"
+
+
+class _ExtractFn(beam.DoFn):
+    def __init__(self, params: Radiology | Mapping, lexicons):
+        self.params = section_of(Radiology, params)  # typed (pickles); a dict gets the defaults
+        self.lexicons = lexicons
+
+    def setup(self):
+        self.extractor = RadiologyExtractor(self.params, self.lexicons)
+
+    def process(self, element):
+        _, _, note = element  # ReadNotes yields (range key, sequence number, note)
+        rows, counts = self.extractor.rows(note)
+        for name, value in counts.items():
+            Metrics.counter(NAMESPACE, name).inc(value)
+        for row in rows:
+            yield dedup_key(row["text"]), row
+
+
+def _merge(element, duplicate_notes):
+    """One row per group of equal sentences; rows of notes rejected as duplicate ids are
+    dropped (counted as filtered_duplicate_note)."""
+    _, rows = element
+    rows = list(rows)
+    kept = [r for r in rows if r["locator"] not in duplicate_notes]
+    if len(kept) < len(rows):
+        Metrics.counter(NAMESPACE, "filtered_duplicate_note").inc(len(rows) - len(kept))
+    if not kept:
+        return
+    row = merge_duplicates(kept)
+    Metrics.counter(NAMESPACE, "kept").inc()
+    Metrics.counter(NAMESPACE, "duplicates").inc(row["n_duplicates"])
+    yield row
+
+
+class FindingSentences(beam.PTransform):
+    """Notes ((range key, seq, Note) from ReadNotes) -> one row per distinct finding sentence
+    of FINDINGS / IMPRESSION, with its duplicates merged; sentences of the notes whose locator
+    is in `duplicates` (duplicate note ids) are dropped. The extractor loads once per worker."""
+
+    def __init__(self, params: Radiology | Mapping, lexicons, duplicates: beam.PCollection):
+        super().__init__()
+        self.params, self.lexicons, self.duplicates = params, lexicons, duplicates
+
+    def expand(self, notes):
+        return (
+            notes
+            | "Extract" >> beam.ParDo(_ExtractFn(self.params, self.lexicons))
+            | "GroupDuplicates" >> beam.GroupByKey()
+            | "Merge" >> beam.FlatMap(_merge, beam.pvalue.AsDict(self.duplicates))
+        )
+
+
+def build(
+    pipeline: beam.Pipeline,
+    files: list[tuple[str, str, int]],
+    out_dir: str,
+    params: Radiology | Mapping,
+    lexicons,
+    tags: tuple[str, ...] = (MIMIC,),
+) -> None:
+    """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
+    with `tags` (the release of the note tables) as the sentences' lineage."""
+    from pipelines.jobs.beam_io import WriteSorted
+    from pipelines.jobs.notes import ReadNotes, dead_letter_sort_key
+
+    params = section_of(Radiology, params)  # typed; a dict (tests) gets the defaults
+    read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], params.num_ranges, params.max_text_chars)
+    (
+        read["notes"]
+        | "FindingSentences" >> FindingSentences(params, lexicons, read["duplicates"])
+        | "WriteSentences"
+        >> WriteSorted(
+            FileSystems.join(out_dir, "sentences"),
+            prefix="part",
+            num_shards=params.num_shards,
+            shard_key=lambda r: r["doc_id"],
+            sort_key=row_order,
+            schema=with_lineage(RADIOLOGY_SENTENCES, tags),
+        )
+    )
+    (
+        read["rejects"]
+        | "WriteDeadLetters"
+        >> WriteSorted(
+            FileSystems.join(out_dir, "dead_letter"),
+            prefix="part",
+            num_shards=1,
+            shard_key=lambda r: r["locator"],
+            sort_key=dead_letter_sort_key,
+            fmt="jsonl",
+        )
+    )

@@ -1,0 +1,1 @@
+"""Source readers and parsers (no Beam pipeline): each turns one format into records or dead letters."""

@@ -1,0 +1,1 @@
+"""Per-document text steps in plain Python: sections, Algorithm 1, UMLS linking, notes, radiology."""

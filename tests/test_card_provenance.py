@@ -1,0 +1,68 @@
+"""A corpus card records how the corpus was made: input content hashes, upstream params, the
+aligner and its gold, the filter threshold, the code's git revision (issue 29)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from medsimp.cli import main
+from medsimp.corpora.writer import code_hash, content_hash
+
+
+def _medlane(folder: Path, n_eval: int) -> Path:
+    folder.mkdir()
+    (folder / "train.txt").write_text("pt has htn .\npatient has high blood pressure .\nyou have it .\n\n")
+    (folder / "test.txt").write_text(
+        "".join(
+            f"bp was {n} .\n" + "".join(f"{k} bp[blood pressure] was {n} .\n" for k in (1, 2)) + "\n"
+            for n in range(n_eval)
+        )
+    )
+    return folder
+
+
+def _build(tmp_path: Path, data: Path, tag: str) -> dict:
+    params = tmp_path / f"params-{tag}.yaml"
+    params.write_text(yaml.safe_dump({"build": {"medlane": {"input": str(data), "candidates": None}}}))
+    out = tmp_path / f"built-{tag}"
+    assert main(["--params", str(params), "build", "medlane", "--output", str(out)]) == 0
+    text = (out / "README.md").read_text(encoding="utf-8")
+    return {"meta": yaml.safe_load(text[4:].split("\n---\n", 1)[0])["medsimp"], "card": text}
+
+
+def test_different_inputs_give_different_provenance(tmp_path):
+    a = _build(tmp_path, _medlane(tmp_path / "a", 4), "a")
+    b = _build(tmp_path, _medlane(tmp_path / "b", 6), "b")
+    assert a["meta"]["input.input"].endswith(f"sha256:{content_hash(tmp_path / 'a')}")
+    assert a["meta"]["input.input"] != b["meta"]["input.input"]
+    assert a["meta"]["params_hash.notes"] == b["meta"]["params_hash.notes"]  # upstream stage's params
+    assert a["meta"]["code_sha256"] == code_hash() != ""
+    again = _build(tmp_path, tmp_path / "a", "a2")  # same inputs: the same card, byte for byte
+    assert again["card"].replace("built-a2", "built-a") == a["card"]
+
+
+def test_a_multicochrane_card_names_the_aligner_gold_and_threshold(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
+    import upstream
+
+    build = {"multicochrane": {**upstream.write_cochrane(tmp_path)}}
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"doc": 1}) + "\n")
+    cards = []
+    for threshold in (0.5, 0.6):
+        params = tmp_path / f"params-{threshold}.yaml"
+        params.write_text(
+            yaml.safe_dump({"build": build, "align": {"gold": str(gold)}, "filter": {"threshold": threshold}})
+        )
+        out = tmp_path / f"mc-{threshold}"
+        assert main(["--params", str(params), "build", "multicochrane", "--output", str(out)]) == 0
+        cards.append(yaml.safe_load((out / "README.md").read_text()[4:].split("\n---\n", 1)[0])["medsimp"])
+    assert cards[0]["aligner.gold"] == f"{gold} sha256:{content_hash(gold)}"
+    assert "aligner.model" in cards[0] and cards[0]["filter.threshold"] == "gt 0.5"
+    assert cards[0]["params_hash.filter"] != cards[1]["params_hash.filter"]
+    assert cards[0]["params_hash"] == cards[1]["params_hash"]  # build.multicochrane alone is the same
