@@ -66,3 +66,16 @@ def test_a_multicochrane_card_names_the_aligner_gold_and_threshold(tmp_path):
     assert "aligner.model" in cards[0] and cards[0]["filter.threshold"] == "gt 0.5"
     assert cards[0]["params_hash.filter"] != cards[1]["params_hash.filter"]
     assert cards[0]["params_hash"] == cards[1]["params_hash"]  # build.multicochrane alone is the same
+
+
+def test_code_hash_ignores_what_a_wheel_does_not_ship():
+    """An editor backup or a scratch file beside the code does not change the card."""
+    import os
+
+    before = code_hash()
+    stray = Path(__file__).resolve().parents[1] / "pipelines" / f"scratch-{os.getpid()}.py~"
+    stray.write_text("not code\n", encoding="utf-8")
+    try:
+        assert code_hash() == before
+    finally:
+        stray.unlink()

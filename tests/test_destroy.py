@@ -244,6 +244,31 @@ REPORT = {
 }
 
 
+def test_an_input_named_by_another_params_section_is_guarded_too(tmp_path):
+    """`umls-index` reads `umls.mrconso`/`umls.mrsty` (its PARAMS_SECTIONS), not a section of its
+    own name: before, a MRCONSO copy inside the output folder was deleted with exit 0."""
+    out = tmp_path / "idx"
+    umls = REPO / "data/sample/umls"
+    first = cli("umls-index", "--mrconso", str(umls / "MRCONSO.RRF"), "--mrsty", str(umls / "MRSTY.RRF"),
+                "--output", str(out), cwd=tmp_path)  # fmt: skip
+    assert first.returncode == 0, first.stderr[-800:]
+    mine = out / "MY_ONLY_MRCONSO.RRF"
+    mine.write_bytes((umls / "MRCONSO.RRF").read_bytes())
+    result = cli("--set", f"umls.mrconso={mine}", "--set", f"umls.mrsty={umls / 'MRSTY.RRF'}", "umls-index",
+                 "--output", str(out), cwd=tmp_path)  # fmt: skip
+    one_line_exit_2(result, "holds the input")
+    assert mine.is_file()
+
+
+def test_refresh_never_replaces_a_users_latest_md(tmp_path):
+    from medsimp.refresh import report as rr
+
+    (tmp_path / "latest.md").write_text("my own notes\n")
+    with pytest.raises(UsageError):
+        rr.write_report(tmp_path, REPORT, "20260101T000000Z", keep=2)
+    assert (tmp_path / "latest.md").read_text() == "my own notes\n"
+
+
 @pytest.mark.parametrize("keep", [1, 2])
 def test_refresh_prunes_only_the_reports_it_wrote(tmp_path, keep):
     from medsimp.refresh import report as rr

@@ -101,6 +101,19 @@ def test_missing_params_file_is_an_error_unless_it_is_the_implicit_default(tmp_p
     assert res.returncode == 2 and "not found" in res.stderr and "Traceback" not in res.stderr
 
 
+def test_an_explicit_params_yaml_must_exist_too(tmp_path):
+    """`--params params.yaml` (or MEDSIMP_PARAMS=params.yaml) names a file: before, the name
+    alone decided, and a missing ./params.yaml given explicitly ran on defaults."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    env.pop("MEDSIMP_PARAMS", None)
+    argv = [sys.executable, "-m", "medsimp.cli", "filter", "--input", "x", "--output", str(tmp_path / "o")]
+    for extra, more_env in ((["--params", "params.yaml"], {}), ([], {"MEDSIMP_PARAMS": "params.yaml"})):
+        res = subprocess.run(
+            argv[:3] + extra + argv[3:], cwd=tmp_path, env={**env, **more_env}, capture_output=True, text=True
+        )
+        assert res.returncode == 2 and "not found" in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
 def test_duplicate_keys_name_the_key(tmp_path):
     dup = tmp_path / "dup.yaml"
     dup.write_text("filter:\n  threshold: 0.5\n  threshold: 0.9\n")

@@ -32,7 +32,7 @@ from medsimp.humaneval.schema import ALIGNMENT_PER_PAIR
 from medsimp.lineage import is_restricted
 
 TEMPLATE = resources.path("annotate/annotator.html.j2")
-ANNOTATOR = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+ANNOTATOR = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 TOKEN_HEADER = "X-Medsimp-Token"
 SAVED_BY = "medsimp annotate serve"
 MAX_BODY = 200_000_000  # bytes; the cap is also 16x the page (an export repeats its sentences)
@@ -161,7 +161,7 @@ class Session:
         if not isinstance(data, dict) or data.get("format") != "medsimp-annotations":
             return "not an annotation export"
         who = data.get("annotator")
-        if not isinstance(who, str) or not ANNOTATOR.match(who):
+        if not isinstance(who, str) or not ANNOTATOR.fullmatch(who):
             return "a bad annotator name (letters, digits, _ . - only)"
         if data.get("page_id") != self.data["page_id"]:
             return "an export of another page"

@@ -115,9 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
             "(Beam jobs, aligners, HF builders) and train/evaluate simplifiers."
         ),
     )
-    parser.add_argument(
-        "--params", default=os.environ.get("MEDSIMP_PARAMS", "params.yaml"), help=GLOBAL_HELP["params"]
-    )
+    parser.add_argument("--params", default=None, help=GLOBAL_HELP["params"])
     parser.add_argument("-v", "--verbose", action="store_true", help=GLOBAL_HELP["verbose"])
     parser.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=GLOBAL_HELP["set"]
@@ -230,12 +228,20 @@ def _announce(args: argparse.Namespace) -> None:
 
 
 def _section_or_none(args: argparse.Namespace) -> dict | None:
-    """The params section named like the command (with its defaults) as a plain dict, whose
-    string values `command_inputs` walks; None when no section has the command's name."""
+    """The params sections the command reads (its module's `PARAMS_SECTIONS`, a tuple or a dict
+    by subcommand; else the section named like the command), with their defaults, as one plain dict keyed `section.key`, whose
+    string values `command_inputs` walks; None when there is no such section."""
     params = args.params_data
-    if args.command not in type(params).model_fields:
-        return None
-    return getattr(params, args.command).model_dump()
+    names = getattr(args._module, "PARAMS_SECTIONS", (args.command,))
+    if isinstance(names, dict):  # by subcommand
+        names = names.get(getattr(args, "action", None), (args.command,))
+    found = {
+        f"{name}.{key}": value
+        for name in names
+        if name in type(params).model_fields
+        for key, value in getattr(params, name).model_dump().items()
+    }
+    return found or None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,7 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)  # unwind: temp outputs are removed on the way out
     try:
         _check_utf8_args(args)
-        args.params_data = load_params(args.params, args.overrides)
+        # a params file named by --params or MEDSIMP_PARAMS must exist; only the implicit
+        # ./params.yaml may be absent (defaults)
+        named_file = args.params is not None or bool(os.environ.get("MEDSIMP_PARAMS"))
+        args.params = args.params or os.environ.get("MEDSIMP_PARAMS") or "params.yaml"
+        args.params_data = load_params(args.params, args.overrides, required=named_file)
         args.params_dir = params_dir(args.params)
         # every input reaches every output folder's guard, whichever command runs
         named, from_params = command_inputs(args, _section_or_none(args), args.params_dir)

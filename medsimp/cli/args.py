@@ -128,7 +128,7 @@ def command_inputs(args, section: dict | None = None, base=".") -> tuple[list[st
     from_params = [
         os.path.join(str(base), s)
         for key, v in (section or {}).items()
-        if key not in OUTPUT_DESTS
+        if key.rsplit(".", 1)[-1] not in OUTPUT_DESTS
         for s in _strings(v)
     ]
     return (

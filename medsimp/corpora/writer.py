@@ -52,11 +52,15 @@ def git_revision(cwd: str | Path = ".") -> str:
 
 
 CODE_PACKAGES = ("medsimp", "pipelines", "alignment", "training")
+# What the wheel ships of those packages: modules, and the resource kinds of pyproject's
+# package-data (an editor backup or scratch file in a checkout is not code).
+CODE_SUFFIXES = frozenset({".py", ".json", ".tsv", ".txt", ".j2", ".yaml"})
 
 
 def code_hash() -> str:
-    """sha256 (first 16 hex digits) of the code that ran: every file of the four packages
-    (relative names and bytes, sorted; `__pycache__` and `.`-names skipped), read where Python
+    """sha256 (first 16 hex digits) of the code that ran: the files of the four packages that a
+    wheel ships (CODE_SUFFIXES; relative names and bytes, sorted; `__pycache__` and `.`-names
+    skipped), read where Python
     imports them from, so a checkout and an installed wheel of the same commit agree.
 
     A card records this instead of the git revision: a DVC output cannot carry the commit that
@@ -68,7 +72,8 @@ def code_hash() -> str:
         base = Path(importlib.import_module(package).__file__ or "").parent
         for path in sorted(base.rglob("*")):
             rel = path.relative_to(base)
-            if path.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
+            skipped = any(p.startswith(".") or p == "__pycache__" for p in rel.parts)
+            if path.is_file() and path.suffix in CODE_SUFFIXES and not skipped:
                 digest.update(f"{package}/{rel.as_posix()}\0".encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

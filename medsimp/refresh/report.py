@@ -254,7 +254,7 @@ def write_report(report_dir: Path, report: dict[str, Any], stamp: str, keep: int
     write_json(path, report)
     write_text(report_dir / f"{stamp}.md", markdown)
     write_json(report_dir / "latest.json", report)
-    (report_dir / "latest.md").write_text(markdown, encoding="utf-8")
+    write_text(report_dir / "latest.md", markdown)
     if keep > 0:
         others = [p for p in _reports_written(report_dir) if p != path]
         for stale in others[: max(0, len(others) - (keep - 1))]:

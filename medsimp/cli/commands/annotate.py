@@ -22,6 +22,9 @@ from medsimp.cli.args import global_options
 from medsimp.params_schema import Params
 
 HELP = "alignment annotator: HTML page / localhost server over aligned documents; ingest exports"
+# Params sections this command reads paths from (its inputs are guarded against its --output).
+# (ingest writes the gold that align.gold may name, so it does not read the align section).
+PARAMS_SECTIONS = {"page": ("annotate", "align"), "serve": ("annotate", "align"), "ingest": ("annotate",)}
 
 
 def _inputs(p: argparse.ArgumentParser) -> None:
@@ -217,8 +220,9 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "ingest":
         return _ingest(args, params)
     if args.action == "page":
-        html, _ = _page(args, params)
-        with atomic_dir(args.output) as tmp:
+        html, data = _page(args, params)
+        known = data["lineage"]  # None: unknown lineage, which a marker without lineage means too
+        with atomic_dir(args.output, lineage=tuple(known) if known is not None else None) as tmp:
             (tmp / "index.html").write_text(html, encoding="utf-8")
         print(f"wrote {Path(args.output) / 'index.html'}", file=sys.stderr)
         return 0

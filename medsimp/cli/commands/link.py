@@ -9,6 +9,8 @@ Languages without an index get no concepts (counted as sentences_without_index).
 from __future__ import annotations
 
 HELP = "UMLS concept linking + readability per sentence and document side"
+# Params sections this command reads paths from (its inputs are guarded against its --output).
+PARAMS_SECTIONS = ("link", "umls")
 
 
 def add_arguments(parser) -> None:

@@ -9,6 +9,8 @@ and `umls.mrsty` at a licensed UMLS release (META/) to get the full vocabulary.
 from __future__ import annotations
 
 HELP = "build the QuickUMLS concept index (MRCONSO.RRF + MRSTY.RRF)"
+# Params sections this command reads paths from (its inputs are guarded against its --output).
+PARAMS_SECTIONS = ("umls",)
 
 
 # The numbers `dvc metrics show` shows for this stage (its full stats are stats.json).
