@@ -38,8 +38,6 @@ FAST = {"train": ("--set", "train.epochs=1")}
 # on another source, which no later stage reads: they add minutes and no params path.
 SAME_COMMAND = frozenset(
     {
-        "link@msd",
-        "link@plaba",
         "link@notes",
         "report@medlane",
         "report@msd",

@@ -157,8 +157,17 @@ def built_template(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def built(built_template: Path, tmp_path: Path) -> Path:
-    """A copy of a project after one successful refresh (builder with 4 rows)."""
-    return Path(shutil.copytree(built_template, tmp_path / "proj", symlinks=True))
+    """A copy of a project after one successful refresh (builder with 4 rows). Ownership records
+    are per absolute path (medsimp.ownership), so the copy's medsimp-written files are recorded
+    as the template's were."""
+    from medsimp import ownership
+
+    copy = Path(shutil.copytree(built_template, tmp_path / "proj", symlinks=True))
+    for path in built_template.rglob("*"):
+        if path.is_file() and not path.is_symlink() and ownership.owned(path):
+            twin = copy / path.relative_to(built_template)
+            ownership.claim(twin, ownership.digest(twin), "refresh")
+    return copy
 
 
 def test_first_run_then_noop_then_one_new_review(project: Path):
