@@ -238,6 +238,7 @@ def _two_systems(tmp_path: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # over 4 s: out of the fast loop
 def test_two_systems_write_one_table_bootstrap_and_a_report_without_text(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     report, out = tmp_path / "r.html", tmp_path / "s.json"

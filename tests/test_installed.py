@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # builds a wheel (seconds): out of the fast loop; `make test` runs it
 
 
 @pytest.fixture(scope="module")

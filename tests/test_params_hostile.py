@@ -194,6 +194,7 @@ def test_hostile_params_through_the_cli_are_one_line_exit_2(tmp_path):
     assert time.perf_counter() - start < 40
 
 
+@pytest.mark.slow  # a 100-example fuzz: out of the fast loop
 @settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(st.none(), fuzz_params.params_files()), st.one_of(st.just([]), fuzz_params.overrides()))
 def test_fuzzed_params_load_or_fail_in_one_line(data, sets):

