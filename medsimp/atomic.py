@@ -33,6 +33,7 @@ from medsimp.lineage import read_lineage
 from medsimp.markers import MARKER, marker_of
 
 LOCK_SUFFIX = ".medsimp-lock"  # `.<out>.medsimp-lock` beside an output folder while it is written
+LOCK_SIGNATURE = "medsimp output lock "  # what the lock file starts with; then the holder's pid
 # Set once per CLI invocation by `configure`: the command's name (written in markers), its
 # --force flag, and the absolute paths of its inputs (never inside an output it replaces).
 _RUN: dict[str, Any] = {"command": "", "force": False, "inputs": (), "params_inputs": ()}
@@ -201,19 +202,27 @@ def sweep_stale(final: Path) -> None:
 
 @contextlib.contextmanager
 def _writing(final: Path) -> Iterator[None]:
-    """Hold `.<final>.medsimp-lock` while `final` is checked, written and swapped in."""
-    from medsimp.locks import Busy, exclusive
+    """Hold `.<final>.medsimp-lock` while `final` is checked, written and swapped in. The lock
+    file carries `LOCK_SIGNATURE`; a same-named file without it is the user's and is refused
+    untouched (an empty one is locked and left empty)."""
+    from medsimp.locks import Busy, Foreign, exclusive
 
+    lock = final.with_name(f".{final.name}{LOCK_SUFFIX}")
     held = contextlib.ExitStack()
     try:
         held.enter_context(
-            exclusive(final.with_name(f".{final.name}{LOCK_SUFFIX}"), f"pid {os.getpid()}", remove=True)
+            exclusive(lock, f"{LOCK_SIGNATURE}pid {os.getpid()}", remove=True, signature=LOCK_SIGNATURE)
         )
     except Busy as exc:
-        holder = f" ({exc.holder})" if exc.holder else ""
+        holder = exc.holder.removeprefix(LOCK_SIGNATURE)
+        holder = f" ({holder})" if holder else ""
         raise UsageError(
             f"--output {final} is being written by another medsimp command{holder}; "
             "wait for it or choose another folder"
+        ) from None
+    except Foreign:
+        raise UsageError(
+            f"--output {final}: {lock} is a file medsimp did not write (not its lock); move it away first"
         ) from None
     except OSError as exc:
         raise UsageError(f"--output {final}: cannot write in {final.parent} ({exc.strerror})") from None

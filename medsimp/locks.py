@@ -37,12 +37,21 @@ def exclusive(path: str | Path, note: str = "", remove: bool = False, signature:
     claim file); a process that locked a file just deleted by the previous holder notices the
     path now names another file and locks that one instead. With `signature`, a file that is
     not empty and does not start with it is somebody else's: Foreign, and it is not written.
+    `remove` deletes only a file created here or one holding content (with `signature`: a lock
+    a killed holder left); an empty file found there is emptied again, not deleted.
     """
     import fcntl
 
     path = Path(path)
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
     for _ in range(20):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fd, created = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600), True
+        except FileExistsError:
+            try:
+                fd, created = os.open(path, flags), False
+            except FileNotFoundError:
+                continue  # the previous holder just removed it: create it again
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -59,7 +68,8 @@ def exclusive(path: str | Path, note: str = "", remove: bool = False, signature:
         os.close(fd)  # the previous holder removed the file we opened: lock the new one
     else:
         raise Busy(path, "")
-    if signature and (content := _read(fd)) and not content.startswith(signature):
+    content = _read(fd)
+    if signature and content and not content.startswith(signature):
         os.close(fd)
         raise Foreign(f"{path} is not a lock file medsimp wrote")
     try:
@@ -68,7 +78,11 @@ def exclusive(path: str | Path, note: str = "", remove: bool = False, signature:
             os.pwrite(fd, note.encode("utf-8"), 0)
         yield fd
     finally:
-        if remove:
+        # ours: created here, or a signed lock a killed holder left
+        if remove and (created or (signature and content)):
             with contextlib.suppress(OSError):
                 path.unlink()
+        elif remove and note:  # an empty file that was there before: left empty, as found
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
         os.close(fd)

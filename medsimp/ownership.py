@@ -9,7 +9,11 @@ matching record (the user's, or changed since) is never replaced. The state fold
 
 The record is written atomically (temp file, fsync, rename; the temp file is removed on any
 failure) *before* the file it describes is renamed into place, so a full disk leaves the old
-file with its old record, never a file its own record disowns. Records written by older
+file with its old record, never a file its own record disowns. While the swap is under way the
+record owns both contents: `claim` writes the new sha256 with the old file's in `"replacing"`,
+and `settle`, after the rename, drops `"replacing"`. A process killed between the two renames
+(SIGKILL, power loss) thus leaves the old file still medsimp's, and the next run replaces it.
+Records written by older
 versions beside the file (`.<name>.medsimp-owner`) are still honoured, and removed when the
 file is next written.
 """
@@ -73,23 +77,44 @@ def owned(path: str | Path) -> bool:
         sha = digest(path)
     except OSError:
         return False
+    return _owns(path, sha)
+
+
+def _owns(path: Path, sha: str) -> bool:
     record = _recorded(record_path(path))
-    if record is not None and record.get("path") == _key(path) and record.get("sha256") == sha:
+    if record is not None and record.get("path") == _key(path) and sha in _hashes(record):
         return True
     legacy = _recorded(_legacy(path))
     return legacy is not None and legacy.get("sha256") == sha
 
 
+def _hashes(record: dict) -> set[str]:
+    """The contents a record owns: its sha256, and during a swap the one it replaces."""
+    replacing = record.get("replacing")
+    hashes = [record.get("sha256"), *(replacing if isinstance(replacing, list) else ())]
+    return {h for h in hashes if isinstance(h, str)}
+
+
 def claim(path: str | Path, sha256: str, command: str) -> None:
     """Record that medsimp is writing `path` with content `sha256` (before renaming it into
-    place). Atomic: on any failure (a full disk) the previous record stays and no temp file is
-    left; the OSError propagates so the file is not replaced."""
+    place). The file now at `path`, if medsimp's, stays owned (`"replacing"`) until `settle`.
+    Atomic: on any failure (a full disk) the previous record stays and no temp file is left;
+    the OSError propagates so the file is not replaced."""
     path = Path(path)
+    record: dict = {"command": command, "path": _key(path), "sha256": sha256, "tool": "medsimp"}
+    try:
+        old = digest(path)
+    except OSError:
+        old = None
+    if old is not None and old != sha256 and _owns(path, old):
+        record["replacing"] = [old]
+    _write_record(path, record)
+
+
+def _write_record(path: Path, record: dict) -> None:
     target = record_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    body = json.dumps(
-        {"command": command, "path": _key(path), "sha256": sha256, "tool": "medsimp"}, sort_keys=True
-    ).encode("utf-8")
+    body = json.dumps(record, sort_keys=True).encode("utf-8")
     tmp = target.with_name(f"{target.stem}.tmp-{os.getpid()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -108,9 +133,16 @@ def claim(path: str | Path, sha256: str, command: str) -> None:
 
 
 def settle(path: str | Path) -> None:
-    """After `path` was written: drop a legacy record beside it (the state record now holds)."""
+    """After `path` was renamed into place: the record owns only the new content (the one it
+    replaced is dropped), and a legacy record beside the file is removed."""
+    path = Path(path)
+    record = _recorded(record_path(path))
+    if record is not None and "replacing" in record:
+        record.pop("replacing")
+        with contextlib.suppress(OSError):  # a full disk now: the old hash stays owned, harmless
+            _write_record(path, record)
     with contextlib.suppress(OSError):
-        _legacy(Path(path)).unlink()
+        _legacy(path).unlink()
 
 
 def forget(path: str | Path) -> None:

@@ -371,6 +371,9 @@ class Evaluate(Section):
     masked_edit_pair: Literal["gold", "output"] = "gold"  # Table 3: parallel gold pair | output vs input
     masked_edit_unit: Literal["char", "word"] = "char"  # gold pair's unit (output vs input: word)
     medlane_references: Literal["released", "bleu_eval_new"] = "released"  # compat-mode reference preparation
+    lang: Literal["en", "es", "fr", "fa"] = "en"  # the outputs' (and references') language (--lang)
+    src_lang: Literal["en", "es", "fr", "fa"] | None = None  # the sources' language; null = lang (--src-lang)
+    allow_cross_lingual: bool = False  # compute source-vs-output metrics across languages, flagged
 
 
 class Refresh(Section):

@@ -14,6 +14,11 @@ the embedded starter vocabulary (built untimed in the scratch folder), the CRF a
 (trained untimed there from the embedded gold), the installed encoders in MEDSIMP_CACHE.
 
     python scripts/bench_scale.py [--sizes 100 400 1600] [--workdir DIR] [--keep] [--json OUT]
+                                  [--set KEY=VALUE ...]
+
+`--set` passes a params override to every timed stage (e.g. `--set
+align.vecalign.overlap_mode=mean` measures memory in a quarter of the time: the Farsi encoder
+is most of the wall time and none of the growth in N).
 """
 
 from __future__ import annotations
@@ -86,7 +91,7 @@ def prepare(work: Path, log: Path) -> dict[str, Path]:
     return {"index": index, "model": model}
 
 
-def run_size(n: int, work: Path, shared: dict[str, Path]) -> dict:
+def run_size(n: int, work: Path, shared: dict[str, Path], sets: list[str] | None = None) -> dict:
     d = work / f"n{n}"
     if d.exists():
         shutil.rmtree(d)
@@ -101,6 +106,8 @@ def run_size(n: int, work: Path, shared: dict[str, Path]) -> dict:
     if synth.returncode:
         raise SystemExit(f"bench_scale: synth failed: {synth.stderr.strip().splitlines()[-1:]}")
     common = [*MEDSIMP, "--params", str(REPO / "params.yaml"), "--set", f"cache.dir={d / 'cache'}"]
+    for kv in sets or []:
+        common += ["--set", kv]
     build_sets = [
         "--set",
         f"build.multicochrane.pairs={d / 'filter' / 'pairs'}",
@@ -190,6 +197,9 @@ def main() -> int:
     ap.add_argument("--workdir", help="scratch folder (default: a new temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     ap.add_argument("--json", help="also write the raw numbers here")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="params override for every stage"
+    )
     args = ap.parse_args()
     if min(args.sizes) < 1 or len(set(args.sizes)) != len(args.sizes):
         ap.error("--sizes: distinct positive numbers of reviews")
@@ -199,7 +209,7 @@ def main() -> int:
     try:
         print(f"bench_scale: scratch {work}; set-up (untimed)", file=sys.stderr, flush=True)
         shared = prepare(work, work / "setup.log")
-        results = [run_size(n, work, shared) for n in sorted(args.sizes)]
+        results = [run_size(n, work, shared, args.set) for n in sorted(args.sizes)]
         print(report(results))
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1) + "\n")

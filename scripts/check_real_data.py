@@ -13,11 +13,21 @@ sentences that end inside a statistic and the splitter's outliers (`outliers`): 
 80 words (`over_80_words`), those of them that hold a sentence boundary the source has
 (`over_80_words_not_in_source`), sentences with such an internal boundary
 (`internal_boundary`), pieces with no letters (`no_letter_fragment`: ".", '".', "3."), and the
-longest sentence in words (`longest_words`). A boundary is a full stop after a word, a bracket or
-a decimal, then a capitalised word, outside every bracket pair the sentence closes: a sentence
-the authors wrote inside brackets ("(...; 2 deaths amongst 98 children. One additional death
-...)") is theirs; one after a bracket they never closed is not. Also reports how many
-MultiCochrane gold sentences the sentence splitter keeps whole. Exits 0 (saying so) when no folder exists; 1 when a run
+longest sentence in words (`longest_words`). A boundary is `medsimp.text.boundaries` (the data
+report's too): a full stop after a word, a bracket or a decimal, then a capitalised word, outside
+every bracket pair the sentence closes: a sentence the authors wrote inside brackets ("(...; 2
+deaths amongst 98 children. One additional death ...)") is theirs; one after a bracket they
+never closed is not. Also reports how many
+MultiCochrane gold sentences the sentence splitter keeps whole, and the default aligner's pair
+P/R/F1 on real held-out Cochrane documents beside the lexical baselines (`alignment.heldout`, as
+`scripts/eval_alignment.py --only cochrane`): MultiCochrane's released English test pairs
+(`multicochrane/en-test-with-doi.json`, 22 reviews by DOI) placed in their documents from
+Devaraj et al.'s test split (`--cochrane-test DIR` holding test.source/test.target, or a
+`cochrane/` folder of --data/--public holding them; the 411 val reviews of the shared data
+hold none of the 22). The default aligner is the CRF the DAG trains: params `align.model`
+(out/models/crf_aligner) when present, else one trained on params `align.gold` as align_train
+does; it never saw these reviews. The Jaccard / TF-IDF thresholds are tuned on the other half
+of the reviews (2-fold by review). Exits 0 (saying so) when no folder exists; 1 when a run
 fails or its counts do not reconcile (rejected records are reported, not failures).
 """
 
@@ -37,29 +47,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from medsimp.cli.app import main as medsimp  # noqa: E402
+from medsimp.text.boundaries import internal_boundaries  # noqa: E402
 
 # A sentence that ends inside a statistic: an open bracket, or "95% CI 0." / "RR 2." left dangling.
 _BROKEN = re.compile(r"(\([^)]*$)|(\b(?:CI|RR|OR|MD|SMD|HR)\s+-?\d+\.$)")
-_BOUNDARY = re.compile(r"(?:[a-z%)\]]|\d\.\d+)[.!?][\"'”]?\s+(?=[A-Z][a-z]+\b)")
 _NO_LETTERS = re.compile(r"^[\W\d_]+$")
 LONG = 80  # words
-
-
-def _inside_closed_brackets(text: str) -> list[tuple[int, int]]:
-    """[open, close] character spans of the bracket pairs that text closes."""
-    pairs, stack = [], []
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            stack.append(i)
-        elif ch in ")]}" and stack:
-            pairs.append((stack.pop(), i))
-    return pairs
-
-
-def internal_boundaries(text: str) -> int:
-    """Sentence boundaries inside one sentence, outside the bracket pairs it closes."""
-    pairs = _inside_closed_brackets(text)
-    return sum(not any(a < m.start() < b for a, b in pairs) for m in _BOUNDARY.finditer(text, 1))
 
 
 def outliers(texts: list[str]) -> Counter:
@@ -152,6 +145,69 @@ def check_multicochrane(folder: Path) -> Counter:
     return counts
 
 
+def default_model(params_path: Path, model: str | None) -> tuple[str, Path | None]:
+    """The DAG's default CRF: `model` or params align.model when that folder exists (label,
+    folder); else (label, None): trained on params align.gold, the align_train recipe."""
+    from medsimp.config import load_params, resolve_path
+
+    path = Path(model or resolve_path(load_params(str(params_path)).align.model, params_path.parent))
+    if (path / "config.json").exists():
+        return f"crf_default ({path})", path
+    return "crf_default (trained on params align.gold; no model folder at " + str(path) + ")", None
+
+
+def check_alignment(pairs_path: Path, test_dir: Path, params_path: Path, model: str | None) -> list[str]:
+    """Lines: the default CRF's and the baselines' pair P/R/F1 on the held-out Cochrane
+    documents (`alignment.heldout`), and a one-line summary."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from alignment.gold import gold_sources, read_golds
+    from alignment.heldout import cochrane_gold, eval_cochrane
+    from medsimp.config import load_params, resolve_path
+
+    align = load_params(str(params_path)).align
+    docs, info = cochrane_gold(pairs_path, test_dir)
+    label, folder = default_model(params_path, model)
+    base = None
+    if folder is None:
+        base = read_golds(
+            [resolve_path(g, params_path.parent) for g in gold_sources(align.gold)], align.gold_format
+        )
+    with tempfile.TemporaryDirectory(prefix="check-real-align-") as cache:
+        scores = eval_cochrane(
+            docs, align.crf, cache, base, {"crf_default": folder} if folder else {}, cv=False
+        )
+    scores["crf_default"] = scores.pop("crf_default", None) or scores.pop("crf_base_gold")
+    gold = ", ".join(
+        f"{k}={info[k]}"
+        for k in ("reviews", "reviews_not_found", "documents", "gold_pairs_released", "gold_sentence_pairs")
+    )
+    lines = [f"cochrane alignment, held out by review ({pairs_path} in {test_dir}): {gold}"]
+    for name in ("crf_default", "jaccard", "tfidf"):
+        prf = scores[name]
+        shown = label if name == "crf_default" else f"{name} (threshold tuned on the other half)"
+        lines.append(
+            f"  {shown}: precision={prf['precision']:.3f}, recall={prf['recall']:.3f}, f1={prf['f1']:.3f}"
+        )
+    thresholds = ", ".join(f"{k}={v}" for k, v in sorted(scores["thresholds"].items()))
+    lines.append(f"  thresholds: {thresholds}")
+    lines.append(
+        f"alignment summary: default CRF F1 {scores['crf_default']['f1']:.3f} vs Jaccard "
+        f"{scores['jaccard']['f1']:.3f}, TF-IDF {scores['tfidf']['f1']:.3f} on {info['documents']} "
+        f"held-out Cochrane reviews ({info['gold_sentence_pairs']} gold pairs)"
+    )
+    return lines
+
+
+def cochrane_test_dir(folders: list[Path], given: str | None) -> Path | None:
+    """Where Devaraj et al.'s test split is: --cochrane-test, else a folder's cochrane/."""
+    from alignment.heldout import has_test_files
+
+    candidates = [Path(given)] if given else [f / "cochrane" for f in folders]
+    return next((c for c in candidates if has_test_files(c)), None)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="../shared/data", help="shared development data folder")
@@ -162,6 +218,15 @@ def main() -> int:
         metavar="DIR",
         help="a folder of full public releases, laid out like --data (repeatable)",
     )
+    parser.add_argument(
+        "--cochrane-test",
+        default=None,
+        metavar="DIR",
+        help="folder with Devaraj et al.'s test.source/test.target (data-1024, or MultiCochrane's copy "
+        "code/anno_viewer/make-alignment-file/test.{source,target}.txt): scores the default aligner",
+    )
+    parser.add_argument("--model", default=None, help="CRF model folder (default: params align.model)")
+    parser.add_argument("--params", default=str(ROOT / "params.yaml"), help="params file (align section)")
     args = parser.parse_args()
     folders = [Path(f) for f in [args.data, *args.public] if Path(f).is_dir()]
     if not folders:
@@ -187,6 +252,18 @@ def main() -> int:
         if (folder / "multicochrane").is_dir():
             counts = check_multicochrane(folder / "multicochrane")
             print("multicochrane splitting: " + ", ".join(f"{k}={counts[k]}" for k in sorted(counts)))
+    found = [f / "multicochrane" / "en-test-with-doi.json" for f in folders]
+    pairs = next((p for p in found if p.exists()), None)
+    test_dir = cochrane_test_dir(folders, args.cochrane_test)
+    if pairs is None or test_dir is None:
+        print(
+            "cochrane alignment: skipped (needs multicochrane/en-test-with-doi.json and Devaraj et al.'s "
+            "test.source/test.target, e.g. MultiCochrane's code/anno_viewer/make-alignment-file/"
+            "test.{source,target}.txt: --cochrane-test DIR; the 411 val reviews hold none of its 22)"
+        )
+    else:
+        for line in check_alignment(pairs, test_dir, Path(args.params), args.model):
+            print(line)
     return 1 if failed else 0
 
 

@@ -41,37 +41,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from alignment import vecalign  # noqa: E402
 from alignment.crf import CRFAligner  # noqa: E402
 from alignment.encoders import PairEncoders, make_encoder  # noqa: E402
-from alignment.gold import PLABA_SENTENCES, Block, DocPair, gold_sources, read_blocks, read_golds, read_plaba  # noqa: E402
+from alignment.gold import PLABA_SENTENCES, Block, gold_sources, read_blocks, read_golds, read_plaba  # noqa: E402
+from alignment.heldout import BASELINES, cochrane_gold, eval_cochrane, jaccard, threshold_pairs, tune  # noqa: E402
 from alignment.score import pair_prf, vecalign_scores  # noqa: E402
-from alignment.text import STOPWORD_LISTS, content_tokens  # noqa: E402
+from alignment.text import STOPWORD_LISTS  # noqa: E402
 from medsimp.params_schema import Crf  # noqa: E402
-
-
-def _jaccard(doc, stopwords: str = "spacy") -> np.ndarray:
-    c = [content_tokens(t, stopwords) for t in doc.complex]
-    s = [content_tokens(t, stopwords) for t in doc.simple]
-    return np.array([[len(a & b) / max(len(a | b), 1) for b in s] for a in c])
-
-
-def _tfidf_fn(train_docs):
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    vec = TfidfVectorizer(lowercase=True).fit([t for d in train_docs for t in d.complex + d.simple])
-
-    def sim(doc):
-        return (vec.transform(doc.complex) @ vec.transform(doc.simple).T).toarray()
-
-    return sim
-
-
-def _threshold_pairs(sim: np.ndarray, t: float) -> set[tuple[int, int]]:
-    return {(int(i), int(j)) for i, j in zip(*np.nonzero(sim >= t))}
-
-
-def _tune(docs, sims) -> float:
-    grid = np.round(np.arange(0.02, 0.95, 0.01), 2)
-    f1 = [pair_prf([set(d.pairs) for d in docs], [_threshold_pairs(s, t) for s in sims])["f1"] for t in grid]
-    return float(grid[int(np.argmax(f1))])
 
 
 def eval_plaba(path: Path, crf: Crf, cache: str, sentences: str = "spacy", stopwords: str = "spacy") -> dict:
@@ -82,7 +56,7 @@ def eval_plaba(path: Path, crf: Crf, cache: str, sentences: str = "spacy", stopw
     crf_params = crf.model_dump()  # the CRF takes a plain mapping
     if stopwords != "spacy":  # the list used before issue 30, by name (alignment.text)
         crf_params["stopwords"] = stopwords
-    jaccard = functools.partial(_jaccard, stopwords=stopwords)
+    jaccard_sw = functools.partial(jaccard, stopwords=stopwords)
     pred = {"crf": {}, "crf_forward": {}, "jaccard": {}, "tfidf": {}}
     info = {"documents": len(docs), "gold_pairs": sum(len(d.pairs) for d in docs), "thresholds": {}}
     t_align = 0.0
@@ -98,86 +72,17 @@ def eval_plaba(path: Path, crf: Crf, cache: str, sentences: str = "spacy", stopw
         model.config["merge"] = "forward"
         for d in test:
             pred["crf_forward"][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
-        for name, fn in (("jaccard", lambda _: jaccard), ("tfidf", _tfidf_fn)):
+        for name, fn in {**BASELINES, "jaccard": lambda _: jaccard_sw}.items():
             sim = fn(train)
-            t = _tune(train, [sim(d) for d in train])
+            t = tune(train, [sim(d) for d in train])
             info["thresholds"][f"{name}_fold{k}"] = t
             for d in test:
-                pred[name][d.doc_id] = _threshold_pairs(sim(d), t)
+                pred[name][d.doc_id] = threshold_pairs(sim(d), t)
     gold = [set(d.pairs) for d in docs]
     for name, p in pred.items():
         info[name] = pair_prf(gold, [p[d.doc_id] for d in docs])
     info["crf_docs_per_s"] = len(docs) / t_align
     return info
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split()).lower()
-
-
-def _sentence_ids(text: str, sents: list[str]) -> list[int]:
-    """Which of our sentences hold a gold sentence: the equal one, else ours that make it up
-    (each a part of it, together >= 80% of it), else the one that contains it."""
-    t = _norm(text)
-    same = [i for i, x in enumerate(sents) if _norm(x) == t]
-    if same:
-        return same[:1]
-    parts = [i for i, x in enumerate(sents) if _norm(x) in t and len(_norm(x)) >= 0.2 * len(t)]
-    if parts and sum(len(_norm(sents[i])) for i in parts) >= 0.8 * len(t):
-        return parts
-    return [i for i, x in enumerate(sents) if t in _norm(x)][:1]
-
-
-def _test_file(folder: Path, side: str) -> Path:
-    for name in (f"test.{side}", f"test.{side}.txt"):
-        if (folder / name).exists():
-            return folder / name
-    raise FileNotFoundError(f"no test.{side} in {folder}")
-
-
-def cochrane_gold(pairs_path: Path, test_dir: Path) -> tuple[list[DocPair], dict]:
-    """Document-level English Cochrane gold: MultiCochrane's released MC-CLEAN English test
-    pairs (`input` abstract sentence, `gold` PLS sentence, `doi`; 22 reviews) placed in their
-    reviews' documents from Devaraj et al.'s test files (abstract from "Main results" on, and
-    the PLS; `test.source`/`test.target`, one review a line). A review is the line holding
-    most of its pairs' sentences; both sides are split by the project's splitter
-    (`medsimp.text.multilingual`, as `medsimp cochrane`), and a gold pair is kept when both
-    of its sentences are in that document (Background/Methods sentences are not)."""
-    from collections import defaultdict
-
-    from medsimp.text import multilingual
-
-    rows = json.loads(pairs_path.read_text(encoding="utf-8"))
-    src = _test_file(test_dir, "source").read_text(encoding="utf-8").splitlines()
-    tgt = _test_file(test_dir, "target").read_text(encoding="utf-8").splitlines()
-    nsrc, ntgt = [_norm(x) for x in src], [_norm(x) for x in tgt]
-    by_doi: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_doi[r["doi"]].append(r)
-    docs, info = [], {"reviews": len(by_doi), "gold_pairs_released": len(rows), "reviews_not_found": 0}
-    info.update(complex_not_in_document=0, simple_not_in_document=0, gold_pairs_in_documents=0)
-    for doi in sorted(by_doi):
-        votes: dict[int, int] = defaultdict(int)
-        for r in by_doi[doi]:
-            for k in range(len(src)):
-                votes[k] += (_norm(r["input"]) in nsrc[k]) + (_norm(r["gold"]) in ntgt[k])
-        k = max(votes, key=lambda x: (votes[x], -x))
-        if not votes[k]:
-            info["reviews_not_found"] += 1
-            continue
-        complex_ = [s.text for s in multilingual.split_sentences(src[k], "en")]
-        simple = [s.text for s in multilingual.split_sentences(tgt[k], "en")]
-        pairs = set()
-        for r in by_doi[doi]:
-            ci, si = _sentence_ids(r["input"], complex_), _sentence_ids(r["gold"], simple)
-            info["complex_not_in_document"] += not ci
-            info["simple_not_in_document"] += not si
-            info["gold_pairs_in_documents"] += bool(ci and si)
-            pairs |= {(a, b) for a in ci for b in si}
-        docs.append(DocPair(doi, complex_, simple, frozenset(pairs), doi))
-    info["documents"] = len(docs)
-    info["gold_sentence_pairs"] = sum(len(d.pairs) for d in docs)
-    return docs, info
 
 
 def overlap_drop(pairs: list[tuple[str, str]], threshold: float, comparison: str) -> dict:
@@ -194,46 +99,6 @@ def overlap_drop(pairs: list[tuple[str, str]], threshold: float, comparison: str
         "threshold": threshold,
         "comparison": comparison,
     }
-
-
-def eval_cochrane(
-    docs: list[DocPair], crf: Crf, cache: str, base_gold: list[DocPair], models: dict[str, str]
-) -> dict:
-    """Pair P/R/F1 on the Cochrane documents (`cochrane_gold`), every system scored on reviews
-    it never saw: the CRF trained on the base gold (params align.gold: the DAG's default
-    model), each `--model NAME=DIR` (e.g. the PLABA-trained one, scripts/train_real_aligner.py),
-    the CRF trained on the base gold plus the other half of the reviews (2-fold by DOI), and
-    the Jaccard / TF-IDF threshold baselines tuned on the other half."""
-    encoder = make_encoder(crf.encoder, cache)
-    crf_params = crf.model_dump()
-    groups = sorted({d.group for d in docs})
-    folds = [set(groups[0::2]), set(groups[1::2])]
-    systems: dict[str, CRFAligner] = {"crf_base_gold": CRFAligner.train(base_gold, encoder, crf_params)}
-    for name, path in models.items():
-        systems[name] = CRFAligner.load(path, encoder, {"merge": crf.merge})
-    pred: dict[str, dict[str, set]] = {
-        name: {} for name in [*systems, "crf_base_plus_cochrane_cv", "jaccard", "tfidf"]
-    }
-    for name, model in systems.items():
-        for d in docs:
-            pred[name][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
-    info: dict = {"thresholds": {}}
-    for k, test_groups in enumerate(folds):
-        train = [d for d in docs if d.group not in test_groups]
-        test = [d for d in docs if d.group in test_groups]
-        model = CRFAligner.train(base_gold + train, encoder, crf_params)
-        for d in test:
-            pred["crf_base_plus_cochrane_cv"][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
-        for name, fn in (("jaccard", lambda _: _jaccard), ("tfidf", _tfidf_fn)):
-            sim = fn(train)
-            t = _tune(train, [sim(d) for d in train])
-            info["thresholds"][f"{name}_fold{k}"] = t
-            for d in test:
-                pred[name][d.doc_id] = _threshold_pairs(sim(d), t)
-    gold = [set(d.pairs) for d in docs]
-    for name, p in pred.items():
-        info[name] = pair_prf(gold, [p[d.doc_id] for d in docs])
-    return info
 
 
 def _halves(src: list[str], tgt: list[str], gold: list[Block]):

@@ -22,7 +22,7 @@ from pipelines.jobs import msd as msd_job
 from pipelines.jobs import notes as notes_job
 from pipelines.jobs import plaba as plaba_job
 from pipelines.jobs import radiology as radiology_job
-from pipelines.jobs.beam_io import WriteSorted
+from pipelines.jobs.beam_io import WriteSorted, fill_empty_shards
 from pipelines.text.selection import load_lexicons
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +105,7 @@ def test_read_and_join_cochrane_records(tmp_path):
     specs = _cochrane_file(tmp_path)
     with BeamTestPipeline() as p:
         parsed = p | cochrane.ReadRecords(specs)
-        joined = parsed["records"] | cochrane.JoinReviews()
+        joined = parsed["records"] | cochrane.JoinReviews(str(tmp_path / "runs"))
         assert_that(
             parsed["dead"] | "ParseReasons" >> beam.Map(lambda r: r["reason"]),
             equal_to(["bad_json"]),
@@ -125,6 +125,34 @@ def test_read_and_join_cochrane_records(tmp_path):
             ),
             label="rows",
         )
+
+
+def test_group_sorted_gives_what_a_group_by_key_gives_through_run_files(tmp_path, monkeypatch):
+    import random
+
+    from pipelines.jobs import beam_io
+    from pipelines.jobs.beam_io import GroupSorted, delete_runs
+
+    monkeypatch.setattr(beam_io, "MERGE_FAN_IN", 4)  # the merges take several passes
+
+    pairs = [(f"k{i % 23}", {"v": i, "nested": [str(i)] * (i % 3)}) for i in range(500)]
+    random.Random(1).shuffle(pairs)
+    expected = {}
+    for k, v in pairs:
+        expected.setdefault(k, []).append(v["v"])
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    with BeamTestPipeline() as p:
+        grouped = (
+            p
+            | beam.Create(pairs)
+            | GroupSorted(str(runs), run_rows=9)  # dozens of runs per shard
+            | beam.MapTuple(lambda k, vs: (k, sorted(v["v"] for v in vs)))
+        )
+        assert_that(grouped, equal_to(sorted((k, sorted(v)) for k, v in expected.items())))
+    assert any(f.name.startswith(".group-") for f in runs.iterdir())
+    delete_runs(str(runs), "group")
+    assert list(runs.iterdir()) == []
 
 
 def test_filter_overlap_scores_every_pair_and_keeps_r_above_the_threshold():
@@ -221,7 +249,54 @@ def test_write_sorted_merges_small_runs_into_the_bytes_of_one_in_memory_sort(tmp
     for i in range(3):
         expected = sorted((r for r in rows if stable_shard(r["k"], 3) == i), key=lambda r: (r["k"], r["v"]))
         assert (tmp_path / f"part-0000{i}-of-00003.parquet").read_bytes() == table_bytes(expected, schema)
+    # the runs stay until the pipeline is done (a retried merge reads them again); the
+    # after-run step every job calls removes them
+    assert any(f.name.endswith(".run") for f in tmp_path.iterdir())
+    fill_empty_shards(str(tmp_path), "part", 3, schema)
     assert sorted(f.name for f in tmp_path.iterdir()) == [f"part-0000{i}-of-00003.parquet" for i in range(3)]
+
+
+def test_merge_runs_bounds_open_files_and_keeps_its_inputs_for_a_retry(tmp_path, monkeypatch):
+    import pickle
+    import random
+
+    from pipelines.jobs import beam_io
+
+    monkeypatch.setattr(beam_io, "MERGE_FAN_IN", 3)
+    opened: list[int] = []
+    live = {"n": 0}
+    real_read_run = beam_io.read_run
+
+    def counting_read_run(path):
+        live["n"] += 1
+        opened.append(live["n"])
+        try:
+            yield from real_read_run(path)
+        finally:
+            live["n"] -= 1
+
+    monkeypatch.setattr(beam_io, "read_run", counting_read_run)
+    tmp_path = tmp_path / "o[1]"  # a folder named like a glob: its runs are still found and deleted
+    tmp_path.mkdir()
+    rng = random.Random(5)
+    values = list(range(200))
+    rng.shuffle(values)
+    runs = []
+    for j in range(11):  # 11 runs > 3: merged in passes
+        path = tmp_path / f".part-00000-{j:02d}.run"
+        with path.open("wb") as fh:
+            for v in sorted(values[j::11]):
+                pickle.dump({"v": v}, fh)
+        runs.append(str(path))
+    key = lambda r: r["v"]  # noqa: E731
+    first = [r["v"] for r in beam_io.merge_runs(runs, key, str(tmp_path), "part", 0)]
+    assert first == sorted(values)
+    assert max(opened) <= 3
+    # the inputs are still there and no intermediate run is left: a retry gives the same rows
+    assert sorted(str(p) for p in tmp_path.iterdir()) == sorted(runs)
+    assert [r["v"] for r in beam_io.merge_runs(runs, key, str(tmp_path), "part", 0)] == first
+    beam_io.fill_empty_shards(str(tmp_path), "part", 1, fmt="jsonl")
+    assert [p.name for p in tmp_path.iterdir()] == ["part-00000-of-00001.jsonl"]
 
 
 @pytest.mark.parametrize("n", [0, 3, 8, 10])
@@ -236,6 +311,23 @@ def test_streamed_parquet_is_byte_identical_to_the_in_memory_table(n):
     assert write_parquet_stream(sink, iter(rows), schema, row_group_size=4) == n
     assert sink.getvalue() == table_bytes(rows, schema, row_group_size=4)
     assert pq.ParquetFile(io.BytesIO(sink.getvalue())).metadata.num_row_groups == max(1, -(-n // 4))
+
+
+@pytest.mark.parametrize(
+    ("n", "group", "chunk"), [(0, 6, 2), (5, 6, 2), (13, 6, 2), (13, 6, 4), (60_000, 50_000, 5_000)]
+)
+def test_streamed_parquet_converts_a_chunk_at_a_time_into_the_same_bytes(n, group, chunk, monkeypatch):
+    import io
+
+    from pipelines.jobs import beam_io
+
+    monkeypatch.setattr(beam_io, "ARROW_CHUNK", chunk)
+    schema = pa.schema([("k", pa.string()), ("c", pa.list_(pa.string())), ("x", pa.float64())])
+    # repeated strings (dictionary pages) and a row count past a row group
+    rows = [{"k": f"doc{i % 97}", "c": [str(i % 11)] * (i % 3), "x": i / 7} for i in range(n)]
+    sink = io.BytesIO()
+    assert beam_io.write_parquet_stream(sink, iter(rows), schema, row_group_size=group) == n
+    assert sink.getvalue() == beam_io.table_bytes(rows, schema, row_group_size=group)
 
 
 def _doc_file(path: Path, docs: list[tuple[str, int]]) -> str:
@@ -390,17 +482,27 @@ def umls_index(tmp_path_factory):
     return str(dest)
 
 
-def test_link_sentences_adds_concepts_and_readability_per_document_side(umls_index, tmp_path):
+@pytest.mark.parametrize(
+    ("layout", "streamed"), [("consecutive", True), ("consecutive", False), ("split", False)]
+)
+def test_link_sentences_adds_concepts_and_readability_per_document_side(
+    umls_index, tmp_path, layout, streamed
+):
     from medsimp.schemas import sentence_schema
     from pipelines.sources.rows import document_rows
 
     rows = document_rows("msd", "d1", "complex", "en", [("", "Dyspnea and chest pain occurred.")], "t:1")
     rows += document_rows("msd", "d1", "simple", "fa", [("", "آسم یک بیماری شایع است.")], "t:2")
-    rows.append({**rows[0], "sentence_id": "msd:d1:complex:en:9", "sentence_index": 9, "text": " "})
-    pq.write_table(pa.Table.from_pylist(rows, schema=sentence_schema()), tmp_path / "part-0.parquet")
+    blank = {**rows[0], "sentence_id": "msd:d1:complex:en:9", "sentence_index": 9, "text": " "}
+    # streamed: each document side in consecutive rows (what `cochrane` writes), read a side
+    # at a time; otherwise the English side is split around the Farsi one and needs grouping
+    rows = [rows[0], blank, rows[1]] if layout == "consecutive" else [*rows, blank]
+    path = str(tmp_path / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows, schema=sentence_schema()), path)
+    assert link_job.document_files([path]) is (layout == "consecutive")
     params = {"threshold": 0.7, "similarity_name": "jaccard", "window": 5, "min_match_length": 3}
     with BeamTestPipeline() as p:
-        out = p | link_job.LinkSentences([str(tmp_path / "part-0.parquet")], umls_index, params, ["en"], None)
+        out = p | link_job.LinkSentences([path], umls_index, params, ["en"], None, streamed=streamed)
         assert_that(
             out["sentences"]
             | "Cuis" >> beam.Map(lambda r: (r["language"], [c["cui"] for c in r["concepts"]])),
@@ -414,9 +516,29 @@ def test_link_sentences_adds_concepts_and_readability_per_document_side(umls_ind
         )
         assert_that(
             out["dead"] | "Reasons" >> beam.Map(lambda r: (r["locator"], r["reason"])),
-            equal_to([("part-0.parquet:3", "missing_field")]),
+            equal_to([(f"part-0.parquet:{2 if layout == 'consecutive' else 3}", "missing_field")]),
             label="dead",
         )
+
+
+def test_run_files_are_found_and_removed_in_a_folder_named_like_a_glob(tmp_path):
+    from pipelines.jobs.beam_io import delete_runs, fill_empty_shards, list_run_files
+
+    out = tmp_path / "out[v2]*?"
+    out.mkdir()
+    (out / ".part-00000-abc.run").write_bytes(b"rows in the clear")
+    (out / ".group-00003-def.run").write_bytes(b"rows in the clear")
+    assert [Path(p).name for p in list_run_files(str(out), "part")] == [".part-00000-abc.run"]
+    fill_empty_shards(str(out), "part", 1, fmt="jsonl")
+    delete_runs(str(out), "group")
+    assert sorted(p.name for p in out.iterdir()) == ["part-00000-of-00001.jsonl"]
+
+
+def test_link_reads_a_broken_or_foreign_table_through_the_grouped_path(tmp_path):
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    pq.write_table(pa.table({"doc_id": ["d"]}), tmp_path / "narrow.parquet")
+    assert not link_job.document_files([str(tmp_path / "bad.parquet")])
+    assert not link_job.document_files([str(tmp_path / "narrow.parquet")])
 
 
 @pytest.fixture(scope="module")

@@ -326,3 +326,48 @@ def test_rebuilt_folder_never_loads_stale_cached_rows(params_file, tmp_path):
         _build(params, "medlane", folder)
         sizes.append(load_dataset(str(folder), "annotated", cache_dir=cache)["validation"].num_rows)
     assert sizes == [2, 1]
+
+
+def test_row_chunks_give_the_parquet_bytes_of_one_table(monkeypatch):
+    """A builder holds rows as Arrow chunks; the table it writes is the one from all rows."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from medsimp.corpora import common
+    from medsimp.corpora.multicochrane import SCHEMA
+    from medsimp.corpora.writer import PARQUET_SETTINGS
+
+    monkeypatch.setattr(common, "CHUNK_ROWS", 3)
+    concept = {
+        "cui": "C0004096",
+        "term": "asthma",
+        "start": 0,
+        "end": 6,
+        "similarity": 1.0,
+        "semtypes": ["T047"],
+    }
+    rows = [
+        {
+            "pair_id": f"10.1/x:en:{i}",
+            "doi": f"10.1/x{i % 4}",
+            "language": "en",
+            "complex_text": "Asthma is common." * (i % 3),
+            "complex_ids": [f"s{i}", f"s{i + 1}"][: 1 + i % 2],
+            "keep": None if i % 5 == 0 else bool(i % 2),
+            "complex_concepts": [concept] * (i % 2),
+            "overlap_r": i / 10,
+        }
+        for i in range(11)  # three full chunks and a partial one
+    ]
+    chunks = common.RowChunks(SCHEMA)
+    for row in rows:
+        chunks.append(row)
+    assert len(chunks) == 11 and len(chunks.chunks) == 3
+
+    def parquet(table):
+        sink = io.BytesIO()
+        pq.write_table(table, sink, **PARQUET_SETTINGS)
+        return sink.getvalue()
+
+    assert parquet(chunks.table()) == parquet(common.table_from_rows(rows, SCHEMA))

@@ -8,24 +8,13 @@ import io
 
 import pytest
 
-from medsimp.cli.app import build_parser, main
+from medsimp.cli.app import build_parser, command_leaves, main
 
 GLOBALS = {"--params", "--set", "-v", "--verbose", "--force"}
 READERS = {"--hyp", "--ref", "--src", "--tgt"}  # line files a user may pipe in
 
 
-def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    """(command path, parser) for every parser that runs something (leaves of the command tree)."""
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if path and not subs:
-        yield path, parser
-    for action in subs:
-        for name, child in action.choices.items():
-            if child is not None and name not in getattr(action, "_name_parser_map_aliases", ()):
-                yield from _walk(child, (*path, name))
-
-
-COMMANDS = list(_walk(build_parser()))
+COMMANDS = list(command_leaves(build_parser()))
 
 
 def _minimal_argv(parser: argparse.ArgumentParser) -> list[str]:

@@ -168,6 +168,39 @@ def test_a_second_command_on_an_output_being_written_is_refused(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no lock left
 
 
+# --- round two item 2: a user's file named like the output lock -----------------------------------
+
+
+def test_a_users_file_named_like_the_output_lock_is_refused_untouched(tmp_path):
+    """Before, `.<out>.medsimp-lock` was truncated to `pid N` and deleted on release, whatever it held."""
+    out = tmp_path / "OUT"
+    lock = tmp_path / f".OUT{atomic.LOCK_SUFFIX}"
+    lock.write_text("my notes, not a lock\n")
+    before = tree_hash(tmp_path)
+    result = cli("cochrane", "--output", str(out))
+    one_line_exit_2(result, "is a file medsimp did not write")
+    with pytest.raises(UsageError, match="medsimp did not write"), atomic.atomic_dir(out, "cochrane"):
+        pass
+    assert lock.read_text() == "my notes, not a lock\n" and tree_hash(tmp_path) == before
+
+
+def test_the_output_lock_is_signed_and_a_stale_or_empty_one_is_handled(tmp_path):
+    out = tmp_path / "OUT"
+    lock = tmp_path / f".OUT{atomic.LOCK_SUFFIX}"
+    with atomic.atomic_dir(out, "notes", lineage=[]) as tmp:
+        assert lock.read_text() == f"{atomic.LOCK_SIGNATURE}pid {os.getpid()}"
+        (tmp / "stats.json").write_text("{}\n")
+    assert not lock.exists()  # created here: removed
+    lock.write_text(f"{atomic.LOCK_SIGNATURE}pid 999999999")  # left by a killed medsimp
+    with atomic.atomic_dir(out, "notes", lineage=[]) as tmp:
+        (tmp / "stats.json").write_text("{}\n")
+    assert not lock.exists()
+    lock.write_text("")  # an empty file of the user's: used as the lock, left as it was found
+    with atomic.atomic_dir(out, "notes", lineage=[]) as tmp:
+        (tmp / "stats.json").write_text("{}\n")
+    assert lock.is_file() and lock.read_bytes() == b""
+
+
 # --- item 16: a full disk while the ownership record is written ---------------------------------
 
 WRITE = "import sys; from medsimp.atomic import write_text; write_text(sys.argv[1], sys.argv[2])"
@@ -197,6 +230,49 @@ def test_a_full_disk_while_recording_ownership_keeps_the_old_file_and_record(tmp
     assert [p.name for p in tmp_path.iterdir()] == ["report.txt"]
     atomic.write_text(target, "third\n")  # a later run still owns the file
     assert target.read_text() == "third\n"
+
+
+KILLED_AT_SWAP = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from medsimp.atomic import write_text
+    target = Path(sys.argv[1]).absolute()
+    real = os.replace
+    def replace(src, dst, *a, **k):
+        if Path(dst).absolute() == target:  # the record is written; the file is not yet swapped
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(src, dst, *a, **k)
+    os.replace = replace
+    write_text(target, sys.argv[2])
+    """
+)
+
+
+def test_a_kill_between_the_record_and_the_swap_leaves_the_old_file_owned(tmp_path):
+    """Issue 28 round two item 1: the record named only the new content, so a SIGKILL before
+    the rename left the old file disowned and every later run refused to replace it."""
+    target = tmp_path / "report.txt"
+    atomic.write_text(target, "first\n")
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AT_SWAP, str(target), "second\n"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9
+    assert target.read_text() == "first\n"
+    record = json.loads(ownership.record_path(target).read_text())
+    assert record["sha256"] == hashlib.sha256(b"second\n").hexdigest()  # the crash point was reached
+    assert ownership.owned(target)  # the old content is still medsimp's...
+    atomic.write_text(target, "third\n")  # ...so the next run replaces it
+    assert target.read_text() == "third\n"
+    record = json.loads(ownership.record_path(target).read_text())
+    assert record["sha256"] == hashlib.sha256(b"third\n").hexdigest() and "replacing" not in record
+    target.write_text("first\n")  # the user writes the old bytes back: settled, no longer owned
+    with pytest.raises(UsageError, match="not written by medsimp"):
+        atomic.write_text(target, "fourth\n")
 
 
 # --- issue 30 item 6: no ownership file beside the user's files ----------------------------------

@@ -504,3 +504,28 @@ def test_report_template_escapes_names_and_prints_small_p_values_issue_29_30():
     assert "<b>A</b>" not in page and "&lt;b&gt;A&lt;/b&gt;" in page
     assert "<td>&lt; 0.001</td>" in page and "<td>0</td>" not in page
     assert '<td class="best">30 ★</td>' in page and '<td class="best">6 ★</td>' in page  # fkgl: lower
+
+
+@pytest.mark.slow  # two evaluate runs: about 5 s
+def test_one_all_empty_reference_says_why_sari_is_not_in_the_bootstrap(tmp_path, monkeypatch, capsys):
+    """Round two item 3 of issue 28: SARI on a sentence whose references are all empty is undefined,
+    so SARI left the bootstrap; before, silently (the corpus SARI was still reported)."""
+    monkeypatch.chdir(ROOT)
+    args = _two_systems(tmp_path)
+    refs = (tmp_path / "ref.txt").read_text().splitlines()
+    refs[2] = ""
+    (tmp_path / "ref.txt").write_text("\n".join(refs) + "\n")
+    out = tmp_path / "s.json"
+    assert main([*FAST, "evaluate", "files", *args, "--select", "bleu,sari", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["systems"]["Good"]["scores"]["sari"] is not None  # the corpus score stands
+    assert set(result["bootstrap"]["Good vs Copy"]) == {"bleu"}
+    why = result["bootstrap_skipped"]["Good vs Copy"]["sari"]
+    assert why.startswith("Good: sentence 3: every reference is empty")
+    err = capsys.readouterr().err
+    assert "note: sari not in the paired bootstrap (Good vs Copy): Good: sentence 3: every reference" in err
+    refs[2] = "x"
+    (tmp_path / "ref.txt").write_text("\n".join(refs) + "\n")
+    assert main([*FAST, "evaluate", "files", *args, "--select", "bleu,sari", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["bootstrap"]["Good vs Copy"]) == {"bleu", "sari"} and result["bootstrap_skipped"] == {}

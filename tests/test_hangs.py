@@ -273,6 +273,67 @@ def test_read_lines_size_limit(tmp_path, monkeypatch):
         os.close(r)
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("gz", [False, True])
+def test_iter_lines_refuses_a_line_over_the_cap_naming_it(tmp_path, monkeypatch, newline, gz):
+    """Round two item 4: a streaming reader held any line whole, however long."""
+    import gzip
+
+    from medsimp.errors import InputError
+    from pipelines.sources import files
+
+    monkeypatch.setattr(files, "MAX_LINE_BYTES", 1000)
+    text = newline.join(["short", "y" * 1000, "x" * 1001, "after"]) + newline
+    path = tmp_path / ("f.txt.gz" if gz else "f.txt")
+
+    def write(text: str) -> None:
+        path.write_bytes(gzip.compress(text.encode(), mtime=0) if gz else text.encode())
+
+    write(text)
+    seen = []
+    with pytest.raises(InputError, match=r"f\.txt(\.gz)?: line 3 is longer than 0 MiB"):
+        for number, line in files.iter_lines(str(path)):
+            seen.append((number, len(line)))
+    assert seen == [(1, 5), (2, 1000)]  # a line at the cap is still read
+    with pytest.raises(InputError, match="line 3 is longer"):
+        files.check_lines(str(path))
+    write(text.replace("x" * 1001, "x" * 1000))
+    files.check_lines(str(path))  # nothing over the cap
+
+
+def test_a_line_over_64_mib_is_one_line_before_any_work_and_never_held(tmp_path):
+    """A 200 MiB single line (a sparse file: NULs after the first MiB of text) after a valid record."""
+    import tracemalloc
+
+    from medsimp.errors import InputError
+    from pipelines.sources.files import MAX_LINE_BYTES, iter_lines
+
+    sample = (ROOT / "data/sample/cochrane.jsonl").read_text().splitlines()
+    src = tmp_path / "reviews.jsonl"
+    with open(src, "wb") as fh:
+        fh.write(sample[0].encode() + b"\n" + b'{"doi": "' + b"a" * (1 << 20))
+        fh.truncate(200 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match=r"reviews\.jsonl: line 2 is longer than 64 MiB"):
+            for _ in iter_lines(str(src)):
+                pass
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MAX_LINE_BYTES + (16 << 20)  # before: the whole 200 MiB line, and more
+    out = tmp_path / "out"
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *BASE, "cochrane", "--input", str(src), "--output", str(out)],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-800:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert "reviews.jsonl: line 2 is longer than 64 MiB" in last and "Traceback" not in result.stderr
+    assert time.monotonic() - started < 30 and not out.exists()
+
+
 @pytest.mark.slow
 def test_cochrane_huge_record_is_a_dead_letter_fast(tmp_path, capfd):
     """Before: one 20 MB abstract took 251 s and 2.2 GB."""

@@ -275,6 +275,25 @@ def test_restricted_report_counts_outliers_but_never_quotes_them(tmp_path):
     assert shown["configs"]["en"]["identical"]["examples"] and SAME in html and "do not share" in html
 
 
+def test_a_sentence_the_authors_wrote_inside_brackets_is_not_an_outlier():
+    """Real Cochrane (Devaraj val): the report's old regex flagged this one sentence of 2,488,
+    whose inner stops are inside the authors' brackets; scripts/check_real_data.py did not.
+    Both now count a boundary as `medsimp.text.boundaries`; the share of one in thousands
+    reads 0.04%, not 0.0%."""
+    from medsimp.report.data import outliers, percent
+
+    bracketed = (
+        "This effect is uncertain (antioxidants: RR 0.58, 95% CI 0.32 to 1.03; 1 trial; low-quality "
+        "evidence. Medroxyprogesterone: RR 0.71, 95% CI 0.48 to 1.05; 2 trials; low-quality evidence)."
+    )
+    unclosed = "This effect is uncertain (see the tables. Iron made no difference."
+    units = {"complex": [(t, 1, len(t.split())) for t in (bracketed, unclosed, GLUED, SAME)]}
+    found = {o["kind"]: o for o in outliers(units, [], 80, 4.0, 5, True)}
+    assert found["internal_boundary"]["n"] == 2
+    assert {e["text"] for e in found["internal_boundary"]["examples"]} == {unclosed, GLUED}
+    assert [percent(s) for s in (None, 0.0, 0.0004, 0.0402)] == ["-", "0.0%", "0.04%", "4.0%"]
+
+
 def test_semantic_type_table_names_all_127_types():
     from medsimp.report.data import clip_range, semantic_type_names
 

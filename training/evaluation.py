@@ -83,13 +83,15 @@ def signature(
     metrics: Sequence[str],
     measures: dict[str, tuple[str, str | None]] | None = None,
     data: Inputs | None = None,
+    language: str | None = None,
 ) -> str:
     """A sacrebleu-like string naming, for each metric computed, its implementation and
     version, plus the tokenizer, casing, mode and reference count:
     `medsimp:0.1.0|mode:default|tok:nltk-treebank|case:lc|refs:4|bleu:medsimp-corpus-bleu+nosmooth@0.1.0|...`.
     `measures`: implementations known only at run time (the style classifier, the LM, the index).
     Default mode: each metric names its own implementation and tokenization (`data`: the scored
-    inputs, for sacrebleu's reference count).
+    inputs, for sacrebleu's reference count). `language`: `lang:fr` (or `lang:en>fr`, sources >
+    outputs) after `refs`; absent for English outputs of English sources.
     """
     parts = [
         f"medsimp:{_version(None)}",
@@ -98,6 +100,8 @@ def signature(
         f"case:{_CASE[mode]}",
         f"refs:{n_refs}",
     ]
+    if language:
+        parts.append(f"lang:{language}")
     registry = all_metrics()
     impl = {
         **(_MEDLANE_IMPLEMENTATIONS if mode == "medlane" else {}),
@@ -155,7 +159,9 @@ class Scorer:
     ):
         """`base`: the params file's folder, which relative params paths are resolved against;
         `link_cfg`: the QuickUMLS matcher settings (params `link`) for `masked_edit_distance`;
-        `options`: per-metric settings (`rouge_tokenizer`: nltk or rouge-score). `from_file`
+        `options`: per-metric settings (`rouge_tokenizer`: nltk or rouge-score; `lang`, `src_lang`,
+        `allow_cross_lingual`: default the params'; `not_clinical`: what the data is when it is
+        known not to be clinical notes, e.g. a builder whose card lacks the `clinical` tag). `from_file`
         False: there is no params file, the settings are the defaults; a default dictionary
         that is not here (a checkout's sample file) is left out with a one-line warning.
         The sections are typed (`medsimp.params_schema`); a dict gets the defaults."""
@@ -188,7 +194,20 @@ class Scorer:
         )
         self.cfg, self.base, self.link_cfg = cfg, base, section_of(Link, link_cfg)
         self.options = dict(options or {})
+        self.lang = str(self.options.get("lang") or cfg.lang)
+        self.src_lang = str(self.options.get("src_lang") or cfg.src_lang or self.lang)
+        self.options.update(
+            lang=self.lang,
+            src_lang=self.src_lang,
+            allow_cross_lingual=bool(self.options.get("allow_cross_lingual") or cfg.allow_cross_lingual),
+        )
+        self.dictionary_unfit = _dictionary_unfit(
+            cfg.dictionaries is not None, self.lang, self.src_lang, self.options.get("not_clinical")
+        )
+        if self.dictionary_unfit:
+            self.options["dictionary_unfit"] = self.dictionary_unfit
         self.unavailable: dict[str, str] = {}  # metric or measure -> why it is not computed
+        self.flagged: dict[str, str] = {}  # metric -> why its value needs a caveat (cross-lingual)
         self.implementations: dict[str, tuple[str, str | None]] = {}
         self._loaded: dict[str, Any] = {}
 
@@ -197,6 +216,11 @@ class Scorer:
 
         if len(hyps) != len(items):
             raise ValueError(f"{len(hyps)} outputs for {len(items)} evaluation sentences")
+        if mode == "medlane" and self.lang_tag:
+            raise ValueError(
+                f"--mode medlane is the MedLane authors' English scorer; the outputs are {self.lang} "
+                f"and the sources {self.src_lang} (use --mode default)"
+            )
         if mode == "medlane":
             return scoring.score_medlane(
                 hyps,
@@ -207,7 +231,7 @@ class Scorer:
                 self.select,
                 self.cfg.medlane_references,
             )
-        scoring.attach_terms(items, self.dictionary)
+        scoring.attach_terms(items, self.term_dictionary)
         return scoring.score_default(
             hyps,
             items,
@@ -217,7 +241,21 @@ class Scorer:
             self.select,
             self.options,
             self.unavailable,
+            self.flagged,
         )
+
+    @property
+    def term_dictionary(self) -> dict[str, list[str]] | None:
+        """The abbreviation dictionary HIT may take its terms from; None where it does not fit
+        the data (`dictionary_unfit`)."""
+        return None if self.dictionary_unfit else self.dictionary
+
+    @property
+    def lang_tag(self) -> str | None:
+        """`fr`, or `en>fr` for English sources of French outputs; None for English on English."""
+        if self.lang == self.src_lang:
+            return None if self.lang == "en" else self.lang
+        return f"{self.src_lang}>{self.lang}"
 
     def evaluate(
         self,
@@ -226,14 +264,16 @@ class Scorer:
         mode: str,
         extras: bool = False,
         bucket_edges: Sequence[int] = (0, 10, 15, 20, 30),
-        language: str = "en",
+        language: str | None = None,
     ) -> Evaluation:
         """`score` wrapped with its scales and signature (values rounded to 6 decimals).
         `extras`: also the EASSE and copy measures (`simplification_measures`, needs sources),
         Cao et al.'s style-transfer measures (`style_transfer`) and the MedLane length-bucket
-        breakdown (default mode, MedLane BLEU/HIT/CWR/AScore per source-length bucket)."""
+        breakdown (default mode, MedLane BLEU/HIT/CWR/AScore per source-length bucket).
+        `language`: the outputs' language for those measures (default the scorer's `lang`)."""
         from medsimp.metrics.scoring import inputs
 
+        language = language or self.lang
         scores = _rounded(self.score(hyps, items, mode))
         data = inputs(hyps, items, self.common, self.options)
         n_refs = max((len(it.references) for it in items), default=0)
@@ -244,7 +284,7 @@ class Scorer:
             len(items),
             scores,
             {k: SCALES[k] for k in scores if k in SCALES},
-            signature(mode, n_refs, metric_names(scores), data=data),
+            signature(mode, n_refs, metric_names(scores), data=data, language=self.lang_tag),
         )
         if extras and all(it.source is not None for it in items):
             from training.simplification_measures import measures
@@ -261,10 +301,12 @@ class Scorer:
             impl = {**_MEASURE_IMPLEMENTATIONS, **self.implementations}
             named = [m for m in impl if found.get(m) is not None]
             result.signature = signature(
-                mode, n_refs, [*metric_names(scores), *named], self.implementations, data
+                mode, n_refs, [*metric_names(scores), *named], self.implementations, data, self.lang_tag
             )
         if self.unavailable:
             result.extra["not_computed"] = dict(self.unavailable)
+        if self.flagged:
+            result.extra["cross_lingual"] = dict(self.flagged)
         return result
 
     def style_transfer(
@@ -378,9 +420,11 @@ class Scorer:
         from medsimp.metrics.base import check_needs
         from medsimp.metrics.scoring import attach_terms, inputs
 
-        attach_terms(items, self.dictionary)
+        attach_terms(items, self.term_dictionary)
         data = inputs(hyps, items, self.common, self.options)
-        chosen = [m for n, m in all_metrics().items() if n in selection(self.select) and m.has_sentence]
+        chosen = [
+            m for n, m in all_metrics().items() if n in selection(self.select, self.lang) and m.has_sentence
+        ]
         rows = []
         for i in range(len(hyps)):
             row: dict[str, float | None] = {}
@@ -393,27 +437,46 @@ class Scorer:
             rows.append({"line": i + 1, **_rounded(row)})
         return rows
 
-    def significance_stats(self, hyps: list[str], items) -> dict:
+    def significance_stats(self, hyps: list[str], items, skipped: dict[str, str] | None = None) -> dict:
         """{metric: (Metric, SystemStats)} for every selected metric with a sentence reading whose
-        sentence scores are all defined (default mode), for `significance.paired_bootstrap`."""
+        sentence scores are all defined (default mode), for `significance.paired_bootstrap`. A
+        metric left out because a sentence score is undefined gets its reason in `skipped`."""
         from medsimp.metrics import NotComputable, selection
         from medsimp.metrics.base import check_needs
         from medsimp.metrics.scoring import attach_terms, inputs
         from medsimp.metrics.significance import collect
 
-        attach_terms(items, self.dictionary)
+        attach_terms(items, self.term_dictionary)
         data = inputs(hyps, items, self.common, self.options)
         out = {}
         for name, metric in all_metrics().items():
-            if name in selection(self.select) and metric.has_sentence:
+            if name in selection(self.select, self.lang) and metric.has_sentence:
                 try:
                     check_needs(metric, data)
-                    got = collect(metric, data)
                 except NotComputable:
-                    continue
-                if got is not None:
-                    out[name] = (metric, got)
+                    continue  # not computed at all: the score's own note says why
+                try:
+                    out[name] = (metric, collect(metric, data))
+                except NotComputable as exc:
+                    if skipped is not None:
+                        skipped[name] = str(exc)
         return out
+
+
+def _dictionary_unfit(explicit: bool, lang: str, src_lang: str, not_clinical: str | None) -> str | None:
+    """Why the abbreviation dictionary does not fit the data (None: it fits). An explicit
+    `evaluate.dictionaries` is taken as chosen for the data; the default (`train.dictionaries`,
+    English clinical-note abbreviations collected from MIMIC) fits English clinical notes only:
+    not other languages, nor data known not to be clinical notes (`not_clinical`)."""
+    if explicit:
+        return None
+    what = "the default abbreviation dictionary (train.dictionaries: English clinical-note abbreviations from MIMIC)"
+    if lang != "en" or src_lang != "en":
+        langs = lang if lang == src_lang else f"{src_lang} sources / {lang} outputs"
+        return f"{what} does not fit {langs} text (set evaluate.dictionaries to one for this data)"
+    if not_clinical:
+        return f"{what} does not fit {not_clinical} (set evaluate.dictionaries to one for this data)"
+    return None
 
 
 BUCKET_METRICS = ("medlane_bleu", "hit", "cwr", "ascore")  # the paper's Figure 4 per length bucket

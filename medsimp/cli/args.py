@@ -135,3 +135,39 @@ def command_inputs(args, section: dict | None = None, base=".") -> tuple[list[st
         [p for p in named if p and "\0" not in p and os.path.lexists(p)],
         [p for p in from_params if "\0" not in p and os.path.lexists(p)],
     )
+
+
+# A shell's process substitution `<(cmd)`: a pipe the line-file readers read once (medsimp.inputs).
+_FD_PATH = r"^/(?:dev|proc/self)/fd/\d+$"
+
+
+def check_special_inputs(args) -> None:
+    """InputError (exit 2) for a path argument that is a named FIFO (opening it blocks until a
+    writer comes), a device (`/dev/zero` never ends) or a socket, before the command runs: every
+    command, whichever reader it uses. `/dev/null` (empty) and `<(cmd)` (`/dev/fd/N`, refused
+    later by readers that cannot read a pipe once) pass."""
+    import os
+    import re
+    import stat
+
+    from medsimp.errors import InputError
+
+    for dest, value in vars(args).items():
+        if dest.startswith("_") or dest in OUTPUT_DESTS or dest in NOT_PATHS:
+            continue
+        for path in _strings(value):
+            if not path or "\0" in path or path == os.devnull:
+                continue
+            try:
+                mode = os.stat(path).st_mode
+            except (OSError, ValueError):
+                continue  # absent or unreadable: the command names the fault
+            if stat.S_ISFIFO(mode) and re.match(_FD_PATH, path):
+                continue
+            special = stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode)
+            # worded as medsimp.inputs words it
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket" if special else None
+            if kind:
+                positional = dest in ("file", "builder", "inputs", "folder")
+                flag = dest.upper() if positional else f"--{dest.replace('_', '-')}"
+                raise InputError(f"{flag} {path}: {kind}, not a regular file (use `-` for standard input)")

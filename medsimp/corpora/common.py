@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from medsimp.params_schema import PlabaSplit, Split
@@ -63,13 +64,22 @@ class BuiltDataset:
     notes: list[str] = field(default_factory=list)
 
 
-def read_parquet_dir(path: str | Path, columns: Iterable[str] | None = None) -> pa.Table:
-    """All `*.parquet` files under `path` (sorted by name) as one table."""
+def read_parquet_dir(
+    path: str | Path, columns: Iterable[str] | None = None, project: bool = False
+) -> pa.Table:
+    """All `*.parquet` files under `path` (sorted by name) as one table; `columns` must be
+    present, and with `project` they are the only ones read."""
     path = Path(path)
     files = sorted(path.glob("*.parquet")) if path.is_dir() else [path] if path.exists() else []
     if not files:
         raise BuildError(f"no parquet files at {path} (run the upstream stage first)")
-    tables = [pq.read_table(f) for f in files]
+    if project and columns is not None:
+        wanted = list(columns)  # each part's share of them; the union is checked below
+        tables = [
+            pq.read_table(f, columns=[c for c in wanted if c in pq.read_schema(f).names]) for f in files
+        ]
+    else:
+        tables = [pq.read_table(f) for f in files]
     table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
     if columns is not None:
         missing = sorted(set(columns) - set(table.column_names))
@@ -78,9 +88,17 @@ def read_parquet_dir(path: str | Path, columns: Iterable[str] | None = None) -> 
     return table
 
 
-def load_links(path: str | Path) -> dict[str, tuple[list[dict], dict | None]]:
-    """sentence_id -> (concepts, readability) from a `medsimp link` output directory."""
-    table = read_parquet_dir(path, ["sentence_id", "concepts", "readability"])
+def _only(table: pa.Table, ids: set[str] | None) -> pa.Table:
+    """The rows of `table` whose sentence_id is in `ids` (all rows when `ids` is None)."""
+    if ids is None:
+        return table
+    return table.filter(pc.is_in(table.column("sentence_id"), value_set=pa.array(list(ids), pa.string())))
+
+
+def load_links(path: str | Path, ids: set[str] | None = None) -> dict[str, tuple[list[dict], dict | None]]:
+    """sentence_id -> (concepts, readability) from a `medsimp link` output directory (only
+    the sentences in `ids`, when given: a build holds what its pairs use, not the corpus)."""
+    table = _only(read_parquet_dir(path, ["sentence_id", "concepts", "readability"], project=True), ids)
     return {
         sid: (c or [], r)
         for sid, c, r in zip(
@@ -91,9 +109,9 @@ def load_links(path: str | Path) -> dict[str, tuple[list[dict], dict | None]]:
     }
 
 
-def load_texts(path: str | Path) -> dict[str, str]:
-    """sentence_id -> text from a common sentence table directory."""
-    table = read_parquet_dir(path, ["sentence_id", "text"])
+def load_texts(path: str | Path, ids: set[str] | None = None) -> dict[str, str]:
+    """sentence_id -> text from a common sentence table directory (only `ids`, when given)."""
+    table = _only(read_parquet_dir(path, ["sentence_id", "text"], project=True), ids)
     return dict(zip(table.column("sentence_id").to_pylist(), table.column("text").to_pylist()))
 
 
@@ -195,6 +213,33 @@ def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]], seed: in
 def table_from_rows(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """Rows -> table with exactly `schema` (extra keys dropped, missing ones null)."""
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+CHUNK_ROWS = 5_000  # rows a builder holds as Python dicts before converting them to Arrow
+
+
+class RowChunks:
+    """Rows appended one at a time and held as Arrow chunks of CHUNK_ROWS rows: `table()`
+    is `table_from_rows(all rows, schema)`, as one contiguous table (so its parquet bytes
+    are the same), while at most CHUNK_ROWS rows are Python dicts."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.chunks: list[pa.Table] = []
+        self.rows: list[dict[str, Any]] = []
+
+    def append(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        if len(self.rows) == CHUNK_ROWS:
+            self.chunks.append(table_from_rows(self.rows, self.schema))
+            self.rows = []
+
+    def __len__(self) -> int:
+        return sum(t.num_rows for t in self.chunks) + len(self.rows)
+
+    def table(self) -> pa.Table:
+        chunks = [*self.chunks, table_from_rows(self.rows, self.schema)]
+        return pa.concat_tables(chunks).combine_chunks() if len(chunks) > 1 else chunks[0]
 
 
 MIMIC_III_CITATION = """@article{johnson-etal-2016-mimic,

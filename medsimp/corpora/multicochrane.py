@@ -27,9 +27,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from medsimp.corpora.common import (
+    CHUNK_ROWS,
     BuildError,
     BuiltDataset,
     HubCard,
+    RowChunks,
     cover_splits,
     load_links,
     load_texts,
@@ -339,12 +341,47 @@ are translations of the English one, with their own errors.""",
 )
 
 
+def _sorted_pairs(table: pa.Table) -> pa.Table:
+    """The pairs in build order: (doi, language, pair number, pair_id), stable."""
+    ids = table.column("pair_id").to_pylist()
+    try:
+        numbers = pa.array([_pair_number(i) for i in ids], pa.int64())
+    except OverflowError:  # a pair number past int64: Python's sort (the order is the same)
+        doi, language = table.column("doi").to_pylist(), table.column("language").to_pylist()
+        order = sorted(range(len(ids)), key=lambda k: (doi[k], language[k], _pair_number(ids[k]), ids[k]))
+        return table.take(pa.array(order, pa.int64()))
+    keys = pa.table(
+        {
+            "doi": table.column("doi"),
+            "language": table.column("language"),
+            "n": numbers,
+            "id": table.column("pair_id"),
+        }
+    )
+    order = pc.sort_indices(keys, [(c, "ascending") for c in ("doi", "language", "n", "id")])
+    return table.take(order)
+
+
+def _true_count(column: pa.ChunkedArray) -> int:
+    """Rows whose value is true (null counts as false)."""
+    return int(pc.sum(pc.cast(pc.fill_null(column, False), pa.int64())).as_py() or 0)
+
+
 def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
     """Build the MultiCochrane dataset from the params section `build.multicochrane`."""
     cfg = section_of(BuildMulticochrane, cfg)  # typed; a dict (tests, scripts) gets the defaults
-    pairs = read_parquet_dir(cfg.pairs, PAIR_COLUMNS).to_pylist()
-    texts = load_texts(cfg.sentences)
-    links = load_links(cfg.linked)
+    # pairs stay in Arrow form (a Python dict per pair would cost ~7 KB) and are read in
+    # their build order a chunk at a time; texts and links of the sentences they use only
+    pairs = _sorted_pairs(read_parquet_dir(cfg.pairs, PAIR_COLUMNS))
+    used = {
+        i
+        for c in ("complex_ids", "simple_ids", "pivot_ids")
+        for i in pc.list_flatten(pairs.column(c)).to_pylist()
+        if i is not None
+    }
+    texts = load_texts(cfg.sentences, used)
+    links = load_links(cfg.linked, used)
+    dois = pairs.column("doi").to_pylist()
     split_cfg = cfg.split
     seed = split_cfg.seed
     gold: dict[str, list[dict]] = {}
@@ -359,7 +396,7 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
                 f"review(s) have no gold alignment (first: {lacking[0]}); test and "
                 "validation must hold gold alignments"
             )
-        split_of = {p["doi"]: clean.get(normalise_doi(p["doi"]), "train") for p in pairs}
+        split_of = {d: clean.get(normalise_doi(d), "train") for d in dois}
         held = {s: sorted(d for d, v in clean.items() if v == s) for s in ("validation", "test")}
         scheme = (
             f"MC-CLEAN (Joseph et al. 2023): of the {len(clean)} reviews of "
@@ -378,14 +415,14 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
         )
     else:
         split_of = seeded_split(
-            (p["doi"] for p in pairs),
+            dois,
             float(split_cfg.validation),
             float(split_cfg.test),
             seed,
         )
         by_language: dict[str, set[str]] = {}
-        for p in pairs:
-            by_language.setdefault(p["language"], set()).add(p["doi"])
+        for d, lang in zip(dois, pairs.column("language").to_pylist()):
+            by_language.setdefault(lang, set()).add(d)
         split_of = cover_splits(split_of, by_language, seed)
         scheme = (
             f"NOT MC-CLEAN: no gold alignments were given (`mc_human` unset), so "
@@ -400,14 +437,12 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
     if bad:
         raise BuildError(f"build.multicochrane.filter_splits: unknown split(s) {bad}")
 
-    rows_by: dict[tuple[str, str], list[dict]] = {}
+    rows_by: dict[tuple[str, str], RowChunks] = {}
     bridges: dict[tuple[str, str], list[dict]] = {}
     rejects: list[dict] = []
     missing_links = 0
     replaced = 0
-    for pair in sorted(
-        pairs, key=lambda p: (p["doi"], p["language"], _pair_number(p["pair_id"]), p["pair_id"])
-    ):
+    for pair in (p for batch in pairs.to_batches(max_chunksize=CHUNK_ROWS) for p in batch.to_pylist()):
         if normalise_doi(pair["doi"]) in clean:
             # MC-CLEAN review: its gold rows (en) replace the automatic ones; in held-out
             # reviews the other languages' automatic rows are the PLS bridge the English gold
@@ -440,11 +475,11 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
             "complex_readability": cr,
             "simple_readability": sr,
         }
-        rows_by.setdefault((pair["language"], split_of[pair["doi"]]), []).append(row)
+        rows_by.setdefault((pair["language"], split_of[pair["doi"]]), RowChunks(SCHEMA)).append(row)
 
     for key, rows in sorted(gold.items()):
         for row in rows:
-            rows_by.setdefault(("en", clean[key]), []).append(row)
+            rows_by.setdefault(("en", clean[key]), RowChunks(SCHEMA)).append(row)
     bridged = dropped = 0
     for (key, lang), bridge in sorted(bridges.items()):
         composed, n_dropped = bridge_gold(gold.get(key, []), bridge, texts, lang)
@@ -453,7 +488,7 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
             sc, sr, m2 = side_annotations(row["simple_ids"], texts, links)
             missing_links += m2
             row.update(simple_concepts=sc, simple_readability=sr)
-            rows_by.setdefault((lang, clean[key]), []).append(row)
+            rows_by.setdefault((lang, clean[key]), RowChunks(SCHEMA)).append(row)
             bridged += 1
 
     configs: dict[str, dict[str, pa.Table]] = {}
@@ -461,7 +496,8 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
     languages = sorted({lang for lang, _ in rows_by})
     for lang in languages:
         full = {
-            s: table_from_rows(rows_by.get((lang, s), []), SCHEMA) for s in ("train", "validation", "test")
+            s: (rows_by.pop((lang, s)).table() if (lang, s) in rows_by else table_from_rows([], SCHEMA))
+            for s in ("train", "validation", "test")
         }
         configs[lang] = full
         # the paper filters the training set only: evaluation splits stay as they are, so a
@@ -476,9 +512,11 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
             "filter; the other splits are those of the unfiltered config"
         )
     n_gold = sum(len(v) for v in gold.values())
-    kept = sum(len(v) for v in rows_by.values()) - n_gold - bridged
+    unfiltered = {(lang, s): t for lang in languages for s, t in configs[lang].items()}
+    kept = sum(t.num_rows for t in unfiltered.values()) - n_gold - bridged
+    keep_rows = {key: _true_count(t.column("keep")) for key, t in unfiltered.items()}
     counts = {
-        "read": len(pairs),
+        "read": pairs.num_rows,
         "kept": kept,
         "filtered": replaced,
         "rejected": len(rejects),
@@ -486,11 +524,9 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
         "gold_bridged_pairs": bridged,
         "gold_bridge_dropped": dropped,
         "mc_clean_reviews": len(clean),
-        "overlap_keep": sum(1 for v in rows_by.values() for r in v if r["keep"]),
-        "overlap_keep_train": sum(
-            1 for (_, sp), v in rows_by.items() if sp == "train" for r in v if r["keep"]
-        ),
-        "reviews": len({p["doi"] for p in pairs}),
+        "overlap_keep": sum(keep_rows.values()),
+        "overlap_keep_train": sum(n for (_, sp), n in keep_rows.items() if sp == "train"),
+        "reviews": len(set(dois)),
         "missing_links": missing_links,
         "languages": len(languages),
     }

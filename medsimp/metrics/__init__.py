@@ -34,11 +34,13 @@ def names() -> tuple[str, ...]:
     return tuple(metrics())
 
 
-def selection(select: Sequence[str] | None) -> frozenset[str]:
-    """The metrics to compute: `select` (None = all) with what each one `requires` (AScore brings
-    in MedLane's BLEU, HIT and CWR). An unknown name raises ValueError."""
+def selection(select: Sequence[str] | None, language: str = "en") -> frozenset[str]:
+    """The metrics to compute: `select` (None = all listed for the output `language`: a
+    language's own readability formula only for it) with what each one `requires` (AScore
+    brings in MedLane's BLEU, HIT and CWR). An unknown name raises ValueError."""
     registry = metrics()
-    chosen = set(registry if select is None else select)
+    listed = {n for n, m in registry.items() if m.languages is None or language in m.languages}
+    chosen = set(listed if select is None else select)
     unknown = sorted(chosen - set(registry))
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; choose from {', '.join(registry)}")

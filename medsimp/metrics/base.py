@@ -107,6 +107,12 @@ class Metric:
     requires: ClassVar[tuple[str, ...]] = ()  # metrics whose values this one combines (AScore)
     has_sentence: ClassVar[bool] = True
     order: ClassVar[float] = 100.0  # position in tables and the selection list
+    # Listed among "all metrics" only for these output languages (None: every language); a
+    # language formula such as French's `kandel_moles`. Asked for by name elsewhere: null + note.
+    languages: ClassVar[tuple[str, ...] | None] = None
+    # Compares the output with its source: meaningless when they are in different languages
+    # (refused, or computed and flagged with `allow_cross_lingual`).
+    same_language: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -139,6 +145,34 @@ class Metric:
 
 
 def check_needs(metric: Metric, data: Inputs) -> None:
-    """Raise NotComputable when a needed input is absent."""
+    """Raise NotComputable when a needed input is absent, when the metric is not defined for
+    the output language, or when it compares source and output across languages (unless
+    `allow_cross_lingual`; see `cross_lingual`)."""
     if "sources" in metric.needs and data.sources is None:
         raise NotComputable("needs sources (--src)")
+    lang = output_language(data)
+    if metric.languages is not None and lang not in metric.languages:
+        raise NotComputable(
+            f"{metric.name} is defined for {'/'.join(metric.languages)} text; the outputs are {lang} (--lang)"
+        )
+    if cross_lingual(metric, data) and not data.options.get("allow_cross_lingual"):
+        raise NotComputable(
+            f"the sources are {source_language(data)} and the outputs {lang}: {metric.name} compares "
+            "output and source words, which is meaningless across languages "
+            "(--allow-cross-lingual computes it anyway, flagged)"
+        )
+
+
+def output_language(data: Inputs) -> str:
+    """The outputs' (and references') language: `options["lang"]`, default en."""
+    return str(data.options.get("lang") or "en")
+
+
+def source_language(data: Inputs) -> str:
+    """The sources' language: `options["src_lang"]`, default the output language."""
+    return str(data.options.get("src_lang") or output_language(data))
+
+
+def cross_lingual(metric: Metric, data: Inputs) -> bool:
+    """Whether `metric` compares outputs with sources written in another language."""
+    return metric.same_language and source_language(data) != output_language(data)

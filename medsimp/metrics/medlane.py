@@ -22,12 +22,16 @@ class HIT(Metric):
     needs = frozenset({"sources", "terms"})
     label = "medsimp-hit-source-terms"
     order = 60
+    same_language = True
 
     def corpus(self, data, done=None):
         from medsimp.metrics.scoring import tokenize
 
         terms = data.terms or [[] for _ in data.hyps]
         value = hit(data.hyp_tokens, [[(t, [tokenize(e) for e in exps]) for t, exps in ts] for ts in terms])
+        unfit = data.options.get("dictionary_unfit")
+        if value is None and data.hyps and unfit:
+            raise NotComputable(f"no reference carries an abbr[full] annotation and {unfit}")
         if value is None and data.hyps:
             raise NotComputable(
                 "no source has a professional term: the references carry no abbr[full] annotation "
@@ -44,8 +48,15 @@ class CWR(Metric):
     order = 61
 
     def corpus(self, data, done=None):
+        from medsimp.metrics.base import output_language
         from medsimp.text.lemmas import lemmatize
 
+        lang = output_language(data)
+        if lang != "en":
+            raise NotComputable(
+                f"the common-word list (evaluate.common_words, else notes.common_words) and the "
+                f"lemmatiser are English and the outputs are {lang}"
+            )
         common = data.common
         return {"cwr": cwr(data.hyp_tokens, lambda w: lemmatize(w) in common)}
 
@@ -56,6 +67,7 @@ class AScore(Metric):
     label = "medsimp-ascore-a2-b1.5"
     requires = ("medlane_bleu", "hit", "cwr")
     order = 62
+    same_language = True  # through HIT
 
     def corpus(self, data, done=None):
         got = dict(done or {})
@@ -68,7 +80,12 @@ class AScore(Metric):
                 else:
                     got.update(metric().corpus(data))
         bleu, h, c = got["medlane_bleu"], got["hit"], got["cwr"]
-        return {"ascore": None if bleu is None or h is None or c is None else ascore(bleu, h, c)}
+        missing = [k for k, v in (("medlane_bleu", bleu), ("hit", h), ("cwr", c)) if v is None]
+        if missing:
+            raise NotComputable(
+                f"combines MedLane BLEU, HIT and CWR; {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} null"
+            )
+        return {"ascore": ascore(bleu, h, c)}
 
 
 def ascore(bleu: float, hit: float, cwr: float, alpha: float = 2.0, beta: float = 1.5) -> float:

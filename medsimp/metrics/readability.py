@@ -1,10 +1,17 @@
-"""FKGL (Kincaid et al. 1975): the corpus Flesch-Kincaid grade of the outputs, one sentence per line."""
+"""Readability of the outputs, one formula per output language (docs/metrics.md).
+
+`fkgl`: the corpus Flesch-Kincaid grade (Kincaid et al. 1975), one sentence per line, English
+only (its coefficients were fitted on English; for other languages it is null with a note).
+`kandel_moles` (French, Kandel & Moles 1958) and `fernandez_huerta` (Spanish, Fernandez Huerta
+1959): the established Flesch reading-ease adaptations, listed only for their language.
+Farsi has none here: only `fkgl`, null with a note.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from medsimp.metrics.base import Metric
+from medsimp.metrics.base import Metric, NotComputable, output_language
 
 
 class FKGL(Metric):
@@ -17,7 +24,54 @@ class FKGL(Metric):
     order = 50
 
     def corpus(self, data, done=None):
+        from medsimp.text.readability import READING_FORMULA
+
+        lang = output_language(data)
+        if lang != "en":
+            other = READING_FORMULA.get(lang)
+            instead = (
+                f"{lang} outputs get `{other}`"
+                if other
+                else f"no readability formula is established for {lang}"
+            )
+            raise NotComputable(
+                f"FKGL is an English formula (Kincaid et al. 1975) and the outputs are {lang}: {instead}"
+            )
         return {"fkgl": fkgl(data.hyps)}
+
+
+class _ReadingEase(Metric):
+    """A language's Flesch reading-ease adaptation over textstat 0.7.13's word and syllable counts
+    (pyphen hyphenation for the language), one sentence per line."""
+
+    scale = "reading ease: ~0-100, higher = easier"
+    direction = "higher"
+    needs = frozenset()
+    tokenizer = "readability-words"
+
+    def corpus(self, data, done=None):
+        from medsimp.text.readability import corpus_reading_ease
+
+        assert self.languages is not None
+        return {self.name: corpus_reading_ease(self.name, data.hyps, self.languages[0])}
+
+
+class KandelMoles(_ReadingEase):
+    """French: Kandel & Moles (1958), 207 - 1.015 W/S - 73.6 Y/W (textstat's French Flesch)."""
+
+    name = "kandel_moles"
+    label = "medsimp-kandel-moles-1958=textstat-0.7.13-fr"
+    languages = ("fr",)
+    order = 51
+
+
+class FernandezHuerta(_ReadingEase):
+    """Spanish: Fernandez Huerta (1959), 206.84 - 60 Y/W - 1.02 W/S (textstat's `fernandez_huerta`)."""
+
+    name = "fernandez_huerta"
+    label = "medsimp-fernandez-huerta-1959=textstat-0.7.13-es"
+    languages = ("es",)
+    order = 52
 
 
 def fkgl(sentences: Sequence[str]) -> float:

@@ -8,7 +8,9 @@
 - `sari_sentmean`: the mean of sentence SARI on lowercased NLTK tokens with deletion precision
   (tensor2tensor / HF `evaluate`'s sentence formula, 0/0 := 1): medsimp's SARI before issue 29.
 
-All are 0-100. SARI is undefined when every reference is empty: null, with the reason.
+All are 0-100. SARI is undefined when every reference is empty: null, with the reason. All compare
+the output's n-grams with the source's: with sources in another language they are refused (null,
+with the reason) unless `allow_cross_lingual` asks for them (then flagged; `base.check_needs`).
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ class EasseSARI(Metric):
     tokenizer = "13a-lc"
     f1_deletion = True
     order = 40
+    same_language = True
 
     def corpus(self, data, done=None):
         _check(self, data)
@@ -178,6 +181,7 @@ class SentenceMeanSARI(Metric):
     needs = frozenset({"sources", "references"})
     label = "medsimp-sentence-mean-sari-xu2016+del-precision"
     order = 42
+    same_language = True
 
     def corpus(self, data, done=None):
         _check(self, data)

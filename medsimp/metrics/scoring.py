@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from medsimp.metrics import Inputs, NotComputable, metrics, selection
-from medsimp.metrics.base import MetricUnavailable, check_needs
+from medsimp.metrics.base import (
+    MetricUnavailable,
+    check_needs,
+    cross_lingual,
+    output_language,
+    source_language,
+)
 from medsimp.metrics.bleu import coco_bleu_n
 from medsimp.metrics.cider import cider
 from medsimp.metrics.medlane import MEDLANE_FLOOR, ascore, contains, medlane_cwr, medlane_hit
@@ -109,11 +115,13 @@ def score_default(
     select: Sequence[str] | None = None,
     options: dict | None = None,
     why: dict[str, str] | None = None,
+    flagged: dict[str, str] | None = None,
 ) -> dict[str, float | None]:
-    """The selected metrics (`select`, None = all), corrected mode, in table order; each is
-    computed (and its library imported) only when selected. Needs `attach_terms` first for HIT.
-    A metric that cannot be computed reports null, with its reason in `why` (or on stderr)."""
-    want = selection(select)
+    """The selected metrics (`select`, None = all listed for `options["lang"]`), corrected mode,
+    in table order; each is computed (and its library imported) only when selected. Needs
+    `attach_terms` first for HIT. A metric that cannot be computed reports null, with its reason
+    in `why` (or on stderr); one computed across languages on request gets a note in `flagged`."""
+    want = selection(select, str((options or {}).get("lang") or "en"))
     data = inputs(
         hyps, items, common, {**(options or {}), "bertscore_model": bertscore_model, "meteor": with_meteor}
     )
@@ -124,6 +132,11 @@ def score_default(
         try:
             check_needs(metric, data)
             out.update(metric.corpus(data, out))
+            if cross_lingual(metric, data) and flagged is not None:
+                flagged[name] = (
+                    f"computed across languages on request ({source_language(data)} sources, "
+                    f"{output_language(data)} outputs): not comparable with a same-language {name}"
+                )
         except NotComputable as exc:
             out.update(dict.fromkeys(metric.keys))
             if why is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from medsimp.metrics.base import Metric
+from medsimp.metrics.base import Metric, NotComputable
 
 
 @dataclass
@@ -28,11 +28,19 @@ class SystemStats:
     sentences: np.ndarray  # (n,) sentence scores (`Metric.sentence`)
 
 
-def collect(metric: Metric, data) -> SystemStats | None:
-    """The statistics of `metric` on `data`; None when a sentence score is undefined."""
-    values = [metric.sentence(data, i) for i in range(len(data))]
-    if any(v is None for v in values):
-        return None
+def collect(metric: Metric, data) -> SystemStats:
+    """The statistics of `metric` on `data`. NotComputable, naming the first sentence, when a
+    sentence score is undefined (e.g. SARI on a sentence whose references are all empty): the
+    paired test needs every sentence, so the metric is left out of it, with that reason."""
+    values = []
+    for i in range(len(data)):
+        try:
+            value = metric.sentence(data, i)
+        except NotComputable as exc:
+            raise NotComputable(f"sentence {i + 1}: {exc}") from None
+        if value is None:
+            raise NotComputable(f"sentence {i + 1}: its {metric.name} score is undefined")
+        values.append(value)
     stats = metric.stats(data)
     return SystemStats(stats, np.array(values, dtype=float))
 

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from medsimp.errors import InputError
+from medsimp.text.boundaries import internal_boundaries
 
 # A config's name becomes a file name (`<plots>/<name>.png`): a plain name only, never a path.
 CONFIG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -191,9 +192,8 @@ def semtypes(rows: list[dict], top: int) -> dict[str, list[dict[str, Any]]]:
 
 
 # --- what a researcher checks before training ---------------------------------------------------
-# A "sentence" that holds a boundary: a word of 3+ lower-case letters (not "al.", "e.g.", "vs.")
-# or a ")" closing a sentence, then a capitalised word.
-INTERNAL_BOUNDARY = re.compile(r"(?:\b[a-z]{3,}|\))[.!?]\s+[A-Z][a-z]")
+# A "sentence" that holds a boundary: `medsimp.text.boundaries` (as scripts/check_real_data.py),
+# so a sentence the authors wrote inside brackets is theirs, not the splitter's outlier.
 EXAMPLE_CHARS = 300  # an example longer than this is cut (its word count is given)
 
 
@@ -229,6 +229,15 @@ def pair_texts(rows: list[dict]) -> list[tuple[str, str]]:
 
 def _share(n: int, of: int) -> float | None:
     return round(n / of, 4) if of else None
+
+
+def percent(share: float | None) -> str:
+    """A share as shown: one decimal, but two significant digits below 0.1% so that a count of
+    one in thousands does not read as "0.0%"."""
+    if share is None:
+        return "-"
+    value = 100 * share
+    return f"{value:.2g}%" if 0 < value < 0.1 else f"{value:.1f}%"
 
 
 def identical_pairs(pairs: list[tuple[str, str]], k: int, show_text: bool) -> dict[str, Any] | None:
@@ -282,7 +291,7 @@ def outliers(
         bare = sorted((t for t, _, _ in found if not any(ch.isalpha() for ch in t)), key=_hash)
         hits = [({"text": _cut(t)}, (t,)) for t in bare]
         entry("no_letters", side, "fragments without letters", hits, len(found))
-        glued = sorted((t for t, n, _ in found if n == 1 and INTERNAL_BOUNDARY.search(t)), key=_hash)
+        glued = sorted((t for t, n, _ in found if n == 1 and internal_boundaries(t)), key=_hash)
         hits = [({"text": _cut(t)}, (t,)) for t in glued]
         entry("internal_boundary", side, "sentences holding a sentence boundary", hits, len(found))
     if pairs:

@@ -131,6 +131,34 @@ def text_scores(text: str, language: str = "en") -> dict:
     return document_scores([s.text for s in split_sentences(text, language)], language, [language])
 
 
+# The readability formula each output language gets in `evaluate` (docs/metrics.md): the one
+# established for that language, under its own name. A language without one (fa) gets none.
+READING_FORMULA: dict[str, str] = {"en": "fkgl", "es": "fernandez_huerta", "fr": "kandel_moles"}
+
+
+def reading_ease(name: str, n_words: int, syllables: int, n_sentences: int) -> float:
+    """A Flesch reading-ease adaptation (0-100, higher = easier), as textstat 0.7.13 computes it:
+    `kandel_moles` (French, Kandel & Moles 1958): 207 - 1.015 W/S - 73.6 Y/W (textstat's
+    `flesch_reading_ease` with `set_lang("fr")`); `fernandez_huerta` (Spanish, Fernandez Huerta
+    1959, with the published correction): 206.84 - 60 Y/W - 1.02 W/S (textstat's
+    `fernandez_huerta`)."""
+    per_sentence, per_word = n_words / n_sentences, syllables / n_words
+    if name == "kandel_moles":
+        return _round(207 - 1.015 * per_sentence - 73.6 * per_word)
+    if name == "fernandez_huerta":
+        return _round(206.84 - 60 * per_word - 1.02 * per_sentence)
+    raise ValueError(f"unknown reading-ease formula {name!r}: kandel_moles or fernandez_huerta")
+
+
+def corpus_reading_ease(name: str, lines: Sequence[str], language: str) -> float:
+    """`reading_ease` of a system output with one sentence per line (as `corpus_fkgl`); 0.0
+    when it has no words."""
+    kept = [line for line in lines if line.strip()]
+    text = " ".join(kept)
+    n_words = len(words(text))
+    return reading_ease(name, n_words, syllable_count(text, language), len(kept)) if n_words else 0.0
+
+
 def corpus_fkgl(lines: Sequence[str], language: str = "en") -> float:
     """FKGL of a system output with one sentence per line (evaluate's convention); 0.0 when
     it has no words. The FKGL of `document_scores` over the non-blank lines, without the

@@ -11,8 +11,10 @@ from __future__ import annotations
 import errno
 import heapq
 import io
+import itertools
 import json
 import logging
+import math
 import os
 import pickle
 import re
@@ -28,6 +30,7 @@ from typing import Any
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
+from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
@@ -309,7 +312,8 @@ def shard_name(prefix: str, index: int, num_shards: int, suffix: str) -> str:
 
 
 ROW_GROUP_SIZE = 50_000  # rows per parquet row group (part of the output bytes)
-RUN_ROWS = 20_000  # rows a WriteSorted worker holds before it writes them, sorted, as a run
+ARROW_CHUNK = 5_000  # rows a streamed write converts from dicts at once (not part of the bytes)
+RUN_ROWS = 5_000  # rows a WriteSorted worker holds before it writes them, sorted, as a run
 
 
 def _parquet_writer(sink, schema: pa.Schema) -> pq.ParquetWriter:
@@ -327,21 +331,39 @@ def table_bytes(rows: list[dict], schema: pa.Schema, row_group_size: int = ROW_G
 def write_parquet_stream(
     sink, rows: Iterable[dict], schema: pa.Schema, row_group_size: int = ROW_GROUP_SIZE
 ) -> int:
-    """Write rows to `sink` holding one row group at a time; the bytes are those of
-    `table_bytes(list(rows), schema, row_group_size)` (same writer, same row groups). An
-    empty `rows` writes the empty table. Returns the number of rows."""
+    """Write rows to `sink` holding one row group at a time, in Arrow form (rows are converted
+    `ARROW_CHUNK` at a time, so at most that many are Python dicts); the bytes are those of
+    `table_bytes(list(rows), schema, row_group_size)`: same writer, same row groups, each
+    written from one contiguous table. An empty `rows` writes the empty table. Returns the
+    number of rows."""
     writer = _parquet_writer(sink, schema)
+    chunk_rows = math.gcd(row_group_size, ARROW_CHUNK)  # chunks tile a row group exactly
+    batches: list[pa.Table] = []
     chunk: list[dict] = []
-    n = 0
+    held = n = 0
+
+    def write_group() -> None:
+        table = (
+            pa.concat_tables(batches).combine_chunks() if batches else pa.Table.from_pylist([], schema=schema)
+        )
+        writer.write_table(table, row_group_size=row_group_size)
+        batches.clear()
+
     try:
         for row in rows:
             chunk.append(row)
-            if len(chunk) == row_group_size:
-                writer.write_table(pa.Table.from_pylist(chunk, schema=schema), row_group_size=row_group_size)
-                n, chunk = n + len(chunk), []
-        if chunk or not n:
-            writer.write_table(pa.Table.from_pylist(chunk, schema=schema), row_group_size=row_group_size)
-            n += len(chunk)
+            if len(chunk) == chunk_rows:
+                batches.append(pa.Table.from_pylist(chunk, schema=schema))
+                held, chunk = held + len(chunk), []
+                if held == row_group_size:
+                    write_group()
+                    n, held = n + row_group_size, 0
+        if chunk:
+            batches.append(pa.Table.from_pylist(chunk, schema=schema))
+            held += len(chunk)
+        if batches or not n:
+            write_group()
+            n += held
     finally:
         writer.close()
     return n
@@ -349,7 +371,7 @@ def write_parquet_stream(
 
 def _run_path(out_dir: str, prefix: str, shard: int) -> str:
     """A hidden run file beside the shard it belongs to (no reader's `*.parquet` pattern
-    matches it; the merge deletes it)."""
+    matches it; `fill_empty_shards` deletes it after the pipeline)."""
     return FileSystems.join(out_dir, f".{prefix}-{shard:05d}-{uuid.uuid4().hex}.run")
 
 
@@ -400,9 +422,37 @@ class _SpillRunsFn(beam.DoFn):
         return runs
 
 
+MERGE_FAN_IN = 64  # run files a merge reads at once; more are merged in passes first
+
+
+def merge_runs(runs: list[str], sort_key: Callable[[dict], Any], out_dir: str, prefix: str, shard: int):
+    """The rows of `runs` in sort order, with at most MERGE_FAN_IN files open: while there are
+    more, the first MERGE_FAN_IN are merged into a new run (deleted once read). The given runs
+    are never deleted here: a retried bundle must find them (`fill_empty_shards` removes every
+    run file once the pipeline is done)."""
+    runs, made = sorted(runs), set()
+    try:
+        while len(runs) > MERGE_FAN_IN:
+            path = _run_path(out_dir, prefix, shard)
+            made.add(path)
+            merged = runs[:MERGE_FAN_IN]
+            with FileSystems.create(path) as fh:
+                for row in heapq.merge(*(read_run(r) for r in merged), key=sort_key):
+                    pickle.dump(row, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            done = [r for r in merged if r in made]  # our own intermediates, now merged
+            if done:
+                delete_files(done)
+                made.difference_update(done)
+            runs = [*runs[MERGE_FAN_IN:], path]
+        yield from heapq.merge(*(read_run(r) for r in runs), key=sort_key)
+    finally:
+        if made:
+            delete_files(sorted(made))
+
+
 class _MergeShardFn(beam.DoFn):
     """(shard, run files) -> the shard's file: the runs merged in sort order and written as
-    they stream (a parquet row group at a time), then deleted."""
+    they stream (a parquet row group at a time)."""
 
     def __init__(self, out_dir, prefix, num_shards, schema, sort_key, fmt):
         self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
@@ -410,8 +460,7 @@ class _MergeShardFn(beam.DoFn):
 
     def process(self, element):
         index, runs = element
-        runs = sorted(runs)
-        rows = heapq.merge(*(read_run(r) for r in runs), key=self.sort_key)
+        rows = merge_runs(list(runs), self.sort_key, self.out_dir, self.prefix, index)
         suffix = ".parquet" if self.fmt == "parquet" else ".jsonl"
         path = FileSystems.join(self.out_dir, shard_name(self.prefix, index, self.num_shards, suffix))
         with FileSystems.create(path) as fh:
@@ -420,7 +469,6 @@ class _MergeShardFn(beam.DoFn):
             else:
                 for r in rows:
                     fh.write((json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-        FileSystems.delete(runs)
         yield path
 
 
@@ -431,9 +479,10 @@ class WriteSorted(beam.PTransform):
     Shards that receive no rows are written empty by `fill_empty_shards` after the run.
 
     Memory stays flat in the data size: workers write sorted runs of at most `run_rows` rows
-    next to the output, and one merge per shard streams them into the shard's file; only run
-    file names are grouped, so the rows never cross a stage boundary (where the local runner
-    would hold a whole PCollection in memory). Rows with equal sort keys may come in any
+    next to the output, and one merge per shard streams them into the shard's file (at most
+    MERGE_FAN_IN runs open at once); only run file names are grouped, so the rows never cross
+    a stage boundary (where the local runner would hold a whole PCollection in memory). Run
+    files stay until `fill_empty_shards`, so a retried merge reads them again. Rows with equal sort keys may come in any
     order, as they could before; every job's sort key is unique per row.
     """
 
@@ -468,6 +517,67 @@ class WriteSorted(beam.PTransform):
         )
 
 
+GROUP_SHARDS = 8  # merges of a GroupSorted: parallel work for up to this many workers
+GROUP_RUN_ROWS = 500  # (key, value) pairs a GroupSorted worker holds: values are whole records
+
+
+def _first(kv: tuple) -> Any:
+    return kv[0]
+
+
+class _MergeGroupsFn(beam.DoFn):
+    """(shard, run files of (key, value) pairs sorted by key) -> (key, [values]) per key."""
+
+    def __init__(self, tmp_dir: str, prefix: str):
+        self.tmp_dir, self.prefix = tmp_dir, prefix
+
+    def process(self, element):
+        shard, runs = element
+        merged = merge_runs(list(runs), _first, self.tmp_dir, self.prefix, shard)
+        for key, group in itertools.groupby(merged, key=_first):
+            yield key, [value for _, value in group]
+
+
+class GroupSorted(beam.PTransform):
+    """(key, value) -> (key, [values]): a GroupByKey that holds no data at a stage boundary.
+
+    Workers write the pairs, sorted by key, as run files in `tmp_dir` (at most `run_rows`
+    pairs held, see WriteSorted), only the run names are grouped, and one merge per shard
+    (GROUP_SHARDS, by a stable hash of the key) yields each key's values. The local runner
+    would hold a GroupByKey's whole input in the main process and hand each worker its
+    whole share at once; a cluster runner shuffles either way. Keys must be orderable and
+    equal keys must pickle alike (strings); values come in no particular order, as from a
+    GroupByKey. The caller deletes the runs after the pipeline (`delete_runs(tmp_dir, prefix)`).
+    """
+
+    def __init__(self, tmp_dir: str, *, prefix: str = "group", run_rows: int = GROUP_RUN_ROWS):
+        super().__init__()
+        self.tmp_dir, self.prefix, self.run_rows = tmp_dir, prefix, run_rows
+
+    def expand(self, pairs):
+        spill = _SpillRunsFn(self.tmp_dir, self.prefix, GROUP_SHARDS, _first, _first, self.run_rows)
+        return (
+            pairs
+            | "SpillRuns" >> beam.ParDo(spill)
+            | "GroupRunsByShard" >> beam.GroupByKey()
+            | "MergeGroups" >> beam.ParDo(_MergeGroupsFn(self.tmp_dir, self.prefix))
+        )
+
+
+def delete_runs(tmp_dir: str, prefix: str) -> None:
+    """Delete the run files of `prefix` a WriteSorted or GroupSorted left in `tmp_dir` (a file
+    another attempt removed first is fine); RuntimeError if any is left, since runs hold the
+    rows in the clear and must never be published with the output."""
+    for path in list_run_files(tmp_dir, prefix):
+        try:
+            delete_files([path])
+        except BeamIOError:
+            if FileSystems.exists(path):
+                raise
+    if list_run_files(tmp_dir, prefix):
+        raise RuntimeError(f"run files of {prefix!r} are left in the output's staging folder")
+
+
 def _key_runs(path: str, key_columns: list[str], batch_rows: int) -> Iterator[tuple]:
     """The key of each run of consecutive rows with equal `key_columns` in one parquet file."""
     with FileSystems.open(path) as fh:
@@ -492,25 +602,37 @@ def grouped_by(files: Iterable[str], key_columns: list[str], batch_rows: int = 1
     return True
 
 
-def read_documents(
+def read_numbered_documents(
     path: str, key_columns: list[str], columns: list[str] | None = None, batch_rows: int = 10_000
-) -> Iterator[tuple[tuple, list[dict]]]:
-    """(key, rows) for each run of consecutive rows with equal `key_columns` in one parquet
-    file, in file order, reading `batch_rows` rows at a time (one document and one batch in
-    memory). Rows hold `columns` (default: all) in that order."""
+) -> Iterator[tuple[tuple, list[tuple[int, dict]]]]:
+    """(key, [(row number, row), ...]) for each run of consecutive rows with equal
+    `key_columns` in one parquet file, in file order, reading `batch_rows` rows at a time (one
+    document and one batch in memory). Row numbers count from 1; rows hold `columns` (default:
+    all) in that order."""
     with FileSystems.open(path) as fh:
         current: tuple = ()
-        rows: list[dict] = []
+        rows: list[tuple[int, dict]] = []
+        number = 0
         for batch in pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=columns):
             for row in batch.to_pylist():
+                number += 1
                 key = tuple(row[c] for c in key_columns)
                 if rows and key != current:
                     yield current, rows
                     rows = []
                 current = key
-                rows.append({c: row[c] for c in columns} if columns else row)
+                rows.append((number, {c: row[c] for c in columns} if columns else row))
         if rows:
             yield current, rows
+
+
+def read_documents(
+    path: str, key_columns: list[str], columns: list[str] | None = None, batch_rows: int = 10_000
+) -> Iterator[tuple[tuple, list[dict]]]:
+    """(key, rows) for each run of consecutive rows with equal `key_columns` in one parquet
+    file (`read_numbered_documents` without the row numbers)."""
+    for key, numbered in read_numbered_documents(path, key_columns, columns, batch_rows):
+        yield key, [row for _, row in numbered]
 
 
 class ReadDocuments(beam.PTransform):
@@ -535,13 +657,34 @@ class ReadDocuments(beam.PTransform):
 def fill_empty_shards(
     out_dir: str, prefix: str, num_shards: int, schema: pa.Schema | None = None, fmt: str = "parquet"
 ) -> None:
-    """Write an empty file for every shard the pipeline did not produce."""
+    """After the pipeline: write an empty file for every shard it did not produce, and delete
+    the run files `WriteSorted` left (those the merges read and those of retried bundles)."""
     suffix = ".parquet" if fmt == "parquet" else ".jsonl"
     for i in range(num_shards):
         path = FileSystems.join(out_dir, shard_name(prefix, i, num_shards, suffix))
         if not FileSystems.exists(path):
             with FileSystems.create(path) as fh:
                 fh.write(table_bytes([], schema) if fmt == "parquet" else b"")
+    delete_runs(out_dir, prefix)
+
+
+def glob_escape(path: str) -> str:
+    """`path` with glob characters bracketed, so a pattern built on it (`FileSystems.match`: the
+    local filesystem's glob, fnmatch on object stores) matches the folder literally: an output
+    named `out[v2]` must still find its own files."""
+    return "".join(f"[{c}]" if c in "[]*?" else c for c in path)
+
+
+def delete_files(paths: list[str]) -> None:
+    """FileSystems.delete of these exact files: Beam's filesystems match what they delete as a
+    pattern, so the paths are escaped (`glob_escape`)."""
+    FileSystems.delete([glob_escape(p) for p in paths])
+
+
+def list_run_files(out_dir: str, prefix: str) -> list[str]:
+    """The `WriteSorted`/`GroupSorted` run files of `prefix` in `out_dir`."""
+    pattern = FileSystems.join(glob_escape(out_dir), f".{prefix}-*.run")
+    return sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
 
 
 def counters(result, namespace: str) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """Beam job: Cochrane reviews (canonical JSONL or Devaraj files) -> sentence table.
 
-Reads every record, joins the records of a review by normalised DOI, and writes the
+Reads every record, joins the records of a review by normalised DOI (through sorted run
+files, GroupSorted: memory does not grow with the corpus), and writes the
 English abstract (side `complex`, section headings kept) and the PLS of every
 language present (side `simple`) as sentence rows carrying `doi` and `version`.
 """
@@ -15,7 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import Beam, Cochrane, section_of
 from medsimp.schemas import COCHRANE_SENTENCES
-from pipelines.jobs.beam_io import new_pipeline
+from pipelines.jobs.beam_io import GroupSorted, delete_runs, new_pipeline
 from pipelines.jobs.common import (
     Counter,
     ParseFn,
@@ -37,11 +38,12 @@ from pipelines.sources.cochrane import (
     parse_canonical_line,
     read_devaraj,
 )
-from pipelines.sources.files import check_file, list_files
+from pipelines.sources.files import check_file, check_lines, list_files
 from pipelines.sources.records import guarded
 from pipelines.sources.rows import dead_letter, document_rows
 
 SOURCE = "cochrane"
+GROUP_PREFIX = "group"  # JoinReviews' run files in the output's staging folder (deleted after)
 
 
 # What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
@@ -51,7 +53,7 @@ HEADLINE = ("read", "kept", "filtered", "rejected")
 
 def input_specs(path: str) -> list[tuple[str, str]]:
     """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple; every
-    file passes `check_file` (one line, exit 2, for a whole-file fault)."""
+    file passes `check_file` and `check_lines` (one line, exit 2, for a whole-file fault)."""
     if (
         FileSystems.exists(path)
         and not FileSystems.exists(path + ".source")
@@ -63,6 +65,7 @@ def input_specs(path: str) -> list[tuple[str, str]]:
     for _, prefix in specs:
         for ext in (".doi", ".source", ".target"):
             check_file(prefix + ext)
+            check_lines(prefix + ext)
     return specs
 
 
@@ -150,7 +153,6 @@ class ReadRecords(beam.PTransform):
             pbegin
             | "Specs" >> beam.Create(self.specs)
             | "Read" >> beam.FlatMap(read_spec)
-            | "Reshuffle" >> beam.Reshuffle()
             | "Parse"
             >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records")
         )
@@ -159,12 +161,18 @@ class ReadRecords(beam.PTransform):
 
 class JoinReviews(beam.PTransform):
     """(DOI key, ReviewRecord) -> 'rows' (sentence rows of each joined review) and 'dead'
-    (records of a review without an English abstract, or whose text broke a later step)."""
+    (records of a review without an English abstract, or whose text broke a later step).
+    Records are grouped by DOI through sorted run files in `tmp_dir` (GroupSorted), so no
+    process holds the corpus."""
+
+    def __init__(self, tmp_dir: str):
+        super().__init__()
+        self.tmp_dir = tmp_dir
 
     def expand(self, records):
         joined = (
             records
-            | "ByDoi" >> beam.GroupByKey()
+            | "ByDoi" >> GroupSorted(self.tmp_dir, prefix=GROUP_PREFIX)
             | "Join" >> beam.ParDo(JoinFn()).with_outputs("dead", main="rows")
         )
         return {"rows": joined.rows, "dead": joined.dead}
@@ -193,8 +201,9 @@ def run(
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:
         parsed = p | "ReadRecords" >> ReadRecords(specs)
-        joined = parsed["records"] | "JoinReviews" >> JoinReviews()
+        joined = parsed["records"] | "JoinReviews" >> JoinReviews(out_dir)
         dead = (parsed["dead"], joined["dead"]) | "Dead" >> beam.Flatten()
         write_tables({"sentences": joined["rows"], "dead": dead}, tables, out_dir, num_shards)
     result = p.result
+    delete_runs(out_dir, GROUP_PREFIX)
     return finish(result, SOURCE, out_dir, tables, num_shards, metrics_file, headline=HEADLINE)

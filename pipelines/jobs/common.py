@@ -22,7 +22,7 @@ from medsimp.errors import InputError
 from medsimp.lineage import with_lineage
 from medsimp.stats import check_reconciles, finish_stage, output_stats
 from pipelines.jobs.beam_io import WriteSorted, counters, fill_empty_shards
-from pipelines.sources.files import check_file, iter_lines, write_file
+from pipelines.sources.files import check_file, check_lines, iter_lines, write_file
 from pipelines.sources.records import FormatError, Line, guarded
 from pipelines.sources.rows import dead_letter, locator_key
 
@@ -63,8 +63,9 @@ class Counter:
 
 def check_json_lines(path: str) -> None:
     """Whole-file faults (`check_file`), and a file in which no line is a JSON object (not
-    JSON Lines at all): one line, exit 2. Stops at the first object line."""
+    JSON Lines at all) or one with a line over `MAX_LINE_BYTES` (`check_lines`): one line, exit 2."""
     check_file(path)
+    check_lines(path)
     for _, text in iter_lines(path):
         if isinstance(text, str) and text.strip().startswith("{"):
             try:

@@ -1,7 +1,9 @@
 """Beam job: sentence table -> UMLS concepts (QuickUMLS) + readability per sentence and document.
 
-Sentences are grouped by document side (doc_id, side, language); one DoFn per worker
-loads the QuickUMLS matchers in setup(). Results per document side go through DocCache
+Sentences are grouped by document side (source, doc_id, side, language): a table whose
+document sides are consecutive rows of one file (what `cochrane` writes) is read a document
+side at a time, anything else through a GroupByKey. One DoFn per worker loads the QuickUMLS
+matchers in setup(). Results per document side go through DocCache
 (key: its sentences, the index fingerprint and the link/readability params).
 """
 
@@ -13,13 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.doccache import DocCache, code_version, content_key
 from medsimp.params_schema import Beam, Readability, section_of
 from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
-from pipelines.jobs.beam_io import new_pipeline
+from pipelines.jobs.beam_io import grouped_by, new_pipeline, read_numbered_documents
 from pipelines.jobs.common import (
     Counter,
     Table,
@@ -34,6 +37,7 @@ from pipelines.sources.rows import dead_letter
 
 NAMESPACE = "link"
 _NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")
+_DOC_KEY = ["source", "doc_id", "side", "language"]  # one document side: what LinkFn links at once
 
 
 # What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
@@ -74,6 +78,19 @@ def compute(linker, texts: list[str], language: str, syllable_languages: list[st
     }
 
 
+def missing_fields(row: Mapping[str, Any]) -> list[str]:
+    """The needed fields a sentence row lacks (null, or an empty text)."""
+    return [c for c in _NEEDED if row.get(c) is None or (c == "text" and not str(row[c]).strip())]
+
+
+def _missing_field_letter(count: Counter, locator: str, bad: list[str]):
+    count.inc("rejected")
+    count.inc("rejected.missing_field")
+    return beam.pvalue.TaggedOutput(
+        "dead", dead_letter(NAMESPACE, locator, "missing_field", f"empty or null: {', '.join(bad)}")
+    )
+
+
 @beam.typehints.with_output_types(Any)
 class ValidateFn(beam.DoFn):
     def setup(self):
@@ -82,15 +99,55 @@ class ValidateFn(beam.DoFn):
     def process(self, item):
         locator, row = item
         self.count.inc("read")
-        bad = [c for c in _NEEDED if row.get(c) is None or (c == "text" and not str(row[c]).strip())]
+        bad = missing_fields(row)
         if bad:
-            self.count.inc("rejected")
-            self.count.inc("rejected.missing_field")
-            yield beam.pvalue.TaggedOutput(
-                "dead", dead_letter(NAMESPACE, locator, "missing_field", f"empty or null: {', '.join(bad)}")
-            )
+            yield _missing_field_letter(self.count, locator, bad)
             return
-        yield (row["source"], row["doc_id"], row["side"], row["language"]), row
+        yield tuple(row[c] for c in _DOC_KEY), row
+
+
+@beam.typehints.with_output_types(Any)
+class ValidateDocumentFn(beam.DoFn):
+    """(file name, document key, numbered rows) -> (key, valid rows) and dead letters: what
+    ValidateFn then a GroupByKey give, for a table whose documents are consecutive rows."""
+
+    def setup(self):
+        self.count = Counter(NAMESPACE)
+
+    def process(self, item):
+        name, key, numbered = item
+        valid = []
+        for number, row in numbered:
+            self.count.inc("read")
+            bad = missing_fields(row)
+            if bad:
+                yield _missing_field_letter(self.count, f"{name}:{number}", bad)
+            else:
+                valid.append(row)
+        if valid:
+            yield key, valid
+
+
+def document_files(files: list[str]) -> bool:
+    """Whether every file is a sentence table with each document side in consecutive rows of
+    one file (what `cochrane` writes): then LinkSentences streams documents and holds no
+    GroupByKey. Anything else (another layout, a file that is not such a table) takes the
+    grouped path, which reports a broken file as before."""
+    try:
+        for path in files:
+            with FileSystems.open(path) as fh:
+                if any(c not in pq.read_schema(fh).names for c in _NEEDED):
+                    return False
+        return grouped_by(files, _DOC_KEY)
+    except (OSError, ValueError, KeyError, pa.ArrowException):
+        return False
+
+
+def read_document_sides(path: str):
+    """(file name, key, numbered rows) per document side of one sentence-table file."""
+    name = os.path.basename(path)
+    for key, numbered in read_numbered_documents(path, _DOC_KEY, list(_NEEDED)):
+        yield name, key, numbered
 
 
 # what computes a cached link result: a change to any of these misses the old entries
@@ -165,7 +222,8 @@ class LinkFn(beam.DoFn):
 class LinkSentences(beam.PTransform):
     """Sentence-table parquet files -> 'sentences' (each row with its concepts and
     readability), 'documents' (readability per document side) and 'dead' (rows missing a
-    field). The QuickUMLS matchers load once per worker (LinkFn.setup)."""
+    field). The QuickUMLS matchers load once per worker (LinkFn.setup). `streamed` (see
+    `document_files`): read each file a document side at a time instead of grouping rows."""
 
     def __init__(
         self,
@@ -174,26 +232,33 @@ class LinkSentences(beam.PTransform):
         link_params: Mapping[str, Any],
         syllable_languages: list[str],
         cache_root: str | None,
+        streamed: bool = False,
     ):
         super().__init__()
         self.files, self.index_dir, self.link_params = files, index_dir, dict(link_params)
         self.syllable_languages, self.cache_root = syllable_languages, cache_root
+        self.streamed = streamed
 
     def expand(self, pbegin):
-        valid = (
-            pbegin
-            | "Files" >> beam.Create(self.files)
-            | "Read" >> beam.FlatMap(read_rows)
-            | "Reshuffle" >> beam.Reshuffle()
-            | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows")
-        )
+        files = pbegin | "Files" >> beam.Create(self.files) | "Reshuffle" >> beam.Reshuffle()
+        if self.streamed:  # each document side in consecutive rows: no grouping held in memory
+            docs = (
+                files
+                | "ReadDocuments" >> beam.FlatMap(read_document_sides)
+                | "Validate" >> beam.ParDo(ValidateDocumentFn()).with_outputs("dead", main="rows")
+            )
+            grouped, dead = docs.rows, docs.dead
+        else:
+            valid = (
+                files
+                | "Read" >> beam.FlatMap(read_rows)
+                | "ReshuffleRows" >> beam.Reshuffle()
+                | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows")
+            )
+            grouped, dead = valid.rows | "ByDoc" >> beam.GroupByKey(), valid.dead
         link = LinkFn(self.index_dir, self.link_params, self.syllable_languages, self.cache_root)
-        linked = (
-            valid.rows
-            | "ByDoc" >> beam.GroupByKey()
-            | "Link" >> beam.ParDo(link).with_outputs("documents", main="rows")
-        )
-        return {"sentences": linked.rows, "documents": linked.documents, "dead": valid.dead}
+        linked = grouped | "Link" >> beam.ParDo(link).with_outputs("documents", main="rows")
+        return {"sentences": linked.rows, "documents": linked.documents, "dead": dead}
 
 
 def run(
@@ -226,7 +291,10 @@ def run(
     prepare_dirs(out_dir, tables)
     syllables = list(section_of(Readability, readability_params).syllable_languages)
     with new_pipeline(beam_params, beam_args) as p:
-        linked = p | "LinkSentences" >> LinkSentences(files, index_dir, link_params, syllables, cache_root)
+        streamed = document_files(files)
+        linked = p | "LinkSentences" >> LinkSentences(
+            files, index_dir, link_params, syllables, cache_root, streamed=streamed
+        )
         write_tables(linked, tables, out_dir, num_shards)
     return finish(
         p.result,

@@ -351,9 +351,13 @@ def raise_file_errors(dead_letter_dir: str) -> None:
     """InputError naming the first whole-file fault a reader met mid-file (e.g. a truncated
     .gz), found among the dead letters; nothing when there is none."""
     from medsimp.errors import InputError
+    from pipelines.jobs.beam_io import glob_escape
 
     for match in sorted(
-        m.path for m in FileSystems.match([FileSystems.join(dead_letter_dir, "*.jsonl")])[0].metadata_list
+        m.path
+        for m in FileSystems.match([FileSystems.join(glob_escape(dead_letter_dir), "*.jsonl")])[
+            0
+        ].metadata_list
     ):
         with FileSystems.open(match) as fh:
             for line in fh:

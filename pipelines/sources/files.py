@@ -8,7 +8,8 @@ content. A valid file reads the same whatever its newline convention (LF, CRLF, 
 with or without a UTF-8 byte-order mark; a last line without a newline is a line.
 
 API: `list_inputs(path)` (a file, or the files of a folder), `check_file(path)` (run it
-before the pipeline), `iter_lines(path)` (numbered lines, streaming), `read_text(path)`.
+before the pipeline), `check_lines(path)` (no line over `MAX_LINE_BYTES`, also before the
+pipeline), `iter_lines(path)` (numbered lines, streaming), `read_text(path)`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from medsimp.errors import InputError
 
 BOM = b"\xef\xbb\xbf"
 CHUNK = 1 << 20
+# A line longer than this (bytes, after decompression) ends `iter_lines` with an InputError naming
+# the file and line: reading it whole would hold it in memory. Far above every record cap
+# (`cochrane.MAX_RECORD_CHARS`), so a merely long record is still a dead letter.
+MAX_LINE_BYTES = 64 << 20
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
@@ -168,23 +173,48 @@ def check_file(path: str) -> None:
         raise InputError(f"{path}: empty file")
 
 
+def check_lines(path: str) -> None:
+    """InputError (naming the file and line) if a line of `path` is over `MAX_LINE_BYTES`. Reads
+    the whole file without holding a line: run it before the pipeline, where the error is one
+    line and exit 2 (inside a Beam worker it would be a crash)."""
+    run, over = 0, False  # bytes since the last line break; a line over the limit seen
+    with _open(path) as fh:
+        for chunk in _chunks(path, fh):
+            first = re.search(rb"[\r\n]", chunk)
+            if first is None:
+                run += len(chunk)
+            else:
+                over = run + first.start() > MAX_LINE_BYTES or (
+                    len(chunk) > MAX_LINE_BYTES  # only when the limit is below the chunk size
+                    and max(map(len, re.split(rb"[\r\n]", chunk))) > MAX_LINE_BYTES
+                )
+                run = len(chunk) - 1 - max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+            if over or run > MAX_LINE_BYTES:
+                for _ in iter_lines(path):  # raises, numbering lines as the readers do
+                    pass
+                return
+
+
 def iter_lines(path: str) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
     """(1-based line number, text without its newline, or the UnicodeDecodeError of a line
     that is not UTF-8). The file's first line break sets the convention: a CR alone means
-    CR-only lines; otherwise lines end at LF and a CR before it is dropped."""
+    CR-only lines; otherwise lines end at LF and a CR before it is dropped. A line over
+    `MAX_LINE_BYTES` is an InputError naming the file and the line (never held whole)."""
     sep: bytes | None = None
-    buf = b""
+    buf = bytearray()
     number = 0
     with _open(path) as fh:
         for chunk in _chunks(path, fh):
             buf += chunk
-            sep = sep or _separator(buf[-len(chunk) - 1 :])
-            if sep is None:
-                continue
-            *lines, buf = buf.split(sep)
-            for raw in lines:
-                number += 1
-                yield number, _decode(raw, sep)
+            tail = bytes(buf[-len(chunk) - 1 :])  # what is new, and a CR the last chunk ended in
+            sep = sep or _separator(tail)
+            if sep is not None and sep in tail:
+                *lines, buf = buf.split(sep)
+                for raw in lines:
+                    number += 1
+                    _check_line_length(path, number, raw)
+                    yield number, _decode(raw, sep)
+            _check_line_length(path, number + 1, buf)
     if sep is None:  # no decided line break: one line, maybe ending in a lone CR
         sep = b"\r" if buf.endswith(b"\r") else b"\n"
         *lines, buf = buf.split(sep)
@@ -193,6 +223,14 @@ def iter_lines(path: str) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
             yield number, _decode(raw, sep)
     if buf:
         yield number + 1, _decode(buf, sep)
+
+
+def _check_line_length(path: str, number: int, raw: bytes | bytearray) -> None:
+    if len(raw) - raw.endswith(b"\r") > MAX_LINE_BYTES:  # a CR before LF is not the line's
+        raise InputError(
+            f"{path}: line {number} is longer than {MAX_LINE_BYTES >> 20} MiB "
+            "(pipelines.sources.files.MAX_LINE_BYTES); split the file into records"
+        )
 
 
 def _separator(buf: bytes) -> bytes | None:
@@ -205,7 +243,7 @@ def _separator(buf: bytes) -> bytes | None:
     return b"\n"
 
 
-def _decode(raw: bytes, sep: bytes) -> str | UnicodeDecodeError:
+def _decode(raw: bytes | bytearray, sep: bytes) -> str | UnicodeDecodeError:
     if sep == b"\n" and raw.endswith(b"\r"):
         raw = raw[:-1]
     try:

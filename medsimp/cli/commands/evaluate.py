@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MedLaneEval", "medlane_items"]  # files mode reads MedLane files as the stage does
 
+LANGUAGES = ("en", "es", "fr", "fa")  # params_schema.Evaluate.lang
 HELP = "score outputs: BLEU, SARI, ROUGE, METEOR, CIDEr, FKGL, BERTScore, HIT, CWR, AScore (docs/metrics.md)"
 
 
@@ -127,6 +128,25 @@ def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
         "of each output line alone; default mode)",
     )
     parser.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        help="the outputs' and references' language (default: params evaluate.lang, en): picks the "
+        "readability formula (en fkgl, es fernandez_huerta, fr kandel_moles, fa none)",
+    )
+    parser.add_argument(
+        "--src-lang",
+        choices=LANGUAGES,
+        help="the sources' language (default: params evaluate.src_lang, else --lang); when it differs, "
+        "SARI, HIT and AScore are refused (null + note)",
+    )
+    parser.add_argument(
+        "--allow-cross-lingual",
+        action="store_true",
+        default=None,
+        help="compute SARI, HIT and AScore across languages anyway, flagged in the table and JSON "
+        "(params evaluate.allow_cross_lingual)",
+    )
+    parser.add_argument(
         "--measures",
         action="store_true",
         help="also the EASSE and copy measures, Cao et al.'s style accuracy, perplexity and "
@@ -219,7 +239,14 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.errors import InputError
 
     select = _select(args)
-    options = {"rouge_tokenizer": args.rouge_tokenizer}
+    options: dict = {"rouge_tokenizer": args.rouge_tokenizer}
+    if args.action == "files":
+        options.update(
+            lang=args.lang,
+            src_lang=args.src_lang,
+            allow_cross_lingual=args.allow_cross_lingual,
+            not_clinical=_not_clinical(args),
+        )
     from_file = Path(args.params).is_file()
     if args.action == "stage":
         from medsimp.stats import finish_stage
@@ -253,6 +280,50 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
 
 
+def _not_clinical(args: argparse.Namespace) -> str | None:
+    """What `--dataset` is when its card does not tag it `clinical` (the default abbreviation
+    dictionary then does not fit it; docs/metrics.md); None for clinical builders, MedLane files
+    and `--ref` files (the user's own data)."""
+    if not args.dataset:
+        return None
+    from medsimp.errors import InputError
+    from medsimp.report.data import read_card
+
+    try:
+        tags = read_card(Path(args.dataset)).get("tags") or []
+    except InputError:
+        tags = []  # no card: load_pairs reports a folder that is not a builder
+    return None if "clinical" in tags else f"{args.dataset.rstrip('/')} (its card is not tagged clinical)"
+
+
+def dataset_language(dataset: str, config: str) -> str | None:
+    """The language of a builder config's simple side (its `language` column), when it holds
+    one language; None when it holds none, several, or no such column."""
+    import pyarrow.parquet as pq
+
+    found: set[str] = set()
+    for path in sorted((Path(dataset) / config).glob("*.parquet")):
+        if "language" not in pq.read_schema(path).names:
+            return None
+        found.update(v for v in pq.read_table(path, columns=["language"]).column(0).to_pylist() if v)
+    return found.pop() if len(found) == 1 else None
+
+
+def check_dataset_language(args: argparse.Namespace, lang: str) -> None:
+    """UsageError when `--dataset --config` holds outputs' references in another language than
+    `--lang`: the readability formula and the cross-lingual rules follow `--lang`, so scoring
+    French references as English would be silently wrong."""
+    from medsimp.errors import UsageError
+
+    found = dataset_language(args.dataset, args.config) if args.dataset and args.config else None
+    if found and found != lang:
+        raise UsageError(
+            f"--dataset {args.dataset} --config {args.config} holds {found} references but the outputs' "
+            f"language is {lang} (--lang, params evaluate.lang): give --lang {found} and --src-lang for "
+            "the complex side (MultiCochrane: en)"
+        )
+
+
 def _systems(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(name, path) per `--hyp` (a folder stands for its *.txt files, named by stem); `--name` renames."""
     from medsimp.errors import UsageError
@@ -273,8 +344,14 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
     from medsimp.errors import InputError, UsageError
 
     mode = args.mode or "default"
+    if mode == "medlane" and scorer.lang_tag:
+        raise UsageError(
+            f"--mode medlane is the MedLane authors' English scorer; the outputs are {scorer.lang} and the "
+            f"sources {scorer.src_lang} (--lang/--src-lang, params evaluate.lang): use --mode default"
+        )
     if args.sentence_level and (mode != "default" or args.medlane):
         raise UsageError("--sentence-level scores --hyp against --ref/--src in --mode default")
+    check_dataset_language(args, scorer.lang)
     systems = _systems(args)
     if (args.report or len(systems) > 1) and mode == "medlane":
         raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
@@ -310,7 +387,8 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
             file=sys.stderr,
         )
     not_scored = [{k: r[k] for k in ("locator", "reason")} for r in rejects]
-    bootstrap = _bootstrap(scorer, hyp_lists, items, cfg) if len(systems) > 1 else {}
+    not_tested: dict[str, dict[str, str]] = {}  # pair -> metric -> why it is not in the bootstrap
+    bootstrap = _bootstrap(scorer, hyp_lists, items, cfg, not_tested) if len(systems) > 1 else {}
     if args.sentence_level:
         rows = [
             {"system": name, **row}
@@ -336,36 +414,56 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
                     "names": list(results),
                     "systems": {n: r.as_dict() for n, r in results.items()},
                     "bootstrap": bootstrap,
+                    "bootstrap_skipped": not_tested,
                     "not_scored": not_scored,
                 },
             )
         title = f"evaluate ({mode}, n={len(items)}, {len(systems)} systems)"
     # results on stdout unless --json - took it (then the table goes to stderr)
     table_out = sys.stderr if _stdout(args.json) or _stdout(args.sentence_level) else sys.stdout
+    if scorer.lang_tag:
+        title = f"{title[:-1]}, {scorer.lang_tag})"
     print_table(
-        title, {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()}, table_out
+        title,
+        {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()},
+        table_out,
+        set(scorer.flagged),
     )
     if bootstrap:
         print_bootstrap(bootstrap, table_out)
+    for pair, skipped in not_tested.items():
+        for metric, why in skipped.items():
+            print(f"note: {metric} not in the paired bootstrap ({pair}): {why}", file=sys.stderr)
     for name, r in results.items():
         print(f"signature{'' if len(results) == 1 else ' ' + name}: {r.signature}", file=sys.stderr)
     for measure, why in scorer.unavailable.items():
         print(f"note: {measure} not computed (null): {why}", file=sys.stderr)
+    for measure, why in scorer.flagged.items():
+        print(f"note: {measure} (cross-lingual): {why}", file=sys.stderr)
     if args.report:
         _write_report(args, results, bootstrap, items, hyp_lists)
     return 0
 
 
-def _bootstrap(scorer: Scorer, hyp_lists: dict[str, list[str]], items, cfg: Evaluate) -> dict:
+def _bootstrap(
+    scorer: Scorer, hyp_lists: dict[str, list[str]], items, cfg: Evaluate, skipped: dict[str, dict[str, str]]
+) -> dict:
     """Paired bootstrap of the first system against each other one ('A vs B': B - A), for every
-    selected metric with a sentence reading (medsimp.metrics.significance)."""
+    selected metric with a sentence reading (medsimp.metrics.significance). A metric left out
+    of a pair because a sentence score is undefined goes, with the reason, into `skipped[pair]`."""
     from medsimp.metrics.significance import paired_bootstrap
 
     names = list(hyp_lists)
-    base = scorer.significance_stats(hyp_lists[names[0]], items)
+    why_base: dict[str, str] = {}
+    base = scorer.significance_stats(hyp_lists[names[0]], items, why_base)
     out = {}
     for n in names[1:]:
-        other = scorer.significance_stats(hyp_lists[n], items)
+        why_other: dict[str, str] = {}
+        other = scorer.significance_stats(hyp_lists[n], items, why_other)
+        why = {**{m: f"{names[0]}: {w}" for m, w in why_base.items()},
+               **{m: f"{n}: {w}" for m, w in why_other.items() if m not in why_base}}  # fmt: skip
+        if why:
+            skipped[f"{names[0]} vs {n}"] = dict(sorted(why.items()))
         out[f"{names[0]} vs {n}"] = paired_bootstrap(
             {m: (base[m][0], base[m][1], other[m][1]) for m in base if m in other},
             cfg.bootstrap_samples,
@@ -411,12 +509,15 @@ def _console(file):
     return Console(file=file, width=width, highlight=False, soft_wrap=False)
 
 
-def print_table(title: str, systems: dict[str, dict], file) -> None:
+def print_table(title: str, systems: dict[str, dict], file, flagged: set[str] | None = None) -> None:
     """One row per reported value (named with its scale), one column per system in the order
-    given; cells never wrap (the metric name folds when the terminal is narrow)."""
+    given; cells never wrap (the metric name folds when the terminal is narrow). A value of a
+    `flagged` metric (computed across languages on request) is labelled `[cross-lingual]`."""
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
+    from medsimp.metrics import metric_of
     from training.evaluation import SCALES
 
     keys = list(dict.fromkeys(k for scores in systems.values() for k in scores))
@@ -426,7 +527,10 @@ def print_table(title: str, systems: dict[str, dict], file) -> None:
         table.add_column(name, justify="right", no_wrap=True, overflow="ellipsis")
     for key in keys:
         label = f"{key} ({SCALES[key]})" if key in SCALES else key
-        table.add_row(label, *(_cell(scores.get(key)) for scores in systems.values()))
+        metric = metric_of(key)
+        if flagged and metric is not None and metric.name in flagged:
+            label += " [cross-lingual]"
+        table.add_row(escape(label), *(_cell(scores.get(key)) for scores in systems.values()))
     _console(file).print(table)
 
 

@@ -39,7 +39,9 @@ def _cell(value) -> str:
 
 
 def _pct(share) -> str:
-    return "-" if share is None else f"{100 * share:.1f}%"
+    from medsimp.report.data import percent
+
+    return percent(share)
 
 
 def _md_text(text: str) -> str:
@@ -230,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
         "issues": report.issues(configs),
     }
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.globals["percent"] = report.percent
     template = resources.path("report/report.html.j2")
     html = env.from_string(template.read_text(encoding="utf-8")).render(
         r={**data, "images": images},
