@@ -15,7 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import Align, Beam, section_of
 from medsimp.schemas import PAIRS
-from pipelines.jobs.beam_io import ReadDocuments, counters, grouped_by, new_pipeline
+from pipelines.jobs.beam_io import ReadDocuments, counters, grouped_by, new_pipeline, trim_heap
 from pipelines.jobs.common import (
     Counter,
     Table,
@@ -69,6 +69,7 @@ class AlignDocFn(beam.DoFn):
         try:
             pairs = align_document(doi, rows, self.crf, self.vec_encoders, self.vec_params)
         except DocumentError as exc:
+            trim_heap()
             self.count.inc("rejected")
             self.count.inc(f"rejected.{exc.reason}")
             yield beam.pvalue.TaggedOutput(
@@ -85,6 +86,7 @@ class AlignDocFn(beam.DoFn):
         for p in pairs:
             self.count.inc(f"pairs.{p['language']}")
         self.count.inc("pairs_total", len(pairs))
+        trim_heap()  # the document's embeddings and CRF tensors are freed: return their pages
         yield from pairs
 
     def _cache_counts(self) -> tuple[int, int]:

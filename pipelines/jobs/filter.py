@@ -15,7 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.params_schema import Filter, section_of
 from medsimp.schemas import FILTERED_PAIRS
 from pipelines.jobs.align import pair_sort_key
-from pipelines.jobs.beam_io import new_pipeline
+from pipelines.jobs.beam_io import ReadRows, new_pipeline
 from pipelines.jobs.common import Counter, Table, finish, prepare_dirs, stamp, write_tables
 from pipelines.sources.files import parquet_lineage
 
@@ -89,7 +89,7 @@ def run(
     with new_pipeline(beam_params, beam_args) as p:
         scored = (
             p
-            | "Read" >> beam.io.ReadFromParquet(pattern)
+            | "Read" >> ReadRows(sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list))
             | "FilterOverlap" >> FilterOverlap(float(params.threshold), comparison)
         )
         write_tables(scored, tables, out_dir, shards)
