@@ -328,17 +328,19 @@ def test_rebuilt_folder_never_loads_stale_cached_rows(params_file, tmp_path):
     assert sizes == [2, 1]
 
 
-def test_row_chunks_give_the_parquet_bytes_of_one_table(monkeypatch):
-    """A builder holds rows as Arrow chunks; the table it writes is the one from all rows."""
+def test_a_streamed_split_writes_the_bytes_of_one_table(monkeypatch, tmp_path):
+    """A split streamed in chunks that do not tile its row groups is written as the one table of
+    all its rows would be: same bytes, same name, and the card's facts from the stream."""
     import io
 
     import pyarrow.parquet as pq
 
-    from medsimp.corpora import common
+    from medsimp.corpora import writer
+    from medsimp.corpora.common import StreamedSplit, chunked_tables, table_from_rows
     from medsimp.corpora.multicochrane import SCHEMA
-    from medsimp.corpora.writer import PARQUET_SETTINGS
 
-    monkeypatch.setattr(common, "CHUNK_ROWS", 3)
+    monkeypatch.setattr(writer, "ROW_GROUP_SIZE", 4)
+    monkeypatch.setattr("medsimp.corpora.common.CHUNK_ROWS", 3)
     concept = {
         "cui": "C0004096",
         "term": "asthma",
@@ -351,23 +353,115 @@ def test_row_chunks_give_the_parquet_bytes_of_one_table(monkeypatch):
         {
             "pair_id": f"10.1/x:en:{i}",
             "doi": f"10.1/x{i % 4}",
-            "language": "en",
+            "language": ["en", "es"][i % 2],
             "complex_text": "Asthma is common." * (i % 3),
             "complex_ids": [f"s{i}", f"s{i + 1}"][: 1 + i % 2],
             "keep": None if i % 5 == 0 else bool(i % 2),
             "complex_concepts": [concept] * (i % 2),
             "overlap_r": i / 10,
         }
-        for i in range(11)  # three full chunks and a partial one
+        for i in range(11)  # chunks of 3 rows, row groups of 4
     ]
-    chunks = common.RowChunks(SCHEMA)
-    for row in rows:
-        chunks.append(row)
-    assert len(chunks) == 11 and len(chunks.chunks) == 3
+    streamed = StreamedSplit(SCHEMA, lambda: chunked_tables(rows, SCHEMA))
+    written = writer.write_split(streamed, tmp_path, "en/train", {})
+    sink = io.BytesIO()
+    pq.write_table(table_from_rows(rows, SCHEMA), sink, row_group_size=4, **writer.PARQUET_SETTINGS)
+    assert (tmp_path / written.path).read_bytes() == sink.getvalue()
+    assert (
+        written.path.startswith("en/train-") and pq.ParquetFile(tmp_path / written.path).num_row_groups == 3
+    )
+    assert (written.rows, written.languages) == (11, frozenset({"en", "es"}))
+    assert written.first_row["pair_id"] == "10.1/x:en:0"
+    empty = writer.write_split(StreamedSplit(SCHEMA, lambda: iter(())), tmp_path, "en/test", {})
+    assert (empty.rows, empty.path) == (0, None)
+    assert sorted(p.name for p in (tmp_path / "en").iterdir()) == [Path(written.path).name]
 
-    def parquet(table):
-        sink = io.BytesIO()
-        pq.write_table(table, sink, **PARQUET_SETTINGS)
-        return sink.getvalue()
 
-    assert parquet(chunks.table()) == parquet(common.table_from_rows(rows, SCHEMA))
+def test_scratch_gives_rows_back_in_order_and_values_unchanged():
+    from contextlib import ExitStack
+
+    import pyarrow as pa
+
+    from medsimp.corpora.scratch import LOOKUP_IDS, Scratch, number_key
+
+    assert sorted(["10", "2", "x", "002", "1"], key=number_key) == ["x", "1", "2", "002", "10"]
+    with ExitStack() as resources:
+        scratch = Scratch(resources)
+        folder = scratch.db.execute("PRAGMA database_list").fetchone()[2]
+        value = {"r": 0.1 + 0.2, "nan": float("nan"), "text": "é\u2028\x00 ok", "ids": ["a"], "none": None}
+        for doc, number, part in [("b", "2", 0), ("a", "10", 0), ("a", "9", 0), ("a", "9", 0), ("", "", 1)]:
+            scratch.add_row(
+                "en/train",
+                {**value, "key": [doc, number, part]},
+                doc=doc,
+                number=number,
+                item=f"{doc}:{number}",
+                part=part,
+                flag=number == "9",
+            )
+        scratch.add_row("es/train", value)
+        got = list(scratch.rows("en/train"))
+        assert [r["key"] for r in got] == [
+            ["a", "9", 0],
+            ["a", "9", 0],
+            ["a", "10", 0],
+            ["b", "2", 0],
+            ["", "", 1],
+        ]
+        assert got[0]["r"] == 0.1 + 0.2 and got[0]["nan"] != got[0]["nan"] and got[0]["text"] == value["text"]
+        assert len(list(scratch.rows("en/train", flagged_only=True))) == 2
+        n = LOOKUP_IDS * 2 + 7
+        scratch.add_texts(
+            [pa.table({"sentence_id": [f"s{i}" for i in range(n)], "text": [f"t{i}" for i in range(n)]})]
+        )
+        assert scratch.texts(f"s{i}" for i in range(0, n + 5)) == {f"s{i}": f"t{i}" for i in range(n)}
+    assert not Path(folder).exists()  # the scratch folder goes with its owner
+
+
+def test_multicochrane_rejects_a_pair_without_its_keys_and_leaves_no_scratch(
+    params_file, tmp_path, monkeypatch
+):
+    """Pairs split over two part files, one without a doi: the pair is a dead letter (counts
+    reconcile), the others come out in build order, and no scratch folder is left behind."""
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+    pairs = Path(data["build"]["multicochrane"]["pairs"])
+    table = pa.concat_tables(pq.read_table(f) for f in sorted(pairs.glob("*.parquet")))
+    first_id = table.column("pair_id")[0].as_py()
+    doi = table.column("doi").to_pylist()
+    doi[0] = None
+    broken = table.set_column(table.schema.get_field_index("doi"), "doi", pa.array(doi, pa.string()))
+    moved = tmp_path / "pairs"
+    moved.mkdir()
+    half = broken.num_rows // 2
+    pq.write_table(broken.slice(half), moved / "part-00000.parquet")  # later reviews first
+    pq.write_table(broken.slice(0, half), moved / "part-00001.parquet")
+    data["build"]["multicochrane"]["pairs"] = str(moved)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(data), encoding="utf-8")
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
+    stats = _build(params, "multicochrane", tmp_path / "mc")
+    assert stats["read"] == table.num_rows
+    assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+    dead = [
+        json.loads(line)
+        for line in (tmp_path / "mc" / "dead_letter" / "part-00000.jsonl").read_text().splitlines()
+    ]
+    assert {"locator": first_id, "reason": "missing_field", "detail": "doi"}.items() <= next(
+        d for d in dead if d["reason"] == "missing_field"
+    ).items()
+    import pyarrow.parquet as pq2
+
+    train = pq2.read_table(next((tmp_path / "mc" / "en").glob("train-*.parquet")))
+    keys = [
+        (d, int(p.rsplit(":", 1)[1]))
+        for d, p in zip(train.column("doi").to_pylist(), train.column("pair_id").to_pylist())
+    ]
+    assert keys == sorted(keys)
+    assert list(scratch_root.iterdir()) == []

@@ -8,7 +8,7 @@ import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from medsimp.corpora.common import BuiltDataset, HubCard
-from medsimp.corpora.writer import WITHHELD, parquet_files, render_card, size_category
+from medsimp.corpora.writer import WITHHELD, render_card, size_category, write_splits
 
 HUB = HubCard(
     license_name="toy-terms",
@@ -40,14 +40,14 @@ def _dataset(lineage: tuple[str, ...]) -> BuiltDataset:
     )
 
 
-def _card(lineage: tuple[str, ...]) -> tuple[str, dict]:
+def _card(lineage: tuple[str, ...], folder) -> tuple[str, dict]:
     ds = _dataset(lineage)
-    text = render_card(ds, {"stage": "build@toy"}, parquet_files(ds))
+    text = render_card(ds, {"stage": "build@toy"}, write_splits(ds, folder))
     return text, yaml.safe_load(text.split("---\n")[1])
 
 
-def test_public_card_carries_hub_metadata_and_round_trips():
-    text, header = _card(("cochrane",))
+def test_public_card_carries_hub_metadata_and_round_trips(tmp_path):
+    text, header = _card(("cochrane",), tmp_path)
     assert header["license_name"] == "toy-terms" and header["license_link"] == "https://example.org/terms"
     assert header["language"] == ["en"] and header["task_categories"] == ["text-generation"]
     assert header["size_categories"] == ["n<1K"] and header["tags"] == ["medical", "medsimp"]
@@ -60,8 +60,8 @@ def test_public_card_carries_hub_metadata_and_round_trips():
     assert '"complex_text": "pt has htn ."' in card.text
 
 
-def test_mimic_derived_card_is_gated_and_withholds_text():
-    text, header = _card(("mimic-iii",))
+def test_mimic_derived_card_is_gated_and_withholds_text(tmp_path):
+    text, header = _card(("mimic-iii",), tmp_path)
     assert header["license_name"].startswith("physionet-credentialed-health-data")
     assert "PhysioNet" in header["extra_gated_prompt"]
     assert set(header["extra_gated_fields"].values()) == {"text", "checkbox"}

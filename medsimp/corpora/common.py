@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +44,22 @@ class HubCard:
     languages: tuple[str, ...] = ("en",)  # for tables without a `language` column
 
 
+@dataclass(frozen=True)
+class StreamedSplit:
+    """A split a builder does not hold: `chunks()` yields its rows in order as Arrow tables of
+    `schema` (each at most CHUNK_ROWS rows), afresh on every call."""
+
+    schema: pa.Schema
+    chunks: Callable[[], Iterator[pa.Table]]
+
+
 @dataclass
 class BuiltDataset:
-    """Everything `write_builder` needs: tables per config and split, and the card facts."""
+    """Everything `write_builder` needs: tables per config and split, and the card facts.
+
+    A split is a table, or a `StreamedSplit` read from scratch files the builder keeps until
+    the dataset is closed: use it as a context manager (`with build_dataset(...) as ds:`).
+    """
 
     name: str
     title: str
@@ -62,6 +77,13 @@ class BuiltDataset:
     lineage: tuple[str, ...] | None = None  # set by `medsimp build` from the inputs (medsimp.lineage)
     rejects: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    resources: ExitStack = field(default_factory=ExitStack)  # closed with the dataset
+
+    def __enter__(self) -> BuiltDataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.resources.close()
 
 
 def read_parquet_dir(
@@ -86,6 +108,38 @@ def read_parquet_dir(
         if missing:
             raise BuildError(f"{path} lacks columns {missing}")
     return table
+
+
+def iter_parquet_dir(path: str | Path, schema: pa.Schema, batch_rows: int) -> Iterator[pa.Table]:
+    """The rows of all `*.parquet` files under `path` (sorted by name), `batch_rows` at a time,
+    as tables of `schema`'s columns in its order (a column a file lacks is null there). Every
+    column must be in some file; a file's values are cast to `schema`'s types."""
+    path = Path(path)
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path] if path.exists() else []
+    if not files:
+        raise BuildError(f"no parquet files at {path} (run the upstream stage first)")
+    names = [pq.read_schema(f).names for f in files]
+    missing = sorted(set(schema.names) - {n for file_names in names for n in file_names})
+    if missing:
+        raise BuildError(f"{path} lacks columns {missing}")
+    for f, file_names in zip(files, names):
+        present = [n for n in schema.names if n in file_names]
+        for batch in pq.ParquetFile(f).iter_batches(
+            batch_size=batch_rows, columns=present, use_threads=False
+        ):
+            arrays = []
+            for fld in schema:
+                if fld.name not in file_names:
+                    arrays.append(pa.nulls(batch.num_rows, fld.type))
+                    continue
+                column = batch.column(fld.name)
+                try:
+                    arrays.append(column.cast(fld.type))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    raise BuildError(
+                        f"{f.name}: column {fld.name} is {column.type}, not {fld.type}"
+                    ) from None
+            yield pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _only(table: pa.Table, ids: set[str] | None) -> pa.Table:
@@ -215,31 +269,14 @@ def table_from_rows(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-CHUNK_ROWS = 5_000  # rows a builder holds as Python dicts before converting them to Arrow
+CHUNK_ROWS = 1_000  # rows a builder holds as Python dicts at once (read, joined, or converted to Arrow)
 
 
-class RowChunks:
-    """Rows appended one at a time and held as Arrow chunks of CHUNK_ROWS rows: `table()`
-    is `table_from_rows(all rows, schema)`, as one contiguous table (so its parquet bytes
-    are the same), while at most CHUNK_ROWS rows are Python dicts."""
-
-    def __init__(self, schema: pa.Schema):
-        self.schema = schema
-        self.chunks: list[pa.Table] = []
-        self.rows: list[dict[str, Any]] = []
-
-    def append(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        if len(self.rows) == CHUNK_ROWS:
-            self.chunks.append(table_from_rows(self.rows, self.schema))
-            self.rows = []
-
-    def __len__(self) -> int:
-        return sum(t.num_rows for t in self.chunks) + len(self.rows)
-
-    def table(self) -> pa.Table:
-        chunks = [*self.chunks, table_from_rows(self.rows, self.schema)]
-        return pa.concat_tables(chunks).combine_chunks() if len(chunks) > 1 else chunks[0]
+def chunked_tables(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.Table]:
+    """Rows -> tables of `schema` of CHUNK_ROWS rows each (the last may be shorter)."""
+    it = iter(rows)
+    while chunk := list(islice(it, CHUNK_ROWS)):
+        yield table_from_rows(chunk, schema)
 
 
 MIMIC_III_CITATION = """@article{johnson-etal-2016-mimic,

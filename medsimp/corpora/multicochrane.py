@@ -19,28 +19,28 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from medsimp.corpora.common import (
     CHUNK_ROWS,
     BuildError,
     BuiltDataset,
     HubCard,
-    RowChunks,
+    StreamedSplit,
+    chunked_tables,
     cover_splits,
-    load_links,
-    load_texts,
-    read_parquet_dir,
+    iter_parquet_dir,
     seeded_split,
     side_annotations,
-    table_from_rows,
     unit_hash,
 )
+from medsimp.corpora.scratch import Scratch, number_key
 from medsimp.errors import InputError
 from medsimp.params_schema import BuildMulticochrane, section_of
 from medsimp.schemas import CONCEPT, READABILITY
@@ -284,7 +284,7 @@ def bridge_gold(
     sentences whose English pivot is in no gold pair (elaborations) are never used.
     """
     blocks = []
-    for row in sorted(bridge, key=lambda r: (_pair_number(r["pair_id"]), r["pair_id"])):
+    for row in sorted(bridge, key=lambda r: (number_key(r["pair_id"].rsplit(":", 1)[-1]), r["pair_id"])):
         pivots = [texts.get(pid, "") for pid in row["pivot_ids"]]
         if row["simple_ids"] and pivots:
             blocks.append((pivots, list(row["simple_ids"]), row["vecalign_score"]))
@@ -320,11 +320,6 @@ def bridge_gold(
     return out, dropped
 
 
-def _pair_number(pair_id: str) -> int:
-    tail = pair_id.rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
-
-
 HUB = HubCard(
     license_name="cochrane-library-terms",
     license_link="https://www.cochranelibrary.com",
@@ -341,47 +336,44 @@ are translations of the English one, with their own errors.""",
 )
 
 
-def _sorted_pairs(table: pa.Table) -> pa.Table:
-    """The pairs in build order: (doi, language, pair number, pair_id), stable."""
-    ids = table.column("pair_id").to_pylist()
-    try:
-        numbers = pa.array([_pair_number(i) for i in ids], pa.int64())
-    except OverflowError:  # a pair number past int64: Python's sort (the order is the same)
-        doi, language = table.column("doi").to_pylist(), table.column("language").to_pylist()
-        order = sorted(range(len(ids)), key=lambda k: (doi[k], language[k], _pair_number(ids[k]), ids[k]))
-        return table.take(pa.array(order, pa.int64()))
-    keys = pa.table(
-        {
-            "doi": table.column("doi"),
-            "language": table.column("language"),
-            "n": numbers,
-            "id": table.column("pair_id"),
-        }
-    )
-    order = pc.sort_indices(keys, [(c, "ascending") for c in ("doi", "language", "n", "id")])
-    return table.take(order)
-
-
-def _true_count(column: pa.ChunkedArray) -> int:
-    """Rows whose value is true (null counts as false)."""
-    return int(pc.sum(pc.cast(pc.fill_null(column, False), pa.int64())).as_py() or 0)
+PAIRS_SCHEMA = pa.schema([SCHEMA.field(c) for c in PAIR_COLUMNS])  # the pairs as read, typed
+KEYS_SCHEMA = pa.schema([SCHEMA.field("doi"), SCHEMA.field("language")])
+TEXTS_SCHEMA = pa.schema([pa.field("sentence_id", pa.string()), pa.field("text", pa.string())])
+LINKS_SCHEMA = pa.schema(
+    [
+        pa.field("sentence_id", pa.string()),
+        pa.field("concepts", pa.list_(CONCEPT)),
+        pa.field("readability", READABILITY),
+    ]
+)
+REQUIRED = ("pair_id", "doi", "language", "complex_ids", "simple_ids")  # a pair without one is rejected
 
 
 def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
-    """Build the MultiCochrane dataset from the params section `build.multicochrane`."""
+    """Build the MultiCochrane dataset from the params section `build.multicochrane`.
+
+    Memory does not grow with the corpus: pairs are read CHUNK_ROWS at a time, sentence texts
+    and links are looked up, and output rows kept until they are written, in a `Scratch`
+    database on disk that the returned dataset owns (close it, or use it in a `with`)."""
     cfg = section_of(BuildMulticochrane, cfg)  # typed; a dict (tests, scripts) gets the defaults
-    # pairs stay in Arrow form (a Python dict per pair would cost ~7 KB) and are read in
-    # their build order a chunk at a time; texts and links of the sentences they use only
-    pairs = _sorted_pairs(read_parquet_dir(cfg.pairs, PAIR_COLUMNS))
-    used = {
-        i
-        for c in ("complex_ids", "simple_ids", "pivot_ids")
-        for i in pc.list_flatten(pairs.column(c)).to_pylist()
-        if i is not None
-    }
-    texts = load_texts(cfg.sentences, used)
-    links = load_links(cfg.linked, used)
-    dois = pairs.column("doi").to_pylist()
+    resources = ExitStack()
+    try:
+        return _build(cfg, resources)
+    except BaseException:
+        resources.close()
+        raise
+
+
+def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
+    # first pass, over two columns: the reviews of each language (a review's split needs them all)
+    by_language: dict[str, set[str]] = {}
+    read = 0
+    for chunk in iter_parquet_dir(cfg.pairs, KEYS_SCHEMA, CHUNK_ROWS):
+        read += chunk.num_rows
+        for d, lang in zip(chunk.column("doi").to_pylist(), chunk.column("language").to_pylist()):
+            if d and lang:
+                by_language.setdefault(lang, set()).add(d)
+    dois = sorted(set().union(*by_language.values()))
     split_cfg = cfg.split
     seed = split_cfg.seed
     gold: dict[str, list[dict]] = {}
@@ -420,9 +412,6 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
             float(split_cfg.test),
             seed,
         )
-        by_language: dict[str, set[str]] = {}
-        for d, lang in zip(dois, pairs.column("language").to_pylist()):
-            by_language.setdefault(lang, set()).add(d)
         split_of = cover_splits(split_of, by_language, seed)
         scheme = (
             f"NOT MC-CLEAN: no gold alignments were given (`mc_human` unset), so "
@@ -437,74 +426,109 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
     if bad:
         raise BuildError(f"build.multicochrane.filter_splits: unknown split(s) {bad}")
 
-    rows_by: dict[tuple[str, str], RowChunks] = {}
+    scratch = Scratch(resources)
+    scratch.add_texts(iter_parquet_dir(cfg.sentences, TEXTS_SCHEMA, CHUNK_ROWS))
+    scratch.add_links(iter_parquet_dir(cfg.linked, LINKS_SCHEMA, CHUNK_ROWS))
+    rows_in: Counter[tuple[str, str]] = Counter()  # (language, split) -> rows of the unfiltered config
+    keep_in: Counter[tuple[str, str]] = Counter()  # ... of them passing the overlap filter
     bridges: dict[tuple[str, str], list[dict]] = {}
     rejects: list[dict] = []
-    missing_links = 0
-    replaced = 0
-    for pair in (p for batch in pairs.to_batches(max_chunksize=CHUNK_ROWS) for p in batch.to_pylist()):
-        if normalise_doi(pair["doi"]) in clean:
-            # MC-CLEAN review: its gold rows (en) replace the automatic ones; in held-out
-            # reviews the other languages' automatic rows are the PLS bridge the English gold
-            # is composed with (`bridge_gold`); they keep automatic rows for training only
-            if pair["language"] == "en" or split_of[pair["doi"]] != "train":
-                if pair["language"] != "en" and all(i in texts for i in pair["simple_ids"]):
-                    bridge_key = (normalise_doi(pair["doi"]), pair["language"])
-                    bridges.setdefault(bridge_key, []).append(pair)
-                replaced += 1
+    kept = missing_links = replaced = 0
+    # second pass: every pair joined with its sentences' links, kept in the scratch database
+    # under its config and split, in build order (doi, pair number, pair_id)
+    for chunk in iter_parquet_dir(cfg.pairs, PAIRS_SCHEMA, CHUNK_ROWS):
+        pairs = chunk.to_pylist()
+        wanted = {i for p in pairs for c in ("complex_ids", "simple_ids") for i in p[c] or ()}
+        texts, links = scratch.texts(wanted), scratch.links(wanted)
+        for pair in pairs:
+            absent = next((c for c in REQUIRED if not pair[c] and pair[c] != []), None)
+            if absent:
+                rejects.append(
+                    {
+                        "source": "multicochrane",
+                        "locator": pair["pair_id"] or "",
+                        "reason": "missing_field",
+                        "detail": absent,
+                    }
+                )
                 continue
-        ids = [*pair["complex_ids"], *pair["simple_ids"]]
-        unknown = [sid for sid in ids if sid not in texts]
-        if unknown:
-            rejects.append(
-                {
-                    "source": "multicochrane",
-                    "locator": pair["pair_id"],
-                    "reason": "unknown_sentence_id",
-                    "detail": unknown[0],
-                }
+            if normalise_doi(pair["doi"]) in clean:
+                # MC-CLEAN review: its gold rows (en) replace the automatic ones; in held-out
+                # reviews the other languages' automatic rows are the PLS bridge the English gold
+                # is composed with (`bridge_gold`); they keep automatic rows for training only
+                if pair["language"] == "en" or split_of[pair["doi"]] != "train":
+                    if pair["language"] != "en" and all(i in texts for i in pair["simple_ids"]):
+                        bridge_key = (normalise_doi(pair["doi"]), pair["language"])
+                        bridges.setdefault(bridge_key, []).append(pair)
+                    replaced += 1
+                    continue
+            ids = [*pair["complex_ids"], *pair["simple_ids"]]
+            unknown = [sid for sid in ids if sid not in texts]
+            if unknown:
+                rejects.append(
+                    {
+                        "source": "multicochrane",
+                        "locator": pair["pair_id"],
+                        "reason": "unknown_sentence_id",
+                        "detail": unknown[0],
+                    }
+                )
+                continue
+            cc, cr, m1 = side_annotations(pair["complex_ids"], texts, links)
+            sc, sr, m2 = side_annotations(pair["simple_ids"], texts, links)
+            missing_links += m1 + m2
+            row = {
+                **pair,
+                "complex_concepts": cc,
+                "simple_concepts": sc,
+                "complex_readability": cr,
+                "simple_readability": sr,
+            }
+            group = (pair["language"], split_of[pair["doi"]])
+            scratch.add_row(
+                "/".join(group),
+                row,
+                doc=pair["doi"],
+                number=pair["pair_id"].rsplit(":", 1)[-1],
+                item=pair["pair_id"],
+                flag=bool(pair["keep"]),
             )
-            continue
-        cc, cr, m1 = side_annotations(pair["complex_ids"], texts, links)
-        sc, sr, m2 = side_annotations(pair["simple_ids"], texts, links)
-        missing_links += m1 + m2
-        row = {
-            **pair,
-            "complex_concepts": cc,
-            "simple_concepts": sc,
-            "complex_readability": cr,
-            "simple_readability": sr,
-        }
-        rows_by.setdefault((pair["language"], split_of[pair["doi"]]), RowChunks(SCHEMA)).append(row)
+            kept += 1
+            rows_in[group] += 1
+            keep_in[group] += bool(pair["keep"])
 
+    # then the MC-CLEAN gold rows (en) and the gold composed with the bridge (other languages)
     for key, rows in sorted(gold.items()):
         for row in rows:
-            rows_by.setdefault(("en", clean[key]), RowChunks(SCHEMA)).append(row)
+            scratch.add_row(
+                f"en/{clean[key]}", {k: v for k, v in row.items() if not k.startswith("_")}, part=1
+            )
+            rows_in[("en", clean[key])] += 1
     bridged = dropped = 0
     for (key, lang), bridge in sorted(bridges.items()):
+        texts = scratch.texts(i for row in bridge for c in ("simple_ids", "pivot_ids") for i in row[c] or ())
         composed, n_dropped = bridge_gold(gold.get(key, []), bridge, texts, lang)
         dropped += n_dropped
         for row in composed:
-            sc, sr, m2 = side_annotations(row["simple_ids"], texts, links)
+            sc, sr, m2 = side_annotations(row["simple_ids"], texts, scratch.links(row["simple_ids"]))
             missing_links += m2
             row.update(simple_concepts=sc, simple_readability=sr)
-            rows_by.setdefault((lang, clean[key]), RowChunks(SCHEMA)).append(row)
+            scratch.add_row(f"{lang}/{clean[key]}", row, part=2)
+            rows_in[(lang, clean[key])] += 1
             bridged += 1
 
-    configs: dict[str, dict[str, pa.Table]] = {}
+    def split(group: str, flagged_only: bool = False) -> StreamedSplit:
+        return StreamedSplit(SCHEMA, lambda: chunked_tables(scratch.rows(group, flagged_only), SCHEMA))
+
+    configs: dict[str, dict[str, pa.Table | StreamedSplit]] = {}
     descriptions: dict[str, str] = {}
-    languages = sorted({lang for lang, _ in rows_by})
+    languages = sorted({lang for lang, _ in rows_in})
     for lang in languages:
-        full = {
-            s: (rows_by.pop((lang, s)).table() if (lang, s) in rows_by else table_from_rows([], SCHEMA))
-            for s in ("train", "validation", "test")
-        }
-        configs[lang] = full
+        configs[lang] = {s: split(f"{lang}/{s}") for s in ("train", "validation", "test")}
         # the paper filters the training set only: evaluation splits stay as they are, so a
         # filtered-versus-unfiltered comparison is scored on the same test set
         configs[f"{lang}-filtered"] = {
-            s: (t.filter(pc.fill_null(t.column("keep"), False)) if s in filter_splits else t)
-            for s, t in full.items()
+            s: split(f"{lang}/{s}", flagged_only=s in filter_splits) for s in ("train", "validation", "test")
         }
         descriptions[lang] = f"all aligned en -> {lang} pairs, with overlap r and `keep`"
         descriptions[f"{lang}-filtered"] = (
@@ -512,11 +536,8 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
             "filter; the other splits are those of the unfiltered config"
         )
     n_gold = sum(len(v) for v in gold.values())
-    unfiltered = {(lang, s): t for lang in languages for s, t in configs[lang].items()}
-    kept = sum(t.num_rows for t in unfiltered.values()) - n_gold - bridged
-    keep_rows = {key: _true_count(t.column("keep")) for key, t in unfiltered.items()}
     counts = {
-        "read": pairs.num_rows,
+        "read": read,
         "kept": kept,
         "filtered": replaced,
         "rejected": len(rejects),
@@ -524,9 +545,9 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
         "gold_bridged_pairs": bridged,
         "gold_bridge_dropped": dropped,
         "mc_clean_reviews": len(clean),
-        "overlap_keep": sum(keep_rows.values()),
-        "overlap_keep_train": sum(n for (_, sp), n in keep_rows.items() if sp == "train"),
-        "reviews": len(set(dois)),
+        "overlap_keep": sum(keep_in.values()),
+        "overlap_keep_train": sum(n for (_, sp), n in keep_in.items() if sp == "train"),
+        "reviews": len(dois),
         "missing_links": missing_links,
         "languages": len(languages),
     }
@@ -550,6 +571,7 @@ def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
         hub=HUB,
         default_config="en" if "en" in languages else (languages[0] if languages else ""),
         rejects=rejects,
+        resources=resources,
         notes=[
             f"Splits: {scheme}; a review is in the same split in every language.",
             f"`-filtered` configs filter {', '.join(filter_splits)} only (the paper filters "

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import io
 import json
 import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +26,25 @@ import yaml
 
 from medsimp import lineage
 from medsimp.atomic import atomic_dir, write_json, write_jsonl
-from medsimp.corpora.common import PHYSIONET_LICENSE, PHYSIONET_LICENSE_LINK, SPLITS, BuiltDataset
+from medsimp.corpora.common import (
+    PHYSIONET_LICENSE,
+    PHYSIONET_LICENSE_LINK,
+    SPLITS,
+    BuiltDataset,
+    StreamedSplit,
+)
 from medsimp.stats import check_reconciles
 
-PARQUET_SETTINGS: dict[str, Any] = {
+PARQUET_SETTINGS: dict[str, Any] = {  # the writer's settings (part of the output bytes)
     "compression": "zstd",
     "compression_level": 3,
     "use_dictionary": True,
     "write_statistics": True,
-    "row_group_size": 100_000,
     "version": "2.6",
     "data_page_version": "1.0",
     "store_schema": True,
 }
+ROW_GROUP_SIZE = 2_000  # rows per row group (part of the bytes; the writer holds one group)
 
 
 def git_revision(cwd: str | Path = ".") -> str:
@@ -103,45 +110,101 @@ def content_hash(path: str | Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def split_counts(ds: BuiltDataset) -> dict[str, dict[str, int]]:
-    """Rows per config and split."""
+@dataclass(frozen=True)
+class WrittenSplit:
+    """What the card needs of a written split: its rows, file (None when empty: no file),
+    schema, languages (of a `language` column) and first row."""
+
+    rows: int
+    path: str | None
+    schema: pa.Schema
+    languages: frozenset[str]
+    first_row: dict[str, Any] | None
+
+
+Written = dict[tuple[str, str], WrittenSplit]
+
+
+def _chunks(split: pa.Table | StreamedSplit) -> Iterator[pa.Table]:
+    if isinstance(split, StreamedSplit):
+        yield from split.chunks()
+    else:
+        yield split
+
+
+def write_split(split: pa.Table | StreamedSplit, folder: Path, stem: str, metadata: dict) -> WrittenSplit:
+    """Write one split to `folder/<stem>-<sha256[:16]>.parquet` (nothing for no rows), holding
+    one row group at a time. Each row group is written as one contiguous table, so the bytes
+    are those of `pq.write_table(all rows, row_group_size=ROW_GROUP_SIZE, **PARQUET_SETTINGS)`
+    however the split was chunked (dictionary-encoded pages follow a table's chunks)."""
+    schema = (
+        split.schema.with_metadata({**(split.schema.metadata or {}), **metadata})
+        if metadata
+        else split.schema
+    )
+    partial = folder / f"{stem}.partial"
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    rows, first = 0, None
+    languages: set[str] = set()
+    held: list[pa.Table] = []
+    held_rows = 0
+    with pq.ParquetWriter(partial, schema, **PARQUET_SETTINGS) as writer:
+        for chunk in _chunks(split):
+            if first is None and chunk.num_rows:
+                first = chunk.slice(0, 1).to_pylist()[0]
+            if "language" in chunk.column_names:
+                languages.update(str(v) for v in chunk.column("language").unique().to_pylist() if v)
+            rows += chunk.num_rows
+            while chunk.num_rows:
+                take = min(ROW_GROUP_SIZE - held_rows, chunk.num_rows)
+                held.append(chunk.slice(0, take))
+                held_rows, chunk = held_rows + take, chunk.slice(take)
+                if held_rows == ROW_GROUP_SIZE:
+                    writer.write_table(pa.concat_tables(held).combine_chunks(), row_group_size=ROW_GROUP_SIZE)
+                    held, held_rows = [], 0
+        if held:
+            writer.write_table(pa.concat_tables(held).combine_chunks(), row_group_size=ROW_GROUP_SIZE)
+    if not rows:
+        partial.unlink()
+        return WrittenSplit(0, None, split.schema, frozenset(), None)
+    digest = hashlib.sha256()
+    with partial.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    path = f"{stem}-{digest.hexdigest()[:16]}.parquet"
+    partial.replace(folder / path)
+    return WrittenSplit(rows, path, split.schema, frozenset(languages), first)
+
+
+def write_splits(ds: BuiltDataset, folder: Path) -> Written:
+    """Every config's splits under `folder/<config>/`, in sorted order."""
+    metadata = lineage.metadata(ds.lineage) if ds.lineage is not None else {}
     return {
-        cfg: {s: splits[s].num_rows for s in _split_order(splits)}
+        (cfg, split): write_split(data, folder, f"{cfg}/{split}", metadata)
         for cfg, splits in sorted(ds.configs.items())
+        for split, data in sorted(splits.items())
     }
 
 
-def _split_order(splits: dict[str, pa.Table]) -> list[str]:
+def split_counts(written: Written) -> dict[str, dict[str, int]]:
+    """Rows per config and split."""
+    by_config: dict[str, dict[str, int]] = {}
+    for (cfg, split), w in sorted(written.items()):
+        by_config.setdefault(cfg, {})[split] = w.rows
+    return {cfg: {s: counts[s] for s in _split_order(counts)} for cfg, counts in by_config.items()}
+
+
+def _split_order(splits: Mapping[str, Any]) -> list[str]:
     return [s for s in SPLITS if s in splits] + sorted(set(splits) - set(SPLITS))
 
 
-def parquet_files(ds: BuiltDataset) -> dict[tuple[str, str], tuple[str, bytes]]:
-    """(config, split) -> (path named by content hash, parquet bytes); empty splits left out."""
-    out = {}
-    for cfg, splits in sorted(ds.configs.items()):
-        for split, table in sorted(splits.items()):
-            if table.num_rows:
-                if ds.lineage is not None:
-                    table = table.replace_schema_metadata(
-                        {**(table.schema.metadata or {}), **lineage.metadata(ds.lineage)}
-                    )
-                sink = io.BytesIO()
-                pq.write_table(table, sink, **PARQUET_SETTINGS)
-                data = sink.getvalue()
-                digest = hashlib.sha256(data).hexdigest()[:16]
-                out[(cfg, split)] = (f"{cfg}/{split}-{digest}.parquet", data)
-    return out
-
-
-def _yaml_header(
-    ds: BuiltDataset, provenance: dict[str, Any], files_by: dict[tuple[str, str], tuple[str, bytes]]
-) -> dict[str, Any]:
+def _yaml_header(ds: BuiltDataset, provenance: dict[str, Any], written: Written) -> dict[str, Any]:
     configs = []
     for cfg in sorted(ds.configs):
         files = [
-            {"split": s, "path": files_by[(cfg, s)][0]}
+            {"split": s, "path": written[(cfg, s)].path}
             for s in _split_order(ds.configs[cfg])
-            if (cfg, s) in files_by
+            if written[(cfg, s)].path
         ]
         if not files:
             continue
@@ -149,16 +212,7 @@ def _yaml_header(
         if cfg == ds.default_config:
             entry["default"] = True
         configs.append(entry)
-    languages = sorted(
-        {
-            str(v)
-            for splits in ds.configs.values()
-            for t in splits.values()
-            if "language" in t.column_names
-            for v in t.column("language").unique().to_pylist()
-            if v
-        }
-    )
+    languages = sorted({lang for w in written.values() for lang in w.languages})
     restricted = lineage.is_restricted(ds.lineage)
     header: dict[str, Any] = {
         "pretty_name": ds.title,
@@ -167,7 +221,9 @@ def _yaml_header(
         "license_link": PHYSIONET_LICENSE_LINK if restricted else ds.hub.license_link,
         "language": languages or list(ds.hub.languages),
         "task_categories": list(ds.hub.task_categories),
-        "size_categories": [size_category(max(sum(counts.values()) for counts in split_counts(ds).values()))],
+        "size_categories": [
+            size_category(max(sum(counts.values()) for counts in split_counts(written).values()))
+        ],
         "tags": sorted({"medsimp", *ds.hub.tags}),
     }
     if ds.license != "other":
@@ -217,12 +273,11 @@ def _example_value(value: Any, restricted: bool) -> Any:
     return value
 
 
-def example_instance(ds: BuiltDataset) -> tuple[str, str, dict[str, Any]] | None:
+def example_instance(ds: BuiltDataset, written: Written) -> tuple[str, str, dict[str, Any]] | None:
     """(config, split, first row) of the default config, strings withheld when restricted."""
-    splits = ds.configs.get(ds.default_config, {})
-    for split in _split_order(splits):
-        if splits[split].num_rows:
-            row = splits[split].slice(0, 1).to_pylist()[0]
+    for split in _split_order(ds.configs.get(ds.default_config, {})):
+        row = written[(ds.default_config, split)].first_row
+        if row is not None:
             return ds.default_config, split, _example_value(row, lineage.is_restricted(ds.lineage))
     return None
 
@@ -236,9 +291,9 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> str:
 def _features_section(ds: BuiltDataset) -> str:
     by_schema: dict[str, tuple[pa.Schema, list[str]]] = {}
     for cfg in sorted(ds.configs):
-        tables = list(ds.configs[cfg].values())
-        if tables:
-            schema = tables[0].schema
+        splits = list(ds.configs[cfg].values())
+        if splits:
+            schema = splits[0].schema
             by_schema.setdefault(str(schema), (schema, []))[1].append(cfg)
     parts = []
     for schema, cfgs in by_schema.values():
@@ -250,8 +305,8 @@ def _features_section(ds: BuiltDataset) -> str:
     return "\n\n".join(parts)
 
 
-def _example_section(ds: BuiltDataset) -> str:
-    example = example_instance(ds)
+def _example_section(ds: BuiltDataset, written: Written) -> str:
+    example = example_instance(ds, written)
     if example is None:
         return "The default config has no rows."
     config, split, row = example
@@ -263,11 +318,9 @@ def _example_section(ds: BuiltDataset) -> str:
     )
 
 
-def render_card(
-    ds: BuiltDataset, provenance: dict[str, Any], files_by: dict[tuple[str, str], tuple[str, bytes]]
-) -> str:
-    """The README.md dataset card; every count in it comes from the tables."""
-    counts = split_counts(ds)
+def render_card(ds: BuiltDataset, provenance: dict[str, Any], written: Written) -> str:
+    """The README.md dataset card; every count in it comes from the written files."""
+    counts = split_counts(written)
     split_names = [s for s in SPLITS if any(s in c for c in counts.values())]
     config_rows = [
         [f"`{cfg}`", ds.config_descriptions.get(cfg, "")] + [counts[cfg].get(s, 0) for s in split_names]
@@ -276,7 +329,7 @@ def render_card(
     body = [
         "---",
         yaml.safe_dump(
-            _yaml_header(ds, provenance, files_by), sort_keys=False, allow_unicode=True, width=100
+            _yaml_header(ds, provenance, written), sort_keys=False, allow_unicode=True, width=100
         ).rstrip(),
         "---",
         "",
@@ -296,7 +349,7 @@ def render_card(
         "",
         "## Example instance",
         "",
-        _example_section(ds),
+        _example_section(ds, written),
         "",
         "## Intended use",
         "",
@@ -329,15 +382,11 @@ def render_card(
 
 def write_builder(ds: BuiltDataset, out_dir: str | Path, provenance: dict[str, Any]) -> dict:
     """Write the dataset folder atomically; return the stats written to `stats.json`."""
-    stats = {"builder": ds.name, **ds.counts, "splits": split_counts(ds)}
     check_reconciles(ds.counts, "read", ["kept", "filtered", "rejected"])
     with atomic_dir(out_dir, lineage=ds.lineage) as tmp:
-        files_by = parquet_files(ds)
-        for relpath, data in files_by.values():
-            path = tmp / relpath
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        (tmp / "README.md").write_text(render_card(ds, provenance, files_by), encoding="utf-8")
+        written = write_splits(ds, tmp)
+        stats = {"builder": ds.name, **ds.counts, "splits": split_counts(written)}
+        (tmp / "README.md").write_text(render_card(ds, provenance, written), encoding="utf-8")
         write_json(tmp / "stats.json", stats)
         write_jsonl(
             tmp / "dead_letter" / "part-00000.jsonl",

@@ -108,17 +108,18 @@ def run(args: argparse.Namespace) -> int:
         dataset = build_dataset(args.name, located)
     except BuildError as exc:
         raise InputError(str(exc)) from None
-    dataset.lineage = input_lineage(located.model_dump(), dataset.mimic_derived, args.name)
-    # the card records what determines the data (builders/README.md): the inputs' content,
-    # the upstream params, the aligner and the code's revision (stable for one commit)
-    provenance = {
-        "stage": f"build@{args.name}",
-        "command": f"medsimp build {args.name}",
-        "params_section": f"build.{args.name}",
-        "params_hash": params_hash(cfg),
-        **card_provenance(args, cfg, located),
-    }
-    stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
+    with dataset:  # a streamed dataset's scratch files go when it is written
+        dataset.lineage = input_lineage(located.model_dump(), dataset.mimic_derived, args.name)
+        # the card records what determines the data (builders/README.md): the inputs' content,
+        # the upstream params, the aligner and the code's revision (stable for one commit)
+        provenance = {
+            "stage": f"build@{args.name}",
+            "command": f"medsimp build {args.name}",
+            "params_section": f"build.{args.name}",
+            "params_hash": params_hash(cfg),
+            **card_provenance(args, cfg, located),
+        }
+        stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
     flat = {k: v for k, v in stats.items() if k not in ("builder", "splits")}
     flat.update({f"rows {cfg}": splits for cfg, splits in stats["splits"].items()})
     finish_stage(
