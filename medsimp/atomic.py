@@ -20,6 +20,7 @@ caller passing them.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -124,6 +125,7 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
     path = Path(path)
     foreign = check_file_target(path, same_content_ok)
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_file(path)
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
     try:
         yield tmp
@@ -176,7 +178,8 @@ def check_output_target(
         )
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs (another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -190,13 +193,23 @@ def sweep_stale(final: Path) -> None:
     """Remove temp/old siblings of `final` left by processes that no longer run."""
     if not final.parent.is_dir():
         return
-    for sibling in final.parent.glob(f".{final.name}.*-*"):
+    for sibling in final.parent.glob(glob.escape(f".{final.name}.") + "*-*"):
         kind, _, pid = sibling.name.rpartition("-")
-        if not (kind.endswith((".tmp", ".old")) and pid.isdigit()) or _pid_alive(int(pid)):
+        if not (kind.endswith((".tmp", ".old")) and pid.isdigit()) or pid_alive(int(pid)):
             continue
         if sibling.is_dir() and not sibling.is_symlink():
             shutil.rmtree(sibling, ignore_errors=True)
         else:
+            sibling.unlink(missing_ok=True)
+
+
+def sweep_stale_file(path: Path) -> None:
+    """Remove the temp files `atomic_file` left beside `path` (`.<stem>.tmp-<pid><suffix>`)
+    when killed, for processes that no longer run."""
+    head, tail = f".{path.stem}.tmp-", path.suffix
+    for sibling in path.parent.glob(f"{glob.escape(head)}*{glob.escape(tail)}"):
+        pid = sibling.name[len(head) : len(sibling.name) - len(tail)]
+        if pid.isascii() and pid.isdigit() and sibling.is_file() and not pid_alive(int(pid)):
             sibling.unlink(missing_ok=True)
 
 

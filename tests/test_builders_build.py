@@ -375,6 +375,8 @@ def test_a_streamed_split_writes_the_bytes_of_one_table(monkeypatch, tmp_path):
     empty = writer.write_split(StreamedSplit(SCHEMA, lambda: iter(())), tmp_path, "en/test", {})
     assert (empty.rows, empty.path) == (0, None)
     assert sorted(p.name for p in (tmp_path / "en").iterdir()) == [Path(written.path).name]
+    writer.write_split(StreamedSplit(SCHEMA, lambda: iter(())), tmp_path, "fr/test", {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["en"]  # no folder for a config without rows
 
 
 def test_scratch_gives_rows_back_in_order_and_values_unchanged():
@@ -387,7 +389,7 @@ def test_scratch_gives_rows_back_in_order_and_values_unchanged():
     assert sorted(["10", "2", "x", "002", "1"], key=number_key) == ["x", "1", "2", "002", "10"]
     with ExitStack() as resources:
         scratch = Scratch(resources)
-        folder = scratch.db.execute("PRAGMA database_list").fetchone()[2]
+        folder = Path(scratch.db.execute("PRAGMA database_list").fetchone()[2]).parent
         value = {"r": 0.1 + 0.2, "nan": float("nan"), "text": "é\u2028\x00 ok", "ids": ["a"], "none": None}
         for doc, number, part in [("b", "2", 0), ("a", "10", 0), ("a", "9", 0), ("a", "9", 0), ("", "", 1)]:
             scratch.add_row(
@@ -415,7 +417,7 @@ def test_scratch_gives_rows_back_in_order_and_values_unchanged():
             [pa.table({"sentence_id": [f"s{i}" for i in range(n)], "text": [f"t{i}" for i in range(n)]})]
         )
         assert scratch.texts(f"s{i}" for i in range(0, n + 5)) == {f"s{i}": f"t{i}" for i in range(n)}
-    assert not Path(folder).exists()  # the scratch folder goes with its owner
+    assert not folder.exists()  # the scratch folder goes with its owner
 
 
 def test_multicochrane_rejects_a_pair_without_its_keys_and_leaves_no_scratch(
@@ -456,12 +458,69 @@ def test_multicochrane_rejects_a_pair_without_its_keys_and_leaves_no_scratch(
     assert {"locator": first_id, "reason": "missing_field", "detail": "doi"}.items() <= next(
         d for d in dead if d["reason"] == "missing_field"
     ).items()
-    import pyarrow.parquet as pq2
-
-    train = pq2.read_table(next((tmp_path / "mc" / "en").glob("train-*.parquet")))
+    train = pq.read_table(next((tmp_path / "mc" / "en").glob("train-*.parquet")))
     keys = [
         (d, int(p.rsplit(":", 1)[1]))
         for d, p in zip(train.column("doi").to_pylist(), train.column("pair_id").to_pylist())
     ]
     assert keys == sorted(keys)
     assert list(scratch_root.iterdir()) == []
+
+
+def test_multicochrane_leaves_no_scratch_on_errors_and_sweeps_a_killed_builds(
+    params_file, tmp_path, monkeypatch, capsys
+):
+    """The scratch folder goes when the build fails after making it (a missing input), when the
+    write fails, and a killed build's folder (its process gone) is swept by the next build; a
+    corpus whose every pair is rejected is a one-line error, not an empty dataset."""
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from medsimp.corpora import writer
+
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
+    killed = scratch_root / "medsimp-build-999999999-abc"  # a build whose process is gone
+    running = scratch_root / "medsimp-build-1-abc"  # pid 1 runs: not ours to judge
+    killed.mkdir()
+    running.mkdir()
+    data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+    section = data["build"]["multicochrane"]
+
+    def run(name: str, **changes) -> int:
+        params = tmp_path / f"{name}.yaml"
+        params.write_text(
+            yaml.safe_dump({"build": {"multicochrane": {**section, **changes}}}), encoding="utf-8"
+        )
+        return main(["--params", str(params), "build", "multicochrane", "--output", str(tmp_path / name)])
+
+    assert run("missing", linked=str(tmp_path / "nowhere")) == 2
+    assert "no parquet files at" in capsys.readouterr().err
+    assert sorted(p.name for p in scratch_root.iterdir()) == [running.name]
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(writer, "write_split", fail)
+        assert run("nospace") != 0
+    assert sorted(p.name for p in scratch_root.iterdir()) == [running.name]
+    assert not (tmp_path / "nospace").exists()
+
+    pairs = tmp_path / "no-doi"
+    pairs.mkdir()
+    table = pa.concat_tables(pq.read_table(f) for f in sorted(Path(section["pairs"]).glob("*.parquet")))
+    no_doi = table.set_column(
+        table.schema.get_field_index("doi"), "doi", pa.nulls(table.num_rows, pa.string())
+    )
+    pq.write_table(no_doi, pairs / "part-00000.parquet")
+    assert run("rejected", pairs=str(pairs)) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        f"no usable pair ({table.num_rows} read, {table.num_rows} rejected: {table.num_rows} missing_field)"
+        in last
+    )
+    assert sorted(p.name for p in scratch_root.iterdir()) == [running.name]

@@ -216,6 +216,28 @@ def test_hang_a_fifo_as_every_input_never_blocks(command, tmp_path):
     _one_line_ending(text)
 
 
+@pytest.mark.parametrize(
+    "command,key",
+    [
+        ("notes", "notes.input"),
+        ("cochrane", "cochrane.input"),
+        ("plaba", "plaba.input"),
+        ("radiology", "radiology.input"),
+    ],
+)
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_hang_a_fifo_or_device_named_in_params_is_refused_before_reading(command, key, special, tmp_path):
+    """Input paths in params reach the same check as path arguments: exit 2, one line naming the key."""
+    path = special
+    if special == "fifo":
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)
+    code, text, _ = _run(["--set", f"{key}={path}", command, "--output", str(tmp_path / "o")], tmp_path)
+    assert code == 2, f"{command}: exit {code} on {special} in params: {text[-300:]}"
+    assert f"params {key}: {path}: a " in text and "not a regular file" in text, text[-300:]
+    _one_line_ending(text)
+
+
 @pytest.mark.parametrize("command", WITH_INPUT)
 def test_memory_dev_zero_as_every_input_is_never_read_whole(command, tmp_path):
     code, text, peak = _run(argv(command, "/dev/zero", {"output": str(tmp_path / "o")}), tmp_path)

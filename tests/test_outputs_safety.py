@@ -171,3 +171,33 @@ def test_workbook_cells_are_text_not_formulas(tmp_path):
     cells = [c for row in sheet.iter_rows(min_row=2) for c in row]
     assert all(c.data_type != "f" for c in cells)
     assert [c.value for c in cells] == ["1", "'=1+1", "'@cmd", "ok"]
+
+
+def test_a_killed_single_file_write_leaves_a_temp_file_the_next_write_sweeps(tmp_path):
+    """SIGKILL inside `atomic_file` cannot clean up; the next write to that path removes the
+    temp files of processes that no longer run, and nothing else."""
+    from medsimp.atomic import atomic_file
+
+    target = tmp_path / "[m] metrics.json"  # glob characters in the name are literal
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys\nfrom medsimp.atomic import atomic_file\n"
+            f"with atomic_file({str(target)!r}) as tmp:\n"
+            "    tmp.write_text('{')\n    os.kill(os.getpid(), 9)\n",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert child.wait(timeout=60) == -signal.SIGKILL
+    left = list(tmp_path.glob(".*.tmp-*"))
+    assert [p.name for p in left] == [f".[m] metrics.tmp-{child.pid}.json"]
+    alive = tmp_path / ".[m] metrics.tmp-1.json"  # pid 1 runs: not ours to judge
+    other = tmp_path / ".[m] metrics.tmp-x.json"
+    alive.write_text("")
+    other.write_text("")
+    with atomic_file(target) as tmp:
+        tmp.write_text("{}")
+    assert target.read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.glob(".*.tmp-*")) == sorted([alive.name, other.name])

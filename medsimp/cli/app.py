@@ -287,8 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         args.params_data = load_params(args.params, args.overrides, required=named_file)
         args.params_dir = params_dir(args.params)
         # every input reaches every output folder's guard, whichever command runs
-        check_special_inputs(args)  # a FIFO or device would block or never end in any reader
-        named, from_params = command_inputs(args, _section_or_none(args), args.params_dir)
+        section = _section_or_none(args)
+        # a FIFO or device would block or never end in any reader
+        check_special_inputs(args, section, args.params_dir)
+        named, from_params = command_inputs(args, section, args.params_dir)
         atomic.configure(command_name(args), args.force, inputs=named, params_inputs=from_params)
         if isinstance(getattr(args, "output", None), str):
             atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)

@@ -141,14 +141,31 @@ def command_inputs(args, section: dict | None = None, base=".") -> tuple[list[st
 _FD_PATH = r"^/(?:dev|proc/self)/fd/\d+$"
 
 
-def check_special_inputs(args) -> None:
-    """InputError (exit 2) for a path argument that is a named FIFO (opening it blocks until a
-    writer comes), a device (`/dev/zero` never ends) or a socket, before the command runs: every
-    command, whichever reader it uses. `/dev/null` (empty) and `<(cmd)` (`/dev/fd/N`, refused
-    later by readers that cannot read a pipe once) pass."""
+def _special_kind(path: str) -> str | None:
+    """'a FIFO' or 'a device or socket' when `path` is one (worded as medsimp.inputs words it);
+    None for anything else, an absent path, `/dev/null` and a shell's `<(cmd)`."""
     import os
     import re
     import stat
+
+    if not path or "\0" in path or path == os.devnull:
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None  # absent or unreadable: the command names the fault
+    if stat.S_ISFIFO(mode):
+        return None if re.match(_FD_PATH, path) else "a FIFO"
+    return "a device or socket" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode) else None
+
+
+def check_special_inputs(args, section: dict | None = None, base=".") -> None:
+    """InputError (exit 2) for a path argument, or a path in the command's params `section`
+    (relative to `base`), that is a named FIFO (opening it blocks until a writer comes), a device
+    (`/dev/zero` never ends) or a socket, before the command runs: every command, whichever
+    reader it uses. `/dev/null` (empty) and `<(cmd)` (`/dev/fd/N`, refused later by readers
+    that cannot read a pipe once) pass."""
+    import os
 
     from medsimp.errors import InputError
 
@@ -156,18 +173,15 @@ def check_special_inputs(args) -> None:
         if dest.startswith("_") or dest in OUTPUT_DESTS or dest in NOT_PATHS:
             continue
         for path in _strings(value):
-            if not path or "\0" in path or path == os.devnull:
-                continue
-            try:
-                mode = os.stat(path).st_mode
-            except (OSError, ValueError):
-                continue  # absent or unreadable: the command names the fault
-            if stat.S_ISFIFO(mode) and re.match(_FD_PATH, path):
-                continue
-            special = stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode)
-            # worded as medsimp.inputs words it
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket" if special else None
+            kind = _special_kind(path)
             if kind:
                 positional = dest in ("file", "builder", "inputs", "folder")
                 flag = dest.upper() if positional else f"--{dest.replace('_', '-')}"
                 raise InputError(f"{flag} {path}: {kind}, not a regular file (use `-` for standard input)")
+    for key, value in (section or {}).items():
+        if key.rsplit(".", 1)[-1] in OUTPUT_DESTS:
+            continue
+        for path in _strings(value):
+            kind = _special_kind(os.path.join(str(base), path)) if path else None
+            if kind:
+                raise InputError(f"params {key}: {path}: {kind}, not a regular file")

@@ -285,7 +285,7 @@ def bridge_gold(
     """
     blocks = []
     for row in sorted(bridge, key=lambda r: (number_key(r["pair_id"].rsplit(":", 1)[-1]), r["pair_id"])):
-        pivots = [texts.get(pid, "") for pid in row["pivot_ids"]]
+        pivots = [texts.get(pid, "") for pid in row["pivot_ids"] or ()]
         if row["simple_ids"] and pivots:
             blocks.append((pivots, list(row["simple_ids"]), row["vecalign_score"]))
     out: list[dict] = []
@@ -516,6 +516,14 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
             scratch.add_row(f"{lang}/{clean[key]}", row, part=2)
             rows_in[(lang, clean[key])] += 1
             bridged += 1
+
+    if not rows_in:
+        reasons = Counter(r["reason"] for r in rejects)
+        raise BuildError(
+            f"{cfg.pairs}: no usable pair ({read} read, {len(rejects)} rejected"
+            + (f": {', '.join(f'{n} {r}' for r, n in sorted(reasons.items()))}" if reasons else "")
+            + ")"
+        )
 
     def split(group: str, flagged_only: bool = False) -> StreamedSplit:
         return StreamedSplit(SCHEMA, lambda: chunked_tables(scratch.rows(group, flagged_only), SCHEMA))

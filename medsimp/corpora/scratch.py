@@ -4,14 +4,17 @@ A builder that joins pairs with their sentences and writes them grouped by confi
 would otherwise hold the whole corpus. `Scratch` keeps it in one SQLite file (the standard
 library's) in a private temporary folder instead: sentence texts and links looked up by id,
 and output rows read back one group at a time in a fixed order. Memory is SQLite's page cache
-and one batch of rows, whatever the corpus size; the folder is removed when the dataset that
-owns it is closed. Values go in as JSON, which gives back equal Python values (floats by
+and one batch of rows, whatever the corpus size; the folder (private, in TMPDIR: on a tmpfs
+/tmp it costs memory, so point TMPDIR at a disk for a large build) is removed when the dataset
+that owns it is closed, or by the next build if its process was killed. Values go in as JSON, which gives back equal Python values (floats by
 their shortest repr, NaN included), so a row read back builds the same Arrow row.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -20,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+from medsimp.atomic import pid_alive
 
 LOOKUP_IDS = 500  # ids per `IN (...)` query (under every SQLite build's variable limit)
 
@@ -36,6 +41,24 @@ CREATE TABLE row (
 """
 
 
+PREFIX = "medsimp-build-"  # + pid + "-" + random: the folder in the system's temporary folder
+
+
+def sweep_stale_scratch() -> None:
+    """Remove the scratch folders of builds that were killed (their process no longer runs):
+    a SIGKILL or an OOM kill skips the clean-up."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
+        pid = folder.name[len(PREFIX) :].split("-", 1)[0]
+        if (
+            pid.isascii()
+            and pid.isdigit()
+            and folder.is_dir()
+            and not folder.is_symlink()
+            and not pid_alive(int(pid))
+        ):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def number_key(tail: str) -> tuple[int, str]:
     """Sort key of an item number written in ASCII digits: numeric order, any length; anything
     else sorts first, as (0, '')."""
@@ -49,7 +72,8 @@ class Scratch:
     """One builder's scratch database; closed (and its folder removed) by `resources`."""
 
     def __init__(self, resources: ExitStack):
-        folder = resources.enter_context(tempfile.TemporaryDirectory(prefix="medsimp-build-"))
+        sweep_stale_scratch()
+        folder = resources.enter_context(tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-"))
         self.db = sqlite3.connect(Path(folder) / "scratch.sqlite")
         resources.callback(self.db.close)
         self.db.executescript(_TABLES)

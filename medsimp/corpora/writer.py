@@ -11,6 +11,7 @@ rebuilt folder with unchanged names would load stale cached data.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -166,6 +167,9 @@ def write_split(split: pa.Table | StreamedSplit, folder: Path, stem: str, metada
             writer.write_table(pa.concat_tables(held).combine_chunks(), row_group_size=ROW_GROUP_SIZE)
     if not rows:
         partial.unlink()
+        if partial.parent != folder:
+            with contextlib.suppress(OSError):  # a config folder with no file in it: gone
+                partial.parent.rmdir()
         return WrittenSplit(0, None, split.schema, frozenset(), None)
     digest = hashlib.sha256()
     with partial.open("rb") as fh:
@@ -222,7 +226,7 @@ def _yaml_header(ds: BuiltDataset, provenance: dict[str, Any], written: Written)
         "language": languages or list(ds.hub.languages),
         "task_categories": list(ds.hub.task_categories),
         "size_categories": [
-            size_category(max(sum(counts.values()) for counts in split_counts(written).values()))
+            size_category(max((sum(counts.values()) for counts in split_counts(written).values()), default=0))
         ],
         "tags": sorted({"medsimp", *ds.hub.tags}),
     }

@@ -89,6 +89,9 @@ def input_lineage(cfg: dict, mimic_derived: bool, name: str = "") -> tuple[str, 
 
 
 def run(args: argparse.Namespace) -> int:
+    import sqlite3
+    import tempfile
+
     from medsimp.config import params_hash, resolve_path
     from medsimp.corpora import BUILDERS, build_dataset
     from medsimp.corpora.common import BuildError
@@ -108,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
         dataset = build_dataset(args.name, located)
     except BuildError as exc:
         raise InputError(str(exc)) from None
+    except sqlite3.Error as exc:  # a builder's scratch database: a full disk, mostly
+        raise UsageError(
+            f"scratch database in {tempfile.gettempdir()}: {exc} (set TMPDIR to a folder with room)"
+        ) from None
     with dataset:  # a streamed dataset's scratch files go when it is written
         dataset.lineage = input_lineage(located.model_dump(), dataset.mimic_derived, args.name)
         # the card records what determines the data (builders/README.md): the inputs' content,
