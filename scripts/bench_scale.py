@@ -14,7 +14,11 @@ the embedded starter vocabulary (built untimed in the scratch folder), the CRF a
 (trained untimed there from the embedded gold), the installed encoders in MEDSIMP_CACHE.
 
     python scripts/bench_scale.py [--sizes 100 400 1600] [--workdir DIR] [--keep] [--json OUT]
-                                  [--set KEY=VALUE ...]
+                                  [--set KEY=VALUE ...] [--stages STAGE ...]
+
+`--stages build` measures that stage again on the corpora of an earlier `--keep` run in the
+same `--workdir` (after a change to it, without aligning again). The report ends with each
+stage's peak RSS at the largest N over the smallest.
 
 `--set` passes a params override to every timed stage (e.g. `--set
 align.vecalign.overlap_mode=mean` measures memory in a quarter of the time: the Farsi encoder
@@ -91,20 +95,25 @@ def prepare(work: Path, log: Path) -> dict[str, Path]:
     return {"index": index, "model": model}
 
 
-def run_size(n: int, work: Path, shared: dict[str, Path], sets: list[str] | None = None) -> dict:
+def run_size(
+    n: int, work: Path, shared: dict[str, Path], sets: list[str] | None = None, only: tuple[str, ...] = STAGES
+) -> dict:
     d = work / f"n{n}"
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
     log = d / "bench.log"
     data = d / "cochrane.jsonl"
-    synth = subprocess.run(
-        [*MEDSIMP, "synth", "cochrane", "--reviews", str(n), "--output", str(data)],
-        capture_output=True,
-        text=True,
-    )
-    if synth.returncode:
-        raise SystemExit(f"bench_scale: synth failed: {synth.stderr.strip().splitlines()[-1:]}")
+    if only[0] == STAGES[0]:  # a fresh corpus; otherwise the stages before `only` ran here already
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        synth = subprocess.run(
+            [*MEDSIMP, "synth", "cochrane", "--reviews", str(n), "--output", str(data)],
+            capture_output=True,
+            text=True,
+        )
+        if synth.returncode:
+            raise SystemExit(f"bench_scale: synth failed: {synth.stderr.strip().splitlines()[-1:]}")
+    elif not d.is_dir():
+        raise SystemExit(f"bench_scale: --stages {only[0]} needs {d} from an earlier run (--workdir, --keep)")
     common = [*MEDSIMP, "--params", str(REPO / "params.yaml"), "--set", f"cache.dir={d / 'cache'}"]
     for kv in sets or []:
         common += ["--set", kv]
@@ -141,7 +150,7 @@ def run_size(n: int, work: Path, shared: dict[str, Path], sets: list[str] | None
         "build": [*build_sets, "build", "multicochrane", "--output", str(d / "builder")],
     }
     stages = {}
-    for name in STAGES:
+    for name in only:
         stages[name] = run_stage([*common, *commands[name]], log)
         print(f"  n={n:>5} {name:<9} {stages[name]['wall_s']:8.1f} s wall", file=sys.stderr, flush=True)
     stats = (
@@ -155,7 +164,8 @@ def report(results: list[dict]) -> str:
     head = f"{'stage':<9} {'N':>6} {'wall s':>9} {'cpu s':>9} {'peak MB':>8} {'ms/review':>10} {'exp':>5}"
     lines.append(head)
     lines.append("-" * len(head))
-    for name in [*STAGES, "total"]:
+    measured = [name for name in STAGES if name in results[0]["stages"]]
+    for name in [*measured, "total"]:
         prev = None
         for r in results:
             if name == "total":
@@ -174,6 +184,16 @@ def report(results: list[dict]) -> str:
                 f"{1000 * s['wall_s'] / r['reviews']:>10.1f} {exp:>5}"
             )
             prev = (r["reviews"], s["wall_s"])
+    if len(results) > 1:
+        lines.append("")
+        first, final = results[0], results[-1]
+        lines.append(
+            f"peak RSS at N={final['reviews']} / N={first['reviews']} (flat: at most 1.20): "
+            + ", ".join(
+                f"{name} {final['stages'][name]['peak_rss_mb'] / first['stages'][name]['peak_rss_mb']:.2f}"
+                for name in measured
+            )
+        )
     last = results[-1]
     total = sum(v["wall_s"] for v in last["stages"].values())
     linear = total / last["reviews"] * FULL
@@ -196,6 +216,13 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 400, 1600])
     ap.add_argument("--workdir", help="scratch folder (default: a new temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument(
+        "--stages",
+        nargs="+",
+        choices=STAGES,
+        default=list(STAGES),
+        help="measure only these stages (in order; later ones need an earlier --keep run's --workdir)",
+    )
     ap.add_argument("--json", help="also write the raw numbers here")
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="params override for every stage"
@@ -209,7 +236,8 @@ def main() -> int:
     try:
         print(f"bench_scale: scratch {work}; set-up (untimed)", file=sys.stderr, flush=True)
         shared = prepare(work, work / "setup.log")
-        results = [run_size(n, work, shared, args.set) for n in sorted(args.sizes)]
+        only = tuple(name for name in STAGES if name in args.stages)
+        results = [run_size(n, work, shared, args.set, only) for n in sorted(args.sizes)]
         print(report(results))
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1) + "\n")

@@ -4,8 +4,9 @@
     python scripts/fuzz.py --params --minutes 10 [--save DIR]
 
 `--params`: hostile params files and `--set` values (tests/fuzz_params.py: alias bombs, deep
-nests, duplicate keys, bad bytes, NaN, huge numbers, typos) through the real CLI; the property:
-exit 0 or 2, one stderr line, no traceback, within 60 s.
+nests, duplicate keys, bad bytes, NaN, huge numbers, typos) through the real CLI, each example
+on one of the commands of `fuzz_params.CLI_COMMANDS` (filter, cochrane, notes, link, align,
+build, evaluate); the property: exit 0 or 2, one stderr line, no traceback, within 60 s.
 
 Uses the strategies and the property of tests/fuzz_readers.py (the CI runs its fast
 profile in tests/test_fuzz_readers.py). Prints examples run and how many ended in each
@@ -88,31 +89,44 @@ def main() -> int:
 
 
 def fuzz_params(minutes: float, save: Path) -> int:
+    from fuzz_params import CLI_COMMANDS, cli_case, overrides, params_files
     from fuzz_params import HOLDS as PARAMS_HOLD
-    from fuzz_params import cli_case, overrides, params_files
     from hypothesis import strategies as st
 
     outcomes: collections.Counter = collections.Counter()
+    per_command: dict[str, collections.Counter] = {c: collections.Counter() for c in CLI_COMMANDS}
     deadline = time.monotonic() + minutes * 60
     saved = 0
     while time.monotonic() < deadline:
 
         @BATCH
-        @given(st.one_of(st.none(), params_files()), st.one_of(st.just([]), overrides()))
-        def fuzz(data, sets):
+        @given(
+            st.one_of(st.none(), params_files()),
+            st.one_of(st.just([]), overrides()),
+            st.sampled_from(sorted(CLI_COMMANDS)),
+        )
+        def fuzz(data, sets, command):
             nonlocal saved
-            outcome = cli_case(data, sets)
+            outcome = cli_case(data, sets, command=command)
             outcomes[outcome] += 1
+            per_command[command][outcome] += 1
             if outcome not in PARAMS_HOLD:
                 saved += 1
-                folder = save / f"{saved:04d}-params-{outcome}"
+                folder = save / f"{saved:04d}-params-{command.replace(' ', '-')}-{outcome}"
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / "params.yaml").write_bytes(data or b"")
-                (folder / "set.json").write_text(json.dumps(sets), encoding="utf-8")
+                (folder / "set.json").write_text(
+                    json.dumps({"command": command, "set": sets}), encoding="utf-8"
+                )
 
         fuzz()
     total = sum(outcomes.values())
-    summary = {"minutes": minutes, "examples": total, **dict(sorted(outcomes.items()))}
+    summary = {
+        "minutes": minutes,
+        "examples": total,
+        **dict(sorted(outcomes.items())),
+        "by_command": {c: dict(sorted(n.items())) for c, n in per_command.items()},
+    }
     os.write(1, (json.dumps(summary, indent=1) + "\n").encode())
     return 0 if total == sum(outcomes[h] for h in PARAMS_HOLD) else 1
 

@@ -4,6 +4,7 @@ one `ParamsError` line (exit 2), never a traceback, within a time bound."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -150,16 +151,28 @@ def load_case(data: bytes | None, sets: list[str]) -> str:
     return outcome
 
 
-def cli_case(data: bytes | None, sets: list[str], timeout: float = 60.0) -> str:
-    """Through the real CLI (`medsimp --params F --set ... filter` on a missing input):
+# commands the params reach, each on a missing input, so a run ends right after the params load
+CLI_COMMANDS = {
+    "filter": ["filter", "--input", "{none}", "--output", "{out}"],
+    "cochrane": ["cochrane", "--input", "{none}", "--output", "{out}"],
+    "notes": ["notes", "--input", "{none}", "--output", "{out}"],
+    "link": ["link", "--input", "{none}", "--output", "{out}"],
+    "align": ["align", "corpus", "--input", "{none}", "--output", "{out}"],
+    "build": ["build", "multicochrane", "--output", "{out}"],  # its inputs come from the params
+    "evaluate": ["evaluate", "files", "--hyp", "{none}", "--ref", "{none}"],
+}
+
+
+def cli_case(data: bytes | None, sets: list[str], timeout: float = 60.0, command: str = "filter") -> str:
+    """Through the real CLI (`medsimp --params F --set ... COMMAND` on a missing input):
     'ok'/'exit2' when it exits 0 or 2 with at most one stderr line and no traceback."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "p.yaml"
         path.write_bytes(data if data is not None else b"")
         argv = [sys.executable, "-m", "medsimp.cli", "--params", str(path)]
-        for item in sets:
-            argv += ["--set", item]
-        argv += ["filter", "--input", str(Path(tmp) / "none"), "--output", str(Path(tmp) / "out")]
+        argv += [f"--set={item}" for item in sets]  # `--set -x=1` would be an argparse option
+        out = str(Path(tmp) / "out")
+        argv += [a.format(none=str(Path(tmp) / "none"), out=out) for a in CLI_COMMANDS[command]]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
         env.pop("MEDSIMP_PARAMS", None)
         try:
@@ -168,7 +181,11 @@ def cli_case(data: bytes | None, sets: list[str], timeout: float = 60.0) -> str:
             return "hang"
     err = res.stderr.decode("utf-8", "replace")
     # params that load are announced (`medsimp filter: flag aligned ... (from X, to Y)`): not an error line
-    err = "\n".join(line for line in err.splitlines() if "(from " not in line)
+    module = importlib.import_module(f"medsimp.cli.commands.{CLI_COMMANDS[command][0]}")
+    announced = (
+        f"medsimp {' '.join(w for w in CLI_COMMANDS[command][:2] if not w.startswith('-'))}: {module.HELP}"
+    )
+    err = "\n".join(line for line in err.splitlines() if not line.startswith(announced))
     if "Traceback" in err or "internal error" in err:
         return "traceback"
     if err.strip().count("\n") > 0:

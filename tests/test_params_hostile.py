@@ -200,3 +200,12 @@ def test_hostile_params_through_the_cli_are_one_line_exit_2(tmp_path):
 def test_fuzzed_params_load_or_fail_in_one_line(data, sets):
     """The fast profile of `scripts/fuzz.py --params` (in-process; the script drives the CLI)."""
     assert fuzz_params.load_case(data, sets) in fuzz_params.HOLDS
+
+
+@pytest.mark.parametrize("command", sorted(fuzz_params.CLI_COMMANDS))
+def test_the_params_fuzz_reaches_every_command_it_names(command):
+    """scripts/fuzz.py --params runs each example on one of these commands: each holds the
+    property on a bomb file with a bad --set, and on a duplicate key."""
+    bomb_file = ("x: " + fuzz_params.bomb(9, 9) + "\n").encode()
+    assert fuzz_params.cli_case(bomb_file, ["filter.threshold=.nan"], command=command) == "exit2"
+    assert fuzz_params.cli_case(b"seed: 1\nseed: 2\n", [], command=command) == "exit2"
