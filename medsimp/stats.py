@@ -34,6 +34,11 @@ def write_metrics(
     write_json(Path(str(path) + RUN_SUFFIX), record)
 
 
+def dead_letter(source: str, locator: str, reason: str, detail: str = "") -> dict:
+    """A rejected record: where it came from, why, and a detail that is never record text."""
+    return {"source": source, "locator": locator, "reason": reason, "detail": detail}
+
+
 class CountsMismatch(AssertionError):
     """Counts in a stats record do not reconcile."""
 

@@ -28,6 +28,7 @@ from medsimp.corpora.common import (
 )
 from medsimp.params_schema import BuildMsd, Split, section_of
 from medsimp.schemas import CONCEPT, READABILITY
+from medsimp.stats import dead_letter
 
 COLUMNS = ["sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text"]
 GROUP_COLUMNS = ["group_id", "doc_id", "pcio", "complex_ids", "simple_ids"]
@@ -131,14 +132,7 @@ def _group_rows(
     for group, topic in zip(groups.select(GROUP_COLUMNS).to_pylist(), topics):
         unknown = [s for s in [*group["complex_ids"], *group["simple_ids"]] if s not in texts]
         if unknown:
-            rejects.append(
-                {
-                    "source": "msd",
-                    "locator": group["group_id"],
-                    "reason": "unknown_sentence_id",
-                    "detail": unknown[0],
-                }
-            )
+            rejects.append(dead_letter("msd", group["group_id"], "unknown_sentence_id", unknown[0]))
             continue
         cc, cr, _ = side_annotations(group["complex_ids"], texts, links)
         sc, sr, _ = side_annotations(group["simple_ids"], texts, links)
@@ -215,14 +209,7 @@ def build(cfg: BuildMsd | Mapping[str, Any]) -> BuiltDataset:
         key=lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"], r["sentence_id"]),
     ):
         if r["side"] not in LABEL:
-            rejects.append(
-                {
-                    "source": "msd",
-                    "locator": r["sentence_id"],
-                    "reason": "unknown_side",
-                    "detail": str(r["side"])[:20],
-                }
-            )
+            rejects.append(dead_letter("msd", r["sentence_id"], "unknown_side", str(r["side"])[:20]))
             continue
         concepts, readability = links.get(r["sentence_id"], ([], None))
         missing += r["sentence_id"] not in links

@@ -44,6 +44,7 @@ from medsimp.corpora.scratch import Scratch, number_key
 from medsimp.errors import InputError
 from medsimp.params_schema import BuildMulticochrane, section_of
 from medsimp.schemas import CONCEPT, READABILITY
+from medsimp.stats import dead_letter
 
 PAIR_COLUMNS = [
     "pair_id",
@@ -443,14 +444,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
         for pair in pairs:
             absent = next((c for c in REQUIRED if not pair[c] and pair[c] != []), None)
             if absent:
-                rejects.append(
-                    {
-                        "source": "multicochrane",
-                        "locator": pair["pair_id"] or "",
-                        "reason": "missing_field",
-                        "detail": absent,
-                    }
-                )
+                rejects.append(dead_letter("multicochrane", pair["pair_id"] or "", "missing_field", absent))
                 continue
             if normalise_doi(pair["doi"]) in clean:
                 # MC-CLEAN review: its gold rows (en) replace the automatic ones; in held-out
@@ -466,12 +460,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
             unknown = [sid for sid in ids if sid not in texts]
             if unknown:
                 rejects.append(
-                    {
-                        "source": "multicochrane",
-                        "locator": pair["pair_id"],
-                        "reason": "unknown_sentence_id",
-                        "detail": unknown[0],
-                    }
+                    dead_letter("multicochrane", pair["pair_id"], "unknown_sentence_id", unknown[0])
                 )
                 continue
             cc, cr, m1 = side_annotations(pair["complex_ids"], texts, links)

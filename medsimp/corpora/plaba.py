@@ -31,6 +31,7 @@ from medsimp.corpora.common import (
 )
 from medsimp.params_schema import BuildPlaba, PlabaSplit, section_of
 from medsimp.schemas import CONCEPT, READABILITY
+from medsimp.stats import dead_letter
 
 PAIR_COLUMNS = [
     "pair_id",
@@ -186,14 +187,7 @@ def build(cfg: BuildPlaba | Mapping[str, Any]) -> BuiltDataset:
     ):
         unknown = [s for s in [pair["complex_id"], *pair["simple_ids"]] if s not in texts]
         if unknown:
-            rejects.append(
-                {
-                    "source": "plaba",
-                    "locator": pair["pair_id"],
-                    "reason": "unknown_sentence_id",
-                    "detail": unknown[0],
-                }
-            )
+            rejects.append(dead_letter("plaba", pair["pair_id"], "unknown_sentence_id", unknown[0]))
             continue
         cc, cr, m1 = side_annotations([pair["complex_id"]], texts, links)
         sc, sr, m2 = side_annotations(pair["simple_ids"], texts, links)

@@ -28,6 +28,7 @@ from medsimp.corpora.common import (
 )
 from medsimp.params_schema import BuildRadiology, section_of
 from medsimp.schemas import RADIOLOGY_SENTENCES
+from medsimp.stats import dead_letter
 from pipelines.text.radiology import doc_order
 
 COLUMNS = [
@@ -120,14 +121,7 @@ def build(cfg: BuildRadiology | Mapping[str, Any]) -> BuiltDataset:
     for row in sentences:
         missing = _missing(row)
         if missing:  # field names only: MIMIC text never goes into a dead letter
-            rejects.append(
-                {
-                    "source": "radiology",
-                    "locator": row["locator"] or "",
-                    "reason": "missing_field",
-                    "detail": ",".join(missing),
-                }
-            )
+            rejects.append(dead_letter("radiology", row["locator"] or "", "missing_field", ",".join(missing)))
         else:
             valid.append(row)
     split_cfg = cfg.split

@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import Beam, Cochrane, section_of
 from medsimp.schemas import COCHRANE_SENTENCES
+from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import GroupSorted, delete_runs, new_pipeline
 from pipelines.jobs.common import (
     Counter,
@@ -40,7 +41,7 @@ from pipelines.sources.cochrane import (
 )
 from pipelines.sources.files import check_file, check_lines, list_files
 from pipelines.sources.records import guarded
-from pipelines.sources.rows import dead_letter, document_rows
+from pipelines.sources.rows import document_rows
 
 SOURCE = "cochrane"
 GROUP_PREFIX = "group"  # JoinReviews' run files in the output's staging folder (deleted after)

@@ -20,11 +20,11 @@ from apache_beam.metrics import Metrics
 from medsimp.atomic import canonical_json
 from medsimp.errors import InputError
 from medsimp.lineage import with_lineage
-from medsimp.stats import check_reconciles, finish_stage, output_stats
+from medsimp.stats import check_reconciles, dead_letter, finish_stage, output_stats
 from pipelines.jobs.beam_io import WriteSorted, counters, fill_empty_shards
 from pipelines.sources.files import check_file, check_lines, iter_lines, write_file
 from pipelines.sources.records import FormatError, Line, guarded
-from pipelines.sources.rows import dead_letter, locator_key
+from pipelines.sources.rows import locator_key
 
 DEAD_LETTER = "dead_letter"
 

@@ -22,6 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.doccache import DocCache, code_version, content_key
 from medsimp.params_schema import Beam, Readability, section_of
 from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
+from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import grouped_by, new_pipeline, read_numbered_documents
 from pipelines.jobs.common import (
     Counter,
@@ -33,7 +34,6 @@ from pipelines.jobs.common import (
     write_tables,
 )
 from pipelines.sources.files import list_files, open_file, parquet_lineage
-from pipelines.sources.rows import dead_letter
 
 NAMESPACE = "link"
 _NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")

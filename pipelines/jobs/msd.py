@@ -7,6 +7,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import Msd, section_of
 from medsimp.schemas import MSD_GROUPS, MSD_SENTENCES
+from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import new_pipeline
 from pipelines.jobs.common import (
     Counter,
@@ -23,7 +24,6 @@ from pipelines.jobs.common import (
 from pipelines.sources.files import list_inputs
 from pipelines.sources.msd import assemble, parse_line, pcio_lookup
 from pipelines.sources.records import FormatError, guarded
-from pipelines.sources.rows import dead_letter
 
 SOURCE = "msd"
 

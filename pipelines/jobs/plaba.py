@@ -10,6 +10,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.errors import InputError
 from medsimp.params_schema import Beam, Plaba, section_of
 from medsimp.schemas import PLABA_PAIRS, PLABA_SENTENCES
+from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import new_pipeline
 from pipelines.jobs.common import (
     Counter,
@@ -23,7 +24,6 @@ from pipelines.jobs.common import (
 from pipelines.sources.files import check_file, read_text
 from pipelines.sources.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents, top_members
 from pipelines.sources.records import FormatError, guarded
-from pipelines.sources.rows import dead_letter
 
 # What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
 # stays narrow (the stage's full stats are its output's stats.json).

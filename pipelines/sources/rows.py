@@ -50,7 +50,3 @@ def locator_key(locator: str) -> tuple[str, int, str]:
     """Sort key for `file:line` locators: line numbers in numeric order."""
     head, _, tail = locator.rpartition(":")
     return (head, int(tail), "") if tail.isdigit() else (locator, -1, "")
-
-
-def dead_letter(source: str, locator: str, reason: str, detail: str = "") -> dict:
-    return {"source": source, "locator": locator, "reason": reason, "detail": detail}
