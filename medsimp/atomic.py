@@ -24,6 +24,7 @@ import glob
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -179,12 +180,13 @@ def check_output_target(
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether process `pid` runs (another user's counts as running)."""
+    """Whether process `pid` runs (another user's counts as running, and so does a number no
+    process can have: a sweep then leaves its file alone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError, ValueError):
         return True
     return True
 
@@ -195,7 +197,7 @@ def sweep_stale(final: Path) -> None:
         return
     for sibling in final.parent.glob(glob.escape(f".{final.name}.") + "*-*"):
         kind, _, pid = sibling.name.rpartition("-")
-        if not (kind.endswith((".tmp", ".old")) and pid.isdigit()) or pid_alive(int(pid)):
+        if not (kind.endswith((".tmp", ".old")) and pid.isascii() and pid.isdigit()) or pid_alive(int(pid)):
             continue
         if sibling.is_dir() and not sibling.is_symlink():
             shutil.rmtree(sibling, ignore_errors=True)
@@ -209,8 +211,17 @@ def sweep_stale_file(path: Path) -> None:
     head, tail = f".{path.stem}.tmp-", path.suffix
     for sibling in path.parent.glob(f"{glob.escape(head)}*{glob.escape(tail)}"):
         pid = sibling.name[len(head) : len(sibling.name) - len(tail)]
-        if pid.isascii() and pid.isdigit() and sibling.is_file() and not pid_alive(int(pid)):
+        if pid.isascii() and pid.isdigit() and _own_regular_file(sibling) and not pid_alive(int(pid)):
             sibling.unlink(missing_ok=True)
+
+
+def _own_regular_file(path: Path) -> bool:
+    """A regular file (not a symlink) of this user."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
 
 
 @contextlib.contextmanager

@@ -483,10 +483,18 @@ def test_multicochrane_leaves_no_scratch_on_errors_and_sweeps_a_killed_builds(
     scratch_root = tmp_path / "tmp"
     scratch_root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
-    killed = scratch_root / "medsimp-build-999999999-abc"  # a build whose process is gone
-    running = scratch_root / "medsimp-build-1-abc"  # pid 1 runs: not ours to judge
+    killed = scratch_root / "medsimp-build-999999999-abcd1234"  # a build whose process is gone
     killed.mkdir()
-    running.mkdir()
+    (killed / "scratch.sqlite").write_bytes(b"")
+    kept = {
+        "medsimp-build-1-abcd1234": "scratch.sqlite",  # pid 1 runs: not ours to judge
+        "medsimp-build-2024-01-05": "my-notes.txt",  # a user's folder of that name
+        "medsimp-build-999999999-abcd5678": "my-notes.txt",  # holds more than a scratch database
+        "medsimp-build-99999999999-abcd1234": "scratch.sqlite",  # no process has that number
+    }
+    for name, file in kept.items():
+        (scratch_root / name).mkdir()
+        (scratch_root / name / file).write_bytes(b"")
     data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
     section = data["build"]["multicochrane"]
 
@@ -499,7 +507,21 @@ def test_multicochrane_leaves_no_scratch_on_errors_and_sweeps_a_killed_builds(
 
     assert run("missing", linked=str(tmp_path / "nowhere")) == 2
     assert "no parquet files at" in capsys.readouterr().err
-    assert sorted(p.name for p in scratch_root.iterdir()) == [running.name]
+    assert sorted(p.name for p in scratch_root.iterdir()) == sorted(kept)
+
+    import sqlite3
+
+    from medsimp.corpora.scratch import Scratch
+
+    def full(*args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with monkeypatch.context() as m:  # the index is built (a sort on disk) while writing
+        m.setattr(Scratch, "rows", full)
+        assert run("full") == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.endswith("database or disk is full (set TMPDIR to a folder with room)"), last
+    assert sorted(p.name for p in scratch_root.iterdir()) == sorted(kept)
 
     def fail(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -507,7 +529,7 @@ def test_multicochrane_leaves_no_scratch_on_errors_and_sweeps_a_killed_builds(
     with monkeypatch.context() as m:
         m.setattr(writer, "write_split", fail)
         assert run("nospace") != 0
-    assert sorted(p.name for p in scratch_root.iterdir()) == [running.name]
+    assert sorted(p.name for p in scratch_root.iterdir()) == sorted(kept)
     assert not (tmp_path / "nospace").exists()
 
     pairs = tmp_path / "no-doi"
@@ -523,4 +545,4 @@ def test_multicochrane_leaves_no_scratch_on_errors_and_sweeps_a_killed_builds(
         f"no usable pair ({table.num_rows} read, {table.num_rows} rejected: {table.num_rows} missing_field)"
         in last
     )
-    assert sorted(p.name for p in scratch_root.iterdir()) == [running.name]
+    assert sorted(p.name for p in scratch_root.iterdir()) == sorted(kept)

@@ -195,9 +195,14 @@ def test_a_killed_single_file_write_leaves_a_temp_file_the_next_write_sweeps(tmp
     assert [p.name for p in left] == [f".[m] metrics.tmp-{child.pid}.json"]
     alive = tmp_path / ".[m] metrics.tmp-1.json"  # pid 1 runs: not ours to judge
     other = tmp_path / ".[m] metrics.tmp-x.json"
+    huge = tmp_path / ".[m] metrics.tmp-99999999999.json"  # no process has that number
+    linked = tmp_path / ".[m] metrics.tmp-999999999.json"  # a symlink is not our temp file
     alive.write_text("")
     other.write_text("")
+    huge.write_text("")
+    linked.symlink_to(alive)
     with atomic_file(target) as tmp:
         tmp.write_text("{}")
     assert target.read_text() == "{}"
-    assert sorted(p.name for p in tmp_path.glob(".*.tmp-*")) == sorted([alive.name, other.name])
+    left = sorted(p.name for p in tmp_path.glob(".*.tmp-*"))
+    assert left == sorted([alive.name, other.name, huge.name, linked.name])

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
@@ -44,18 +46,26 @@ CREATE TABLE row (
 PREFIX = "medsimp-build-"  # + pid + "-" + random: the folder in the system's temporary folder
 
 
+_SCRATCH_NAME = re.compile(rf"{PREFIX}(\d+)-[a-z0-9_]{{8}}")  # tempfile's random part: 8 characters
+_SCRATCH_FILE = re.compile(r"scratch\.sqlite(-journal|-wal|-shm)?")
+
+
 def sweep_stale_scratch() -> None:
     """Remove the scratch folders of builds that were killed (their process no longer runs):
-    a SIGKILL or an OOM kill skips the clean-up."""
+    a SIGKILL or an OOM kill skips the clean-up. Only folders that are plainly one: named as
+    `Scratch` names them, this user's, holding nothing but the scratch database."""
     for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
-        pid = folder.name[len(PREFIX) :].split("-", 1)[0]
-        if (
-            pid.isascii()
-            and pid.isdigit()
-            and folder.is_dir()
-            and not folder.is_symlink()
-            and not pid_alive(int(pid))
-        ):
+        found = _SCRATCH_NAME.fullmatch(folder.name)
+        if not found or pid_alive(int(found[1])):
+            continue
+        try:
+            st = folder.lstat()
+            entries = list(folder.iterdir()) if stat.S_ISDIR(st.st_mode) else None
+        except OSError:
+            continue
+        if entries is None or st.st_uid != os.getuid():
+            continue
+        if all(_SCRATCH_FILE.fullmatch(e.name) and e.is_file() and not e.is_symlink() for e in entries):
             shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -109,24 +109,24 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         dataset = build_dataset(args.name, located)
+        with dataset:  # a streamed dataset's scratch files go when it is written
+            dataset.lineage = input_lineage(located.model_dump(), dataset.mimic_derived, args.name)
+            # the card records what determines the data (builders/README.md): the inputs' content,
+            # the upstream params, the aligner and the code's revision (stable for one commit)
+            provenance = {
+                "stage": f"build@{args.name}",
+                "command": f"medsimp build {args.name}",
+                "params_section": f"build.{args.name}",
+                "params_hash": params_hash(cfg),
+                **card_provenance(args, cfg, located),
+            }
+            stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
     except BuildError as exc:
         raise InputError(str(exc)) from None
-    except sqlite3.Error as exc:  # a builder's scratch database: a full disk, mostly
+    except sqlite3.Error as exc:  # a builder's scratch database (its index is built while writing)
         raise UsageError(
             f"scratch database in {tempfile.gettempdir()}: {exc} (set TMPDIR to a folder with room)"
         ) from None
-    with dataset:  # a streamed dataset's scratch files go when it is written
-        dataset.lineage = input_lineage(located.model_dump(), dataset.mimic_derived, args.name)
-        # the card records what determines the data (builders/README.md): the inputs' content,
-        # the upstream params, the aligner and the code's revision (stable for one commit)
-        provenance = {
-            "stage": f"build@{args.name}",
-            "command": f"medsimp build {args.name}",
-            "params_section": f"build.{args.name}",
-            "params_hash": params_hash(cfg),
-            **card_provenance(args, cfg, located),
-        }
-        stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
     flat = {k: v for k, v in stats.items() if k not in ("builder", "splits")}
     flat.update({f"rows {cfg}": splits for cfg, splits in stats["splits"].items()})
     finish_stage(
