@@ -40,6 +40,7 @@ from torch import nn
 from alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
 from alignment.gold import Block, DocPair
 from alignment.score import pairs_to_blocks
+from medsimp.numerics import require_pinned
 from medsimp.params_schema import Crf
 
 # The CRF's knobs and their defaults are params `align.crf` (medsimp.params_schema.Crf).
@@ -258,9 +259,12 @@ def gold_labels(pairs: set[tuple[int, int]], n_rows: int, cosine: np.ndarray) ->
 
 def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Mapping[str, Any]) -> CRFScorer:
     """Fit one direction by Adam on the summed per-document NLL (divided by rows). The thread
-    count is fixed (float sums depend on it) whether or not the encoder ran first (cold cache)."""
+    count is fixed (float sums depend on it) whether or not the encoder ran first (cold cache),
+    and the kernels are the CPU-independent ones (medsimp.numerics)."""
+    require_pinned(torch)
     torch.manual_seed(int(config["seed"]))
     torch.set_num_threads(int(config["threads"]))
+    torch.use_deterministic_algorithms(True, warn_only=True)
     scorer = CRFScorer(int(config["jump_cap"]), int(config["hidden"]))
     opt = torch.optim.Adam(scorer.parameters(), lr=float(config["lr"]))
     data = [

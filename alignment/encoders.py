@@ -87,6 +87,9 @@ class STEncoder:
         import torch
         from sentence_transformers import SentenceTransformer
 
+        from medsimp.numerics import require_pinned
+
+        require_pinned(torch)
         if threads:
             torch.set_num_threads(int(threads))  # on a busy shared CPU one thread is far faster
         from medsimp.resources import resolve_model

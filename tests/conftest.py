@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import medsimp  # noqa: F401  (first: pins CPU-independent torch kernels, medsimp.numerics)
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"

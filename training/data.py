@@ -81,6 +81,8 @@ def _bucket(text: str) -> float:
 
 
 def _read_pairs(files: list[str], complex_column: str, simple_column: str) -> list[tuple[str, str]]:
+    """Every row with both sides, in the order `load_dataset(folder)[split]` yields them (its
+    files sorted by name, each file's rows in order): an evaluation's outputs follow that order."""
     import pyarrow.parquet as pq
 
     rows: list[tuple[str, str]] = []
@@ -91,7 +93,7 @@ def _read_pairs(files: list[str], complex_column: str, simple_column: str) -> li
             for c, s in zip(table.column(complex_column).to_pylist(), table.column(simple_column).to_pylist())
             if c and s
         ]
-    return sorted(set(rows))
+    return rows
 
 
 def load_pairs(
@@ -120,7 +122,7 @@ def load_pairs(
         )
     rows = {name: _read_pairs(f, complex_column, simple_column) for name, f in files.items()}
     train = []
-    for c, s in rows["train"]:
+    for c, s in dict.fromkeys(rows["train"]):  # training: each pair once, first place kept
         u = _bucket(c)
         if not files["test"] and u < test_fraction:
             rows["test"].append((c, s))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from medsimp.numerics import require_pinned
 from medsimp.params_schema import Train as _TrainParams
 from training.declare import BertMT, Declare, Encoded, partial_translate
 from training.labels import (
@@ -71,8 +72,11 @@ class Settings:
 
 def seed_everything(seed: int, threads: int) -> None:
     """Seeds, deterministic kernels and a fixed CPU thread count: float sums are reduced in
-    a thread-count-dependent order, so the same seed on another core count differs."""
+    a thread-count-dependent order, so the same seed on another core count differs; the kernels
+    are the CPU-independent ones (medsimp.numerics), so another CPU gives the same bytes."""
     import numpy as np
+
+    require_pinned(torch)
 
     random.seed(seed)
     np.random.seed(seed)

@@ -185,6 +185,20 @@ def dataset_items(args: argparse.Namespace, n: int):
     return items
 
 
+def check_row_order(path: str, hyps: list[str], items, where: str) -> None:
+    """Refuse outputs that do not follow the rows' order (medsimp.metrics.roworder)."""
+    from medsimp.errors import InputError
+    from medsimp.metrics.roworder import MIN_SHARE, own_row_share
+
+    match = own_row_share(hyps, [i.source for i in items], [i.references for i in items])
+    if match.share < MIN_SHARE:
+        raise InputError(
+            f"--hyp {path}: only {match.share:.0%} of its {match.informative} lines with words are closest "
+            f"to their own row of {where}; the outputs follow another order (they must follow the rows "
+            "as load_dataset(...)[split] yields them), so nothing was scored"
+        )
+
+
 def file_items(refs: list[str], src: str | None, n: int):
     from medsimp.errors import InputError
     from medsimp.metrics.scoring import EvalItem
@@ -363,6 +377,12 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
             hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
         elif args.dataset:
             items = dataset_items(args, len(hyps))
+            check_row_order(
+                path,
+                hyps,
+                items,
+                f"--dataset {args.dataset} --config {args.config} --split {args.split or 'test'}",
+            )
         else:
             items = file_items(args.ref, args.src, len(hyps))
         if not items:

@@ -1,0 +1,86 @@
+"""The same model bytes on any x86-64 CPU (issue 35 item 0): PyTorch picks kernels by instruction
+set (ATen AVX2/AVX-512, MKL's GEMM branch, oneDNN), so an AVX-512 Intel and an AVX2 AMD machine
+trained the CRF aligner and DECLARE to different weights and a fresh clone's `dvc repro` moved
+dvc.lock. medsimp pins CPU-independent kernels (medsimp.numerics); these tests train under two
+dispatch settings that stand in for two CPUs and compare the bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tests" / "fixtures" / "dispatch" / "train_both.py"
+SAMPLE = ROOT / "data" / "sample" / "medlane"
+
+# What a newer and an older x86-64 CPU would make PyTorch choose; medsimp must undo both.
+WIDE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+NARROW = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+    "ONEDNN_MAX_CPU_ISA": "SSE41",
+    "MKL_CBWR": "AUTO",
+}
+
+
+def _digests(extra: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **extra}
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(SAMPLE)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # two trainings of MiniLM-based models (about a minute)
+def test_crf_and_one_declare_epoch_train_to_the_same_bytes_under_two_dispatch_settings(tmp_path):
+    wide = _digests(WIDE, tmp_path)
+    narrow = _digests(NARROW, tmp_path)
+    assert set(wide) == {"crf", "declare"}
+    assert wide == narrow
+
+
+def test_torch_kernels_chosen_before_medsimp_are_refused(tmp_path):
+    """A process that ran torch kernels before importing medsimp cannot be pinned any more: the
+    trainer says so in one line instead of writing machine-dependent weights."""
+    code = (
+        "import torch\n"
+        "torch.ones(4, 4) @ torch.ones(4, 4)\n"  # the capability is chosen here, unpinned
+        "import medsimp\n"
+        "from medsimp.errors import MedsimpError\n"
+        "from training.trainer import seed_everything\n"
+        "try:\n"
+        "    seed_everything(1, 1)\n"
+        "except MedsimpError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("refused: torch already chose CPU kernels"), done.stdout
+
+
+def test_medsimp_import_pins_the_kernels_for_this_process_and_its_children(tmp_path):
+    code = (
+        "import os, torch, medsimp\n"
+        "print(torch.backends.cpu.get_cpu_capability(), torch.backends.mkldnn.enabled,"
+        " os.environ['ATEN_CPU_CAPABILITY'], os.environ['MKL_CBWR'])\n"
+    )
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AUTO"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["DEFAULT", "False", "default", "COMPATIBLE"]
