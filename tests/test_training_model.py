@@ -407,3 +407,31 @@ def test_checkpoint_key_covers_the_code_that_shapes_the_examples():
     ):
         assert module in code, module
     assert not any(m.startswith(("medsimp.atomic", "medsimp.stats", "medsimp.cli")) for m in code)
+
+
+def test_a_poisoned_checkpoint_runs_nothing_and_training_starts_over(tiny_encoder, tmp_path, caplog):
+    """Issue 35 item 8: resuming called torch.load(weights_only=False), so a planted last.pt ran
+    code. Checkpoints load as data only; one that does not is not resumed (a warning says so),
+    and a real checkpoint still resumes (test_train_predict_resume_and_reload)."""
+    import pickle
+
+    from training.data import load_medlane
+    from training.trainer import Settings, train
+
+    marker = tmp_path / "ran"
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    torch.save({"model": Boom()}, ck / "last.pt", pickle_module=pickle)
+    splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
+    d = json.loads((SAMPLE / "dictionary.json").read_text())
+    s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
+    with caplog.at_level("WARNING", logger="medsimp"):
+        _, _, log = train(splits.train[:8], splits.validation[:4], d, s, ck, progress=False)
+    assert not marker.exists()
+    assert log["resumed_from"] is None and [e["epoch"] for e in log["epochs"]] == [1]
+    assert "training starts from the first epoch" in caplog.text

@@ -220,17 +220,49 @@ def _to(batch: dict, device: torch.device) -> dict:
 
 
 def _rng_state() -> dict:
+    """The random states as tensors and plain values, so that a checkpoint loads with
+    `weights_only=True` (no pickled objects: a checkpoint runs no code when resumed)."""
     import numpy as np
 
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "python": [random.getstate()[0], list(random.getstate()[1]), random.getstate()[2]],
+        "numpy": [
+            str(kind),
+            torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            int(pos),
+            int(has_gauss),
+            float(cached),
+        ],
+        "torch": torch.get_rng_state(),
+    }
 
 
 def _set_rng_state(state: dict) -> None:
     import numpy as np
 
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
+
+
+def _resume(last: Path, device) -> dict | None:
+    """The last checkpoint, loaded as data only (`weights_only=True`: tensors and plain values,
+    never code), or None with a warning when it cannot be loaded that way (training restarts)."""
+    import logging
+
+    try:
+        return torch.load(last, map_location=device, weights_only=True)
+    except Exception as exc:  # noqa: BLE001  an unreadable or foreign checkpoint is not resumed
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        logging.getLogger("medsimp").warning(
+            "%s is not a checkpoint medsimp can load as data (%s): training starts from the first epoch",
+            last,
+            reason,
+        )
+        return None
 
 
 def train(
@@ -286,8 +318,8 @@ def train(
         "amp": use_amp,
     }
     start, bad = 0, 0
-    if last.exists():
-        ck = torch.load(last, map_location=device, weights_only=False)
+    ck = _resume(last, device) if last.exists() else None
+    if ck is not None:
         model.load_state_dict(ck["model"])
         optim.load_state_dict(ck["optim"])
         sched.load_state_dict(ck["sched"])

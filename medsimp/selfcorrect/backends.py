@@ -19,6 +19,8 @@ from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import InvalidHeader
 from urllib3.util.retry import Retry
 
+from medsimp.doccache import file_fingerprint
+
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
@@ -267,7 +269,10 @@ class LocalChat:
     def identity(self) -> dict[str, Any]:
         return {
             "backend": "local",
+            # the model's files, not its folder's name: a model retrained in place, or another
+            # model in a folder of the same name, never reuses the first one's answers
             "model": os.path.basename(os.path.normpath(self.path)),
+            "model_sha256": file_fingerprint(self.path),
             "config": self.model.config.to_diff_dict(),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
