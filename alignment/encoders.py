@@ -209,6 +209,11 @@ class CachedEncoder:
         self.cache = DocCache(cache_root, f"embed/{encoder.name}")
         self._fingerprints: dict[str | None, str] = {}
 
+    def fingerprint(self, lang: str | None = None) -> str:
+        if lang not in self._fingerprints:  # the model's content, not its folder's name (issue 35 item 3)
+            self._fingerprints[lang] = self.inner.fingerprint(lang)
+        return self._fingerprints[lang]
+
     @property
     def hits(self) -> int:
         return self.cache.hits
@@ -219,12 +224,10 @@ class CachedEncoder:
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         texts = list(texts)
-        if lang not in self._fingerprints:  # the model's content, not its folder's name (issue 35 item 3)
-            self._fingerprints[lang] = self.inner.fingerprint(lang)
         key = content_key(
             code_version("alignment.encoders", "medsimp.numerics"),
             self.name,
-            self._fingerprints[lang],
+            self.fingerprint(lang),
             lang or "",
             texts,
         )
