@@ -326,7 +326,10 @@ class TrainData(Section):
 class Train(Section):
     models: list[str] = ["declare", "bertmt", "dictionary", "copy"]
     data: TrainData = Field(default_factory=TrainData)
-    dictionaries: list[str] = ["medsimp/resources/abbreviations.json", "data/sample/medlane/dictionary.json"]
+    dictionaries: list[str] = [
+        "medsimp/resources/abbreviations.json",
+        "medsimp/resources/medlane_dictionary.json",
+    ]
 
     encoder: str = "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext"
     encoder_fallback: str | None = "minilm"

@@ -1,12 +1,14 @@
 """Regenerate the embedded synthetic MedLane-format sample (data/sample/medlane).
 
     python scripts/make_medlane_sample.py [--out data/sample/medlane]
+        [--dictionary medsimp/resources/medlane_dictionary.json]
 
 Deterministic (fixed seed): clinical sentence templates with abbreviations and
 professional terms; train records are (source, target, second-person target),
 evaluation records a source and 4 references with `abbr[expansion]` annotations
-(references 2 and 4 use alternative lay wordings). `dictionary.json` lists every
-term with its candidate expansions (several senses for ambiguous abbreviations).
+(references 2 and 4 use alternative lay wordings). The dictionary lists every term with its
+candidate expansions (several senses for ambiguous abbreviations); it is a packaged resource,
+the default of `train.dictionaries`, so a command gives the same numbers from any folder.
 All text is synthetic.
 """
 
@@ -181,8 +183,10 @@ def second(s):
 
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument("--out", default="data/sample/medlane")
+parser.add_argument("--dictionary", default="medsimp/resources/medlane_dictionary.json")
 rng = random.Random(20220706)
-out = Path(parser.parse_args().out)
+args = parser.parse_args()
+out = Path(args.out)
 out.mkdir(parents=True, exist_ok=True)
 
 
@@ -200,4 +204,4 @@ for name, recs in [("validation", val), ("test", test)]:
     with open(out / f"{name}.txt", "w") as f:
         for s, _t, r, a in recs:
             f.write(f"{s}\n1 {r}\n2 {a}\n3 {second(r)}\n4 {second(a)}\n\n")
-json.dump({k: DICT[k] for k in sorted(DICT)}, open(out / "dictionary.json", "w"), indent=1, sort_keys=True)
+json.dump({k: DICT[k] for k in sorted(DICT)}, open(args.dictionary, "w"), indent=1, sort_keys=True)

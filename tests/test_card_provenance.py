@@ -44,8 +44,12 @@ def test_different_inputs_give_different_provenance(tmp_path):
     assert again["card"].replace("built-a2", "built-a") == a["card"]
 
 
-def test_a_multicochrane_card_names_the_aligner_gold_and_threshold(tmp_path):
+def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_threshold(tmp_path):
+    """Issue 35 item 4: after `align corpus --model OTHER` the card named params' model
+    (`out/models/crf_aligner sha256:missing`). It names what align's stats.json recorded."""
     import sys
+
+    from medsimp.cli.commands.align import used_aligner
 
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
     import upstream
@@ -53,17 +57,31 @@ def test_a_multicochrane_card_names_the_aligner_gold_and_threshold(tmp_path):
     build = {"multicochrane": {**upstream.write_cochrane(tmp_path)}}
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps({"doc": 1}) + "\n")
+    other = tmp_path / "other_model"  # not params' align.model
+    other.mkdir()
+    (other / "model.pt").write_bytes(b"weights")
+    (other / "stats.json").write_text(json.dumps({"gold": [f"gold.jsonl sha256:{content_hash(gold)}"]}))
+    align_out = tmp_path / "align"
+    align_out.mkdir()
+    (align_out / "stats.json").write_text(json.dumps({"aligner": used_aligner(str(other), str(tmp_path))}))
     cards = []
     for threshold in (0.5, 0.6):
         params = tmp_path / f"params-{threshold}.yaml"
         params.write_text(
-            yaml.safe_dump({"build": build, "align": {"gold": str(gold)}, "filter": {"threshold": threshold}})
+            yaml.safe_dump(
+                {
+                    "build": build,
+                    "align": {"gold": "nowhere.jsonl", "output": "align"},
+                    "filter": {"threshold": threshold},
+                }
+            )
         )
         out = tmp_path / f"mc-{threshold}"
         assert main(["--params", str(params), "build", "multicochrane", "--output", str(out)]) == 0
         cards.append(yaml.safe_load((out / "README.md").read_text()[4:].split("\n---\n", 1)[0])["medsimp"])
-    assert cards[0]["aligner.gold"] == f"{gold} sha256:{content_hash(gold)}"
-    assert "aligner.model" in cards[0] and cards[0]["filter.threshold"] == "gt 0.5"
+    assert cards[0]["aligner.model"] == f"other_model sha256:{content_hash(other)}"
+    assert cards[0]["aligner.gold"] == f"gold.jsonl sha256:{content_hash(gold)}"
+    assert cards[0]["filter.threshold"] == "gt 0.5"
     assert cards[0]["params_hash.filter"] != cards[1]["params_hash.filter"]
     assert cards[0]["params_hash"] == cards[1]["params_hash"]  # build.multicochrane alone is the same
 

@@ -442,21 +442,20 @@ def test_score_gives_the_checkouts_numbers_from_any_folder_issue_29(tmp_path, mo
     assert inside["hit"] == 1.0
 
 
-def test_score_without_a_params_file_uses_the_packaged_resources_and_says_what_is_missing(
-    tmp_path, monkeypatch, capsys
-):
+def test_score_without_a_params_file_gives_the_checkouts_numbers_issue_35(tmp_path, monkeypatch, capsys):
+    """Issue 35 item 5: train.dictionaries defaulted to a checkout file, so the same score gave
+    HIT 1.0 in the checkout and 0.5 elsewhere (with a warning). Every default is packaged."""
+    from medsimp.params_schema import Train
     from training import evaluation
 
+    assert all(p.startswith("medsimp/resources/") for p in Train().dictionaries)
+    monkeypatch.chdir(ROOT)
+    inside = evaluation.score(**DOC_EXAMPLE).scores
     monkeypatch.chdir(tmp_path)  # no params.yaml here: the defaults
     monkeypatch.setattr(evaluation, "_WARNED", set())
-    first = evaluation.score(**DOC_EXAMPLE).scores
-    again = evaluation.score(**DOC_EXAMPLE).scores
-    err = capsys.readouterr().err
-    # the packaged dictionary (htn -> hypertension, pt -> patient) is found through the package
-    assert first == again and first["hit"] == 0.5 and first["ascore"] is not None
-    # the checkout's sample dictionary, a default of train.dictionaries, is named once, on one line
-    (line,) = [x for x in err.splitlines() if "data/sample/medlane/dictionary.json" in x]
-    assert line.startswith("warning: abbreviation dictionary") and "not found" in line
+    elsewhere = evaluation.score(**DOC_EXAMPLE).scores
+    assert elsewhere == inside and inside["hit"] == 1.0 and inside["ascore"] is not None
+    assert "not found" not in capsys.readouterr().err
 
 
 def test_hit_that_cannot_be_computed_says_why(tmp_path, monkeypatch, capsys):

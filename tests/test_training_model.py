@@ -22,6 +22,7 @@ from training.labels import (
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "medlane"
+DICTIONARY = Path(__file__).resolve().parents[1] / "medsimp" / "resources" / "medlane_dictionary.json"
 DICT = {
     "pt": ["patient", "physical therapy"],
     "htn": ["hypertension", "high blood pressure"],
@@ -40,7 +41,7 @@ def tiny_encoder(tmp_path_factory) -> str:
     for name in ("train", "validation", "test"):
         text = (SAMPLE / f"{name}.txt").read_text(encoding="utf-8").lower()
         words |= set(text.replace("[", " ").replace("]", " ").split())
-    for values in json.loads((SAMPLE / "dictionary.json").read_text()).values():
+    for values in json.loads((DICTIONARY).read_text()).values():
         words |= {w for v in values for w in v.split()}
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "/", "-", *sorted(words)]
     out = tmp_path_factory.mktemp("tiny_bert")
@@ -181,7 +182,7 @@ def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
     from training.trainer import Settings, load, predict, save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
-    d = json.loads((SAMPLE / "dictionary.json").read_text())
+    d = json.loads((DICTIONARY).read_text())
     s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
     ck = tmp_path / "ck"
     model, feat, log = train(splits.train[:16], splits.validation[:4], d, s, ck, progress=False)
@@ -212,7 +213,7 @@ def test_training_is_bit_reproducible_whatever_the_callers_thread_count(tiny_enc
     from training.trainer import Settings, save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
-    d = json.loads((SAMPLE / "dictionary.json").read_text())
+    d = json.loads((DICTIONARY).read_text())
     s = Settings(encoder=tiny_encoder, epochs=1, batch_size=4, head_lr=5e-3)
     digests = []
     for run, threads in enumerate((2, 1)):
@@ -428,7 +429,7 @@ def test_a_poisoned_checkpoint_runs_nothing_and_training_starts_over(tiny_encode
     ck.mkdir()
     torch.save({"model": Boom()}, ck / "last.pt", pickle_module=pickle)
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
-    d = json.loads((SAMPLE / "dictionary.json").read_text())
+    d = json.loads((DICTIONARY).read_text())
     s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
     with caplog.at_level("WARNING", logger="medsimp"):
         _, _, log = train(splits.train[:8], splits.validation[:4], d, s, ck, progress=False)

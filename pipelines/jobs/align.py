@@ -137,7 +137,10 @@ def run(
     beam_args: list[str],
     metrics_file: str | None,
     cache_root: str | None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict:
+    """Align every document of `input_dir`; `extra`: facts stats.json records beside the counts
+    (the command passes the aligner model actually used, which the dataset card reads)."""
     pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
     if not FileSystems.match([pattern])[0].metadata_list:
         raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
@@ -165,6 +168,7 @@ def run(
         tables,
         shards,
         metrics_file,
+        extra=extra,
         reconcile=("read", ["kept", "rejected"]),
         zero=("cache_hits", "cache_misses", "pairs_total"),
         notes=fallback_notes(p.result),

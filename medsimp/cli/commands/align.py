@@ -185,7 +185,8 @@ def _train(args, params: Align, cache: str | None) -> int:
     from alignment.gold import gold_sources, read_golds
     from alignment.score import pair_prf
     from medsimp.atomic import atomic_dir, write_json
-    from medsimp.config import resolve_path
+    from medsimp.config import resolve_path, shown_path
+    from medsimp.corpora.writer import content_hash
     from medsimp.errors import InputError
     from medsimp.stats import finish_stage, output_stats
 
@@ -199,6 +200,7 @@ def _train(args, params: Align, cache: str | None) -> int:
     out = args.output or resolve_path(params.model, args.params_dir)
     stats = {
         "documents": len(docs),
+        "gold": [f"{shown_path(g, args.params_dir)} sha256:{content_hash(g)}" for g in gold],
         "gold_pairs": sum(len(d.pairs) for d in docs),
         "train_f1": round(fit["f1"], 6),
         "train_precision": round(fit["precision"], 6),
@@ -239,5 +241,21 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
             args.beam_arg,
             args.metrics,
             cache,
+            extra={"aligner": used_aligner(params.model, args.params_dir)},
         )
     return 0
+
+
+def used_aligner(model_dir: str, params_dir: str) -> dict[str, object]:
+    """What a dataset card records of the CRF model `align corpus` used (issue 35 item 4: the card
+    named params' model even after `--model OTHER`): its path as params would name it, its content
+    hash and the gold it was trained on (the model's own stats.json)."""
+    import json
+    from pathlib import Path
+
+    from medsimp.config import shown_path
+    from medsimp.corpora.writer import content_hash
+
+    trained = Path(model_dir) / "stats.json"
+    gold = json.loads(trained.read_text(encoding="utf-8")).get("gold") if trained.is_file() else None
+    return {"model": f"{shown_path(model_dir, params_dir)} sha256:{content_hash(model_dir)}", "gold": gold}

@@ -54,11 +54,27 @@ def card_provenance(args: argparse.Namespace, cfg, located) -> dict[str, str]:
     for name in UPSTREAM.get(args.name, ()):
         out[f"params_hash.{name}"] = params_hash(getattr(params, name))
     if "align" in UPSTREAM.get(args.name, ()):
-        for key in ("model", "gold"):
-            value = getattr(params.align, key)
-            out[f"aligner.{key}"] = f"{value} sha256:{content_hash(resolve_path(value, args.params_dir))}"
+        # the model `align corpus` actually used and its gold, as its stats.json records them
+        used = _read_stats(resolve_path(params.align.output, args.params_dir)).get("aligner") or {}
+        out["aligner.model"] = str(used.get("model") or f"{params.align.model} (not recorded by align)")
+        gold = used.get("gold")
+        out["aligner.gold"] = (
+            ", ".join(gold) if isinstance(gold, list) and gold else "not recorded by align train"
+        )
         out["filter.threshold"] = f"{params.filter.comparison} {params.filter.threshold}"
     return out
+
+
+def _read_stats(folder: str) -> dict:
+    import json
+    from pathlib import Path
+
+    path = Path(folder) / "stats.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 # Raw (non-Parquet) builder inputs of a public source, by builder and params key.
