@@ -377,6 +377,7 @@ class Evaluate(Section):
     lang: Literal["en", "es", "fr", "fa"] = "en"  # the outputs' (and references') language (--lang)
     src_lang: Literal["en", "es", "fr", "fa"] | None = None  # the sources' language; null = lang (--src-lang)
     allow_cross_lingual: bool = False  # compute source-vs-output metrics across languages, flagged
+    check_language: bool = True  # evaluate files: refuse outputs/sources detected in another language
 
 
 class Refresh(Section):

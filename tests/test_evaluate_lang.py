@@ -339,3 +339,66 @@ def test_a_dataset_config_in_another_language_than_lang_is_refused(tmp_path, cap
     )
     assert code == 2
     assert "give --lang fr" in capsys.readouterr().err
+
+
+# --- issue 35 item 2: the language safeguards work without --lang ------------------------------
+
+FA = [
+    "این دارو فشار خون را در بیشتر بزرگسالان کاهش می دهد و برای بیشتر مردم بی خطر است .",
+    "کودکانی که واکسن دریافت کردند کمتر به عفونت های شدید ریه مبتلا شدند .",
+    "ورزش منظم و رژیم غذایی سالم خطر دیابت نوع دو را در بزرگسالان کاهش می دهد .",
+    "شواهد کافی برای توصیه این درمان به زنان باردار وجود ندارد .",
+]
+EN = [
+    "This medicine lowers blood pressure in most adults and is safe for most people .",
+    "Children who received the vaccine had fewer severe lung infections .",
+    "Regular exercise and a healthy diet lower the risk of type 2 diabetes in adults .",
+    "There is not enough evidence to recommend this treatment to pregnant women .",
+]
+
+
+def test_check_language_defaults_on_in_params_and_schema():
+    from medsimp.params_schema import Evaluate
+
+    assert yaml.safe_load((ROOT / "params.yaml").read_text())["evaluate"]["check_language"] is True
+    assert Evaluate().check_language is True
+
+
+def test_farsi_outputs_under_default_options_are_refused_not_scored_as_english(tmp_path, monkeypatch, capsys):
+    """Before: with the default --lang en, Persian outputs got an English FKGL (9.37) and an
+    unflagged cross-lingual SARI. Now the outputs' language is detected and the run refused."""
+    monkeypatch.chdir(ROOT)
+    args = _write(tmp_path, "\n".join(EN) + "\n", "\n".join(FA) + "\n", "\n".join(FA) + "\n")
+    assert main([*FAST, "evaluate", "files", *args, "--json", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "read as fa" in err and "give --lang fa" in err
+    assert not (tmp_path / "o.json").exists()
+    # --lang fa alone: the English sources are named, with the flag to give
+    assert main([*FAST, "evaluate", "files", *args, "--lang", "fa"]) == 2
+    err = capsys.readouterr().err
+    assert "the sources read as en" in err and "give --src-lang en" in err
+    # both languages given: no English readability, SARI refused across languages, BERTScore's
+    # English model not used on Persian
+    out = tmp_path / "scores.json"
+    argv = ["--set", "evaluate.meteor=false", "evaluate", "files", *args, "--lang", "fa", "--src-lang", "en"]
+    assert main([*argv, "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["scores"]["fkgl"] is None and result["scores"]["sari"] is None
+    assert result["scores"]["bertscore_f1"] is None
+    assert "MiniLM" in result["extra"]["not_computed"]["bertscore"]
+
+
+def test_spanish_sources_with_spanish_outputs_pass_the_check(tmp_path, monkeypatch):
+    from medsimp.text.language import detect
+
+    es = [
+        "El fármaco baja la presión arterial en la mayoría de los adultos y es seguro .",
+        "Los niños que recibieron la vacuna tuvieron menos infecciones pulmonares graves .",
+        "El ejercicio regular y una dieta sana reducen el riesgo de diabetes en adultos .",
+        "No hay pruebas suficientes para recomendar este tratamiento a las mujeres embarazadas .",
+    ]
+    assert detect(es).lang == "es" and detect(EN).lang == "en" and detect(FA).lang == "fa"
+    assert detect(["a b c ."]).lang is None  # too few letters decide nothing
+    monkeypatch.chdir(ROOT)
+    args = _write(tmp_path, "\n".join(es) + "\n", "\n".join(es) + "\n", "\n".join(es) + "\n")
+    assert _run(tmp_path, *args, "--lang", "es", "--select", "bleu")["scores"]["bleu"] == pytest.approx(100.0)

@@ -206,6 +206,7 @@ class Scorer:
         )
         if self.dictionary_unfit:
             self.options["dictionary_unfit"] = self.dictionary_unfit
+        self.options["bertscore_english_only"] = cfg.bertscore_model == "minilm"
         self.unavailable: dict[str, str] = {}  # metric or measure -> why it is not computed
         self.flagged: dict[str, str] = {}  # metric -> why its value needs a caveat (cross-lingual)
         self.implementations: dict[str, tuple[str, str | None]] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from medsimp.metrics.base import Metric
+from medsimp.metrics.base import Metric, NotComputable, output_language
 
 
 class BERTScore(Metric):
@@ -21,6 +21,12 @@ class BERTScore(Metric):
         model = data.options.get("bertscore_model")
         if not model:
             return {"bertscore_f1": None}
+        lang = output_language(data)
+        if data.options.get("bertscore_english_only") and lang != "en":
+            raise NotComputable(
+                f"the default BERTScore model (MiniLM) is English and the outputs are {lang}: set "
+                "evaluate.bertscore_model to a multilingual model folder to score them"
+            )
         return {"bertscore_f1": bertscore_f1(data.hyps, data.references, model)}
 
 

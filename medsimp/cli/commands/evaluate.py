@@ -185,6 +185,25 @@ def dataset_items(args: argparse.Namespace, n: int):
     return items
 
 
+def check_languages(path: str, hyps: list[str], items, lang: str, src_lang: str) -> None:
+    """Refuse outputs (or sources) that read as another language than `--lang` (`--src-lang`):
+    every language-specific score would be another language's formula (medsimp.text.language)."""
+    from medsimp.errors import UsageError
+    from medsimp.text.language import detect
+
+    for what, lines, claimed, flag in (
+        (f"--hyp {path}", hyps, lang, "--lang"),
+        ("the sources", [i.source for i in items], src_lang, "--src-lang"),
+    ):
+        found = detect(lines)
+        if found.lang is not None and found.lang != claimed:
+            raise UsageError(
+                f"{what} read as {found.lang} (py3langid, p={found.probability:.2f}) but {flag} is "
+                f"{claimed} (params evaluate.{'lang' if flag == '--lang' else 'src_lang'}): give {flag} "
+                f"{found.lang}, or set evaluate.check_language false if the detection is wrong"
+            )
+
+
 def check_row_order(path: str, hyps: list[str], items, where: str) -> None:
     """Refuse outputs that do not follow the rows' order (medsimp.metrics.roworder)."""
     from medsimp.errors import InputError
@@ -390,6 +409,8 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
                 f"nothing to score: --hyp {path} has {len(hyps)} lines and the evaluation "
                 "set has no usable record"
             )
+        if cfg.check_language:
+            check_languages(path, hyps, items, scorer.lang, scorer.src_lang)
         hyp_lists[name] = hyps
         results[name] = scorer.evaluate(
             hyps,
