@@ -536,3 +536,32 @@ def test_crf_similarity_is_the_aligners_pair_probability():
     assert abs(cos[0, 0] - (enc.encode([d.complex[0]]) @ enc.encode([d.simple[0]]).T)[0, 0]) < 1e-6
     r = overlap_matrix(["The cat sat."], ["cats sat", "dog"], "en")
     assert r.tolist() == [[1.0, 0.0]]  # lemmas: cats -> cat
+
+
+@pytest.mark.parametrize(
+    "alignment, said",
+    [
+        ({"c": 1.5, "s": 0}, "sentence index 1.5 is not a whole number"),
+        ({"c": True, "s": 0}, "sentence index true is not a whole number"),
+        ({"c": 0, "s": "1"}, 'sentence index "1" is not a whole number'),
+        (
+            {"c": 0, "s": 0, "labels": {"elaboration": float("nan")}},
+            "'elaboration' = NaN is not a whole number",
+        ),
+        ({"c": 0, "s": 0, "labels": {"elaboration": [1]}}, "'elaboration' = [1] is not a whole number"),
+        ({"c": 0, "s": 0, "labels": [1]}, "labels must be an object"),
+    ],
+)
+def test_ingest_refuses_indexes_and_labels_that_are_not_whole_numbers(tmp_path, alignment, said):
+    """Issue 35 item 7: `"c": 1.5` or `true` became sentence 1 (gold pairs 54 -> 53 with
+    rejected 0); NaN or list labels were internal errors. Each is one line naming the file."""
+    from medsimp.annotate import ingest
+    from medsimp.errors import InputError
+
+    export = _export("ann", [(0, 0)])
+    export["documents"][0]["alignments"] = [{"state": "added", **alignment}]
+    path = tmp_path / "ann.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        ingest.read_exports([path])
+    assert said in str(err.value) and str(path) in str(err.value)

@@ -479,3 +479,17 @@ def test_yang_release_reproduces_the_paper_where_it_can():
     assert res.returncode == 0, res.stderr[-2000:]
     assert "prompt set yang2024 vs radiology-self-correction-yang.txt: verbatim" in res.stdout
     assert "Table 1: 37 cells agree" in res.stdout
+
+
+def test_non_finite_ratings_are_reported_not_dropped(tmp_path):
+    """Issue 35 item 7: `1e999` and `nan` cells vanished (n 40 -> 38, mean 4.725 -> 4.895)."""
+    _workbook(
+        tmp_path / "en" / "spreadsheets" / "en_system1_0.xlsx",
+        [_row(0, "1e999", 0.0, 0.0), _row(1, "nan", 1.0, 0.0), _row(2, 1.0, 1.0, 0.0)],
+    )
+    ratings, problems, _ = released.load_multicochrane(tmp_path)
+    assert problems == [
+        "en_system1_0.xlsx:2: factuality inf is not on the 0..2 scale",
+        "en_system1_0.xlsx:3: factuality nan is not on the 0..2 scale",
+    ]
+    assert sorted((r.item, r.scale) for r in ratings if r.scale == "factuality") == [(2, "factuality")]

@@ -56,10 +56,15 @@ def read_exports(paths: list[Path]) -> tuple[dict[str, dict], dict[str, list[Wor
             try:
                 doc_id, complex_, simple = str(d["doc_id"]), list(d["complex"]), list(d["simple"])
                 rows = [
-                    (int(a["c"]), int(a["s"]), str(a["state"]), dict(a.get("labels") or {}))
+                    (
+                        _index(a["c"], where),
+                        _index(a["s"], where),
+                        str(a["state"]),
+                        _labels(a.get("labels"), where),
+                    )
                     for a in d.get("alignments") or []
                 ]
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, AttributeError):
                 raise InputError(f"{where}: missing doc_id/complex/simple/alignments fields") from None
             known = docs.setdefault(
                 doc_id,
@@ -81,11 +86,30 @@ def read_exports(paths: list[Path]) -> tuple[dict[str, dict], dict[str, list[Wor
                     Work(
                         who,
                         frozenset((c, s) for c, s, _, _ in live),
-                        {(c, s): {k: int(v) for k, v in lab.items()} for c, s, _, lab in live},
+                        {(c, s): dict(lab) for c, s, _, lab in live},
                     )
                 )
     lineage = union(*lineages) if all(x is not None for x in lineages) else None
     return docs, work, (list(lineage) if lineage is not None else None)
+
+
+def _index(value: object, where: str) -> int:
+    """A sentence index: a JSON integer, nothing else (1.5, true and "2" are not indexes)."""
+    if type(value) is not int:
+        raise InputError(f"{where}: sentence index {json.dumps(value)[:40]} is not a whole number")
+    return value
+
+
+def _labels(value: object, where: str) -> dict[str, int]:
+    """An alignment's labels: names to JSON integers (a NaN, a list or 2.5 is refused)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: labels must be an object of name -> whole number")
+    for k, v in value.items():
+        if type(v) is not int:
+            raise InputError(f"{where}: label {str(k)[:40]!r} = {json.dumps(v)[:40]} is not a whole number")
+    return {str(k): v for k, v in value.items()}
 
 
 def majority(sets: list[frozenset], share: float) -> set:

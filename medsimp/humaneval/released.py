@@ -21,6 +21,7 @@ filtered), `system3_plain` / `gpt_plain` (GPT-3, plain prompt), `flan_t5`, `flan
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,13 +110,14 @@ def read_workbook(path: Path, language: str, annotator: str, problems: list[str]
     out: list[Rating] = []
     for line, row in enumerate(rows[1:], start=2):
         index = _number(row[0]) if row else None
-        if index is None or index != int(index):
+        if index is None or not math.isfinite(index) or index != int(index):
             continue  # the authors' summary rows below the items carry no index
         for scale in SCALES:
             value = _number(row[cols[scale]] if cols[scale] < len(row) else None)
             if value is None:
                 continue  # not rated (e.g. the empty annotator2 workbooks of fa)
-            if value != int(value) or int(value) not in SCALES[scale]:
+            # inf (`1e999`) and NaN are not ratings either: reported, never dropped silently
+            if not math.isfinite(value) or value != int(value) or int(value) not in SCALES[scale]:
                 problems.append(
                     f"{path.name}:{line}: {scale} {value:g} is not on the "
                     f"{min(SCALES[scale])}..{max(SCALES[scale])} scale"
