@@ -60,7 +60,7 @@ def read_params_file(path: str | Path, required: bool) -> dict:
 
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = _read_regular_text(p)
     except FileNotFoundError:
         if required:
             raise ParamsError(f"params file {str(p)!r} not found (check --params / MEDSIMP_PARAMS)") from None
@@ -82,6 +82,54 @@ def read_params_file(path: str | Path, required: bool) -> dict:
     return data or {}
 
 
+MAX_PARAMS_BYTES = 16 << 20  # a params file is a few kB; more is not a params file
+
+
+def _read_regular_text(p: Path) -> str:
+    """The UTF-8 text of a regular file: a FIFO or a device is refused before anything is read
+    (issue 35 item 10: /dev/zero was read to a MemoryError, a FIFO hung)."""
+    import stat
+
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(str(p))
+        if not stat.S_ISREG(mode):
+            raise ParamsError(f"params file {str(p)!r} is not a regular file (a FIFO, socket or device)")
+        data = fh.read(MAX_PARAMS_BYTES + 1)
+    if len(data) > MAX_PARAMS_BYTES:
+        raise ParamsError(f"params file {str(p)!r} is over {MAX_PARAMS_BYTES >> 20} MiB: not a params file")
+    return data.decode("utf-8")
+
+
+def _implicit_params_trusted(p: Path, data: dict) -> dict:
+    """What an implicitly found ./params.yaml (no --params, no MEDSIMP_PARAMS) may do (issue 35
+    item 9). It is another tool's file when it names no medsimp section (a DVC project's
+    `model: {lr: ...}`): ignored, with one note, and the defaults are used. It is refused when
+    another user owns it or others can write it: it decides every path medsimp reads and writes
+    (cache.dir, outputs), so it must be as private as the command's own arguments."""
+    import stat
+    import sys
+
+    sections = set(Params.model_fields)
+    if data and not sections & set(data):
+        print(
+            f"note: {p} names no medsimp section ({', '.join(sorted(map(str, data))[:5])}): it is not a medsimp "
+            "params file and is ignored; the defaults are used (name a file with --params)",
+            file=sys.stderr,
+        )
+        return {}
+    st = os.stat(p)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise ParamsError(
+            f"{p} (found in the current folder) is owned by another user or writable by others (mode "
+            f"{stat.S_IMODE(st.st_mode):o}): medsimp does not take paths and cache.dir from it; name it "
+            "with --params if you trust it"
+        )
+    return data
+
+
 def load_params(
     path: str | Path = DEFAULT_PATH, overrides: list[str] | None = None, required: bool | None = None
 ) -> Params:
@@ -97,6 +145,8 @@ def load_params(
         required = str(path) != DEFAULT_PATH
     p = Path(path)
     data = read_params_file(p, required)
+    if str(path) == DEFAULT_PATH and not required and data:
+        data = _implicit_params_trusted(p, data)
     try:
         data = params_schema.check_file(data, str(p))
         for item in overrides or []:

@@ -332,3 +332,55 @@ def test_a_path_an_output_records_is_relative_to_the_params_folder(tmp_path, mon
     assert shown_path(f"{tmp_path.name}/builders/x", tmp_path) == "builders/x"
     assert shown_path("other", tmp_path) == str(tmp_path.parent / "other")
     assert shown_path("gs://b/x", tmp_path) == "gs://b/x"
+
+
+# --- issue 35 items 9 and 10: what an implicit ./params.yaml may do; special files ------------
+
+
+def _select(cwd: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    notes = cwd / "notes.txt"
+    notes.write_text("Pt with HTN on metformin.\n", encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *extra, "select", str(notes)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_another_tools_params_yaml_in_the_current_folder_is_ignored_with_a_note(tmp_path):
+    """A DVC project's own params.yaml (`model: {lr: ...}`) made `medsimp select` exit 2."""
+    (tmp_path / "params.yaml").write_text("model:\n  lr: 0.1\n", encoding="utf-8")
+    done = _select(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "names no medsimp section (model)" in done.stderr and "ignored" in done.stderr
+    # a medsimp params file with a typo is still an error (one section is medsimp's)
+    (tmp_path / "params.yaml").write_text("notes:\n  min_ratio: 0.1\nmodle:\n  lr: 1\n", encoding="utf-8")
+    assert _select(tmp_path).returncode == 2
+
+
+def test_an_implicit_params_yaml_others_can_write_is_refused(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("cache:\n  dir: /tmp/elsewhere\n", encoding="utf-8")
+    params.chmod(0o666)
+    done = _select(tmp_path)
+    assert done.returncode == 2
+    line = done.stderr.strip().splitlines()[-1]
+    assert "writable by others" in line and "--params" in line
+    params.chmod(0o644)
+    assert _select(tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_a_fifo_or_device_as_params_is_refused_before_reading(tmp_path, special):
+    """/dev/zero as --params read to a MemoryError after 28 s; a FIFO hung forever."""
+    path = "/dev/zero"
+    if special == "fifo":
+        path = str(tmp_path / "p.fifo")
+        os.mkfifo(path)
+    for extra, env in ((["--params", path], None), ([], {"MEDSIMP_PARAMS": path})):
+        done = _select(tmp_path, *extra, env=env)
+        assert done.returncode == 2, done.stderr
+        assert "not a regular file" in done.stderr.strip().splitlines()[-1]
