@@ -107,6 +107,8 @@ def check_file_target(path: str | Path, same_content_ok: bool = False) -> bool:
         raise UsageError(f"{path} is a symbolic link; give a plain file path")
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file path")
+    if path.exists() and not path.is_file():  # hashing a FIFO or a device would hang or never end
+        raise UsageError(f"{path} is not a regular file (a FIFO, socket or device); give a file path")
     foreign = path.exists() and not _in_output_dir(path) and not ownership.owned(path)
     if foreign and not same_content_ok:
         raise UsageError(f"{path} {NOT_OURS}")

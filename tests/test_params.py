@@ -384,3 +384,37 @@ def test_a_fifo_or_device_as_params_is_refused_before_reading(tmp_path, special)
         done = _select(tmp_path, *extra, env=env)
         assert done.returncode == 2, done.stderr
         assert "not a regular file" in done.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("flag", ["--json", "--metrics"])
+def test_a_fifo_as_an_output_file_is_refused_not_hung(tmp_path, flag):
+    """A FIFO or device as --output/--metrics/--json hung forever (the ownership check hashed it)."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    for name in ("hyp", "ref"):
+        (tmp_path / f"{name}.txt").write_text("the patient has high blood pressure .\n", encoding="utf-8")
+    if flag == "--json":
+        argv = [
+            "evaluate",
+            "files",
+            "--hyp",
+            "hyp.txt",
+            "--ref",
+            "ref.txt",
+            "--select",
+            "bleu",
+            flag,
+            str(fifo),
+        ]
+    else:
+        argv = ["cochrane", "--input", str(ROOT / "data" / "sample" / "cochrane.jsonl"), "--output", "co"]
+        argv += [flag, str(fifo)]
+    done = subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "not a regular file" in done.stderr.strip().splitlines()[-1]
