@@ -107,6 +107,7 @@ def check_file_target(path: str | Path, same_content_ok: bool = False) -> bool:
         raise UsageError(f"{path} is a symbolic link; give a plain file path")
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file path")
+    check_not_an_input(path)
     if path.exists() and not path.is_file():  # hashing a FIFO or a device would hang or never end
         raise UsageError(f"{path} is not a regular file (a FIFO, socket or device); give a file path")
     foreign = path.exists() and not _in_output_dir(path) and not ownership.owned(path)
@@ -142,6 +143,15 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
         ownership.settle(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def check_not_an_input(path: str | Path) -> None:
+    """Raise UsageError if the output file `path` is one of the running command's inputs, named
+    or from params (issue 35 item 11: `--metrics` named like `--input` replaced the input)."""
+    where = Path(path).resolve()
+    for item in (*_RUN["inputs"], *_RUN["params_inputs"]):
+        if item and Path(item).resolve() == where:
+            raise UsageError(f"{path} is an input of this command; write the output to another file")
 
 
 def check_holds_no_input(final: str | Path, inputs: Iterable[str | Path] = ()) -> None:

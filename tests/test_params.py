@@ -418,3 +418,21 @@ def test_a_fifo_as_an_output_file_is_refused_not_hung(tmp_path, flag):
     )
     assert done.returncode == 2, done.stderr
     assert "not a regular file" in done.stderr.strip().splitlines()[-1]
+
+
+def test_a_metrics_file_named_like_the_input_is_refused_and_the_input_kept(tmp_path):
+    """Issue 35 item 11: `cochrane --input syn.jsonl --metrics syn.jsonl` replaced the input."""
+    data = tmp_path / "syn.jsonl"
+    shutil.copy(ROOT / "data" / "sample" / "cochrane.jsonl", data)
+    before = data.read_bytes()
+    argv = ["cochrane", "--input", str(data), "--output", str(tmp_path / "co"), "--metrics", str(data)]
+    done = subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "is an input of this command" in done.stderr.strip().splitlines()[-1]
+    assert data.read_bytes() == before and not (tmp_path / "co").exists()

@@ -260,6 +260,10 @@ def _section_or_none(args: argparse.Namespace) -> dict | None:
     return found or None
 
 
+# The flags through which commands name output files (besides --output, which may be a folder).
+OUTPUT_FILE_FLAGS = ("metrics", "json", "scores", "sentence_level", "report")
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
@@ -294,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         atomic.configure(command_name(args), args.force, inputs=named, params_inputs=from_params)
         if isinstance(getattr(args, "output", None), str):
             atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
+        for flag in OUTPUT_FILE_FLAGS:  # every file a command writes, before any work
+            if isinstance(getattr(args, flag, None), str) and getattr(args, flag) not in ("", "-"):
+                atomic.check_not_an_input(getattr(args, flag))
         _announce(args)
         return int(args._module.run(args) or 0)
     except MedsimpError as exc:
