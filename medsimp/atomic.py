@@ -131,6 +131,7 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_file(path)
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
+    _create_private(tmp)
     try:
         yield tmp
         if foreign and (not tmp.is_file() or ownership.digest(tmp) != ownership.digest(path)):
@@ -143,6 +144,25 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
         ownership.settle(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _create_private(tmp: Path) -> None:
+    """Create the empty temp file `tmp` ourselves (O_EXCL | O_NOFOLLOW), so that what is written
+    to it never goes through a link planted at its name into another file (issue 35 item 12).
+    A leftover regular file of ours with that name (a reused pid) is replaced; anything else is
+    refused untouched."""
+    for _ in range(2):
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            return
+        except FileExistsError:
+            if not _own_regular_file(tmp):
+                raise UsageError(
+                    f"{tmp} exists and is not a temp file of this user (a link or another user's file): "
+                    "medsimp will not write through it; remove it or write the output elsewhere"
+                ) from None
+            tmp.unlink(missing_ok=True)
+    raise UsageError(f"{tmp} keeps reappearing; write the output elsewhere")
 
 
 def check_not_an_input(path: str | Path) -> None:

@@ -206,3 +206,21 @@ def test_a_killed_single_file_write_leaves_a_temp_file_the_next_write_sweeps(tmp
     assert target.read_text() == "{}"
     left = sorted(p.name for p in tmp_path.glob(".*.tmp-*"))
     assert left == sorted([alive.name, other.name, huge.name, linked.name])
+
+
+def test_a_link_planted_at_the_temp_name_is_not_written_through(tmp_path, monkeypatch):
+    """Issue 35 item 12: a symlink at `.<stem>.tmp-<pid><suffix>` made a write land in another file."""
+    import os
+
+    from medsimp import atomic
+    from medsimp.errors import UsageError
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file\n", encoding="utf-8")
+    target = tmp_path / "out.json"
+    (tmp_path / f".out.tmp-{os.getpid()}.json").symlink_to(victim)
+    monkeypatch.setattr(atomic, "_RUN", {**atomic._RUN, "inputs": (), "params_inputs": ()})
+    with pytest.raises(UsageError, match="not a temp file of this user"):
+        with atomic.atomic_file(target) as tmp:
+            tmp.write_text("{}\n", encoding="utf-8")
+    assert victim.read_text(encoding="utf-8") == "the user's file\n" and not target.exists()
