@@ -77,6 +77,8 @@ def read_params_file(path: str | Path, required: bool) -> dict:
         data = yamlsafe.load(text)
     except yamlsafe.YamlError as exc:
         raise ParamsError(f"{p}: {exc}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise ParamsError(f"{p}: holds a number too long to read") from None
     if data is not None and not isinstance(data, dict):
         raise ParamsError(f"{p} must hold a mapping at top level")
     return data or {}
@@ -151,8 +153,7 @@ def load_params(
         data = params_schema.check_file(data, str(p))
         for item in overrides or []:
             _set_dotted(data, *params_schema.parse_override(item))
-            params_schema.validate(data)  # an error names the key just set
-        typed = params_schema.validate(data)
+        typed = params_schema.validate(data)  # after every override: ordered pairs see them all
     except params_schema.SchemaError as exc:
         raise ParamsError(str(exc)) from None
     typed._raw = data

@@ -81,8 +81,13 @@ class Section(BaseModel):
 
 
 def _ordered(model: Any, low: str, high: str) -> Any:
-    if getattr(model, low) > getattr(model, high):
-        raise PydanticCustomError("param_order", "{low} must not exceed {high}", {"low": low, "high": high})
+    lo, hi = getattr(model, low), getattr(model, high)
+    if lo > hi:
+        raise PydanticCustomError(
+            "param_order",
+            "{low} must not exceed {high}",
+            {"low": low, "high": high, "low_value": repr(lo), "high_value": repr(hi)},
+        )
     return model
 
 
@@ -698,7 +703,7 @@ def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid:
         low, high = ctx.get("low"), ctx.get("high")
         lo = f"{where}.{low}" if where else str(low)
         hi = f"{where}.{high}" if where else str(high)
-        got = (_short(value.get(low)), _short(value.get(high))) if isinstance(value, dict) else ("?", "?")
+        got = (ctx.get("low_value", "?"), ctx.get("high_value", "?"))  # defaults filled in
         return f"param {lo!r} must not exceed {hi!r}, got {got[0]} > {got[1]}"
     if kind == "model_type" or kind == "dict_type" and _is_model(tp):
         return f"param {where!r} must be a mapping with keys {', '.join(fields_of(tp))}, got {_short(value)}"
@@ -830,7 +835,11 @@ def parse_override(item: str) -> tuple[str, Any]:
     tp = type_of(key)
     try:
         value = yamlsafe.load(raw)
-    except yamlsafe.YamlError as exc:
+    except ValueError as exc:  # also an integer of more digits than Python converts
+        if not isinstance(exc, yamlsafe.YamlError):
+            raise SchemaError(
+                f"param {key!r} must be {describe(tp)}, got {_short(raw)} (a number too long to read)"
+            ) from None
         if "not valid YAML" in str(exc):
             raise SchemaError(
                 f"param {key!r} must be {describe(tp)}, got {_short(raw)} (not valid YAML)"

@@ -436,3 +436,26 @@ def test_a_metrics_file_named_like_the_input_is_refused_and_the_input_kept(tmp_p
     assert done.returncode == 2, done.stderr
     assert "is an input of this command" in done.stderr.strip().splitlines()[-1]
     assert data.read_bytes() == before and not (tmp_path / "co").exists()
+
+
+def test_ordered_pairs_are_checked_after_every_override(tmp_path):
+    """Issue 35 item 16: `--set notes.min_ratio=0.6 --set notes.max_ratio=0.9` was refused
+    ("0.6 > None") while the reverse order ran; a refusal shows both values in force."""
+    from medsimp.config import ParamsError, load_params
+
+    for order in (("notes.min_ratio=0.6", "notes.max_ratio=0.9"), ("notes.max_ratio=0.9", "notes.min_ratio=0.6")):
+        notes = load_params(PARAMS, list(order)).notes
+        assert (notes.min_ratio, notes.max_ratio) == (0.6, 0.9)
+    with pytest.raises(ParamsError, match=r"'notes.min_ratio' must not exceed 'notes.max_ratio', got 0.6 > 0.5"):
+        load_params(PARAMS, ["notes.min_ratio=0.6"])
+
+
+def test_a_number_too_long_to_read_is_one_line(tmp_path):
+    from medsimp.config import ParamsError, load_params
+
+    with pytest.raises(ParamsError, match="a number too long to read"):
+        load_params(PARAMS, ["notes.min_tokens=" + "9" * 5000])
+    big = tmp_path / "params.yaml"
+    big.write_text("notes:\n  min_tokens: " + "9" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(ParamsError, match="a number too long to read"):
+        load_params(big)
