@@ -459,3 +459,15 @@ def test_a_number_too_long_to_read_is_one_line(tmp_path):
     big.write_text("notes:\n  min_tokens: " + "9" * 5000 + "\n", encoding="utf-8")
     with pytest.raises(ParamsError, match="a number too long to read"):
         load_params(big)
+
+
+@pytest.mark.parametrize("output, said", [("", "--output is empty"), (".", "is the current folder or holds it")])
+def test_an_empty_or_current_folder_output_is_one_line(tmp_path, output, said):
+    """Issue 35 item 16: `--output ''` silently meant the default and `--output .` was an internal error."""
+    argv = ["cochrane", "--input", str(ROOT / "data" / "sample" / "cochrane.jsonl"), "--output", output]
+    done = subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr.strip().splitlines()[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

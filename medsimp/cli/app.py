@@ -260,6 +260,22 @@ def _section_or_none(args: argparse.Namespace) -> dict | None:
     return found or None
 
 
+def _check_output_name(output: str) -> None:
+    """`--output ''` is not the default, and `--output .` (or any folder holding the current one)
+    is not a folder medsimp may replace: one line each (issue 35 item 16)."""
+    from medsimp.errors import UsageError
+
+    if not output.strip():
+        raise UsageError("--output is empty: give a path (or leave the flag out for the params default)")
+    if "://" in output:
+        return
+    where, here = os.path.realpath(output), os.path.realpath(os.getcwd())
+    if where == here or here.startswith(where.rstrip(os.sep) + os.sep):
+        raise UsageError(
+            f"--output {output} is the current folder or holds it: give a new folder for the output"
+        )
+
+
 # The flags through which commands name output files (besides --output, which may be a folder).
 OUTPUT_FILE_FLAGS = ("metrics", "json", "scores", "sentence_level", "report")
 
@@ -297,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         named, from_params = command_inputs(args, section, args.params_dir)
         atomic.configure(command_name(args), args.force, inputs=named, params_inputs=from_params)
         if isinstance(getattr(args, "output", None), str):
+            _check_output_name(args.output)
             atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
         for flag in OUTPUT_FILE_FLAGS:  # every file a command writes, before any work
             if isinstance(getattr(args, flag, None), str) and getattr(args, flag) not in ("", "-"):
