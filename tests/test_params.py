@@ -443,10 +443,15 @@ def test_ordered_pairs_are_checked_after_every_override(tmp_path):
     ("0.6 > None") while the reverse order ran; a refusal shows both values in force."""
     from medsimp.config import ParamsError, load_params
 
-    for order in (("notes.min_ratio=0.6", "notes.max_ratio=0.9"), ("notes.max_ratio=0.9", "notes.min_ratio=0.6")):
+    for order in (
+        ("notes.min_ratio=0.6", "notes.max_ratio=0.9"),
+        ("notes.max_ratio=0.9", "notes.min_ratio=0.6"),
+    ):
         notes = load_params(PARAMS, list(order)).notes
         assert (notes.min_ratio, notes.max_ratio) == (0.6, 0.9)
-    with pytest.raises(ParamsError, match=r"'notes.min_ratio' must not exceed 'notes.max_ratio', got 0.6 > 0.5"):
+    with pytest.raises(
+        ParamsError, match=r"'notes.min_ratio' must not exceed 'notes.max_ratio', got 0.6 > 0.5"
+    ):
         load_params(PARAMS, ["notes.min_ratio=0.6"])
 
 
@@ -461,12 +466,18 @@ def test_a_number_too_long_to_read_is_one_line(tmp_path):
         load_params(big)
 
 
-@pytest.mark.parametrize("output, said", [("", "--output is empty"), (".", "is the current folder or holds it")])
+@pytest.mark.parametrize(
+    "output, said", [("", "--output is empty"), (".", "is the current folder or holds it")]
+)
 def test_an_empty_or_current_folder_output_is_one_line(tmp_path, output, said):
     """Issue 35 item 16: `--output ''` silently meant the default and `--output .` was an internal error."""
     argv = ["cochrane", "--input", str(ROOT / "data" / "sample" / "cochrane.jsonl"), "--output", output]
     done = subprocess.run(
-        [sys.executable, "-m", "medsimp.cli", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "medsimp.cli", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 2, done.stderr
     assert said in done.stderr.strip().splitlines()[-1]

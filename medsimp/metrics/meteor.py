@@ -29,6 +29,9 @@ class METEOR(Metric):
             return {"meteor": meteor(h_join, r_join)}
         except MetricUnavailable as exc:
             raise NotComputable(str(exc)) from None
+        except (OSError, ValueError, RuntimeError) as exc:  # the JVM died or answered garbage
+            # METEOR is lost, not every metric: the others are computed, this one is null with why
+            raise NotComputable(f"the METEOR jar failed on these outputs ({type(exc).__name__})") from None
 
 
 def meteor(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
@@ -43,9 +46,10 @@ def meteor(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
     scorer = _meteor_scorer()
     try:
         score, _ = scorer.compute_score(gts, res)
-    except Exception:
-        # pycocoevalcap holds its lock across the call: a failure inside would leave it held
-        # and its __del__ would wait for ever at exit. Drop this JVM and let the error out.
+    except BaseException:
+        # pycocoevalcap holds its lock across the call: a failure inside, or SIGTERM's SystemExit
+        # (issue 35 item 13), would leave it held and its __del__ would wait for ever at exit
+        # with the JVM alive. Kill this JVM, free the lock and let the error (or exit) out.
         _meteor_scorer.cache_clear()
         scorer.meteor_p.kill()
         if scorer.lock.locked():
