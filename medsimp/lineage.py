@@ -25,15 +25,16 @@ UNKNOWN = "unknown"  # recorded for outputs derived from data whose lineage is u
 # restricted, so an edited lineage must name a public source exactly to pass.
 PUBLIC = frozenset({"cochrane", "msd", "plaba"})
 # MIMIC's de-identification placeholders, a second line of defence: MIMIC-III's
-# [**Hospital1 18**] (spaces, markdown backslashes, full-width forms tolerated) and
+# [**Hospital1 18**] (spaces, markdown backslashes, full-width forms tolerated; across lines and
+# up to 4,096 characters inside, issue 35 item 17: one spanning a newline or over 256 passed) and
 # MIMIC-IV-Note's "___" standing alone. Searched after `_fold`.
 MIMIC_SHAPE = re.compile(
-    r"\[\s*\*\s*\*[^\n]{0,200}?\*\s*\*\s*\]"
+    r"\[\s*\*\s*\*[\s\S]{0,4096}?\*\s*\*\s*\]"
     r"|(?:^|[\s(:/])___(?=$|[\s.,;:)/])"
 )
 # The same shapes in RE2 syntax (pyarrow.compute), for Parquet columns scanned in bulk.
-MIMIC_SHAPE_RE2 = (
-    r"\[\s*\*\s*\*[^\n]{0,200}?\*\s*\*\s*\]"
+MIMIC_SHAPE_RE2 = (  # RE2 is linear whatever the distance: no bound needed
+    r"\[\s*\*\s*\*[\s\S]*?\*\s*\*\s*\]"
     r"|(?:^|[\s(:/])___(?:$|[\s.,;:)/])"
 )
 # Removed before matching: NUL (UTF-16 text stored as UTF-8), invisible format characters

@@ -355,7 +355,9 @@ class Train(Section):
     locator_labels: Literal["annotation", "dictionary"] = "annotation"
     dictionary_expansion: Literal["random", "first"] = "random"
     seed: int = 13
-    threads: Positive = 1
+    threads: Positive = (
+        2  # fixed (not the core count): bit-reproducible; 2 is 1.5x faster than 1 with the pinned kernels
+    )
 
 
 class Evaluate(Section):

@@ -376,3 +376,15 @@ def test_set_override_to_a_notes_output_makes_the_builder_unpublishable(hub, tmp
 
     assert input_lineage({**cfg, "sentences": str(jsonl)}, False, "msd") is None
     assert accepted == []
+
+
+@pytest.mark.parametrize(
+    "text", ["seen at [**Hospital\n1 18**] today", "[**" + "x" * 300 + "**]", "[ * *Name\r\n(NI)* * ]"]
+)
+def test_a_placeholder_across_lines_or_over_256_characters_is_caught(text):
+    """Issue 35 item 17: a `[**...**]` spanning a newline or over 256 characters passed the guard."""
+    import pyarrow.compute as pc
+
+    assert lineage.has_mimic_shapes(text)
+    assert pc.match_substring_regex(pa.array([text]), lineage.MIMIC_SHAPE_RE2).to_pylist() == [True]
+    assert not lineage.has_mimic_shapes("a plain [note] with ** bold ** text")
