@@ -337,17 +337,22 @@ def test_a_path_an_output_records_is_relative_to_the_params_folder(tmp_path, mon
 # --- issue 35 items 9 and 10: what an implicit ./params.yaml may do; special files ------------
 
 
-def _select(cwd: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    notes = cwd / "notes.txt"
-    notes.write_text("Pt with HTN on metformin.\n", encoding="utf-8")
+def _medsimp(cwd: Path, *argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`medsimp ARGV` in a fresh process run from `cwd`."""
     return subprocess.run(
-        [sys.executable, "-m", "medsimp.cli", *extra, "select", str(notes)],
+        [sys.executable, "-m", "medsimp.cli", *argv],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, **(env or {})},
     )
+
+
+def _select(cwd: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    notes = cwd / "notes.txt"
+    notes.write_text("Pt with HTN on metformin.\n", encoding="utf-8")
+    return _medsimp(cwd, *extra, "select", str(notes), env=env)
 
 
 def test_another_tools_params_yaml_in_the_current_folder_is_ignored_with_a_note(tmp_path):
@@ -409,13 +414,7 @@ def test_a_fifo_as_an_output_file_is_refused_not_hung(tmp_path, flag):
     else:
         argv = ["cochrane", "--input", str(ROOT / "data" / "sample" / "cochrane.jsonl"), "--output", "co"]
         argv += [flag, str(fifo)]
-    done = subprocess.run(
-        [sys.executable, "-m", "medsimp.cli", *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _medsimp(tmp_path, *argv)
     assert done.returncode == 2, done.stderr
     assert "not a regular file" in done.stderr.strip().splitlines()[-1]
 
@@ -426,13 +425,7 @@ def test_a_metrics_file_named_like_the_input_is_refused_and_the_input_kept(tmp_p
     shutil.copy(ROOT / "data" / "sample" / "cochrane.jsonl", data)
     before = data.read_bytes()
     argv = ["cochrane", "--input", str(data), "--output", str(tmp_path / "co"), "--metrics", str(data)]
-    done = subprocess.run(
-        [sys.executable, "-m", "medsimp.cli", *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _medsimp(tmp_path, *argv)
     assert done.returncode == 2, done.stderr
     assert "is an input of this command" in done.stderr.strip().splitlines()[-1]
     assert data.read_bytes() == before and not (tmp_path / "co").exists()
@@ -472,13 +465,7 @@ def test_a_number_too_long_to_read_is_one_line(tmp_path):
 def test_an_empty_or_current_folder_output_is_one_line(tmp_path, output, said):
     """Issue 35 item 16: `--output ''` silently meant the default and `--output .` was an internal error."""
     argv = ["cochrane", "--input", str(ROOT / "data" / "sample" / "cochrane.jsonl"), "--output", output]
-    done = subprocess.run(
-        [sys.executable, "-m", "medsimp.cli", *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _medsimp(tmp_path, *argv)
     assert done.returncode == 2, done.stderr
     assert said in done.stderr.strip().splitlines()[-1]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
