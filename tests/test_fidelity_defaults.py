@@ -234,6 +234,12 @@ PAPER_VALUES = [  # (docs/fidelity.md row, params key, the paper's value)
     ("MedLane: RSSP attention LSTM decoder, no copy", "train.copy_attention", False),
     ("MedLane: locator labels from the annotation", "train.locator_labels", "annotation"),
     ("Cao: documents paired by title and ICD-9 code", "msd.pair_key", "title_icd9"),
+    ("Yang et al.: eight laypeople", "humaneval.n_laypeople", 8),
+    (
+        "MultiCochrane: BERTScore model (a documented substitute: packaged MiniLM)",
+        "evaluate.bertscore_model",
+        "minilm",
+    ),
 ]
 
 
