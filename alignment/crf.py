@@ -290,6 +290,7 @@ class CRFAligner:
     """Forward (simple rows) and reverse (complex rows) CRFs over one encoder, merged."""
 
     def __init__(self, encoder, config: Mapping[str, Any], forward: CRFScorer, reverse: CRFScorer):
+        require_pinned(torch)  # inference too: a worker that imported torch after medsimp is pinned here
         self.encoder = encoder
         self.config = {**DEFAULTS, **dict(config)}
         self.forward, self.reverse = forward, reverse
@@ -332,6 +333,8 @@ class CRFAligner:
         if n_c and n_s:
             stopwords = str(self.config.get("stopwords", "spacy"))
             f = self.featurize(self.encoder, complex_, simple, lang, stopwords)
+            # the same thread count as training, whatever the process set (float sums depend on it)
+            torch.set_num_threads(int(self.config["threads"]))
             merge = self.config["merge"]
             lat = lattice(self.forward, f)
             marg, _ = lat.forward_backward()

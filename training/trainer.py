@@ -528,6 +528,8 @@ def load(out: Path) -> tuple[Encoded, Featurizer]:
     """Rebuild a saved DECLARE or BERT-MT model (no hub access: config and weights are local)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+    require_pinned(torch)
+
     tokenizer = AutoTokenizer.from_pretrained(out / "encoder")
     encoder = AutoModel.from_config(AutoConfig.from_pretrained(out / "encoder"))
     s = Settings.from_params(json.loads((out / "settings.json").read_text()))

@@ -38,7 +38,12 @@ def bertscore_f1(
     batch_size: int = 32,
 ) -> float:
     """Mean BERTScore F1 (Zhang et al. 2020), best reference, no idf, no baseline rescaling."""
+    import torch
     from bert_score import score
+
+    from medsimp.numerics import require_pinned
+
+    require_pinned(torch)  # the CPU-independent kernels (oneDNN off even when torch came after medsimp)
 
     if not hyps:
         return 0.0

@@ -257,8 +257,12 @@ class LocalChat:
         seed: int = 0,
         device: str = "cpu",
     ):
+        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from medsimp.numerics import require_pinned
+
+        require_pinned(torch)
         self.path, self.temperature, self.max_tokens, self.seed = path, temperature, max_tokens, seed
         self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).to(device)
