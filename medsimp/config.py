@@ -109,7 +109,8 @@ def _implicit_params_trusted(p: Path, data: dict) -> dict:
     """What an implicitly found ./params.yaml (no --params, no MEDSIMP_PARAMS) may do (issue 35
     item 9). It is another tool's file when it names no medsimp section (a DVC project's
     `model: {lr: ...}`): ignored, with one note, and the defaults are used. It is refused when
-    another user owns it or others can write it: it decides every path medsimp reads and writes
+    another user owns it or everyone can write it (group-writable is allowed: a per-user group under
+    umask 002): it decides every path medsimp reads and writes
     (cache.dir, outputs), so it must be as private as the command's own arguments."""
     import stat
     import sys
@@ -123,9 +124,10 @@ def _implicit_params_trusted(p: Path, data: dict) -> dict:
         )
         return {}
     st = os.stat(p)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+    # group-writable is allowed: umask 002 with per-user groups (Debian, Ubuntu) makes every file so
+    if st.st_uid != os.geteuid() or st.st_mode & 0o002:
         raise ParamsError(
-            f"{p} (found in the current folder) is owned by another user or writable by others (mode "
+            f"{p} (found in the current folder) is owned by another user or writable by everyone (mode "
             f"{stat.S_IMODE(st.st_mode):o}): medsimp does not take paths and cache.dir from it; name it "
             "with --params if you trust it"
         )

@@ -216,7 +216,8 @@ def check_private(*folders: Path) -> None:
             raise UsageError(
                 f"cache.dir {folder} is not a folder (a link or a file): medsimp will not use it"
             )
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        # group-writable is allowed (umask 002 with per-user groups); world-writable is not
+        if st.st_uid != os.geteuid() or st.st_mode & 0o002:
             raise UsageError(
                 f"cache.dir {folder} can be written by another user (owner uid {st.st_uid}, mode "
                 f"{stat.S_IMODE(st.st_mode):o}): its entries would decide the results, so medsimp will not "

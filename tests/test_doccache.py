@@ -140,3 +140,15 @@ def test_two_models_in_folders_of_the_same_name_do_not_share_vectors(tmp_path):
         assert c.tobytes() == u.tobytes()
     again = CachedEncoder(STEncoder(folders[1]), cache)
     assert again.encode(texts, "en").tobytes() == uncached[1].tobytes() and again.hits == 1
+
+
+def test_a_group_writable_cache_folder_of_this_user_is_used(tmp_path):
+    """umask 002 with per-user groups (Debian, Ubuntu) makes every folder group-writable: allowed."""
+    from medsimp.doccache import DocCache
+
+    root = tmp_path / "mine"
+    root.mkdir()
+    root.chmod(0o775)
+    cache = DocCache(root, "ns")
+    cache.put("f" * 64, [1, 2])
+    assert cache.get("f" * 64) == [1, 2]

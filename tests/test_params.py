@@ -373,8 +373,8 @@ def test_an_implicit_params_yaml_others_can_write_is_refused(tmp_path):
     done = _select(tmp_path)
     assert done.returncode == 2
     line = done.stderr.strip().splitlines()[-1]
-    assert "writable by others" in line and "--params" in line
-    params.chmod(0o644)
+    assert "writable by everyone" in line and "--params" in line
+    params.chmod(0o664)  # group-writable (umask 002 with per-user groups) is the user's own file
     assert _select(tmp_path).returncode == 0
 
 

@@ -6,7 +6,7 @@ import argparse
 
 GLOBAL_HELP = {
     "params": "params file (default: $MEDSIMP_PARAMS or ./params.yaml; an implicit ./params.yaml is used only "
-    "when it names a medsimp section and is yours and not writable by others)",
+    "when it names a medsimp section and is yours and not writable by everyone)",
     "verbose": "log at INFO level; show tracebacks",
     "set": "override a param, e.g. --set notes.min_tokens=12 (repeatable; checked against "
     "medsimp/params_schema.py: unknown keys and bad values are errors)",
