@@ -122,7 +122,13 @@ class DocCache:
         data = _encode(value)
         path = self._path(key)
         check_private(self.root)  # before anything is created through it
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        for folder in (
+            *reversed(path.parent.parents[: len(path.relative_to(self.root).parts) - 1]),
+            path.parent,
+        ):
+            if not folder.exists():  # each folder created 0o755 whatever the umask (mkdir's mode is masked)
+                folder.mkdir(parents=True, exist_ok=True)
+                os.chmod(folder, 0o755)
         check_private(self.root, *reversed(path.parents[: len(path.relative_to(self.root).parts) - 1]))
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)

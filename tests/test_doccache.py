@@ -152,3 +152,20 @@ def test_a_group_writable_cache_folder_of_this_user_is_used(tmp_path):
     cache = DocCache(root, "ns")
     cache.put("f" * 64, [1, 2])
     assert cache.get("f" * 64) == [1, 2]
+
+
+def test_folders_the_cache_creates_are_not_world_writable_under_umask_000(tmp_path):
+    import os
+    import stat
+
+    from medsimp.doccache import DocCache
+
+    old = os.umask(0)
+    try:
+        cache = DocCache(tmp_path / "fresh" / "root", "embed/model")
+        cache.put("a" * 64, [1])
+        assert cache.get("a" * 64) == [1]
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "fresh" / "root" / "embed", tmp_path / "fresh" / "root" / "embed" / "model"):
+        assert not stat.S_IMODE(folder.stat().st_mode) & 0o002

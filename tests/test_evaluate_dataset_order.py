@@ -72,3 +72,10 @@ def test_outputs_in_another_order_are_refused_not_scored(builder, tmp_path, caps
     assert "follow another order" in err[-1] and "nothing was scored" in err[-1]
     assert err[-1].startswith("medsimp evaluate files: --hyp ")
     assert not (tmp_path / "scores.json").exists()
+
+
+def test_a_constant_baseline_in_the_right_order_is_scored_not_refused(builder, tmp_path):
+    """A line written on every row carries no order: it is scored (low), not refused."""
+    folder, rows = builder
+    code, result = _evaluate(tmp_path, ["patient heart kidney blood ."] * len(rows), folder)
+    assert code == 0 and result["scores"]["bleu"] < 50

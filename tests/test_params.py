@@ -469,3 +469,14 @@ def test_an_empty_or_current_folder_output_is_one_line(tmp_path, output, said):
     assert done.returncode == 2, done.stderr
     assert said in done.stderr.strip().splitlines()[-1]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_rerunning_with_existing_scores_and_sentence_level_files_is_allowed(tmp_path):
+    """--scores and --sentence-level name outputs: an existing one (medsimp's) is not an input."""
+    for name in ("hyp", "ref"):
+        (tmp_path / f"{name}.txt").write_text("the patient has high blood pressure .\n", encoding="utf-8")
+    argv = ["evaluate", "files", "--hyp", "hyp.txt", "--ref", "ref.txt", "--select", "bleu"]
+    argv += ["--sentence-level", "lines.jsonl", "--json", "s.json"]
+    for _ in range(2):
+        done = _medsimp(tmp_path, *argv)
+        assert done.returncode == 0, done.stderr

@@ -96,7 +96,18 @@ def run_source_job(args, section_name: str, job) -> int:
 # Arguments naming what a command writes; every other path argument is an input, which no
 # output folder may hold (medsimp.atomic checks them all, whichever command runs).
 OUTPUT_DESTS = frozenset(
-    {"output", "metrics", "plots", "json", "report", "report_text", "report_dir", "save_dir"}
+    {
+        "output",
+        "metrics",
+        "plots",
+        "json",
+        "scores",
+        "sentence_level",
+        "report",
+        "report_text",
+        "report_dir",
+        "save_dir",
+    }
 )
 
 

@@ -8,11 +8,12 @@ sorted references, 21.83 in the right order). `own_row_share` measures it: the s
 lines whose most similar row, by cosine over binary word counts with the row's source and with
 its references (whichever is closer, so outputs in the references' language are compared in
 that language), is their own row (ties count as their own). Lines that share no word with any
-row say nothing and are left out.
+row, and lines written more than once (a constant baseline), say nothing and are left out.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,10 @@ def own_row_share(
     except ValueError:  # no word anywhere
         return RowMatch(1.0, 0, n)
     h, s, r = _vectors(outputs, vec), _vectors(src, vec), _vectors(ref, vec)
+    # a line written more than once (a constant baseline, a collapsed model) says nothing about
+    # order: only lines unique in the file count
+    counts = Counter(outputs)
+    unique = np.array([counts[o] == 1 for o in outputs])
     own = informative = 0
     for start in range(0, n, CHUNK):
         block = h[start : start + CHUNK]
@@ -59,6 +64,7 @@ def own_row_share(
         best = sim.max(axis=1)
         rows = np.arange(start, start + block.shape[0])
         mine = sim[np.arange(block.shape[0]), rows]
-        informative += int((best > 0).sum())
-        own += int(((best > 0) & (mine >= best - 1e-12)).sum())
+        counted = (best > 0) & unique[start : start + block.shape[0]]
+        informative += int(counted.sum())
+        own += int((counted & (mine >= best - 1e-12)).sum())
     return RowMatch(own / informative if informative else 1.0, informative, n)

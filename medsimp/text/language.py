@@ -3,7 +3,7 @@ language's formula (issue 35 item 2: Persian outputs got an English FKGL of 9.37
 default `--lang en`).
 
 py3langid (Lui & Baldwin's langid.py, its naive Bayes model shipped inside the wheel; 97
-languages; deterministic) classifies the lines joined, as one text, with normalised
+languages; deterministic) classifies the distinct lines joined, as one text, with normalised
 probabilities. A verdict needs enough letters to mean something (`MIN_LETTERS`) and a
 probability of at least `MIN_PROBABILITY`; otherwise the language is left undecided and nothing
 is refused on its account.
@@ -36,9 +36,10 @@ def _identifier():
 
 def detect(lines: Iterable[str | None]) -> Detected:
     """The language of `lines` taken together (see the module doc)."""
-    text, size = [], 0
+    text, size, seen = [], 0, set()
     for line in lines:
-        if line:
+        if line and line not in seen:  # each distinct line once: repeats skew the counts (a constant output)
+            seen.add(line)
             text.append(line)
             size += len(line) + 1
             if size >= MAX_CHARS:
