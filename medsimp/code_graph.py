@@ -4,7 +4,10 @@ and the model checkpoint key (`medsimp.cli.commands.train`) are computed from it
 
 An import counts at any depth of a file (function-level imports too), a string constant that
 is a dotted name in one of our packages counts as an import, and parent packages' `__init__.py` run too.
-Module names become files through `importlib.util.find_spec`.
+Module names become files through `importlib.util.find_spec`. A resource counts when a module
+calls `resources.path("<name>")` or holds a string constant naming a packaged file
+(`"prompts/selfcorrect-v1.yaml"` in a table of choices); `medsimp/resources/...` strings are
+params defaults, which a stage tracks through its params paths instead.
 """
 
 from __future__ import annotations
@@ -36,6 +39,20 @@ def module_file(name: str) -> Path | None:
     return Path(spec.origin).resolve()
 
 
+@functools.cache
+def packaged_files() -> frozenset[str]:
+    """The files under `medsimp/resources` by their resource name (`prompts/x.yaml`)."""
+    spec = importlib.util.find_spec("medsimp.resources")
+    if spec is None or not spec.origin:
+        return frozenset()
+    root = Path(spec.origin).parent
+    return frozenset(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    )
+
+
 def _package_of(name: str, path: Path) -> str:
     return name if path.name == "__init__.py" else name.rpartition(".")[0]
 
@@ -60,6 +77,8 @@ def _imports(name: str, path: Path) -> tuple[frozenset[str], frozenset[str]]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if re.fullmatch(rf"(?:{'|'.join(ROOT_PACKAGES)})(\.\w+)+", node.value):
                 names.add(node.value)
+            elif node.value in packaged_files():
+                resources.add(node.value)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

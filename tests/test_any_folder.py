@@ -50,7 +50,10 @@ SAME_COMMAND = frozenset(
 def _lookup(name: str, scope: dict):
     node = scope
     for part in name.split("."):
-        node = node[part]
+        key, *indices = part.replace("]", "").split("[")  # `dictionaries[0]`: DVC's list index
+        node = node[key]
+        for index in indices:
+            node = node[int(index)]
     return node
 
 

@@ -86,6 +86,26 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     assert cards[0]["params_hash"] == cards[1]["params_hash"]  # build.multicochrane alone is the same
 
 
+def test_code_hash_covers_the_build_and_nothing_else(tmp_path, monkeypatch):
+    """The card's code hash is of the modules `medsimp build` imports: a module outside that
+    closure (the annotator page) is not in it, and a change to one inside it moves the hash."""
+    from medsimp import code_graph
+    from medsimp.corpora import writer
+
+    modules, _ = code_graph.closure(["medsimp.cli", writer.BUILD_COMMAND])
+    assert "medsimp.corpora.writer" in modules and "medsimp.annotate.page" not in modules
+    before = code_hash()
+    fake = tmp_path / "writer.py"
+    fake.write_bytes(modules["medsimp.corpora.writer"].read_bytes() + b"# changed\n")
+    real = code_graph.closure
+    monkeypatch.setattr(
+        code_graph,
+        "closure",
+        lambda roots: ({**real(roots)[0], "medsimp.corpora.writer": fake}, real(roots)[1]),
+    )
+    assert code_hash() != before
+
+
 def test_code_hash_ignores_what_a_wheel_does_not_ship():
     """An editor backup or a scratch file beside the code does not change the card."""
     import os

@@ -1,60 +1,59 @@
-"""dvc.yaml's code deps (package folders, as in DVC's example-get-started) cover the import
-closure of each stage's `medsimp` subcommand, and the packaged resources it names."""
+"""dvc.yaml's code deps are exactly each stage's import closure (with the packaged resources it
+reads): a change reruns the stages that run the changed code and no others."""
 
 from __future__ import annotations
 
-import re
+import json
 from pathlib import Path
 
+import pytest
 import yaml
+from conftest import run_ok
 
 from medsimp import code_graph
-from medsimp import resources as packaged
-from medsimp.cli.app import COMMANDS
+from medsimp.cli import dvc_deps
 
 ROOT = Path(__file__).resolve().parent.parent
-_CMD = re.compile(r"^\s*medsimp\s+(?P<sub>[\w-]+)")
+TEXT = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
 
 
-def _stages(text: str) -> dict:
-    return {name: body.get("do", body) for name, body in yaml.safe_load(text)["stages"].items()}
+def _deps(text: str) -> dict[str, list[str]]:
+    return {name: body.get("do", body)["deps"] for name, body in yaml.safe_load(text)["stages"].items()}
 
 
-def _needed(stage: dict) -> set[str]:
-    m = _CMD.match(stage["cmd"])
-    assert m, f"stage does not run `medsimp <subcommand>`: {stage['cmd']!r}"
-    modules, resources = code_graph.closure(["medsimp.cli", f"medsimp.cli.commands.{COMMANDS[m['sub']]}"])
-    paths = {p.relative_to(ROOT).as_posix() for p in modules.values() if p.is_relative_to(ROOT)}
-    return paths | {packaged.path(r).resolve().relative_to(ROOT).as_posix() for r in resources}
+def test_every_stage_lists_exactly_the_code_its_command_runs() -> None:
+    assert dvc_deps.sync(TEXT) == TEXT, "dvc.yaml's code deps are stale: run python -m medsimp.cli.dvc_deps"
+    assert dvc_deps.main(["--check", str(ROOT / "dvc.yaml")]) == 0
 
 
-def _missing(text: str) -> dict[str, list[str]]:
-    gaps = {}
-    for name, stage in _stages(text).items():
-        deps = [d.rstrip("/") for d in stage.get("deps", [])]
-        lost = sorted(p for p in _needed(stage) if not any(p == d or p.startswith(d + "/") for d in deps))
-        if lost:
-            gaps[name] = lost
-    return gaps
+def test_a_dropped_or_foreign_code_dep_is_put_right(tmp_path) -> None:
+    notes = TEXT.index("  notes:\n")
+    broken = TEXT[:notes] + TEXT[notes:].replace(
+        "      - pipelines/jobs/beam_io.py\n", "      - medsimp\n", 1
+    )
+    assert "pipelines/jobs/beam_io.py" not in _deps(broken)["notes"]
+    assert dvc_deps.sync(broken) == TEXT
+    path = tmp_path / "dvc.yaml"
+    path.write_text(broken, encoding="utf-8")
+    assert dvc_deps.main(["--check", str(path)]) == 1
+    assert dvc_deps.main([str(path)]) == 0
+    assert path.read_text(encoding="utf-8") == TEXT
 
 
-def test_every_stage_covers_the_code_its_command_imports() -> None:
-    assert _missing((ROOT / "dvc.yaml").read_text(encoding="utf-8")) == {}
+def test_code_deps_are_files_and_data_deps_stay() -> None:
+    for name, deps in _deps(TEXT).items():
+        code = [d for d in deps if dvc_deps.is_code(d)]
+        assert code and all((ROOT / d).exists() for d in code), name
+        assert not [d for d in code if d in code_graph.ROOT_PACKAGES], (name, "a whole package folder")
+    assert _deps(TEXT)["notes"][:3] == ["${notes.input}", "${notes.abbreviations}", "${notes.common_words}"]
 
 
-def test_code_deps_are_package_folders() -> None:
-    for name, stage in _stages((ROOT / "dvc.yaml").read_text(encoding="utf-8")).items():
-        code = [d for d in stage.get("deps", []) if d.split("/")[0] in code_graph.ROOT_PACKAGES]
-        assert code and all("/" not in d for d in code), (name, code)
-
-
-def test_a_missing_folder_is_reported() -> None:
-    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    notes = text.index("  notes:\n")
-    dropped = text[:notes] + text[notes:].replace("      - pipelines\n", "", 1)
-    gaps = _missing(dropped)
-    assert "pipelines/jobs/beam_io.py" in gaps["notes"]
-    assert "train" not in gaps
+def test_the_annotator_page_is_code_of_no_data_or_training_stage() -> None:
+    users = [name for name, deps in _deps(TEXT).items() if "medsimp/annotate/page.py" in deps]
+    assert users == []
+    assert "medsimp/annotate/ingest.py" in _deps(TEXT)["annotate_ingest"]
+    assert "alignment/crf.py" not in _deps(TEXT)["notes"]
+    assert "training/trainer.py" not in _deps(TEXT)["align"]
 
 
 def test_closure_follows_function_level_imports_and_dotted_name_strings() -> None:
@@ -71,6 +70,36 @@ def test_closure_follows_function_level_imports_and_dotted_name_strings() -> Non
 
 
 def test_packaged_resources_are_covered() -> None:
-    stages = _stages((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
-    assert "medsimp/resources/radiology" in _needed(stages["radiology"])  # resources.path("radiology")
-    assert {"${notes.abbreviations}", "${notes.common_words}"} <= set(stages["notes"]["deps"])
+    deps = _deps(TEXT)
+    assert "medsimp/resources/radiology" in deps["radiology"]  # resources.path("radiology")
+    # a table of choices names the prompt sets: each one is the simplify stage's code
+    prompts = {
+        f"medsimp/resources/prompts/selfcorrect-{n}.yaml" for n in ("yang2024", "yang2024-paraphrase", "v1")
+    }
+    assert prompts <= set(deps["simplify"])
+    # params name the dictionaries and the common-word list: data deps through ${...}
+    assert {"${train.dictionaries[0]}", "${train.dictionaries[1]}"} <= set(deps["train"])
+    assert {"${train.dictionaries[1]}", "${notes.common_words}"} <= set(deps["evaluate"])
+
+
+@pytest.mark.slow
+def test_a_comment_in_the_annotator_page_leaves_every_stage_up_to_date(reproduced_clone) -> None:
+    clone, env = reproduced_clone
+    page = clone / "medsimp" / "annotate" / "page.py"
+    original = page.read_bytes()
+    try:
+        page.write_bytes(original + b"# a comment\n")
+        stale = json.loads(run_ok(["dvc", "status", "--json"], clone, env) or "{}")
+        beam = clone / "pipelines" / "jobs" / "beam_io.py"
+        beam_text = beam.read_bytes()
+        try:
+            beam.write_bytes(beam_text + b"# a comment\n")
+            moved = set(json.loads(run_ok(["dvc", "status", "--json"], clone, env) or "{}"))
+        finally:
+            beam.write_bytes(beam_text)
+    finally:
+        page.write_bytes(original)
+    assert stale == {}
+    # and a change that is code of the Beam jobs does rerun them, and not the training
+    assert {"notes", "cochrane", "align"} <= moved
+    assert not any(name.startswith("train@") for name in moved)

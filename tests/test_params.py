@@ -293,7 +293,8 @@ def test_version_in_and_outside_a_checkout(tmp_path):
     assert res.returncode == 0, res.stderr
     assert re.fullmatch(r"medsimp \S+ \(git [0-9a-f]{12}(-dirty)?\)", res.stdout.strip()), res.stdout
     copy = tmp_path / "site"
-    shutil.copytree(ROOT / "medsimp", copy / "medsimp", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("medsimp", "pipelines", "alignment", "training"):  # an install: the four siblings
+        shutil.copytree(ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     res = _cli("--version", cwd=tmp_path, pythonpath=copy)
     assert res.returncode == 0 and res.stderr == "", res.stderr
     assert re.fullmatch(r"medsimp \S+ \(git unknown\)", res.stdout.strip()), res.stdout

@@ -108,23 +108,50 @@ def _merge_globals(args: argparse.Namespace) -> None:
             args.force = args.force or bool(value)
 
 
-def command_leaves(
-    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser that keeps its subcommands' action (`subcommands`, None without), so
+    the command tree is walked through public attributes (`Action.choices`), not argparse's
+    private `_actions`. Subparsers are made of this class too (argparse's default)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.subcommands: argparse.Action | None = None
+
+    def add_subparsers(self, **kwargs):
+        self.subcommands = super().add_subparsers(**kwargs)
+        return self.subcommands
+
+
+def command_leaves(parser: Parser, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Parser]]:
     """(command path, parser) for every parser that runs something: the leaves of the command
     tree (`align corpus`, `notes`, ...), aliases left out. Tests take the command list from here,
     so a new command is covered by construction."""
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if path and not subs:
+    if path and parser.subcommands is None:
         yield path, parser
-    for action in subs:
-        for name, child in action.choices.items():
-            if child is not None and name not in getattr(action, "_name_parser_map_aliases", ()):
+    if parser.subcommands is not None:
+        seen: set[int] = set()
+        for name, child in dict(parser.subcommands.choices or {}).items():
+            if id(child) not in seen:  # an alias maps to a parser already listed
+                seen.add(id(child))
                 yield from command_leaves(child, (*path, name))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def command_module(parser: Parser, words: list[str]) -> str | None:
+    """The module that runs `medsimp <words...>` (the deepest `_module` default on the way down
+    the command tree; words past the last subcommand are ignored), or None for no command."""
+    module = None
+    for word in words:
+        choices = dict(parser.subcommands.choices or {}) if parser.subcommands is not None else {}
+        if word not in choices:
+            break
+        parser = choices[word]
+        found = parser.get_default("_module")
+        module = found.__name__ if found is not None else module
+    return module
+
+
+def build_parser() -> Parser:
+    parser = Parser(
         prog="medsimp",
         description=(
             "medsimp: build sentence-aligned complex->plain medical corpora "
@@ -281,6 +308,12 @@ OUTPUT_FILE_FLAGS = ("metrics", "json", "scores", "sentence_level", "report")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from medsimp import siblings
+
+    clash = siblings.check()  # before any command module imports a domain package
+    if clash:
+        print(f"medsimp: {clash}", file=sys.stderr)
+        return 2  # EXIT_USAGE
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

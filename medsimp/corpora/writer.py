@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import subprocess
 from collections.abc import Iterator, Mapping
@@ -25,7 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from medsimp import lineage
+from medsimp import code_graph, lineage
+from medsimp import resources as packaged
 from medsimp.atomic import atomic_dir, write_json, write_jsonl
 from medsimp.corpora.common import (
     PHYSIONET_LICENSE,
@@ -59,31 +59,41 @@ def git_revision(cwd: str | Path = ".") -> str:
     return out.stdout.strip() or "unknown"
 
 
-CODE_PACKAGES = ("medsimp", "pipelines", "alignment", "training")
-# What the wheel ships of those packages: modules, and the resource kinds of pyproject's
-# package-data (an editor backup or scratch file in a checkout is not code).
-CODE_SUFFIXES = frozenset({".py", ".json", ".tsv", ".txt", ".j2", ".yaml"})
+# The command whose code a card's hash covers: `medsimp build` (the entry point and every module
+# it imports, with the packaged resources they read), the same files as its DVC stage's deps.
+BUILD_COMMAND = "medsimp.cli.commands.build"
 
 
 def code_hash() -> str:
-    """sha256 (first 16 hex digits) of the code that ran: the files of the four packages that a
-    wheel ships (CODE_SUFFIXES; relative names and bytes, sorted; `__pycache__` and `.`-names
-    skipped), read where Python
-    imports them from, so a checkout and an installed wheel of the same commit agree.
+    """sha256 (first 16 hex digits) of the code that builds a corpus: the import closure of
+    `medsimp build` (`medsimp.code_graph`; module names and bytes, then packaged resources by
+    name and bytes, sorted), read where Python imports them from, so a checkout and an
+    installed wheel of the same commit agree, and code the build never runs (the annotator
+    page, the trainer) does not change the card.
 
     A card records this instead of the git revision: a DVC output cannot carry the commit that
     records its own hash in dvc.lock (the lock is written before that commit exists), so a
     revision on the card would make every fresh clone's `dvc repro` rewrite dvc.lock. The
     build's run record (`metrics/build-<name>.json.run.json`) keeps the git revision."""
+    modules, names = code_graph.closure(["medsimp.cli", BUILD_COMMAND])
+    files = [(f"module {name}", path) for name, path in modules.items()]
+    for name in names:
+        found = packaged.path(name)
+        entries = sorted(found.rglob("*")) if found.is_dir() else [found]
+        files += [
+            (
+                f"resource {name}/{p.relative_to(found).as_posix()}"
+                if found.is_dir()
+                else f"resource {name}",
+                p,
+            )
+            for p in entries
+            if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")
+        ]
     digest = hashlib.sha256()
-    for package in CODE_PACKAGES:
-        base = Path(importlib.import_module(package).__file__ or "").parent
-        for path in sorted(base.rglob("*")):
-            rel = path.relative_to(base)
-            skipped = any(p.startswith(".") or p == "__pycache__" for p in rel.parts)
-            if path.is_file() and path.suffix in CODE_SUFFIXES and not skipped:
-                digest.update(f"{package}/{rel.as_posix()}\0".encode())
-                digest.update(path.read_bytes())
+    for key, path in sorted(files):
+        digest.update(f"{key}\0".encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
