@@ -10,6 +10,9 @@ languages without a lookup table, such as fa).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from medsimp.text.lemmas import lemma_set
 
 
@@ -43,3 +46,53 @@ def filter_row(row: dict, threshold: float, comparison: str = "gt") -> dict:
     simple = row["simple_text"] if row["language"] == "en" or not row.get("pivot_ids") else row["pivot_text"]
     r = overlap_r(row["complex_text"], simple, "en")
     return {**row, "overlap_r": r, "keep": passes(r, threshold, comparison)}
+
+
+# The CRF marginal probability from which the aligner holds a pair more likely aligned than not.
+ALIGNER_SURE = 0.5
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def drop_cost(decisions: Iterable[tuple[bool, float | None]]) -> dict[str, Any]:
+    """What the filter costs, from each pair's (keep, CRF score): how many pairs it drops, how
+    many of those the aligner held aligned (score >= ALIGNER_SURE), and the median score of the
+    dropped and of the kept pairs (None without scores; bridged pairs carry their English
+    pair's CRF score)."""
+    pairs = dropped = 0
+    scores: dict[bool, list[float]] = {True: [], False: []}
+    for keep, score in decisions:
+        pairs += 1
+        dropped += not keep
+        if score is not None:
+            scores[bool(keep)].append(float(score))
+    return {
+        "pairs": pairs,
+        "dropped": dropped,
+        "dropped_aligner_sure": sum(x >= ALIGNER_SURE for x in scores[False]),
+        "dropped_scored": len(scores[False]),
+        "median_score_dropped": _median(scores[False]),
+        "median_score_kept": _median(scores[True]),
+    }
+
+
+def describe_cost(cost: dict[str, Any]) -> str:
+    """One sentence of `drop_cost`'s numbers (for the card and the data report)."""
+    n, drop = cost["pairs"], cost["dropped"]
+    line = f"drops {drop} of {n} pairs ({100 * drop / n if n else 0:.1f}%)"
+    if cost["dropped_scored"]:
+        sure = cost["dropped_aligner_sure"]
+        line += (
+            f"; the aligner held {sure} of them ({100 * sure / cost['dropped_scored']:.1f}%) aligned "
+            f"(CRF probability >= {ALIGNER_SURE}); median CRF probability "
+            f"{cost['median_score_dropped']:.3f} of the dropped pairs"
+        )
+        if cost["median_score_kept"] is not None:
+            line += f", {cost['median_score_kept']:.3f} of the kept"
+    return line

@@ -23,6 +23,7 @@ import contextlib
 import glob
 import json
 import os
+import re
 import shutil
 import stat
 from collections.abc import Iterable, Iterator, Mapping
@@ -99,9 +100,25 @@ NOT_OURS = (
 )
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def check_local(path: str | Path, flag: str = "") -> None:
+    """Refuse an output named by a URL (`s3://`, `gs://`, ...) with one line: outputs are
+    published atomically in local folders, and `Path` would turn the URL into a local folder
+    named after it (`./gs:/bucket/x`)."""
+    if isinstance(path, str) and _URL.match(path):
+        raise UsageError(
+            f"{flag + ' ' if flag else ''}{path}: medsimp writes outputs to local folders only "
+            "(an object store would see half-written files): write locally, then copy the finished "
+            "folder (docs/refresh.md)"
+        )
+
+
 def check_file_target(path: str | Path, same_content_ok: bool = False) -> bool:
     """Raise UsageError unless medsimp may replace the file `path` (see `atomic_file`).
     With `same_content_ok`, True means: only by byte-identical content."""
+    check_local(path)
     path = Path(path)
     if path.is_symlink():
         raise UsageError(f"{path} is a symbolic link; give a plain file path")
@@ -301,6 +318,7 @@ def atomic_dir(
     else the union over the Parquet tables written (stages writing only JSONL/CSV pass it).
     On error or interrupt the temp directory is removed and `final` is left as it was.
     """
+    check_local(final)
     final = Path(final)
     command = command or str(_RUN["command"]) or final.name
     check_output_target(final, command, inputs, force or bool(_RUN["force"]))  # before any mkdir

@@ -20,6 +20,14 @@ the embedded starter vocabulary (built untimed in the scratch folder), the CRF a
 same `--workdir` (after a change to it, without aligning again). The report ends with each
 stage's peak RSS at the largest N over the smallest.
 
+`--workers 1 2` measures parallelism instead (issue 36): `align corpus` on ONE input file of N
+reviews (`cochrane.num_shards=1`) with each number of Beam workers (cold document cache each
+time), checks the outputs are byte-identical, and prints the speed-up, the parallel efficiency,
+and, from two sizes, each worker count's fixed start-up and wall time per review, and the
+projection for MultiCochrane's 7,755 reviews on 1, 2, 16 and 64 workers:
+
+    python scripts/bench_scale.py --sizes 2 16 --workers 1 2
+
 `--set` passes a params override to every timed stage (e.g. `--set
 align.vecalign.overlap_mode=mean` measures memory in a quarter of the time: the Farsi encoder
 is most of the wall time and none of the growth in N).
@@ -159,6 +167,83 @@ def run_size(
     return {"reviews": n, "stages": stages, "align_stats": stats.get("counters", stats)}
 
 
+def _tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def run_workers(n: int, work: Path, shared: dict[str, Path], workers: list[int], sets: list[str]) -> dict:
+    """`align corpus` on one input file of `n` reviews with each worker count: wall, CPU, and
+    whether every run wrote the same bytes."""
+    d = work / f"workers-n{n}"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    log, data = d / "bench.log", d / "cochrane.jsonl"
+    common = [*MEDSIMP, "--params", str(REPO / "params.yaml")]
+    for kv in sets:
+        common += ["--set", kv]
+    run_stage([*MEDSIMP, "synth", "cochrane", "--reviews", str(n), "--output", str(data)], log)
+    one_file = ["--set", "cochrane.num_shards=1", "--set", f"cache.dir={d / 'cache-cochrane'}"]
+    run_stage([*common, *one_file, "cochrane", "--input", str(data), "--output", str(d / "cochrane")], log)
+    files = sorted((d / "cochrane" / "sentences").glob("*.parquet"))
+    if len(files) != 1:
+        raise SystemExit(f"bench_scale: expected one sentence file, found {len(files)}")
+    runs = {}
+    for w in workers:
+        cmd = [
+            *common,
+            *("--set", f"beam.num_workers={w}", "--set", f"cache.dir={d / f'cache-w{w}'}"),
+            *("align", "corpus", "--input", str(d / "cochrane"), "--output", str(d / f"align-w{w}")),
+            *("--model", str(shared["model"])),
+        ]
+        runs[w] = run_stage(cmd, log)
+        print(f"  n={n} workers={w}: {runs[w]['wall_s']:.1f} s wall", file=sys.stderr, flush=True)
+    base = _tree_bytes(d / f"align-w{workers[0]}")
+    same = all(_tree_bytes(d / f"align-w{w}") == base for w in workers[1:])
+    return {"reviews": n, "runs": runs, "identical": same}
+
+
+def workers_report(results: list[dict], workers: list[int]) -> str:
+    """Speed-up and efficiency per size; with two sizes, the fixed start-up and the per-review
+    time of each worker count (a line through the two), and the projection to 7,755 reviews."""
+    w0 = workers[0]
+    lines = [
+        "align corpus on ONE input file (cold document cache each run)",
+        f"{'reviews':>7} {'workers':>7} {'wall s':>8} {'cpu s':>8} {'speed-up':>9} {'efficiency':>10} {'same bytes':>10}",
+    ]
+    for r in results:
+        base = r["runs"][w0]["wall_s"]
+        for w in workers:
+            run = r["runs"][w]
+            speed = base / run["wall_s"]
+            lines.append(
+                f"{r['reviews']:>7} {w:>7} {run['wall_s']:>8.1f} {run['cpu_s']:>8.1f} {speed:>9.2f} "
+                f"{speed * w0 / w:>10.2f} {r['identical']!s:>10}"
+            )
+    if len(results) < 2:
+        lines.append("(give two --sizes, e.g. 2 16, for the start-up / per-review split and the projection)")
+        return "\n".join(lines)
+    small, large = results[0], results[-1]
+    dn = large["reviews"] - small["reviews"]
+    per_review = {w: (large["runs"][w]["wall_s"] - small["runs"][w]["wall_s"]) / dn for w in workers}
+    fixed = {w: large["runs"][w]["wall_s"] - per_review[w] * large["reviews"] for w in workers}
+    lines.append("")
+    for w in workers:
+        lines.append(
+            f"{w} worker(s): start-up {fixed[w]:.1f} s (imports, models, pipeline), then {per_review[w]:.2f} s "
+            f"wall per review (per-review speed-up {per_review[w0] / per_review[w]:.2f})"
+        )
+    wl = workers[-1]
+    eff = per_review[w0] * w0 / (per_review[wl] * wl)
+    lines.append(f"per-review parallel efficiency at {wl} workers: {eff:.2f} (assumed to hold beyond it)")
+    for w in (1, 2, 16, 64):
+        wall = fixed[w0] + FULL * per_review[w0] * w0 / (w * (eff if w > w0 else 1.0))
+        lines.append(f"projection, {FULL} reviews on {w:>2} workers: {wall / 3600:6.2f} h wall")
+    return "\n".join(lines)
+
+
 def report(results: list[dict]) -> str:
     lines = []
     head = f"{'stage':<9} {'N':>6} {'wall s':>9} {'cpu s':>9} {'peak MB':>8} {'ms/review':>10} {'exp':>5}"
@@ -225,6 +310,12 @@ def main() -> int:
     )
     ap.add_argument("--json", help="also write the raw numbers here")
     ap.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        help="measure align on one input file with these Beam worker counts (first: the baseline)",
+    )
+    ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="params override for every stage"
     )
     args = ap.parse_args()
@@ -236,6 +327,12 @@ def main() -> int:
     try:
         print(f"bench_scale: scratch {work}; set-up (untimed)", file=sys.stderr, flush=True)
         shared = prepare(work, work / "setup.log")
+        if args.workers:
+            runs = [run_workers(n, work, shared, args.workers, args.set) for n in sorted(args.sizes)]
+            print(workers_report(runs, args.workers))
+            if args.json:
+                Path(args.json).write_text(json.dumps(runs, indent=1) + "\n")
+            return 0
         only = tuple(name for name in STAGES if name in args.stages)
         results = [run_size(n, work, shared, args.set, only) for n in sorted(args.sizes)]
         print(report(results))

@@ -192,3 +192,22 @@ def test_params_align_gold_takes_a_list_or_a_string(tmp_path):
     assert load_params(params, ["align.gold=one.jsonl"]).align.gold == "one.jsonl"
     with pytest.raises(MedsimpError):
         load_params(params, ["align.gold={a: 1}"])
+
+
+def test_drop_cost_counts_what_the_filter_drops_and_what_the_aligner_held_of_it():
+    from alignment.overlap import describe_cost, drop_cost
+
+    cost = drop_cost([(True, 0.9), (False, 0.7), (False, 0.2), (False, None), (True, 0.5)])
+    assert cost == {
+        "pairs": 5,
+        "dropped": 3,
+        "dropped_aligner_sure": 1,
+        "dropped_scored": 2,
+        "median_score_dropped": pytest.approx(0.45),
+        "median_score_kept": pytest.approx(0.7),
+    }
+    assert describe_cost(cost) == (
+        "drops 3 of 5 pairs (60.0%); the aligner held 1 of them (50.0%) aligned (CRF probability "
+        ">= 0.5); median CRF probability 0.450 of the dropped pairs, 0.700 of the kept"
+    )
+    assert describe_cost(drop_cost([(True, None)])) == "drops 0 of 1 pairs (0.0%)"

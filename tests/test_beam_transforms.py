@@ -365,6 +365,30 @@ def test_read_documents_transform_gives_what_a_group_by_key_gives(tmp_path):
         )
 
 
+def test_documents_of_one_file_spread_over_every_worker(tmp_path):
+    """Parallel by document, not by file (issue 36 item 1): one input file's documents reach
+    both worker processes of the local multi-process runner."""
+    import os
+
+    from pipelines.jobs.beam_io import ReadDocuments, new_pipeline
+
+    files = [_doc_file(tmp_path / "one.parquet", [(f"d{i:02d}", 2) for i in range(24)])]
+    beam_params = {"runner": "FnApiRunner", "num_workers": 2, "running_mode": "multi_processing"}
+    here = os.getpid()
+
+    def two_workers(pids):
+        assert len(pids) == 24 and here not in pids, pids
+        assert len(set(pids)) == 2, pids  # one worker held the whole file before the Reshuffle
+
+    with new_pipeline(beam_params) as p:
+        pids = (
+            p
+            | ReadDocuments(files, ["doc_id"], ["doc_id", "i"])
+            | beam.Map(lambda _: __import__("os").getpid())
+        )
+        assert_that(pids, two_workers)
+
+
 def test_grouped_by_refuses_a_document_split_in_one_file_or_across_files(tmp_path):
     from pipelines.jobs.beam_io import grouped_by
 

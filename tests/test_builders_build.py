@@ -140,6 +140,15 @@ def test_multicochrane_configs_splits_and_annotations(built, tmp_path):
     assert len(multi["complex_readability"]) == 2
     stats = json.loads((built["multicochrane"] / "stats.json").read_text(encoding="utf-8"))
     assert stats["rejected"] == 1
+    # the filter's cost, counted on the splits it filters (train) from the rows themselves
+    train = [r for lang in ("en", "es", "fr") for r in load(lang)["train"]]
+    dropped = [r for r in train if not r["keep"]]
+    assert dropped and stats["overlap_dropped"] == len(dropped)
+    assert stats["overlap_dropped_aligner_sure"] == sum(r["crf_score"] >= 0.5 for r in dropped)
+    _, body = _card(built["multicochrane"])
+    es_train = load("es")["train"]
+    es_drop = sum(not r["keep"] for r in es_train)
+    assert f"Overlap filter, es (train): drops {es_drop} of {len(es_train)} pairs" in body
     dead = (built["multicochrane"] / "dead_letter" / "part-00000.jsonl").read_text().splitlines()
     assert json.loads(dead[0])["reason"] == "unknown_sentence_id"
 

@@ -66,6 +66,12 @@ def test_report_numbers_equal_stats_and_parquet(built, tmp_path):
     es = data["configs"]["es"]
     assert es["rows"] == sum(stats["splits"]["es"].values())
     assert es["overlap_r"]["threshold"] == 0.5 and es["overlap_r"]["n"] == es["rows"]
+    every = [r for f in (folder / "es").glob("*.parquet") for r in pq.read_table(f).to_pylist()]
+    assert es["filter"]["pairs"] == len(every)
+    assert es["filter"]["dropped"] == sum(not r["keep"] for r in every)
+    assert f"Overlap filter (the pairs' `keep`): drops {es['filter']['dropped']} of {len(every)}" in (
+        (tmp_path / "report" / "multicochrane" / "report.md").read_text()
+    )
     assert sum(es["alignment_types"].values()) == es["rows"]
     assert rows and es["examples"] and "simple" in es["examples"][0]
     assert (tmp_path / "plots" / "es.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

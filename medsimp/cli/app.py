@@ -294,8 +294,9 @@ def _check_output_name(output: str) -> None:
 
     if not output.strip():
         raise UsageError("--output is empty: give a path (or leave the flag out for the params default)")
-    if "://" in output:
-        return
+    from medsimp.atomic import check_local
+
+    check_local(output, "--output")
     where, here = os.path.realpath(output), os.path.realpath(os.getcwd())
     if where == here or here.startswith(where.rstrip(os.sep) + os.sep):
         raise UsageError(
@@ -350,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
         for flag in OUTPUT_FILE_FLAGS:  # every file a command writes, before any work
             if isinstance(getattr(args, flag, None), str) and getattr(args, flag) not in ("", "-"):
+                atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")
                 atomic.check_not_an_input(getattr(args, flag))
         _announce(args)
         return int(args._module.run(args) or 0)

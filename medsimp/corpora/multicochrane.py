@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from alignment.overlap import describe_cost, drop_cost
 from medsimp.corpora.common import (
     CHUNK_ROWS,
     BuildError,
@@ -350,6 +351,23 @@ LINKS_SCHEMA = pa.schema(
 REQUIRED = ("pair_id", "doi", "language", "complex_ids", "simple_ids")  # a pair without one is rejected
 
 
+def filter_cost(
+    decisions: Mapping[tuple[str, str], list[tuple[bool, float | None]]], splits: tuple[str, ...]
+) -> tuple[dict[str, int], list[str]]:
+    """What the overlap filter costs in the splits it filters (`alignment.overlap.drop_cost`):
+    counts for stats.json (`overlap_dropped`, `overlap_dropped_aligner_sure`) and one card line
+    per language."""
+    totals = {"overlap_dropped": 0, "overlap_dropped_aligner_sure": 0}
+    notes = []
+    for lang in sorted({lang for lang, _ in decisions}):
+        cost = drop_cost(d for sp in splits for d in decisions.get((lang, sp), []))
+        totals["overlap_dropped"] += cost["dropped"]
+        totals["overlap_dropped_aligner_sure"] += cost["dropped_aligner_sure"]
+        if cost["pairs"]:
+            notes.append(f"Overlap filter, {lang} ({'/'.join(splits)}): {describe_cost(cost)}.")
+    return totals, notes
+
+
 def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
     """Build the MultiCochrane dataset from the params section `build.multicochrane`.
 
@@ -432,6 +450,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
     scratch.add_links(iter_parquet_dir(cfg.linked, LINKS_SCHEMA, CHUNK_ROWS))
     rows_in: Counter[tuple[str, str]] = Counter()  # (language, split) -> rows of the unfiltered config
     keep_in: Counter[tuple[str, str]] = Counter()  # ... of them passing the overlap filter
+    decisions: dict[tuple[str, str], list[tuple[bool, float | None]]] = {}  # -> (keep, CRF score)
     bridges: dict[tuple[str, str], list[dict]] = {}
     rejects: list[dict] = []
     kept = missing_links = replaced = 0
@@ -485,6 +504,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
             kept += 1
             rows_in[group] += 1
             keep_in[group] += bool(pair["keep"])
+            decisions.setdefault(group, []).append((bool(pair["keep"]), pair.get("crf_score")))
 
     # then the MC-CLEAN gold rows (en) and the gold composed with the bridge (other languages)
     for key, rows in sorted(gold.items()):
@@ -533,7 +553,9 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
             "filter; the other splits are those of the unfiltered config"
         )
     n_gold = sum(len(v) for v in gold.values())
+    cost_counts, cost_notes = filter_cost(decisions, filter_splits)
     counts = {
+        **cost_counts,
         "read": read,
         "kept": kept,
         "filtered": replaced,
@@ -578,5 +600,6 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
             "`gold_bridged_pairs`, other languages of held-out reviews, with "
             "`gold_bridge_dropped` gold pairs that had no counterpart); `overlap_keep` "
             "rows pass the overlap filter.",
+            *cost_notes,
         ],
     )

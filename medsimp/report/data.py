@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from alignment.overlap import describe_cost, drop_cost
 from medsimp.errors import InputError
 from medsimp.text.boundaries import internal_boundaries
 
@@ -359,6 +360,14 @@ def shape(rows: list[dict], sides: dict[str, dict]) -> dict[str, Any]:
     }
 
 
+def _filter_cost(flagged: list[tuple[bool, Any]]) -> dict[str, Any] | None:
+    """`alignment.overlap.drop_cost` of the config's (keep, CRF score), with its sentence."""
+    if not flagged:
+        return None
+    cost = drop_cost(flagged)
+    return {**cost, "text": describe_cost(cost)}
+
+
 def config_stats(
     rows: list[dict],
     sentences: list[dict] | None,
@@ -405,6 +414,7 @@ def config_stats(
     pct = checks.clip_percentile
     both = {k: sides["complex"][k] + sides["simple"][k] for k in ("_lengths", "_fkgl")}
     rs = [r["overlap_r"] for r in rows if r.get("overlap_r") is not None]
+    flagged = [(bool(r["keep"]), r.get("crf_score")) for r in rows if r.get("keep") is not None]
     return {
         "rows": len(rows),
         "shape": shape(rows, sides),
@@ -425,6 +435,8 @@ def config_stats(
         }
         if rs
         else None,
+        # the filter's own decisions (`keep`), with what the aligner's score says of the dropped
+        "filter": _filter_cost(flagged),
         "alignment_types": dict(sorted(alignment_types(rows).items())),
         **unaligned(rows, sentences),
         "semtypes": semtypes(rows, top),

@@ -686,7 +686,9 @@ class ReadRows(beam.PTransform):
 class ReadDocuments(beam.PTransform):
     """Parquet files in which each document's rows are consecutive and in one file (see
     `grouped_by`) -> (key, rows) per document, streamed a file at a time: what a GroupByKey
-    on the key would give, without the local runner holding every row in memory."""
+    on the key would give, without a sort or a group. A Reshuffle then spreads the documents
+    over every worker, so the per-document work after it is parallel by document, not by file
+    (one input file still keeps every worker busy)."""
 
     def __init__(self, files: list[str], key_columns: list[str], columns: list[str] | None = None):
         super().__init__()
@@ -699,6 +701,7 @@ class ReadDocuments(beam.PTransform):
             | "Files" >> beam.Create(self.files)
             | "Reshuffle" >> beam.Reshuffle()
             | "Documents" >> beam.FlatMap(lambda path: read_documents(path, key_columns, columns))
+            | "SpreadDocuments" >> beam.Reshuffle()
         )
 
 

@@ -1,0 +1,32 @@
+"""An output named by a URL is refused with one line, exit 2, and no local folder named after it
+(issue 36 item 2: `--output gs://bucket/x` used to exit 0 and write `./gs:/bucket/x`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from medsimp.cli.app import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cochrane", "--input", str(SAMPLE / "cochrane.jsonl"), "--output", "gs://bucket/x"],
+        ["cochrane", "--input", str(SAMPLE / "cochrane.jsonl"), "--output", "s3://bucket/x"],
+        ["plaba", "--input", str(SAMPLE / "plaba.json"), "--output", "out", "--metrics", "s3://b/m.json"],
+        ["build", "medlane", "--output", "file://x/medlane"],
+        ["--set", "notes.output=gs://b/notes", "notes", "--input", str(SAMPLE / "NOTEEVENTS.csv")],
+    ],
+    ids=["gs-output", "s3-output", "s3-metrics", "file-url-output", "url-from-params"],
+)
+def test_a_url_output_is_one_line_exit_2_and_no_local_folder(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["--params", str(ROOT / "params.yaml"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len([line for line in err if "local folders only" in line]) == 1, err
+    assert list(tmp_path.iterdir()) == [], "a local folder was made for a URL output"
