@@ -15,7 +15,11 @@ MultiCochrane's released English test pairs (22 reviews, by DOI) placed in their
 each `--model NAME=DIR` (e.g. the PLABA-trained model of scripts/train_real_aligner.py), of the
 CRF trained on align.gold plus the other half of the reviews, and of the Jaccard / TF-IDF
 baselines tuned on the other half. Overlap filter on real gold (`--only overlap`): how many
-MultiCochrane English test pairs and PLABA dev pairs params `filter` would drop.
+MultiCochrane English test pairs and PLABA dev pairs params `filter` would drop. The filter
+rules on the aligner's own output (`--only filter`, with `--cochrane-test`): the CRF (the first
+`--model`, else trained on params align.gold) aligns the 22 reviews' documents and PLABA dev,
+and each rule (no filter, the paper's overlap, overlap or the aligner's probability) is scored
+by kept precision and kept recall against the gold.
 Speed against the first shipped default: scripts/bench_vecalign.py.
 
     python scripts/eval_alignment.py --data ../shared/data [--json metrics/eval_alignment.json]
@@ -99,6 +103,43 @@ def overlap_drop(pairs: list[tuple[str, str]], threshold: float, comparison: str
         "threshold": threshold,
         "comparison": comparison,
     }
+
+
+FILTER_RULES = (
+    ("none", None, None),
+    ("overlap", "overlap", None),
+    ("overlap_or_aligner@0.5", "overlap_or_aligner", 0.5),
+    ("overlap_or_aligner@0.9", "overlap_or_aligner", 0.9),
+)
+
+
+def eval_filter(docs: list, model: CRFAligner, threshold: float, comparison: str) -> dict:
+    """Kept precision / recall of each filter rule (FILTER_RULES) on the aligner's blocks:
+    a block's sides are joined as the corpus rows join them, scored by `filter_row` like
+    `medsimp filter`, and a kept block keeps all its (complex, simple) sentence pairs."""
+    from alignment.overlap import filter_row
+
+    blocks = []  # (doc index, pairs of the block, row)
+    for k, d in enumerate(docs):
+        res = model.align(d.complex, d.simple)
+        for (cids, sids), score in zip(res.blocks, res.block_scores):
+            if cids and sids:
+                row = {
+                    "language": "en",
+                    "complex_text": " ".join(d.complex[i] for i in cids),
+                    "simple_text": " ".join(d.simple[j] for j in sids),
+                    "crf_score": score,
+                }
+                blocks.append((k, {(i, j) for i in cids for j in sids}, row))
+    gold = [set(d.pairs) for d in docs]
+    out = {}
+    for name, rule, aligner_min in FILTER_RULES:
+        kept: list[set] = [set() for _ in docs]
+        for k, pairs, row in blocks:
+            if rule is None or filter_row(row, threshold, comparison, aligner_min)["keep"]:
+                kept[k] |= pairs
+        out[name] = pair_prf(gold, kept)
+    return out
 
 
 def _halves(src: list[str], tgt: list[str], gold: list[Block]):
@@ -244,7 +285,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--params", default="params.yaml")
-    ap.add_argument("--only", choices=["plaba", "bleualign", "multicochrane", "cochrane", "overlap"])
+    ap.add_argument("--only", choices=["plaba", "bleualign", "multicochrane", "cochrane", "overlap", "filter"])
     ap.add_argument(
         "--cochrane-test",
         default=None,
@@ -314,6 +355,25 @@ def main(argv=None) -> int:
         models = dict(m.split("=", 1) for m in args.models)
         info.update(eval_cochrane(docs, align.crf, cache, base, models))
         results["cochrane_en_heldout"] = info
+    if args.only in (None, "filter") and en_pairs.exists() and args.cochrane_test:
+        params = load_params(args.params, args.overrides)
+        docs, _ = cochrane_gold(en_pairs, Path(args.cochrane_test))
+        encoder = make_encoder(align.crf.encoder, cache)
+        if args.models:
+            name, path = args.models[0].split("=", 1)
+            model = CRFAligner.load(path, encoder, {"merge": align.crf.merge})
+        else:
+            name = "crf_base_gold"
+            base_dir = Path(args.params).resolve().parent
+            base = read_golds([resolve_path(g, base_dir) for g in gold_sources(align.gold)], align.gold_format)
+            model = CRFAligner.train(base, encoder, align.crf.model_dump())
+        where = {"cochrane_en_test_22": docs}
+        if (data / "plaba" / "dev.json").exists():
+            where["plaba_dev"] = read_plaba(data / "plaba" / "dev.json", sentences=args.plaba_sentences)
+        results["filter_rules"] = {
+            "model": name,
+            **{k: eval_filter(v, model, params.filter.threshold, params.filter.comparison) for k, v in where.items()},
+        }
     pairs = data / "multicochrane" / "fr-pairs.json"
     if args.only in (None, "multicochrane") and pairs.exists():
         results["multicochrane_en_fr_retrieval"] = eval_retrieval(pairs, align.vecalign.encoder, cache)
