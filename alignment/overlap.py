@@ -36,16 +36,21 @@ def passes(r: float, threshold: float, comparison: str = "gt") -> bool:
     raise ValueError(f"filter.comparison must be one of {COMPARISONS}, got {comparison!r}")
 
 
-def filter_row(row: dict, threshold: float, comparison: str = "gt") -> dict:
+def filter_row(row: dict, threshold: float, comparison: str = "gt", aligner_min: float | None = None) -> dict:
     """Add `overlap_r` and `keep` to an aligned-pair row.
 
     English pairs are scored on (complex_text, simple_text); a bridged pair inherits the
     decision of its English pair, (complex_text, pivot_text), since lemmas of two
-    languages cannot be compared.
+    languages cannot be compared. `aligner_min` (filter.rule `overlap_or_aligner`, ours; None is
+    the paper's rule): a pair the overlap drops is kept when its CRF probability (`crf_score`;
+    a bridged pair's is its English pairs') is at least `aligner_min`.
     """
     simple = row["simple_text"] if row["language"] == "en" or not row.get("pivot_ids") else row["pivot_text"]
     r = overlap_r(row["complex_text"], simple, "en")
-    return {**row, "overlap_r": r, "keep": passes(r, threshold, comparison)}
+    keep = passes(r, threshold, comparison)
+    if not keep and aligner_min is not None and row.get("crf_score") is not None:
+        keep = float(row["crf_score"]) >= aligner_min
+    return {**row, "overlap_r": r, "keep": keep}
 
 
 # The CRF marginal probability from which the aligner holds a pair more likely aligned than not.

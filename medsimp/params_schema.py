@@ -255,7 +255,14 @@ class Filter(Section):
     output: str = "out/filter"
     threshold: Fraction = 0.5
     comparison: Literal["gt", "ge"] = "gt"
+    rule: Literal["overlap", "overlap_or_aligner"] = "overlap"
+    aligner_min: Fraction = 0.9
     num_shards: Positive = 1
+
+    def aligner_floor(self) -> float | None:
+        """The CRF probability that keeps a pair the overlap drops (rule overlap_or_aligner),
+        None under the paper's rule."""
+        return float(self.aligner_min) if self.rule == "overlap_or_aligner" else None
 
 
 class Split(Section):

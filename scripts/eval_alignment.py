@@ -285,7 +285,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--params", default="params.yaml")
-    ap.add_argument("--only", choices=["plaba", "bleualign", "multicochrane", "cochrane", "overlap", "filter"])
+    ap.add_argument(
+        "--only", choices=["plaba", "bleualign", "multicochrane", "cochrane", "overlap", "filter"]
+    )
     ap.add_argument(
         "--cochrane-test",
         default=None,
@@ -365,14 +367,19 @@ def main(argv=None) -> int:
         else:
             name = "crf_base_gold"
             base_dir = Path(args.params).resolve().parent
-            base = read_golds([resolve_path(g, base_dir) for g in gold_sources(align.gold)], align.gold_format)
+            base = read_golds(
+                [resolve_path(g, base_dir) for g in gold_sources(align.gold)], align.gold_format
+            )
             model = CRFAligner.train(base, encoder, align.crf.model_dump())
         where = {"cochrane_en_test_22": docs}
         if (data / "plaba" / "dev.json").exists():
             where["plaba_dev"] = read_plaba(data / "plaba" / "dev.json", sentences=args.plaba_sentences)
         results["filter_rules"] = {
             "model": name,
-            **{k: eval_filter(v, model, params.filter.threshold, params.filter.comparison) for k, v in where.items()},
+            **{
+                k: eval_filter(v, model, params.filter.threshold, params.filter.comparison)
+                for k, v in where.items()
+            },
         }
     pairs = data / "multicochrane" / "fr-pairs.json"
     if args.only in (None, "multicochrane") and pairs.exists():

@@ -191,6 +191,23 @@ def test_filter_overlap_scores_every_pair_and_keeps_r_above_the_threshold():
         )
 
 
+def test_filter_overlap_or_aligner_keeps_what_the_crf_is_sure_of():
+    rows = [
+        {
+            "language": "en",
+            "complex_text": "Renal failure.",
+            "simple_text": "Her kidneys stopped working.",
+            "pivot_ids": [],
+            "pivot_text": "",
+            "crf_score": score,
+        }
+        for score in (0.95, 0.6)
+    ]  # r = 0 for both: the paper's rule drops both
+    with BeamTestPipeline() as p:
+        scored = p | beam.Create(rows) | filter_job.FilterOverlap(0.5, "gt", aligner_min=0.9)
+        assert_that(scored["kept"] | beam.Map(lambda r: r["crf_score"]), equal_to([0.95]))
+
+
 def test_write_sorted_writes_sorted_shards_whatever_the_input_order(tmp_path):
     rows = [{"k": k, "v": v} for k, v in [("b", 2), ("a", 3), ("b", 1), ("a", 1)]]
     with BeamTestPipeline() as p:

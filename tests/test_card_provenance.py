@@ -67,12 +67,13 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     cards = []
     for threshold in (0.5, 0.6):
         params = tmp_path / f"params-{threshold}.yaml"
+        rule = {"rule": "overlap_or_aligner"} if threshold == 0.6 else {}
         params.write_text(
             yaml.safe_dump(
                 {
                     "build": build,
                     "align": {"gold": "nowhere.jsonl", "output": "align"},
-                    "filter": {"threshold": threshold},
+                    "filter": {"threshold": threshold, **rule},
                 }
             )
         )
@@ -81,7 +82,8 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
         cards.append(yaml.safe_load((out / "README.md").read_text()[4:].split("\n---\n", 1)[0])["medsimp"])
     assert cards[0]["aligner.model"] == f"other_model sha256:{content_hash(other)}"
     assert cards[0]["aligner.gold"] == f"gold.jsonl sha256:{content_hash(gold)}"
-    assert cards[0]["filter.threshold"] == "gt 0.5"
+    assert cards[0]["filter.threshold"] == "gt 0.5" and "filter.rule" not in cards[0]  # the paper's rule
+    assert cards[1]["filter.rule"] == "overlap_or_aligner (CRF probability >= 0.9)"
     assert cards[0]["params_hash.filter"] != cards[1]["params_hash.filter"]
     assert cards[0]["params_hash"] == cards[1]["params_hash"]  # build.multicochrane alone is the same
 

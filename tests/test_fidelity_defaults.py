@@ -35,6 +35,13 @@ def test_overlap_filter_keeps_only_r_exceeding_the_threshold():
     with pytest.raises(ValueError):
         passes(0.5, 0.5, "gte")
     assert PARAMS["filter"]["comparison"] == "gt" and PARAMS["filter"]["threshold"] == 0.5
+    # the aligner's probability is an option (issue 37): the paper's rule is what the user gets
+    assert PARAMS["filter"]["rule"] == "overlap"
+    sure = {**row, "crf_score": 0.95}
+    assert filter_row(sure, 0.5)["keep"] is False  # the paper ignores the aligner
+    assert filter_row(sure, 0.5, "gt", aligner_min=0.9)["keep"] is True  # overlap_or_aligner
+    assert filter_row({**row, "crf_score": 0.6}, 0.5, "gt", aligner_min=0.9)["keep"] is False
+    assert filter_row({**row, "crf_score": None}, 0.5, "gt", aligner_min=0.9)["keep"] is False
 
 
 def test_vecalign_defaults_are_thompsons_published_ones():

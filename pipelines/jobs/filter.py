@@ -28,9 +28,10 @@ HEADLINE = ("read", "kept", "filtered", "rejected")
 
 
 class FilterFn(beam.DoFn):
-    def __init__(self, threshold: float, comparison: str = "gt"):
+    def __init__(self, threshold: float, comparison: str = "gt", aligner_min: float | None = None):
         self.threshold = float(threshold)
         self.comparison = comparison
+        self.aligner_min = aligner_min
 
     def setup(self):
         from medsimp.text.lemmas import lemma_set
@@ -41,7 +42,7 @@ class FilterFn(beam.DoFn):
     def process(self, row):
         from alignment.overlap import filter_row
 
-        out = filter_row(dict(row), self.threshold, self.comparison)
+        out = filter_row(dict(row), self.threshold, self.comparison, self.aligner_min)
         self.count.inc("read")
         self.count.inc("kept" if out["keep"] else "filtered")
         self.count.inc(f"{'kept' if out['keep'] else 'filtered'}.{out['language']}")
@@ -50,14 +51,14 @@ class FilterFn(beam.DoFn):
 
 class FilterOverlap(beam.PTransform):
     """Aligned pair rows -> 'pairs' (every row with its overlap_r and keep) and 'kept' (the
-    rows that pass)."""
+    rows that pass; with `aligner_min`, also those whose CRF probability reaches it)."""
 
-    def __init__(self, threshold: float, comparison: str = "gt"):
+    def __init__(self, threshold: float, comparison: str = "gt", aligner_min: float | None = None):
         super().__init__()
-        self.threshold, self.comparison = threshold, comparison
+        self.threshold, self.comparison, self.aligner_min = threshold, comparison, aligner_min
 
     def expand(self, rows):
-        scored = rows | "Score" >> beam.ParDo(FilterFn(self.threshold, self.comparison))
+        scored = rows | "Score" >> beam.ParDo(FilterFn(self.threshold, self.comparison, self.aligner_min))
         return {"pairs": scored, "kept": scored | "KeptView" >> beam.Filter(lambda r: r["keep"])}
 
 
@@ -90,7 +91,7 @@ def run(
         scored = (
             p
             | "Read" >> ReadRows(sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list))
-            | "FilterOverlap" >> FilterOverlap(float(params.threshold), comparison)
+            | "FilterOverlap" >> FilterOverlap(float(params.threshold), comparison, params.aligner_floor())
         )
         write_tables(scored, tables, out_dir, shards)
     return finish(
@@ -103,6 +104,10 @@ def run(
         extra={
             "threshold": float(params.threshold),
             "comparison": comparison,
+            # the paper's rule leaves stats.json as it was; the option says what it kept by
+            **(
+                {"rule": params.rule, "aligner_min": params.aligner_floor()} if params.aligner_floor() else {}
+            ),
         },
         zero=("filtered", "rejected"),
         headline=HEADLINE,

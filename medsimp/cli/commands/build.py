@@ -62,6 +62,8 @@ def card_provenance(args: argparse.Namespace, cfg, located) -> dict[str, str]:
             ", ".join(gold) if isinstance(gold, list) and gold else "not recorded by align train"
         )
         out["filter.threshold"] = f"{params.filter.comparison} {params.filter.threshold}"
+        if params.filter.aligner_floor() is not None:  # ours: the aligner's probability rescues pairs
+            out["filter.rule"] = f"{params.filter.rule} (CRF probability >= {params.filter.aligner_floor()})"
     return out
 
 
