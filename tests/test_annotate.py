@@ -226,7 +226,7 @@ def test_saves_go_to_names_the_server_derives_and_never_over_a_users_file(tmp_pa
         assert (tmp_path / "saved" / "package.json").read_text() == '{"name": "mine"}'
         assert json.loads((tmp_path / "saved" / "annotations-package.json").read_text())["lineage"] is None
         status, text = _post(server, _page_export(server, "x"))
-        assert status == 409 and "not saved by this server" in text
+        assert status == 409 and "not this page's export saved by medsimp" in text
         assert (tmp_path / "saved" / "annotations-x.json").read_text() == '{"mine": true}'
         # forged exports: another page, other documents, a pair out of range: no gold from them
         assert _post(server, _page_export(server, "f1", page_id="0" * 16))[0] == 400
@@ -565,3 +565,75 @@ def test_ingest_refuses_indexes_and_labels_that_are_not_whole_numbers(tmp_path, 
     with pytest.raises(InputError) as err:
         ingest.read_exports([path])
     assert said in str(err.value) and str(path) in str(err.value)
+
+
+def _other_page_server(tmp_path):
+    data = _data([_doc(["o0", "o1"], ["t0", "t1"], [(0, 0)])])
+    html = render(data["docs"], "t", data["lineage"], "/save")
+    server = make_server(html, "127.0.0.1", 0, tmp_path / "saved", data=data)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_serve_of_another_page_never_replaces_work_saved_on_the_first(tmp_path):
+    with _serving(tmp_path) as server:
+        assert _post(server, _page_export(server, "ann")) == (200, "saved")
+    first = (tmp_path / "saved" / "annotations-ann.json").read_bytes()
+    other = _other_page_server(tmp_path)  # the same --save-dir, another page
+    try:
+        export = _page_export(other, "ann")
+        export["documents"][0].update(complex=["o0", "o1"], simple=["t0", "t1"])
+        status, text = _post(other, export)
+        assert status == 409 and "another page" in text
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert (tmp_path / "saved" / "annotations-ann.json").read_bytes() == first
+
+
+def test_trickling_connections_are_cut_at_the_request_deadline(tmp_path):
+    with _serving(tmp_path, timeout=1.0, connections=2, deadline=2.0) as server:
+        port = server.server_address[1]
+        stop = threading.Event()
+
+        def trickle():
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                try:
+                    while not stop.is_set():
+                        s.sendall(b"G")  # a byte each 0.3 s: never silent for `timeout`
+                        time.sleep(0.3)
+                except OSError:
+                    pass  # cut by the server
+
+        threads = [threading.Thread(target=trickle, daemon=True) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(0.5)  # both slots held by trickling clients
+
+            def served() -> bool:
+                try:
+                    return _get(server, "/?token=" + server.session.token)[0] == 200
+                except (OSError, http.client.HTTPException):  # refused while the slots are held
+                    return False
+
+            assert not served()
+            _wait_until(served, 6)  # the deadline (2 s) frees them
+        finally:
+            stop.set()
+
+
+def test_a_client_that_hangs_up_is_no_traceback(tmp_path, capsys):
+    with _serving(tmp_path) as server:
+        for exc in (BrokenPipeError(), ConnectionResetError()):
+            try:
+                raise exc
+            except OSError:
+                server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("quoted request text")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err and "quoted" not in err

@@ -19,8 +19,10 @@ import os
 import re
 import secrets
 import socket
+import sys
 import tempfile
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -37,6 +39,7 @@ TOKEN_HEADER = "X-Medsimp-Token"
 SAVED_BY = "medsimp annotate serve"
 MAX_BODY = 200_000_000  # bytes; the cap is also 16x the page (an export repeats its sentences)
 TIMEOUT = 10.0  # seconds a connection may stay silent
+REQUEST_DEADLINE = 60.0  # seconds a whole request may take (a trickle of bytes cannot hold a slot longer)
 CONNECTIONS = 16  # requests handled at once; more are closed unanswered
 _HOST = re.compile(r"\[([0-9a-f:.]+)\](?::(\d{1,5}))?|([^:\[\]]+)(?::(\d{1,5}))?")
 
@@ -194,6 +197,8 @@ class Session:
             isinstance(old, dict)
             and isinstance(old.get("saved"), dict)
             and old["saved"].get("by") == SAVED_BY
+            # an export of another page is an annotator's finished work there: never replaced
+            and old.get("page_id") == self.data["page_id"]
         )
 
     def save(self, data: dict) -> tuple[int, str]:
@@ -221,7 +226,10 @@ class Session:
                 return 400, "not an annotation export: " + str(exc).split(": ", 1)[-1]
             with self.lock:
                 if not self._ours(target):
-                    return 409, f"{target.name} exists and was not saved by this server"
+                    return 409, (
+                        f"{target.name} exists and is not this page's export saved by medsimp "
+                        "(another page's work, or a file of yours): use another --save-dir"
+                    )
                 os.replace(tmp, target)
                 self.written.add(target)
             return 200, "saved"
@@ -234,10 +242,34 @@ class _Server(http.server.ThreadingHTTPServer):
     request_queue_size = 64
     url = ""  # the address to open, with the session token
 
-    def __init__(self, address, handler, session: Session, connections: int):
+    def __init__(
+        self, address, handler, session: Session, connections: int, deadline: float = REQUEST_DEADLINE
+    ):
         self.session = session
         self._slots = threading.BoundedSemaphore(connections)
+        # a whole-request deadline: bytes trickled less than `timeout` apart would otherwise hold
+        # a connection (and its slot) forever; one watchdog thread shuts the late ones
+        self.deadline = deadline
+        self._open: dict[socket.socket, float] = {}  # connection -> its deadline
+        self._open_lock = threading.Lock()
+        self._closed = threading.Event()
         super().__init__(address, handler)
+        threading.Thread(target=self._cut_late, name="medsimp-request-deadline", daemon=True).start()
+
+    def _cut_late(self) -> None:
+        while not self._closed.wait(min(1.0, self.deadline / 4)):
+            now = time.monotonic()
+            with self._open_lock:
+                late = [conn for conn, end in self._open.items() if end < now]
+            for conn in late:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def server_close(self) -> None:
+        self._closed.set()
+        super().server_close()
 
     def process_request(self, request, client_address):
         if not self._slots.acquire(blocking=False):  # busy: no thread per extra connection
@@ -250,10 +282,22 @@ class _Server(http.server.ThreadingHTTPServer):
             raise
 
     def process_request_thread(self, request, client_address):
+        with self._open_lock:
+            self._open[request] = time.monotonic() + self.deadline
         try:
             super().process_request_thread(request, client_address)
         finally:
+            with self._open_lock:
+                self._open.pop(request, None)
             self._slots.release()
+
+    def handle_error(self, request, client_address):
+        """A client that hung up (BrokenPipe, reset) is not an error; anything else is one line
+        on stderr, never a traceback (it could quote a request)."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError | TimeoutError):
+            return
+        print(f"medsimp annotate serve: a request failed ({type(exc).__name__})", file=sys.stderr)
 
 
 class _Server6(_Server):
@@ -269,6 +313,7 @@ def make_server(
     data: dict,
     timeout: float = TIMEOUT,
     connections: int = CONNECTIONS,
+    deadline: float = REQUEST_DEADLINE,
 ):
     """An HTTP server for the page (`data` is its `page_data`): GET /?token=T serves it, POST
     /save with header X-Medsimp-Token: T stores an export of it as
@@ -284,8 +329,14 @@ def make_server(
         sys_version = ""
 
         def setup(self):
-            self.timeout = timeout  # an idle or trickling connection is dropped after this
+            self.timeout = timeout  # an idle connection is dropped after this
             super().setup()
+
+        def finish(self):
+            try:
+                super().finish()
+            except ConnectionError:  # the client hung up before the answer was flushed
+                pass
 
         def _send(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
             self.send_response(code)
@@ -364,7 +415,7 @@ def make_server(
 
     session = Session(html, data, save_dir, host, port)
     try:
-        server = (_Server6 if v6 else _Server)((bind, port), Handler, session, connections)
+        server = (_Server6 if v6 else _Server)((bind, port), Handler, session, connections, deadline)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
     session.port = server.server_address[1]

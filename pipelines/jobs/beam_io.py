@@ -296,6 +296,7 @@ def new_pipeline(
     info = ExtendedProvisionInfo(
         beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token", pipeline_options=level)
     )
+    os.environ["MEDSIMP_LAUNCHER_PID"] = str(os.getpid())  # workers die with this process (worker.py)
     workers = SubprocessSDKEnvironment.from_command_string(f"{sys.executable} -m pipelines.jobs.worker")
     return _LivePipeline(
         runner=FnApiRunner(default_environment=workers, provision_info=info), options=options

@@ -12,6 +12,15 @@ Beam's worker also prints the traceback of a failed bundle on its own stderr bef
 the runner in its response, where the stage fails with one line (and the traceback with `-v`).
 Unless the command runs with `-v` (the CLI sets MEDSIMP_WORKER_STDERR=quiet otherwise, and
 workers inherit the environment), the worker's Python-level stderr goes to os.devnull.
+
+A worker dies with the command that started it: a watcher thread ends the process once its
+parent is gone (a SIGKILLed `medsimp` cannot stop its workers, which would otherwise run on,
+holding their models, until Beam's control channel times out). The launcher's pid comes in
+MEDSIMP_LAUNCHER_PID (`beam_io.new_pipeline` sets it), so a parent that died before the worker
+started is seen too; the runner starts workers through a shell, so the launcher is watched by
+pid (psutil, which also tells a reused pid apart), not as the parent. The kernel's
+PR_SET_PDEATHSIG is not used: it names the parent (the shell) and fires when the parent *thread*
+that spawned the worker ends.
 """
 
 from __future__ import annotations
@@ -19,9 +28,48 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+import time
+
+# How often a worker checks that the command that started it is alive (seconds).
+PARENT_POLL = 0.5
+
+
+def _alive(process) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def watch_parent(launcher: int | None, poll: float = PARENT_POLL) -> threading.Thread:
+    """Start a daemon thread that ends this process (exit 1, no clean-up: the launcher that
+    would read its results is gone) once `launcher` has died (psutil: a zombie or a reused pid
+    counts as dead), or, with no launcher named, once this process's parent changes. The runner
+    starts workers through a shell, so the launcher need not be the parent."""
+    import psutil
+
+    parent = os.getppid()
+    try:
+        process = psutil.Process(launcher) if launcher is not None else None
+    except psutil.Error:
+        os._exit(1)  # the launcher died before this worker started
+
+    def watch() -> None:
+        while _alive(process) if process is not None else os.getppid() == parent:
+            time.sleep(poll)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="medsimp-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def main(argv: list[str]) -> None:
+    launcher = os.environ.get("MEDSIMP_LAUNCHER_PID", "")
+    watch_parent(int(launcher) if launcher.isdigit() else None)
     logging.getLogger().addHandler(logging.NullHandler())
     if os.environ.get("MEDSIMP_WORKER_STDERR") == "quiet":
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the process's lifetime)
