@@ -19,6 +19,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from medsimp.text.words import tokenize as tokenize_words
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased NLTK Treebank word tokens (`nltk.word_tokenize` without sentence splitting)."""
+    return list(_tokens(text.lower()))
+
+
+@functools.lru_cache(maxsize=65536)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(tokenize_words(text))
+
+
 Tokens = list[str]
 
 # Every input a metric may need: sources, references, terms (HIT's source terms),
@@ -62,20 +75,14 @@ class Inputs:
 
     @functools.cached_property
     def hyp_tokens(self) -> list[Tokens]:
-        from medsimp.metrics.scoring import tokenize
-
         return [tokenize(h) for h in self.hyps]
 
     @functools.cached_property
     def ref_tokens(self) -> list[list[Tokens]]:
-        from medsimp.metrics.scoring import tokenize
-
         return [[tokenize(r) for r in rs] for rs in self.references]
 
     @functools.cached_property
     def source_tokens(self) -> list[Tokens] | None:
-        from medsimp.metrics.scoring import tokenize
-
         return None if self.sources is None else [tokenize(s) for s in self.sources]
 
     def subset(self, idx: Sequence[int]) -> Inputs:

@@ -25,7 +25,7 @@ class HIT(Metric):
     same_language = True
 
     def corpus(self, data, done=None):
-        from medsimp.metrics.scoring import tokenize
+        from medsimp.metrics.base import tokenize
 
         terms = data.terms or [[] for _ in data.hyps]
         value = hit(data.hyp_tokens, [[(t, [tokenize(e) for e in exps]) for t, exps in ts] for ts in terms])

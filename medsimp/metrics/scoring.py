@@ -9,18 +9,18 @@ over the source's annotated terms with whole-token matching. `medlane`: reproduc
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from medsimp.metrics import Inputs, NotComputable, metrics, selection
-from medsimp.metrics.base import (
+from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that import it from here
     MetricUnavailable,
     check_needs,
     cross_lingual,
     output_language,
     source_language,
+    tokenize,
 )
 from medsimp.metrics.bleu import coco_bleu_n
 from medsimp.metrics.cider import cider
@@ -29,7 +29,6 @@ from medsimp.metrics.meteor import coco_rouge_l
 from medsimp.text.lemmas import lemmatize as lemma
 from medsimp.text.medlane_refs import DEFAULT_PREPARATION, reference_tokens
 from medsimp.text.stopwords import stop_words
-from medsimp.text.words import tokenize as tokenize_words
 from medsimp.text.words import word_tokenizer
 
 _TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*)\]")
@@ -43,16 +42,6 @@ class EvalItem:
     source: str | None
     references: list[str]
     terms: list[tuple[str, list[str]]] = field(default_factory=list)  # filled by `attach_terms`
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercased NLTK Treebank word tokens (`nltk.word_tokenize` without sentence splitting)."""
-    return list(_tokens(text.lower()))
-
-
-@functools.lru_cache(maxsize=65536)
-def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(tokenize_words(text))
 
 
 def expand(ref: str) -> str:
