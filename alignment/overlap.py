@@ -87,10 +87,15 @@ def drop_cost(decisions: Iterable[tuple[bool, float | None]]) -> dict[str, Any]:
     }
 
 
-def describe_cost(cost: dict[str, Any]) -> str:
-    """One sentence of `drop_cost`'s numbers (for the card and the data report)."""
+def describe_cost(cost: dict[str, Any], verb: str = "drops") -> str:
+    """One sentence of `drop_cost`'s numbers (for the card and the data report). `verb`
+    "drops" where the pairs were filtered out; "has" where they are still there, flagged
+    `keep: false` (a data report of a config's every split)."""
     n, drop = cost["pairs"], cost["dropped"]
-    line = f"drops {drop} of {n} pairs ({100 * drop / n if n else 0:.1f}%)"
+    if verb == "drops":
+        line = f"drops {drop} of {n} pairs ({100 * drop / n if n else 0:.1f}%)"
+    else:
+        line = f"{verb} {drop} of {n} pairs with keep false ({100 * drop / n if n else 0:.1f}%)"
     if cost["dropped_scored"]:
         sure = cost["dropped_aligner_sure"]
         line += (

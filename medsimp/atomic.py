@@ -143,6 +143,7 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
     refused (exit 2) before anything is written; with `same_content_ok` (metrics) it is
     replaced by byte-identical content only. The temp file keeps the name's suffix.
     """
+    check_local(os.fspath(path))  # before Path() folds `gs://b` into `gs:/b`
     path = Path(path)
     foreign = check_file_target(path, same_content_ok)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,9 @@ set of modules, and the packaged resources they name. DVC stage deps (`medsimp.c
 and the model checkpoint key (`medsimp.cli.commands.train`) are computed from it.
 
 An import counts at any depth of a file (function-level imports too), a string constant that
-is a dotted name in one of our packages counts as an import, and parent packages' `__init__.py` run too.
+is a dotted name in one of our packages counts as an import, a module that lists its package with
+`pkgutil.iter_modules(__path__)` (a registry, `medsimp.metrics`) imports every module of it, and
+parent packages' `__init__.py` run too.
 Module names become files through `importlib.util.find_spec`. A resource counts when a module
 calls `resources.path("<name>")` or holds a string constant naming a packaged file
 (`"prompts/selfcorrect-v1.yaml"` in a table of choices); `medsimp/resources/...` strings are
@@ -15,6 +17,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import pkgutil
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -79,6 +82,13 @@ def _imports(name: str, path: Path) -> tuple[frozenset[str], frozenset[str]]:
                 names.add(node.value)
             elif node.value in packaged_files():
                 resources.add(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "iter_modules"
+            and any(isinstance(a, ast.Name) and a.id == "__path__" for a in node.args)
+        ):  # a registry that imports its package's modules by listing them: every submodule
+            names.update(f"{package}.{info.name}" for info in pkgutil.iter_modules([str(path.parent)]))
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

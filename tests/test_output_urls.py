@@ -21,8 +21,9 @@ SAMPLE = ROOT / "data" / "sample"
         ["plaba", "--input", str(SAMPLE / "plaba.json"), "--output", "out", "--metrics", "s3://b/m.json"],
         ["build", "medlane", "--output", "file://x/medlane"],
         ["--set", "notes.output=gs://b/notes", "notes", "--input", str(SAMPLE / "NOTEEVENTS.csv")],
+        ["evaluate", "stage", "--plots", "gs://b/plots.json"],
     ],
-    ids=["gs-output", "s3-output", "s3-metrics", "file-url-output", "url-from-params"],
+    ids=["gs-output", "s3-output", "s3-metrics", "file-url-output", "url-from-params", "gs-plots"],
 )
 def test_a_url_output_is_one_line_exit_2_and_no_local_folder(argv, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -30,3 +31,15 @@ def test_a_url_output_is_one_line_exit_2_and_no_local_folder(argv, tmp_path, mon
     err = capsys.readouterr().err.strip().splitlines()
     assert len([line for line in err if "local folders only" in line]) == 1, err
     assert list(tmp_path.iterdir()) == [], "a local folder was made for a URL output"
+
+
+def test_the_atomic_writers_refuse_a_url_before_any_folder(tmp_path, monkeypatch):
+    from medsimp.atomic import atomic_dir, atomic_file
+    from medsimp.errors import UsageError
+
+    monkeypatch.chdir(tmp_path)
+    for writer in (atomic_file, atomic_dir):
+        with pytest.raises(UsageError, match="local folders only"):
+            with writer("gs://bucket/x.json"):
+                pass
+    assert list(tmp_path.iterdir()) == []

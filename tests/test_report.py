@@ -69,8 +69,9 @@ def test_report_numbers_equal_stats_and_parquet(built, tmp_path):
     every = [r for f in (folder / "es").glob("*.parquet") for r in pq.read_table(f).to_pylist()]
     assert es["filter"]["pairs"] == len(every)
     assert es["filter"]["dropped"] == sum(not r["keep"] for r in every)
-    assert f"Overlap filter (the pairs' `keep`): drops {es['filter']['dropped']} of {len(every)}" in (
-        (tmp_path / "report" / "multicochrane" / "report.md").read_text()
+    assert (
+        f"Overlap filter decisions (`keep`, every split): has {es['filter']['dropped']} of {len(every)}"
+        in ((tmp_path / "report" / "multicochrane" / "report.md").read_text())
     )
     assert sum(es["alignment_types"].values()) == es["rows"]
     assert rows and es["examples"] and "simple" in es["examples"][0]

@@ -54,10 +54,13 @@ def test_a_worker_ends_when_its_parent_is_killed():  # no launcher named: the pa
 
 
 def test_a_worker_whose_launcher_died_before_it_started_ends_at_once():
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEDSIMP_LAUNCHER_PID": "999999999"}
-    code = "from pipelines.jobs.worker import main; main(['worker'])"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = (
+        "import time; from pipelines.jobs.worker import watch_parent; watch_parent(999999999); time.sleep(30)"
+    )
+    start = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", code], env=env, timeout=60, check=False)
-    assert proc.returncode == 1
+    assert proc.returncode == 1 and time.monotonic() - start < 20  # not the 30 s sleep
 
 
 @pytest.mark.slow

@@ -39,7 +39,7 @@ TOKEN_HEADER = "X-Medsimp-Token"
 SAVED_BY = "medsimp annotate serve"
 MAX_BODY = 200_000_000  # bytes; the cap is also 16x the page (an export repeats its sentences)
 TIMEOUT = 10.0  # seconds a connection may stay silent
-REQUEST_DEADLINE = 60.0  # seconds a whole request may take (a trickle of bytes cannot hold a slot longer)
+REQUEST_DEADLINE = 60.0  # seconds a request may take to show the token (a trickle cannot hold a slot longer)
 CONNECTIONS = 16  # requests handled at once; more are closed unanswered
 _HOST = re.compile(r"\[([0-9a-f:.]+)\](?::(\d{1,5}))?|([^:\[\]]+)(?::(\d{1,5}))?")
 
@@ -256,6 +256,12 @@ class _Server(http.server.ThreadingHTTPServer):
         super().__init__(address, handler)
         threading.Thread(target=self._cut_late, name="medsimp-request-deadline", daemon=True).start()
 
+    def authorized(self, conn: socket.socket) -> None:
+        """The request on `conn` carries the session's token: no deadline for it (a large
+        export over a slow link takes what it takes; the silence timeout still holds)."""
+        with self._open_lock:
+            self._open.pop(conn, None)
+
     def _cut_late(self) -> None:
         while not self._closed.wait(min(1.0, self.deadline / 4)):
             now = time.monotonic()
@@ -368,6 +374,7 @@ def make_server(
             if not token or not hmac.compare_digest(token.encode(), session.token.encode()):
                 self._refuse(403, "token", "forbidden: no or a wrong session token")
                 return False
+            self.server.authorized(self.request)  # an annotator's request: past the deadline's reach
             return True
 
         def do_GET(self):

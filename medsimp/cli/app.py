@@ -349,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(getattr(args, "output", None), str):
             _check_output_name(args.output)
             atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
+        for flag in ("plots", "save_dir", "report_dir"):  # folders (or files) written into
+            if isinstance(getattr(args, flag, None), str):
+                atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")
         for flag in OUTPUT_FILE_FLAGS:  # every file a command writes, before any work
             if isinstance(getattr(args, flag, None), str) and getattr(args, flag) not in ("", "-"):
                 atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")

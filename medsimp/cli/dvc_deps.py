@@ -1,9 +1,11 @@
-"""Each DVC stage's code deps: the files its `medsimp` subcommand imports, nothing more.
+"""Each DVC stage's code deps: the files its `medsimp` subcommand imports.
 
 DVC's example-get-started lists each stage's own code (`src/prepare.py`); here that list is the
 import closure of the stage's command module (`medsimp.code_graph`): its modules and the
 packaged resources they name. A comment in the annotator page then reruns the annotation
-stage and no data or training stage. dvc.yaml holds the lists; this module writes them:
+stage and no data or training stage. (The parser also loads the other command modules at start;
+their top-level code only declares flags, so it is left out.) dvc.yaml holds the lists; this
+module writes them:
 
     python -m medsimp.cli.dvc_deps            # rewrite dvc.yaml's code deps in place
     python -m medsimp.cli.dvc_deps --check    # exit 1 and name the stages whose deps differ

@@ -365,7 +365,7 @@ def _filter_cost(flagged: list[tuple[bool, Any]]) -> dict[str, Any] | None:
     if not flagged:
         return None
     cost = drop_cost(flagged)
-    return {**cost, "text": describe_cost(cost)}
+    return {**cost, "text": describe_cost(cost, "has")}
 
 
 def config_stats(

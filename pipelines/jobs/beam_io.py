@@ -297,7 +297,9 @@ def new_pipeline(
         beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token", pipeline_options=level)
     )
     os.environ["MEDSIMP_LAUNCHER_PID"] = str(os.getpid())  # workers die with this process (worker.py)
-    workers = SubprocessSDKEnvironment.from_command_string(f"{sys.executable} -m pipelines.jobs.worker")
+    # -P: the worker's current folder is not on its path (`-m` would put it first), so a folder
+    # named like one of our packages there cannot shadow it (worker.py checks the siblings too)
+    workers = SubprocessSDKEnvironment.from_command_string(f"{sys.executable} -P -m pipelines.jobs.worker")
     return _LivePipeline(
         runner=FnApiRunner(default_environment=workers, provision_info=info), options=options
     )

@@ -245,7 +245,6 @@ class LinkSentences(beam.PTransform):
             docs = (
                 files
                 | "ReadDocuments" >> beam.FlatMap(read_document_sides)
-                | "SpreadDocuments" >> beam.Reshuffle()  # parallel by document, not by file
                 | "Validate" >> beam.ParDo(ValidateDocumentFn()).with_outputs("dead", main="rows")
             )
             grouped, dead = docs.rows, docs.dead

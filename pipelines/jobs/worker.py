@@ -70,6 +70,12 @@ def watch_parent(launcher: int | None, poll: float = PARENT_POLL) -> threading.T
 def main(argv: list[str]) -> None:
     launcher = os.environ.get("MEDSIMP_LAUNCHER_PID", "")
     watch_parent(int(launcher) if launcher.isdigit() else None)
+    from medsimp import siblings
+
+    clash = siblings.check()  # the same packages as the command that started it, or none
+    if clash:
+        print(f"medsimp worker: {clash}", file=sys.__stderr__)
+        os._exit(2)
     logging.getLogger().addHandler(logging.NullHandler())
     if os.environ.get("MEDSIMP_WORKER_STDERR") == "quiet":
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the process's lifetime)

@@ -146,7 +146,7 @@ def _markdown(r: dict) -> str:
             o = st["overlap_r"]
             lines.append(f"Overlap r: mean {o['mean']}, {o['above']} of {o['n']} above {o['threshold']}.")
         if st.get("filter"):
-            lines.append(f"Overlap filter (the pairs' `keep`): {st['filter']['text']}.")
+            lines.append(f"Overlap filter decisions (`keep`, every split): {st['filter']['text']}.")
         for side, top in st["semtypes"].items():
             lines.append(
                 f"Top semantic types ({side}): "

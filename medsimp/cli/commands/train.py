@@ -35,7 +35,8 @@ DATA_SHAPING = (
     "medsimp.text",
     "pipelines",
     "medsimp.metrics.scoring",
-)  # scoring: tokens, `abbr[full]`
+    "medsimp.metrics.base",
+)  # scoring: `abbr[full]`; base: tokens
 
 
 def checkpoint_code() -> list[str]:
