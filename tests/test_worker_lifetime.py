@@ -63,6 +63,18 @@ def test_a_worker_whose_launcher_died_before_it_started_ends_at_once():
     assert proc.returncode == 1 and time.monotonic() - start < 20  # not the 30 s sleep
 
 
+def test_a_reused_pid_is_not_the_launcher():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # this test's own pid, but not its start time: another process now holds the launcher's pid
+    code = (
+        "import time; from pipelines.jobs.worker import watch_parent; "
+        f"watch_parent({os.getpid()}, started=1.0); time.sleep(30)"
+    )
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], env=env, timeout=60, check=False)
+    assert proc.returncode == 1 and time.monotonic() - start < 20
+
+
 @pytest.mark.slow
 def test_a_sigkilled_beam_stage_leaves_no_worker_running(tmp_path):
     notes = tmp_path / "NOTEEVENTS.csv"

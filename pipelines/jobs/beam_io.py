@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import apache_beam as beam
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import BeamIOError
@@ -296,7 +297,8 @@ def new_pipeline(
     info = ExtendedProvisionInfo(
         beam_provision_api_pb2.ProvisionInfo(retrieval_token="unused-retrieval-token", pipeline_options=level)
     )
-    os.environ["MEDSIMP_LAUNCHER_PID"] = str(os.getpid())  # workers die with this process (worker.py)
+    # workers die with this process (worker.py); its start time tells a reused pid apart
+    os.environ["MEDSIMP_LAUNCHER_PID"] = f"{os.getpid()}:{psutil.Process().create_time()!r}"
     # -P: the worker's current folder is not on its path (`-m` would put it first), so a folder
     # named like one of our packages there cannot shadow it (worker.py checks the siblings too)
     workers = SubprocessSDKEnvironment.from_command_string(f"{sys.executable} -P -m pipelines.jobs.worker")

@@ -16,7 +16,7 @@ workers inherit the environment), the worker's Python-level stderr goes to os.de
 A worker dies with the command that started it: a watcher thread ends the process once its
 parent is gone (a SIGKILLed `medsimp` cannot stop its workers, which would otherwise run on,
 holding their models, until Beam's control channel times out). The launcher's pid comes in
-MEDSIMP_LAUNCHER_PID (`beam_io.new_pipeline` sets it), so a parent that died before the worker
+MEDSIMP_LAUNCHER_PID (`beam_io.new_pipeline` sets it: pid and start time), so a parent that died before the worker
 started is seen too; the runner starts workers through a shell, so the launcher is watched by
 pid (psutil, which also tells a reused pid apart), not as the parent. The kernel's
 PR_SET_PDEATHSIG is not used: it names the parent (the shell) and fires when the parent *thread*
@@ -44,16 +44,21 @@ def _alive(process) -> bool:
         return False
 
 
-def watch_parent(launcher: int | None, poll: float = PARENT_POLL) -> threading.Thread:
+def watch_parent(
+    launcher: int | None, poll: float = PARENT_POLL, started: float | None = None
+) -> threading.Thread:
     """Start a daemon thread that ends this process (exit 1, no clean-up: the launcher that
-    would read its results is gone) once `launcher` has died (psutil: a zombie or a reused pid
-    counts as dead), or, with no launcher named, once this process's parent changes. The runner
-    starts workers through a shell, so the launcher need not be the parent."""
+    would read its results is gone) once `launcher` has died (psutil: a zombie counts as dead;
+    `started`, the launcher's create time, tells a reused pid apart), or, with no launcher
+    named, once this process's parent changes. The runner starts workers through a shell, so
+    the launcher need not be the parent."""
     import psutil
 
     parent = os.getppid()
     try:
         process = psutil.Process(launcher) if launcher is not None else None
+        if process is not None and started is not None and process.create_time() != started:
+            raise psutil.NoSuchProcess(launcher)  # the pid is another process's now
     except psutil.Error:
         os._exit(1)  # the launcher died before this worker started
 
@@ -68,8 +73,11 @@ def watch_parent(launcher: int | None, poll: float = PARENT_POLL) -> threading.T
 
 
 def main(argv: list[str]) -> None:
-    launcher = os.environ.get("MEDSIMP_LAUNCHER_PID", "")
-    watch_parent(int(launcher) if launcher.isdigit() else None)
+    pid, _, started = os.environ.get("MEDSIMP_LAUNCHER_PID", "").partition(":")
+    try:
+        watch_parent(int(pid), started=float(started)) if pid else watch_parent(None)
+    except ValueError:  # not ours: watch the parent
+        watch_parent(None)
     from medsimp import siblings
 
     clash = siblings.check()  # the same packages as the command that started it, or none
