@@ -21,7 +21,7 @@ SAMPLE = ROOT / "data" / "sample"
         ["plaba", "--input", str(SAMPLE / "plaba.json"), "--output", "out", "--metrics", "s3://b/m.json"],
         ["build", "medlane", "--output", "file://x/medlane"],
         ["--set", "notes.output=gs://b/notes", "notes", "--input", str(SAMPLE / "NOTEEVENTS.csv")],
-        ["evaluate", "stage", "--plots", "gs://b/plots.json"],
+        ["evaluate", "stage", "--metrics", "m", "--plots", "gs://b/plots.json"],
     ],
     ids=["gs-output", "s3-output", "s3-metrics", "file-url-output", "url-from-params", "gs-plots"],
 )

@@ -331,6 +331,7 @@ def make_server(
     v6 = ipaddress.ip_address(bind).version == 6
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        server: _Server  # socketserver sets it: the server below
         server_version = "medsimp"
         sys_version = ""
 
