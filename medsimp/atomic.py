@@ -103,15 +103,20 @@ NOT_OURS = (
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
+def is_url(path: object) -> bool:
+    """True for a path named by a URL scheme (`s3://b/x`, `gs://b/x`, `file://x`)."""
+    return isinstance(path, str) and bool(_URL.match(path))
+
+
 def check_local(path: str | Path, flag: str = "") -> None:
     """Refuse an output named by a URL (`s3://`, `gs://`, ...) with one line: outputs are
     published atomically in local folders, and `Path` would turn the URL into a local folder
     named after it (`./gs:/bucket/x`)."""
-    if isinstance(path, str) and _URL.match(path):
+    if is_url(path):
         raise UsageError(
-            f"{flag + ' ' if flag else ''}{path}: medsimp writes outputs to local folders only "
-            "(an object store would see half-written files): write locally, then copy the finished "
-            "folder (docs/refresh.md)"
+            f"{flag + ' ' if flag else ''}{path}: this output goes to local folders only (only the "
+            "cochrane, msd and plaba jobs publish to object stores; MIMIC-derived text never leaves "
+            "the machine; docs/refresh.md)"
         )
 
 

@@ -287,21 +287,35 @@ def _section_or_none(args: argparse.Namespace) -> dict | None:
     return found or None
 
 
-def _check_output_name(output: str) -> None:
+def _check_output_name(output: str, url_ok: bool = False) -> None:
     """`--output ''` is not the default, and `--output .` (or any folder holding the current one)
-    is not a folder medsimp may replace: one line each (issue 35 item 16)."""
+    is not a folder medsimp may replace: one line each (issue 35 item 16). A URL is refused
+    unless the command publishes to object stores (`url_ok`, pipelines.jobs.objstore)."""
     from medsimp.errors import UsageError
 
     if not output.strip():
         raise UsageError("--output is empty: give a path (or leave the flag out for the params default)")
-    from medsimp.atomic import check_local
+    from medsimp.atomic import check_local, is_url
 
+    if url_ok and is_url(output):
+        return
     check_local(output, "--output")
     where, here = os.path.realpath(output), os.path.realpath(os.getcwd())
     if where == here or here.startswith(where.rstrip(os.sep) + os.sep):
         raise UsageError(
             f"--output {output} is the current folder or holds it: give a new folder for the output"
         )
+
+
+def _check_url_holds_no_input(output: str, inputs) -> None:
+    """An object-store output prefix may not hold one of the command's inputs (its old runs
+    are deleted when a new one is published)."""
+    from medsimp.errors import UsageError
+
+    root = output.rstrip("/") + "/"
+    for item in inputs:
+        if item and str(item).startswith(root):
+            raise UsageError(f"--output {output} holds the input {item}; write the output to another prefix")
 
 
 # The flags through which commands name output files (besides --output, which may be a folder).
@@ -326,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2  # EXIT_USAGE: no command given
     from medsimp import atomic
-    from medsimp.cli.args import check_special_inputs, command_inputs
+    from medsimp.cli.args import URL_OUTPUT_COMMANDS, check_special_inputs, command_inputs
     from medsimp.config import load_params, params_dir
     from medsimp.errors import EXIT_FAILED, EXIT_USAGE, MedsimpError
 
@@ -347,8 +361,11 @@ def main(argv: list[str] | None = None) -> int:
         named, from_params = command_inputs(args, section, args.params_dir)
         atomic.configure(command_name(args), args.force, inputs=named, params_inputs=from_params)
         if isinstance(getattr(args, "output", None), str):
-            _check_output_name(args.output)
-            atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
+            _check_output_name(args.output, url_ok=command_name(args) in URL_OUTPUT_COMMANDS)
+            if atomic.is_url(args.output):
+                _check_url_holds_no_input(args.output, [getattr(args, "input", None) or ""])
+            else:
+                atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
         for flag in ("plots", "save_dir", "report_dir"):  # folders (or files) written into
             if isinstance(getattr(args, flag, None), str):
                 atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")

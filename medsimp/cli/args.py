@@ -70,27 +70,19 @@ def add_beam_arguments(parser) -> None:
 def add_job_arguments(parser, input_help: str, default_output: str) -> None:
     """--input/--output/--metrics/--beam-arg of a source job (cochrane, msd, plaba)."""
     parser.add_argument("--input", help=input_help)
-    parser.add_argument("--output", default=default_output, help="output directory")
+    parser.add_argument(
+        "--output",
+        default=default_output,
+        help="output folder, or an object-store prefix Beam reaches (s3://bucket/x; docs/refresh.md)",
+    )
     parser.add_argument("--metrics", help="also write stats here (DVC metrics)")
     add_beam_arguments(parser)
 
 
-def run_source_job(args, section_name: str, job) -> int:
-    """Run `job.run(input, tmp_dir, params, beam_params, beam_args, metrics)` into an atomic dir."""
-    from medsimp.atomic import atomic_dir
-    from medsimp.config import resolve_path
-
-    params = getattr(args.params_data, section_name)  # the typed section (medsimp.params_schema)
-    with atomic_dir(args.output) as tmp:
-        job.run(
-            args.input or resolve_path(params.input, args.params_dir),
-            str(tmp),
-            params,
-            args.params_data.beam,
-            args.beam_arg,
-            args.metrics,
-        )
-    return 0
+# Commands whose --output may be an object-store URL: the source jobs of public data. MIMIC-derived
+# text never leaves the machine (PhysioNet DUA), so notes, radiology and every stage after a
+# source job keep local folders.
+URL_OUTPUT_COMMANDS = frozenset({"cochrane", "msd", "plaba"})
 
 
 # Arguments naming what a command writes; every other path argument is an input, which no

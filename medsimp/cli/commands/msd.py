@@ -18,7 +18,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from medsimp.cli.args import run_source_job
+    from medsimp.cli.source_job import run_source_job
     from pipelines.jobs import msd
 
     return run_source_job(args, "msd", msd)

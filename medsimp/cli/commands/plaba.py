@@ -17,7 +17,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from medsimp.cli.args import run_source_job
+    from medsimp.cli.source_job import run_source_job
     from pipelines.jobs import plaba as plaba_job
 
     return run_source_job(args, "plaba", plaba_job)

@@ -1,0 +1,183 @@
+"""Job outputs in an object store (`s3://`, `gs://`, ...: whatever Beam's FileSystems reach).
+
+An object store has no folder to rename, so the local promise (old or new, complete, never
+half; docs/architecture.md "Outputs and ownership") is kept by a pointer instead:
+
+    URL/.medsimp-output        the marker: command, tool, lineage, `run`, and `files`, the
+                               manifest of the published run (relative path -> bytes)
+    URL/runs/<run>/...         one run's files, the same bytes a local `--output` folder holds
+
+A run writes under a fresh `runs/<run>/` prefix that no reader is pointed at. Only when the
+job has finished does `publish` list what it wrote and write the marker, one object PUT, which
+a reader sees whole or not at all; then it deletes the runs the marker no longer names. A
+killed run leaves the marker as it was (the previous run, or none): readers see the old output
+and the next run sweeps the orphan prefix. `published_files` is how a reader checks a prefix:
+the marker's run, with every manifest file present at its size.
+
+Guards, as locally: a prefix that holds objects but no medsimp marker is never written into,
+and one written by another command needs --force. Object stores offer medsimp no lock: run one
+writer per prefix (the last to publish wins).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from apache_beam.io.filesystems import FileSystems
+
+from medsimp.atomic import canonical_json, is_url
+from medsimp.errors import UsageError
+from medsimp.markers import MARKER
+
+__all__ = ["is_url", "publish", "published_files", "read_marker"]
+
+RUNS = "runs"  # URL/runs/<run>/: one run's files
+# How long the first listing of an output prefix may take. Beam's S3 and GCS clients retry an
+# unreachable endpoint with exponential backoff for many minutes; a store that does not answer
+# this first call is reported in one line instead (a bound on failure, not a knob of the data).
+REACH_SECONDS = 30
+
+
+def _short(exc: BaseException) -> str:
+    """The first line of an error from a filesystem client, without its traceback."""
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def _listing(url: str) -> dict[str, int]:
+    """Relative path -> bytes of every object under `url/` (one line, exit 2, when the store
+    cannot be reached or listed: no credentials, no such bucket, a scheme Beam lacks)."""
+    root = url.rstrip("/") + "/"
+    try:
+        FileSystems.get_filesystem(root)
+        found = FileSystems.match([root + "**"])[0].metadata_list
+    except Exception as exc:  # the clients raise their own types; each is one line here
+        raise UsageError(f"--output {url}: cannot list it ({_short(exc)})") from None
+    return {m.path[len(root) :]: m.size_in_bytes for m in found if m.path.startswith(root)}
+
+
+def read_marker(url: str) -> dict[str, Any] | None:
+    """The marker at `url/.medsimp-output` (None when absent or not a medsimp marker)."""
+    path = FileSystems.join(url.rstrip("/"), MARKER)
+    try:
+        if not FileSystems.exists(path):
+            return None
+        with FileSystems.open(path) as handle:
+            data = json.loads(handle.read().decode("utf-8"))
+    except Exception:  # unreadable or not JSON: not a marker medsimp wrote
+        return None
+    return data if isinstance(data, dict) and data.get("tool") == "medsimp" else None
+
+
+def published_files(url: str) -> tuple[str, dict[str, int]]:
+    """(the published run's prefix, its manifest) after checking that every manifest file is
+    there at its size; UsageError when `url` holds no complete medsimp output."""
+    marker = read_marker(url)
+    if marker is None or not isinstance(marker.get("run"), str) or not isinstance(marker.get("files"), dict):
+        raise UsageError(f"{url}: no published medsimp output there (no {MARKER} naming a run)")
+    prefix = FileSystems.join(url.rstrip("/"), RUNS, marker["run"])
+    there = _listing(prefix)
+    missing = sorted(rel for rel, size in marker["files"].items() if there.get(rel) != size)
+    if missing:
+        raise UsageError(f"{url}: published run {marker['run']} is incomplete ({len(missing)} files missing)")
+    return prefix, dict(marker["files"])
+
+
+def _write_marker(url: str, marker: dict[str, Any]) -> None:
+    with FileSystems.create(FileSystems.join(url, MARKER)) as handle:  # one PUT: whole or absent
+        handle.write(canonical_json(marker).encode("utf-8"))
+
+
+def _reach(url: str) -> dict[str, int]:
+    """`_listing(url)` within REACH_SECONDS, else one line: a scheme Beam cannot reach (e.g.
+    gs:// without apache-beam[gcp]), no credentials, or an endpoint that does not answer."""
+    try:
+        FileSystems.get_filesystem(url)
+    except Exception as exc:
+        raise UsageError(f"--output {url}: {_short(exc)}") from None
+    answer: queue.Queue = queue.Queue(maxsize=1)
+
+    def list_it() -> None:
+        try:
+            answer.put((True, _listing(url)))
+        except BaseException as exc:  # handed to the caller
+            answer.put((False, exc))
+
+    # a daemon thread: one stuck in the client's retries must not keep the process alive
+    threading.Thread(target=list_it, name="medsimp-reach-store", daemon=True).start()
+    try:
+        ok, value = answer.get(timeout=REACH_SECONDS)
+    except queue.Empty:
+        raise UsageError(
+            f"--output {url}: the store did not answer within {REACH_SECONDS} s "
+            "(check its endpoint and credentials, e.g. AWS_ENDPOINT_URL and AWS_ACCESS_KEY_ID)"
+        ) from None
+    if not ok:
+        raise value
+    return value
+
+
+def _claim(url: str, command: str, force: bool) -> None:
+    """Refuse a prefix medsimp may not write (see the module docstring); claim an empty one with
+    a marker that names no run yet, so a run killed before its first publish leaves a prefix
+    that is medsimp's (no published output) rather than one that looks foreign."""
+    objects = _reach(url)
+    marker = read_marker(url)
+    if marker is None:
+        if objects:
+            raise UsageError(
+                f"--output {url} holds {len(objects)} objects medsimp did not write (no {MARKER}); "
+                "choose a new prefix"
+            )
+        _write_marker(url, {"command": command, "tool": "medsimp", "run": None, "files": {}})
+    elif marker.get("command") != command and not force:
+        raise UsageError(
+            f"--output {url} was written by `medsimp {marker.get('command')}`; "
+            "choose another prefix or pass --force to replace it"
+        )
+
+
+def _delete_runs(url: str, keep: str | None) -> None:
+    """Delete every run prefix under `url/runs/` but `keep` (best effort: an orphan costs
+    storage, not correctness; the next run tries again)."""
+    runs = FileSystems.join(url.rstrip("/"), RUNS)
+    paths = [FileSystems.join(runs, rel) for rel in _listing(runs) if rel.split("/", 1)[0] != keep]
+    if paths:
+        with contextlib.suppress(Exception):
+            FileSystems.delete(paths)
+
+
+@contextlib.contextmanager
+def publish(url: str, command: str, lineage: Iterable[str], force: bool = False) -> Iterator[str]:
+    """Yield a fresh run prefix under `url`; when the body returns, point `url`'s marker at it.
+
+    On an exception (or SIGTERM, which the CLI turns into one) the prefix is deleted and the
+    marker is left as it was; a SIGKILL leaves an orphan prefix no marker names."""
+    url = url.rstrip("/")
+    _claim(url, command, force)
+    run = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(4)
+    prefix = FileSystems.join(url, RUNS, run)
+    try:
+        yield prefix
+        files = _listing(prefix)
+        if not files:
+            raise UsageError(f"--output {url}: the job wrote nothing under {prefix}")
+        marker = {
+            "command": command,
+            "tool": "medsimp",
+            "lineage": sorted(set(lineage)),
+            "run": run,
+            "files": files,
+        }
+        _write_marker(url, marker)
+    except BaseException:
+        _delete_runs(url, keep=(read_marker(url) or {}).get("run"))
+        raise
+    _delete_runs(url, keep=run)

@@ -1,0 +1,227 @@
+"""Job outputs in an object store, against a real S3 API: moto's server on loopback, reached
+only through the standard AWS environment variables (issue 36 item 2).
+
+`cochrane --output s3://...` publishes the bytes a local run writes; a killed run publishes
+nothing; a prefix medsimp did not write is never touched; a store that cannot be reached is one
+line, exit 2, in bounded time, with no local folder named after the URL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+boto3 = pytest.importorskip("boto3")
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample" / "cochrane.jsonl"
+BUCKET = "medsimp-tests"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """moto's S3 server on a free loopback port; yields the AWS environment that reaches it."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("moto") / "server.log"
+    with open(log, "wb") as sink:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        client = boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+        client.create_bucket(Bucket=BUCKET)
+        yield env, client
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    return {**env, **extra, "PYTHONPATH": str(ROOT)}
+
+
+def _cli(env: dict[str, str], cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", "--params", str(ROOT / "params.yaml"), *args],
+        cwd=cwd,
+        env=_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _objects(client, prefix: str) -> dict[str, bytes]:
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
+    return {k[len(prefix) :]: client.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in keys}
+
+
+def _marker(client, prefix: str) -> dict:
+    return json.loads(client.get_object(Bucket=BUCKET, Key=f"{prefix}/.medsimp-output")["Body"].read())
+
+
+def _published(client, prefix: str) -> dict[str, bytes]:
+    run = _marker(client, prefix)["run"]
+    return _objects(client, f"{prefix}/runs/{run}/")
+
+
+def _local(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".medsimp-output"
+    }
+
+
+def _one_line_exit_2(result: subprocess.CompletedProcess, says: str) -> None:
+    assert result.returncode == 2, result.stderr[-1500:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert says in last, result.stderr[-1500:]
+    assert "Traceback" not in result.stderr
+
+
+def test_cochrane_to_s3_publishes_the_bytes_of_a_local_run(s3, tmp_path):
+    env, client = s3
+    local = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", "local")
+    assert local.returncode == 0, local.stderr[-1500:]
+    remote = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", f"s3://{BUCKET}/same")
+    assert remote.returncode == 0, remote.stderr[-1500:]
+    expected = _local(tmp_path / "local")
+    assert expected and _published(client, "same") == expected
+    marker = _marker(client, "same")
+    assert marker["command"] == "cochrane" and marker["lineage"] == ["cochrane"]
+    assert marker["files"] == {rel: len(data) for rel, data in expected.items()}
+    first = marker["run"]
+    # a rerun publishes a new run with the same bytes and deletes the old one
+    again = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", f"s3://{BUCKET}/same")
+    assert again.returncode == 0, again.stderr[-1500:]
+    assert _marker(client, "same")["run"] != first
+    assert _published(client, "same") == expected
+    assert not any(key.startswith(f"runs/{first}/") for key in _objects(client, "same/"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local"], "a local folder was made for the URL"
+
+
+def test_a_killed_run_publishes_nothing(s3, tmp_path):
+    env, client = s3
+    done = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", f"s3://{BUCKET}/killed")
+    assert done.returncode == 0, done.stderr[-1500:]
+    before_marker, before = _marker(client, "killed"), _published(client, "killed")
+    half = tmp_path / "half.jsonl"  # other input: a run that published would change the bytes
+    half.write_text("".join(SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)[:12]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "medsimp.cli", "--params", str(ROOT / "params.yaml"), "cochrane"]
+        + ["--input", str(half), "--output", f"s3://{BUCKET}/killed"],
+        cwd=tmp_path,
+        env=_env(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    try:  # kill the run (launcher and workers) once it has written under its own run prefix
+        while not any(
+            key.startswith("runs/") and not key.startswith(f"runs/{before_marker['run']}/")
+            for key in _objects(client, "killed/")
+        ):
+            assert proc.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, "the run wrote nothing under a new run prefix"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert _marker(client, "killed") == before_marker
+    assert _published(client, "killed") == before
+    orphans = {k.split("/")[1] for k in _objects(client, "killed/") if k.startswith("runs/")}
+    assert len(orphans) == 2, orphans  # the published run and the killed one's orphan
+    # the next run publishes and sweeps the orphan
+    rerun = _cli(env, tmp_path, "cochrane", "--input", str(half), "--output", f"s3://{BUCKET}/killed")
+    assert rerun.returncode == 0, rerun.stderr[-1500:]
+    runs = {k.split("/")[1] for k in _objects(client, "killed/") if k.startswith("runs/")}
+    assert runs == {_marker(client, "killed")["run"]}
+    assert _published(client, "killed") != before
+
+
+def test_a_prefix_medsimp_did_not_write_is_never_touched(s3, tmp_path):
+    env, client = s3
+    client.put_object(Bucket=BUCKET, Key="theirs/data.csv", Body=b"a,b\n1,2\n")
+    result = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", f"s3://{BUCKET}/theirs")
+    _one_line_exit_2(result, "medsimp did not write")
+    assert _objects(client, "theirs/") == {"data.csv": b"a,b\n1,2\n"}
+
+
+def test_another_commands_prefix_needs_force(s3, tmp_path):
+    env, client = s3
+    made = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", f"s3://{BUCKET}/shared")
+    assert made.returncode == 0, made.stderr[-1500:]
+    before = _objects(client, "shared/")
+    plaba = _cli(env, tmp_path, "plaba", "--output", f"s3://{BUCKET}/shared")
+    _one_line_exit_2(plaba, "--force")
+    assert _objects(client, "shared/") == before
+
+
+def test_mimic_derived_output_never_goes_to_a_store(s3, tmp_path):
+    env, client = s3
+    notes = ROOT / "data" / "sample" / "NOTEEVENTS.csv"
+    result = _cli(env, tmp_path, "notes", "--input", str(notes), "--output", f"s3://{BUCKET}/notes")
+    _one_line_exit_2(result, "MIMIC-derived text never leaves the machine")
+    assert _objects(client, "notes/") == {} and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "url, env, says",
+    [
+        ("gs://bucket/x", {}, "apache-beam[gcp]"),
+        ("s3://bucket/x", {"AWS_ENDPOINT_URL": "http://127.0.0.1:9"}, "did not answer within"),
+    ],
+    ids=["gs-without-the-gcp-extra", "s3-endpoint-down"],
+)
+def test_an_unreachable_store_is_one_line_in_bounded_time(url, env, says, tmp_path):
+    keys = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    started = time.monotonic()
+    result = _cli({**keys, **env}, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", url, timeout=120)
+    _one_line_exit_2(result, says)
+    assert time.monotonic() - started < 90
+    assert list(tmp_path.iterdir()) == [], "a local folder was made for the URL"
