@@ -1,8 +1,18 @@
-"""Every Beam job gives byte-identical outputs on the default runner and on the PortableRunner
-in LOOPBACK mode (the job-service path Flink and Spark use), run through the CLI."""
+"""Every Beam job gives byte-identical outputs on the default runner, on the PortableRunner in
+LOOPBACK mode (the job-service path Flink and Spark use), and on a cluster on this machine: Beam's
+standalone job server and an EXTERNAL worker pool started from another folder, whose medsimp is
+the wheel built from this checkout (installed with --no-deps into a folder first on the workers'
+path), not the checkout (issue 36 item 4; the recipe is docs/refresh.md's). Run through the CLI.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,12 +47,107 @@ JOBS = {
 }
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+
+
+def _wheel_site(tmp: Path) -> Path:
+    """The medsimp wheel built from a copy of this checkout, installed with --no-deps into a
+    folder (the workers' first path entry; their third-party packages are the pinned set)."""
+    src = tmp / "src"
+    skip = {".git", ".venv", ".cache", ".dvc", "out", "build", "builders", "medsimp.egg-info", "node_modules"}
+    shutil.copytree(
+        ROOT,
+        src,
+        ignore=lambda d, names: [n for n in names if n == "__pycache__" or (Path(d) == ROOT and n in skip)],
+    )
+    pip = [sys.executable, "-m", "pip", "-q"]
+    subprocess.run(
+        pip + ["wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp), str(src)], check=True, cwd=tmp
+    )
+    site = tmp / "site"
+    wheel = next(tmp.glob("medsimp-*.whl"))
+    subprocess.run(pip + ["install", "--no-deps", "--target", str(site), str(wheel)], check=True, cwd=tmp)
+    return site
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A job server and an EXTERNAL worker pool (2 workers per job) on loopback; yields the
+    --beam-arg flags that send a job there and the workers' environment."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    site = _wheel_site(tmp)
+    home = tmp / "workers"  # the workers' current folder: not the launcher's, not the checkout
+    home.mkdir()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(site),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    pool_port, job_port = _free_port(), _free_port()
+    procs = []
+    try:
+        for name, argv, port in (
+            (
+                "pool",
+                ["apache_beam.runners.worker.worker_pool_main", f"--service_port={pool_port}"],
+                pool_port,
+            ),
+            (
+                "jobs",
+                ["apache_beam.runners.portability.local_job_service_main", f"--port={job_port}"],
+                job_port,
+            ),
+        ):
+            log = tmp / f"{name}.log"
+            with open(log, "wb") as sink:
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-P", "-m", *argv],
+                        cwd=home,
+                        env=env,
+                        stdout=sink,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+            _wait_for_port(port, procs[-1], log)
+        flags = [
+            "--beam-arg=--runner=PortableRunner",
+            f"--beam-arg=--job_endpoint=localhost:{job_port}",
+            "--beam-arg=--environment_type=EXTERNAL",
+            f"--beam-arg=--environment_config=localhost:{pool_port}",
+            "--beam-arg=--sdk_worker_parallelism=2",
+        ]
+        yield {"flags": flags, "env": env, "site": site, "home": home, "pool_port": pool_port}
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, cluster):
     tmp = tmp_path_factory.mktemp("runners")
     shared = tmp / "shared"
     gold = tmp / "gold.jsonl"  # two documents of the embedded gold keep training short
@@ -68,7 +173,7 @@ def runs(tmp_path_factory):
         == 0
     )
     roots = {}
-    for runner, extra in (("default", []), ("portable", PORTABLE)):
+    for runner, extra in (("default", []), ("portable", PORTABLE), ("cluster", cluster["flags"])):
         root = tmp / runner
         for job, argv in JOBS.items():
             argv = [a.replace("R/", f"{root}/").replace("S/", f"{shared}/") for a in argv]
@@ -79,11 +184,71 @@ def runs(tmp_path_factory):
     return roots
 
 
+@pytest.mark.parametrize("runner", ["portable", "cluster"])
 @pytest.mark.parametrize("job", list(JOBS))
-def test_portable_loopback_matches_default_runner(runs, job):
+def test_every_runner_matches_the_default_runner(runs, job, runner):
     out = JOBS[job][JOBS[job].index("--output") + 1].removeprefix("R/")
-    default, portable = _files(runs["default"] / out), _files(runs["portable"] / out)
+    default, other = _files(runs["default"] / out), _files(runs[runner] / out)
     assert any(name.endswith((".parquet", ".jsonl")) for name in default)
-    assert default.keys() == portable.keys()
-    differ = [name for name in default if default[name] != portable[name]]
-    assert not differ, f"{job}: {differ} differ between runners"
+    assert default.keys() == other.keys()
+    differ = [name for name in default if default[name] != other[name]]
+    assert not differ, f"{job}: {differ} differ between the default runner and {runner}"
+
+
+def test_the_cluster_workers_run_the_wheel_not_the_checkout(cluster):
+    where = subprocess.run(
+        ["python", "-c", "import medsimp, pipelines; print(medsimp.__file__); print(pipelines.__file__)"],
+        cwd=cluster["home"],
+        env=cluster["env"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert where and all(Path(p).is_relative_to(cluster["site"]) for p in where), where
+
+
+def _cli(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", *BASE, *argv],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+@pytest.mark.parametrize("dead", ["job endpoint", "external worker pool"])
+def test_a_service_that_is_not_there_is_one_line_and_nothing_published(cluster, dead, tmp_path):
+    port = _free_port()  # nothing listens there
+    flags = [
+        f.replace(f"localhost:{f.rsplit(':', 1)[1]}", f"localhost:{port}")
+        if (dead == "job endpoint" and "job_endpoint" in f)
+        or (dead != "job endpoint" and "environment_config" in f)
+        else f
+        for f in cluster["flags"]
+    ]
+    started = time.monotonic()
+    result = _cli(["cochrane", "--output", "out/cochrane", *flags], tmp_path)
+    assert result.returncode == 2, result.stderr[-1500:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert f"the {dead} localhost:{port} did not answer" in last and "Traceback" not in result.stderr
+    assert time.monotonic() - started < 120
+    assert not (tmp_path / "out" / "cochrane").exists()
+
+
+def test_workers_that_write_elsewhere_fail_the_job_instead_of_publishing_empty_tables(
+    cluster, tmp_path, monkeypatch
+):
+    """A job given a relative output folder (a caller of `run()` that is not the CLI, which
+    makes worker paths absolute): the workers write below their own current folder, and the
+    launcher, which counts the rows it can see, refuses the job instead of filling empty shards."""
+    from medsimp.errors import StageFailed
+    from medsimp.params_schema import Beam, Cochrane
+    from pipelines.jobs import cochrane
+
+    monkeypatch.chdir(tmp_path)
+    beam_args = [f.removeprefix("--beam-arg=") for f in cluster["flags"]]
+    with pytest.raises(StageFailed, match="rows were lost"):
+        cochrane.run(str(ROOT / "data/sample/cochrane.jsonl"), "rel/out", Cochrane(), Beam(), beam_args, None)
+    assert (cluster["home"] / "rel" / "out" / "sentences").is_dir()  # where the workers wrote

@@ -340,7 +340,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2  # EXIT_USAGE: no command given
     from medsimp import atomic
-    from medsimp.cli.args import URL_OUTPUT_COMMANDS, check_special_inputs, command_inputs
+    from medsimp.cli.args import (
+        URL_OUTPUT_COMMANDS,
+        absolute_worker_paths,
+        check_special_inputs,
+        command_inputs,
+    )
     from medsimp.config import load_params, params_dir
     from medsimp.errors import EXIT_FAILED, EXIT_USAGE, MedsimpError
 
@@ -374,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
                 atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")
                 atomic.check_not_an_input(getattr(args, flag))
         _announce(args)
+        if hasattr(args, "beam_arg"):  # a Beam job: its workers may run in another folder
+            absolute_worker_paths(args)
         return int(args._module.run(args) or 0)
     except MedsimpError as exc:
         if args.verbose:

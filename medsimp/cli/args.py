@@ -67,6 +67,28 @@ def add_beam_arguments(parser) -> None:
     )
 
 
+# Path arguments of the Beam commands that their workers open: made absolute before the job is
+# built, because a worker of another runner (the portable runner's external workers, Flink,
+# Spark) does not run in the launcher's current folder.
+WORKER_PATH_DESTS = ("input", "output", "index", "model")
+
+
+def absolute_worker_paths(args: argparse.Namespace) -> None:
+    """Make the local paths in `WORKER_PATH_DESTS` absolute (URLs, '' and '-' are kept)."""
+    import os
+
+    def absolute(value):
+        if isinstance(value, list):
+            return [absolute(v) for v in value]
+        if isinstance(value, str) and value not in ("", "-") and "://" not in value:
+            return os.path.abspath(value)
+        return value
+
+    for dest in WORKER_PATH_DESTS:
+        if hasattr(args, dest):
+            setattr(args, dest, absolute(getattr(args, dest)))
+
+
 def add_job_arguments(parser, input_help: str, default_output: str) -> None:
     """--input/--output/--metrics/--beam-arg of a source job (cochrane, msd, plaba)."""
     parser.add_argument("--input", help=input_help)

@@ -25,8 +25,8 @@ Offsets are character offsets in the input text.
 
 from __future__ import annotations
 
-import functools
 import re
+import threading
 from dataclasses import dataclass
 
 import pysbd
@@ -62,12 +62,20 @@ class Sentence:
     text: str
 
 
-@functools.lru_cache(maxsize=32)
+_PER_THREAD = threading.local()
+
+
 def _segmenter(language: str) -> pysbd.Segmenter:
-    try:
-        return pysbd.Segmenter(language=language, clean=False)
-    except ValueError:
-        return pysbd.Segmenter(language="en", clean=False)
+    """One pysbd Segmenter per language and thread: `segment()` keeps the text it works on in
+    the object, so threads that share one (Beam's multi_threading mode, an SDK harness running
+    bundles in threads) cut each other's sentences."""
+    cache = _PER_THREAD.__dict__.setdefault("segmenters", {})
+    if language not in cache:
+        try:
+            cache[language] = pysbd.Segmenter(language=language, clean=False)
+        except ValueError:
+            cache[language] = pysbd.Segmenter(language="en", clean=False)
+    return cache[language]
 
 
 def _spans(text: str, pieces: list[str], offset: int = 0) -> list[tuple[int, int]]:

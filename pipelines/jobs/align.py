@@ -120,7 +120,7 @@ class AlignDocuments(beam.PTransform):
 
 def fallback_notes(result) -> list[str]:
     """A summary note per language pair that a fallback encoder aligned."""
-    fallback = counters(result, NAMESPACE)
+    fallback = counters(result, NAMESPACE) or {}  # no committed counters: no note (stats say why)
     fallback = {k.split(".", 1)[1]: v for k, v in fallback.items() if k.startswith("encoder_fallback.")}
     return [
         f"the first encoder in align.vecalign.encoder does not cover {pair}; a fallback encoder "
@@ -146,7 +146,7 @@ def run(
         raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
     shards = section_of(Align, params).num_shards
     tables = {
-        "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key),
+        "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key, counter="pairs_total"),
         "dead_letter": dead_letter_table(),
     }
     tables = stamp(tables, parquet_lineage(input_dir))

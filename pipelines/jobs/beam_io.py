@@ -84,18 +84,80 @@ class _LivePipeline(beam.Pipeline):
         level = beam_log.level
         if beam_log.getEffectiveLevel() >= logging.ERROR:  # not -v: a failure is raised, in one line
             beam_log.setLevel(logging.CRITICAL)
+        check_endpoints(self._options)  # before the job: one line if a service is not there
         try:
             with live(f"Beam job on {self._options.view_as(StandardOptions).runner}"), watch_workers():
                 result = super().run(test_runner_api)
                 result.wait_until_finish()
         except Exception as exc:
-            error = write_error(exc)
+            error = write_error(exc) or service_error(exc)
             if error is None:
                 raise
             raise error from None
         finally:
             beam_log.setLevel(level)
         return result
+
+
+# How long a portable job's job service and external worker pool may take to accept a
+# connection before the job is refused in one line (Beam itself waits minutes, then raises a
+# gRPC timeout): a bound on failure, not a knob of the data.
+ENDPOINT_SECONDS = 30
+
+
+def _endpoints(options: PipelineOptions) -> list[tuple[str, str]]:
+    """(what, host:port) of the services a PortableRunner job connects to: the job endpoint
+    (unless Beam embeds it) and an EXTERNAL worker pool."""
+    from apache_beam.options.pipeline_options import PortableOptions
+
+    portable = options.view_as(PortableOptions)
+    if options.view_as(StandardOptions).runner not in ("PortableRunner", "portable"):
+        return []
+    found = []
+    if portable.job_endpoint and portable.job_endpoint != "embed":
+        found.append(("job endpoint", portable.job_endpoint))
+    if (portable.environment_type or "").upper() == "EXTERNAL" and portable.environment_config:
+        found.append(("external worker pool", portable.environment_config))
+    return found
+
+
+def check_endpoints(options: PipelineOptions) -> None:
+    """One line (exit 2) when a portable job's job endpoint or external worker pool does not
+    accept a connection within ENDPOINT_SECONDS, before the job is submitted."""
+    import grpc
+
+    from medsimp.errors import UsageError
+
+    for what, address in _endpoints(options):
+        channel = grpc.insecure_channel(address)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=ENDPOINT_SECONDS)
+        except grpc.FutureTimeoutError:
+            raise UsageError(
+                f"the {what} {address} did not answer within {ENDPOINT_SECONDS} s: start it, or fix "
+                "--job_endpoint / --environment_config"
+            ) from None
+        finally:
+            channel.close()
+
+
+def service_error(exc: BaseException) -> Exception | None:
+    """A `StageFailed` in one line for a portable job whose job service or workers stopped
+    answering (a gRPC error or timeout), None for any other failure."""
+    import grpc
+
+    from medsimp.errors import StageFailed
+
+    chain: BaseException | None = exc
+    while chain is not None:
+        if isinstance(chain, grpc.RpcError | grpc.FutureTimeoutError):
+            code = chain.code().name if isinstance(chain, grpc.Call) else "timeout"
+            return StageFailed(
+                f"the Beam job service or its workers stopped answering ({code}); nothing is published "
+                "(check the job server's and the worker pool's logs)"
+            )
+        chain = chain.__cause__ or chain.__context__
+    return None
 
 
 # Faults of the place a job writes to, which the user fixes (exit 2), not bugs of the job.
@@ -743,13 +805,20 @@ def list_run_files(out_dir: str, prefix: str) -> list[str]:
     return sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
 
 
-def counters(result, namespace: str) -> dict[str, int]:
-    """Committed Beam counter values of one namespace, by counter name."""
+def counters(result, namespace: str) -> dict[str, int] | None:
+    """Committed Beam counter values of one namespace, by counter name; None when the runner
+    gives no committed values (no metrics at all, or attempted values only, which a retried
+    bundle counts twice): the caller then counts what was written instead."""
     from apache_beam.metrics.metric import MetricsFilter
 
+    try:
+        query = result.metrics().query(MetricsFilter().with_namespace(namespace))
+    except NotImplementedError:  # a runner without metrics
+        return None
+    items = list(query["counters"])
+    if any(item.committed is None for item in items):
+        return None
     out: dict[str, int] = {}
-    query = result.metrics().query(MetricsFilter().with_namespace(namespace))
-    for item in query["counters"]:
-        value = item.committed if item.committed is not None else item.attempted
-        out[item.key.metric.name] = out.get(item.key.metric.name, 0) + int(value or 0)
+    for item in items:
+        out[item.key.metric.name] = out.get(item.key.metric.name, 0) + int(item.committed)
     return out

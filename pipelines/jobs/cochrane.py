@@ -195,6 +195,7 @@ def run(
             COCHRANE_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
+            counter="sentences",
         ),
         "dead": dead_letter_table(),
     }

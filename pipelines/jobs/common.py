@@ -18,10 +18,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from medsimp.atomic import canonical_json
-from medsimp.errors import InputError
+from medsimp.errors import InputError, StageFailed
 from medsimp.lineage import with_lineage
 from medsimp.stats import check_reconciles, dead_letter, finish_stage, output_stats
-from pipelines.jobs.beam_io import WriteSorted, counters, fill_empty_shards
+from pipelines.jobs.beam_io import WriteSorted, counters, fill_empty_shards, glob_escape
 from pipelines.sources.files import check_file, check_lines, iter_lines, write_file
 from pipelines.sources.records import FormatError, Line, guarded
 from pipelines.sources.rows import locator_key
@@ -31,12 +31,14 @@ DEAD_LETTER = "dead_letter"
 
 @dataclass(frozen=True)
 class Table:
-    """One output table: sub-directory ("" = the output dir), schema (None -> jsonl), keys."""
+    """One output table: sub-directory ("" = the output dir), schema (None -> jsonl), keys, and
+    `counter`, the job's counter that must equal the rows written (None: not checked)."""
 
     name: str
     schema: pa.Schema | None
     shard_key: Callable[[dict], str]
     sort_key: Callable[[dict], Any]
+    counter: str | None = None
 
 
 def dead_letter_table() -> Table:
@@ -45,6 +47,7 @@ def dead_letter_table() -> Table:
         None,
         lambda r: r["locator"],
         lambda r: (locator_key(r["locator"]), r["reason"], r["detail"]),
+        counter="rejected",
     )
 
 
@@ -158,6 +161,81 @@ def prepare_dirs(out_dir: str, tables: Mapping[str, Table]) -> None:
             FileSystems.mkdirs(_table_dir(out_dir, table))
 
 
+def written_rows(folder: str, parquet: bool) -> int:
+    """Rows in a table's shard files as written (Parquet footers, JSONL lines)."""
+    import pyarrow.parquet as pq
+
+    suffix = ".parquet" if parquet else ".jsonl"
+    pattern = FileSystems.join(glob_escape(folder), f"part-*{suffix}")
+    rows = 0
+    for match in FileSystems.match([pattern]):
+        for meta in match.metadata_list:
+            with FileSystems.open(meta.path) as handle:
+                if parquet:
+                    rows += pq.ParquetFile(handle).metadata.num_rows
+                else:
+                    rows += sum(1 for line in handle if line.strip())
+    return rows
+
+
+def check_written(flat: Mapping[str, int], written: Mapping[str, int], tables: Mapping[str, Table]) -> None:
+    """The rows written equal the counters that name them (`check_rows`)."""
+    for table in tables.values():
+        if table.counter is not None:
+            check_rows(
+                table.name or "the output", written[table.name], table.counter, flat.get(table.counter, 0)
+            )
+
+
+def check_rows(table: str, written: int, counter: str, counted: int) -> None:
+    """Fail the job (nothing is published) when the rows written differ from the rows counted:
+    a runner whose workers wrote somewhere else (another current folder) must not publish
+    empty tables with stats that say they are full."""
+    if written != counted:
+        raise StageFailed(
+            f"{written} rows written to {table} but the job counted {counted} ({counter}): rows were "
+            "lost between the workers and the output (workers that cannot see the output path?); "
+            "nothing is published"
+        )
+
+
+def committed_counters(result, namespace: str) -> dict[str, int]:
+    """`counters`, for the jobs whose stats need them (notes, radiology): a runner without
+    committed counters is one line, and nothing is published."""
+    flat = counters(result, namespace)
+    if flat is None:
+        raise StageFailed(
+            "the runner reported no committed Beam counters, which this job's stats need; "
+            "run it on a runner that reports them (FnApiRunner, PortableRunner, Flink, Spark, Dataflow)"
+        )
+    return flat
+
+
+def stats_from_outputs(written: Mapping[str, int], out_dir: str, tables: Mapping[str, Table]) -> dict:
+    """stats.json of a runner without committed counters: each table's rows as its counter (or
+    `<table>_rows`), and the dead letters by reason, read back from what was written."""
+    stats: dict[str, Any] = {"counted_from": "outputs"}
+    for table in tables.values():
+        stats[table.counter or f"{table.name}_rows"] = written[table.name]
+        if table.name == DEAD_LETTER:
+            reasons: dict[str, int] = {}
+            for _, record in read_jsonl_rows(_table_dir(out_dir, table)):
+                reasons[record["reason"]] = reasons.get(record["reason"], 0) + 1
+            if reasons:
+                stats[f"{table.counter}_by"] = dict(sorted(reasons.items()))
+    return stats
+
+
+def read_jsonl_rows(folder: str) -> Iterator[tuple[str, dict]]:
+    pattern = FileSystems.join(glob_escape(folder), "part-*.jsonl")
+    for match in FileSystems.match([pattern]):
+        for meta in sorted(match.metadata_list, key=lambda m: m.path):
+            with FileSystems.open(meta.path) as handle:
+                for line in handle:
+                    if line.strip():
+                        yield meta.path, json.loads(line)
+
+
 def nest(flat: Mapping[str, int]) -> dict[str, Any]:
     """{"rejected.bad_json": 2} -> {"rejected_reasons": {"bad_json": 2}} beside plain counts."""
     out: dict[str, Any] = {}
@@ -190,12 +268,25 @@ def finish(
         fill_empty_shards(
             _table_dir(out_dir, table), "part", num_shards if fmt == "parquet" else 1, table.schema, fmt
         )
+    written = {
+        table.name: written_rows(_table_dir(out_dir, table), table.schema is not None)
+        for table in tables.values()
+    }
     flat = counters(result, namespace)
-    for key in [reconcile[0], *reconcile[1], *zero]:
-        flat.setdefault(key, 0)
-    stats = nest(flat)
+    if flat is None:  # the runner gives no committed counters: count what was written
+        stats = stats_from_outputs(written, out_dir, tables)
+        notes = [
+            *notes,
+            "the runner reported no committed counters: stats.json counts the rows written "
+            "(counted_from: outputs)",
+        ]
+    else:
+        for key in [reconcile[0], *reconcile[1], *zero]:
+            flat.setdefault(key, 0)
+        check_written(flat, written, tables)
+        stats = nest(flat)
+        check_reconciles(stats, reconcile[0], reconcile[1])
     stats.update(extra or {})
-    check_reconciles(stats, reconcile[0], reconcile[1])
     write_file(FileSystems.join(out_dir, "stats.json"), canonical_json(output_stats(stats)).encode("utf-8"))
     finish_stage(f"medsimp {namespace}", stats, headline, metrics_file, notes=notes)
     return stats

@@ -84,7 +84,10 @@ def run(
         from medsimp.errors import UsageError
 
         raise UsageError(str(exc)) from None
-    tables = {n: Table(n, FILTERED_PAIRS, lambda r: r["doi"], pair_sort_key) for n in ("pairs", "kept")}
+    tables = {  # every scored pair, and the kept ones
+        n: Table(n, FILTERED_PAIRS, lambda r: r["doi"], pair_sort_key, counter=c)
+        for n, c in (("pairs", "read"), ("kept", "kept"))
+    }
     tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
     with new_pipeline(beam_params, beam_args) as p:

@@ -283,8 +283,11 @@ def run(
             LINKED_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
+            counter="kept",
         ),
-        "documents": Table("documents", LINKED_DOCUMENTS, lambda r: r["doc_id"], lambda r: r["doc_key"]),
+        "documents": Table(
+            "documents", LINKED_DOCUMENTS, lambda r: r["doc_id"], lambda r: r["doc_key"], counter="documents"
+        ),
         "dead": dead_letter_table(),
     }
     tables = stamp(tables, parquet_lineage(input_path))

@@ -128,7 +128,7 @@ def run(
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
         ),
-        "pairs": Table("pairs", MSD_GROUPS, lambda r: r["doc_id"], lambda r: r["group_id"]),
+        "pairs": Table("pairs", MSD_GROUPS, lambda r: r["doc_id"], lambda r: r["group_id"], counter="groups"),
         "dead": dead_letter_table(),
     }
     tables = stamp(tables, ["msd"])

@@ -118,6 +118,7 @@ def run(
             PLABA_PAIRS,
             lambda r: r["pair_id"],
             lambda r: (r["question_id"], r["pmid"], r["adaptation"], r["sentence_number"]),
+            counter="pairs",
         ),
         "dead": dead_letter_table(),
     }

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.stats import finish_stage
     from pipelines.jobs import beam_io
     from pipelines.jobs import notes as notes_job
+    from pipelines.jobs.common import check_rows, committed_counters, written_rows
     from pipelines.jobs.notes import check_stats, note_lineage, stats_from_counters
     from pipelines.text.selection import load_lexicons
 
@@ -70,9 +71,13 @@ def run(args: argparse.Namespace) -> int:
             beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, with_lineage(NOTES_SENTENCES, tags))
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from_counters(
-            beam_io.counters(result, notes_job.NAMESPACE), [name for _, name, _ in files], params
+            committed_counters(result, notes_job.NAMESPACE), [name for _, name, _ in files], params
         )
         check_stats(stats)
+        check_rows("sentences", written_rows(str(tmp / "sentences"), True), "sentences", stats["sentences"])
+        check_rows(
+            "dead_letter", written_rows(str(tmp / "dead_letter"), False), "rejected", stats["rejected"]
+        )
         write_json(tmp / "stats.json", stats)
     shown = {k: v for k, v in stats.items() if k not in ("inputs", "categories")}
     finish_stage("medsimp notes", stats, HEADLINE, args.metrics, summary=shown)

@@ -63,6 +63,7 @@ def run(args) -> int:
     from medsimp.stats import check_reconciles, finish_stage
     from pipelines.jobs import beam_io, radiology
     from pipelines.jobs import notes as notes_job
+    from pipelines.jobs.common import check_rows, committed_counters, written_rows
     from pipelines.jobs.notes import NAMESPACE as NOTES_NS
     from pipelines.jobs.notes import note_lineage
     from pipelines.text.radiology import load_lexicons
@@ -86,9 +87,15 @@ def run(args) -> int:
         )
         beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
         stats = stats_from(
-            beam_io.counters(result, NOTES_NS),
-            beam_io.counters(result, radiology.NAMESPACE),
+            committed_counters(result, NOTES_NS),
+            committed_counters(result, radiology.NAMESPACE),
             [name for _, name, _ in files],
+        )
+        check_rows(
+            "sentences", written_rows(str(tmp / "sentences"), True), "sentences_kept", stats["sentences_kept"]
+        )
+        check_rows(
+            "dead_letter", written_rows(str(tmp / "dead_letter"), False), "rejected", stats["rejected"]
         )
         check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
         check_reconciles(stats, "sentences", ["sentences_kept", "sentences_duplicate", "sentences_filtered"])
