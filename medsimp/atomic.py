@@ -351,9 +351,42 @@ def atomic_dir(
             raise
         finally:
             _ACTIVE.discard(tmp.absolute())
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        if final.exists():
-            os.replace(final, old)
+        publish_dir(tmp, final)
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one step (Linux `renameat2` with RENAME_EXCHANGE, through
+    glibc): no moment where either name is missing. False where the system or the file
+    system does not offer it (the caller then renames twice)."""
+    import ctypes
+    import errno
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:  # glibc before 2.28, or another C library
+        return False
+    at_fdcwd, rename_exchange = -100, 2  # <fcntl.h>, <linux/fs.h>
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def publish_dir(tmp: Path, final: Path) -> None:
+    """Put the finished folder `tmp` in place of `final`, old or new at every moment: one
+    exchange of the two names (then the old output, now at `tmp`, is deleted). Where no
+    exchange exists, two renames, with the old output at `.<final>.old-<pid>` in between."""
+    if not final.exists():
         os.replace(tmp, final)
-        if old.exists():
-            shutil.rmtree(old, ignore_errors=True)
+        return
+    if exchange(tmp, final):
+        shutil.rmtree(tmp, ignore_errors=True)  # the old output
+        return
+    old = final.with_name(f".{final.name}.old-{os.getpid()}")
+    os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)

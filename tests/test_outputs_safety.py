@@ -224,3 +224,39 @@ def test_a_link_planted_at_the_temp_name_is_not_written_through(tmp_path, monkey
         with atomic.atomic_file(target) as tmp:
             tmp.write_text("{}\n", encoding="utf-8")
     assert victim.read_text(encoding="utf-8") == "the user's file\n" and not target.exists()
+
+
+def test_replacing_an_output_swaps_it_in_one_step(tmp_path, monkeypatch):
+    """A folder swap never leaves the name missing (issue 35 item 12): the finished folder and
+    the old output trade names in one renameat2(RENAME_EXCHANGE). A process killed between the
+    two renames of the old way (simulated: the second rename never happens) left no output,
+    and the next run swept the old one away as a dead process's temp folder."""
+    import medsimp.atomic as atomic
+
+    out = tmp_path / "out"
+    with atomic.atomic_dir(out, "cochrane") as tmp:
+        (tmp / "v").write_text("old")
+    renames = []
+
+    def crash_after_first_rename(src, dst):  # a SIGKILL right after one rename
+        renames.append((src, dst))
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(atomic.os, "replace", crash_after_first_rename)
+    with atomic.atomic_dir(out, "cochrane") as tmp:
+        (tmp / "v").write_text("new")
+    assert renames == []  # one exchange, no rename
+    assert (out / "v").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the old output is gone
+
+
+def test_exchange_swaps_two_folders(tmp_path):
+    from medsimp.atomic import exchange
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x").write_text("a")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "y").write_text("b")
+    assert exchange(tmp_path / "a", tmp_path / "b")
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["y"]
+    assert [p.name for p in (tmp_path / "b").iterdir()] == ["x"]
