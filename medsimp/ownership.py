@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 
 LEGACY_SUFFIX = ".medsimp-owner"  # `.<name>.medsimp-owner` beside the file (before 2026-11)
@@ -39,8 +40,6 @@ def state_dir() -> Path:
 
 def digest(path: str | Path) -> str:
     """sha256 of a file's bytes (hex)."""
-    import stat
-
     h = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
     with os.fdopen(fd, "rb") as fh:
@@ -55,8 +54,38 @@ def _key(path: Path) -> str:
     return str(path.parent.resolve() / path.name)
 
 
+RECORD_BYTES = 1 << 16  # a record is about 300 bytes; anything larger is not one medsimp wrote
+
+
+def check_state_folder() -> None:
+    """UsageError (one line) when the state folder or its `owned/` is a link or not a folder, or
+    another user owns it or everyone can write it: its records decide which files medsimp may
+    replace, so a record planted there would let medsimp overwrite a user's file."""
+    from medsimp.errors import UsageError
+
+    root = state_dir()
+    for folder in (root, root / "owned"):
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"medsimp's state folder {folder}: {exc.strerror}; {_FIX}") from None
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"medsimp's state folder {folder} is not a folder (a link or a file); {_FIX}")
+        if st.st_uid != os.geteuid() or st.st_mode & 0o002:
+            raise UsageError(
+                f"medsimp's state folder {folder} can be written by another user (owner uid {st.st_uid}, "
+                f"mode {stat.S_IMODE(st.st_mode):o}): its records decide which files medsimp may replace; {_FIX}"
+            )
+
+
+_FIX = "set MEDSIMP_STATE_DIR to a folder of yours that only you can write (docs/architecture.md)"
+
+
 def record_path(path: str | Path) -> Path:
-    """Where the record of `path` lives."""
+    """Where the record of `path` lives (after `check_state_folder`)."""
+    check_state_folder()
     key = _key(Path(path))
     return (
         state_dir() / "owned" / f"{hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()}.json"
@@ -68,10 +97,20 @@ def _legacy(path: Path) -> Path:
 
 
 def _recorded(record_file: Path) -> dict | None:
+    """The record in `record_file`, if it is one: a regular file of this user (never a link, FIFO
+    or device, which would hang or never end) of at most RECORD_BYTES holding a JSON object."""
     try:
-        data = json.loads(record_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        fd = os.open(record_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_size > RECORD_BYTES:
+            return None
+        try:
+            data = json.loads(fh.read(RECORD_BYTES + 1).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
     return data if isinstance(data, dict) else None
 
 
@@ -118,11 +157,19 @@ def claim(path: str | Path, sha256: str, command: str) -> None:
 
 def _write_record(path: Path, record: dict) -> None:
     target = record_path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:  # a file or a dangling link in the way, a read-only or full disk
+        from medsimp.errors import UsageError
+
+        raise UsageError(
+            f"medsimp's state folder {target.parent}: cannot record what medsimp writes "
+            f"({exc.strerror or exc}); {_FIX}"
+        ) from None
     body = json.dumps(record, sort_keys=True).encode("utf-8")
     tmp = target.with_name(f"{target.stem}.tmp-{os.getpid()}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             view = memoryview(body)
             while view:
