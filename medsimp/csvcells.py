@@ -7,6 +7,10 @@ back round-trips exactly.
 
 from __future__ import annotations
 
+import contextlib
+import csv
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -31,3 +35,15 @@ def cell_unescape(value: Any) -> Any:
     if isinstance(value, str) and len(value) > 1 and value[0] == "'" and value[1] in (*FORMULA_STARTS, "'"):
         return value[1:]
     return value
+
+
+@contextlib.contextmanager
+def csv_errors(path: str | Path) -> Iterator[None]:
+    """Turn the csv module's errors while reading `path` (a cell over `csv.field_size_limit()`,
+    131,072 characters; a NUL byte) into one line naming the file (InputError, exit 2)."""
+    from medsimp.errors import InputError
+
+    try:
+        yield
+    except csv.Error as exc:
+        raise InputError(f"{path}: not a CSV file medsimp can read ({exc})") from None

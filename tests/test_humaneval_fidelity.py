@@ -493,3 +493,21 @@ def test_non_finite_ratings_are_reported_not_dropped(tmp_path):
         "en_system1_0.xlsx:3: factuality nan is not on the 0..2 scale",
     ]
     assert sorted((r.item, r.scale) for r in ratings if r.scale == "factuality") == [(2, "factuality")]
+
+
+def test_a_csv_cell_over_the_field_limit_is_one_line(yang_release, tmp_path, capsys):
+    """A cell longer than the csv module's field limit (131,072 characters; the issue's was
+    200 MB) was an internal error: one line naming the file, exit 2, nothing written."""
+    import shutil
+
+    from medsimp.cli import main
+
+    data = tmp_path / "data"
+    shutil.copytree(yang_release, data)
+    victim = data / released.YANG_FILES[0]
+    victim.write_text(victim.read_text(encoding="utf-8") + '"' + "x" * 200_000 + '",1\n', encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["humaneval", "released", "--data", str(data), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert victim.name in err[-1] and "field limit" in err[-1] and "Traceback" not in "\n".join(err), err
+    assert not out.exists()

@@ -7,14 +7,14 @@ import random
 from pathlib import Path
 from typing import Any
 
-from medsimp.csvcells import cell_unescape
+from medsimp.csvcells import cell_unescape, csv_errors
 
 
 def load_items(path: str | Path, systems: list[str] | None = None) -> tuple[list[dict], list[str]]:
     """Items {item_id, source, outputs{system: text}} from a CSV with
     `sentence_id|item_id, variant|system, source, output` (e.g. simplify's variants.csv)."""
     items: dict[str, dict[str, Any]] = {}
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8") as fh, csv_errors(path):
         reader = csv.DictReader(fh)
         cols = set(reader.fieldnames or ())
         id_col = "item_id" if "item_id" in cols else "sentence_id"

@@ -6,6 +6,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from medsimp.csvcells import csv_errors
 from medsimp.humaneval.schema import CSV_COLUMNS, FORMS, SET_SEPARATOR, Question, expected
 
 
@@ -58,7 +59,7 @@ def ingest(manifest: dict, files: list[Path]) -> list[Answer]:
     answers: list[Answer] = []
     seen_rater: dict[tuple[str, str], str] = {}
     for path in sorted(files):
-        with open(path, newline="", encoding="utf-8-sig") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh, csv_errors(path):
             reader = csv.DictReader(fh)
             if tuple(reader.fieldnames or ()) != CSV_COLUMNS:
                 problems.append(f"{path.name}:1: header must be {','.join(CSV_COLUMNS)}")

@@ -348,7 +348,9 @@ def is_yang(root: str | Path) -> bool:
 def _read_csv(path: Path) -> list[list[str]]:
     import csv
 
-    with open(path, newline="", encoding="utf-8-sig") as fh:
+    from medsimp.csvcells import csv_errors
+
+    with open(path, newline="", encoding="utf-8-sig") as fh, csv_errors(path):
         return list(csv.reader(fh))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from medsimp import lineage
 from medsimp.atomic import atomic_dir, atomic_file, write_json
-from medsimp.csvcells import cell_escape
+from medsimp.csvcells import cell_escape, csv_errors
 from medsimp.errors import InputError
 from medsimp.params_schema import Humaneval
 from medsimp.stats import check_reconciles
@@ -98,7 +98,10 @@ def analyze(
         answers = ingest(manifest, files)
     except IngestError as exc:
         raise InputError(str(exc)) from None
-    read = sum(sum(1 for _ in csv.DictReader(open(f, newline="", encoding="utf-8-sig"))) for f in files)
+    read = 0
+    for f in files:
+        with open(f, newline="", encoding="utf-8-sig") as fh, csv_errors(f):
+            read += sum(1 for _ in csv.DictReader(fh))
     systems = manifest["systems"]
     t1, t2, t3 = tables.table1(answers), tables.table2(answers), tables.table3(answers, systems)
     agree = tables.agreement(answers)
@@ -280,7 +283,7 @@ def _metric_table(path: Path, columns: list[str]) -> dict[tuple[str, str], dict[
     if not path.exists():
         return {}
     out: dict[tuple[str, str], dict[str, float]] = {}
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8") as fh, csv_errors(path):
         for row in csv.DictReader(fh):
             key = (row.get("item_id") or row["sentence_id"], row.get("system") or row["variant"])
             out[key] = {c: float(row[c]) for c in columns if row.get(c) not in (None, "")}
