@@ -479,6 +479,7 @@ class AnnotateReport(Section):
     long_sentence: Positive = 80  # a sentence over this many words is an outlier
     length_ratio: Annotated[float, PlainValidator(_range(1, None, "a number >= 1"))] = 4.0
     clip_percentile: Annotated[float, PlainValidator(_range(50, 100, "a number from 50 to 100"))] = 99.0
+    copy_overlap: Fraction = 0.9  # a near copy: each side's words are this share of the other's
 
 
 class Annotate(Section):

@@ -308,3 +308,38 @@ def test_semantic_type_table_names_all_127_types():
     assert len(names) == 127 and names["T047"] == "Disease or Syndrome" and names["T204"] == "Eukaryote"
     assert clip_range([1.0, 2.0, 3.0], 99, low_tail=False) == {"range": [1.0, 3.0], "clipped": 0, "n": 3}
     assert clip_range([*range(100), 10_000], 99, low_tail=False)["clipped"] == 1
+
+
+def test_near_copies_are_counted_and_flag_a_config_of_mostly_copies():
+    from medsimp.report.data import issues, near_copies
+
+    pairs = [
+        ("The patient had a myocardial infarction.", "The patient had a myocardial infarction!"),
+        ("Aspirin reduced the risk of stroke in adults.", "Aspirin reduced the risk of stroke in adults today."),
+        ("Statins lower cholesterol.", "These drugs make the fat in your blood go down."),
+    ]
+    found = near_copies(pairs, 0.9, 3, show_text=True)
+    assert (found["n"], found["of"], found["mostly"]) == (1, 3, False)  # 9 of 10 words is not 90% of both
+    found = near_copies(pairs, 0.8, 3, show_text=True)
+    assert (found["n"], found["mostly"]) == (2, True)
+    assert {e["simple"] for e in found["examples"]} == {p[1] for p in pairs[:2]}
+    assert near_copies(pairs, 0.8, 3, show_text=False)["examples"] == []
+    flagged = issues({"en": {"outliers": [], "identical": None, "copies": found}})
+    assert [(f["kind"], f["n"], f["of"]) for f in flagged] == [("copies", 2, 3)]
+
+
+def test_the_lowest_scored_pairs_come_first():
+    from medsimp.report.data import lowest_scored
+
+    rows = [
+        {"complex_text": f"complex {i}", "simple_text": f"simple {i}", "crf_score": score}
+        for i, score in enumerate([0.9, 0.2, None, 0.55, 1.0])
+    ]
+    found = lowest_scored(rows, 2, show_text=True)
+    assert found["of"] == 4
+    assert found["pairs"] == [
+        {"score": 0.2, "complex": "complex 1", "simple": "simple 1"},
+        {"score": 0.55, "complex": "complex 3", "simple": "simple 3"},
+    ]
+    assert [e.keys() for e in lowest_scored(rows, 2, show_text=False)["pairs"]] == [{"score"}, {"score"}]
+    assert lowest_scored([{"complex_text": "a", "simple_text": "b"}], 2, True) is None

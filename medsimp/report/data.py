@@ -5,7 +5,8 @@ deletion and elaboration ratios of MultiCochrane's Table 2, top UMLS semantic ty
 `resources/semantic_types.tsv`) and a few example pairs; the outliers a researcher checks before
 training (sentences over `long_sentence` words, fragments without letters, one "sentence"
 holding a sentence boundary, pairs whose sides differ `length_ratio`-fold in words) and the
-pairs whose two sides are identical, each counted with a few examples; a per-config summary of
+pairs whose two sides are identical, each counted with a few examples; near copies, with a flag
+when they are most of a config's pairs; the pairs the aligner scored lowest, first; a per-config summary of
 the text's shape first. MIMIC-derived builders (card flag or lineage) show no text unless asked:
 their outliers and identical pairs are counted, never quoted.
 
@@ -256,6 +257,57 @@ def identical_pairs(pairs: list[tuple[str, str]], k: int, show_text: bool) -> di
     }
 
 
+def near_copies(
+    pairs: list[tuple[str, str]], overlap: float, k: int, show_text: bool
+) -> dict[str, Any] | None:
+    """Pairs whose simple side barely rewrites the complex one: each side's lower-cased word set
+    shares at least `overlap` of itself with the other's (identical pairs included). `mostly`:
+    more than half of the pairs are such copies, which a simplification model learns to copy."""
+    from medsimp.text.readability import tokens
+
+    if not pairs:
+        return None
+    hits = []
+    for c, s in pairs:
+        a, b = {t.lower() for t in tokens(c)}, {t.lower() for t in tokens(s)}
+        if a and b and len(a & b) >= overlap * len(a) and len(a & b) >= overlap * len(b):
+            hits.append((c, s))
+    share = _share(len(hits), len(pairs))
+    shown = sorted({p for p in hits if _quotable(*p)}, key=lambda p: _hash(*p))
+    return {
+        "n": len(hits),
+        "of": len(pairs),
+        "share": share,
+        "overlap": overlap,
+        "mostly": bool(share and share > 0.5),
+        "examples": [{"complex": _cut(c), "simple": _cut(s)} for c, s in shown[:k]] if show_text else [],
+    }
+
+
+def lowest_scored(rows: list[dict], k: int, show_text: bool) -> dict[str, Any] | None:
+    """The `k` pairs the aligner was least sure of (`crf_score`, lowest first; ties by a hash
+    of the text): the pairs a researcher reads first. Text only when `show_text`."""
+    scored = [
+        (float(r["crf_score"]), c, s)
+        for r in rows
+        if isinstance(r.get("crf_score"), int | float) and not isinstance(r.get("crf_score"), bool)
+        for c, s in pair_texts([r])
+    ]
+    if not scored:
+        return None
+    scored.sort(key=lambda t: (t[0], _hash(t[1], t[2])))
+    return {
+        "of": len(scored),
+        "pairs": [
+            {
+                "score": round(score, 4),
+                **({"complex": _cut(c), "simple": _cut(s)} if show_text and _quotable(c, s) else {}),
+            }
+            for score, c, s in scored[:k]
+        ],
+    }
+
+
 def outliers(
     units: dict[str, list[tuple[str, int, int]]],
     pairs: list[tuple[str, str, int, int]],
@@ -423,6 +475,10 @@ def config_stats(
             scored, pairs, checks.long_sentence, checks.length_ratio, checks.examples, show_text
         ),
         "identical": identical_pairs([(c, s) for c, s, _, _ in pairs], checks.examples, show_text),
+        "copies": near_copies(
+            [(c, s) for c, s, _, _ in pairs], checks.copy_overlap, checks.examples, show_text
+        ),
+        "lowest": lowest_scored(rows, checks.examples, show_text),
         "histograms": {
             "length": clip_range(both["_lengths"], pct, low_tail=False),
             "fkgl": clip_range(both["_fkgl"], pct, low_tail=True),
@@ -555,5 +611,12 @@ def issues(configs: dict[str, dict], limit: int = 10) -> list[dict[str, Any]]:
             label = "pairs whose two sides are identical"
             found.append({"config": name, "kind": "identical", "side": "pair", "label": label, **same})
             found[-1].pop("examples", None)
+        copies = st.get("copies")
+        if copies and copies["mostly"]:
+            label = f"near copies (each side's words {copies['overlap']:.0%} in the other): most pairs"
+            found.append(
+                {"config": name, "kind": "copies", "side": "pair", "label": label}
+                | {k: copies[k] for k in ("n", "of", "share")}
+            )
     found.sort(key=lambda f: (-(f["share"] or 0), -f["n"], f["config"], f["kind"], f["side"]))
     return found[:limit]

@@ -129,6 +129,24 @@ def _markdown(r: dict) -> str:
                 f"\nPairs whose two sides are identical: {same['n']} of {same['of']} ({_pct(same['share'])})."
             )
             lines += [f"- {_md_text(e['complex'])}" for e in same["examples"]]
+        copies = st["copies"]
+        if copies is not None:
+            flag = "**Mostly copies:** " if copies["mostly"] else ""
+            lines.append(
+                f"\n{flag}Near copies (each side's words at least {_pct(copies['overlap'])} in the other): "
+                f"{copies['n']} of {copies['of']} ({_pct(copies['share'])})."
+            )
+            lines += [f"- {_md_text(e['complex'])} => {_md_text(e['simple'])}" for e in copies["examples"]]
+        lowest = st["lowest"]
+        if lowest is not None:
+            lines.append(
+                f"\nLowest CRF probability first ({len(lowest['pairs'])} of {lowest['of']} scored pairs):"
+            )
+            lines += [
+                f"1. {e['score']}"
+                + (f": {_md_text(e['complex'])} => {_md_text(e['simple'])}" if "complex" in e else "")
+                for e in lowest["pairs"]
+            ]
         types = ", ".join(f"{t}: {n}" for t, n in st["alignment_types"].items()) or "-"
         ratios = {
             k: "-" if st[k] is None else st[k]
