@@ -7,6 +7,7 @@ path), not the checkout (issue 36 item 4; the recipe is docs/refresh.md's). Run 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -252,3 +253,74 @@ def test_workers_that_write_elsewhere_fail_the_job_instead_of_publishing_empty_t
     with pytest.raises(StageFailed, match="rows were lost"):
         cochrane.run(str(ROOT / "data/sample/cochrane.jsonl"), "rel/out", Cochrane(), Beam(), beam_args, None)
     assert (cluster["home"] / "rel" / "out" / "sentences").is_dir()  # where the workers wrote
+
+
+def _worker_connected(pool_pid: int) -> bool:
+    import psutil
+
+    try:
+        workers = psutil.Process(pool_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return False
+    for worker in workers:
+        with contextlib.suppress(psutil.Error):
+            if any(c.status == psutil.CONN_ESTABLISHED for c in worker.net_connections(kind="tcp")):
+                return True
+    return False
+
+
+def test_a_worker_pool_killed_mid_run_is_one_line_and_nothing_published(cluster, tmp_path):
+    """Its own pool, killed (SIGKILL, with its workers) once one of its workers is connected to
+    the job server: the job fails in bounded time with one line, no runner traceback, and no
+    output folder. (A worker killed before it connects leaves the job waiting on Beam's own
+    timeouts: docs/refresh.md.)"""
+    import signal
+
+    port = _free_port()
+    log = tmp_path / "pool.log"
+    with open(log, "wb") as sink:
+        pool = subprocess.Popen(
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "apache_beam.runners.worker.worker_pool_main",
+                f"--service_port={port}",
+            ],
+            cwd=cluster["home"],
+            env=cluster["env"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_for_port(port, pool, log)
+        flags = [
+            f"--beam-arg=--environment_config=localhost:{port}" if "environment_config" in f else f
+            for f in cluster["flags"]
+        ]
+        started = time.monotonic()
+        job = subprocess.Popen(
+            [sys.executable, "-m", "medsimp.cli", *BASE, "cochrane", "--output", "out/cochrane", *flags],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        while not _worker_connected(pool.pid):  # a worker of the pool is talking to the job server
+            assert job.poll() is None and time.monotonic() - started < 120, log.read_text()[-2000:]
+            time.sleep(0.05)
+        os.killpg(pool.pid, signal.SIGKILL)
+        _, err = job.communicate(timeout=180)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pool.pid, signal.SIGKILL)
+        pool.wait(timeout=30)
+    assert job.returncode == 4, err[-2000:]
+    assert (
+        err.strip().splitlines()[-1].startswith("medsimp cochrane: the Beam job failed on the PortableRunner")
+    )
+    assert "Traceback" not in err
+    assert time.monotonic() - started < 180
+    assert not (tmp_path / "out" / "cochrane").exists()

@@ -82,21 +82,50 @@ class _LivePipeline(beam.Pipeline):
 
         beam_log = logging.getLogger("apache_beam")
         level = beam_log.level
-        if beam_log.getEffectiveLevel() >= logging.ERROR:  # not -v: a failure is raised, in one line
+        quiet = beam_log.getEffectiveLevel() >= logging.ERROR  # not -v: a failure is raised, in one line
+        if quiet:
             beam_log.setLevel(logging.CRITICAL)
+            # the PortableRunner logs its job service's messages (worker tracebacks) on the root logger
+            logging.getLogger().addFilter(_not_beam)
         check_endpoints(self._options)  # before the job: one line if a service is not there
         try:
             with live(f"Beam job on {self._options.view_as(StandardOptions).runner}"), watch_workers():
                 result = super().run(test_runner_api)
                 result.wait_until_finish()
         except Exception as exc:
-            error = write_error(exc) or service_error(exc)
+            error = write_error(exc) or service_error(exc) or runner_error(type(self.runner).__name__, exc)
             if error is None:
                 raise
             raise error from None
         finally:
             beam_log.setLevel(level)
+            logging.getLogger().removeFilter(_not_beam)
         return result
+
+
+def _not_beam(record: logging.LogRecord) -> bool:
+    """Drop what Beam's modules log on the root logger (the PortableRunner relays its job
+    service's messages there: worker tracebacks, which may quote data)."""
+    return f"{os.sep}apache_beam{os.sep}" not in record.pathname
+
+
+def runner_error(runner: str, exc: BaseException) -> Exception | None:
+    """A `StageFailed` in one line for a job a remote runner reports as failed (it raises a
+    RuntimeError carrying the job's last error, e.g. "Channel closed prematurely." when the
+    worker pool went away), without its text, which may quote data; None for local runners."""
+    from medsimp.errors import StageFailed
+
+    if runner in (
+        "FnApiRunner",
+        "DirectRunner",
+        "BundleBasedDirectRunner",
+        "SwitchingDirectRunner",
+    ) or not isinstance(exc, RuntimeError):
+        return None
+    return StageFailed(
+        f"the Beam job failed on the {runner}: a worker, the worker pool or a step failed; nothing is "
+        "published (rerun with -v for the runner's messages)"
+    )
 
 
 # How long a portable job's job service and external worker pool may take to accept a
