@@ -371,8 +371,8 @@ def exchange(a: Path, b: Path) -> bool:
     if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
         return True
     code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        return False
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM, errno.EACCES):
+        return False  # unsupported here (EPERM/EACCES: a seccomp filter); the caller renames twice
     raise OSError(code, os.strerror(code), str(b))
 
 

@@ -95,6 +95,12 @@ def _objects(client, prefix: str) -> dict[str, bytes]:
     return {k[len(prefix) :]: client.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in keys}
 
 
+def _keys(client, prefix: str) -> list[str]:
+    """The keys under `prefix` (a listing only: objects may vanish between a list and a get)."""
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    return [o["Key"][len(prefix) :] for page in pages for o in page.get("Contents", [])]
+
+
 def _marker(client, prefix: str) -> dict:
     return json.loads(client.get_object(Bucket=BUCKET, Key=f"{prefix}/.medsimp-output")["Body"].read())
 
@@ -160,7 +166,7 @@ def test_a_killed_run_publishes_nothing(s3, tmp_path):
     try:  # kill the run (launcher and workers) once it has written under its own run prefix
         while not any(
             key.startswith("runs/") and not key.startswith(f"runs/{before_marker['run']}/")
-            for key in _objects(client, "killed/")
+            for key in _keys(client, "killed/")
         ):
             assert proc.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline, "the run wrote nothing under a new run prefix"
@@ -170,12 +176,12 @@ def test_a_killed_run_publishes_nothing(s3, tmp_path):
         proc.wait(timeout=60)
     assert _marker(client, "killed") == before_marker
     assert _published(client, "killed") == before
-    orphans = {k.split("/")[1] for k in _objects(client, "killed/") if k.startswith("runs/")}
+    orphans = {k.split("/")[1] for k in _keys(client, "killed/") if k.startswith("runs/")}
     assert len(orphans) == 2, orphans  # the published run and the killed one's orphan
     # the next run publishes and sweeps the orphan
     rerun = _cli(env, tmp_path, "cochrane", "--input", str(half), "--output", f"s3://{BUCKET}/killed")
     assert rerun.returncode == 0, rerun.stderr[-1500:]
-    runs = {k.split("/")[1] for k in _objects(client, "killed/") if k.startswith("runs/")}
+    runs = {k.split("/")[1] for k in _keys(client, "killed/") if k.startswith("runs/")}
     assert runs == {_marker(client, "killed")["run"]}
     assert _published(client, "killed") != before
 

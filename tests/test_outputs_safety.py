@@ -233,6 +233,12 @@ def test_replacing_an_output_swaps_it_in_one_step(tmp_path, monkeypatch):
     and the next run swept the old one away as a dead process's temp folder."""
     import medsimp.atomic as atomic
 
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    if not atomic.exchange(tmp_path / "a", tmp_path / "b"):
+        pytest.skip("no renameat2(RENAME_EXCHANGE) here: atomic_dir renames twice")
+    (tmp_path / "a").rmdir()
+    (tmp_path / "b").rmdir()
     out = tmp_path / "out"
     with atomic.atomic_dir(out, "cochrane") as tmp:
         (tmp / "v").write_text("old")

@@ -315,7 +315,10 @@ def test_near_copies_are_counted_and_flag_a_config_of_mostly_copies():
 
     pairs = [
         ("The patient had a myocardial infarction.", "The patient had a myocardial infarction!"),
-        ("Aspirin reduced the risk of stroke in adults.", "Aspirin reduced the risk of stroke in adults today."),
+        (
+            "Aspirin reduced the risk of stroke in adults.",
+            "Aspirin reduced the risk of stroke in adults today.",
+        ),
         ("Statins lower cholesterol.", "These drugs make the fat in your blood go down."),
     ]
     found = near_copies(pairs, 0.9, 3, show_text=True)

@@ -74,8 +74,15 @@ def _tables() -> dict[str, Table]:
     }
 
 
-def test_without_committed_counters_stats_count_the_rows_written(job):
-    out, committed = job
+def _copy(job, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(job[0], tmp_path / "out"))
+
+
+def test_without_committed_counters_stats_count_the_rows_written(job, tmp_path):
+    _, committed = job
+    out = _copy(job, tmp_path)
     stats = finish(_Results(None), "cochrane", str(out), _tables(), 2, None)
     assert stats["counted_from"] == "outputs"
     assert stats["sentences"] == committed["sentences"] == 273
@@ -84,10 +91,11 @@ def test_without_committed_counters_stats_count_the_rows_written(job):
     assert json.loads((out / "stats.json").read_text())["counted_from"] == "outputs"
 
 
-def test_committed_counters_that_the_outputs_contradict_fail_the_job(job):
+def test_committed_counters_that_the_outputs_contradict_fail_the_job(job, tmp_path):
     from medsimp.errors import StageFailed
 
-    out, committed = job
+    _, committed = job
+    out = _copy(job, tmp_path)
     counted = [_counter(k, v, None) for k, v in committed.items() if isinstance(v, int)]
     counted = [c if c.key.metric.name != "sentences" else _counter("sentences", 274, None) for c in counted]
     with pytest.raises(StageFailed, match="273 rows written to sentences but the job counted 274"):

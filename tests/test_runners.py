@@ -196,6 +196,19 @@ def test_every_runner_matches_the_default_runner(runs, job, runner):
     assert not differ, f"{job}: {differ} differ between the default runner and {runner}"
 
 
+def test_relative_paths_on_the_command_line_reach_the_cluster_workers(runs, cluster, tmp_path):
+    """The CLI makes the paths a job's workers open absolute: a relative --input and --output,
+    given in a folder that is not the workers', give the default runner's bytes."""
+    import shutil
+
+    shutil.copy(ROOT / "data/sample/cochrane.jsonl", tmp_path / "cochrane.jsonl")
+    result = _cli(
+        ["cochrane", "--input", "cochrane.jsonl", "--output", "rel/cochrane", *cluster["flags"]], tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-1500:]
+    assert _files(tmp_path / "rel" / "cochrane") == _files(runs["default"] / "cochrane")
+
+
 def test_the_cluster_workers_run_the_wheel_not_the_checkout(cluster):
     where = subprocess.run(
         ["python", "-c", "import medsimp, pipelines; print(medsimp.__file__); print(pipelines.__file__)"],

@@ -35,6 +35,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
+from medsimp.errors import MedsimpError
 from medsimp.params_schema import Beam, section_of
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
@@ -87,11 +88,13 @@ class _LivePipeline(beam.Pipeline):
             beam_log.setLevel(logging.CRITICAL)
             # the PortableRunner logs its job service's messages (worker tracebacks) on the root logger
             logging.getLogger().addFilter(_not_beam)
-        check_endpoints(self._options)  # before the job: one line if a service is not there
         try:
+            check_endpoints(self._options)  # before the job: one line if a service is not there
             with live(f"Beam job on {self._options.view_as(StandardOptions).runner}"), watch_workers():
                 result = super().run(test_runner_api)
                 result.wait_until_finish()
+        except MedsimpError:  # medsimp's own one-line errors (endpoints, workers) stay as they are
+            raise
         except Exception as exc:
             error = write_error(exc) or service_error(exc) or runner_error(type(self.runner).__name__, exc)
             if error is None:
@@ -120,6 +123,7 @@ def runner_error(runner: str, exc: BaseException) -> Exception | None:
         "DirectRunner",
         "BundleBasedDirectRunner",
         "SwitchingDirectRunner",
+        "PrismRunner",
     ) or not isinstance(exc, RuntimeError):
         return None
     return StageFailed(
@@ -838,11 +842,12 @@ def counters(result, namespace: str) -> dict[str, int] | None:
     """Committed Beam counter values of one namespace, by counter name; None when the runner
     gives no committed values (no metrics at all, or attempted values only, which a retried
     bundle counts twice): the caller then counts what was written instead."""
+    import grpc
     from apache_beam.metrics.metric import MetricsFilter
 
     try:
         query = result.metrics().query(MetricsFilter().with_namespace(namespace))
-    except NotImplementedError:  # a runner without metrics
+    except (NotImplementedError, grpc.RpcError):  # a runner without metrics, or gone after the job
         return None
     items = list(query["counters"])
     if any(item.committed is None for item in items):

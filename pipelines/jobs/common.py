@@ -178,12 +178,19 @@ def written_rows(folder: str, parquet: bool) -> int:
     return rows
 
 
+def counted(flat: Mapping[str, int], counter: str) -> int:
+    """A counter's value; `name.*` sums the counters `name.<part>` (per-side counts)."""
+    if counter.endswith(".*"):
+        return sum(v for k, v in flat.items() if k.startswith(counter[:-1]))
+    return flat.get(counter, 0)
+
+
 def check_written(flat: Mapping[str, int], written: Mapping[str, int], tables: Mapping[str, Table]) -> None:
     """The rows written equal the counters that name them (`check_rows`)."""
     for table in tables.values():
         if table.counter is not None:
             check_rows(
-                table.name or "the output", written[table.name], table.counter, flat.get(table.counter, 0)
+                table.name or "the output", written[table.name], table.counter, counted(flat, table.counter)
             )
 
 
@@ -216,7 +223,8 @@ def stats_from_outputs(written: Mapping[str, int], out_dir: str, tables: Mapping
     `<table>_rows`), and the dead letters by reason, read back from what was written."""
     stats: dict[str, Any] = {"counted_from": "outputs"}
     for table in tables.values():
-        stats[table.counter or f"{table.name}_rows"] = written[table.name]
+        name = table.counter if table.counter and not table.counter.endswith(".*") else None
+        stats[name or f"{table.name or 'output'}_rows"] = written[table.name]
         if table.name == DEAD_LETTER:
             reasons: dict[str, int] = {}
             for _, record in read_jsonl_rows(_table_dir(out_dir, table)):
@@ -273,6 +281,8 @@ def finish(
         for table in tables.values()
     }
     flat = counters(result, namespace)
+    if flat == {} and any(written.values()):  # rows written, no counter at all: none reported
+        flat = None
     if flat is None:  # the runner gives no committed counters: count what was written
         stats = stats_from_outputs(written, out_dir, tables)
         notes = [

@@ -127,6 +127,7 @@ def run(
             MSD_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
+            counter="sentences.*",
         ),
         "pairs": Table("pairs", MSD_GROUPS, lambda r: r["doc_id"], lambda r: r["group_id"], counter="groups"),
         "dead": dead_letter_table(),

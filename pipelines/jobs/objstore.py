@@ -144,13 +144,19 @@ def _claim(url: str, command: str, force: bool) -> None:
         )
 
 
-def _delete_runs(url: str, keep: str | None) -> None:
-    """Delete every run prefix under `url/runs/` but `keep` (best effort: an orphan costs
-    storage, not correctness; the next run tries again)."""
+def _delete_runs(url: str, keep: str | None = None, only: str | None = None) -> None:
+    """Delete the run prefixes under `url/runs/`: every one but `keep`, or just `only`. Best
+    effort: an orphan costs storage, not correctness, and the next publish sweeps it; a store
+    error here never replaces the command's own outcome."""
     runs = FileSystems.join(url.rstrip("/"), RUNS)
-    paths = [FileSystems.join(runs, rel) for rel in _listing(runs) if rel.split("/", 1)[0] != keep]
-    if paths:
-        with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):
+        names = {rel: rel.split("/", 1)[0] for rel in _listing(runs)}
+        paths = [
+            FileSystems.join(runs, rel)
+            for rel, run in names.items()
+            if (run == only if only is not None else run != keep)
+        ]
+        if paths:
             FileSystems.delete(paths)
 
 
@@ -178,6 +184,6 @@ def publish(url: str, command: str, lineage: Iterable[str], force: bool = False)
         }
         _write_marker(url, marker)
     except BaseException:
-        _delete_runs(url, keep=(read_marker(url) or {}).get("run"))
+        _delete_runs(url, only=run)  # this run's files only: never what a marker may name
         raise
     _delete_runs(url, keep=run)

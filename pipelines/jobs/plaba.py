@@ -112,6 +112,7 @@ def run(
             PLABA_SENTENCES,
             lambda r: r["doc_id"],
             lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
+            counter="sentences.*",
         ),
         "pairs": Table(
             "pairs",
