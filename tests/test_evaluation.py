@@ -273,7 +273,8 @@ def test_report_renders_in_headless_chromium(tmp_path, monkeypatch):
 
     monkeypatch.chdir(ROOT)
     report = tmp_path / "r.html"
-    assert main([*FAST, "evaluate", "files", *_two_systems(tmp_path), "--report", str(report)]) == 0
+    argv = [*FAST, "evaluate", "files", *_two_systems(tmp_path), "--report", str(report), "--measures"]
+    assert main(argv) == 0
     profile = tmp_path / "profile"
     proc = subprocess.Popen(
         [
@@ -528,3 +529,16 @@ def test_one_all_empty_reference_says_why_sari_is_not_in_the_bootstrap(tmp_path,
     assert main([*FAST, "evaluate", "files", *args, "--select", "bleu,sari", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert set(result["bootstrap"]["Good vs Copy"]) == {"bleu", "sari"} and result["bootstrap_skipped"] == {}
+
+
+def test_a_report_adds_no_measures_that_were_not_asked_for(tmp_path, monkeypatch):
+    """Issue 35 item 6: --report computed the EASSE/copy measures and length buckets nobody
+    asked for (only --measures does)."""
+    monkeypatch.chdir(ROOT)
+    out, report = tmp_path / "s.json", tmp_path / "r.html"
+    argv = [*FAST, "evaluate", "files", *_two_systems(tmp_path), "--select", "bleu,sari"]
+    assert main([*argv, "--json", str(out), "--report", str(report)]) == 0
+    result = json.loads(out.read_text())
+    assert all(k.startswith(("bleu", "sari")) for s in result["systems"].values() for k in s["scores"])
+    assert all(not s.get("extra") for s in result["systems"].values()), "--report added measures"
+    assert "Not computed: pass <code>--measures</code>" in report.read_text()

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from loopback import free_port, wait_for_port
 
 boto3 = pytest.importorskip("boto3")
 
@@ -27,16 +27,10 @@ SAMPLE = ROOT / "data" / "sample" / "cochrane.jsonl"
 BUCKET = "medsimp-tests"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """moto's S3 server on a free loopback port; yields the AWS environment that reaches it."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("moto") / "server.log"
     with open(log, "wb") as sink:
         server = subprocess.Popen(
@@ -51,14 +45,7 @@ def s3(tmp_path_factory):
         "AWS_DEFAULT_REGION": "us-east-1",
     }
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
+        wait_for_port(port, server, log, timeout=30)
         client = boto3.client(
             "s3",
             endpoint_url=env["AWS_ENDPOINT_URL"],

@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from loopback import free_port, wait_for_port
 
 from medsimp.cli import main
 
@@ -46,23 +46,6 @@ JOBS = {
     "align": ["align", "corpus", "--input", "R/cochrane", "--output", "R/align", "--model", "S/model"],
     "filter": ["filter", "--input", "R/align", "--output", "R/filter"],
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.2)
 
 
 def _wheel_site(tmp: Path) -> Path:
@@ -98,7 +81,7 @@ def cluster(tmp_path_factory):
         "PYTHONPATH": str(site),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     }
-    pool_port, job_port = _free_port(), _free_port()
+    pool_port, job_port = free_port(), free_port()
     procs = []
     try:
         for name, argv, port in (
@@ -124,7 +107,7 @@ def cluster(tmp_path_factory):
                         stderr=subprocess.STDOUT,
                     )
                 )
-            _wait_for_port(port, procs[-1], log)
+            wait_for_port(port, procs[-1], log)
         flags = [
             "--beam-arg=--runner=PortableRunner",
             f"--beam-arg=--job_endpoint=localhost:{job_port}",
@@ -234,7 +217,7 @@ def _cli(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("dead", ["job endpoint", "external worker pool"])
 def test_a_service_that_is_not_there_is_one_line_and_nothing_published(cluster, dead, tmp_path):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     flags = [
         f.replace(f"localhost:{f.rsplit(':', 1)[1]}", f"localhost:{port}")
         if (dead == "job endpoint" and "job_endpoint" in f)
@@ -289,7 +272,7 @@ def test_a_worker_pool_killed_mid_run_is_one_line_and_nothing_published(cluster,
     timeouts: docs/refresh.md.)"""
     import signal
 
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "pool.log"
     with open(log, "wb") as sink:
         pool = subprocess.Popen(
@@ -307,7 +290,7 @@ def test_a_worker_pool_killed_mid_run_is_one_line_and_nothing_published(cluster,
             start_new_session=True,
         )
     try:
-        _wait_for_port(port, pool, log)
+        wait_for_port(port, pool, log)
         flags = [
             f"--beam-arg=--environment_config=localhost:{port}" if "environment_config" in f else f
             for f in cluster["flags"]

@@ -416,7 +416,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
             hyps,
             items,
             mode,
-            extras=args.measures or bool(args.report),
+            extras=args.measures,  # --report shows what was asked for, no more
             bucket_edges=cfg.length_buckets,
         )
     if rejects:
