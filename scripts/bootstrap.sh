@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything medsimp needs from this repo's own files:
 #   system packages (Java for METEOR 1.5, Chromium for the browser tests, npm for the plots' Vega),
-#   a Python 3.11 virtual environment in .venv with the pinned dependency set, and the pinned
+#   a Python 3.11 virtual environment in .venv with the exact dependency set of constraints.txt
+#   (pyproject.toml's ranges, one verified point in them), and the pinned
 #   Vega scripts in node_modules (package-lock.json) that render `dvc plots show` offline.
 # Safe to re-run; it skips what is already there.
 set -euo pipefail
@@ -29,9 +30,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.medsimp-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e ".[test]"
+  .venv/bin/pip install -q -c constraints.txt -e ".[test]"
   touch "$stamp"
 fi
 if command -v npm >/dev/null 2>&1 && { [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; }; then
