@@ -1,0 +1,383 @@
+#!/usr/bin/env python
+"""English CRF aligner designs for real Cochrane reviews (issue 37 item 1), chosen on dev gold.
+
+Each design trains the neural CRF (`alignment.crf.CRFAligner`) from a mix of sources:
+
+- `base` / `base_e5`: params align.gold (the embedded synthetic sample), MiniLM / E5 emissions;
+- `self1` / `self2`: self-training on unlabelled real reviews (Devaraj et al.'s validation
+  abstracts and summaries, `--data DIR/cochrane/val.*`, split as `medsimp cochrane` splits
+  them): the previous model labels each review; a simple sentence is kept when its forward
+  decision (a column or NULL) has posterior >= `--tau`, a complex sentence when its reverse
+  decision does, and every sentence of a kept pair; the kept sub-document with the confident
+  pairs is pseudo-gold, and the CRF is retrained on synthetic + pseudo-gold (`self2`: once more);
+- `self1_e5`: `self1` with E5 emissions;
+- `selfdoc`: self-training on whole reviews: `base` labels every review of the pool (pairs of
+  posterior >= `--doc-min-p`, the rest unaligned) and the CRF is retrained on synthetic + those
+  (`selfdoc2`: once more, `selfdoc` labelling);
+- `plaba`: PLABA dev alone (the PLABA-trained reference);
+- `mix`: synthetic (repeated `--synthetic-repeat` times) + a PLABA subsample
+  (`--plaba-docs` documents) + `selfdoc`'s pseudo-gold documents.
+
+Development scores (what designs are chosen on): pair P/R/F1 on COCHRANE_DEV, hand-made
+alignments of 10 validation reviews drawn at random (seed 37) by the session that wrote this
+script (not independent annotators; the indices are below, the text stays in DIR), which
+self-training never sees; and on PLABA dev (`DIR/plaba/dev.json`) for the designs that do
+not train on it (`plaba` with `--plaba-cv`: 2-fold cross-validation by question). Each design
+is also scored on the dev reviews under the decoding variants DECODES (direction merge, minimum
+pair posterior), and the best there is its `decode_chosen_on_dev`. `--models DIR` saves every
+trained design and loads it on the next run, so the test run scores the very models chosen on dev.
+`train_cpu_s` is process CPU time of the design's recipe in that run: designs it builds on that
+are already in memory or loaded (e.g. `base` under `self1`) and cached embeddings are not counted.
+
+Test (`--cochrane-test DIR`, Devaraj et al.'s test.source/target): pair P/R/F1 on MultiCochrane's
+22 MC-CLEAN English test reviews (`alignment.heldout.cochrane_gold`). They are test data: no
+design trains on them (reviews of the unlabelled pool whose DOI or CD number is among them are
+dropped) and nothing here is chosen on their scores; score them once, after choosing on dev.
+
+    python scripts/aligner_designs.py --data ../shared/data [--designs base,self1] [--json F]
+        [--cochrane-test DIR] [--cache DIR] [--models DIR] [--pool 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from alignment.crf import CRFAligner, lattice  # noqa: E402
+from alignment.encoders import make_encoder  # noqa: E402
+from alignment.features import pair_features  # noqa: E402
+from alignment.gold import DocPair, gold_sources, read_golds, read_plaba  # noqa: E402
+from alignment.heldout import cochrane_gold  # noqa: E402
+from alignment.score import pair_prf  # noqa: E402
+
+# Hand alignments (complex index, simple index) of 10 random validation reviews
+# (random.Random(37).sample(range(411), 10)), sentences split by medsimp.text.multilingual;
+# "n" is (complex, simple) sentence counts, checked when the documents are rebuilt.
+COCHRANE_DEV: dict[str, dict] = {
+    "10.1002/14651858.CD006647.pub4": {"n": (13, 7), "pairs": [(2, 1), (9, 1), (11, 3), (8, 4), (12, 4)]},
+    "10.1002/14651858.CD009286.pub3": {
+        "n": (16, 13),
+        "pairs": [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (7, 6), (8, 7), (9, 8), (13, 10)]
+        + [(14, 11), (15, 12), (11, 12)],
+    },
+    "10.1002/14651858.CD008462.pub3": {
+        "n": (13, 7),
+        "pairs": [(0, 0), (10, 1), (7, 2), (8, 2), (9, 5), (10, 6)],
+    },
+    "10.1002/14651858.CD006949.pub2": {
+        "n": (11, 9),
+        "pairs": [(0, 0), (1, 2), (2, 3), (3, 3), (7, 6), (8, 7), (9, 7), (10, 8)],
+    },
+    "10.1002/14651858.CD006414.pub2": {"n": (8, 5), "pairs": [(0, 0), (1, 1), (1, 2), (7, 4)]},
+    "10.1002/14651858.CD005543.pub2": {"n": (10, 6), "pairs": [(7, 2), (5, 3), (6, 3), (8, 4), (9, 5)]},
+    "10.1002/14651858.CD012236.pub2": {
+        "n": (22, 11),
+        "pairs": [(0, 1), (1, 2), (8, 4), (20, 4), (9, 5), (10, 6), (21, 8), (19, 9), (20, 10), (21, 10)],
+    },
+    "10.1002/14651858.CD003300.pub3": {"n": (11, 4), "pairs": [(0, 0), (3, 1), (7, 2), (10, 3)]},
+    "10.1002/14651858.CD010871.pub2": {
+        "n": (19, 16),
+        "pairs": [(0, 0), (2, 3), (1, 4), (12, 9), (14, 9), (3, 10), (7, 10), (13, 12), (14, 13)],
+    },
+    "10.1002/14651858.CD010456.pub2": {
+        "n": (11, 8),
+        "pairs": [(0, 0), (6, 3), (8, 3), (9, 5), (6, 6), (8, 6)],
+    },
+}
+
+
+def review_id(doi: str) -> str:
+    """The CD number of a Cochrane DOI (versions of one review share it), else the DOI."""
+    m = re.search(r"(CD|MR)\d+", doi)
+    return m.group() if m else doi
+
+
+def real_reviews(folder: Path) -> list[DocPair]:
+    """Devaraj et al.'s validation reviews as unlabelled DocPairs, split as `medsimp cochrane` does."""
+    from medsimp.text import multilingual
+
+    src, tgt, dois = (
+        (folder / f"val.{side}").read_text(encoding="utf-8").splitlines()
+        for side in ("source", "target", "doi")
+    )
+    return [
+        DocPair(
+            doi.strip(),
+            [s.text for s in multilingual.split_sentences(a, "en")],
+            [s.text for s in multilingual.split_sentences(b, "en")],
+            frozenset(),
+            review_id(doi.strip()),
+        )
+        for a, b, doi in zip(src, tgt, dois)
+    ]
+
+
+def cochrane_dev(reviews: Sequence[DocPair]) -> list[DocPair]:
+    """COCHRANE_DEV placed on the rebuilt validation documents."""
+    by_doi = {d.doc_id: d for d in reviews}
+    out = []
+    for doi, lab in COCHRANE_DEV.items():
+        d = by_doi[doi]
+        if (len(d.complex), len(d.simple)) != tuple(lab["n"]):
+            raise ValueError(f"{doi}: sentence counts {len(d.complex), len(d.simple)} != {lab['n']}")
+        out.append(DocPair(doi, d.complex, d.simple, frozenset(map(tuple, lab["pairs"])), d.group))
+    return out
+
+
+def pseudo_gold(model: CRFAligner, docs: Sequence[DocPair], tau: float) -> tuple[list[DocPair], dict]:
+    """Confident sub-documents: the sentences whose forward (simple) or reverse (complex) CRF
+    decision has posterior >= tau, plus both sentences of every confident aligned decision;
+    their confident pairs are the gold, re-indexed."""
+    stopwords = str(model.config.get("stopwords", "spacy"))
+    out, kept_pairs, kept_c, kept_s, all_c, all_s = [], 0, 0, 0, 0, 0
+    for d in docs:
+        if not d.complex or not d.simple:
+            continue
+        f = CRFAligner.featurize(model.encoder, d.complex, d.simple, "en", stopwords)
+        fl = lattice(model.forward, f)
+        fm, _ = fl.forward_backward()
+        rl = lattice(
+            model.reverse, np.ascontiguousarray(pair_features(d.complex, d.simple, f[..., 0].T, stopwords))
+        )
+        rm, _ = rl.forward_backward()
+        pairs, keep_c, keep_s = set(), set(), set()
+        for s, a in enumerate(fl.viterbi()):
+            if fm[s, a] >= tau:
+                keep_s.add(s)
+                if a:
+                    pairs.add((a - 1, s))
+        for c, a in enumerate(rl.viterbi()):
+            if rm[c, a] >= tau:
+                keep_c.add(c)
+                if a:
+                    pairs.add((c, a - 1))
+        keep_c |= {c for c, _ in pairs}
+        keep_s |= {s for _, s in pairs}
+        all_c, all_s = all_c + len(d.complex), all_s + len(d.simple)
+        if len(keep_c) < 2 or len(keep_s) < 2 or not pairs:
+            continue
+        ci = {c: k for k, c in enumerate(sorted(keep_c))}
+        si = {s: k for k, s in enumerate(sorted(keep_s))}
+        out.append(
+            DocPair(
+                d.doc_id,
+                [d.complex[c] for c in sorted(keep_c)],
+                [d.simple[s] for s in sorted(keep_s)],
+                frozenset((ci[c], si[s]) for c, s in pairs),
+                d.group,
+            )
+        )
+        kept_pairs, kept_c, kept_s = kept_pairs + len(pairs), kept_c + len(keep_c), kept_s + len(keep_s)
+    info = {
+        "tau": tau,
+        "documents": len(out),
+        "of_documents": len(docs),
+        "pairs": kept_pairs,
+        "complex_kept": kept_c / max(all_c, 1),
+        "simple_kept": kept_s / max(all_s, 1),
+    }
+    return out, info
+
+
+def pseudo_documents(model: CRFAligner, docs: Sequence[DocPair], min_p: float) -> tuple[list[DocPair], dict]:
+    """Whole documents labelled by the model (union of both directions, pairs of posterior >=
+    min_p): unlike `pseudo_gold` they keep the reviews' own share of unaligned sentences."""
+    out = [
+        DocPair(
+            d.doc_id,
+            d.complex,
+            d.simple,
+            frozenset(k for k, p in model.align(d.complex, d.simple).pairs.items() if p >= min_p),
+            d.group,
+        )
+        for d in docs
+        if d.complex and d.simple
+    ]
+    return out, {"min_p": min_p, "documents": len(out), "pairs": sum(len(d.pairs) for d in out)}
+
+
+def score(model: CRFAligner, docs: Sequence[DocPair], merge: str = "union", min_p: float = 0.0) -> dict:
+    """Pair P/R/F1 with the given direction merge, pairs below posterior min_p dropped."""
+    saved, model.config["merge"] = model.config["merge"], merge
+    try:
+        pred = [{k for k, p in model.align(d.complex, d.simple).pairs.items() if p >= min_p} for d in docs]
+    finally:
+        model.config["merge"] = saved
+    return pair_prf([set(d.pairs) for d in docs], pred)
+
+
+# Decoding variants scored on the dev reviews: (merge, minimum pair posterior); the first is the default.
+DECODES = (("union", 0.0), ("union", 0.5), ("union", 0.8), ("intersection", 0.0), ("intersection", 0.5))
+
+
+def choose_decode(model: CRFAligner, dev: Sequence[DocPair]) -> tuple[tuple[str, float], dict]:
+    """The decoding variant of best dev F1 (ties: the earlier, so the default first) and every score."""
+    scores = {f"{m}@{p}": score(model, dev, m, p) for m, p in DECODES}
+    best = max(DECODES, key=lambda k: (round(scores[f"{k[0]}@{k[1]}"]["f1"], 6), -DECODES.index(k)))
+    return best, scores
+
+
+def plaba_cv(plaba: list[DocPair], train: Callable[[list[DocPair]], CRFAligner]) -> dict:
+    """2-fold cross-validation by question on PLABA dev (as scripts/eval_alignment.py's PLABA path)."""
+    groups = sorted({d.group for d in plaba})
+    gold, pred = [], []
+    for test_groups in (set(groups[0::2]), set(groups[1::2])):
+        model = train([d for d in plaba if d.group not in test_groups])
+        test = [d for d in plaba if d.group in test_groups]
+        gold += [set(d.pairs) for d in test]
+        pred += [set(model.align(d.complex, d.simple).pairs) for d in test]
+    return pair_prf(gold, pred)
+
+
+DESIGNS = ("base", "base_e5", "self1", "self2", "self1_e5", "selfdoc", "selfdoc2", "plaba", "mix")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--params", default=str(Path(__file__).resolve().parents[1] / "params.yaml"))
+    ap.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated subset of {DESIGNS}")
+    ap.add_argument("--tau", type=float, default=0.9, help="posterior a pseudo-gold decision needs")
+    ap.add_argument(
+        "--doc-min-p",
+        type=float,
+        default=0.5,
+        help="selfdoc: pair posterior kept in the pseudo-gold documents",
+    )
+    ap.add_argument("--pool", type=int, default=0, help="use only this many unlabelled reviews (0: all)")
+    ap.add_argument("--synthetic-repeat", type=int, default=3, help="mix: copies of the synthetic gold")
+    ap.add_argument("--plaba-docs", type=int, default=30, help="mix: PLABA documents drawn (seed 13)")
+    ap.add_argument("--plaba-cv", action="store_true", help="plaba: also 2-fold CV by question on PLABA dev")
+    ap.add_argument("--cochrane-test", default=None, help="Devaraj test.source/target: score the 22 reviews")
+    ap.add_argument("--cache", default=None, help="embedding cache dir (default: a fresh temp dir)")
+    ap.add_argument(
+        "--models",
+        default=None,
+        help="save each trained design's model in DIR/<design>, and load it from there when present",
+    )
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args(argv)
+    data = Path(args.data)
+    if not (data / "cochrane" / "val.source").exists():
+        print(f"skip: {data}/cochrane/val.source not found", file=sys.stderr)
+        return 0
+    from medsimp.config import load_params, resolve_path
+
+    align = load_params(args.params, []).align
+    cache = args.cache or tempfile.mkdtemp(prefix="aligner-designs-cache-")
+    base_gold = read_golds(
+        [resolve_path(g, Path(args.params).resolve().parent) for g in gold_sources(align.gold)],
+        align.gold_format,
+    )
+    reviews = real_reviews(data / "cochrane")
+    dev = cochrane_dev(reviews)
+    test_ids: set[str] = set()
+    en_pairs = data / "multicochrane" / "en-test-with-doi.json"
+    if en_pairs.exists():  # the 22 test reviews' ids only, to keep them out of the pool
+        test_ids = {review_id(r["doi"]) for r in json.loads(en_pairs.read_text(encoding="utf-8"))}
+    dev_ids = {d.group for d in dev}
+    pool = [d for d in reviews if d.group not in test_ids | dev_ids]
+    if args.pool:
+        pool = pool[: args.pool]
+    plaba = read_plaba(data / "plaba" / "dev.json") if (data / "plaba" / "dev.json").exists() else []
+    results: dict = {
+        "pool": {"reviews": len(pool), "dropped_test_overlap": sum(d.group in test_ids for d in reviews)},
+        "cochrane_dev": {"documents": len(dev), "gold_pairs": sum(len(d.pairs) for d in dev)},
+        "designs": {},
+    }
+    test_docs = None
+    if args.cochrane_test and en_pairs.exists():
+        test_docs, results["cochrane_test_info"] = cochrane_gold(en_pairs, Path(args.cochrane_test))
+    crf = align.crf.model_dump()
+    encoders = {"minilm": dict(align.crf.encoder), "e5": {"kind": "e5"}}
+    models: dict[str, CRFAligner] = {}
+    pseudo: dict[str, list[DocPair]] = {}
+
+    def trainer(enc: str, extra: Callable[[], list[DocPair]] = list):
+        encoder = make_encoder(encoders[enc], cache)
+        return lambda docs: CRFAligner.train(list(docs) + extra(), encoder, crf)
+
+    def self_train(name: str, prev: CRFAligner, enc: str) -> CRFAligner:
+        docs, info = pseudo_gold(prev, pool, args.tau)
+        pseudo[name] = docs
+        results["designs"].setdefault(name, {})["pseudo_gold"] = info
+        return trainer(enc)(base_gold + docs)
+
+    recipes: dict[str, Callable[[], CRFAligner]] = {
+        "base": lambda: models.get("base") or trainer("minilm")(base_gold),
+        "base_e5": lambda: models.get("base_e5") or trainer("e5")(base_gold),
+        "self1": lambda: self_train("self1", models.get("base") or trainer("minilm")(base_gold), "minilm"),
+        "self2": lambda: self_train("self2", models.get("self1") or recipes["self1"](), "minilm"),
+        "self1_e5": lambda: self_train("self1_e5", models.get("base_e5") or trainer("e5")(base_gold), "e5"),
+        "selfdoc": lambda: self_docs("selfdoc", models.get("base") or trainer("minilm")(base_gold)),
+        "selfdoc2": lambda: self_docs("selfdoc2", models.get("selfdoc") or recipes["selfdoc"]()),
+        "plaba": lambda: trainer("minilm")(plaba),
+        "mix": lambda: trainer("minilm")(
+            base_gold * args.synthetic_repeat + plaba_sample() + selfdoc_pseudo()
+        ),
+    }
+
+    def self_docs(name: str, prev: CRFAligner) -> CRFAligner:
+        docs, info = pseudo_documents(prev, pool, args.doc_min_p)
+        pseudo[name] = docs
+        results["designs"].setdefault(name, {})["pseudo_gold"] = info
+        return trainer("minilm")(base_gold + docs)
+
+    def plaba_sample() -> list[DocPair]:
+        return random.Random(13).sample(plaba, min(args.plaba_docs, len(plaba)))
+
+    def selfdoc_pseudo() -> list[DocPair]:
+        if "selfdoc" not in pseudo:
+            base = models.get("base") or trainer("minilm")(base_gold)
+            pseudo["selfdoc"], info = pseudo_documents(base, pool, args.doc_min_p)
+            results["designs"].setdefault("mix", {})["pseudo_gold"] = info
+        return pseudo["selfdoc"]
+
+    for name in [d for d in args.designs.split(",") if d]:
+        if name not in recipes:
+            ap.error(f"unknown design {name!r} ({', '.join(DESIGNS)})")
+        out = results["designs"].setdefault(name, {})
+        saved = Path(args.models, name) if args.models else None
+        if saved and (saved / "model.pt").exists():
+            enc = "e5" if name.endswith("e5") else "minilm"
+            models[name] = CRFAligner.load(saved, make_encoder(encoders[enc], cache))
+            out["loaded_from"] = str(saved)
+        else:
+            t0 = time.process_time()
+            models[name] = recipes[name]()
+            out["train_cpu_s"] = time.process_time() - t0
+            if saved:
+                models[name].save(saved)
+        out["cochrane_dev"] = score(models[name], dev)
+        decode, out["cochrane_dev_decodes"] = choose_decode(models[name], dev)
+        out["decode_chosen_on_dev"] = f"{decode[0]}@{decode[1]}"
+        if plaba and name == "plaba" and args.plaba_cv:
+            out["plaba_dev_cv2"] = plaba_cv(plaba, trainer("minilm"))
+        elif plaba and name not in ("plaba", "mix"):  # those two train on PLABA dev
+            out["plaba_dev"] = score(models[name], plaba)
+        if test_docs is not None:
+            out["cochrane_test_22"] = score(models[name], test_docs)
+            out["cochrane_test_22_dev_decode"] = score(models[name], test_docs, *decode)
+        print(name, json.dumps(out, sort_keys=True), file=sys.stderr, flush=True)
+    text = json.dumps(results, indent=2, sort_keys=True)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

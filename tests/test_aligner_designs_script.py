@@ -1,0 +1,72 @@
+"""scripts/aligner_designs.py's helpers on hand-written fixtures (no ../shared)."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from alignment.gold import DocPair
+
+SCRIPT = Path(__file__).parents[1] / "scripts" / "aligner_designs.py"
+
+
+@pytest.fixture(scope="module")
+def ad():
+    spec = importlib.util.spec_from_file_location("aligner_designs", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_versions_of_one_review_share_an_id_so_a_test_review_never_enters_the_pool(ad):
+    assert ad.review_id("10.1002/14651858.CD006647.pub4") == ad.review_id("10.1002/14651858.CD006647.pub2")
+    assert ad.review_id("10.1002/14651858.CD006647.pub4") != ad.review_id("10.1002/14651858.CD006648.pub4")
+    assert ad.review_id("not a doi") == "not a doi"
+
+
+def test_hand_labels_are_refused_on_documents_split_otherwise(ad):
+    """The dev labels are sentence indices: a splitter that cuts a review differently would shift
+    them silently, so the rebuilt documents' sentence counts must be the labelled ones."""
+    doi, lab = next(iter(ad.COCHRANE_DEV.items()))
+    n_c, n_s = lab["n"]
+    right = DocPair(doi, ["c"] * n_c, ["s"] * n_s, frozenset(), ad.review_id(doi))
+    others = [
+        DocPair(d, ["c"] * v["n"][0], ["s"] * v["n"][1], frozenset(), ad.review_id(d))
+        for d, v in ad.COCHRANE_DEV.items()
+        if d != doi
+    ]
+    dev = ad.cochrane_dev([right, *others])
+    assert dev[0].pairs == frozenset(map(tuple, lab["pairs"]))
+    wrong = DocPair(doi, ["c"] * (n_c + 1), ["s"] * n_s, frozenset(), ad.review_id(doi))
+    with pytest.raises(ValueError, match="sentence counts"):
+        ad.cochrane_dev([wrong, *others])
+
+
+@dataclass
+class _Result:
+    pairs: dict
+
+
+class _Model:
+    def align(self, complex_, simple):
+        return _Result({(0, 0): 0.9, (1, 0): 0.4, (2, 1): 0.5})
+
+
+def test_pseudo_documents_keep_every_sentence_and_only_pairs_at_the_floor(ad):
+    docs = [
+        DocPair("d", ["a", "b", "c"], ["x", "y", "z"], frozenset(), "g"),
+        DocPair("e", [], ["x"], frozenset(), "h"),
+    ]
+    out, info = ad.pseudo_documents(_Model(), docs, 0.5)
+    assert [d.doc_id for d in out] == ["d"]  # an empty side is no document
+    assert out[0].complex == ["a", "b", "c"] and out[0].simple == ["x", "y", "z"]
+    assert out[0].pairs == frozenset({(0, 0), (2, 1)})
+    assert info == {"min_p": 0.5, "documents": 1, "pairs": 2}
+
+
+def test_without_the_data_folder_it_says_so_and_exits_0(ad, tmp_path, capsys):
+    assert ad.main(["--data", str(tmp_path)]) == 0
+    assert "not found" in capsys.readouterr().err
