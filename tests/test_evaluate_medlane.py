@@ -86,6 +86,32 @@ def _unannounced(err: str) -> str:
     return "".join(ln for ln in err.splitlines(keepends=True) if not ln.startswith(announce))
 
 
+def test_the_banner_names_no_metric_the_run_does_not_compute(tmp_path):
+    """The one line a command prints first says what it does: with `--select sari` it must not
+    promise BLEU, METEOR or BERTScore (it listed every metric before)."""
+    for name, text in (
+        ("hyp", "the pt has htn ."),
+        ("src", "the pt has htn ."),
+        ("ref", "the patient has high blood pressure ."),
+    ):
+        (tmp_path / f"{name}.txt").write_text(text + "\n", encoding="utf-8")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(
+            [
+                "evaluate",
+                "files",
+                *(f"--{n}={tmp_path / f'{n}.txt'}" for n in ("hyp", "src", "ref")),
+                "--select",
+                "sari",
+            ]
+        )
+    assert code == 0
+    banner = next(ln for ln in err.getvalue().splitlines() if ln.startswith("medsimp evaluate files:"))
+    assert "--select" in banner
+    assert not [m for m in ("BLEU", "METEOR", "ROUGE", "CIDEr", "BERTScore", "AScore", "SARI") if m in banner]
+
+
 def test_authors_reader_step_by_step(quirky):
     records, skipped = read_medlane_authors(quirky)
     assert skipped == [] and [r["split"] for r in records] == ["validation"] * 3 + ["test"] * 3

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["MedLaneEval", "medlane_items"]  # files mode reads MedLane files as the stage does
 
 LANGUAGES = ("en", "es", "fr", "fa")  # params_schema.Evaluate.lang
-HELP = "score outputs: BLEU, SARI, ROUGE, METEOR, CIDEr, FKGL, BERTScore, HIT, CWR, AScore (docs/metrics.md)"
+HELP = "score outputs with the metrics --select or params evaluate.select names; all of docs/metrics.md when neither does"
 
 
 def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
