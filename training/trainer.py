@@ -235,6 +235,7 @@ def _rng_state() -> dict:
             float(cached),
         ],
         "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
     }
 
 
@@ -246,15 +247,19 @@ def _set_rng_state(state: dict) -> None:
     kind, keys, pos, has_gauss, cached = state["numpy"]
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
+    if state.get("cuda") and torch.cuda.is_available():  # a CPU run resumes a GPU checkpoint without it
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def _resume(last: Path, device) -> dict | None:
+def _resume(last: Path) -> dict | None:
     """The last checkpoint, loaded as data only (`weights_only=True`: tensors and plain values,
-    never code), or None with a warning when it cannot be loaded that way (training restarts)."""
+    never code), or None with a warning when it cannot be loaded that way (training restarts).
+    Every tensor lands on the CPU: the random states must be CPU tensors, and `load_state_dict`
+    copies the model's and the optimizer's onto the training device."""
     import logging
 
     try:
-        return torch.load(last, map_location=device, weights_only=True)
+        return torch.load(last, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001  an unreadable or foreign checkpoint is not resumed
         reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         logging.getLogger("medsimp").warning(
@@ -318,7 +323,7 @@ def train(
         "amp": use_amp,
     }
     start, bad = 0, 0
-    ck = _resume(last, device) if last.exists() else None
+    ck = _resume(last) if last.exists() else None
     if ck is not None:
         model.load_state_dict(ck["model"])
         optim.load_state_dict(ck["optim"])
