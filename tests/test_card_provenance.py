@@ -82,10 +82,27 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
         cards.append(yaml.safe_load((out / "README.md").read_text()[4:].split("\n---\n", 1)[0])["medsimp"])
     assert cards[0]["aligner.model"] == f"other_model sha256:{content_hash(other)}"
     assert cards[0]["aligner.gold"] == f"gold.jsonl sha256:{content_hash(gold)}"
+    assert cards[0]["aligner.heldout"].startswith("not measured for this model")  # an unmeasured model
     assert cards[0]["filter.threshold"] == "gt 0.5" and "filter.rule" not in cards[0]  # the paper's rule
     assert cards[1]["filter.rule"] == "overlap_or_aligner (CRF probability >= 0.9)"
     assert cards[0]["params_hash.filter"] != cards[1]["params_hash.filter"]
     assert cards[0]["params_hash"] == cards[1]["params_hash"]  # build.multicochrane alone is the same
+
+
+def test_the_card_cites_a_held_out_score_only_for_the_exact_model_measured():
+    """Issue 37 item 3: the card gives the aligner's measured F1 on held-out real gold, looked up by
+    the model's content hash (the DAG's model is byte-identical on any x86 machine), and says how
+    to measure any other model instead of borrowing a number."""
+    from medsimp import resources
+    from medsimp.cli.commands.build import heldout_score
+
+    known = json.loads(resources.path("aligner_heldout.json").read_text(encoding="utf-8"))
+    digest = next(k for k in known if not k.startswith("_"))
+    line = heldout_score(f"out/models/crf_aligner sha256:{digest}")
+    assert line.startswith(f"pair F1 {known[digest]['f1']:.3f} (P ") and "22 reviews" in line
+    assert heldout_score("elsewhere sha256:0123456789abcdef").startswith("not measured")
+    assert heldout_score("out/models/crf_aligner (not recorded by align)").startswith("not measured")
+    assert heldout_score("x sha256:_about").startswith("not measured")
 
 
 def test_code_hash_covers_the_build_and_nothing_else(tmp_path, monkeypatch):

@@ -61,10 +61,29 @@ def card_provenance(args: argparse.Namespace, cfg, located) -> dict[str, str]:
         out["aligner.gold"] = (
             ", ".join(gold) if isinstance(gold, list) and gold else "not recorded by align train"
         )
+        out["aligner.heldout"] = heldout_score(out["aligner.model"])
         out["filter.threshold"] = f"{params.filter.comparison} {params.filter.threshold}"
         if params.filter.aligner_floor() is not None:  # ours: the aligner's probability rescues pairs
             out["filter.rule"] = f"{params.filter.rule} (CRF probability >= {params.filter.aligner_floor()})"
     return out
+
+
+def heldout_score(model: str) -> str:
+    """The aligner's measured pair P/R/F1 on held-out real gold, for the exact model measured
+    (its content hash in the packaged `aligner_heldout.json`); else how to measure it."""
+    import json
+
+    from medsimp import resources
+
+    digest = model.rpartition("sha256:")[2].strip()
+    known = json.loads(resources.path("aligner_heldout.json").read_text(encoding="utf-8"))
+    row = known.get(digest) if digest and not digest.startswith("_") else None
+    if not isinstance(row, dict):
+        return "not measured for this model (scripts/eval_alignment.py --only cochrane --model NAME=DIR)"
+    return (
+        f"pair F1 {row['f1']:.3f} (P {row['precision']:.3f}, R {row['recall']:.3f}) on {row['gold']}; "
+        "human agreement 0.89 (docs/alignment.md)"
+    )
 
 
 def _read_stats(folder: str) -> dict:
