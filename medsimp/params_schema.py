@@ -222,7 +222,11 @@ class Crf(Section):
 
 
 class Vecalign(Section):
-    encoder: list[EncoderSpec] | EncoderSpec = [{"kind": "use"}, {"kind": "e5", "prefix": "query"}]
+    # E5 on one OpenMP thread: the same vectors, 2-5x less CPU (docs/alignment.md "Encoder cost")
+    encoder: list[EncoderSpec] | EncoderSpec = [
+        {"kind": "use"},
+        {"kind": "e5", "prefix": "query", "threads": 1},
+    ]
     preset: Literal["published", "medsimp"] | None = None
     alignment_max_size: Positive = 4
     del_percentile_frac: Fraction = 0.2
