@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
-OWN = {"medsimp", "pip", "setuptools", "wheel"}
+OWN = {"medsimp", "pip", "wheel"}  # pip: bootstrap upgrades it; wheel: absent from a fresh venv
 
 
 def locked() -> dict[str, Version]:
@@ -46,7 +46,8 @@ def test_pyproject_holds_ranges_and_the_lock_is_inside_them():
 
 def test_the_environment_is_the_lock():
     """What `make test` runs on is constraints.txt, no more, no less (local labels such as
-    torch's `+cpu` aside)."""
+    torch's `+cpu` aside). Only a CPU build of torch satisfies it: PyPI's default build brings
+    CUDA packages the lock does not name (docs/STACK.md)."""
     pins = locked()
     installed = {
         canonicalize_name(d.metadata["Name"]): Version(d.version)

@@ -438,21 +438,31 @@ def test_a_poisoned_checkpoint_runs_nothing_and_training_starts_over(tiny_encode
     assert "training starts from the first epoch" in caplog.text
 
 
-def test_random_states_round_trip_through_a_checkpoint_loaded_on_the_cpu(tmp_path):
+def test_random_states_round_trip_through_a_checkpoint_loaded_on_the_cpu(tmp_path, monkeypatch):
     """A resumed run draws what the uninterrupted run would: python, numpy and torch streams
-    (and CUDA's, saved when a GPU trains) come back from a checkpoint loaded as data. Every
-    tensor loads on the CPU, where the random-state setters need it, whatever device trained."""
+    (and the training GPU's, saved when one trains) come back from a checkpoint loaded as data.
+    Every tensor loads on the CPU, where the random-state setters need it, whatever device
+    trained (a GPU run handed CUDA tensors to `torch.set_rng_state` before)."""
     import random
 
     import numpy as np
 
-    from training.trainer import _resume, _rng_state, _set_rng_state
+    from training import trainer
 
+    cpu = torch.device("cpu")
     torch.manual_seed(3), np.random.seed(3), random.seed(3)
-    torch.save({"rng": _rng_state()}, tmp_path / "last.pt")
+    torch.save({"rng": trainer._rng_state(cpu)}, tmp_path / "last.pt")
     want = (random.random(), float(np.random.rand()), float(torch.rand(1)))
-    ck = _resume(tmp_path / "last.pt")
-    assert ck is not None and ck["rng"]["torch"].device.type == "cpu"
-    assert ck["rng"]["cuda"] == [] or torch.cuda.is_available()
-    _set_rng_state(ck["rng"])
+    seen = {}
+    load = torch.load
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", spy)
+    ck = trainer._resume(tmp_path / "last.pt")
+    assert seen["map_location"] == "cpu" and seen["weights_only"] is True
+    assert ck is not None and ck["rng"]["torch"].device.type == "cpu" and ck["rng"]["cuda"] == []
+    trainer._set_rng_state(ck["rng"], cpu)
     assert (random.random(), float(np.random.rand()), float(torch.rand(1))) == want

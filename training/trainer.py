@@ -219,7 +219,7 @@ def _to(batch: dict, device: torch.device) -> dict:
     return {k: v.to(device) for k, v in batch.items()}
 
 
-def _rng_state() -> dict:
+def _rng_state(device: torch.device) -> dict:
     """The random states as tensors and plain values, so that a checkpoint loads with
     `weights_only=True` (no pickled objects: a checkpoint runs no code when resumed)."""
     import numpy as np
@@ -235,11 +235,12 @@ def _rng_state() -> dict:
             float(cached),
         ],
         "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        # the training GPU's own generator only: a CPU run starts no CUDA, a resume needs no other GPU
+        "cuda": [torch.cuda.get_rng_state(device)] if device.type == "cuda" else [],
     }
 
 
-def _set_rng_state(state: dict) -> None:
+def _set_rng_state(state: dict, device: torch.device) -> None:
     import numpy as np
 
     version, internal, gauss = state["python"]
@@ -247,8 +248,8 @@ def _set_rng_state(state: dict) -> None:
     kind, keys, pos, has_gauss, cached = state["numpy"]
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
-    if state.get("cuda") and torch.cuda.is_available():  # a CPU run resumes a GPU checkpoint without it
-        torch.cuda.set_rng_state_all(state["cuda"])
+    if state.get("cuda") and device.type == "cuda":  # a CPU run resumes a GPU checkpoint without it
+        torch.cuda.set_rng_state(state["cuda"][0], device)
 
 
 def _resume(last: Path) -> dict | None:
@@ -330,7 +331,7 @@ def train(
         sched.load_state_dict(ck["sched"])
         scaler.load_state_dict(ck["scaler"])
         gen.set_state(ck["gen"])
-        _set_rng_state(ck["rng"])
+        _set_rng_state(ck["rng"], device)
         start, bad, log = ck["epoch"] + 1, ck["bad"], ck["log"]
         log["resumed_from"] = ck["epoch"]
     for epoch in range(start, s.epochs):
@@ -374,7 +375,7 @@ def train(
                 "sched": sched.state_dict(),
                 "scaler": scaler.state_dict(),
                 "gen": gen.get_state(),
-                "rng": _rng_state(),
+                "rng": _rng_state(device),
                 "epoch": epoch,
                 "bad": bad,
                 "log": log,
