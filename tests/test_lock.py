@@ -69,3 +69,25 @@ def test_worker_image_is_built_on_the_locked_beam_and_python():
     assert (int(base[1]), int(base[2])) == sys.version_info[:2]
     assert Version(base[3]) == locked()["apache-beam"]
     assert "-c /opt/medsimp/constraints.txt" in text
+
+
+def test_worker_image_context_is_what_it_copies_and_nothing_else():
+    """`docker build .` would otherwise send .venv, out/ and the DVC cache (derived corpus data)
+    to the daemon: the .dockerignore beside the Dockerfile admits only what COPY names."""
+    import fnmatch
+
+    text = (ROOT / "docker" / "worker.Dockerfile").read_text(encoding="utf-8")
+    copied = [src for line in re.findall(r"^COPY (.+)$", text, re.M) for src in line.split()[:-1]]
+    rules = [
+        ln.strip()
+        for ln in (ROOT / "docker" / "worker.Dockerfile.dockerignore")
+        .read_text(encoding="utf-8")
+        .splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
+    assert rules[0] == "*", "the .dockerignore must exclude everything first"
+    allowed = [r[1:] for r in rules[1:] if r.startswith("!")]
+    assert copied and all(any(fnmatch.fnmatch(src, pat) for pat in allowed) for src in copied)
+    assert all(any(fnmatch.fnmatch(src, pat) for src in copied) for pat in allowed), (
+        "admits what no COPY uses"
+    )
