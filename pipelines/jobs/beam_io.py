@@ -89,10 +89,19 @@ class _LivePipeline(beam.Pipeline):
             # the PortableRunner logs its job service's messages (worker tracebacks) on the root logger
             logging.getLogger().addFilter(_not_beam)
         try:
-            check_endpoints(self._options)  # before the job: one line if a service is not there
+            # read before the run: the PortableRunner clears the options' runner
+            endpoints = _endpoints(self._options)
+            check_endpoints(endpoints)  # before the job: one line if a service is not there
             with live(f"Beam job on {self._options.view_as(StandardOptions).runner}"), watch_workers():
                 result = super().run(test_runner_api)
-                result.wait_until_finish()
+                with watch_pool(endpoints, result) as gone:
+                    try:
+                        result.wait_until_finish()
+                    except Exception:
+                        if not gone:
+                            raise
+                    if gone:
+                        raise _pool_gone(type(self.runner).__name__, gone[0])
         except MedsimpError:  # medsimp's own one-line errors (endpoints, workers) stay as they are
             raise
         except Exception as exc:
@@ -154,14 +163,14 @@ def _endpoints(options: PipelineOptions) -> list[tuple[str, str]]:
     return found
 
 
-def check_endpoints(options: PipelineOptions) -> None:
+def check_endpoints(endpoints: list[tuple[str, str]]) -> None:
     """One line (exit 2) when a portable job's job endpoint or external worker pool does not
     accept a connection within ENDPOINT_SECONDS, before the job is submitted."""
     import grpc
 
     from medsimp.errors import UsageError
 
-    for what, address in _endpoints(options):
+    for what, address in endpoints:
         channel = grpc.insecure_channel(address)
         try:
             grpc.channel_ready_future(channel).result(timeout=ENDPOINT_SECONDS)
@@ -172,6 +181,62 @@ def check_endpoints(options: PipelineOptions) -> None:
             ) from None
         finally:
             channel.close()
+
+
+# How often a running portable job checks that its external worker pool still accepts
+# connections.
+POOL_POLL_SECONDS = 2.0
+
+
+@contextmanager
+def watch_pool(endpoints: list[tuple[str, str]], result: Any) -> Iterator[list[str]]:
+    """While a portable job runs on an EXTERNAL worker pool, check every POOL_POLL_SECONDS that
+    the pool still accepts a connection; when it has not for ENDPOINT_SECONDS, cancel the job and
+    put the pool's address in the yielded list. Without this, a pool that dies after the job was
+    submitted but before its worker reached the job server leaves the job waiting on Beam's own
+    timeouts (minutes) or forever."""
+    import grpc
+
+    pools = [address for what, address in endpoints if what == "external worker pool"]
+    gone: list[str] = []
+    if not pools:
+        yield gone
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(POOL_POLL_SECONDS):
+            for address in pools:
+                channel = grpc.insecure_channel(address)
+                try:
+                    grpc.channel_ready_future(channel).result(timeout=ENDPOINT_SECONDS)
+                except grpc.FutureTimeoutError:
+                    if done.is_set():
+                        return
+                    gone.append(address)
+                    try:
+                        result.cancel()  # the job's state turns CANCELLED: wait_until_finish returns
+                    except Exception:  # noqa: BLE001 - the job service may be gone too: same outcome
+                        pass
+                    return
+                finally:
+                    channel.close()
+
+    watcher = threading.Thread(target=watch, name="medsimp-watch-pool", daemon=True)
+    watcher.start()
+    try:
+        yield gone
+    finally:
+        done.set()
+
+
+def _pool_gone(runner: str, address: str) -> Exception:
+    from medsimp.errors import StageFailed
+
+    return StageFailed(
+        f"the Beam job failed on the {runner}: the external worker pool {address} stopped answering "
+        f"(no connection for {ENDPOINT_SECONDS} s); the job was cancelled and nothing is published"
+    )
 
 
 def service_error(exc: BaseException) -> Exception | None:
