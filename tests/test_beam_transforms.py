@@ -459,7 +459,7 @@ def test_parse_manuals_groups_both_versions_by_pcio_section(tmp_path):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     pcio = {"cause": ["Etiology", "Causes"], "prognosis": ["Outlook"]}
     with BeamTestPipeline() as p:
-        out = p | msd_job.ParseManuals(msd_job.input_files(str(path)), ["test"], "title_icd9", pcio)
+        out = p | msd_job.ParseManuals(msd_job.input_files(str(path)), ["test"], "title_icd9", pcio, "nltk")
         assert_that(
             out["sentences"] | "Sides" >> beam.Map(lambda r: (r["doc_id"], r["side"], r["pcio"])),
             equal_to(

@@ -124,3 +124,47 @@ def test_cao_params_values_the_user_gets():
     assert got == ("fasttext", "e2l", "gold", "char")
     d = Evaluate()
     assert (d.style_classifier, d.style_direction, d.masked_edit_pair, d.masked_edit_unit) == got
+
+
+def test_msd_split_holds_out_20_percent_for_validation_and_tests_on_the_paired_documents():
+    """Cao et al. §4.2: "We leave 20% of the training data for validation"; the test set is the
+    expert-annotated parallel documents, so no other document is drawn into test."""
+    from collections import Counter
+
+    from medsimp.config import load_params
+    from medsimp.corpora.msd import _split_of
+    from medsimp.params_schema import BuildMsd
+
+    split = load_params(ROOT / "params.yaml").build.msd.split
+    assert (
+        (split.validation, split.test) == (0.2, 0.0) == (BuildMsd().split.validation, BuildMsd().split.test)
+    )
+    docs = [f"doc{i}" for i in range(200)]
+    counts = Counter(_split_of(docs, {"doc0", "doc1"}, split).values())
+    assert counts["test"] == 2  # the paired documents only
+    assert 0.15 < counts["validation"] / 198 < 0.25 and counts["train"] + counts["validation"] == 198
+
+
+def test_msd_sentences_are_split_with_nltk_punkt_as_cao_did():
+    """Cao et al. §3.2: "We split the sentences using NLTK" (punkt, English parameters); the
+    earlier pysbd splitter with medsimp's repairs stays an option."""
+    from medsimp.config import load_params
+    from medsimp.params_schema import Msd
+    from pipelines.sources.msd import MsdRecord, assemble
+
+    assert load_params(ROOT / "params.yaml").msd.splitter == "nltk" == Msd().splitter
+    text = "Symptoms include fever, e.g. a high temperature. Treatment is rest."
+    rec = MsdRecord("d", "t", "complex", "T", (("Symptoms", text),), (), "f:1")
+    nltk_rows, *_ = assemble("d", [rec], {}, splitter="nltk")
+    pysbd_rows, *_ = assemble("d", [rec], {}, splitter="pysbd")
+    # punkt's English model has no "e.g" abbreviation; pysbd keeps the sentence whole
+    assert [r["text"] for r in nltk_rows] == [
+        "Symptoms include fever, e.g.",
+        "a high temperature.",
+        "Treatment is rest.",
+    ]
+    assert [r["text"] for r in pysbd_rows] == [
+        "Symptoms include fever, e.g. a high temperature.",
+        "Treatment is rest.",
+    ]
+    assert [(r["char_start"], r["char_end"]) for r in nltk_rows] == [(0, 28), (29, 48), (49, 67)]

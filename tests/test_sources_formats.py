@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from medsimp.errors import InputError
+from medsimp.params_schema import Msd
 from medsimp.text.multilingual import split_sentences
 from pipelines.sources.cochrane import (
     FormatError,
@@ -161,11 +162,11 @@ def test_msd_dataset_pairs_and_pcio_groups():
     with pytest.raises(FormatError) as err:
         parse_line(Line(lines[4], 5, 5, "msd_test.jsonl:5"), "msd_test", True)
     assert err.value.reason == "bad_label"
-    rows, groups, filtered, rejected = assemble("msd_test-1", recs[:2], {})
+    rows, groups, filtered, rejected = assemble("msd_test-1", recs[:2], {}, splitter=Msd().splitter)
     assert [g["pcio"] for g in groups] == ["test_pair"] and not rejected
     expert = [r for r in rows if r["side"] == "complex"][0]
     assert expert["gold_concepts"][1] == {"start": 12, "end": 22, "term": "chest pain", "cui": "C0008031"}
-    _, _, _, rejected = assemble("msd_test-2", recs[2:], {})
+    _, _, _, rejected = assemble("msd_test-2", recs[2:], {}, splitter=Msd().splitter)
     assert [reason for _, reason in rejected] == ["bad_pair", "bad_pair"]
     lookup = pcio_lookup({"symptoms": ["Symptoms and Signs", "Symptoms"], "treatment": ["Treatment"]})
     docs = [
@@ -186,7 +187,7 @@ def test_msd_dataset_pairs_and_pcio_groups():
             start=1,
         )
     ]
-    rows, groups, _, _ = assemble("gout", docs, lookup)
+    rows, groups, _, _ = assemble("gout", docs, lookup, splitter=Msd().splitter)
     assert [(g["group_id"], g["n_complex"], g["n_simple"]) for g in groups] == [("gout:symptoms", 1, 1)]
     assert [r["pcio"] for r in rows] == ["symptoms", "", "symptoms"]
 

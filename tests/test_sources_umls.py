@@ -100,6 +100,24 @@ def test_accepted_semtypes_filter(index):
     assert [c["cui"] for c in concepts] == ["C0027497"]
 
 
+def test_link_defaults_are_quickumls_own_as_cao_ran_it():
+    """Cao et al. §3.1 runs QuickUMLS and names no setting: the params the user gets are the
+    matcher's own defaults, its semantic-type filter included (null = every type, an option)."""
+    import inspect
+
+    import yaml
+    from quickumls import QuickUMLS
+
+    from medsimp.params_schema import Link
+
+    published = {k: v.default for k, v in inspect.signature(QuickUMLS.__init__).parameters.items()}
+    user = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))["link"]
+    for key in ("overlapping_criteria", "threshold", "window", "similarity_name", "min_match_length"):
+        assert user[key] == published[key] == getattr(Link(), key), key
+    assert set(user["accepted_semtypes"]) == published["accepted_semtypes"] == set(Link().accepted_semtypes)
+    assert len(user["accepted_semtypes"]) == 27
+
+
 def test_readability_formulas():
     import textstat
 

@@ -10,6 +10,7 @@ import pytest
 
 from medsimp.cli import main
 from medsimp.metrics.scoring import tokenize
+from medsimp.params_schema import Msd
 from training.style_transfer_measures import (
     MASK,
     corpus_perplexity,
@@ -233,7 +234,7 @@ def test_msd_pairs_versions_by_title_and_icd9_else_by_topic():
     pro = record("professional", "Asthma (Professional)", '"' + keyed)
     con = record("consumer", "Asthma in Adults", '"' + keyed)
     assert pro.doc_id == con.doc_id == "asthma--icd9-493-0"  # different topics, one title + code
-    rows, groups, _, _ = assemble(pro.doc_id, [pro, con], {"symptoms": "symptoms"})
+    rows, groups, _, _ = assemble(pro.doc_id, [pro, con], {"symptoms": "symptoms"}, splitter=Msd().splitter)
     assert {r["side"] for r in rows} == {"complex", "simple"} and len(groups) == 1
     assert record("consumer", "Asthma in Adults", '"title": "Asthma", ').doc_id == "asthma-in-adults"
     assert record("consumer", "Asthma in Adults", '"' + keyed, "topic").doc_id == "asthma-in-adults"

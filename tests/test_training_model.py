@@ -304,6 +304,13 @@ def test_warm_rerun_writes_the_same_model_and_reports_the_resume(tiny_encoder, t
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     runs = [json.loads((tmp_path / f"{n}.json.run.json").read_text()) for n in ("a", "b")]
     assert runs[0].get("resumed_from_epoch") is None and runs[1]["resumed_from_epoch"] == 0
+    # the model records how its settings depart from MedLane's (params.yaml's sample profile)
+    stats = json.loads((tmp_path / "a" / "stats.json").read_text())
+    assert stats["paper_deviations"] == {
+        "epochs": {"used": 1, "paper": 10},
+        "head_lr": {"used": 0.002, "paper": 5e-05},
+        "copy_attention": {"used": True, "paper": False},
+    }
 
 
 # ---------------------------------------------------------------- issue 19: locator labels, BERT-MT

@@ -46,7 +46,7 @@ class PreparationError(ValueError):
 
 
 @functools.lru_cache(maxsize=1)
-def _punkt() -> Any:
+def punkt_english() -> Any:
     """NLTK's punkt sentence tokenizer with NLTK's English parameters."""
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
     from punkt.data import load_module
@@ -77,7 +77,7 @@ def word_tokenize_2021(text: str) -> list[str]:
     """`nltk.word_tokenize(text)` as the released run had it: punkt sentences, then NLTK's word
     tokenizer with the pre-#3687 opening-quote rule on each."""
     tok = _word_tokenizer_2021()
-    return [w for sentence in _punkt().tokenize(text) for w in tok.tokenize(sentence)]
+    return [w for sentence in punkt_english().tokenize(text) for w in tok.tokenize(sentence)]
 
 
 @functools.lru_cache(maxsize=1)

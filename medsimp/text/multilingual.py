@@ -170,12 +170,19 @@ def _cuts(text: str, start: int, end: int, language: str) -> list[tuple[int, int
     return out
 
 
-def split_sentences(text: str, language: str = "en") -> list[Sentence]:
+SPLITTERS = ("pysbd", "nltk")  # split_sentences' splitters (params: msd.splitter)
+
+
+def split_sentences(text: str, language: str = "en", splitter: str = "pysbd") -> list[Sentence]:
     """Sentences of `text` with their [start, end) offsets; whitespace-only text gives [].
     Linear time: pysbd runs on windows (see `_pysbd_spans`), the repairs read each
     character a bounded number of times."""
     if not text or not text.strip():
         return []
+    if splitter == "nltk":
+        return punkt_sentences(text, language)
+    if splitter != "pysbd":
+        raise ValueError(f"unknown sentence splitter {splitter!r}: one of {', '.join(SPLITTERS)}")
     merged: list[list] = []  # [start, end, bracket depth, one word]
     for start, end in _pysbd_spans(text, language):
         if merged and _should_join(text, merged[-1], start, end, language):
@@ -195,6 +202,16 @@ def split_sentences(text: str, language: str = "en") -> list[Sentence]:
         spans.append((start, end))
     spans = _attach_fragments(text, [(s, e) for s, e in spans if text[s:e].strip()])
     return [Sentence(s, e, text[s:e]) for s, e in spans]
+
+
+def punkt_sentences(text: str, language: str = "en") -> list[Sentence]:
+    """NLTK's punkt with its English parameters, as `nltk.sent_tokenize` splits (Cao et al.
+    §3.2 "We split the sentences using NLTK"), with offsets; English only."""
+    from medsimp.text.medlane_refs import punkt_english
+
+    if language != "en":
+        raise ValueError(f"the nltk splitter has English parameters only, not {language!r}")
+    return [Sentence(s, e, text[s:e]) for s, e in punkt_english().span_tokenize(text) if text[s:e].strip()]
 
 
 def _attach_fragments(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

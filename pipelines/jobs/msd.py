@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
@@ -49,17 +51,18 @@ def read_file(path: str, paired_markers: list[str], pair_key: str):
 
 
 class AssembleFn(beam.DoFn):
-    def __init__(self, pcio: dict):
-        self.pcio = pcio
+    def __init__(self, pcio: dict, splitter: str):
+        self.pcio, self.splitter = pcio, splitter
 
     def setup(self):
         self.count = Counter(SOURCE)
         self.lookup = pcio_lookup(self.pcio)
+        self.assemble = functools.partial(assemble, splitter=self.splitter)
 
     def process(self, element):
         doc_id, records = element
         records = list(records)
-        done = guarded(assemble, doc_id, records, self.lookup, SOURCE)
+        done = guarded(self.assemble, doc_id, records, self.lookup, SOURCE)
         if isinstance(done, FormatError):  # the document's text broke a later step
             done = [], [], [], [(rec, done.reason) for rec in records]
         rows, groups, filtered, rejected = done
@@ -87,9 +90,10 @@ class ParseManuals(beam.PTransform):
     """MSD files -> 'sentences' (rows of both versions of each document), 'pairs' (PCIO
     candidate groups) and 'dead' (lines that do not parse, records of a document that broke)."""
 
-    def __init__(self, files: list[str], paired_markers: list[str], pair_key: str, pcio: dict):
+    def __init__(self, files: list[str], paired_markers: list[str], pair_key: str, pcio: dict, splitter: str):
         super().__init__()
         self.files, self.paired_markers, self.pair_key, self.pcio = files, paired_markers, pair_key, pcio
+        self.splitter = splitter
 
     def expand(self, pbegin):
         parsed = (
@@ -102,7 +106,8 @@ class ParseManuals(beam.PTransform):
         docs = (
             parsed.records
             | "ByDoc" >> beam.GroupByKey()
-            | "Assemble" >> beam.ParDo(AssembleFn(self.pcio)).with_outputs("dead", "groups", main="rows")
+            | "Assemble"
+            >> beam.ParDo(AssembleFn(self.pcio, self.splitter)).with_outputs("dead", "groups", main="rows")
         )
         dead = (parsed.dead, docs.dead) | "Dead" >> beam.Flatten()
         return {"sentences": docs.rows, "pairs": docs.groups, "dead": dead}
@@ -137,6 +142,9 @@ def run(
     pcio = dict(params.pcio)
     with new_pipeline(beam_params, beam_args) as p:
         write_tables(
-            p | "ParseManuals" >> ParseManuals(files, markers, pair_key, pcio), tables, out_dir, num_shards
+            p | "ParseManuals" >> ParseManuals(files, markers, pair_key, pcio, params.splitter),
+            tables,
+            out_dir,
+            num_shards,
         )
     return finish(p.result, SOURCE, out_dir, tables, num_shards, metrics_file, headline=HEADLINE)

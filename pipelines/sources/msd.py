@@ -174,11 +174,12 @@ def concepts_in(concepts: tuple[GoldConcept, ...], start: int, end: int) -> list
 
 
 def assemble(
-    doc_id: str, records: list[MsdRecord], lookup: Mapping[str, str], source: str = "msd"
+    doc_id: str, records: list[MsdRecord], lookup: Mapping[str, str], source: str = "msd", *, splitter: str
 ) -> tuple[list[dict], list[dict], list[MsdRecord], list[tuple[MsdRecord, str]]]:
     """One document's records -> (sentence rows, candidate groups, filtered, rejected with reason).
 
-    A paired document needs one expert and one layman line. Otherwise the first record
+    Sentences are cut by `splitter` (params `msd.splitter`). A paired document needs one expert
+    and one layman line. Otherwise the first record
     per side (by locator) is kept and later duplicates are filtered. Candidate groups pair
     the sentences of both sides that share a PCIO element (a paired document is one group).
     """
@@ -206,6 +207,7 @@ def assemble(
                 rec.locator,
                 {"topic": rec.topic, "title": rec.title, "pcio": pcio_of(heading, lookup) if heading else ""},
                 len(side_rows),
+                splitter,
             )
             for row in part:
                 row["gold_concepts"] = concepts_in(rec.concepts, row["char_start"], row["char_end"])

@@ -21,11 +21,13 @@ def document_rows(
     locator: str,
     extra: Mapping[str, Any] | None = None,
     start_index: int = 0,
+    splitter: str = "pysbd",
 ) -> list[dict]:
-    """Split each (heading, text) section into sentences; index runs across sections."""
+    """Split each (heading, text) section into sentences (`split_sentences`' `splitter`); index
+    runs across sections."""
     rows: list[dict] = []
     for heading, text in sections:
-        for sent in split_sentences(text, language):
+        for sent in split_sentences(text, language, splitter):
             index = start_index + len(rows)
             rows.append(
                 {

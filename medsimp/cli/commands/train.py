@@ -160,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
             )
             stats["epochs_run"] = len(log["epochs"])
             stats["encoder"], stats["encoder_fallback"] = log["encoder"], log["encoder_fallback"]
+            stats["paper_deviations"] = cfg.paper_deviations()  # e.g. params.yaml's sample profile
         elif args.model == "dictionary":
             expansion, seed = cfg.dictionary_expansion, cfg.seed
             preds = {
