@@ -393,13 +393,24 @@ class Train(Section):
         "dictionary_expansion",
     )
 
-    def paper_deviations(self) -> dict[str, dict[str, Any]]:
-        """{key: {"used", "paper"}} for each of PAPER_KEYS set away from the paper's value (e.g.
-        params.yaml's sample profile), so a model's stats say how it differs from the paper."""
+    # which of PAPER_KEYS each model reads
+    PAPER_KEYS_USED: ClassVar[dict[str, tuple[str, ...]]] = {
+        "declare": tuple(k for k in PAPER_KEYS if k != "dictionary_expansion"),
+        "bertmt": tuple(
+            k for k in PAPER_KEYS if k not in ("max_options", "locator_labels", "dictionary_expansion")
+        ),
+        "dictionary": ("dictionary_expansion",),
+        "copy": (),
+    }
+
+    def paper_deviations(self, model: str) -> dict[str, dict[str, Any]]:
+        """{key: {"used", "paper"}} for each of PAPER_KEYS that `model` reads and that is set away
+        from the paper's value (e.g. params.yaml's sample profile), so a model's stats say how
+        its settings differ from the paper's (the encoder actually loaded is in `encoder`)."""
         paper = Train()
         return {
             key: {"used": getattr(self, key), "paper": getattr(paper, key)}
-            for key in self.PAPER_KEYS
+            for key in self.PAPER_KEYS_USED[model]
             if getattr(self, key) != getattr(paper, key)
         }
 

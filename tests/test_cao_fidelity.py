@@ -168,3 +168,10 @@ def test_msd_sentences_are_split_with_nltk_punkt_as_cao_did():
         "Treatment is rest.",
     ]
     assert [(r["char_start"], r["char_end"]) for r in nltk_rows] == [(0, 28), (29, 48), (49, 67)]
+    from medsimp.text.multilingual import split_sentences
+
+    # punkt's first span keeps the text's leading space; the sentence table's offsets do not
+    assert [(s.start, s.end, s.text) for s in split_sentences("  Fever. Rest.", "en", "nltk")] == [
+        (2, 8, "Fever."),
+        (9, 14, "Rest."),
+    ]

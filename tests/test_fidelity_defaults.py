@@ -227,12 +227,18 @@ def test_the_sample_profile_is_the_only_departure_from_medlane_and_the_model_say
     schema keeps the paper's values, and every trained model's stats.json lists the departures."""
     from medsimp.params_schema import Train
 
-    assert Train().paper_deviations() == {}
+    assert all(Train().paper_deviations(m) == {} for m in ("declare", "bertmt", "dictionary", "copy"))
     assert (Train().head_lr, Train().copy_attention) == (5.0e-5, False)
-    assert _params().train.paper_deviations() == {
-        "head_lr": {"used": 2.0e-3, "paper": 5.0e-5},
-        "copy_attention": {"used": True, "paper": False},
+    profile = {"head_lr": {"used": 2.0e-3, "paper": 5.0e-5}, "copy_attention": {"used": True, "paper": False}}
+    train = _params().train
+    assert train.paper_deviations("declare") == train.paper_deviations("bertmt") == profile
+    assert train.paper_deviations("dictionary") == train.paper_deviations("copy") == {}
+    # a baseline lists only what it reads
+    first = train.model_copy(update={"dictionary_expansion": "first"})
+    assert first.paper_deviations("dictionary") == {
+        "dictionary_expansion": {"used": "first", "paper": "random"}
     }
+    assert "dictionary_expansion" not in first.paper_deviations("declare")
     from medsimp.params_schema import SAMPLE_PROFILE
 
     assert SAMPLE_PROFILE == {"train.head_lr": 2.0e-3, "train.copy_attention": True}

@@ -39,6 +39,7 @@ def test_baseline_predictions_and_stats(models):
         assert len(lines) == n_test
         stats = json.loads((models / m / "stats.json").read_text())
         assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
+        assert stats["paper_deviations"] == {}  # the baselines read none of the sample profile's keys
         headline = json.loads((models / f"{m}.json").read_text())  # what `dvc metrics show` lists
         assert set(headline) == {"read", "kept", "filtered", "rejected"}  # the baselines have no val loss
         assert headline == {k: stats[k] for k in headline}

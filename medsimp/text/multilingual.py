@@ -211,7 +211,12 @@ def punkt_sentences(text: str, language: str = "en") -> list[Sentence]:
 
     if language != "en":
         raise ValueError(f"the nltk splitter has English parameters only, not {language!r}")
-    return [Sentence(s, e, text[s:e]) for s, e in punkt_english().span_tokenize(text) if text[s:e].strip()]
+    out = []
+    for start, end in punkt_english().span_tokenize(text):
+        start += len(text[start:end]) - len(text[start:end].lstrip())  # punkt keeps leading space
+        if start < end:
+            out.append(Sentence(start, end, text[start:end]))
+    return out
 
 
 def _attach_fragments(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

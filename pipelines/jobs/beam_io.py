@@ -21,6 +21,7 @@ import re
 import signal
 import sys
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -94,14 +95,7 @@ class _LivePipeline(beam.Pipeline):
             check_endpoints(endpoints)  # before the job: one line if a service is not there
             with live(f"Beam job on {self._options.view_as(StandardOptions).runner}"), watch_workers():
                 result = super().run(test_runner_api)
-                with watch_pool(endpoints, result) as gone:
-                    try:
-                        result.wait_until_finish()
-                    except Exception:
-                        if not gone:
-                            raise
-                    if gone:
-                        raise _pool_gone(type(self.runner).__name__, gone[0])
+                wait_watching_pool(result, endpoints, type(self.runner).__name__)
         except MedsimpError:  # medsimp's own one-line errors (endpoints, workers) stay as they are
             raise
         except Exception as exc:
@@ -184,50 +178,80 @@ def check_endpoints(endpoints: list[tuple[str, str]]) -> None:
 
 
 # How often a running portable job checks that its external worker pool still accepts
-# connections.
+# connections, and how long the launcher waits for the job to end once it has asked the job
+# service to cancel it (Beam's cancel may fail, or leave the job waiting).
 POOL_POLL_SECONDS = 2.0
+POOL_GRACE_SECONDS = 10.0
 
 
-@contextmanager
-def watch_pool(endpoints: list[tuple[str, str]], result: Any) -> Iterator[list[str]]:
-    """While a portable job runs on an EXTERNAL worker pool, check every POOL_POLL_SECONDS that
-    the pool still accepts a connection; when it has not for ENDPOINT_SECONDS, cancel the job and
-    put the pool's address in the yielded list. Without this, a pool that dies after the job was
-    submitted but before its worker reached the job server leaves the job waiting on Beam's own
-    timeouts (minutes) or forever."""
-    import grpc
+def wait_watching_pool(result: Any, endpoints: list[tuple[str, str]], runner: str) -> None:
+    """`result.wait_until_finish()`, bounded for a portable job on an EXTERNAL worker pool.
 
+    Without a bound, a pool that dies after the job was submitted but before its worker reached
+    the job server leaves the job waiting forever. So a thread checks every POOL_POLL_SECONDS that
+    the pool accepts a connection; when it has not for ENDPOINT_SECONDS, medsimp asks the job
+    service to cancel the job and stops waiting after POOL_GRACE_SECONDS more, with one line
+    (`StageFailed`). A job that finishes successfully is a success even if its pool went away."""
     pools = [address for what, address in endpoints if what == "external worker pool"]
-    gone: list[str] = []
     if not pools:
-        yield gone
+        result.wait_until_finish()
         return
-    done = threading.Event()
+    gone: list[str] = []
+    errors: list[BaseException] = []
+    finished = threading.Event()
+
+    def wait() -> None:
+        try:
+            result.wait_until_finish()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread below
+            errors.append(exc)
+        finally:
+            finished.set()
 
     def watch() -> None:
-        while not done.wait(POOL_POLL_SECONDS):
+        while not finished.wait(POOL_POLL_SECONDS):
             for address in pools:
-                channel = grpc.insecure_channel(address)
-                try:
-                    grpc.channel_ready_future(channel).result(timeout=ENDPOINT_SECONDS)
-                except grpc.FutureTimeoutError:
-                    if done.is_set():
-                        return
+                if not _answers(address) and not finished.is_set():
                     gone.append(address)
-                    try:
-                        result.cancel()  # the job's state turns CANCELLED: wait_until_finish returns
-                    except Exception:  # noqa: BLE001 - the job service may be gone too: same outcome
-                        pass
+                    threading.Thread(
+                        target=_cancel, args=(result,), name="medsimp-cancel", daemon=True
+                    ).start()
                     return
-                finally:
-                    channel.close()
 
-    watcher = threading.Thread(target=watch, name="medsimp-watch-pool", daemon=True)
-    watcher.start()
+    for target, name in ((wait, "medsimp-wait"), (watch, "medsimp-watch-pool")):
+        threading.Thread(target=target, name=name, daemon=True).start()
+    gone_at = None
+    while not finished.wait(1.0):
+        if gone and gone_at is None:
+            gone_at = time.monotonic()
+        if gone_at is not None and time.monotonic() - gone_at > POOL_GRACE_SECONDS:
+            break  # the cancel did not end the job: stop waiting for it
+    if finished.is_set() and not errors:
+        return
+    if gone:
+        raise _pool_gone(runner, gone[0])
+    raise errors[0]
+
+
+def _answers(address: str) -> bool:
+    """Whether a gRPC server at `address` accepts a connection within ENDPOINT_SECONDS."""
+    import grpc
+
+    channel = grpc.insecure_channel(address)
     try:
-        yield gone
+        grpc.channel_ready_future(channel).result(timeout=ENDPOINT_SECONDS)
+        return True
+    except grpc.FutureTimeoutError:
+        return False
     finally:
-        done.set()
+        channel.close()
+
+
+def _cancel(result: Any) -> None:
+    try:
+        result.cancel()
+    except Exception:  # noqa: BLE001 - the job service may be gone too; the launcher stops anyway
+        pass
 
 
 def _pool_gone(runner: str, address: str) -> Exception:
@@ -235,7 +259,8 @@ def _pool_gone(runner: str, address: str) -> Exception:
 
     return StageFailed(
         f"the Beam job failed on the {runner}: the external worker pool {address} stopped answering "
-        f"(no connection for {ENDPOINT_SECONDS} s); the job was cancelled and nothing is published"
+        f"(no connection for {ENDPOINT_SECONDS} s); medsimp asked the job service to cancel the job "
+        "and published nothing"
     )
 
 

@@ -58,6 +58,10 @@ class AssembleFn(beam.DoFn):
         self.count = Counter(SOURCE)
         self.lookup = pcio_lookup(self.pcio)
         self.assemble = functools.partial(assemble, splitter=self.splitter)
+        if self.splitter == "nltk":  # a worker without NLTK's punkt fails here, not per document
+            from medsimp.text.medlane_refs import punkt_english
+
+            punkt_english()
 
     def process(self, element):
         doc_id, records = element

@@ -160,7 +160,6 @@ def run(args: argparse.Namespace) -> int:
             )
             stats["epochs_run"] = len(log["epochs"])
             stats["encoder"], stats["encoder_fallback"] = log["encoder"], log["encoder_fallback"]
-            stats["paper_deviations"] = cfg.paper_deviations()  # e.g. params.yaml's sample profile
         elif args.model == "dictionary":
             expansion, seed = cfg.dictionary_expansion, cfg.seed
             preds = {
@@ -175,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
                 "".join(line + "\n" for line in lines), encoding="utf-8"
             )
             stats[f"predictions_{name}"] = len(lines)
+        stats["paper_deviations"] = cfg.paper_deviations(args.model)  # e.g. params.yaml's sample profile
         check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
         write_json(tmp / "stats.json", output_stats(stats))
     shown = {k: v for k, v in stats.items() if k != "model"}
