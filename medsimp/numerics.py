@@ -13,6 +13,12 @@ pins every one of them to a branch that every x86-64 CPU runs alike:
   compatible processors (SSE2 without the approximate rcpps/rsqrtps, whose results differ by vendor);
 - `torch.backends.mkldnn.enabled = False`: no oneDNN JIT kernels, whose blocking follows the ISA
   and the cache sizes;
+- `OPENBLAS_CORETYPE=Haswell`: numpy's and scipy's OpenBLAS run their AVX2 kernels on every
+  machine instead of the ones for the processor found (SkylakeX, Cooperlake, Zen...): the CRF's
+  features and Vecalign's embeddings go through `numpy.dot`, and an AVX-512 AMD EPYC trained the
+  aligner to other weights than an AVX2 one (issue 35 item 0, second round). AVX2 and FMA are on
+  every x86-64 server CPU since 2013 (Intel Haswell, AMD Excavator / Zen); an older CPU is not
+  supported;
 - a fixed thread count (params: `align.crf.threads`, `train.threads`, ...) and PyTorch's
   deterministic algorithms, set where each model is trained.
 
@@ -35,7 +41,7 @@ from medsimp.errors import MedsimpError
 
 # What every medsimp process runs with (values a user sets are replaced: the promise is the
 # same bytes on every machine, and a per-machine choice would break it silently).
-PINNED_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+PINNED_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OPENBLAS_CORETYPE": "Haswell"}
 PINNED_CAPABILITY = "DEFAULT"  # what torch.backends.cpu.get_cpu_capability() reports once pinned
 
 
@@ -56,6 +62,28 @@ def require_pinned(torch: Any) -> None:
     if capability != PINNED_CAPABILITY:
         raise MedsimpError(
             f"torch already chose CPU kernels for this machine ({capability}) before medsimp was "
-            "imported, so results would differ from other CPUs: import medsimp before running "
-            "torch code, or start Python with ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE"
+            f"imported, so results would differ from other CPUs: {_HOW}"
         )
+    cores = openblas_cores()
+    if any(core.lower() != PINNED_ENV["OPENBLAS_CORETYPE"].lower() for core in cores):
+        raise MedsimpError(
+            f"numpy's OpenBLAS was loaded with this machine's kernels ({', '.join(sorted(set(cores)))}) "
+            f"before medsimp was imported, so results would differ from other CPUs: {_HOW}"
+        )
+
+
+_HOW = "import medsimp before numpy and torch, or start Python with " + " ".join(
+    f"{k}={v}" for k, v in PINNED_ENV.items()
+)
+
+
+def openblas_cores() -> list[str]:
+    """The kernel family (OpenBLAS's core type) of every OpenBLAS loaded in this process (numpy's,
+    scipy's), as `threadpoolctl` reads it from the libraries; [] when none is loaded."""
+    from threadpoolctl import threadpool_info
+
+    return [
+        str(lib.get("architecture") or "")
+        for lib in threadpool_info()
+        if lib.get("internal_api") == "openblas"
+    ]

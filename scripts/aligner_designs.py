@@ -51,10 +51,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import medsimp  # noqa: E402, F401  (first: pins CPU-independent kernels, medsimp.numerics)
+
+# isort: split
+import numpy as np  # noqa: E402
 
 from alignment.crf import CRFAligner, lattice  # noqa: E402
 from alignment.encoders import make_encoder  # noqa: E402

@@ -37,10 +37,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import medsimp  # noqa: E402, F401  (first: pins CPU-independent kernels, medsimp.numerics)
+
+# isort: split
+import numpy as np  # noqa: E402
 
 from alignment import vecalign  # noqa: E402
 from alignment.crf import CRFAligner  # noqa: E402

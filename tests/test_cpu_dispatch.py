@@ -1,8 +1,10 @@
 """The same model bytes on any x86-64 CPU (issue 35 item 0): PyTorch picks kernels by instruction
 set (ATen AVX2/AVX-512, MKL's GEMM branch, oneDNN), so an AVX-512 Intel and an AVX2 AMD machine
 trained the CRF aligner and DECLARE to different weights and a fresh clone's `dvc repro` moved
-dvc.lock. medsimp pins CPU-independent kernels (medsimp.numerics); these tests train under two
-dispatch settings that stand in for two CPUs and compare the bytes."""
+dvc.lock; numpy's OpenBLAS does the same (an AVX-512 AMD EPYC, OpenBLAS core Cooperlake, trained
+the aligner to other weights than an AVX2 one). medsimp pins CPU-independent kernels
+(medsimp.numerics); these tests train under two dispatch settings that stand in for two CPUs and
+compare the bytes."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ NARROW = {
     "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
     "ONEDNN_MAX_CPU_ISA": "SSE41",
     "MKL_CBWR": "AUTO",
+    "OPENBLAS_CORETYPE": "Prescott",  # SSE3 kernels; WIDE leaves OpenBLAS to pick this CPU's own
 }
 
 
@@ -74,13 +77,39 @@ def test_torch_kernels_chosen_before_medsimp_are_refused(tmp_path):
 
 def test_medsimp_import_pins_the_kernels_for_this_process_and_its_children(tmp_path):
     code = (
-        "import os, torch, medsimp\n"
+        "import medsimp, os, torch, numpy, scipy.linalg\n"  # numpy's and scipy's own OpenBLAS
+        "from medsimp.numerics import openblas_cores, require_pinned\n"
+        "require_pinned(torch)\n"
         "print(torch.backends.cpu.get_cpu_capability(), torch.backends.mkldnn.enabled,"
-        " os.environ['ATEN_CPU_CAPABILITY'], os.environ['MKL_CBWR'])\n"
+        " os.environ['ATEN_CPU_CAPABILITY'], os.environ['MKL_CBWR'], os.environ['OPENBLAS_CORETYPE'],"
+        " ','.join(sorted(openblas_cores())))\n"
     )
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AUTO"}
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AUTO", "OPENBLAS_CORETYPE": "Prescott"}
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["DEFAULT", "False", "default", "COMPATIBLE"]
+    assert done.stdout.split() == ["DEFAULT", "False", "default", "COMPATIBLE", "Haswell", "Haswell,Haswell"]
+
+
+def test_numpy_loaded_before_medsimp_with_other_blas_kernels_is_refused(tmp_path):
+    """numpy's OpenBLAS reads its kernel choice when numpy is imported: a process that imported
+    numpy before medsimp, on kernels other than the pinned ones, is refused in one line."""
+    code = (
+        "import numpy\n"
+        "import medsimp, torch\n"
+        "from medsimp.errors import MedsimpError\n"
+        "from medsimp.numerics import require_pinned\n"
+        "try:\n"
+        "    require_pinned(torch)\n"
+        "except MedsimpError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    env = {**os.environ, "OPENBLAS_CORETYPE": "Prescott"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(
+        "refused: numpy's OpenBLAS was loaded with this machine's kernels (Prescott)"
+    )

@@ -591,6 +591,13 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
         default_config="en" if "en" in languages else (languages[0] if languages else ""),
         rejects=rejects,
         resources=resources,
+        aligner_scores=sorted(
+            float(score)
+            for (lang, _), pairs in decisions.items()
+            if lang == "en"
+            for _, score in pairs
+            if score is not None
+        ),
         notes=[
             f"Splits: {scheme}; a review is in the same split in every language.",
             f"`-filtered` configs filter {', '.join(filter_splits)} only (the paper filters "

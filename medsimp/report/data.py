@@ -6,7 +6,8 @@ deletion and elaboration ratios of MultiCochrane's Table 2, top UMLS semantic ty
 training (sentences over `long_sentence` words, fragments without letters, one "sentence"
 holding a sentence boundary, pairs whose sides differ `length_ratio`-fold in words) and the
 pairs whose two sides are identical, each counted with a few examples; near copies, with a flag
-when they are most of a config's pairs; the pairs the aligner scored lowest, first; a per-config summary of
+when they are most of a config's pairs; the pairs the aligner scored lowest, first; the precision the
+aligner's calibrated probabilities estimate for the English CRF rows (`alignment.calibration`); a per-config summary of
 the text's shape first. MIMIC-derived builders (card flag or lineage) show no text unless asked:
 their outliers and identical pairs are counted, never quoted.
 
@@ -33,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from alignment.calibration import Calibration, describe
 from alignment.overlap import describe_cost, drop_cost
 from medsimp.errors import InputError
 from medsimp.text.boundaries import internal_boundaries
@@ -420,6 +422,19 @@ def _filter_cost(flagged: list[tuple[bool, Any]]) -> dict[str, Any] | None:
     return {**cost, "text": describe_cost(cost, "has")}
 
 
+def estimated_precision(rows: list[dict], calibration: Calibration | None) -> dict[str, Any] | None:
+    """`Calibration.estimate` over the config's English CRF rows (`method` crf, with a
+    `crf_score`), with its sentence; None without a calibration for the aligner or such rows
+    (bridged rows carry their English rows' scores, so the estimate is of the English step)."""
+    scores = sorted(
+        float(r["crf_score"])
+        for r in rows
+        if r.get("method") == "crf" and isinstance(r.get("crf_score"), int | float)
+    )
+    est = calibration.estimate(scores) if calibration is not None else None
+    return {**est, "text": describe(est)} if est else None
+
+
 def config_stats(
     rows: list[dict],
     sentences: list[dict] | None,
@@ -428,10 +443,12 @@ def config_stats(
     top: int,
     checks: Any = None,
     show_text: bool = False,
+    calibration: Calibration | None = None,
 ) -> dict[str, Any]:
     """The numbers of one config. `checks`: `annotate.report` (examples, long_sentence,
     length_ratio, clip_percentile; the schema's defaults when None); outlier and identical-pair
-    examples quote text only when `show_text`."""
+    examples quote text only when `show_text`; `calibration`: the aligner's, for the estimated
+    precision of its rows (None: not estimated)."""
     from medsimp.params_schema import AnnotateReport
     from medsimp.text.readability import scores, tokens
 
@@ -479,6 +496,7 @@ def config_stats(
             [(c, s) for c, s, _, _ in pairs], checks.copy_overlap, checks.examples, show_text
         ),
         "lowest": lowest_scored(rows, checks.examples, show_text),
+        "precision": estimated_precision(rows, calibration),
         "histograms": {
             "length": clip_range(both["_lengths"], pct, low_tail=False),
             "fkgl": clip_range(both["_fkgl"], pct, low_tail=True),

@@ -11,6 +11,7 @@ deterministically; `datasets.load_dataset(folder, config)` then works offline.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 HELP = "build a Hugging Face dataset folder (multicochrane, medlane, msd, plaba, radiology)"
 
@@ -36,13 +37,17 @@ UPSTREAM = {
 }
 
 
-def card_provenance(args: argparse.Namespace, cfg, located) -> dict[str, str]:
+def card_provenance(
+    args: argparse.Namespace, cfg, located, aligner_scores: Sequence[float] = ()
+) -> dict[str, str]:
     """What a card records of how the corpus was made: a content hash of the code
     (`medsimp.corpora.writer.code_hash`; the git revision is in the run record), a content hash
     of every input named in `build.<name>`, the params
-    hash of every upstream stage, and for corpora from the aligner its model, its gold and the
-    filter threshold. Paths are as written in params; hashes are of content, so the same
-    inputs give the same card from any folder."""
+    hash of every upstream stage, and for corpora from the aligner its model, its gold, its
+    held-out score, the precision its calibrated probabilities estimate for `aligner_scores`
+    (the corpus's automatic English rows) and the filter threshold. Paths are as written in
+    params; hashes are of content, so the same inputs give the same card from any folder."""
+    from alignment.calibration import describe, heldout
     from medsimp.config import params_hash, resolve_path
     from medsimp.corpora.writer import code_hash, content_hash
 
@@ -62,6 +67,14 @@ def card_provenance(args: argparse.Namespace, cfg, located) -> dict[str, str]:
             ", ".join(gold) if isinstance(gold, list) and gold else "not recorded by align train"
         )
         out["aligner.heldout"] = heldout_score(out["aligner.model"])
+        calibration = (heldout(out["aligner.model"]) or {}).get("calibration")
+        estimate = calibration.estimate(aligner_scores) if calibration else None
+        if estimate:
+            out["aligner.estimated_precision"] = describe(estimate)
+        elif aligner_scores:
+            out["aligner.estimated_precision"] = (
+                "not estimated: no calibration for this model (scripts/calibrate_aligner.py)"
+            )
         out["filter.threshold"] = f"{params.filter.comparison} {params.filter.threshold}"
         if params.filter.aligner_floor() is not None:  # ours: the aligner's probability rescues pairs
             out["filter.rule"] = f"{params.filter.rule} (CRF probability >= {params.filter.aligner_floor()})"
@@ -70,15 +83,12 @@ def card_provenance(args: argparse.Namespace, cfg, located) -> dict[str, str]:
 
 def heldout_score(model: str) -> str:
     """The aligner's measured pair P/R/F1 on held-out real gold, for the exact model measured
-    (its content hash in the packaged `aligner_heldout.json`); else how to measure it."""
-    import json
+    (`alignment.calibration.heldout`: its content hash in the packaged `aligner_heldout.json`);
+    else how to measure it."""
+    from alignment.calibration import heldout
 
-    from medsimp import resources
-
-    digest = model.rpartition("sha256:")[2].strip()
-    known = json.loads(resources.path("aligner_heldout.json").read_text(encoding="utf-8"))
-    row = known.get(digest) if digest and not digest.startswith("_") else None
-    if not isinstance(row, dict):
+    row = heldout(model)
+    if row is None:
         return "not measured for this model (scripts/eval_alignment.py --only cochrane --model NAME=DIR)"
     return (
         f"pair F1 {row['f1']:.3f} (P {row['precision']:.3f}, R {row['recall']:.3f}) on {row['gold']}; "
@@ -155,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
                 "command": f"medsimp build {args.name}",
                 "params_section": f"build.{args.name}",
                 "params_hash": params_hash(cfg),
-                **card_provenance(args, cfg, located),
+                **card_provenance(args, cfg, located, dataset.aligner_scores),
             }
             stats = write_builder(dataset, args.output or f"builders/{args.name}", provenance)
     except BuildError as exc:

@@ -165,6 +165,8 @@ def _markdown(r: dict) -> str:
             lines.append(f"Overlap r: mean {o['mean']}, {o['above']} of {o['n']} above {o['threshold']}.")
         if st.get("filter"):
             lines.append(f"Overlap filter decisions (`keep`, every split): {st['filter']['text']}.")
+        if st.get("precision"):
+            lines.append(f"Aligner (English CRF rows): {st['precision']['text']}.")
         for side, top in st["semtypes"].items():
             lines.append(
                 f"Top semantic types ({side}): "
@@ -183,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
     import jinja2
     import pyarrow.parquet as pq
 
+    from alignment.calibration import heldout
     from medsimp import resources
     from medsimp.atomic import NOT_OURS, atomic_dir, atomic_file, check_file_target, write_json
     from medsimp.config import shown_path
@@ -213,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
             ).to_pylist()
         except (OSError, ValueError, KeyError):
             raise InputError(f"{args.sentences}: not a sentence table") from None
+    # the aligner's calibration, when the one the card names was measured (alignment.calibration)
+    calibration = (heldout(str(meta.get("aligner.model") or "")) or {}).get("calibration")
     configs: dict[str, dict] = {}
     splits: dict[str, dict[str, int]] = {}
     images: dict[str, str] = {}
@@ -229,7 +234,9 @@ def run(args: argparse.Namespace) -> int:
             splits[name][f["split"]] = table.num_rows
             rows += table.to_pylist()
         show_text = args.show_restricted or not restricted
-        st = report.config_stats(rows, sentences, threshold, syll, rp.top_semtypes, rp, show_text)
+        st = report.config_stats(
+            rows, sentences, threshold, syll, rp.top_semtypes, rp, show_text, calibration
+        )
         st["examples"] = report.examples(rows, rp.examples) if show_text else []
         pngs[name] = report.figure_png(f"{builder} / {name}", st, rp.bins)
         images[name] = report.png_data_uri(pngs[name])
