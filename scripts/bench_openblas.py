@@ -86,7 +86,9 @@ def main(argv=None) -> int:
             return 1
         got = json.loads(done.stdout.strip().splitlines()[-1])
         base = base or got["seconds"]
-        print(f"{label:45s} {got['seconds']:7.2f} s  x{got['seconds'] / base:.2f}  (OpenBLAS {', '.join(got['openblas'])})")
+        print(
+            f"{label:45s} {got['seconds']:7.2f} s  x{got['seconds'] / base:.2f}  (OpenBLAS {', '.join(got['openblas'])})"
+        )
     return 0
 
 

@@ -106,7 +106,7 @@ def main(argv=None) -> int:
         model_dir, make_encoder(dict(align.crf.encoder), cache), {"merge": align.crf.merge}
     )
     dev_rows = scored_rows(model, cochrane_dev(real_reviews(data / "cochrane")))
-    cal = Calibration.fit([s for s, _ in dev_rows], [c for _, c in dev_rows], DEV_GOLD)
+    cal = Calibration.fit([s for s, _ in dev_rows], [c for _, c in dev_rows], DEV_GOLD, align.crf.merge)
     result: dict = {
         "model": f"{model_dir} sha256:{digest}",
         "dev": {"rows": len(dev_rows), "precision": round(float(np.mean([c for _, c in dev_rows])), 3)},
@@ -114,6 +114,8 @@ def main(argv=None) -> int:
         "calibration": cal.as_json(),
     }
     en_pairs = data / "multicochrane" / "en-test-with-doi.json"
+    if args.cochrane_test and not en_pairs.exists():
+        print(f"no test check: {en_pairs} not found", file=sys.stderr)
     if args.cochrane_test and en_pairs.exists():
         test_docs, _ = cochrane_gold(en_pairs, Path(args.cochrane_test))
         test_rows = scored_rows(model, test_docs)

@@ -84,7 +84,9 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     assert cards[0]["aligner.gold"] == f"gold.jsonl sha256:{content_hash(gold)}"
     assert cards[0]["aligner.heldout"].startswith("not measured for this model")  # an unmeasured model
     # issue 37 item 3: no calibration for this model, so no precision is claimed for its rows
-    assert cards[0]["aligner.estimated_precision"].startswith("not estimated: no calibration for this model")
+    assert cards[0]["aligner.expected_row_precision"].startswith(
+        "not estimated: no calibration for this model"
+    )
     assert cards[0]["filter.threshold"] == "gt 0.5" and "filter.rule" not in cards[0]  # the paper's rule
     assert cards[1]["filter.rule"] == "overlap_or_aligner (CRF probability >= 0.9)"
     assert cards[0]["params_hash.filter"] != cards[1]["params_hash.filter"]

@@ -21,7 +21,12 @@ SCRIPT = ROOT / "tests" / "fixtures" / "dispatch" / "train_both.py"
 SAMPLE = ROOT / "data" / "sample" / "medlane"
 
 # What a newer and an older x86-64 CPU would make PyTorch choose; medsimp must undo both.
-WIDE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+WIDE = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "OPENBLAS_CORETYPE": None,  # unset: OpenBLAS would pick this CPU's own kernels
+}
 NARROW = {
     "ATEN_CPU_CAPABILITY": "default",
     "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
@@ -33,6 +38,7 @@ NARROW = {
 
 def _digests(extra: dict[str, str], tmp_path: Path) -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **extra}
+    env = {k: v for k, v in env.items() if v is not None}  # None: unset
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(SAMPLE)],
         cwd=tmp_path,
@@ -99,9 +105,10 @@ def test_numpy_loaded_before_medsimp_with_other_blas_kernels_is_refused(tmp_path
         "import numpy\n"
         "import medsimp, torch\n"
         "from medsimp.errors import MedsimpError\n"
-        "from medsimp.numerics import require_pinned\n"
+        "from medsimp.numerics import require_blas_pinned, require_pinned\n"
+        "require_pinned(torch)\n"  # torch alone does not depend on numpy's BLAS: not refused
         "try:\n"
-        "    require_pinned(torch)\n"
+        "    require_blas_pinned()\n"
         "except MedsimpError as exc:\n"
         "    print('refused:', exc)\n"
     )
@@ -113,3 +120,17 @@ def test_numpy_loaded_before_medsimp_with_other_blas_kernels_is_refused(tmp_path
     assert done.stdout.startswith(
         "refused: numpy's OpenBLAS was loaded with this machine's kernels (Prescott)"
     )
+
+
+def test_an_x86_cpu_without_avx2_is_refused_where_numpys_blas_computes(monkeypatch):
+    """OpenBLAS's pinned Haswell kernels need AVX2 and FMA: on an older x86-64 medsimp does not
+    force them (an illegal instruction would kill the process) and refuses in one line where
+    numpy's BLAS computes what is written."""
+    from medsimp import numerics
+    from medsimp.errors import MedsimpError
+
+    monkeypatch.setattr(numerics, "cpu_kind", lambda: "x86-old")
+    monkeypatch.setattr(numerics, "_BLAS_CHECKED", False)
+    assert "OPENBLAS_CORETYPE" not in numerics._pinned_env()
+    with pytest.raises(MedsimpError, match="no AVX2/FMA"):
+        numerics.require_blas_pinned()

@@ -228,6 +228,25 @@ def test_dry_run_and_targets(project: Path):
     assert code == 2 and "only refresh.* may be overridden" in out
 
 
+def test_a_params_file_named_with_params_is_read_as_named_when_refresh_reads_it_again(project: Path):
+    """Issue 35 item 9: `--params params.yaml` names the file, so the implicit ./params.yaml rule
+    (refused when everyone can write it) does not apply; refresh read it a second time by that
+    rule and refused the file the user had named."""
+    (project / "params.yaml").chmod(0o666)
+    code, out = run_refresh(project, "--dry-run")  # found implicitly: refused, as documented
+    assert code == 2 and "writable by everyone" in out
+    code, out = run_refresh(
+        project,
+        "--set",
+        "refresh.report_dir=reports/refresh",
+        "--params",
+        "params.yaml",
+        "refresh",
+        "--dry-run",
+    )
+    assert code == EXIT_OK and "would run: extract, align, build" in out, out
+
+
 def test_stage_failure_exit_code_and_restore(built: Path):
     project = built
     (project / "toy_stage.py").write_text(

@@ -76,8 +76,13 @@ def cluster(tmp_path_factory):
     site = _wheel_site(tmp)
     home = tmp / "workers"  # the workers' current folder: not the launcher's, not the checkout
     home.mkdir()
+    from medsimp.numerics import PINNED_ENV
+
     env = {
-        **os.environ,
+        # a cluster's workers do not inherit the launcher's pinned kernels: their environment
+        # sets them, as docker/worker.Dockerfile and docs/refresh.md's recipe do
+        **{k: v for k, v in os.environ.items() if k not in PINNED_ENV},
+        **PINNED_ENV,
         "PYTHONPATH": str(site),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     }

@@ -357,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         # ./params.yaml may be absent (defaults)
         named_file = args.params is not None or bool(os.environ.get("MEDSIMP_PARAMS"))
         args.params = args.params or os.environ.get("MEDSIMP_PARAMS") or "params.yaml"
+        args.params_named = named_file  # a command that reads the file again reads it the same way
         args.params_data = load_params(args.params, args.overrides, required=named_file)
         args.params_dir = params_dir(args.params)
         # every input reaches every output folder's guard, whichever command runs

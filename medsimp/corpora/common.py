@@ -77,7 +77,7 @@ class BuiltDataset:
     lineage: tuple[str, ...] | None = None  # set by `medsimp build` from the inputs (medsimp.lineage)
     rejects: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # crf_score of every automatic English row (all splits, sorted): the card's estimated precision
+    # crf_score of every automatic English row (all splits, sorted): the card's expected row precision
     aligner_scores: list[float] = field(default_factory=list)
     resources: ExitStack = field(default_factory=ExitStack)  # closed with the dataset
 

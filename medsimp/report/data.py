@@ -422,14 +422,16 @@ def _filter_cost(flagged: list[tuple[bool, Any]]) -> dict[str, Any] | None:
     return {**cost, "text": describe_cost(cost, "has")}
 
 
-def estimated_precision(rows: list[dict], calibration: Calibration | None) -> dict[str, Any] | None:
+def expected_row_precision(rows: list[dict], calibration: Calibration | None) -> dict[str, Any] | None:
     """`Calibration.estimate` over the config's English CRF rows (`method` crf, with a
     `crf_score`), with its sentence; None without a calibration for the aligner or such rows
     (bridged rows carry their English rows' scores, so the estimate is of the English step)."""
     scores = sorted(
         float(r["crf_score"])
         for r in rows
-        if r.get("method") == "crf" and isinstance(r.get("crf_score"), int | float)
+        if r.get("method") == "crf"
+        and isinstance(r.get("crf_score"), int | float)
+        and not isinstance(r.get("crf_score"), bool)
     )
     est = calibration.estimate(scores) if calibration is not None else None
     return {**est, "text": describe(est)} if est else None
@@ -496,7 +498,7 @@ def config_stats(
             [(c, s) for c, s, _, _ in pairs], checks.copy_overlap, checks.examples, show_text
         ),
         "lowest": lowest_scored(rows, checks.examples, show_text),
-        "precision": estimated_precision(rows, calibration),
+        "precision": expected_row_precision(rows, calibration),
         "histograms": {
             "length": clip_range(both["_lengths"], pct, low_tail=False),
             "fkgl": clip_range(both["_fkgl"], pct, low_tail=True),

@@ -94,16 +94,19 @@ def simplify(
     params_file: str,
     overrides: list[str],
     dua: str | None,
+    params_named: bool = False,
 ) -> Outcome:
     """Run the stage on the sentence table `source` with backend `kind` into `out_dir`.
 
     `limit` keeps the first N usable sentences (by id); `cache_dir` holds the answers;
     `params_file`, `overrides` and `dua` decide egress (the allow-list is read from the params
-    file itself, never from a `--set`); `params_dir` resolves a prompt file named in params.
+    file itself, never from a `--set`; `params_named`: the file was named by --params or
+    MEDSIMP_PARAMS, so it is read as named, not by the implicit ./params.yaml rule); `params_dir`
+    resolves a prompt file named in params.
     """
     rows = _read(source)
     restricted, tags = input_restricted(source, rows)
-    egress_record = _egress(kind, sp, restricted, tags, params_file, overrides, dua)
+    egress_record = _egress(kind, sp, restricted, tags, params_file, overrides, dua, params_named)
     try:
         backend = make_backend(kind, sp, trust_env=not restricted)
     except BackendError as exc:
@@ -167,6 +170,7 @@ def _egress(
     params_file: str,
     overrides: list[str],
     dua: str | None,
+    params_named: bool = False,
 ) -> dict[str, Any]:
     """Where the text may go, decided before any network call; the record kept in stats."""
     record: dict[str, Any] = {
@@ -179,7 +183,7 @@ def _egress(
     if kind == "openai":
         # The allow-list is read from the params file itself; a --set of simplify.egress is refused.
         egress.check_overrides(overrides)
-        file_params = load_params(params_file)
+        file_params = load_params(params_file, required=params_named)
         base_url = sp.openai.base_url
         if base_url:
             record.update(egress.decide(base_url, restricted, file_params.raw, dua))

@@ -68,12 +68,17 @@ def card_provenance(
         )
         out["aligner.heldout"] = heldout_score(out["aligner.model"])
         calibration = (heldout(out["aligner.model"]) or {}).get("calibration")
-        estimate = calibration.estimate(aligner_scores) if calibration else None
+        merge = params.align.crf.merge
+        estimate = (
+            calibration.estimate(aligner_scores) if calibration and calibration.merge == merge else None
+        )
         if estimate:
-            out["aligner.estimated_precision"] = describe(estimate)
+            out["aligner.expected_row_precision"] = describe(estimate)
         elif aligner_scores:
-            out["aligner.estimated_precision"] = (
-                "not estimated: no calibration for this model (scripts/calibrate_aligner.py)"
+            out["aligner.expected_row_precision"] = (
+                f"not estimated: this model's calibration is for align.crf.merge {calibration.merge}, not {merge}"
+                if calibration
+                else "not estimated: no calibration for this model (scripts/calibrate_aligner.py)"
             )
         out["filter.threshold"] = f"{params.filter.comparison} {params.filter.threshold}"
         if params.filter.aligner_floor() is not None:  # ours: the aligner's probability rescues pairs

@@ -55,7 +55,10 @@ def run(args) -> int:
     cfg = RefreshConfig.from_params(args.params_data.refresh, Path.cwd(), args.report_dir, args.targets)
     try:
         code, _report = run_refresh(
-            cfg, load_params(args.params).raw, args.dry_run, echo=lambda line: print(line, flush=True)
+            cfg,
+            load_params(args.params, required=args.params_named).raw,  # as named: never the implicit rule
+            args.dry_run,
+            echo=lambda line: print(line, flush=True),
         )
     except DvcError as exc:
         print(f"refresh: {exc}", file=sys.stderr)

@@ -218,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{args.sentences}: not a sentence table") from None
     # the aligner's calibration, when the one the card names was measured (alignment.calibration)
     calibration = (heldout(str(meta.get("aligner.model") or "")) or {}).get("calibration")
+    if calibration is not None and calibration.merge != args.params_data.align.crf.merge:
+        calibration = None  # fitted on rows of another direction merge: no estimate
     configs: dict[str, dict] = {}
     splits: dict[str, dict[str, int]] = {}
     images: dict[str, str] = {}

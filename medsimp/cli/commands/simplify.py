@@ -73,6 +73,7 @@ def run(args) -> int:
         cache_dir=cache_path(args.params_data, args.params_dir),
         params_dir=args.params_dir,
         params_file=getattr(args, "params", "params.yaml") or "params.yaml",
+        params_named=bool(getattr(args, "params_named", False)),
         overrides=getattr(args, "overrides", []) or [],
         dua=getattr(args, "mimic_egress_dua", None),
     )
