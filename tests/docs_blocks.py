@@ -1,7 +1,7 @@
 """The fenced blocks of README.md and docs/*.md, and the commands they hold (shared by the docs tests).
 
 A block whose info string ends in ``runnable`` (```` ```bash runnable ````, ```` ```python runnable ````)
-is run by tests/test_docs_run.py in a fresh clone after ``dvc repro`` on the embedded sample.
+is run by tests/test_fresh_clone.py in a fresh clone after ``dvc repro`` on the embedded sample.
 """
 
 from __future__ import annotations
