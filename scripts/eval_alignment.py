@@ -273,7 +273,7 @@ def eval_retrieval(path: Path, specs, cache: str) -> dict:
     data = json.loads(path.read_text(encoding="utf-8"))
     en, fr = [d["old_gold"] for d in data], [d["gold"] for d in data]
     out = {"pairs": len(data)}
-    for spec in [specs] if isinstance(specs, dict) else specs or [{"kind": "use"}, {"kind": "e5"}]:
+    for spec in specs if isinstance(specs, list) else [specs]:
         encoder = make_encoder(spec, cache)
         sims = encoder.encode(en, "en") @ encoder.encode(fr, "fr").T
         gold = np.arange(len(data))
@@ -336,8 +336,8 @@ def main(argv=None) -> int:
             data / "plaba" / "dev.json", align.crf, cache, args.plaba_sentences, args.stopwords
         )
     if args.only in (None, "bleualign") and (data / "bleualign" / "dev.defr").exists():
-        va = align.vecalign.model_dump()  # vecalign.align takes a plain mapping
-        encoders = PairEncoders(va.pop("encoder"), cache)
+        encoders = PairEncoders(align.vecalign.encoder, cache)
+        va = align.vecalign.model_dump(exclude={"encoder"})  # vecalign.align takes a plain mapping
         results["bleualign_de_fr"] = eval_bleualign(data / "bleualign", encoders, va)
     en_pairs = data / "multicochrane" / "en-test-with-doi.json"
     if args.only in (None, "overlap"):

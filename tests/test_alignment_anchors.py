@@ -8,6 +8,7 @@ import pytest
 from alignment import vecalign
 from alignment.anchors import length_features, number_features, with_anchors
 from alignment.encoders import PairEncoders
+from medsimp.params_schema import E5Spec, UseSpec
 
 
 def test_number_features_match_figures_across_scripts():
@@ -71,12 +72,12 @@ def test_deletion_percentile_reads_the_knob_over_unmatched_pairs():
 
 
 def test_pair_encoders_fall_back_for_languages_use_does_not_cover(tmp_path):
-    encoders = PairEncoders([{"kind": "use"}, {"kind": "e5"}], str(tmp_path))
+    encoders = PairEncoders([UseSpec(), E5Spec()], str(tmp_path))
     use = encoders.for_pair("de", "fr")
     assert use.name == "use-multilingual-v3" and encoders.for_pair("en-GB", "es_ES") is use
     assert encoders.for_pair("en", "fa").name.startswith("e5-small")
     with pytest.raises(ValueError, match="en-fa"):
-        PairEncoders({"kind": "use"}, None).for_pair("en", "fa")
+        PairEncoders(UseSpec(), None).for_pair("en", "fa")
     vecs = use.encode(["Das Wetter ist heute schön.", "Der Vertrag wurde gekündigt."], "de")
     fr = use.encode(["Il fait beau aujourd'hui.", "Le contrat a été résilié."], "fr")
     sims = vecs @ fr.T

@@ -9,6 +9,7 @@ import torch
 from nano_laser.models import LaserLstmEncoder
 
 from alignment.encoders import LaserEncoder, make_encoder
+from medsimp.params_schema import LaserSpec
 
 TEXT = [
     "the patient has a fever",
@@ -53,7 +54,7 @@ def _write_laser(model_dir, stem: str, hidden: int) -> None:
 
 def test_laser2_checkpoint_from_model_dir(tmp_path):
     _write_laser(tmp_path, "laser2", hidden=6)
-    enc = LaserEncoder(str(tmp_path), batch_size=2)
+    enc = LaserEncoder(LaserSpec(model_dir=str(tmp_path), batch_size=2))
     vecs = enc.encode(["The patient has a fever.", "The patient has a fever.", "Side effects were similar."])
     assert vecs.shape == (3, 12) and vecs.dtype == np.float32
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
@@ -63,13 +64,13 @@ def test_laser2_checkpoint_from_model_dir(tmp_path):
 def test_laser3_file_chosen_per_language(tmp_path):
     _write_laser(tmp_path, "laser2", hidden=6)
     _write_laser(tmp_path, "laser3-xx.v1", hidden=5)
-    enc = make_encoder({"kind": "laser", "model_dir": str(tmp_path)}, None)
+    enc = make_encoder(LaserSpec(model_dir=str(tmp_path)), None)
     assert enc.encode(["children with asthma"], "xx").shape == (1, 10)
     assert enc.encode(["children with asthma"], "en").shape == (1, 12)
 
 
 def test_missing_files_are_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="LASER file missing"):
-        LaserEncoder(str(tmp_path)).encode(["x"])
+        LaserEncoder(LaserSpec(model_dir=str(tmp_path))).encode(["x"])
     with pytest.raises(FileNotFoundError, match="not found"):
-        LaserEncoder(str(tmp_path / "nope"))
+        LaserEncoder(LaserSpec(model_dir=str(tmp_path / "nope")))

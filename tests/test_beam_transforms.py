@@ -587,9 +587,10 @@ def crf_model(tmp_path_factory):
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import read_gold
+    from medsimp.params_schema import STSpec
 
     docs = read_gold(str(ROOT / "data" / "sample" / "align_gold.jsonl"), "auto")
-    model = CRFAligner.train(docs[:2], make_encoder({"kind": "minilm"}), {"epochs": 2, "seed": 13})
+    model = CRFAligner.train(docs[:2], make_encoder(STSpec(kind="minilm")), {"epochs": 2, "seed": 13})
     dest = tmp_path_factory.mktemp("crf") / "model"
     model.save(dest)
     return str(dest)

@@ -110,6 +110,7 @@ def test_two_models_in_folders_of_the_same_name_do_not_share_vectors(tmp_path):
     from transformers import BertConfig, BertModel, BertTokenizer
 
     from alignment.encoders import CachedEncoder, STEncoder
+    from medsimp.params_schema import STSpec
 
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "drug", "lowers", "blood", "pressure", "."]
     folders = []
@@ -132,13 +133,15 @@ def test_two_models_in_folders_of_the_same_name_do_not_share_vectors(tmp_path):
         folders.append(str(folder))
     texts = ["the drug lowers blood pressure .", "blood pressure ."]
     cache = str(tmp_path / "cache")
-    cached = [CachedEncoder(STEncoder(f), cache).encode(texts, "en") for f in folders]
-    uncached = [STEncoder(f).encode(texts, "en") for f in folders]
-    assert STEncoder(folders[0]).name == STEncoder(folders[1]).name  # same folder name
+    cached = [CachedEncoder(STEncoder(STSpec(model=f)), cache).encode(texts, "en") for f in folders]
+    uncached = [STEncoder(STSpec(model=f)).encode(texts, "en") for f in folders]
+    assert (
+        STEncoder(STSpec(model=folders[0])).name == STEncoder(STSpec(model=folders[1])).name
+    )  # same folder name
     assert not np.array_equal(cached[0], cached[1])
     for c, u in zip(cached, uncached):
         assert c.tobytes() == u.tobytes()
-    again = CachedEncoder(STEncoder(folders[1]), cache)
+    again = CachedEncoder(STEncoder(STSpec(model=folders[1])), cache)
     assert again.encode(texts, "en").tobytes() == uncached[1].tobytes() and again.hits == 1
 
 

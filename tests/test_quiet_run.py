@@ -22,8 +22,9 @@ def test_notes_name_dead_letters():
 
 def test_fallback_encoder_is_counted_per_language_pair():
     from alignment.encoders import PairEncoders
+    from medsimp.params_schema import E5Spec, UseSpec
 
-    encoders = PairEncoders([{"kind": "use", "languages": ["en", "es"]}, {"kind": "e5"}])
+    encoders = PairEncoders([UseSpec(languages=["en", "es"]), E5Spec()])
     encoders.built = {0: object(), 1: object()}  # built on first use; not needed here
     encoders.for_pair("en", "es")
     encoders.for_pair("en", "fa")

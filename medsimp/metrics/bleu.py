@@ -56,13 +56,32 @@ class SacreBLEU(Metric):
         return float(_sacrebleu_bleu(True).sentence_score(data.hyps[i], refs).score)
 
     def stats(self, data):
+        """Per sentence: sacrebleu's own sufficient statistics, read from its public `BLEUScore`
+        (sys_len, ref_len, n-gram matches 1-4, n-gram totals 1-4); they sum over any subset."""
         bleu = _sacrebleu_bleu()
-        return np.array(
-            bleu._extract_corpus_statistics(data.hyps, _ref_streams(data.references)), dtype="float32"
-        )
+        rows = []
+        for hyp, refs in zip(data.hyps, data.references, strict=True):
+            score = bleu.corpus_score([hyp], [[r] for r in refs])
+            rows.append([score.sys_len, score.ref_len, *score.counts, *score.totals])
+        return np.array(rows, dtype="float32").reshape(len(rows), 2 + 2 * bleu.max_ngram_order)
 
     def from_stats(self, summed, n):
-        return float(_sacrebleu_bleu()._compute_score_from_stats(list(summed)).score)
+        """sacrebleu's public `BLEU.compute_bleu` on summed statistics, with the corpus settings."""
+        bleu = _sacrebleu_bleu()
+        k = bleu.max_ngram_order
+        stats = [int(round(float(v))) for v in summed]
+        return float(
+            bleu.compute_bleu(
+                correct=stats[2 : 2 + k],
+                total=stats[2 + k :],
+                sys_len=stats[0],
+                ref_len=stats[1],
+                smooth_method=bleu.smooth_method,
+                smooth_value=bleu.smooth_value,
+                effective_order=bleu.effective_order,
+                max_ngram_order=k,
+            ).score
+        )
 
 
 def sacrebleu_signature(data: Inputs | None) -> str:

@@ -53,9 +53,8 @@ class AlignDocFn(beam.DoFn):
         crf_p = self.params.crf
         self.crf_encoder = make_encoder(crf_p.encoder, self.cache_root)
         self.crf = CRFAligner.load(self.params.model, self.crf_encoder, {"merge": crf_p.merge})
-        vec_p = self.params.vecalign.model_dump()  # vecalign.align takes a plain mapping
-        self.vec_encoders = PairEncoders(vec_p.pop("encoder"), self.cache_root)  # built on first use
-        self.vec_params = vec_p
+        self.vec_encoders = PairEncoders(self.params.vecalign.encoder, self.cache_root)  # built on first use
+        self.vec_params = self.params.vecalign.model_dump(exclude={"encoder"})  # vecalign.align: a mapping
         self.count = Counter(NAMESPACE)
 
     def process(self, element):

@@ -84,9 +84,8 @@ class _FileAligner:
             enc = make_encoder(crf_p.encoder, cache)
             self.model = CRFAligner.load(model_dir or params.model, enc, {"merge": crf_p.merge})
         else:
-            vec_p = params.vecalign.model_dump()  # vecalign.align takes a plain mapping
-            self.encoders = PairEncoders(vec_p.pop("encoder"), cache)
-            self.vec_params = vec_p
+            self.encoders = PairEncoders(params.vecalign.encoder, cache)
+            self.vec_params = params.vecalign.model_dump(exclude={"encoder"})  # vecalign.align: a mapping
 
     def align(self, src: list[str], tgt: list[str], src_lang: str, tgt_lang: str):
         if self.method == "crf":
