@@ -70,9 +70,9 @@ def released_run(folder: Path) -> dict | None:
     """Compat mode against the released run (see the module docstring); None if not there."""
     import tempfile
 
-    from medsimp.cli.commands.evaluate import medlane_items
     from medsimp.metrics.scoring import MEDLANE_REFERENCES, score_medlane
     from medsimp.text.medlane_refs import PREPARATIONS, obtain_line, reference_tokens
+    from training.evaluate_stage import medlane_items
 
     read = _reader(folder)
     refs_text = [read(p) for p in RELEASED_REFS]
@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from medsimp.atomic import canonical_json, write_json
-    from medsimp.cli.commands.evaluate import medlane_items
     from medsimp.config import load_params, params_dir
+    from training.evaluate_stage import medlane_items
     from training.evaluation import Scorer
 
     params = load_params(args.params)

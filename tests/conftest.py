@@ -5,6 +5,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 import medsimp  # noqa: F401  (first: pins CPU-independent torch kernels, medsimp.numerics)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -16,6 +18,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MEDSIMP_STATE_DIR", tempfile.mkdtemp(prefix="medsimp-state-"))
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The longest modules start first (pytest-xdist hands out modules in this order, pyproject.toml):
+# the fresh clone's `dvc repro` (about 20 min) and the Beam cluster run on one worker while the
+# others take the rest, instead of starting last on a worker of their own.
+LONGEST_FIRST = ("test_fresh_clone.py", "test_runners.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: the rest keep their order
 
 
 def run_ok(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:

@@ -49,7 +49,7 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     (`out/models/crf_aligner sha256:missing`). It names what align's stats.json recorded."""
     import sys
 
-    from medsimp.cli.commands.align import used_aligner
+    from medsimp.corpora.writer import used_aligner
 
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
     import upstream

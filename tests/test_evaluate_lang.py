@@ -311,18 +311,17 @@ def test_a_dataset_config_in_another_language_than_lang_is_refused(tmp_path, cap
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from medsimp.cli.commands.evaluate import check_dataset_language, dataset_language
     from medsimp.errors import UsageError
+    from training.evaluate_files import check_dataset_language, dataset_language
 
     for config, langs in (("fr", ["fr", "fr"]), ("mixed", ["fr", "es"])):
         (tmp_path / "b" / config).mkdir(parents=True)
         pq.write_table(pa.table({"language": langs}), tmp_path / "b" / config / "test-0.parquet")
     builder = str(tmp_path / "b")
     assert dataset_language(builder, "fr") == "fr" and dataset_language(builder, "mixed") is None
-    ns = argparse.Namespace(dataset=builder, config="fr")
     with pytest.raises(UsageError, match="holds fr references but the outputs' language is en"):
-        check_dataset_language(ns, "en")
-    check_dataset_language(ns, "fr")  # the right language passes
+        check_dataset_language(builder, "fr", "en")
+    check_dataset_language(builder, "fr", "fr")  # the right language passes
     (tmp_path / "hyp.txt").write_text("Une phrase .\nUne autre .\n", encoding="utf-8")
     code = main(
         [

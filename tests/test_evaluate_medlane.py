@@ -408,9 +408,9 @@ def test_mutated_files_reconcile_or_fail_in_one_line(tmp_path):
     for (default: scored + dead-lettered = records) and scores in both modes, or is one error."""
     from hypothesis import HealthCheck, given, settings
 
-    from medsimp.cli.commands.evaluate import medlane_items
     from medsimp.errors import InputError
     from medsimp.metrics import scoring as S
+    from training.evaluate_stage import medlane_items
 
     path = tmp_path / "m.txt"
 

@@ -407,3 +407,14 @@ def write_builder(ds: BuiltDataset, out_dir: str | Path, provenance: dict[str, A
             sorted(ds.rejects, key=lambda r: json.dumps(r, sort_keys=True)),
         )
     return stats
+
+
+def used_aligner(model_dir: str, params_dir: str) -> dict[str, object]:
+    """What a dataset card records of the CRF model `align corpus` used (issue 35 item 4: the card
+    named params' model even after `--model OTHER`): its path as params would name it, its content
+    hash and the gold it was trained on (the model's own stats.json)."""
+    from medsimp.config import shown_path
+
+    trained = Path(model_dir) / "stats.json"
+    gold = json.loads(trained.read_text(encoding="utf-8")).get("gold") if trained.is_file() else None
+    return {"model": f"{shown_path(model_dir, params_dir)} sha256:{content_hash(model_dir)}", "gold": gold}

@@ -5,8 +5,17 @@ paired bootstrap is `medsimp.metrics.significance`.
 
 from __future__ import annotations
 
-from medsimp.metrics import direction
+import os
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from medsimp.atomic import write_text
+from medsimp.metrics import direction, metric_of
 from medsimp.metrics.significance import format_p
+from training.evaluation import SCALES
 
 
 def best(systems: dict[str, dict], metric: str) -> set[str]:
@@ -123,4 +132,84 @@ def render(
         sample=sample,
         names=list(systems),
         signature=signature,
+    )
+
+
+def _console(file):
+    """A rich console as wide as the terminal: `COLUMNS` when set, else the terminal's width
+    (80 when not a terminal)."""
+    width = None
+    if os.environ.get("COLUMNS", "").isdigit():
+        width = int(os.environ["COLUMNS"])
+    elif not file.isatty():
+        width = 80
+    return Console(file=file, width=width, highlight=False, soft_wrap=False)
+
+
+def print_table(title: str, systems: dict[str, dict], file, flagged: set[str] | None = None) -> None:
+    """One row per reported value (named with its scale), one column per system in the order
+    given; cells never wrap (the metric name folds when the terminal is narrow). A value of a
+    `flagged` metric (computed across languages on request) is labelled `[cross-lingual]`."""
+    keys = list(dict.fromkeys(k for scores in systems.values() for k in scores))
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
+    table.add_column("metric (scale)", overflow="fold", ratio=1)
+    for name in systems:
+        table.add_column(name, justify="right", no_wrap=True, overflow="ellipsis")
+    for key in keys:
+        label = f"{key} ({SCALES[key]})" if key in SCALES else key
+        metric = metric_of(key)
+        if flagged and metric is not None and metric.name in flagged:
+            label += " [cross-lingual]"
+        table.add_row(escape(label), *(_cell(scores.get(key)) for scores in systems.values()))
+    _console(file).print(table)
+
+
+def print_bootstrap(bootstrap: dict, file) -> None:
+    """The paired bootstrap per pair and metric (p-values below 0.001 as `< 0.001`)."""
+    table = Table(
+        title="paired bootstrap (B - A)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        show_edge=False,
+    )
+    for col in ("pair", "metric", "delta", "p", "95% CI", "Wilcoxon p"):
+        table.add_column(col, justify="left" if col in ("pair", "metric") else "right", overflow="fold")
+    for pair, res in bootstrap.items():
+        for m, v in res.items():
+            table.add_row(
+                pair,
+                m,
+                f"{v['delta']:g}",
+                format_p(v["p_value"]),
+                f"[{v['ci_low']:g}, {v['ci_high']:g}]",
+                format_p(v["wilcoxon_p"]),
+            )
+    _console(file).print(table)
+
+
+def _cell(value) -> str:
+    return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def write_report(
+    path: str, results: dict, bootstrap: dict, items, hyp_lists: dict, with_text: bool = False
+) -> None:
+    """The self-contained HTML report at `path`; output text only `with_text` (--report-text: the
+    outputs may be MIMIC-derived)."""
+    sample = None
+    if with_text:
+        sample = [
+            {
+                "source": it.source,
+                "references": it.references,
+                "outputs": {n: h[i] for n, h in hyp_lists.items()},
+            }
+            for i, it in enumerate(items[:20])
+        ]
+    systems = {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()}
+    buckets = {n: r.extra["length_buckets"] for n, r in results.items() if "length_buckets" in r.extra}
+    write_text(
+        path,
+        render(systems, SCALES, {n: r.signature for n, r in results.items()}, bootstrap, buckets, sample),
     )

@@ -70,69 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--metrics", help="also write stats here (DVC metrics)")
 
 
-class _FileAligner:
-    """Loads the chosen model once and aligns sentence-per-line files."""
-
-    def __init__(self, method: str, params: Align, model_dir: str | None, cache: str | None):
-        from alignment.crf import CRFAligner
-        from alignment.encoders import PairEncoders, make_encoder
-
-        self.method = method
-        cache = cache or None
-        if method == "crf":
-            crf_p = params.crf
-            enc = make_encoder(crf_p.encoder, cache)
-            self.model = CRFAligner.load(model_dir or params.model, enc, {"merge": crf_p.merge})
-        else:
-            self.encoders = PairEncoders(params.vecalign.encoder, cache)
-            self.vec_params = params.vecalign.model_dump(exclude={"encoder"})  # vecalign.align: a mapping
-
-    def align(self, src: list[str], tgt: list[str], src_lang: str, tgt_lang: str):
-        if self.method == "crf":
-            res = self.model.align(src, tgt, src_lang)
-            return res.blocks, res.block_scores
-        from alignment import vecalign
-
-        vec = vecalign.align(
-            src,
-            tgt,
-            self.encoders.for_pair(src_lang, tgt_lang),
-            src_lang=src_lang,
-            tgt_lang=tgt_lang,
-            params=self.vec_params,
-        )
-        return vec.blocks, vec.scores
-
-
-def _batch_jobs(batch: str) -> list[tuple[str, str, str]]:
-    """(src, tgt, out) per line of a batch file, all checked before anything is written: an
-    output may not be an input of the batch, repeat another output, or replace a file
-    medsimp did not write (UsageError, exit 2)."""
-    from pathlib import Path
-
-    from medsimp.atomic import check_file_target
-    from medsimp.errors import UsageError
-
-    jobs = []
-    for lineno, line in enumerate(read_lines(batch, "--batch"), 1):
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        if len(parts) != 3:
-            raise UsageError(f"{batch}:{lineno}: expected src<TAB>tgt<TAB>out")
-        jobs.append((parts[0], parts[1], parts[2]))
-    inputs = {Path(p).resolve() for src, tgt, _ in jobs for p in (src, tgt)} | {Path(batch).resolve()}
-    outs: set[Path] = set()
-    for n, (_, _, out) in enumerate(jobs, 1):
-        where = Path(out).resolve()
-        if where in inputs or where in outs:
-            raise UsageError(f"{batch}: output {n} ({out}) is an input or another output of the batch")
-        outs.add(where)
-        check_file_target(out)
-    return jobs
-
-
 def _file_mode(args, params: Align, cache: str | None) -> int:
+    from alignment.files import FileAligner, batch_jobs
     from alignment.gold import read_blocks
     from alignment.score import format_block, vecalign_scores
     from medsimp.atomic import atomic_file
@@ -140,8 +79,8 @@ def _file_mode(args, params: Align, cache: str | None) -> int:
     if args.gold and len(args.gold) > 1:
         print("error: align files takes one --gold (several are for align train)", file=sys.stderr)
         return 2
-    jobs = _batch_jobs(args.batch) if args.batch else []  # checked before the model loads
-    aligner = _FileAligner(args.method, params, args.model, cache)
+    jobs = batch_jobs(args.batch) if args.batch else []  # checked before the model loads
+    aligner = FileAligner(args.method, params, args.model, cache)
     if args.method == "vecalign":
         try:  # the languages are the same for every pair of the run: check them once, up front
             aligner.encoders.for_pair(args.src_lang, args.tgt_lang)
@@ -228,6 +167,7 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
     """The Beam job over a sentence table."""
     from medsimp.atomic import atomic_dir
     from medsimp.config import resolve_path
+    from medsimp.corpora.writer import used_aligner
     from pipelines.jobs import align as align_job
 
     params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
@@ -243,18 +183,3 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
             extra={"aligner": used_aligner(params.model, args.params_dir)},
         )
     return 0
-
-
-def used_aligner(model_dir: str, params_dir: str) -> dict[str, object]:
-    """What a dataset card records of the CRF model `align corpus` used (issue 35 item 4: the card
-    named params' model even after `--model OTHER`): its path as params would name it, its content
-    hash and the gold it was trained on (the model's own stats.json)."""
-    import json
-    from pathlib import Path
-
-    from medsimp.config import shown_path
-    from medsimp.corpora.writer import content_hash
-
-    trained = Path(model_dir) / "stats.json"
-    gold = json.loads(trained.read_text(encoding="utf-8")).get("gold") if trained.is_file() else None
-    return {"model": f"{shown_path(model_dir, params_dir)} sha256:{content_hash(model_dir)}", "gold": gold}

@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING
 
 from medsimp.cli.args import global_options
 from medsimp.inputs import read_lines
-from training.evaluate_stage import MedLaneEval, medlane_items
+from training.evaluate_stage import medlane_items  # files mode reads MedLane files as the stage does
 
 if TYPE_CHECKING:
     from medsimp.params_schema import Evaluate
     from training.evaluation import Scorer
 
-__all__ = ["MedLaneEval", "medlane_items"]  # files mode reads MedLane files as the stage does
 
 LANGUAGES = ("en", "es", "fr", "fa")  # params_schema.Evaluate.lang
 HELP = "score outputs with the metrics --select or params evaluate.select names; all of docs/metrics.md when neither does"
@@ -161,75 +160,6 @@ def _metric_names() -> tuple[str, ...]:
     return names()
 
 
-def dataset_items(args: argparse.Namespace, n: int):
-    """The `--split` of a builder config as `medsimp train --dataset` loads it (same order)."""
-    from medsimp.errors import InputError
-    from training.data import load_pairs
-
-    data = args.params_data.train.data
-    try:
-        splits = load_pairs(
-            f"{args.dataset.rstrip('/')}/{args.config}",
-            data.complex_column,
-            data.simple_column,
-            float(data.validation_fraction),
-            float(data.test_fraction),
-            data.resplit,
-        )
-    except (FileNotFoundError, KeyError, ValueError) as exc:  # pyarrow: a missing column is ValueError
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"--dataset {args.dataset} --config {args.config}: {reason}") from None
-    items = splits.eval[args.split or "test"]
-    if len(items) != n:
-        raise InputError(f"--hyp has {n} lines but the {args.split or 'test'} split has {len(items)} pairs")
-    return items
-
-
-def check_languages(path: str, hyps: list[str], items, lang: str, src_lang: str) -> None:
-    """Refuse outputs (or sources) that read as another language than `--lang` (`--src-lang`):
-    every language-specific score would be another language's formula (medsimp.text.language)."""
-    from medsimp.errors import UsageError
-    from medsimp.text.language import detect
-
-    for what, lines, claimed, flag in (
-        (f"--hyp {path}", hyps, lang, "--lang"),
-        ("the sources", [i.source for i in items], src_lang, "--src-lang"),
-    ):
-        found = detect(lines)
-        if found.lang is not None and found.lang != claimed:
-            raise UsageError(
-                f"{what} read as {found.lang} (py3langid, p={found.probability:.2f}) but {flag} is "
-                f"{claimed} (params evaluate.{'lang' if flag == '--lang' else 'src_lang'}): give {flag} "
-                f"{found.lang}, or set evaluate.check_language false if the detection is wrong"
-            )
-
-
-def check_row_order(path: str, hyps: list[str], items, where: str) -> None:
-    """Refuse outputs that do not follow the rows' order (medsimp.metrics.roworder)."""
-    from medsimp.errors import InputError
-    from medsimp.metrics.roworder import MIN_SHARE, own_row_share
-
-    match = own_row_share(hyps, [i.source for i in items], [i.references for i in items])
-    if match.share < MIN_SHARE:
-        raise InputError(
-            f"--hyp {path}: only {match.share:.0%} of its {match.informative} lines with words are closest "
-            f"to their own row of {where}; the outputs follow another order (they must follow the rows "
-            "as load_dataset(...)[split] yields them), so nothing was scored"
-        )
-
-
-def file_items(refs: list[str], src: str | None, n: int):
-    from medsimp.errors import InputError
-    from medsimp.metrics.scoring import EvalItem
-
-    ref_lines = [read_lines(r, "--ref") for r in refs]
-    src_lines = read_lines(src, "--src") if src else [None] * n
-    for name, lines in [("--src", src_lines), *[(r, x) for r, x in zip(refs, ref_lines)]]:
-        if len(lines) != n:
-            raise InputError(f"{name} has {len(lines)} lines but --hyp has {n}")
-    return [EvalItem(src_lines[i], [r[i] for r in ref_lines]) for i in range(n)]
-
-
 def _check_flags(args: argparse.Namespace) -> None:
     """Refuse a flag the chosen source of references would ignore (one line, exit 2)."""
     from medsimp.errors import UsageError
@@ -329,34 +259,6 @@ def _not_clinical(args: argparse.Namespace) -> str | None:
     return None if "clinical" in tags else f"{args.dataset.rstrip('/')} (its card is not tagged clinical)"
 
 
-def dataset_language(dataset: str, config: str) -> str | None:
-    """The language of a builder config's simple side (its `language` column), when it holds
-    one language; None when it holds none, several, or no such column."""
-    import pyarrow.parquet as pq
-
-    found: set[str] = set()
-    for path in sorted((Path(dataset) / config).glob("*.parquet")):
-        if "language" not in pq.read_schema(path).names:
-            return None
-        found.update(v for v in pq.read_table(path, columns=["language"]).column(0).to_pylist() if v)
-    return found.pop() if len(found) == 1 else None
-
-
-def check_dataset_language(args: argparse.Namespace, lang: str) -> None:
-    """UsageError when `--dataset --config` holds outputs' references in another language than
-    `--lang`: the readability formula and the cross-lingual rules follow `--lang`, so scoring
-    French references as English would be silently wrong."""
-    from medsimp.errors import UsageError
-
-    found = dataset_language(args.dataset, args.config) if args.dataset and args.config else None
-    if found and found != lang:
-        raise UsageError(
-            f"--dataset {args.dataset} --config {args.config} holds {found} references but the outputs' "
-            f"language is {lang} (--lang, params evaluate.lang): give --lang {found} and --src-lang for "
-            "the complex side (MultiCochrane: en)"
-        )
-
-
 def _systems(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(name, path) per `--hyp` (a folder stands for its *.txt files, named by stem); `--name` renames."""
     from medsimp.errors import UsageError
@@ -375,6 +277,15 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
     import sys
 
     from medsimp.errors import InputError, UsageError
+    from medsimp.report.evaluate import print_bootstrap, print_table, write_report
+    from training.evaluate_files import (
+        check_dataset_language,
+        check_languages,
+        check_row_order,
+        dataset_items,
+        file_items,
+        paired_bootstraps,
+    )
 
     mode = args.mode or "default"
     if mode == "medlane" and scorer.lang_tag:
@@ -384,7 +295,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
         )
     if args.sentence_level and (mode != "default" or args.medlane):
         raise UsageError("--sentence-level scores --hyp against --ref/--src in --mode default")
-    check_dataset_language(args, scorer.lang)
+    check_dataset_language(args.dataset, args.config, scorer.lang)
     systems = _systems(args)
     if (args.report or len(systems) > 1) and mode == "medlane":
         raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
@@ -395,7 +306,9 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
             evalset = medlane_items(args.medlane, args.split, mode)
             hyps, items, rejects = evalset.align(hyps), evalset.items, evalset.rejects
         elif args.dataset:
-            items = dataset_items(args, len(hyps))
+            items = dataset_items(
+                args.dataset, args.config, args.split, args.params_data.train.data, len(hyps)
+            )
             check_row_order(
                 path,
                 hyps,
@@ -429,7 +342,7 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
         )
     not_scored = [{k: r[k] for k in ("locator", "reason")} for r in rejects]
     not_tested: dict[str, dict[str, str]] = {}  # pair -> metric -> why it is not in the bootstrap
-    bootstrap = _bootstrap(scorer, hyp_lists, items, cfg, not_tested) if len(systems) > 1 else {}
+    bootstrap = paired_bootstraps(scorer, hyp_lists, items, cfg, not_tested) if len(systems) > 1 else {}
     if args.sentence_level:
         rows = [
             {"system": name, **row}
@@ -482,35 +395,8 @@ def _run_files(args: argparse.Namespace, scorer: Scorer, cfg: Evaluate) -> int:
     for measure, why in scorer.flagged.items():
         print(f"note: {measure} (cross-lingual): {why}", file=sys.stderr)
     if args.report:
-        _write_report(args, results, bootstrap, items, hyp_lists)
+        write_report(args.report, results, bootstrap, items, hyp_lists, args.report_text)
     return 0
-
-
-def _bootstrap(
-    scorer: Scorer, hyp_lists: dict[str, list[str]], items, cfg: Evaluate, skipped: dict[str, dict[str, str]]
-) -> dict:
-    """Paired bootstrap of the first system against each other one ('A vs B': B - A), for every
-    selected metric with a sentence reading (medsimp.metrics.significance). A metric left out
-    of a pair because a sentence score is undefined goes, with the reason, into `skipped[pair]`."""
-    from medsimp.metrics.significance import paired_bootstrap
-
-    names = list(hyp_lists)
-    why_base: dict[str, str] = {}
-    base = scorer.significance_stats(hyp_lists[names[0]], items, why_base)
-    out = {}
-    for n in names[1:]:
-        why_other: dict[str, str] = {}
-        other = scorer.significance_stats(hyp_lists[n], items, why_other)
-        why = {**{m: f"{names[0]}: {w}" for m, w in why_base.items()},
-               **{m: f"{n}: {w}" for m, w in why_other.items() if m not in why_base}}  # fmt: skip
-        if why:
-            skipped[f"{names[0]} vs {n}"] = dict(sorted(why.items()))
-        out[f"{names[0]} vs {n}"] = paired_bootstrap(
-            {m: (base[m][0], base[m][1], other[m][1]) for m in base if m in other},
-            cfg.bootstrap_samples,
-            cfg.bootstrap_seed,
-        )
-    return out
 
 
 def _stdout(path: str | None) -> bool:
@@ -533,100 +419,3 @@ def _write(path: str, content) -> None:
         write_text(path, content)
     else:
         write_json(path, content)
-
-
-def _console(file):
-    """A rich console as wide as the terminal: `COLUMNS` when set, else the terminal's width
-    (80 when not a terminal)."""
-    import os
-
-    from rich.console import Console
-
-    width = None
-    if os.environ.get("COLUMNS", "").isdigit():
-        width = int(os.environ["COLUMNS"])
-    elif not file.isatty():
-        width = 80
-    return Console(file=file, width=width, highlight=False, soft_wrap=False)
-
-
-def print_table(title: str, systems: dict[str, dict], file, flagged: set[str] | None = None) -> None:
-    """One row per reported value (named with its scale), one column per system in the order
-    given; cells never wrap (the metric name folds when the terminal is narrow). A value of a
-    `flagged` metric (computed across languages on request) is labelled `[cross-lingual]`."""
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
-
-    from medsimp.metrics import metric_of
-    from training.evaluation import SCALES
-
-    keys = list(dict.fromkeys(k for scores in systems.values() for k in scores))
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
-    table.add_column("metric (scale)", overflow="fold", ratio=1)
-    for name in systems:
-        table.add_column(name, justify="right", no_wrap=True, overflow="ellipsis")
-    for key in keys:
-        label = f"{key} ({SCALES[key]})" if key in SCALES else key
-        metric = metric_of(key)
-        if flagged and metric is not None and metric.name in flagged:
-            label += " [cross-lingual]"
-        table.add_row(escape(label), *(_cell(scores.get(key)) for scores in systems.values()))
-    _console(file).print(table)
-
-
-def print_bootstrap(bootstrap: dict, file) -> None:
-    """The paired bootstrap per pair and metric (p-values below 0.001 as `< 0.001`)."""
-    from rich import box
-    from rich.table import Table
-
-    from medsimp.metrics.significance import format_p
-
-    table = Table(
-        title="paired bootstrap (B - A)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        show_edge=False,
-    )
-    for col in ("pair", "metric", "delta", "p", "95% CI", "Wilcoxon p"):
-        table.add_column(col, justify="left" if col in ("pair", "metric") else "right", overflow="fold")
-    for pair, res in bootstrap.items():
-        for m, v in res.items():
-            table.add_row(
-                pair,
-                m,
-                f"{v['delta']:g}",
-                format_p(v["p_value"]),
-                f"[{v['ci_low']:g}, {v['ci_high']:g}]",
-                format_p(v["wilcoxon_p"]),
-            )
-    _console(file).print(table)
-
-
-def _cell(value) -> str:
-    return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _write_report(args: argparse.Namespace, results: dict, bootstrap: dict, items, hyp_lists: dict) -> None:
-    """The self-contained HTML report; output text only with --report-text (may be MIMIC-derived)."""
-    from medsimp.atomic import write_text
-    from medsimp.report.evaluate import render
-    from training.evaluation import SCALES
-
-    sample = None
-    if args.report_text:
-        sample = [
-            {
-                "source": it.source,
-                "references": it.references,
-                "outputs": {n: h[i] for n, h in hyp_lists.items()},
-            }
-            for i, it in enumerate(items[:20])
-        ]
-    systems = {n: {**r.scores, **r.extra.get("measures", {})} for n, r in results.items()}
-    buckets = {n: r.extra["length_buckets"] for n, r in results.items() if "length_buckets" in r.extra}
-    write_text(
-        args.report,
-        render(systems, SCALES, {n: r.signature for n, r in results.items()}, bootstrap, buckets, sample),
-    )

@@ -108,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     from medsimp.atomic import atomic_dir, write_json
     from medsimp.config import cache_path, resolve_path
+    from medsimp.metrics.scoring import tokenize
     from medsimp.progress import interactive
     from medsimp.stats import check_reconciles, finish_stage, output_stats
     from training import baselines
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = with_dataset(args.params_data.train, args.dataset, args.config, args.resplit)
     splits = load_splits(cfg, args.params_dir)
     dictionary = load_dictionary([resolve_path(p, args.params_dir) for p in cfg.dictionaries])
-    sources = {name: [tokens_of(it.source) for it in items] for name, items in splits.eval.items()}
+    sources = {name: [tokenize(it.source or "") for it in items] for name, items in splits.eval.items()}
     stats: dict = {
         "model": args.model,
         "dictionary_terms": len(dictionary),
@@ -197,9 +198,3 @@ def with_dataset(cfg: Train, dataset: str | None, config: str | None, resplit: b
     if resplit:
         data["resplit"] = True
     return cfg.model_copy(update={"data": cfg.data.model_copy(update=data)})
-
-
-def tokens_of(text: str | None) -> list[str]:
-    from medsimp.metrics.scoring import tokenize
-
-    return tokenize(text or "")

@@ -1,0 +1,126 @@
+"""`medsimp evaluate files`: the evaluation set (reference files, a builder config's split), the
+checks that outputs are in its language and its order, and the paired bootstrap across systems.
+A check that fails is one line (UsageError / InputError): nothing is scored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from medsimp.errors import InputError, UsageError
+from medsimp.inputs import read_lines
+from medsimp.metrics.roworder import MIN_SHARE, own_row_share
+from medsimp.metrics.scoring import EvalItem
+from medsimp.metrics.significance import paired_bootstrap
+from medsimp.params_schema import Evaluate, TrainData
+from medsimp.text.language import detect
+from training.data import load_pairs
+from training.evaluation import Scorer
+
+
+def dataset_items(dataset: str, config: str, split: str | None, data: TrainData, n: int) -> list[EvalItem]:
+    """The `split` (default test) of a builder config as `medsimp train --dataset` loads it (same
+    order); `n`, the number of output lines, must match it."""
+    try:
+        splits = load_pairs(
+            f"{dataset.rstrip('/')}/{config}",
+            data.complex_column,
+            data.simple_column,
+            float(data.validation_fraction),
+            float(data.test_fraction),
+            data.resplit,
+        )
+    except (FileNotFoundError, KeyError, ValueError) as exc:  # pyarrow: a missing column is ValueError
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"--dataset {dataset} --config {config}: {reason}") from None
+    items = splits.eval[split or "test"]
+    if len(items) != n:
+        raise InputError(f"--hyp has {n} lines but the {split or 'test'} split has {len(items)} pairs")
+    return items
+
+
+def check_languages(path: str, hyps: list[str], items, lang: str, src_lang: str) -> None:
+    """Refuse outputs (or sources) that read as another language than `--lang` (`--src-lang`):
+    every language-specific score would be another language's formula (medsimp.text.language)."""
+    for what, lines, claimed, flag in (
+        (f"--hyp {path}", hyps, lang, "--lang"),
+        ("the sources", [i.source for i in items], src_lang, "--src-lang"),
+    ):
+        found = detect(lines)
+        if found.lang is not None and found.lang != claimed:
+            raise UsageError(
+                f"{what} read as {found.lang} (py3langid, p={found.probability:.2f}) but {flag} is "
+                f"{claimed} (params evaluate.{'lang' if flag == '--lang' else 'src_lang'}): give {flag} "
+                f"{found.lang}, or set evaluate.check_language false if the detection is wrong"
+            )
+
+
+def check_row_order(path: str, hyps: list[str], items, where: str) -> None:
+    """Refuse outputs that do not follow the rows' order (medsimp.metrics.roworder)."""
+    match = own_row_share(hyps, [i.source for i in items], [i.references for i in items])
+    if match.share < MIN_SHARE:
+        raise InputError(
+            f"--hyp {path}: only {match.share:.0%} of its {match.informative} lines with words are closest "
+            f"to their own row of {where}; the outputs follow another order (they must follow the rows "
+            "as load_dataset(...)[split] yields them), so nothing was scored"
+        )
+
+
+def file_items(refs: list[str], src: str | None, n: int) -> list[EvalItem]:
+    """`--ref` files (one or more) and `--src` as items; every file has the outputs' `n` lines."""
+    ref_lines = [read_lines(r, "--ref") for r in refs]
+    src_lines = read_lines(src, "--src") if src else [None] * n
+    for name, lines in [("--src", src_lines), *[(r, x) for r, x in zip(refs, ref_lines)]]:
+        if len(lines) != n:
+            raise InputError(f"{name} has {len(lines)} lines but --hyp has {n}")
+    return [EvalItem(src_lines[i], [r[i] for r in ref_lines]) for i in range(n)]
+
+
+def dataset_language(dataset: str, config: str) -> str | None:
+    """The language of a builder config's simple side (its `language` column), when it holds
+    one language; None when it holds none, several, or no such column."""
+    found: set[str] = set()
+    for path in sorted((Path(dataset) / config).glob("*.parquet")):
+        if "language" not in pq.read_schema(path).names:
+            return None
+        found.update(v for v in pq.read_table(path, columns=["language"]).column(0).to_pylist() if v)
+    return found.pop() if len(found) == 1 else None
+
+
+def check_dataset_language(dataset: str | None, config: str | None, lang: str) -> None:
+    """UsageError when `--dataset --config` holds outputs' references in another language than
+    `--lang`: the readability formula and the cross-lingual rules follow `--lang`, so scoring
+    French references as English would be silently wrong."""
+    found = dataset_language(dataset, config) if dataset and config else None
+    if found and found != lang:
+        raise UsageError(
+            f"--dataset {dataset} --config {config} holds {found} references but the outputs' "
+            f"language is {lang} (--lang, params evaluate.lang): give --lang {found} and --src-lang for "
+            "the complex side (MultiCochrane: en)"
+        )
+
+
+def paired_bootstraps(
+    scorer: Scorer, hyp_lists: dict[str, list[str]], items, cfg: Evaluate, skipped: dict[str, dict[str, str]]
+) -> dict:
+    """Paired bootstrap of the first system against each other one ('A vs B': B - A), for every
+    selected metric with a sentence reading (medsimp.metrics.significance). A metric left out
+    of a pair because a sentence score is undefined goes, with the reason, into `skipped[pair]`."""
+    names = list(hyp_lists)
+    why_base: dict[str, str] = {}
+    base = scorer.significance_stats(hyp_lists[names[0]], items, why_base)
+    out = {}
+    for n in names[1:]:
+        why_other: dict[str, str] = {}
+        other = scorer.significance_stats(hyp_lists[n], items, why_other)
+        why = {**{m: f"{names[0]}: {w}" for m, w in why_base.items()},
+               **{m: f"{n}: {w}" for m, w in why_other.items() if m not in why_base}}  # fmt: skip
+        if why:
+            skipped[f"{names[0]} vs {n}"] = dict(sorted(why.items()))
+        out[f"{names[0]} vs {n}"] = paired_bootstrap(
+            {m: (base[m][0], base[m][1], other[m][1]) for m in base if m in other},
+            cfg.bootstrap_samples,
+            cfg.bootstrap_seed,
+        )
+    return out
