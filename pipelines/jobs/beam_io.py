@@ -160,21 +160,14 @@ def _endpoints(options: PipelineOptions) -> list[tuple[str, str]]:
 def check_endpoints(endpoints: list[tuple[str, str]]) -> None:
     """One line (exit 2) when a portable job's job endpoint or external worker pool does not
     accept a connection within ENDPOINT_SECONDS, before the job is submitted."""
-    import grpc
-
     from medsimp.errors import UsageError
 
     for what, address in endpoints:
-        channel = grpc.insecure_channel(address)
-        try:
-            grpc.channel_ready_future(channel).result(timeout=ENDPOINT_SECONDS)
-        except grpc.FutureTimeoutError:
+        if not _answers(address):
             raise UsageError(
                 f"the {what} {address} did not answer within {ENDPOINT_SECONDS} s: start it, or fix "
                 "--job_endpoint / --environment_config"
-            ) from None
-        finally:
-            channel.close()
+            )
 
 
 # How often a running portable job checks that its external worker pool still accepts
