@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from medsimp.params_schema import Vecalign
 # --del_percentile_frac 0.2, deletion penalty over random pairs, plain sentence embeddings):
 # the defaults of params `align.vecalign` (medsimp.params_schema.Vecalign), read from there.
 DEFAULTS: dict[str, Any] = Vecalign().model_dump(exclude={"encoder"})
+_GLOBAL_RNG = threading.Lock()  # random and np.random: one seeded alignment at a time per process
 # Named option sets. `medsimp` is our improvement (docs/alignment.md: strict F1 0.872 vs
 # 0.797 plain Vecalign with USE on the Bleualign dev file); a preset sets these keys over
 # whatever else params give.
@@ -185,9 +187,12 @@ def align(
         clean1, overlap_embeddings(clean1, levels, encoder, tgt_lang, p["overlap_mode"]), p, unit1
     )
     t1 = time.perf_counter()
-    random.seed(int(p["seed"]))
-    np.random.seed(int(p["seed"]))
-    with np.errstate(invalid="ignore"):  # sentalign casts an uninitialised np.empty to int, then fills it
+    # sentalign samples with the global RNGs (np.random.choice): seeded here, and held by one
+    # thread at a time, or two documents aligned at once in one worker (Beam runs bundles on
+    # several threads) draw from each other's sequence and the scores move with the timing.
+    with _GLOBAL_RNG, np.errstate(invalid="ignore"):  # sentalign casts an uninitialised np.empty to int
+        random.seed(int(p["seed"]))
+        np.random.seed(int(p["seed"]))
         stack = vecalign(
             vecs0=v0,
             vecs1=v1,

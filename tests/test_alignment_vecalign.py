@@ -94,3 +94,27 @@ def test_cache_reuses_embeddings(tmp_path):
     second = vecalign.align(src, tgt, again)
     assert inner.calls == calls and again.misses == 0 and again.hits > 0
     assert first.blocks == second.blocks and first.scores == second.scores
+
+
+def test_documents_aligned_at_once_in_threads_score_as_alone():
+    """Beam runs bundles of one worker on several threads. sentalign samples with the global
+    RNGs after vecalign.align seeds them: two alignments at once must not draw from each
+    other's sequence (the scores moved by 1e-7 under load before the lock)."""
+    import threading
+
+    docs = [(random_sentences(14, seed=k), random_sentences(11, seed=k + 50)) for k in range(2)]
+    encoder = HashEncoder()
+    alone = [vecalign.align(src, tgt, encoder, params=FAKE).scores for src, tgt in docs]
+    moved: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(12):
+            if vecalign.align(*docs[k], encoder, params=FAKE).scores != alone[k]:
+                moved.append(k)
+
+    threads = [threading.Thread(target=work, args=(k % 2,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert moved == []
