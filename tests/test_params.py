@@ -519,7 +519,21 @@ def test_rerunning_with_existing_scores_and_sentence_level_files_is_allowed(tmp_
             "align.vecalign.encoder=[{kind: use}, {kind: e5, threads: 0}]",
             "param 'align.vecalign.encoder[1].threads' must be",
         ),
-        ("align.crf.encoder={kind: laser}", "param 'align.crf.encoder.model_dir' must be a string"),
+        ("align.crf.encoder={kind: laser}", "param 'align.crf.encoder.model_dir' is required (a string)"),
+        (
+            "align.vecalign.encoder={kind: e5, prefx: q}",
+            "unknown param 'align.vecalign.encoder.prefx'; did you mean",
+        ),
+        ("align.vecalign.encoder={kind: e5, threads: 0}", "param 'align.vecalign.encoder.threads' must be"),
+        ("align.vecalign.encoder=[]", "param 'align.vecalign.encoder' must not be empty"),
+        (
+            "align.crf.encoder.threds=2",
+            "unknown param 'align.crf.encoder.threds'; did you mean 'align.crf.encoder.threads'?",
+        ),
+        (
+            "align.crf.encoder.kind=e5",
+            "to change the kind, set the whole spec (e.g. 'align.crf.encoder={kind: e5}')",
+        ),
     ],
 )
 def test_an_encoder_spec_is_checked_by_its_kind(override, message):
