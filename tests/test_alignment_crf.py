@@ -21,6 +21,7 @@ from alignment.crf import CRFAligner, CRFScorer, lattice  # noqa: E402
 from alignment.features import null_features  # noqa: E402
 from alignment.gold import DocPair  # noqa: E402
 from alignment.score import pair_prf  # noqa: E402
+from medsimp.errors import InputError  # noqa: E402
 
 
 @pytest.mark.parametrize("cap,n,m", [(2, 3, 4), (3, 4, 3), (5, 4, 6), (2, 1, 1), (4, 2, 1)])
@@ -150,5 +151,5 @@ def test_save_load_roundtrip(trained, tmp_path):
     assert loaded.align(d.complex, d.simple).pairs == trained.align(d.complex, d.simple).pairs
     other = HashEncoder()
     other.name = "something-else"
-    with pytest.raises(ValueError, match="trained with encoder"):
+    with pytest.raises(InputError, match="trained with encoder"):
         CRFAligner.load(tmp_path / "m", other)
