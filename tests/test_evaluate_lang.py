@@ -223,7 +223,7 @@ def test_default_dictionary_does_not_fit_other_languages_or_non_clinical_data(tm
 
 
 def test_a_builder_card_without_the_clinical_tag_is_not_clinical(tmp_path):
-    from medsimp.cli.commands.evaluate import _not_clinical
+    from medsimp.cli.commands.evaluate_files import _not_clinical
 
     def card(tags):
         folder = tmp_path / "_".join(tags or ["none"])

@@ -4,6 +4,9 @@ A check that fails is one line (UsageError / InputError): nothing is scored."""
 
 from __future__ import annotations
 
+import json
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,7 +19,8 @@ from medsimp.metrics.significance import paired_bootstrap
 from medsimp.params_schema import Evaluate, TrainData
 from medsimp.text.language import detect
 from training.data import load_pairs
-from training.evaluation import Scorer
+from training.evaluate_stage import medlane_items  # MedLane files are read as the stage reads them
+from training.evaluation import Evaluation, Scorer
 
 
 def dataset_items(dataset: str, config: str, split: str | None, data: TrainData, n: int) -> list[EvalItem]:
@@ -124,3 +128,107 @@ def paired_bootstraps(
             cfg.bootstrap_seed,
         )
     return out
+
+
+@dataclass(frozen=True)
+class Against:
+    """What `evaluate files` scores outputs against: a MedLane file (`medlane`, its `split`), a
+    builder config's split (`dataset`, `config`, `split`), or reference files (`refs`, `src`)."""
+
+    medlane: str | None = None
+    dataset: str | None = None
+    config: str | None = None
+    split: str | None = None
+    refs: tuple[str, ...] = ()
+    src: str | None = None
+
+    def items(
+        self, path: str, hyps: list[str], mode: str, data: TrainData
+    ) -> tuple[list[str], list, list[dict]]:
+        """(the output lines scored, their items, the records not scored) for the outputs at `path`."""
+        if self.medlane:
+            evalset = medlane_items(self.medlane, self.split, mode)
+            return evalset.align(hyps), evalset.items, evalset.rejects
+        if self.dataset and self.config:
+            items = dataset_items(self.dataset, self.config, self.split, data, len(hyps))
+            where = f"--dataset {self.dataset} --config {self.config} --split {self.split or 'test'}"
+            check_row_order(path, hyps, items, where)
+            return hyps, items, []
+        return hyps, file_items(list(self.refs), self.src, len(hyps)), []
+
+
+@dataclass
+class Scored:
+    """Every system's `Evaluation`, its output lines, the shared items and the records not scored."""
+
+    mode: str
+    results: dict[str, Evaluation] = field(default_factory=dict)
+    hyp_lists: dict[str, list[str]] = field(default_factory=dict)
+    items: list = field(default_factory=list)
+    rejects: list[dict] = field(default_factory=list)
+
+    def not_scored(self) -> list[dict]:
+        return [{k: r[k] for k in ("locator", "reason")} for r in self.rejects]
+
+    def bootstrap(self, scorer: Scorer, cfg: Evaluate) -> tuple[dict, dict[str, dict[str, str]]]:
+        """The paired bootstraps of several systems ({} for one), and per pair the metrics left
+        out of it with the reason."""
+        not_tested: dict[str, dict[str, str]] = {}
+        if len(self.results) < 2:
+            return {}, not_tested
+        return paired_bootstraps(scorer, self.hyp_lists, self.items, cfg, not_tested), not_tested
+
+    def sentence_lines(self, scorer: Scorer) -> str:
+        """`--sentence-level`: each system's per-line scores as JSON Lines."""
+        rows = [
+            {"system": name, **row}
+            for name, hyps in self.hyp_lists.items()
+            for row in scorer.per_sentence(hyps, self.items)
+        ]
+        return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
+
+    def as_json(self, bootstrap: dict, not_tested: dict) -> dict:
+        """`--json`: one system's `Evaluation`, or every system's with the paired bootstrap."""
+        if len(self.results) == 1:
+            return {**next(iter(self.results.values())).as_dict(), "not_scored": self.not_scored()}
+        return {
+            "mode": self.mode,
+            "n": len(self.items),
+            "names": list(self.results),
+            "systems": {n: r.as_dict() for n, r in self.results.items()},
+            "bootstrap": bootstrap,
+            "bootstrap_skipped": not_tested,
+            "not_scored": self.not_scored(),
+        }
+
+
+def score_systems(
+    systems: list[tuple[str, str]], against: Against, scorer: Scorer, cfg: Evaluate, data: TrainData,
+    mode: str, extras: bool,
+) -> Scored:  # fmt: skip
+    """Score each (name, output file) against the same evaluation set; the checks of outputs'
+    language and order come first, and a system with nothing to score is an InputError."""
+    scored = Scored(mode)
+    for name, path in systems:
+        hyps, items, scored.rejects = against.items(path, read_lines(path, "--hyp"), mode, data)
+        if not items:
+            raise InputError(
+                f"nothing to score: --hyp {path} has {len(hyps)} lines and the evaluation set has no usable record"
+            )
+        if cfg.check_language:
+            check_languages(path, hyps, items, scorer.lang, scorer.src_lang)
+        scored.items, scored.hyp_lists[name] = items, hyps
+        scored.results[name] = scorer.evaluate(
+            hyps, items, mode, extras=extras, bucket_edges=cfg.length_buckets
+        )
+    if scored.rejects:
+        reasons = sorted({r["reason"] for r in scored.rejects})
+        shown = ", ".join(r["locator"] for r in scored.rejects[:5]) + (
+            " ..." if len(scored.rejects) > 5 else ""
+        )
+        print(
+            f"warning: {len(scored.rejects)} record(s) not scored ({', '.join(reasons)}; {shown}); "
+            "their output lines were skipped",
+            file=sys.stderr,
+        )
+    return scored

@@ -188,6 +188,51 @@ def print_bootstrap(bootstrap: dict, file) -> None:
     _console(file).print(table)
 
 
+def print_results(title: str, scored, bootstrap: dict, not_tested: dict, scorer, file) -> None:
+    """`evaluate files`' console: the table (`title`, the language tag when set), the paired
+    bootstrap, then on stderr the notes (metrics left out of the bootstrap, signatures, measures
+    not computed, cross-lingual values)."""
+    import sys
+
+    if scorer.lang_tag:
+        title = f"{title[:-1]}, {scorer.lang_tag})"
+    systems = {n: {**r.scores, **r.extra.get("measures", {})} for n, r in scored.results.items()}
+    print_table(title, systems, file, set(scorer.flagged))
+    if bootstrap:
+        print_bootstrap(bootstrap, file)
+    for pair, skipped in not_tested.items():
+        for metric, why in skipped.items():
+            print(f"note: {metric} not in the paired bootstrap ({pair}): {why}", file=sys.stderr)
+    for name, r in scored.results.items():
+        print(f"signature{'' if len(scored.results) == 1 else ' ' + name}: {r.signature}", file=sys.stderr)
+    for measure, why in scorer.unavailable.items():
+        print(f"note: {measure} not computed (null): {why}", file=sys.stderr)
+    for measure, why in scorer.flagged.items():
+        print(f"note: {measure} (cross-lingual): {why}", file=sys.stderr)
+
+
+def is_stdout(path: str | None) -> bool:
+    """`-` (and /dev/stdout) name standard output."""
+    return path in ("-", "/dev/stdout")
+
+
+def write_out(path: str, content: str | dict) -> None:
+    """Text, or a dict as JSON, to `path` atomically, or to standard output for `-`."""
+    import json
+    import sys
+
+    from medsimp.atomic import write_json
+
+    if is_stdout(path):
+        text = content if isinstance(content, str) else json.dumps(content, indent=2, sort_keys=True) + "\n"
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    elif isinstance(content, str):
+        write_text(path, content)
+    else:
+        write_json(path, content)
+
+
 def _cell(value) -> str:
     return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
