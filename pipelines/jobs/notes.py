@@ -310,6 +310,48 @@ def build(
     )
 
 
+HEADLINE = ("read", "kept", "filtered", "rejected")  # what `dvc metrics show` shows of the stage
+
+
+def run(
+    files: list[tuple[str, str, int]],
+    out_dir: str,
+    params: Notes | Mapping,
+    beam_params: Mapping,
+    beam_args: list[str],
+    metrics_file: str | None,
+    lexicons: tuple[list[str], list[str]],
+    tags: tuple[str, ...] = (MIMIC,),
+) -> dict:
+    """The notes job end to end into `out_dir` (fresh): sentences/, dead_letter/, stats.json
+    reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
+    from medsimp.atomic import canonical_json
+    from medsimp.stats import finish_stage
+    from pipelines.jobs.beam_io import fill_empty_shards, glob_escape, new_pipeline
+    from pipelines.jobs.common import check_rows, committed_counters, written_rows
+    from pipelines.sources.files import write_file
+
+    params = section_of(Notes, params)  # typed; a dict (tests, scripts) gets the defaults
+    sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
+    FileSystems.mkdirs(sentences)
+    pipeline = new_pipeline(beam_params, beam_args)
+    build(pipeline, files, out_dir, params, lexicons, tags)
+    result = pipeline.run()
+    result.wait_until_finish()
+    raise_file_errors(dead)
+    if not FileSystems.match([FileSystems.join(glob_escape(sentences), "*")])[0].metadata_list:
+        fill_empty_shards(sentences, "part", 1, with_lineage(NOTES_SENTENCES, tags))  # no sentence at all
+    fill_empty_shards(dead, "part", 1, fmt="jsonl")
+    stats = stats_from_counters(committed_counters(result, NAMESPACE), [name for _, name, _ in files], params)
+    check_stats(stats)
+    check_rows("sentences", written_rows(sentences, True), "sentences", stats["sentences"])
+    check_rows("dead_letter", written_rows(dead, False), "rejected", stats["rejected"])
+    write_file(FileSystems.join(out_dir, "stats.json"), canonical_json(stats).encode("utf-8"))
+    shown = {k: v for k, v in stats.items() if k not in ("inputs", "categories")}
+    finish_stage("medsimp notes", stats, HEADLINE, metrics_file, summary=shown)
+    return stats
+
+
 def note_files(patterns: list[str], expand_dirs: bool) -> list[tuple[str, str, int]]:
     """(path, display name, size) of every file matching `patterns` (a folder gives its
     *.csv* files when `expand_dirs`), each checked up front by `noteevents.check_file`.

@@ -11,7 +11,7 @@ DAG::
 
 Counters: the reader's `notes` namespace (rows_read = notes_kept + notes_filtered_* +
 rejected_*) and `radiology` (sentences = kept + duplicates + filtered_*); the command turns
-them into the stats contract (medsimp.cli.commands.radiology.stats_from).
+them into the stats contract (`stats_from`).
 """
 
 from __future__ import annotations
@@ -126,3 +126,71 @@ def build(
             fmt="jsonl",
         )
     )
+
+
+HEADLINE = ("read", "kept", "filtered", "rejected")  # what `dvc metrics show` shows of the stage
+REASONS_PREFIX = "filtered_"
+
+
+def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) -> dict:
+    """stats.json: note rows (read = kept + filtered + rejected, reasons in `filtered_by` /
+    `rejected_by`) and sentences (sentences = sentences_kept + sentences_duplicate +
+    sentences_filtered, reasons in `sentences_filtered_by`)."""
+    from pipelines.jobs.notes import note_counts
+
+    filtered = {
+        k.removeprefix(REASONS_PREFIX): v for k, v in sorted(rad.items()) if k.startswith(REASONS_PREFIX)
+    }
+    return {
+        "inputs": inputs,
+        **note_counts(notes),
+        "sentences": rad.get("sentences", 0),
+        "sentences_kept": rad.get("kept", 0),
+        "sentences_duplicate": rad.get("duplicates", 0),
+        "sentences_filtered": sum(filtered.values()),
+        "sentences_filtered_by": filtered,
+    }
+
+
+def run(
+    files: list[tuple[str, str, int]],
+    out_dir: str,
+    params: Radiology | Mapping,
+    beam_params: Mapping,
+    beam_args: list[str],
+    metrics_file: str | None,
+    lexicons,
+    tags: tuple[str, ...] = (MIMIC,),
+) -> dict:
+    """The radiology job end to end into `out_dir` (fresh): sentences/, dead_letter/, stats.json
+    reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
+    from medsimp.atomic import canonical_json
+    from medsimp.stats import check_reconciles, finish_stage
+    from pipelines.jobs.beam_io import fill_empty_shards, new_pipeline
+    from pipelines.jobs.common import check_rows, committed_counters, written_rows
+    from pipelines.jobs.notes import NAMESPACE as NOTES_NS
+    from pipelines.jobs.notes import raise_file_errors
+    from pipelines.sources.files import write_file
+
+    params = section_of(Radiology, params)  # typed; a dict (tests) gets the defaults
+    sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
+    pipeline = new_pipeline(beam_params, beam_args)
+    build(pipeline, files, out_dir, params, lexicons, tags)
+    result = pipeline.run()
+    result.wait_until_finish()
+    raise_file_errors(dead)
+    fill_empty_shards(sentences, "part", params.num_shards, with_lineage(RADIOLOGY_SENTENCES, tags))
+    fill_empty_shards(dead, "part", 1, fmt="jsonl")
+    stats = stats_from(
+        committed_counters(result, NOTES_NS),
+        committed_counters(result, NAMESPACE),
+        [name for _, name, _ in files],
+    )
+    check_rows("sentences", written_rows(sentences, True), "sentences_kept", stats["sentences_kept"])
+    check_rows("dead_letter", written_rows(dead, False), "rejected", stats["rejected"])
+    check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+    check_reconciles(stats, "sentences", ["sentences_kept", "sentences_duplicate", "sentences_filtered"])
+    write_file(FileSystems.join(out_dir, "stats.json"), canonical_json(stats).encode("utf-8"))
+    shown = {k: v for k, v in stats.items() if k != "inputs"}
+    finish_stage("medsimp radiology", stats, HEADLINE, metrics_file, summary=shown)
+    return stats

@@ -12,17 +12,8 @@ Knobs: params `notes:` section.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 HELP = "MIMIC notes -> section sentences flagged by MedLane's Algorithm 1 (Beam job)"
-
-
-# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
-# stays narrow (the stage's full stats are its output's stats.json).
-HEADLINE = ("read", "kept", "filtered", "rejected")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,45 +31,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from medsimp.atomic import atomic_dir, write_json
+    from medsimp.atomic import atomic_dir
     from medsimp.config import resolve_path
     from medsimp.errors import UsageError
-    from medsimp.lineage import with_lineage
-    from medsimp.schemas import NOTES_SENTENCES
-    from medsimp.stats import finish_stage
-    from pipelines.jobs import beam_io
     from pipelines.jobs import notes as notes_job
-    from pipelines.jobs.common import check_rows, committed_counters, written_rows
-    from pipelines.jobs.notes import check_stats, note_lineage, stats_from_counters
     from pipelines.text.selection import load_lexicons
 
     params = args.params_data.notes
     pattern = args.input or (params.input and resolve_path(params.input, args.params_dir))
-    output = args.output or resolve_path(params.output, args.params_dir)
     if not pattern:
         raise UsageError("no --input and no params notes.input")
     files = notes_job.note_files([pattern], expand_dirs=True)  # docs/formats.md: a file or a folder
     lexicons = load_lexicons(params, args.params_dir)
-    tags = note_lineage([path for path, _, _ in files])
-    with atomic_dir(output, lineage=tags) as tmp:
-        (tmp / "sentences").mkdir()
-        pipeline = beam_io.new_pipeline(args.params_data.beam, args.beam_arg)
-        notes_job.build(pipeline, files, str(tmp), params, lexicons, tags)
-        result = pipeline.run()
-        result.wait_until_finish()
-        notes_job.raise_file_errors(str(tmp / "dead_letter"))
-        if not any((tmp / "sentences").iterdir()):  # no sentence at all: one empty part
-            beam_io.fill_empty_shards(str(tmp / "sentences"), "part", 1, with_lineage(NOTES_SENTENCES, tags))
-        beam_io.fill_empty_shards(str(tmp / "dead_letter"), "part", 1, fmt="jsonl")
-        stats = stats_from_counters(
-            committed_counters(result, notes_job.NAMESPACE), [name for _, name, _ in files], params
+    tags = notes_job.note_lineage([path for path, _, _ in files])
+    with atomic_dir(args.output or resolve_path(params.output, args.params_dir), lineage=tags) as tmp:
+        notes_job.run(
+            files, str(tmp), params, args.params_data.beam, args.beam_arg, args.metrics, lexicons, tags
         )
-        check_stats(stats)
-        check_rows("sentences", written_rows(str(tmp / "sentences"), True), "sentences", stats["sentences"])
-        check_rows(
-            "dead_letter", written_rows(str(tmp / "dead_letter"), False), "rejected", stats["rejected"]
-        )
-        write_json(tmp / "stats.json", stats)
-    shown = {k: v for k, v in stats.items() if k not in ("inputs", "categories")}
-    finish_stage("medsimp notes", stats, HEADLINE, args.metrics, summary=shown)
     return 0
