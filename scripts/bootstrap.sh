@@ -32,7 +32,7 @@ fi
 stamp=.venv/.medsimp-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -c constraints.txt -e ".[test]"
+  .venv/bin/pip install -q -c constraints.txt -e ".[refresh,eval,datasets,test]"
   touch "$stamp"
 fi
 if command -v npm >/dev/null 2>&1 && { [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; }; then

@@ -407,6 +407,12 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one line, never record text; -v shows the traceback
         if args.verbose:
             raise
+        from medsimp.extras import missing_extra
+
+        extra = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None
+        if extra:  # an optional dependency this command needs is not installed
+            print(f"medsimp {command_name(args)}: {extra}", file=sys.stderr)
+            return EXIT_USAGE
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
