@@ -2,7 +2,8 @@
 
 The package's runtime dependencies are what the data stages need (the Beam jobs, the aligners,
 training). What only some commands import is an extra: `refresh` (DVC, for `medsimp refresh`),
-`eval` (pycocoevalcap's METEOR/BLEU/ROUGE, BERTScore, fastText for `medsimp evaluate`) and
+`eval` (pycocoevalcap's METEOR/BLEU/ROUGE-L/CIDEr, rouge-score, BERTScore, fastText for
+`medsimp evaluate`) and
 `datasets` (Hugging Face `datasets`, for `load_dataset` on the builders; no command imports it).
 `scripts/bootstrap.sh` installs every extra. A command that meets a missing one stops with one
 line naming it (medsimp.cli.app); tests/test_extras.py checks this table against pyproject.toml.
@@ -17,6 +18,7 @@ EXTRAS: dict[str, str] = {
     "pycocoevalcap": "eval",
     "bert_score": "eval",
     "fasttext": "eval",
+    "rouge_score": "eval",
     "datasets": "datasets",
 }
 

@@ -58,7 +58,7 @@ _MEDLANE_IMPLEMENTATIONS: dict[str, tuple[str, str | None]] = {
     "medlane_bleu": ("coco-bleu-closest", "pycocoevalcap"),
     "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
     "rouge_l": ("coco-rouge-beta1.2", "pycocoevalcap"),
-    "cider": ("medsimp-cider-d=pycocoevalcap-1.2", None),
+    "cider": ("coco-cider-d", "pycocoevalcap"),
     "hit": ("medlane-count_hit-regex", "regex"),
     "cwr": ("medlane-count_common", None),
     "ascore": ("medlane-ascore-floor1e-4", None),

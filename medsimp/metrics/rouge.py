@@ -1,4 +1,4 @@
-"""ROUGE-1/2/L F1 (Lin 2004) as rouge-score 0.1.2 computes it, on a named tokenization.
+"""ROUGE-1/2/L F1 (Lin 2004): rouge-score's `RougeScorer`, on a named tokenization.
 
 `tokenizer` option (`Inputs.options["rouge_tokenizer"]`, `--rouge-tokenizer`): `nltk` (default:
 lowercased NLTK Treebank tokens, punctuation kept, as every other default-mode metric) or
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from medsimp.metrics.base import Inputs, Metric, Tokens, ngrams
+from medsimp.metrics.base import Inputs, Metric, Tokens
 
 TOKENIZERS = ("nltk", "rouge-score")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -35,7 +35,8 @@ def _tokens(data: Inputs) -> tuple[list[Tokens], list[list[Tokens]]]:
 
 class _Rouge(Metric):
     kind = "rougeL"
-    label = "rouge-score-0.1.2-f1"
+    label = "rouge-score-f1"
+    dist = "rouge-score"
 
     def signature_label(self, data=None):
         choice = (data.options if data is not None else {}).get("rouge_tokenizer", "nltk")
@@ -81,32 +82,24 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     return len(a) - v.bit_count()
 
 
+class _Given:
+    """rouge-score's tokenizer interface over tokens already made (joined by spaces)."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return text.split(" ") if text else []
+
+
 def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str = "rougeL") -> float:
-    """ROUGE F1 (Lin 2004) as rouge-score 0.1.2 computes it (`RougeScorer([kind])` on the
-    given tokens, `score_multi`), best reference per sentence, averaged; `kind`: rougeL
-    (P = LCS/|hyp|, R = LCS/|ref|, 0 for an empty side), rouge1 or rouge2 (clipped unigram /
-    bigram overlap over the hypothesis' / reference's n-gram count, PLABA's ROUGE-1/2);
-    F = 2PR/(P+R). Computed here (rouge-score imports NLTK, ~1 s); tests/test_metrics.py
-    checks it equals rouge-score's."""
-    if kind == "rougeL":
-        order = 0
-    elif kind in ("rouge1", "rouge2"):
-        order = int(kind[5:])
-    else:
+    """ROUGE F1 (Lin 2004) of the given tokens: rouge-score's `RougeScorer([kind]).score_multi`
+    (the best reference per sentence), averaged over sentences; `kind`: rougeL, rouge1 or rouge2
+    (PLABA's ROUGE-1/2)."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    if kind not in ("rougeL", "rouge1", "rouge2"):
         raise ValueError(f"unknown ROUGE kind {kind!r}: rougeL, rouge1 or rouge2")
-
-    def f1(ref: Tokens, hyp: Tokens) -> float:
-        if order:
-            ref_grams, hyp_grams = ngrams(ref, order), ngrams(hyp, order)
-            overlap = sum(min(c, hyp_grams[g]) for g, c in ref_grams.items())
-            precision = overlap / max(sum(hyp_grams.values()), 1)
-            recall = overlap / max(sum(ref_grams.values()), 1)
-        else:
-            if not ref or not hyp:
-                return 0.0
-            lcs = lcs_length(ref, hyp)
-            precision, recall = lcs / len(hyp), lcs / len(ref)
-        return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
-
-    vals = [max(f1(r, h) for r in rs) for h, rs in zip(hyps, refs, strict=True)]
+    scorer = RougeScorer([kind], tokenizer=_Given())
+    vals = [
+        scorer.score_multi([" ".join(r) for r in rs], " ".join(h))[kind].fmeasure
+        for h, rs in zip(hyps, refs, strict=True)
+    ]
     return sum(vals) / len(vals) if vals else 0.0
