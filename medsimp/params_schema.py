@@ -431,6 +431,8 @@ class Train(Section):
     threads: Positive = (
         2  # fixed (not the core count): bit-reproducible; 2 is 1.5x faster than 1 with the pinned kernels
     )
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: CUDA when torch sees one
+    mixed_precision: Literal["auto", "off", "fp16", "bf16"] = "auto"  # auto: fp16 on CUDA, off on CPU
 
     # the settings MedLane §4.3/§5.1 fixes: the schema defaults are the paper's (docs/fidelity.md)
     PAPER_KEYS: ClassVar[tuple[str, ...]] = (

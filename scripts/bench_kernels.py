@@ -49,7 +49,7 @@ dictionary = json.loads((Path(medsimp.__file__).parent / "resources" / "medlane_
 settings = trainer.Settings(encoder="minilm", epochs=1, threads=int(sys.argv[4]))
 start = time.perf_counter()
 with tempfile.TemporaryDirectory() as tmp:
-    trainer.train(splits.train[: int(sys.argv[3])], splits.validation, dictionary, settings, Path(tmp), progress=False)
+    trainer.train(splits.train[: int(sys.argv[3])], splits.validation, dictionary, settings, Path(tmp), progress=False, device="cpu", mixed_precision="off")
 print(time.perf_counter() - start)
 """
 

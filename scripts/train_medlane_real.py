@@ -105,9 +105,16 @@ def prepare(text: str, work: Path, n_validation: int) -> dict:
     write_lines(data / "train.txt", train_lines)
     write_lines(data / "validation.txt", [line for b in validation for line in (*b, "")])
     write_lines(data / "test.txt", [line for b in test for line in (*b, "")])
-    (data / "train_terms.json").write_text(json.dumps(terms, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return {"records": len(records), "train": len(train), "validation": len(validation), "test": len(test),
-            "train_terms": len(terms)}
+    (data / "train_terms.json").write_text(
+        json.dumps(terms, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return {
+        "records": len(records),
+        "train": len(train),
+        "validation": len(validation),
+        "test": len(test),
+        "train_terms": len(terms),
+    }
 
 
 def medsimp(args: list[str], log: Path) -> float:
@@ -122,11 +129,19 @@ def medsimp(args: list[str], log: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--released", required=True, type=Path, help="cscyuge/medlane checkout or git directory")
-    parser.add_argument("--work", required=True, type=Path, help="folder for the split files, models and scores")
+    parser.add_argument(
+        "--released", required=True, type=Path, help="cscyuge/medlane checkout or git directory"
+    )
+    parser.add_argument(
+        "--work", required=True, type=Path, help="folder for the split files, models and scores"
+    )
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    parser.add_argument("--validation", type=int, default=100, help="records of the first 1,015 kept for early stopping")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra params override")
+    parser.add_argument(
+        "--validation", type=int, default=100, help="records of the first 1,015 kept for early stopping"
+    )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="extra params override"
+    )
     args = parser.parse_args(argv)
 
     from medsimp.config import load_params
@@ -156,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     for model in args.models:
         out = work / "models" / model
-        seconds = medsimp([*common, "--force", "train", "--model", model, "--output", str(out), "--no-progress"], log)
+        seconds = medsimp(
+            [*common, "--force", "train", "--model", model, "--output", str(out), "--no-progress"], log
+        )
         row: dict = {"train_seconds": round(seconds, 1)}
         stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
         row["stats"] = {k: stats.get(k) for k in ("epochs_run", "best_epoch", "encoder", "paper_deviations")}
@@ -164,8 +181,20 @@ def main(argv: list[str] | None = None) -> int:
             scores = work / "eval" / f"{model}-{mode}.json"
             scores.parent.mkdir(parents=True, exist_ok=True)
             medsimp(
-                [*common, "--force", "evaluate", "files", "--hyp", str(out / "predictions" / "test.txt"),
-                 "--medlane", str(work / "data" / "test.txt"), "--mode", mode, "--json", str(scores)],
+                [
+                    *common,
+                    "--force",
+                    "evaluate",
+                    "files",
+                    "--hyp",
+                    str(out / "predictions" / "test.txt"),
+                    "--medlane",
+                    str(work / "data" / "test.txt"),
+                    "--mode",
+                    mode,
+                    "--json",
+                    str(scores),
+                ],
                 log,
             )
             row[mode] = json.loads(scores.read_text(encoding="utf-8"))
@@ -173,9 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     summary_file.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for model, row in summary["models"].items():
         medlane, default = row["medlane"]["scores"], row["default"]["scores"]
-        print(model, f"train {row['train_seconds']} s", "authors' scorer:",
-              json.dumps({k: medlane.get(k) for k in COLUMNS if k in medlane}),
-              "default:", json.dumps({k: default.get(k) for k in COLUMNS if k in default}))
+        print(
+            model,
+            f"train {row['train_seconds']} s",
+            "authors' scorer:",
+            json.dumps({k: medlane.get(k) for k in COLUMNS if k in medlane}),
+            "default:",
+            json.dumps({k: default.get(k) for k in COLUMNS if k in default}),
+        )
     return 0
 
 

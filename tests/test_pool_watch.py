@@ -96,3 +96,35 @@ def test_a_job_error_without_a_pool_problem_is_raised_as_it_is():
 
     with pytest.raises(RuntimeError, match="state FAILED"):
         beam_io.wait_watching_pool(Failing(), _dead_pool(), "PortableRunner")  # fails before a probe ends
+
+
+@pytest.mark.parametrize(
+    ("args", "pool"),
+    [
+        (["--environment_config=localhost:50000"], "localhost:50000"),
+        (['--environment_config={"url": "localhost:50001", "params": {}}'], "localhost:50001"),
+        (["--environment_options=external_service_address=localhost:50002"], "localhost:50002"),
+        ([], None),  # no address: Beam refuses the job itself
+    ],
+)
+def test_the_external_pool_is_found_wherever_beam_reads_it(args, pool):
+    """`--environment_config` as an address or as Beam's JSON, or `--environment_options`'s
+    external_service_address: the pool the launcher checks is the one Beam's workers use."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    options = PipelineOptions(
+        ["--runner=PortableRunner", "--job_endpoint=localhost:8099", "--environment_type=EXTERNAL", *args]
+    )
+    expected = [("job endpoint", "localhost:8099")] + ([("external worker pool", pool)] if pool else [])
+    assert beam_io._endpoints(options) == expected
+
+
+def test_a_flink_or_spark_pool_is_not_probed_from_the_launcher():
+    """Their task managers dial the pool (often a sidecar at localhost on each of them)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    for runner in ("FlinkRunner", "SparkRunner"):
+        options = PipelineOptions(
+            [f"--runner={runner}", "--environment_type=EXTERNAL", "--environment_config=localhost:50000"]
+        )
+        assert beam_io._endpoints(options) == []

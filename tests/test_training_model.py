@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from medsimp.params_schema import Train
 from training.declare import NEG_INF, partial_translate
 from training.labels import (
     MODIFY,
@@ -22,6 +23,8 @@ from training.labels import (
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "medlane"
+# the device and mixed precision params give by default (auto: the CPU and full precision here)
+AUTO = {"device": Train().device, "mixed_precision": Train().mixed_precision}
 DICTIONARY = Path(__file__).resolve().parents[1] / "medsimp" / "resources" / "medlane_dictionary.json"
 DICT = {
     "pt": ["patient", "physical therapy"],
@@ -185,10 +188,10 @@ def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
     d = json.loads((DICTIONARY).read_text())
     s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
     ck = tmp_path / "ck"
-    model, feat, log = train(splits.train[:16], splits.validation[:4], d, s, ck, progress=False)
+    model, feat, log = train(splits.train[:16], splits.validation[:4], d, s, ck, progress=False, **AUTO)
     assert log["best_epoch"] == 1 and (ck / "last.pt").exists()
     s2 = Settings(encoder=tiny_encoder, epochs=2, batch_size=8, head_lr=5e-3)
-    model, feat, log = train(splits.train[:16], splits.validation[:4], d, s2, ck, progress=False)
+    model, feat, log = train(splits.train[:16], splits.validation[:4], d, s2, ck, progress=False, **AUTO)
     assert log["resumed_from"] == 0 and [e["epoch"] for e in log["epochs"]] == [1, 2]
     sources = [src for src, _ in splits.validation[:4]]
     preds = predict(model, feat, sources)
@@ -219,7 +222,7 @@ def test_training_is_bit_reproducible_whatever_the_callers_thread_count(tiny_enc
     for run, threads in enumerate((3, 1)):
         torch.set_num_threads(threads)
         model, feat, log = train(
-            splits.train[:8], splits.validation[:4], d, s, tmp_path / f"ck{run}", progress=False
+            splits.train[:8], splits.validation[:4], d, s, tmp_path / f"ck{run}", progress=False, **AUTO
         )
         out = tmp_path / f"m{run}"
         out.mkdir()
@@ -313,6 +316,65 @@ def test_warm_rerun_writes_the_same_model_and_reports_the_resume(tiny_encoder, t
     }
 
 
+def test_device_and_mixed_precision_default_to_auto_and_auto_is_full_precision_on_cpu():
+    """The params the user gets (issue 37 item 4): train.device and train.mixed_precision auto;
+    on a machine without CUDA that is the CPU in full precision, and the model's log says so."""
+    from medsimp.config import load_params
+    from training.trainer import select_device
+
+    train = load_params(Path(__file__).resolve().parents[1] / "params.yaml").train
+    assert (
+        (train.device, train.mixed_precision) == ("auto", "auto") == (Train().device, Train().mixed_precision)
+    )
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine: auto picks the GPU")
+    device, mode = select_device("auto", "auto")
+    assert (device.type, mode) == ("cpu", "off")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is there")
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("device", "cuda", "train.device is cuda but torch sees no CUDA device here"),
+        ("mixed_precision", "fp16", "train.mixed_precision fp16 runs on CUDA only"),
+        ("mixed_precision", "bf16", "train.mixed_precision bf16 runs on CUDA only"),
+    ],
+)
+def test_a_device_this_machine_lacks_is_one_line(tiny_encoder, tmp_path, capsys, key, value, says):
+    from medsimp.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    code = main(
+        ["--params", str(root / "params.yaml"), "--set", f"train.encoder={tiny_encoder}",
+         "--set", f"cache.dir={tmp_path / 'cache'}", "--set", f"train.{key}={value}",
+         "train", "--model", "declare", "--output", str(tmp_path / "m"), "--no-progress"]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and says in err[-1] and not (tmp_path / "m").exists()
+
+
+def test_training_reports_its_device_in_one_line(tiny_encoder, tmp_path, caplog):
+    import logging
+
+    from training.data import load_medlane
+    from training.trainer import Settings, train
+
+    splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
+    s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8)
+    with caplog.at_level(logging.INFO, logger="training.trainer"):
+        _, _, log = train(
+            splits.train[:8], splits.validation[:4], {}, s, tmp_path / "ck", False, system="bertmt", **AUTO
+        )
+    lines = [
+        r.getMessage() for r in caplog.records if r.name == "training.trainer" and "device" in r.getMessage()
+    ]
+    where = "cuda" if torch.cuda.is_available() else "cpu"
+    assert len(lines) == 1 and lines[0].startswith(f"train bertmt: device {where}, mixed precision ")
+    assert f"batch size 8, {s.threads} CPU threads" in lines[0] and log["device"] == where
+    assert ("amp_dtype" in log) == (where == "cuda") and log["amp"] == (where == "cuda")
+
+
 # ---------------------------------------------------------------- issue 19: locator labels, BERT-MT
 def test_locator_labels_follow_the_annotation_by_default_issue_19():
     """MedLane's locator learns the words the annotators changed, jargon included: "cirrhosis" in a
@@ -368,7 +430,14 @@ def test_bertmt_trains_and_writes_one_line_per_input_deterministically(tiny_enco
     outs = []
     for run in range(2):
         model, feat, log = train(
-            splits.train[:8], splits.validation[:4], {}, s, tmp_path / f"ck{run}", False, system="bertmt"
+            splits.train[:8],
+            splits.validation[:4],
+            {},
+            s,
+            tmp_path / f"ck{run}",
+            False,
+            system="bertmt",
+            **AUTO,
         )
         assert isinstance(model, BertMT) and set(log["epochs"][0]) == {
             "epoch",
@@ -439,7 +508,7 @@ def test_a_poisoned_checkpoint_runs_nothing_and_training_starts_over(tiny_encode
     d = json.loads((DICTIONARY).read_text())
     s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
     with caplog.at_level("WARNING", logger="medsimp"):
-        _, _, log = train(splits.train[:8], splits.validation[:4], d, s, ck, progress=False)
+        _, _, log = train(splits.train[:8], splits.validation[:4], d, s, ck, progress=False, **AUTO)
     assert not marker.exists()
     assert log["resumed_from"] is None and [e["epoch"] for e in log["epochs"]] == [1]
     assert "training starts from the first epoch" in caplog.text

@@ -271,6 +271,30 @@ def _resume(last: Path) -> dict | None:
         return None
 
 
+AMP_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def select_device(device: str, mixed_precision: str) -> tuple[torch.device, str]:
+    """The training device and mixed-precision mode params `train.device` / `train.mixed_precision`
+    ask for (`auto`: CUDA when torch sees one; fp16 there, off on CPU). What cannot be had here is
+    one line (UsageError): CUDA without a visible device, mixed precision off CUDA, bf16 on a GPU
+    without it."""
+    from medsimp.errors import UsageError
+
+    cuda = torch.cuda.is_available()
+    if device == "cuda" and not cuda:
+        raise UsageError("train.device is cuda but torch sees no CUDA device here: set it to auto or cpu")
+    chosen = torch.device("cuda" if device == "cuda" or (device == "auto" and cuda) else "cpu")
+    mode = ("fp16" if chosen.type == "cuda" else "off") if mixed_precision == "auto" else mixed_precision
+    if mode != "off" and chosen.type != "cuda":
+        raise UsageError(
+            f"train.mixed_precision {mode} runs on CUDA only; training here is on the CPU: set it to auto or off"
+        )
+    if mode == "bf16" and not torch.cuda.is_bf16_supported():
+        raise UsageError("train.mixed_precision bf16: this GPU has no bfloat16 support; use fp16")
+    return chosen, mode
+
+
 def train(
     train_pairs: list[Pair],
     val_pairs: list[Pair],
@@ -280,20 +304,31 @@ def train(
     progress: bool = True,
     val_terms: Sequence[Mapping[str, str]] | None = None,
     system: str = "declare",
+    *,
+    device: str,
+    mixed_precision: str,
 ) -> tuple[Encoded, Featurizer, dict]:
-    """Train `system` (declare: the joint loss; bertmt: Lr); returns the best model (lowest
+    """Train `system` (declare: the joint loss; bertmt: Lr) on `device` with `mixed_precision`
+    (params train.device / train.mixed_precision, `select_device`); returns the best model (lowest
     validation loss) and a log. `val_terms`: the annotated terms of each validation pair
     (locator labels, DNLI gold)."""
+    import logging
+
     from torch.utils.data import DataLoader
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
 
     seed_everything(s.seed, s.threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    use_amp = device.type == "cuda"
+    device_, mode = select_device(device, mixed_precision)
+    use_amp, amp_dtype = mode != "off", AMP_DTYPES.get(mode)
+    where = f"cuda ({torch.cuda.get_device_name(device_)})" if device_.type == "cuda" else "cpu"
+    logging.getLogger(__name__).info(
+        "train %s: device %s, mixed precision %s, batch size %d, %d CPU threads",
+        system, where, mode, s.batch_size, s.threads,
+    )  # fmt: skip
     tokenizer, encoder, used = load_backbone(s.encoder, s.encoder_fallback)
     feat = Featurizer(tokenizer, dictionary, s, plain=system == "bertmt")
-    model = _build(system, encoder, s).to(device)
+    model = _build(system, encoder, s).to(device_)
     train_ex = [feat.example(a, b) for a, b in train_pairs]
     annotations: list[Mapping[str, str] | None] = [*(val_terms or [])] or [None] * len(val_pairs)
     val_ex = [feat.example(a, b, t) for (a, b), t in zip(val_pairs, annotations, strict=True)]
@@ -310,7 +345,7 @@ def train(
     )
     total = max(1, len(loader) * s.epochs)
     sched = get_linear_schedule_with_warmup(optim, int(s.warmup_ratio * total), total)
-    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    scaler = torch.amp.GradScaler("cuda", enabled=mode == "fp16")  # bf16 needs no loss scaling
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     last, best_path = checkpoint_dir / "last.pt", checkpoint_dir / "best.pt"
     log: dict = {
@@ -320,9 +355,11 @@ def train(
         "encoder": used,
         "encoder_fallback": used != s.encoder,
         "resumed_from": None,
-        "device": device.type,
+        "device": device_.type,
         "amp": use_amp,
     }
+    if use_amp:
+        log["amp_dtype"] = mode
     start, bad = 0, 0
     ck = _resume(last) if last.exists() else None
     if ck is not None:
@@ -331,7 +368,7 @@ def train(
         sched.load_state_dict(ck["sched"])
         scaler.load_state_dict(ck["scaler"])
         gen.set_state(ck["gen"])
-        _set_rng_state(ck["rng"], device)
+        _set_rng_state(ck["rng"], device_)
         start, bad, log = ck["epoch"] + 1, ck["bad"], ck["log"]
         log["resumed_from"] = ck["epoch"]
     for epoch in range(start, s.epochs):
@@ -341,8 +378,8 @@ def train(
         bar = tqdm(loader, desc=f"{system} epoch {epoch + 1}/{s.epochs}", disable=not progress, leave=False)
         running = 0.0
         for n, batch in enumerate(bar, 1):
-            with torch.autocast(device_type=device.type, enabled=use_amp):
-                parts = model.losses(_to(batch, device))
+            with torch.autocast(device_type=device_.type, dtype=amp_dtype, enabled=use_amp):
+                parts = model.losses(_to(batch, device_))
                 loss = sum(parts.values())
             optim.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
@@ -355,7 +392,7 @@ def train(
             bar.set_postfix(
                 loss=f"{running / n:.3f}", **{k: f"{float(v.detach()):.2f}" for k, v in parts.items()}
             )
-        val = evaluate_loss(model, val_loader, device, use_amp)
+        val = evaluate_loss(model, val_loader, device_, amp_dtype)
         log["epochs"].append(
             {
                 "epoch": epoch + 1,
@@ -375,7 +412,7 @@ def train(
                 "sched": sched.state_dict(),
                 "scaler": scaler.state_dict(),
                 "gen": gen.get_state(),
-                "rng": _rng_state(device),
+                "rng": _rng_state(device_),
                 "epoch": epoch,
                 "bad": bad,
                 "log": log,
@@ -383,7 +420,7 @@ def train(
             last,
         )
     if best_path.exists():
-        model.load_state_dict(torch.load(best_path, map_location=device, weights_only=True))
+        model.load_state_dict(torch.load(best_path, map_location=device_, weights_only=True))
     return model, feat, log
 
 
@@ -396,13 +433,15 @@ def _build(system: str, encoder, s: Settings) -> Encoded:
 
 
 @torch.no_grad()
-def evaluate_loss(model: Encoded, loader, device: torch.device, use_amp: bool) -> dict[str, float]:
+def evaluate_loss(
+    model: Encoded, loader, device: torch.device, amp_dtype: torch.dtype | None
+) -> dict[str, float]:
     """Mean validation losses per part (Lp, Lq, Lr for DECLARE; Lr for BERT-MT) and their sum."""
     model.eval()
     sums: dict[str, float] = {}
     n = 0
     for batch in loader:
-        with torch.autocast(device_type=device.type, enabled=use_amp):
+        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
             parts = model.losses(_to(batch, device))
         for k, v in parts.items():
             sums[k] = sums.get(k, 0.0) + float(v)

@@ -143,8 +143,15 @@ ENDPOINT_SECONDS = 30
 
 def _endpoints(options: PipelineOptions) -> list[tuple[str, str]]:
     """(what, host:port) of the services a PortableRunner job connects to: the job endpoint
-    (unless Beam embeds it) and an EXTERNAL worker pool."""
+    (unless Beam embeds it) and an EXTERNAL worker pool, found where Beam's ExternalEnvironment
+    looks: `--environment_config` as an address or as JSON `{"url": ...}`, else
+    `--environment_options=external_service_address=...`.
+
+    Only the PortableRunner's services are probed. A Flink or Spark runner's worker pool address
+    is what its task managers dial (often a sidecar at localhost:50000 on each of them), which the
+    launcher cannot reach, so probing it from here would refuse good jobs."""
     from apache_beam.options.pipeline_options import PortableOptions
+    from apache_beam.transforms.environments import looks_like_json
 
     portable = options.view_as(PortableOptions)
     if options.view_as(StandardOptions).runner not in ("PortableRunner", "portable"):
@@ -152,8 +159,17 @@ def _endpoints(options: PipelineOptions) -> list[tuple[str, str]]:
     found = []
     if portable.job_endpoint and portable.job_endpoint != "embed":
         found.append(("job endpoint", portable.job_endpoint))
-    if (portable.environment_type or "").upper() == "EXTERNAL" and portable.environment_config:
-        found.append(("external worker pool", portable.environment_config))
+    if (portable.environment_type or "").upper() == "EXTERNAL":
+        config = portable.environment_config or ""
+        if looks_like_json(config):
+            try:
+                address = json.loads(config).get("url")
+            except (ValueError, AttributeError):
+                address = None  # Beam itself refuses it when the job starts
+        else:
+            address = config or portable.lookup_environment_option("external_service_address")
+        if isinstance(address, str) and address:
+            found.append(("external worker pool", address))
     return found
 
 

@@ -149,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.no_progress and interactive(),
                 val_terms=splits.validation_terms,
                 system=args.model,
+                device=cfg.device,
+                mixed_precision=cfg.mixed_precision,
             )
             preds = {name: trainer.predict(model, feat, srcs) for name, srcs in sources.items()}
             # a warm rerun resumes from the last checkpoint and ends with the same model: where it
