@@ -25,9 +25,11 @@ EXTRAS: dict[str, str] = {
 
 def missing_extra(exc: ModuleNotFoundError) -> str | None:
     """One line for a module an extra installs and this environment lacks; None for any other."""
+    import importlib.util
+
     top = (exc.name or "").split(".")[0]
     extra = EXTRAS.get(top)
-    if extra is None:
+    if extra is None or importlib.util.find_spec(top) is not None:  # installed: another fault
         return None
     return (
         f"needs {top}, which the [{extra}] extra installs: pip install 'medsimp[{extra}]' "

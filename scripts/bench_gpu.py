@@ -43,7 +43,7 @@ def available(device: str, precision: str) -> str | None:
 
     if device == "cuda" and not torch.cuda.is_available():
         return "no CUDA device"
-    if precision == "bf16" and not torch.cuda.is_bf16_supported():
+    if precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
         return "no bfloat16 support"
     return None
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             "train.patience=100",  # every epoch runs
             *([f"train.encoder={args.encoder}"] if args.encoder else []),
         ]
-        baseline = None
+        baseline, base_name = None, ""
         for batch in args.batch_sizes:
             for device, precision in ROWS:
                 name = f"{device} {precision} batch {batch}"
@@ -95,13 +95,14 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 line = next((x for x in text.splitlines() if re.search(r"train \w+: device ", x)), "")
                 stats = json.loads((run / "model" / "stats.json").read_text(encoding="utf-8"))
-                baseline = baseline or m.wall_s
+                if baseline is None:
+                    baseline, base_name = m.wall_s, name
                 row = {"device": device, "mixed_precision": precision, "batch_size": batch,
                        "wall_s": round(m.wall_s, 1), "ratio": round(m.wall_s / baseline, 3),
                        "best_val_loss": stats.get("best_val_loss"), "reported": line.split(": ", 1)[-1]}  # fmt: skip
                 rows.append(row)
                 print(
-                    f"{name:<24} {row['wall_s']:8.1f} s  x{row['ratio']:.2f} of the CPU baseline  "
+                    f"{name:<24} {row['wall_s']:8.1f} s  x{row['ratio']:.2f} of {base_name}  "
                     f"val loss {row['best_val_loss']}  [{row['reported']}]"
                 )
     if args.json:

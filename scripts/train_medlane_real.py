@@ -123,7 +123,8 @@ def medsimp(args: list[str], log: Path) -> float:
     with log.open("ab") as fh:
         got = subprocess.run([sys.executable, "-m", "medsimp.cli", *args], stdout=fh, stderr=fh, check=False)
     if got.returncode != 0:
-        raise SystemExit(f"medsimp {args[0]} failed (exit {got.returncode}); see {log}")
+        command = next(a for a in args if a in ("train", "evaluate"))
+        raise SystemExit(f"medsimp {command} failed (exit {got.returncode}); see {log}")
     return time.monotonic() - start
 
 

@@ -73,7 +73,8 @@ def test_the_data_and_training_stages_import_without_the_extras():
 @pytest.mark.parametrize(
     ("blocked", "argv", "extra"),
     [
-        ("pycocoevalcap", ["evaluate", "files", "--select", "meteor"], "eval"),
+        ("pycocoevalcap", ["evaluate", "files", "--select", "cider"], "eval"),
+        ("rouge_score", ["evaluate", "files", "--select", "rouge_l"], "eval"),
         ("bert_score", ["evaluate", "files", "--select", "bertscore"], "eval"),
         ("dvc", ["refresh", "--dry-run"], "refresh"),
     ],
@@ -98,3 +99,16 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path, blocked, argv, extra):
     assert lines[-1].startswith(f"medsimp {argv[0]}"), got.stderr
     assert f"needs {blocked}, which the [{extra}] extra installs: pip install 'medsimp[{extra}]'" in lines[-1]
     assert "Traceback" not in got.stderr
+
+
+def test_a_missing_module_inside_an_installed_extra_is_not_blamed_on_the_extra():
+    from medsimp.extras import missing_extra
+
+    try:
+        import pycocoevalcap.no_such_module  # noqa: F401
+    except ModuleNotFoundError as exc:
+        assert (
+            missing_extra(exc) is None
+        )  # pycocoevalcap is installed: an internal error, not a missing extra
+    else:
+        raise AssertionError("imported a module that does not exist")

@@ -187,6 +187,10 @@ def test_rouge_scores_the_tokens_it_is_given():
     assert R.rouge_f1([[",", "."]], [[[",", "."]]]) == 1.0
     assert R.rouge_f1([["résultats", "."]], [[["résultats", "!"]]], "rouge1") == pytest.approx(0.5)
     assert R.rouge_f1([["a", "b"]], [[["x"], ["a", "b"]]], "rouge2") == 1.0  # the best reference
+    # a de-identification placeholder is one token with spaces inside (medsimp.text.words)
+    assert R.rouge_f1(
+        [["[**known lastname 12**]", "left"]], [[["[**known", "lastname", "12**]", "left"]]], "rouge1"
+    ) == (pytest.approx(2 * (1 / 2) * (1 / 4) / (1 / 2 + 1 / 4)))
 
 
 def test_cider_without_reference_words_is_zero_where_pycocoevalcap_fails():

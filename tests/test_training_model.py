@@ -332,6 +332,21 @@ def test_device_and_mixed_precision_default_to_auto_and_auto_is_full_precision_o
     assert (device.type, mode) == ("cpu", "off")
 
 
+def test_the_checkpoint_key_holds_the_device_and_precision_a_run_resolved():
+    """`train` keys checkpoints by the resolved device and precision (not `auto`): a CPU
+    checkpoint (no grad-scaler state) is never resumed by an fp16 run on a GPU."""
+    from medsimp.cli.commands.train import _data_key
+    from medsimp.config import load_params
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = load_params(root / "params.yaml").train
+    keys = {
+        _data_key(cfg.model_copy(update={"device": d, "mixed_precision": m}), "declare", root)
+        for d, m in (("cpu", "off"), ("cuda", "fp16"), ("cuda", "bf16"), ("cuda", "off"))
+    }
+    assert len(keys) == 4
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is there")
 @pytest.mark.parametrize(
     ("key", "value", "says"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,3 +171,20 @@ def load_splits(cfg: Train | Mapping[str, Any], base: str | Path = ".") -> Split
             data.resplit,
         )
     raise ValueError(f"train.data.format must be medlane or pairs, not {fmt!r}")
+
+
+def with_dataset(cfg: Train, dataset: str | None, config: str | None, resplit: bool) -> Train:
+    """The train section pointed at `<dataset>/<config>` (`--dataset`/`--config`) as pairs."""
+    from medsimp.errors import UsageError
+
+    if (dataset is None) != (config is None):
+        raise UsageError(
+            "--dataset and --config go together (e.g. --dataset builders/multicochrane --config en)"
+        )
+    data: dict[str, Any] = {}
+    if dataset is not None:
+        # a command-line path: the current folder's (absolute, as params paths are the params file's)
+        data.update(format="pairs", pairs=os.path.abspath(f"{dataset.rstrip('/')}/{config}"))
+    if resplit:
+        data["resplit"] = True
+    return cfg.model_copy(update={"data": cfg.data.model_copy(update=data)})

@@ -290,7 +290,7 @@ def select_device(device: str, mixed_precision: str) -> tuple[torch.device, str]
         raise UsageError(
             f"train.mixed_precision {mode} runs on CUDA only; training here is on the CPU: set it to auto or off"
         )
-    if mode == "bf16" and not torch.cuda.is_bf16_supported():
+    if mode == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
         raise UsageError("train.mixed_precision bf16: this GPU has no bfloat16 support; use fp16")
     return chosen, mode
 

@@ -82,11 +82,14 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     return len(a) - v.bit_count()
 
 
+_SEP = "\x00"  # joins the tokens for rouge-score: a token may hold spaces (`[**known lastname 123**]`)
+
+
 class _Given:
-    """rouge-score's tokenizer interface over tokens already made (joined by spaces)."""
+    """rouge-score's tokenizer interface over tokens already made (joined by `_SEP`)."""
 
     def tokenize(self, text: str) -> list[str]:
-        return text.split(" ") if text else []
+        return text.split(_SEP) if text else []
 
 
 def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str = "rougeL") -> float:
@@ -99,7 +102,7 @@ def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str
         raise ValueError(f"unknown ROUGE kind {kind!r}: rougeL, rouge1 or rouge2")
     scorer = RougeScorer([kind], tokenizer=_Given())
     vals = [
-        scorer.score_multi([" ".join(r) for r in rs], " ".join(h))[kind].fmeasure
+        scorer.score_multi([_SEP.join(r) for r in rs], _SEP.join(h))[kind].fmeasure
         for h, rs in zip(hyps, refs, strict=True)
     ]
     return sum(vals) / len(vals) if vals else 0.0

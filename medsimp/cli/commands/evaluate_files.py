@@ -126,35 +126,37 @@ def run(args: argparse.Namespace, select: list[str] | None, options: dict) -> in
     scorer = Scorer(
         cfg, p.train, p.notes, args.params_dir, select, p.link, options, from_file=Path(args.params).is_file()
     )
-    if mode == "medlane" and scorer.lang_tag:
-        raise UsageError(
-            f"--mode medlane is the MedLane authors' English scorer; the outputs are {scorer.lang} and the "
-            f"sources {scorer.src_lang} (--lang/--src-lang, params evaluate.lang): use --mode default"
-        )
-    if args.sentence_level and (mode != "default" or args.medlane):
-        raise UsageError("--sentence-level scores --hyp against --ref/--src in --mode default")
-    systems = _systems(args)
-    if (args.report or len(systems) > 1) and mode == "medlane":
-        raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
-    against = Against(args.medlane, args.dataset, args.config, args.split, tuple(args.ref), args.src)
-    try:
+    try:  # a ValueError from the data (a bad file, a mismatch) is bad input: one line
+        if mode == "medlane" and scorer.lang_tag:
+            raise UsageError(
+                f"--mode medlane is the MedLane authors' English scorer; the outputs are {scorer.lang} and the "
+                f"sources {scorer.src_lang} (--lang/--src-lang, params evaluate.lang): use --mode default"
+            )
+        if args.sentence_level and (mode != "default" or args.medlane):
+            raise UsageError("--sentence-level scores --hyp against --ref/--src in --mode default")
         check_dataset_language(args.dataset, args.config, scorer.lang)
+        systems = _systems(args)
+        if (args.report or len(systems) > 1) and mode == "medlane":
+            raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
+        against = Against(args.medlane, args.dataset, args.config, args.split, tuple(args.ref), args.src)
         scored = score_systems(systems, against, scorer, cfg, p.train.data, mode, extras=args.measures)
         bootstrap, not_tested = scored.bootstrap(scorer, cfg)
         if args.sentence_level:
             write_out(args.sentence_level, scored.sentence_lines(scorer))
+        if args.json:
+            write_out(args.json, scored.as_json(bootstrap, not_tested))
+        title = f"evaluate ({mode}, n={len(scored.items)}" + (
+            f", {len(systems)} systems)" if len(systems) > 1 else ")"
+        )
+        # results on stdout unless --json - took it (then the table goes to stderr)
+        out = sys.stderr if is_stdout(args.json) or is_stdout(args.sentence_level) else sys.stdout
+        print_results(title, scored, bootstrap, not_tested, scorer, out)
+        if args.report:
+            write_report(
+                args.report, scored.results, bootstrap, scored.items, scored.hyp_lists, args.report_text
+            )
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    if args.json:
-        write_out(args.json, scored.as_json(bootstrap, not_tested))
-    title = f"evaluate ({mode}, n={len(scored.items)}" + (
-        f", {len(systems)} systems)" if len(systems) > 1 else ")"
-    )
-    # results on stdout unless --json - took it (then the table goes to stderr)
-    out = sys.stderr if is_stdout(args.json) or is_stdout(args.sentence_level) else sys.stdout
-    print_results(title, scored, bootstrap, not_tested, scorer, out)
-    if args.report:
-        write_report(args.report, scored.results, bootstrap, scored.items, scored.hyp_lists, args.report_text)
     return 0
 
 

@@ -13,7 +13,6 @@ Interrupted DECLARE / BERT-MT runs resume from the last checkpoint under
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -112,10 +111,15 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.progress import interactive
     from medsimp.stats import check_reconciles, finish_stage, output_stats
     from training import baselines
-    from training.data import load_splits
+    from training.data import load_splits, with_dataset
     from training.lexicon import load_dictionary
 
     cfg = with_dataset(args.params_data.train, args.dataset, args.config, args.resplit)
+    if args.model in ("declare", "bertmt"):  # a device this machine lacks: one line, before any work
+        from training.trainer import select_device
+
+        device, precision = select_device(cfg.device, cfg.mixed_precision)  # resolved: in the checkpoint key
+        cfg = cfg.model_copy(update={"device": device.type, "mixed_precision": precision})
     splits = load_splits(cfg, args.params_dir)
     dictionary = load_dictionary([resolve_path(p, args.params_dir) for p in cfg.dictionaries])
     sources = {name: [tokenize(it.source or "") for it in items] for name, items in splits.eval.items()}
@@ -183,20 +187,3 @@ def run(args: argparse.Namespace) -> int:
     shown = {k: v for k, v in stats.items() if k != "model"}
     finish_stage(f"train {args.model}", stats, HEADLINE, args.metrics, summary=shown)
     return 0
-
-
-def with_dataset(cfg: Train, dataset: str | None, config: str | None, resplit: bool) -> Train:
-    """The train section pointed at `<dataset>/<config>` (`--dataset`/`--config`) as pairs."""
-    from medsimp.errors import UsageError
-
-    if (dataset is None) != (config is None):
-        raise UsageError(
-            "--dataset and --config go together (e.g. --dataset builders/multicochrane --config en)"
-        )
-    data: dict[str, Any] = {}
-    if dataset is not None:
-        # a command-line path: the current folder's (absolute, as params paths are the params file's)
-        data.update(format="pairs", pairs=os.path.abspath(f"{dataset.rstrip('/')}/{config}"))
-    if resplit:
-        data["resplit"] = True
-    return cfg.model_copy(update={"data": cfg.data.model_copy(update=data)})
