@@ -15,6 +15,7 @@ import numpy as np
 from alignment import vecalign
 from alignment.crf import CRFAligner
 from alignment.encoders import PairEncoders
+from medsimp.params_schema import Vecalign
 
 
 class DocumentError(ValueError):
@@ -65,7 +66,7 @@ def _row(
 
 
 def align_document(
-    doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders: PairEncoders, vec_params: Mapping[str, Any]
+    doi: str, rows: Sequence[Mapping], crf: CRFAligner, encoders: PairEncoders, vec_params: Vecalign
 ) -> list[dict[str, Any]]:
     """All pair rows of one document (English first, then each language in code order)."""
     complex_rows = _side(rows, "complex", "en")

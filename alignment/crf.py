@@ -28,13 +28,13 @@ reverse (rows = complex) model and merges their pairs (see docs/alignment.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
+from pydantic import ValidationError
 from torch import nn
 
 from alignment.features import NULL_FEATURES, PAIR_FEATURES, null_features, pair_features
@@ -42,10 +42,9 @@ from alignment.gold import Block, DocPair
 from alignment.score import pairs_to_blocks
 from medsimp.errors import InputError
 from medsimp.numerics import require_blas_pinned, require_pinned
-from medsimp.params_schema import Crf
+from medsimp.params_schema import Crf, updated
 
 # The CRF's knobs and their defaults are params `align.crf` (medsimp.params_schema.Crf).
-DEFAULTS: dict[str, Any] = Crf().model_dump(exclude={"encoder"})
 
 
 class CRFScorer(nn.Module):
@@ -258,21 +257,21 @@ def gold_labels(pairs: set[tuple[int, int]], n_rows: int, cosine: np.ndarray) ->
     ]
 
 
-def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Mapping[str, Any]) -> CRFScorer:
+def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Crf) -> CRFScorer:
     """Fit one direction by Adam on the summed per-document NLL (divided by rows). The thread
     count is fixed (float sums depend on it) whether or not the encoder ran first (cold cache),
     and the kernels are the CPU-independent ones (medsimp.numerics)."""
     require_pinned(torch)
     require_blas_pinned()  # the features came through numpy's BLAS
-    torch.manual_seed(int(config["seed"]))
-    torch.set_num_threads(int(config["threads"]))
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
-    scorer = CRFScorer(int(config["jump_cap"]), int(config["hidden"]))
-    opt = torch.optim.Adam(scorer.parameters(), lr=float(config["lr"]))
+    scorer = CRFScorer(config.jump_cap, config.hidden)
+    opt = torch.optim.Adam(scorer.parameters(), lr=float(config.lr))
     data = [
         (_tensor(f), _tensor(null_features(f)), torch.tensor(y)) for f, y in examples if len(y) and f.shape[1]
     ]
-    for _ in range(int(config["epochs"])):
+    for _ in range(config.epochs):
         for f, nf, y in data:
             opt.zero_grad()
             loss = scorer.nll(f, nf, y) / len(y)
@@ -291,11 +290,11 @@ class CRFResult:
 class CRFAligner:
     """Forward (simple rows) and reverse (complex rows) CRFs over one encoder, merged."""
 
-    def __init__(self, encoder, config: Mapping[str, Any], forward: CRFScorer, reverse: CRFScorer):
+    def __init__(self, encoder, config: Crf, forward: CRFScorer, reverse: CRFScorer):
         require_pinned(torch)  # inference too: a worker that imported torch after medsimp is pinned here
         require_blas_pinned()  # the cosine features go through numpy's BLAS
         self.encoder = encoder
-        self.config = {**DEFAULTS, **dict(config)}
+        self.config = config  # its `encoder` spec is not read: `encoder` is the one in use
         self.forward, self.reverse = forward, reverse
 
     @staticmethod
@@ -307,16 +306,17 @@ class CRFAligner:
         stopwords: str = "spacy",
     ) -> np.ndarray:
         """Features with rows = simple sentences, columns = complex sentences; `stopwords` is
-        the config's stop-word list (`alignment.text.STOPWORD_LISTS`; spaCy's when unset)."""
+        the config's stop-word list (`alignment.text.STOPWORD_LISTS`)."""
         if not complex_ or not simple:
             return np.zeros((len(simple), len(complex_), len(PAIR_FEATURES)), np.float32)
         cos = encoder.encode(list(simple), lang) @ encoder.encode(list(complex_), lang).T
         return pair_features(simple, complex_, cos, stopwords)
 
     @classmethod
-    def train(cls, docs: Sequence[DocPair], encoder, config: Mapping[str, Any] | None = None) -> CRFAligner:
-        config = {**DEFAULTS, **dict(config or {})}
-        stopwords = str(config.get("stopwords", "spacy"))
+    def train(cls, docs: Sequence[DocPair], encoder, config: Crf | None = None) -> CRFAligner:
+        """`config`: params `align.crf` (none: the schema's defaults)."""
+        config = config or Crf()
+        stopwords = config.stopwords
         fwd, rev = [], []
         for d in docs:
             f = cls.featurize(encoder, d.complex, d.simple, stopwords=stopwords)
@@ -334,11 +334,11 @@ class CRFAligner:
         n_c, n_s = len(complex_), len(simple)
         pairs: dict[tuple[int, int], float] = {}
         if n_c and n_s:
-            stopwords = str(self.config.get("stopwords", "spacy"))
+            stopwords = self.config.stopwords
             f = self.featurize(self.encoder, complex_, simple, lang, stopwords)
             # the same thread count as training, whatever the process set (float sums depend on it)
-            torch.set_num_threads(int(self.config["threads"]))
-            merge = self.config["merge"]
+            torch.set_num_threads(self.config.threads)
+            merge = self.config.merge
             lat = lattice(self.forward, f)
             marg, _ = lat.forward_backward()
             fwd = {(a - 1, s): float(marg[s, a]) for s, a in enumerate(lat.viterbi()) if a}
@@ -354,10 +354,8 @@ class CRFAligner:
                 keys = set(fwd) | set(rev)
             elif merge == "intersection":
                 keys = set(fwd) & set(rev)
-            elif merge == "forward":
+            else:  # forward
                 keys = set(fwd)
-            else:
-                raise ValueError(f"merge must be union, intersection or forward, got {merge!r}")
             pairs = {k: max(fwd.get(k, 0.0), rev.get(k, 0.0)) for k in sorted(keys)}
         blocks = pairs_to_blocks(pairs, n_c, n_s)
         scores = [
@@ -374,12 +372,17 @@ class CRFAligner:
         torch.save(
             {"forward": self.forward.state_dict(), "reverse": self.reverse.state_dict()}, out / "model.pt"
         )
-        cfg = {**self.config, "encoder": self.encoder.name}
+        # spaCy's stop words are what a config without the key means (models saved before it was a
+        # param), so a default model keeps its bytes and content hash, which its packaged held-out
+        # scores are keyed by (medsimp/resources/aligner_heldout.json)
+        implicit = {"stopwords"} if self.config.stopwords == Crf().stopwords else set()
+        cfg = {**self.config.model_dump(exclude={"encoder", *implicit}), "encoder": self.encoder.name}
         (out / "config.json").write_text(json.dumps(cfg, sort_keys=True, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, model_dir: str | Path, encoder, overrides: Mapping[str, Any] | None = None) -> CRFAligner:
-        """Load a trained aligner; `encoder.name` must match the one it was trained with."""
+    def load(cls, model_dir: str | Path, encoder, merge: str | None = None) -> CRFAligner:
+        """Load a trained aligner; `encoder.name` must match the one it was trained with;
+        `merge` (params `align.crf.merge`) replaces the merge it was saved with."""
         d = Path(model_dir)
         if not (d / "model.pt").exists():
             raise FileNotFoundError(
@@ -391,9 +394,15 @@ class CRFAligner:
                 f"CRF model {d} was trained with encoder {cfg.get('encoder')!r}, not {encoder.name!r}: "
                 "set align.crf.encoder to the model's, or train one with this encoder (medsimp align train)"
             )
-        cfg.update(dict(overrides or {}))
+        del cfg["encoder"]
+        try:
+            config = updated(Crf.model_validate(cfg), {"merge": merge} if merge else None)
+        except ValidationError as exc:
+            raise InputError(
+                f"CRF model {d}: config.json is not an align.crf config ({exc.errors()[0]['msg']})"
+            ) from None
         state = torch.load(d / "model.pt", map_location="cpu", weights_only=True)
-        fwd, rev = (CRFScorer(int(cfg["jump_cap"]), int(cfg["hidden"])) for _ in range(2))
+        fwd, rev = (CRFScorer(config.jump_cap, config.hidden) for _ in range(2))
         fwd.load_state_dict(state["forward"])
         rev.load_state_dict(state["reverse"])
-        return cls(encoder, cfg, fwd.eval(), rev.eval())
+        return cls(encoder, config, fwd.eval(), rev.eval())

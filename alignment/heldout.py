@@ -155,14 +155,13 @@ def eval_cochrane(
     other half of the reviews (`crf_base_plus_cochrane_cv`, 2-fold by DOI), and the Jaccard /
     TF-IDF threshold baselines tuned on the other half."""
     encoder = make_encoder(crf.encoder, cache)
-    crf_params = crf.model_dump()
     groups = sorted({d.group for d in docs})
     folds = [set(groups[0::2]), set(groups[1::2])]
     systems: dict[str, CRFAligner] = {}
     if base_gold is not None:
-        systems["crf_base_gold"] = CRFAligner.train(base_gold, encoder, crf_params)
+        systems["crf_base_gold"] = CRFAligner.train(base_gold, encoder, crf)
     for name, path in models.items():
-        systems[name] = CRFAligner.load(path, encoder, {"merge": crf.merge})
+        systems[name] = CRFAligner.load(path, encoder, crf.merge)
     cv = cv and base_gold is not None
     names = [*systems, *(["crf_base_plus_cochrane_cv"] if cv else []), *BASELINES]
     pred: dict[str, dict[str, set]] = {name: {} for name in names}
@@ -174,7 +173,7 @@ def eval_cochrane(
         train = [d for d in docs if d.group not in test_groups]
         test = [d for d in docs if d.group in test_groups]
         if cv and base_gold is not None:
-            model = CRFAligner.train(base_gold + train, encoder, crf_params)
+            model = CRFAligner.train(base_gold + train, encoder, crf)
             for d in test:
                 pred["crf_base_plus_cochrane_cv"][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
         for name, fn in BASELINES.items():

@@ -10,9 +10,11 @@ languages without a lookup table, such as fa).
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable
 from typing import Any
 
+from medsimp.params_schema import Comparison
 from medsimp.text.lemmas import lemma_set
 
 
@@ -24,7 +26,7 @@ def overlap_r(complex_text: str, simple_text: str, lang: str = "en") -> float:
     return len(lemma_set(complex_text, lang) & ls) / len(ls)
 
 
-COMPARISONS = ("gt", "ge")
+COMPARISONS = typing.get_args(Comparison)  # params `filter.comparison`
 
 
 def passes(r: float, threshold: float, comparison: str = "gt") -> bool:

@@ -4,19 +4,21 @@ Word tokens are the multilingual genre's (`medsimp.text.multilingual.word_tokens
 `\\w+` runs), stop words spaCy's English list (`medsimp.text.stopwords`). `sklearn` names the
 list used before issue 30 (scikit-learn's `ENGLISH_STOP_WORDS`), kept because the CRF scored
 0.08-0.22 points of pair F1 higher with it on PLABA dev (the Jaccard baseline 1.2 points
-lower; docs/alignment.md): `align.crf` config key `stopwords`.
+lower; docs/alignment.md): params `align.crf.stopwords`.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import typing
 
+from medsimp.params_schema import StopwordList
 from medsimp.text.multilingual import word_tokens
 from medsimp.text.stopwords import stop_words
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-STOPWORD_LISTS = ("spacy", "sklearn")
+STOPWORD_LISTS = typing.get_args(StopwordList)  # the choices params `align.crf.stopwords` accepts
 
 
 @functools.cache

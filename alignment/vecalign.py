@@ -22,7 +22,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,12 +33,11 @@ from alignment.anchors import with_anchors
 from alignment.encoders import Encoder
 from alignment.gold import Block
 from medsimp.numerics import require_blas_pinned
-from medsimp.params_schema import Vecalign
+from medsimp.params_schema import Vecalign, updated
 
 # Thompson & Koehn (2019) as published (vecalign.py's defaults: --alignment_max_size 4,
 # --del_percentile_frac 0.2, deletion penalty over random pairs, plain sentence embeddings):
-# the defaults of params `align.vecalign` (medsimp.params_schema.Vecalign), read from there.
-DEFAULTS: dict[str, Any] = Vecalign().model_dump(exclude={"encoder"})
+# the defaults of params `align.vecalign` (medsimp.params_schema.Vecalign).
 _GLOBAL_RNG = threading.Lock()  # random and np.random: one seeded alignment at a time per process
 # Named option sets. `medsimp` is our improvement (docs/alignment.md: strict F1 0.872 vs
 # 0.797 plain Vecalign with USE on the Bleualign dev file); a preset sets these keys over
@@ -63,17 +62,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def resolve(params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """DEFAULTS, then the given params, then the named `preset`'s keys (if any)."""
-    p = {**DEFAULTS, **dict(params or {})}
-    preset = p.get("preset")
-    if preset:
-        if preset not in PRESETS:
-            raise ValueError(
-                f"align.vecalign.preset must be one of {sorted(PRESETS)} or null, got {preset!r}"
-            )
-        p.update(PRESETS[preset])
-    return p
+def resolve(params: Vecalign | None) -> Vecalign:
+    """The given params (none: the schema's defaults) with the named `preset`'s keys set over
+    them (if any)."""
+    p = params or Vecalign()
+    return updated(p, PRESETS[p.preset]) if p.preset else p
 
 
 @dataclass
@@ -83,26 +76,24 @@ class VecalignResult:
     timing: dict[str, float] = field(default_factory=dict)
 
 
-def side_vectors(
-    clean: Sequence[str], semantic: np.ndarray, p: Mapping[str, Any], length_unit: float
-) -> np.ndarray:
+def side_vectors(clean: Sequence[str], semantic: np.ndarray, p: Vecalign, length_unit: float) -> np.ndarray:
     """One side's overlap vectors as the DP gets them: centred when `center` (its level-1 mean
     removed from every level; Libovický et al. 2020: the mean carries language, not meaning),
     then with the length/number anchors of `alignment.anchors` appended. Sides of fewer than
     three sentences are not centred."""
-    if p["center"] and len(clean) >= 3:  # a side of 1-2 sentences is mostly its own mean
+    if p.center and len(clean) >= 3:  # a side of 1-2 sentences is mostly its own mean
         semantic = semantic - semantic[0].mean(axis=0)[None, None, :]
         semantic = semantic / (np.linalg.norm(semantic, axis=2, keepdims=True) + 1e-8)
-    if float(p["length_weight"]) <= 0 and float(p["number_weight"]) <= 0:
+    if p.length_weight <= 0 and p.number_weight <= 0:
         return np.ascontiguousarray(semantic, dtype=np.float32)
     layers = [
         with_anchors(
             semantic[k - 1],
             layer(clean, k),
             length_unit,
-            length_weight=float(p["length_weight"]),
-            number_weight=float(p["number_weight"]),
-            length_sigma=float(p["length_sigma"]),
+            length_weight=float(p.length_weight),
+            number_weight=float(p.number_weight),
+            length_sigma=float(p.length_sigma),
         )
         for k in range(1, semantic.shape[0] + 1)
     ]
@@ -141,18 +132,16 @@ def overlap_embeddings(
     return out
 
 
-def deletion_percentile(p: Mapping[str, Any], n: int, m: int) -> float:
+def deletion_percentile(p: Vecalign, n: int, m: int) -> float:
     """Vecalign's knob: the deletion penalty is this percentile of the costs of random pairs.
     `del_percentile_of: random` passes it as published. `unmatched` (default) reads it as a
     percentile of the costs of unmatched pairs: about 1 random pair in max(n, m) is a true
     match and costs less than any unmatched one, so the knob becomes 1/k + frac * (1 - 1/k),
     k = max(n, m). This matters only for short documents (3 x 3: 0.4 instead of 0.1; 468 x 554:
     0.1016), where otherwise the matches themselves set the penalty."""
-    frac = float(p["del_percentile_frac"])
-    if p["del_percentile_of"] == "random":
+    frac = float(p.del_percentile_frac)
+    if p.del_percentile_of == "random":
         return frac
-    if p["del_percentile_of"] != "unmatched":
-        raise ValueError(f"del_percentile_of must be 'unmatched' or 'random', got {p['del_percentile_of']!r}")
     share = 1.0 / max(n, m, 1)
     return share + frac * (1.0 - share)
 
@@ -164,7 +153,7 @@ def align(
     *,
     src_lang: str | None = None,
     tgt_lang: str | None = None,
-    params: Mapping[str, Any] | None = None,
+    params: Vecalign | None = None,
 ) -> VecalignResult:
     """Align two sentence lists; blocks are `(src indices, tgt indices)` in document order."""
     require_blas_pinned()  # the overlap embeddings' cosines go through numpy's BLAS
@@ -174,34 +163,30 @@ def align(
             ((), (j,)) for j in range(len(tgt))
         ]
         return VecalignResult(blocks, [0.0] * len(blocks), {"embed_s": 0.0, "dp_s": 0.0})
-    max_size = max(int(p["alignment_max_size"]), 2)
+    max_size = max(p.alignment_max_size, 2)
     types = make_alignment_types(max_size)
     levels = max(max(x, y) for x, y in types)
     t0 = time.perf_counter()
     clean0, clean1 = [preprocess_line(s) for s in src], [preprocess_line(s) for s in tgt]
     unit0, unit1 = length_units(clean0, clean1)
-    v0 = side_vectors(
-        clean0, overlap_embeddings(clean0, levels, encoder, src_lang, p["overlap_mode"]), p, unit0
-    )
-    v1 = side_vectors(
-        clean1, overlap_embeddings(clean1, levels, encoder, tgt_lang, p["overlap_mode"]), p, unit1
-    )
+    v0 = side_vectors(clean0, overlap_embeddings(clean0, levels, encoder, src_lang, p.overlap_mode), p, unit0)
+    v1 = side_vectors(clean1, overlap_embeddings(clean1, levels, encoder, tgt_lang, p.overlap_mode), p, unit1)
     t1 = time.perf_counter()
     # sentalign samples with the global RNGs (np.random.choice): seeded here, and held by one
     # thread at a time, or two documents aligned at once in one worker (Beam runs bundles on
     # several threads) draw from each other's sequence and the scores move with the timing.
     with _GLOBAL_RNG, np.errstate(invalid="ignore"):  # sentalign casts an uninitialised np.empty to int
-        random.seed(int(p["seed"]))
-        np.random.seed(int(p["seed"]))
+        random.seed(p.seed)
+        np.random.seed(p.seed)
         stack = vecalign(
             vecs0=v0,
             vecs1=v1,
             final_alignment_types=types,
             del_percentile_frac=deletion_percentile(p, len(src), len(tgt)),
-            width_over2=math.ceil(max_size / 2.0) + int(p["search_buffer_size"]),
-            max_size_full_dp=int(p["max_size_full_dp"]),
-            costs_sample_size=int(p["costs_sample_size"]),
-            num_samps_for_norm=int(p["num_samps_for_norm"]),
+            width_over2=math.ceil(max_size / 2.0) + p.search_buffer_size,
+            max_size_full_dp=p.max_size_full_dp,
+            costs_sample_size=p.costs_sample_size,
+            num_samps_for_norm=p.num_samps_for_norm,
         )
     t2 = time.perf_counter()
     blocks = [(tuple(int(i) for i in a), tuple(int(j) for j in b)) for a, b in stack[0]["final_alignments"]]

@@ -67,6 +67,11 @@ Fraction = Annotated[float, PlainValidator(_range(0, 1, "a number from 0 to 1"))
 Positive = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
 Port = Annotated[int, Field(ge=0, le=65535)]
+StopwordList = Literal["spacy", "sklearn"]
+# choice lists that code outside this module names too (it reads them with typing.get_args)
+Algorithm1Reading = Literal["pseudocode", "prose"]  # MedLane Algorithm 1's pseudocode | §3.1's prose
+Comparison = Literal["gt", "ge"]
+Language = Literal["en", "es", "fr", "fa"]
 
 
 class Section(BaseModel):
@@ -114,8 +119,8 @@ class Notes(Section):
     splitter: Literal["rules", "rush"] = "rules"
     abbreviations: str = "medsimp/resources/abbreviations.json"
     common_words: str = "medsimp/resources/common_words.txt"
-    abbreviation_counting: Literal["pseudocode", "prose"] = "pseudocode"
-    selection_rule: Literal["pseudocode", "prose"] = "pseudocode"  # Algorithm 1 line 11 | §3.1's three tests
+    abbreviation_counting: Algorithm1Reading = "pseudocode"
+    selection_rule: Algorithm1Reading = "pseudocode"  # Algorithm 1 line 11 | §3.1's three tests
     case_sensitive: bool = True
     min_tokens: Count = 10
     min_ratio: NonNegative = 0.1
@@ -221,7 +226,9 @@ class UseSpec(Section):
     """Multilingual USE v3 (numpy, 15 languages)."""
 
     kind: Literal["use"] = "use"
-    threads: Positive = 2  # BLAS threads
+    # BLAS threads: one per worker process, so Beam's workers do not oversubscribe the cores
+    # (2 workers on 2 cores: 1.92x one worker, against 1.56x with 2 threads; docs/refresh.md)
+    threads: Positive = 1
     languages: list[str] | None = None
 
 
@@ -279,6 +286,9 @@ class Crf(Section):
     seed: int = 13
     threads: Positive = 1
     merge: Literal["union", "intersection", "forward"] = "union"
+    # the emission features' English stop words (alignment.text): spaCy's list, or scikit-learn's
+    # (the list before issue 30: +0.08-0.22 CRF pair F1 on PLABA dev, docs/alignment.md)
+    stopwords: StopwordList = "spacy"
 
 
 class Vecalign(Section):
@@ -318,7 +328,7 @@ class Filter(Section):
     input: str = "out/align"
     output: str = "out/filter"
     threshold: Fraction = 0.5
-    comparison: Literal["gt", "ge"] = "gt"
+    comparison: Comparison = "gt"
     rule: Literal["overlap", "overlap_or_aligner"] = "overlap"
     aligner_min: Fraction = 0.9
     num_shards: Positive = 1
@@ -498,8 +508,8 @@ class Evaluate(Section):
     masked_edit_pair: Literal["gold", "output"] = "gold"  # Table 3: parallel gold pair | output vs input
     masked_edit_unit: Literal["char", "word"] = "char"  # gold pair's unit (output vs input: word)
     medlane_references: Literal["released", "bleu_eval_new"] = "released"  # compat-mode reference preparation
-    lang: Literal["en", "es", "fr", "fa"] = "en"  # the outputs' (and references') language (--lang)
-    src_lang: Literal["en", "es", "fr", "fa"] | None = None  # the sources' language; null = lang (--src-lang)
+    lang: Language = "en"  # the outputs' (and references') language (--lang)
+    src_lang: Language | None = None  # the sources' language; null = lang (--src-lang)
     allow_cross_lingual: bool = False  # compute source-vs-output metrics across languages, flagged
     check_language: bool = True  # evaluate files: refuse outputs/sources detected in another language
 
@@ -654,13 +664,22 @@ S = TypeVar("S", bound=BaseModel)
 
 def section_of(cls: type[S], value: S | Mapping[str, Any] | None) -> S:
     """A typed section from a typed one (as is) or a plain mapping (checked, defaults filled in):
-    jobs take typed sections; tests and scripts may pass a dict with the keys they care about."""
+    the domain code takes typed sections only; tests and scripts build one from a dict with the
+    keys they care about."""
     if isinstance(value, cls):
         return value
     try:
         return cls.model_validate(dict(value or {}))
     except ValidationError as exc:
         raise SchemaError(_message(exc, cls, value, list_valid=True)) from None
+
+
+def updated(section: S, changes: Mapping[str, Any] | None) -> S:
+    """A copy of a typed section with some of its keys replaced, checked like the params file
+    (an unknown key or a wrong type: SchemaError, one line)."""
+    if not changes:
+        return section
+    return section_of(type(section), {**section.model_dump(), **changes})
 
 
 def _is_model(tp: Any) -> bool:

@@ -118,9 +118,13 @@ def finish_stage(
     notes: Iterable[str] = (),
     run: Mapping[str, Any] | None = None,
 ) -> None:
-    """The epilogue of every stage, once its output is in place: the `--metrics` file with the
+    """The epilogue of every stage, once its counts are final: the `--metrics` file with the
     stage's own `headline` numbers (when asked for), then the summary on stderr (`summary`:
-    the counts to show, default `stats`) with each warning that matters once."""
+    the counts to show, default `stats`) with each warning that matters once. The Beam jobs
+    (`pipelines.jobs`) call it inside their publishing folder (`medsimp.atomic.atomic_dir`), just
+    before it is swapped in, so the metrics file is written even if the swap then fails (the
+    command exits non-zero and DVC records nothing); the other commands call it once their
+    output is published."""
     if metrics:
         write_metrics(metrics, stats, headline, run)
     print_summary(title, stats if summary is None else summary, notes)

@@ -65,7 +65,7 @@ from alignment.features import pair_features  # noqa: E402
 from alignment.gold import DocPair, gold_sources, read_golds, read_plaba  # noqa: E402
 from alignment.heldout import cochrane_gold  # noqa: E402
 from alignment.score import pair_prf  # noqa: E402
-from medsimp.params_schema import encoder_spec  # noqa: E402
+from medsimp.params_schema import encoder_spec, updated  # noqa: E402
 
 # Hand alignments (complex index, simple index) of 10 random validation reviews
 # (random.Random(37).sample(range(411), 10)), sentences split by medsimp.text.multilingual;
@@ -145,7 +145,7 @@ def pseudo_gold(model: CRFAligner, docs: Sequence[DocPair], tau: float) -> tuple
     """Confident sub-documents: the sentences whose forward (simple) or reverse (complex) CRF
     decision has posterior >= tau, plus both sentences of every confident aligned decision;
     their confident pairs are the gold, re-indexed."""
-    stopwords = str(model.config.get("stopwords", "spacy"))
+    stopwords = model.config.stopwords
     out, kept_pairs, kept_c, kept_s, all_c, all_s = [], 0, 0, 0, 0, 0
     for d in docs:
         if not d.complex or not d.simple:
@@ -215,11 +215,11 @@ def pseudo_documents(model: CRFAligner, docs: Sequence[DocPair], min_p: float) -
 
 def score(model: CRFAligner, docs: Sequence[DocPair], merge: str = "union", min_p: float = 0.0) -> dict:
     """Pair P/R/F1 with the given direction merge, pairs below posterior min_p dropped."""
-    saved, model.config["merge"] = model.config["merge"], merge
+    saved, model.config = model.config, updated(model.config, {"merge": merge})
     try:
         pred = [{k for k, p in model.align(d.complex, d.simple).pairs.items() if p >= min_p} for d in docs]
     finally:
-        model.config["merge"] = saved
+        model.config = saved
     return pair_prf([set(d.pairs) for d in docs], pred)
 
 
@@ -305,7 +305,7 @@ def main(argv=None) -> int:
     test_docs = None
     if args.cochrane_test and en_pairs.exists():
         test_docs, results["cochrane_test_info"] = cochrane_gold(en_pairs, Path(args.cochrane_test))
-    crf = align.crf.model_dump()
+    crf = align.crf
     encoders = {"minilm": align.crf.encoder, "e5": encoder_spec({"kind": "e5"})}
     models: dict[str, CRFAligner] = {}
     pseudo: dict[str, list[DocPair]] = {}

@@ -34,6 +34,7 @@ import json, os, sys, tempfile, time
 from pathlib import Path
 import medsimp  # pins the kernels in os.environ; the row's changes are applied next
 import training.trainer as trainer
+from medsimp.params_schema import Train
 changes = json.loads(sys.argv[1])
 for key, value in changes.items():
     if value is None:
@@ -46,7 +47,7 @@ from training.data import load_medlane
 sample = Path(sys.argv[2])
 splits = load_medlane(*(str(sample / f"{n}.txt") for n in ("train", "validation", "test")))
 dictionary = json.loads((Path(medsimp.__file__).parent / "resources" / "medlane_dictionary.json").read_text())
-settings = trainer.Settings(encoder="minilm", epochs=1, threads=int(sys.argv[4]))
+settings = Train(encoder="minilm", epochs=1, threads=int(sys.argv[4]))
 start = time.perf_counter()
 with tempfile.TemporaryDirectory() as tmp:
     trainer.train(splits.train[: int(sys.argv[3])], splits.validation, dictionary, settings, Path(tmp), progress=False, device="cpu", mixed_precision="off")

@@ -31,8 +31,8 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
     NLTKWordTokenizer as shipped, "fast" = the job's stdlib-re build of it)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    import yaml
 
+    from medsimp.config import load_params
     from medsimp.schemas import NOTES_SENTENCES
     from pipelines.sources.noteevents import Note
     from pipelines.text.notes import NoteProcessor, section_record
@@ -46,7 +46,7 @@ def baseline(path: str, out: str, tokenizer: str) -> dict:
 
         stock = NLTKWordTokenizer()
         words.word_tokenizer = lambda: stock
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())["notes"]
+    params = load_params(str(ROOT / "params.yaml"), []).notes
     extractor = extractor_from_params(params)
     processor = NoteProcessor(params, *load_lexicons(params, ROOT))
     csv.field_size_limit(1 << 30)

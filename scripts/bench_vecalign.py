@@ -28,7 +28,7 @@ from alignment import vecalign  # noqa: E402
 from alignment.encoders import PairEncoders  # noqa: E402
 from alignment.gold import Block, read_blocks  # noqa: E402
 from alignment.score import vecalign_scores  # noqa: E402
-from medsimp.params_schema import encoder_spec  # noqa: E402
+from medsimp.params_schema import Vecalign, encoder_spec, section_of  # noqa: E402
 
 BASELINE = {
     "encoder": [{"kind": "e5", "prefix": "query"}],
@@ -51,6 +51,7 @@ def timed(src, tgt, params: dict, cache: str) -> tuple[dict, list[Block]]:
     specs = [encoder_spec(s) for s in (spec if isinstance(spec, list) else [spec])]
     encoder = PairEncoders(specs, cache).for_pair("de", "fr")
     t0 = time.perf_counter()
+    params = section_of(Vecalign, params)
     res = vecalign.align(src, tgt, encoder, src_lang="de", tgt_lang="fr", params=params)
     cold = {"total_s": time.perf_counter() - t0, **res.timing}
     t0 = time.perf_counter()
@@ -72,7 +73,6 @@ def main(argv=None) -> int:
         return 0
     from medsimp.config import load_params
 
-    # vecalign.align takes a plain mapping
     ours = load_params(args.params, args.overrides).align.vecalign.model_dump()
     src = (folder / "dev.de").read_text(encoding="utf-8").splitlines()
     tgt = (folder / "dev.fr").read_text(encoding="utf-8").splitlines()

@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     model_dir = args.model or resolve_path(align.model, params_path.parent)
     digest = content_hash(model_dir)
     cache = args.cache or tempfile.mkdtemp(prefix="calibrate-aligner-cache-")
-    model = CRFAligner.load(model_dir, make_encoder(align.crf.encoder, cache), {"merge": align.crf.merge})
+    model = CRFAligner.load(model_dir, make_encoder(align.crf.encoder, cache), align.crf.merge)
     dev_rows = scored_rows(model, cochrane_dev(real_reviews(data / "cochrane")))
     cal = Calibration.fit([s for s, _ in dev_rows], [c for _, c in dev_rows], DEV_GOLD, align.crf.merge)
     result: dict = {

@@ -52,17 +52,18 @@ from alignment.gold import PLABA_SENTENCES, Block, gold_sources, read_blocks, re
 from alignment.heldout import BASELINES, cochrane_gold, eval_cochrane, jaccard, threshold_pairs, tune  # noqa: E402
 from alignment.score import pair_prf, vecalign_scores  # noqa: E402
 from alignment.text import STOPWORD_LISTS  # noqa: E402
-from medsimp.params_schema import Crf  # noqa: E402
+from medsimp.params_schema import Crf, Vecalign, updated  # noqa: E402
 
 
-def eval_plaba(path: Path, crf: Crf, cache: str, sentences: str = "spacy", stopwords: str = "spacy") -> dict:
+def eval_plaba(
+    path: Path, crf: Crf, cache: str, sentences: str = "spacy", stopwords: str | None = None
+) -> dict:
     docs = read_plaba(path, sentences=sentences)
     groups = sorted({d.group for d in docs})
     folds = [set(groups[0::2]), set(groups[1::2])]
     encoder = make_encoder(crf.encoder, cache)
-    crf_params = crf.model_dump()  # the CRF takes a plain mapping
-    if stopwords != "spacy":  # the list used before issue 30, by name (alignment.text)
-        crf_params["stopwords"] = stopwords
+    stopwords = stopwords or crf.stopwords  # e.g. sklearn: the list before issue 30 (alignment.text)
+    crf_params = updated(crf, {"stopwords": stopwords})
     jaccard_sw = functools.partial(jaccard, stopwords=stopwords)
     pred = {"crf": {}, "crf_forward": {}, "jaccard": {}, "tfidf": {}}
     info = {"documents": len(docs), "gold_pairs": sum(len(d.pairs) for d in docs), "thresholds": {}}
@@ -76,7 +77,7 @@ def eval_plaba(path: Path, crf: Crf, cache: str, sentences: str = "spacy", stopw
             res = model.align(d.complex, d.simple)
             pred["crf"][d.doc_id] = set(res.pairs)
         t_align += time.perf_counter() - t0
-        model.config["merge"] = "forward"
+        model.config = updated(model.config, {"merge": "forward"})
         for d in test:
             pred["crf_forward"][d.doc_id] = set(model.align(d.complex, d.simple).pairs)
         for name, fn in {**BASELINES, "jaccard": lambda _: jaccard_sw}.items():
@@ -182,13 +183,13 @@ ANCHOR_GRID = [
 ]
 
 
-def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> dict:
+def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: Vecalign) -> dict:
     """Whole file with the params and with plain Vecalign (no centring, no anchors, the published
     deletion knob); the same on the file cut into summary-sized documents; and a 2-fold check
     of the anchor weights and deletion knob: chosen on one half, scored on the other.
     A `preset` (e.g. `--set align.vecalign.preset=medsimp`) is resolved into explicit keys
     first, so the plain and grid variants below override it."""
-    vec_params = {**vecalign.resolve(vec_params), "preset": None}
+    vec_params = updated(vecalign.resolve(vec_params), {"preset": None})
     src = (folder / "dev.de").read_text(encoding="utf-8").splitlines()
     tgt = (folder / "dev.fr").read_text(encoding="utf-8").splitlines()
     gold = read_blocks(folder / "dev.defr")
@@ -202,11 +203,11 @@ def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> di
     res, first = run(src, tgt, vec_params)
     _, rerun = run(src, tgt, vec_params)
     out = vecalign_scores([gold], [res.blocks])
-    plain, _ = run(src, tgt, {**vec_params, **PLAIN})
+    plain, _ = run(src, tgt, updated(vec_params, PLAIN))
     out["plain_vecalign"] = vecalign_scores([gold], [plain.blocks])
     for size in (8, 20):
         docs = _short_documents(src, tgt, gold, size)
-        for name, params in (("params", vec_params), ("plain_vecalign", {**vec_params, **PLAIN})):
+        for name, params in (("params", vec_params), ("plain_vecalign", updated(vec_params, PLAIN))):
             blocks = [run(s, t, params)[0].blocks for s, t, _ in docs]
             out[f"short_documents_{size}_{name}"] = {
                 "documents": len(docs),
@@ -220,7 +221,10 @@ def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> di
                 run(
                     s,
                     t,
-                    {**vec_params, "length_weight": k[0], "number_weight": k[1], "del_percentile_frac": k[2]},
+                    updated(
+                        vec_params,
+                        {"length_weight": k[0], "number_weight": k[1], "del_percentile_frac": k[2]},
+                    ),
                 )[0].blocks
             ],
         )["f1_strict"]
@@ -241,9 +245,9 @@ def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> di
             }
         )
     mine = (
-        float(vec_params["length_weight"]),
-        float(vec_params["number_weight"]),
-        float(vec_params["del_percentile_frac"]),
+        float(vec_params.length_weight),
+        float(vec_params.number_weight),
+        float(vec_params.del_percentile_frac),
     )
     out.update(
         {
@@ -254,7 +258,7 @@ def eval_bleualign(folder: Path, encoders: PairEncoders, vec_params: dict) -> di
             "docs_per_s_first": 1 / first["total_s"],
             "cache_hits": encoder.hits,
             "cache_misses": encoder.misses,
-            "params": vec_params,
+            "params": vec_params.model_dump(exclude={"encoder"}),
             "encoder": encoder.name,
             "two_fold": folds,
             "two_fold_mean_f1_strict": float(np.mean([f["f1_strict_other_half"] for f in folds])),
@@ -318,8 +322,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--stopwords",
         choices=STOPWORD_LISTS,
-        default="spacy",
-        help="PLABA: stop-word list of the CRF's and Jaccard's content tokens (alignment.text)",
+        default=None,
+        help="PLABA: stop-word list of the CRF's and Jaccard's content tokens (alignment.text; "
+        "default: params align.crf.stopwords)",
     )
     args = ap.parse_args(argv)
     data = Path(args.data)
@@ -337,8 +342,7 @@ def main(argv=None) -> int:
         )
     if args.only in (None, "bleualign") and (data / "bleualign" / "dev.defr").exists():
         encoders = PairEncoders(align.vecalign.encoder, cache)
-        va = align.vecalign.model_dump(exclude={"encoder"})  # vecalign.align takes a plain mapping
-        results["bleualign_de_fr"] = eval_bleualign(data / "bleualign", encoders, va)
+        results["bleualign_de_fr"] = eval_bleualign(data / "bleualign", encoders, align.vecalign)
     en_pairs = data / "multicochrane" / "en-test-with-doi.json"
     if args.only in (None, "overlap"):
         params = load_params(args.params, args.overrides)
@@ -366,14 +370,14 @@ def main(argv=None) -> int:
         encoder = make_encoder(align.crf.encoder, cache)
         if args.models:
             name, path = args.models[0].split("=", 1)
-            model = CRFAligner.load(path, encoder, {"merge": align.crf.merge})
+            model = CRFAligner.load(path, encoder, align.crf.merge)
         else:
             name = "crf_base_gold"
             base_dir = Path(args.params).resolve().parent
             base = read_golds(
                 [resolve_path(g, base_dir) for g in gold_sources(align.gold)], align.gold_format
             )
-            model = CRFAligner.train(base, encoder, align.crf.model_dump())
+            model = CRFAligner.train(base, encoder, align.crf)
         where = {"cochrane_en_test_22": docs}
         if (data / "plaba" / "dev.json").exists():
             where["plaba_dev"] = read_plaba(data / "plaba" / "dev.json", sentences=args.plaba_sentences)

@@ -8,7 +8,7 @@ import pytest
 from alignment import vecalign
 from alignment.anchors import length_features, number_features, with_anchors
 from alignment.encoders import PairEncoders
-from medsimp.params_schema import E5Spec, UseSpec
+from medsimp.params_schema import E5Spec, SchemaError, UseSpec, Vecalign, updated
 
 
 def test_number_features_match_figures_across_scripts():
@@ -48,12 +48,12 @@ def test_centring_removes_a_side_wide_offset_and_length_units_share_a_count():
     rng = np.random.default_rng(1)
     sem = rng.normal(size=(2, 5, 8))
     shifted = sem + rng.normal(size=8) * 5  # a language/topic component shared by the side
-    p = {**vecalign.DEFAULTS, "center": True, "length_weight": 0, "number_weight": 0}
+    p = Vecalign(center=True, length_weight=0, number_weight=0)
     sents = ["a"] * 5
     assert vecalign.side_vectors(sents, sem, p, 1.0) == pytest.approx(
         vecalign.side_vectors(sents, shifted, p, 1.0), abs=1e-5
     )
-    plain = {**p, "center": False}
+    plain = updated(p, {"center": False})
     assert vecalign.side_vectors(sents, sem, plain, 1.0) == pytest.approx(sem.astype(np.float32))
     assert vecalign.side_vectors(["a", "b"], sem[:, :2], p, 1.0) == pytest.approx(
         sem[:, :2].astype(np.float32)
@@ -63,12 +63,12 @@ def test_centring_removes_a_side_wide_offset_and_length_units_share_a_count():
 
 
 def test_deletion_percentile_reads_the_knob_over_unmatched_pairs():
-    p = {"del_percentile_frac": 0.1, "del_percentile_of": "unmatched"}
+    p = Vecalign(del_percentile_frac=0.1, del_percentile_of="unmatched")
     assert vecalign.deletion_percentile(p, 3, 3) == pytest.approx(0.4)
     assert vecalign.deletion_percentile(p, 468, 554) == pytest.approx(1 / 554 + 0.1 * 553 / 554)
-    assert vecalign.deletion_percentile({**p, "del_percentile_of": "random"}, 3, 3) == 0.1
-    with pytest.raises(ValueError, match="del_percentile_of"):
-        vecalign.deletion_percentile({**p, "del_percentile_of": "all"}, 3, 3)
+    assert vecalign.deletion_percentile(Vecalign(del_percentile_frac=0.1), 3, 3) == 0.1
+    with pytest.raises(SchemaError, match="del_percentile_of"):  # the schema has the choices
+        updated(p, {"del_percentile_of": "all"})
 
 
 def test_pair_encoders_fall_back_for_languages_use_does_not_cover(tmp_path):

@@ -22,6 +22,7 @@ from alignment.features import null_features  # noqa: E402
 from alignment.gold import DocPair  # noqa: E402
 from alignment.score import pair_prf  # noqa: E402
 from medsimp.errors import InputError  # noqa: E402
+from medsimp.params_schema import Crf
 
 
 @pytest.mark.parametrize("cap,n,m", [(2, 3, 4), (3, 4, 3), (5, 4, 6), (2, 1, 1), (4, 2, 1)])
@@ -90,7 +91,7 @@ def _doc(seed: int, n: int = 10) -> DocPair:
 @pytest.fixture(scope="module")
 def trained():
     torch.set_num_threads(1)
-    return CRFAligner.train([_doc(s) for s in range(12)], HashEncoder(), {"epochs": 15})
+    return CRFAligner.train([_doc(s) for s in range(12)], HashEncoder(), Crf(epochs=15))
 
 
 def test_constructed_documents(trained):

@@ -88,9 +88,7 @@ def test_eval_cochrane_scores_a_trained_model_beside_the_baselines(tmp_path):
 
     crf = Crf(epochs=5)
     cache = str(tmp_path / "cache")
-    model = CRFAligner.train(
-        [_doc(k) for k in range(10, 13)], make_encoder(crf.encoder, cache), crf.model_dump()
-    )
+    model = CRFAligner.train([_doc(k) for k in range(10, 13)], make_encoder(crf.encoder, cache), crf)
     model.save(tmp_path / "model")
     docs = [_doc(k) for k in range(4)]
     info = eval_cochrane(docs, crf, cache, None, {"crf_default": tmp_path / "model"}, cv=False)

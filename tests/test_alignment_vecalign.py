@@ -16,6 +16,7 @@ from alignment import vecalign  # noqa: E402
 from alignment.encoders import CachedEncoder  # noqa: E402
 from alignment.gold import parse_blocks  # noqa: E402
 from alignment.score import format_block, vecalign_scores  # noqa: E402
+from medsimp.params_schema import Vecalign
 
 
 def _constructed():
@@ -32,7 +33,7 @@ def _constructed():
 
 # Bag-of-words vectors of made-up words are nearly orthogonal: unmatched pairs all cost the
 # same, so the knob is read over all random pairs (as published) and set low.
-FAKE = {"alignment_max_size": 4, "del_percentile_frac": 0.05, "del_percentile_of": "random"}
+FAKE = Vecalign(alignment_max_size=4, del_percentile_frac=0.05, del_percentile_of="random")
 
 
 def test_insertion_deletion_merge_split():
@@ -52,7 +53,7 @@ def test_empty_sides():
 
 def test_mean_overlap_mode_aligns_merges():
     src, tgt, _ = _constructed()
-    res = vecalign.align(src, tgt, HashEncoder(), params={**FAKE, "overlap_mode": "mean"})
+    res = vecalign.align(src, tgt, HashEncoder(), params=FAKE.model_copy(update={"overlap_mode": "mean"}))
     assert ((2, 3), (3,)) in set(res.blocks)
 
 
@@ -62,7 +63,7 @@ def test_thousand_sentences_bounded_time_and_memory():
     tgt = src[:500] + random_sentences(3, seed=4) + src[500:]
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
-    res = vecalign.align(src, tgt, HashEncoder(dim=256), params={"alignment_max_size": 3})
+    res = vecalign.align(src, tgt, HashEncoder(dim=256), params=Vecalign(alignment_max_size=3))
     elapsed = time.perf_counter() - t0
     peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * 1024  # growth of peak RSS
     assert elapsed < 60 and peak < 400 * 2**20

@@ -523,10 +523,11 @@ def test_crf_similarity_is_the_aligners_pair_probability():
     from alignment.crf import CRFAligner
     from alignment.gold import read_gold
     from medsimp.annotate.similarity import cosine_matrix, crf_matrix, overlap_matrix
+    from medsimp.params_schema import Crf
 
     docs = read_gold(Path(__file__).resolve().parents[1] / "data/sample/align_gold.jsonl")
     enc = HashEncoder()
-    model = CRFAligner.train(docs, enc, {"epochs": 5})
+    model = CRFAligner.train(docs, enc, Crf(epochs=5))
     d = docs[0]
     mat = crf_matrix(model, d.complex, d.simple)
     assert mat.shape == (len(d.complex), len(d.simple)) and ((mat >= 0) & (mat <= 1 + 1e-9)).all()

@@ -14,6 +14,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from medsimp.config import load_params
+from medsimp.params_schema import Align, Beam, Link, section_of
 from pipelines.jobs import align as align_job
 from pipelines.jobs import cochrane
 from pipelines.jobs import filter as filter_job
@@ -390,7 +391,7 @@ def test_documents_of_one_file_spread_over_every_worker(tmp_path):
     from pipelines.jobs.beam_io import ReadDocuments, new_pipeline
 
     files = [_doc_file(tmp_path / "one.parquet", [(f"d{i:02d}", 2) for i in range(24)])]
-    beam_params = {"runner": "FnApiRunner", "num_workers": 2, "running_mode": "multi_processing"}
+    beam_params = Beam(runner="FnApiRunner", num_workers=2, running_mode="multi_processing")
     here = os.getpid()
 
     def two_workers(pids):
@@ -541,7 +542,7 @@ def test_link_sentences_adds_concepts_and_readability_per_document_side(
     path = str(tmp_path / "part-0.parquet")
     pq.write_table(pa.Table.from_pylist(rows, schema=sentence_schema()), path)
     assert link_job.document_files([path]) is (layout == "consecutive")
-    params = {"threshold": 0.7, "similarity_name": "jaccard", "window": 5, "min_match_length": 3}
+    params = Link(threshold=0.7, similarity_name="jaccard", window=5, min_match_length=3)
     with BeamTestPipeline() as p:
         out = p | link_job.LinkSentences([path], umls_index, params, ["en"], None, streamed=streamed)
         assert_that(
@@ -587,10 +588,10 @@ def crf_model(tmp_path_factory):
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import read_gold
-    from medsimp.params_schema import STSpec
+    from medsimp.params_schema import Crf, STSpec
 
     docs = read_gold(str(ROOT / "data" / "sample" / "align_gold.jsonl"), "auto")
-    model = CRFAligner.train(docs[:2], make_encoder(STSpec(kind="minilm")), {"epochs": 2, "seed": 13})
+    model = CRFAligner.train(docs[:2], make_encoder(STSpec(kind="minilm")), Crf(epochs=2, seed=13))
     dest = tmp_path_factory.mktemp("crf") / "model"
     model.save(dest)
     return str(dest)
@@ -616,7 +617,7 @@ def test_align_documents_aligns_english_and_dead_letters_a_document_without_an_a
         sentence("D1", "simple", 1, "Exercise made the pain less bad."),
         sentence("D2", "simple", 0, "A summary without its abstract."),
     ]
-    params = {"model": crf_model, "crf": {"encoder": {"kind": "minilm"}}, "vecalign": {}}
+    params = section_of(Align, {"model": crf_model, "crf": {"encoder": {"kind": "minilm"}}})
     with BeamTestPipeline() as p:
         out = p | beam.Create(rows) | align_job.AlignDocuments(params, None)
         assert_that(

@@ -14,10 +14,10 @@ from medsimp.params_schema import Vecalign, encoder_spec
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_default_e5_spec_has_one_thread():
+def test_default_encoders_run_one_thread_per_worker():
     for specs in (Vecalign().encoder, load_params(str(ROOT / "params.yaml"), []).align.vecalign.encoder):
         assert isinstance(specs, list)
-        assert [s.threads for s in specs if s.kind == "e5"] == [1]
+        assert [(s.kind, s.threads) for s in specs] == [("use", 1), ("e5", 1)]
 
 
 @pytest.mark.parametrize("threads", [1, 2, None])
@@ -63,3 +63,13 @@ def test_threads_hold_in_a_worker_thread_after_torch(threads):
     )
     assert np.array_equal(out["v"], reference)
     assert enc.name == "e5-small-original-query"  # the cache namespace does not depend on threads
+
+
+def test_use_cache_key_names_its_blas_threads():
+    """USE's vectors move with OpenBLAS's thread count (up to 1.6e-7), so the document cache's
+    key holds it: a cache filled with two threads never answers a run with one."""
+    from medsimp.params_schema import UseSpec
+
+    one, two = (encoders.USEEncoder(UseSpec(threads=n)) for n in (1, 2))
+    assert one.name == two.name  # the same model and cache namespace
+    assert one.fingerprint("en") != two.fingerprint("en")

@@ -13,7 +13,7 @@ from alignment import vecalign
 from alignment.overlap import filter_row, overlap_r, passes
 from medsimp.corpora.common import exact_split
 from medsimp.corpora.plaba import plaba_split
-from medsimp.params_schema import PlabaSplit
+from medsimp.params_schema import PlabaSplit, SchemaError, Vecalign, section_of, updated
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
@@ -53,22 +53,23 @@ def test_vecalign_defaults_are_thompsons_published_ones():
         "length_weight": 0.0,
         "number_weight": 0.0,
     }
-    p = vecalign.resolve(None)
+    p = vecalign.resolve(None).model_dump()
     assert {k: p[k] for k in published} == published
     v = PARAMS["align"]["vecalign"]
     assert {k: v[k] for k in published} == published and v["preset"] is None
-    assert {k: vecalign.resolve(v)[k] for k in published} == published
-    ours = vecalign.resolve({**v, "preset": "medsimp"})
+    user = section_of(Vecalign, v)  # what params.yaml gives
+    assert {k: vecalign.resolve(user).model_dump()[k] for k in published} == published
+    ours = vecalign.resolve(updated(user, {"preset": "medsimp"}))
     assert (
-        ours["alignment_max_size"],
-        ours["del_percentile_frac"],
-        ours["del_percentile_of"],
-        ours["center"],
-        ours["length_weight"],
-        ours["number_weight"],
+        ours.alignment_max_size,
+        ours.del_percentile_frac,
+        ours.del_percentile_of,
+        ours.center,
+        ours.length_weight,
+        ours.number_weight,
     ) == (5, 0.1, "unmatched", True, 0.6, 0.3)
-    with pytest.raises(ValueError, match="preset"):
-        vecalign.resolve({"preset": "best"})
+    with pytest.raises(SchemaError, match="preset"):
+        updated(user, {"preset": "best"})
 
 
 def test_plaba_split_is_70_15_15_by_question():
@@ -82,7 +83,7 @@ def test_plaba_split_is_70_15_15_by_question():
     # 75 questions (PLABA's size): 11.25 -> 11 test, 11 validation, 53 train
     big = exact_split({f"q{i}" for i in range(75)}, 0.15, 0.15, 13)
     assert sorted(big.values()).count("test") == 11 and sorted(big.values()).count("train") == 53
-    hashed = plaba_split(questions, {"method": "hash"})
+    hashed = plaba_split(questions, PlabaSplit(method="hash"))
     assert set(hashed) == questions  # the refresh-stable option still works
 
 

@@ -48,6 +48,7 @@ DIE_SCRIPT = textwrap.dedent(
     import apache_beam as beam
     from medsimp.cli.app import configure_logging
     from medsimp.errors import MedsimpError
+    from medsimp.params_schema import Beam
     from pipelines.jobs.beam_io import new_pipeline
 
     class Die(beam.DoFn):  # an OOM kill, as the kernel does it
@@ -59,7 +60,7 @@ DIE_SCRIPT = textwrap.dedent(
 
     configure_logging(verbose=False)
     try:
-        with new_pipeline({"num_workers": 2}) as p:
+        with new_pipeline(Beam(num_workers=2)) as p:
             p | beam.Create(list(range(20))) | beam.Reshuffle() | beam.ParDo(Die())
     except MedsimpError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -83,15 +83,17 @@ def test_marker_lineage_is_the_union_of_the_tables_written(tmp_path):
 
 def test_train_outputs_carry_the_training_data_lineage(tmp_path):
     from medsimp.cli.commands.train import data_lineage
+    from medsimp.params_schema import Train, TrainData
 
     pairs = tmp_path / "pairs"
     pairs.mkdir()
     schema = lineage.with_lineage(pa.schema([("source", pa.string())]), ["cochrane"])
     pq.write_table(pa.table({"source": ["x"]}, schema=schema), pairs / "part-0.parquet")
-    assert data_lineage({"data": {"format": "pairs", "pairs": str(pairs)}}) == ["cochrane"]
-    assert data_lineage({"data": {"format": "medlane"}}) == [lineage.MIMIC_III]
+    as_pairs = Train(data=TrainData(format="pairs", pairs=str(pairs)))
+    assert data_lineage(as_pairs) == ["cochrane"]
+    assert data_lineage(Train(data=TrainData(format="medlane"))) == [lineage.MIMIC_III]
     pq.write_table(pa.table({"source": ["x"]}), pairs / "part-1.parquet")
-    assert data_lineage({"data": {"format": "pairs", "pairs": str(pairs)}}) == [lineage.UNKNOWN]
+    assert data_lineage(as_pairs) == [lineage.UNKNOWN]
 
 
 def _variants(folder: Path, text: str) -> Path:

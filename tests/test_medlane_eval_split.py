@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from medsimp.corpora.medlane import build
+from medsimp.params_schema import BuildMedlane
 
 
 def _folder(tmp_path, n_eval: int):
@@ -23,7 +24,7 @@ def _folder(tmp_path, n_eval: int):
 
 def test_a_short_evaluation_file_keeps_a_test_split(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="medsimp"):
-        ds = build({"input": str(_folder(tmp_path, 10)), "candidates": None})  # validation_size 1015
+        ds = build(BuildMedlane(input=str(_folder(tmp_path, 10)), candidates=None))  # validation_size 1015
     sizes = {split: table.num_rows for split, table in ds.configs["annotated"].items()}
     assert sizes == {"train": 3, "validation": 5, "test": 5}
     assert "10 records, not more than validation_size 1015" in caplog.text
@@ -32,7 +33,7 @@ def test_a_short_evaluation_file_keeps_a_test_split(tmp_path, caplog):
 
 def test_a_full_evaluation_file_splits_as_the_paper(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="medsimp"):
-        ds = build({"input": str(_folder(tmp_path, 12)), "validation_size": 7, "candidates": None})
+        ds = build(BuildMedlane(input=str(_folder(tmp_path, 12)), validation_size=7, candidates=None))
     sizes = {split: table.num_rows for split, table in ds.configs["annotated"].items()}
     assert sizes == {"train": 3, "validation": 7, "test": 5}
     assert not caplog.text and not any("paper's share" in note for note in ds.notes)

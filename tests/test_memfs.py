@@ -13,6 +13,7 @@ import pytest
 from apache_beam.io.filesystem import CompressedFile, CompressionTypes, FileMetadata, FileSystem
 
 from medsimp.config import load_params
+from medsimp.params_schema import Beam, Filter
 from medsimp.schemas import PAIRS
 from pipelines.jobs import cochrane, msd
 from pipelines.jobs import filter as filter_job
@@ -23,7 +24,7 @@ from pipelines.sources.files import list_files, parquet_lineage
 from pipelines.text.selection import load_lexicons
 
 ROOT = Path(__file__).resolve().parents[1]
-BEAM = {"runner": "FnApiRunner", "num_workers": 1}  # in-process workers share the store
+BEAM = Beam(runner="FnApiRunner", num_workers=1)  # in-process workers share the store
 
 
 class MemoryFileSystem(FileSystem):
@@ -183,7 +184,7 @@ def test_filter_reads_and_writes_memfs(memfs):
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_pylist([row], schema=PAIRS), sink)
     memfs["memfs://in/align/pairs/part-00000-of-00001.parquet"] = sink.getvalue()
-    stats = filter_job.run("memfs://in/align", "memfs://out/filter", {"threshold": 0.5}, BEAM, [], None)
+    stats = filter_job.run("memfs://in/align", "memfs://out/filter", Filter(threshold=0.5), BEAM, [], None)
     assert stats["read"] == 1 == stats["kept"] + stats["filtered"]
     assert [r["pair_id"] for r in _parquet_rows(memfs, "memfs://out/filter/pairs")] == ["10.1/x:en:0"]
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from medsimp.params_schema import Notes
 from medsimp.text.sentences import splitter
 from pipelines.text.sections import DEFAULT_TARGETS, HOSPITAL_COURSE, SectionExtractor, extractor_from_params
 
-WIDER = extractor_from_params({"headers": {**DEFAULT_TARGETS, **HOSPITAL_COURSE}})
+WIDER = extractor_from_params(Notes(headers={**DEFAULT_TARGETS, **HOSPITAL_COURSE}))
 
 NOTE = (
     "Admission Date:  [**2101-1-1**]\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from medsimp import resources
+from medsimp.params_schema import Notes
 from medsimp.text.sentences import splitter
 from medsimp.text.words import tokenize
 from pipelines.text.sections import SectionExtractor, extractor_from_params
@@ -67,7 +68,7 @@ def test_hospital_course_is_one_params_line_away_not_a_default(header):
     text = f"{header}\nThe body.\nALLERGIES:\nNKDA\n"
     assert SectionExtractor().extract(text) == []
     assert dict(load_params(ROOT / "params.yaml").notes.headers) == DEFAULT_TARGETS
-    wider = extractor_from_params({"headers": {**DEFAULT_TARGETS, **HOSPITAL_COURSE}})
+    wider = extractor_from_params(Notes(headers={**DEFAULT_TARGETS, **HOSPITAL_COURSE}))
     assert [(s.name, s.text) for s in wider.extract(text)] == [("Hospital Course", "The body.")]
 
 
@@ -75,7 +76,7 @@ def test_non_target_headers_and_custom_patterns():
     text = "Social History:\nNot a target.\nHPI:\nTarget.\nBrief Hospital Course:\nNext.\n"
     got = [(s.name, s.text) for s in SectionExtractor().extract(text)]
     assert got == [("History of Present Illness", "Target."), ("Brief Hospital Course", "Next.")]
-    custom = extractor_from_params({"headers": {"Course": r"hospital\s+course"}})
+    custom = extractor_from_params(Notes(headers={"Course": r"hospital\s+course"}))
     text = "Hospital Course:\nNot a target.\nSocial History:\nLives alone.\n"
     assert [(s.name, s.text) for s in custom.extract(text)] == [("Course", "Not a target.")]
     assert SectionExtractor().extract("HPI:\n\nPast Medical History:\nx") == []

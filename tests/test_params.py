@@ -4,7 +4,6 @@ params files / `--set` are checked against it with one-line errors."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -131,9 +130,11 @@ def test_disagreement_report_names_the_key():
 def test_code_defaults_come_from_the_schema():
     """The literals that drifted (issue 13) now read the schema."""
     from medsimp import params_schema as ps
-    from training.trainer import Settings
+    from medsimp.params_schema import Train
+    from training import trainer
 
-    settings = dataclasses.asdict(Settings())
+    assert "Settings" not in vars(trainer)  # the trainer reads params `train` itself (issue 38 item 2)
+    settings = Train().model_dump(exclude=trainer.UNSAVED_KEYS)
     assert settings == {k: _default(f"train.{k}") for k in settings}
     from alignment import crf, vecalign
     from medsimp.config import load_params
@@ -142,9 +143,9 @@ def test_code_defaults_come_from_the_schema():
     params = load_params(PARAMS)
     assert params.evaluate.length_buckets == [0, 10, 15, 20, 30]
     assert params.filter.threshold == 0.5 and params.align.crf.seed == 13 and params.align.vecalign.seed == 42
-    # the aligners read the schema (no copies of their own)
-    assert vecalign.DEFAULTS == params.align.vecalign.model_dump(exclude={"encoder"})
-    assert crf.DEFAULTS == params.align.crf.model_dump(exclude={"encoder"})
+    # the aligners read the typed schema (no copies of their own): no params means its defaults
+    assert vecalign.resolve(None) == ps.Vecalign() == params.align.vecalign
+    assert crf.CRFAligner.train([], None).config == ps.Crf() == params.align.crf
     assert _with_profile(ps.Params().model_dump()) == params.model_dump()
 
 

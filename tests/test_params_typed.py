@@ -10,7 +10,7 @@ import pytest
 from apache_beam.internal import pickler
 
 from medsimp import config
-from medsimp.params_schema import Notes, Radiology, Refresh, SchemaError
+from medsimp.params_schema import Notes, Radiology, Refresh, SchemaError, section_of, updated
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,26 +30,51 @@ def test_dofns_pickle_with_their_typed_sections():
         assert type(back.params) is type(section) and back.params == section
 
 
-def test_a_dict_gets_the_schema_defaults_and_unknown_keys_are_refused():
-    from pipelines.jobs import notes, radiology
-    from pipelines.text.notes import NoteProcessor
+def test_section_of_fills_the_schema_defaults_and_refuses_unknown_keys():
+    """Tests and scripts build a typed section from a dict with `section_of` (the domain code
+    takes typed sections only); `updated` replaces keys, checked the same way."""
+    from pipelines.jobs import notes
 
-    fn = notes._SectionsFn({"batch_notes": 7})
+    fn = notes._SectionsFn(section_of(Notes, {"batch_notes": 7}))
     assert fn.params == Notes(batch_notes=7) and fn.batch == 7
-    assert radiology._ExtractFn({}, None).params == Radiology()
-    assert NoteProcessor({}, [], []).selector.min_tokens == Notes().min_tokens
+    assert section_of(Radiology, {}) == Radiology()
+    assert updated(Notes(), {"batch_notes": 7}) == Notes(batch_notes=7)
     with pytest.raises(SchemaError, match="did you mean 'batch_notes'"):
-        notes._SectionsFn({"batch_note": 7})
+        section_of(Notes, {"batch_note": 7})
+    with pytest.raises(SchemaError, match="did you mean 'batch_notes'"):
+        updated(Notes(), {"batch_note": 7})
 
 
 def test_refresh_config_reads_the_typed_section():
     from medsimp.refresh.run import RefreshConfig
 
     root = Path("/r")
-    assert RefreshConfig.from_params({}, root) == RefreshConfig.from_params(Refresh(), root)
     cfg = RefreshConfig.from_params(Refresh(keep_reports=3, targets=["a"]), root)
     assert cfg.keep_reports == 3 and cfg.targets == ["a"] and cfg.report_dir == root / Refresh().report_dir
 
 
 def test_the_section_bridge_is_gone():
     assert not hasattr(config, "section")  # code reads `params.<name>` (typed), not a dict bridge
+
+
+def test_domain_code_takes_typed_sections_without_round_trips():
+    """Issue 38 item 2: the domain packages read typed sections; they never turn a dict into a
+    section (`section_of`) or a section back into a dict, except where the dict is the point:
+    a model's saved config (the CRF's config.json, DECLARE's settings.json) and a cache key."""
+    root = Path(__file__).resolve().parents[1]
+    allowed = {
+        ("alignment/crf.py", "save"),
+        ("training/trainer.py", "save"),
+        ("pipelines/text/umls.py", "matcher_settings"),
+    }
+    found = []
+    for package in ("alignment", "training", "pipelines"):
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            function = ""
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.lstrip().startswith("def "):
+                    function = line.split("def ", 1)[1].split("(", 1)[0]
+                if "section_of(" in line or ("model_dump(" in line and (rel, function) not in allowed):
+                    found.append(f"{rel}:{function}: {line.strip()}")
+    assert found == []

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
+from medsimp.params_schema import Radiology
 from pipelines.sources.noteevents import Note
 from pipelines.text.radiology import RadiologyExtractor, dedup_key, merge_duplicates
 
@@ -35,7 +36,7 @@ def _note(note_id: str, text: str = REPORT) -> Note:
 
 
 def test_extracts_findings_and_impression_sentences_with_metadata():
-    rows, counts = RadiologyExtractor({}).rows(_note("7"))
+    rows, counts = RadiologyExtractor(Radiology()).rows(_note("7"))
     got = [(r["section"], r["sentence_index"], r["text"]) for r in rows]
     assert got == [
         ("FINDINGS", 1, "There are new bilateral pleural effusions."),

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from medsimp.cli import main
+from medsimp.params_schema import Link
 from medsimp.schemas import sentence_schema
 from medsimp.text.readability import document_scores, scores
 from pipelines.sources.rows import document_rows
@@ -15,14 +16,14 @@ from pipelines.text.umls import ConceptLinker, build_index, installation, negati
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"
-PARAMS = {
-    "overlapping_criteria": "score",
-    "threshold": 0.7,
-    "similarity_name": "jaccard",
-    "window": 5,
-    "min_match_length": 3,
-    "accepted_semtypes": None,
-}
+PARAMS = Link(
+    overlapping_criteria="score",
+    threshold=0.7,
+    similarity_name="jaccard",
+    window=5,
+    min_match_length=3,
+    accepted_semtypes=None,
+)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +88,7 @@ def test_concept_spans_on_a_known_sentence(index):
 def test_negation_flips_are_not_linked(index):
     text = "Symptomatic patients and asymptomatic patients were compared."
     on = ConceptLinker(index, PARAMS).link(text, "en")
-    off = ConceptLinker(index, {**PARAMS, "reject_negation_flips": False}).link(text, "en")
+    off = ConceptLinker(index, PARAMS.model_copy(update={"reject_negation_flips": False})).link(text, "en")
     flagged = [text[c["start"] : c["end"]] for c in off if c["term"] == "asymptomatic"]
     assert flagged == ["Symptomatic", "asymptomatic"]  # what QuickUMLS alone does
     assert [text[c["start"] : c["end"]] for c in on if c["term"] == "asymptomatic"] == ["asymptomatic"]
@@ -95,7 +96,7 @@ def test_negation_flips_are_not_linked(index):
 
 
 def test_accepted_semtypes_filter(index):
-    linker = ConceptLinker(index, {**PARAMS, "accepted_semtypes": ["T184"]})
+    linker = ConceptLinker(index, PARAMS.model_copy(update={"accepted_semtypes": ["T184"]}))
     concepts = linker.link("Metformin caused nausea in patients with diabetes.", "en")
     assert [c["cui"] for c in concepts] == ["C0027497"]
 

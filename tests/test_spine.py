@@ -10,6 +10,7 @@ import pytest
 from medsimp.atomic import atomic_dir
 from medsimp.config import ParamsError, apply_overrides, load_params, params_hash
 from medsimp.doccache import DocCache, content_key
+from medsimp.params_schema import Beam
 from medsimp.stats import CountsMismatch, check_reconciles
 
 
@@ -71,7 +72,7 @@ def _run_write(out_dir: Path) -> dict[str, str]:
 
     schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
     rows = [{"k": f"doc{i % 7}", "v": i} for i in range(60)]
-    with beam.Pipeline(options=pipeline_options({"num_workers": 1})) as p:
+    with beam.Pipeline(options=pipeline_options(Beam(num_workers=1))) as p:
         _ = (
             p
             | beam.Create(rows)

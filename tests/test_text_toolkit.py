@@ -3,6 +3,7 @@ splitter per genre, read from the libraries directly."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -74,8 +75,9 @@ def test_aligner_content_tokens_use_the_toolkit():
 
 @pytest.mark.slow  # imports torch and scikit-learn (seconds)
 def test_crf_keeps_its_stop_word_list(tmp_path):
-    """A CRF trained with the named old list saves it and aligns with it after loading; by
-    default the saved config has no such key (model bytes as before for the default)."""
+    """A CRF trained with the named old list (params `align.crf.stopwords`) saves it and aligns
+    with it after loading; the default's config has no such key (model bytes and content hash
+    as before), and a config without it reads spaCy's list."""
     from alignment.text import content_tokens
 
     assert content_tokens("We did it using the system", "sklearn") == {"did", "using"}  # the old list
@@ -86,15 +88,20 @@ def test_crf_keeps_its_stop_word_list(tmp_path):
 
     from alignment.crf import CRFAligner
     from alignment.gold import DocPair
+    from medsimp.params_schema import Crf
 
     docs = [DocPair("d", ["A system failed.", "It was fixed."], ["The system broke."], frozenset({(0, 0)}))]
-    config = {"epochs": 2, "stopwords": "sklearn"}
-    CRFAligner.train(docs, HashEncoder(), config).save(tmp_path / "old")
-    CRFAligner.train(docs, HashEncoder(), {"epochs": 2}).save(tmp_path / "new")
+    CRFAligner.train(docs, HashEncoder(), Crf(epochs=2, stopwords="sklearn")).save(tmp_path / "old")
+    CRFAligner.train(docs, HashEncoder(), Crf(epochs=2)).save(tmp_path / "new")
     assert '"stopwords": "sklearn"' in (tmp_path / "old" / "config.json").read_text()
-    assert "stopwords" not in (tmp_path / "new" / "config.json").read_text()
+    assert "stopwords" not in (tmp_path / "new" / "config.json").read_text()  # spaCy's: bytes as before
     loaded = CRFAligner.load(tmp_path / "old", HashEncoder())
-    assert loaded.config["stopwords"] == "sklearn"
+    assert loaded.config.stopwords == "sklearn"
+    # a model saved before the key was a param (no `stopwords` in its config) reads spaCy's list
+    old = json.loads((tmp_path / "old" / "config.json").read_text())
+    del old["stopwords"]
+    (tmp_path / "old" / "config.json").write_text(json.dumps(old))
+    assert CRFAligner.load(tmp_path / "old", HashEncoder()).config.stopwords == "spacy"
     loaded.align(["A system failed."], ["The system broke."])
 
 

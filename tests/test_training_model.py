@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from medsimp.params_schema import Train
+from medsimp.params_schema import Train, section_of
 from training.declare import NEG_INF, partial_translate
 from training.labels import (
     MODIFY,
@@ -145,10 +145,10 @@ def test_partial_translation_stops_at_max_span():
 @pytest.fixture(scope="module")
 def model_and_feat(tiny_encoder):
     from training.declare import Declare
-    from training.trainer import Featurizer, Settings, load_backbone, seed_everything
+    from training.trainer import Featurizer, load_backbone, seed_everything
 
     seed_everything(0, 1)
-    s = Settings(encoder=tiny_encoder, max_options=4)
+    s = Train(encoder=tiny_encoder, max_options=4)
     tok, enc, _ = load_backbone(tiny_encoder)
     return Declare(enc), Featurizer(tok, DICT, s)
 
@@ -182,15 +182,15 @@ def test_module_shapes_and_option_masking(model_and_feat):
 
 def test_train_predict_resume_and_reload(tiny_encoder, tmp_path):
     from training.data import load_medlane
-    from training.trainer import Settings, load, predict, save, train
+    from training.trainer import load, predict, save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
     d = json.loads((DICTIONARY).read_text())
-    s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
+    s = Train(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
     ck = tmp_path / "ck"
     model, feat, log = train(splits.train[:16], splits.validation[:4], d, s, ck, progress=False, **AUTO)
     assert log["best_epoch"] == 1 and (ck / "last.pt").exists()
-    s2 = Settings(encoder=tiny_encoder, epochs=2, batch_size=8, head_lr=5e-3)
+    s2 = Train(encoder=tiny_encoder, epochs=2, batch_size=8, head_lr=5e-3)
     model, feat, log = train(splits.train[:16], splits.validation[:4], d, s2, ck, progress=False, **AUTO)
     assert log["resumed_from"] == 0 and [e["epoch"] for e in log["epochs"]] == [1, 2]
     sources = [src for src, _ in splits.validation[:4]]
@@ -213,11 +213,11 @@ def test_training_is_bit_reproducible_whatever_the_callers_thread_count(tiny_enc
     """DVC's lock holds the model's hash: two fresh trainings must give the same bytes, even when
     the process started with another torch thread count (train.threads fixes it)."""
     from training.data import load_medlane
-    from training.trainer import Settings, save, train
+    from training.trainer import save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
     d = json.loads((DICTIONARY).read_text())
-    s = Settings(encoder=tiny_encoder, epochs=1, batch_size=4, head_lr=5e-3)
+    s = Train(encoder=tiny_encoder, epochs=1, batch_size=4, head_lr=5e-3)
     digests = []
     for run, threads in enumerate((3, 1)):
         torch.set_num_threads(threads)
@@ -248,14 +248,24 @@ def test_pairs_folder_reader_carves_missing_splits(tmp_path):
     pq.write_table(table.slice(0, 30), tmp_path / "train-abc.parquet")
     pq.write_table(table.slice(30, 10), tmp_path / "test-def.parquet")
     splits = load_splits(
-        {"data": {"format": "pairs", "pairs": str(tmp_path), "validation_fraction": 0.3, "resplit": True}}
+        section_of(
+            Train,
+            {
+                "data": {
+                    "format": "pairs",
+                    "pairs": str(tmp_path),
+                    "validation_fraction": 0.3,
+                    "resplit": True,
+                }
+            },
+        )
     )
     assert splits.counts["test"] == 10  # the folder's own test split
     assert splits.counts["train"] + splits.counts["validation"] == 30 and splits.counts["validation"] > 0
     assert {it.references[0] for it in splits.eval["test"]} == {s for _, s in rows[30:]}
     assert splits.train[0][0][-2:] == ["htn", "."]
     with pytest.raises(FileNotFoundError, match="no validation split"):  # re-split only on request
-        load_splits({"data": {"format": "pairs", "pairs": str(tmp_path)}})
+        load_splits(section_of(Train, {"data": {"format": "pairs", "pairs": str(tmp_path)}}))
 
 
 def test_dictionary_baseline_takes_a_seeded_random_expansion():
@@ -373,10 +383,10 @@ def test_training_reports_its_device_in_one_line(tiny_encoder, tmp_path, caplog)
     import logging
 
     from training.data import load_medlane
-    from training.trainer import Settings, train
+    from training.trainer import train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
-    s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8)
+    s = Train(encoder=tiny_encoder, epochs=1, batch_size=8)
     with caplog.at_level(logging.INFO, logger="training.trainer"):
         _, _, log = train(
             splits.train[:8], splits.validation[:4], {}, s, tmp_path / "ck", False, system="bertmt", **AUTO
@@ -437,10 +447,10 @@ def test_bertmt_trains_and_writes_one_line_per_input_deterministically(tiny_enco
     sentence directly; trains on a tiny set, one output per input, same seed -> same bytes."""
     from training.data import load_medlane
     from training.declare import BertMT
-    from training.trainer import Settings, load, predict, save, train
+    from training.trainer import load, predict, save, train
 
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
-    s = Settings(encoder=tiny_encoder, epochs=2, batch_size=4, head_lr=5e-3, max_length=24)
+    s = Train(encoder=tiny_encoder, epochs=2, batch_size=4, head_lr=5e-3, max_length=24)
     sources = [src for src, _ in splits.validation[:5]]
     outs = []
     for run in range(2):
@@ -508,7 +518,7 @@ def test_a_poisoned_checkpoint_runs_nothing_and_training_starts_over(tiny_encode
     import pickle
 
     from training.data import load_medlane
-    from training.trainer import Settings, train
+    from training.trainer import train
 
     marker = tmp_path / "ran"
 
@@ -521,7 +531,7 @@ def test_a_poisoned_checkpoint_runs_nothing_and_training_starts_over(tiny_encode
     torch.save({"model": Boom()}, ck / "last.pt", pickle_module=pickle)
     splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
     d = json.loads((DICTIONARY).read_text())
-    s = Settings(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
+    s = Train(encoder=tiny_encoder, epochs=1, batch_size=8, head_lr=5e-3)
     with caplog.at_level("WARNING", logger="medsimp"):
         _, _, log = train(splits.train[:8], splits.validation[:4], d, s, ck, progress=False, **AUTO)
     assert not marker.exists()

@@ -10,13 +10,12 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from medsimp.metrics.scoring import EvalItem, annotated_terms, expand, tokenize
-from medsimp.params_schema import Train, section_of
+from medsimp.params_schema import Train
 
 
 @dataclass
@@ -150,10 +149,10 @@ def data_path(value: str, base: str | Path = ".") -> str:
     return resolve_path(value, base)
 
 
-def load_splits(cfg: Train | Mapping[str, Any], base: str | Path = ".") -> Splits:
-    """Dispatch on `train.data.format` (medlane | pairs); a dict gets the defaults. Relative
+def load_splits(cfg: Train, base: str | Path = ".") -> Splits:
+    """Dispatch on `train.data.format` (medlane | pairs) of the typed section. Relative
     paths are resolved against `base`, the params file's folder."""
-    data = section_of(Train, cfg).data
+    data = cfg.data
     fmt = data.format
     if fmt == "medlane":
         files = {key: data_path(getattr(data, key), base) for key in ("train", "validation", "test")}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 from medsimp.metrics import Inputs, metric_of
 from medsimp.metrics import metrics as all_metrics
 from medsimp.metrics import scales as metric_scales
-from medsimp.params_schema import Evaluate, Link, Notes, Train, section_of
+from medsimp.params_schema import Evaluate, Link, Notes, Train, updated
 
 # One declared scale per reported value (docs/metrics.md). The numbers keep the scales
 # the papers and libraries report them on; nothing is rescaled. The metrics' scales are
@@ -148,12 +148,12 @@ class Scorer:
 
     def __init__(
         self,
-        cfg: Evaluate | Mapping[str, Any],
-        train_cfg: Train | Mapping[str, Any],
-        notes_cfg: Notes | Mapping[str, Any],
+        cfg: Evaluate,
+        train_cfg: Train,
+        notes_cfg: Notes,
         base: str | Path = ".",
         select: Sequence[str] | None = None,
-        link_cfg: Link | Mapping[str, Any] | None = None,
+        link_cfg: Link | None = None,
         options: dict | None = None,
         from_file: bool = True,
     ):
@@ -164,19 +164,14 @@ class Scorer:
         known not to be clinical notes, e.g. a builder whose card lacks the `clinical` tag). `from_file`
         False: there is no params file, the settings are the defaults; a default dictionary
         that is not here (a checkout's sample file) is left out with a one-line warning.
-        The sections are typed (`medsimp.params_schema`); a dict gets the defaults."""
+        The sections are typed (`medsimp.params_schema`); no `link_cfg`: the schema's defaults."""
         from medsimp.config import resolve_path
         from medsimp.metrics import selection
         from medsimp.resources import resolve_model
         from training.lexicon import load_common_words, load_dictionary
 
-        cfg = section_of(Evaluate, cfg)
-        self.common = load_common_words(
-            resolve_path(cfg.common_words or section_of(Notes, notes_cfg).common_words, base)
-        )
-        dictionaries = [
-            resolve_path(p, base) for p in cfg.dictionaries or section_of(Train, train_cfg).dictionaries
-        ]
+        self.common = load_common_words(resolve_path(cfg.common_words or notes_cfg.common_words, base))
+        dictionaries = [resolve_path(p, base) for p in cfg.dictionaries or train_cfg.dictionaries]
         if not from_file:
             for missing in [p for p in dictionaries if not Path(p).exists()]:
                 warn_once(
@@ -192,7 +187,7 @@ class Scorer:
             if cfg.bertscore and "bertscore" in selection(self.select)
             else None
         )
-        self.cfg, self.base, self.link_cfg = cfg, base, section_of(Link, link_cfg)
+        self.cfg, self.base, self.link_cfg = cfg, base, link_cfg or Link()
         self.options = dict(options or {})
         self.lang = str(self.options.get("lang") or cfg.lang)
         self.src_lang = str(self.options.get("src_lang") or cfg.src_lang or self.lang)
@@ -528,7 +523,7 @@ def score(
     # packaged resources resolve against the package (medsimp.config.resolve_path)
     from_file = Path(params).is_file()
     data = load_params(params)
-    cfg = section_of(Evaluate, {**data.evaluate.model_dump(), **(overrides or {})})  # overrides checked
+    cfg = updated(data.evaluate, overrides)  # overrides checked
     scorer = Scorer(
         cfg,
         data.train,

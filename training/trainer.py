@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from medsimp.numerics import require_pinned
-from medsimp.params_schema import Train as _TrainParams
+from medsimp.params_schema import Train
 from training.declare import BertMT, Declare, Encoded, partial_translate
 from training.labels import (
     MODIFY,
@@ -31,43 +30,10 @@ from training.labels import (
 
 Pair = tuple[list[str], list[str]]
 SYSTEMS = ("declare", "bertmt")
-_P = _TrainParams()  # defaults live in medsimp.params_schema (== params.yaml `train`)
-
-
-@dataclass
-class Settings:
-    """The knobs of `params.yaml` `train` that DECLARE uses (defaults: the params schema)."""
-
-    encoder: str = _P.encoder
-    encoder_fallback: str | None = _P.encoder_fallback
-    max_length: int = _P.max_length
-    max_option_length: int = _P.max_option_length
-    max_options: int = _P.max_options
-    max_span: int = _P.max_span
-    batch_size: int = _P.batch_size
-    epochs: int = _P.epochs
-    lr: float = _P.lr
-    head_lr: float = _P.head_lr
-    weight_decay: float = _P.weight_decay
-    warmup_ratio: float = _P.warmup_ratio
-    patience: int = _P.patience
-    dropout: float = _P.dropout
-    copy_attention: bool = _P.copy_attention
-    decoder: str = _P.decoder
-    locator_labels: str = _P.locator_labels
-    seed: int = _P.seed
-    threads: int = _P.threads
-
-    @classmethod
-    def from_params(cls, cfg: dict) -> Settings:
-        defaults = cls().__dict__
-        return cls(
-            **{
-                k: cfg[k] if cfg[k] is None or defaults[k] is None else type(defaults[k])(cfg[k])
-                for k in defaults
-                if k in cfg
-            }
-        )
+# the `train` keys a model's settings.json leaves out: what names the data (paths could differ
+# between folders; the lineage and stats name the data), what only the dictionary baseline
+# reads, and where it ran (resolved into the checkpoint key; train_log.json says it)
+UNSAVED_KEYS = {"models", "data", "dictionaries", "dictionary_expansion", "device", "mixed_precision"}
 
 
 def seed_everything(seed: int, threads: int) -> None:
@@ -119,7 +85,7 @@ def load_backbone(encoder: str, fallback: str | None = None):
 class Featurizer:
     """Turns word pairs into tensors for the three modules (`plain`: source and target only, BERT-MT)."""
 
-    def __init__(self, tokenizer, dictionary: dict[str, list[str]], s: Settings, plain: bool = False):
+    def __init__(self, tokenizer, dictionary: dict[str, list[str]], s: Train, plain: bool = False):
         self.tok, self.dict, self.s, self.plain = tokenizer, dictionary, s, plain
         self.start_id, self.end_id = tokenizer.convert_tokens_to_ids([SPAN_START, SPAN_END])
 
@@ -299,7 +265,7 @@ def train(
     train_pairs: list[Pair],
     val_pairs: list[Pair],
     dictionary: dict[str, list[str]],
-    s: Settings,
+    s: Train,
     checkpoint_dir: Path,
     progress: bool = True,
     val_terms: Sequence[Mapping[str, str]] | None = None,
@@ -424,7 +390,7 @@ def train(
     return model, feat, log
 
 
-def _build(system: str, encoder, s: Settings) -> Encoded:
+def _build(system: str, encoder, s: Train) -> Encoded:
     if system == "declare":
         return Declare(encoder, s.dropout, s.copy_attention, s.decoder)
     if system == "bertmt":
@@ -564,7 +530,8 @@ def save(model: Encoded, feat: Featurizer, out: Path, log: dict) -> None:
 
     name = "bertmt" if isinstance(model, BertMT) else "declare"
     save_model(model, str(out / f"{name}.safetensors"))  # byte-stable, unlike torch.save
-    (out / "settings.json").write_text(json.dumps(feat.s.__dict__, sort_keys=True, indent=2) + "\n")
+    settings = feat.s.model_dump(exclude=UNSAVED_KEYS)
+    (out / "settings.json").write_text(json.dumps(settings, sort_keys=True, indent=2) + "\n")
     (out / "dictionary.json").write_text(json.dumps(feat.dict, sort_keys=True, indent=1) + "\n")
     (out / "train_log.json").write_text(json.dumps(log, sort_keys=True, indent=2) + "\n")
 
@@ -577,7 +544,7 @@ def load(out: Path) -> tuple[Encoded, Featurizer]:
 
     tokenizer = AutoTokenizer.from_pretrained(out / "encoder")
     encoder = AutoModel.from_config(AutoConfig.from_pretrained(out / "encoder"))
-    s = Settings.from_params(json.loads((out / "settings.json").read_text()))
+    s = Train.model_validate(json.loads((out / "settings.json").read_text()))  # params `train` as trained
     system = "bertmt" if (out / "bertmt.safetensors").exists() else "declare"
     model = _build(system, encoder, s)
     from safetensors.torch import load_model

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from medsimp.params_schema import Align, section_of
+from medsimp.params_schema import Align
 
 MEASURES = ("overlap", "cosine", "crf")
 
@@ -42,7 +42,7 @@ def crf_matrix(model, complex_: Sequence[str], simple: Sequence[str]) -> np.ndar
 
     if not complex_ or not simple:
         return np.zeros((len(complex_), len(simple)))
-    stopwords = str(model.config.get("stopwords", "spacy"))  # the list the model was trained with
+    stopwords = model.config.stopwords  # the list the model was trained with
     f = model.featurize(model.encoder, complex_, simple, stopwords=stopwords)
     fwd, _ = lattice(model.forward, f).forward_backward()
     rev, _ = lattice(
@@ -57,7 +57,7 @@ class Scorer:
     def __init__(
         self,
         measures: Sequence[str],
-        align_params: Align | dict,
+        align_params: Align,
         cache: str | None = None,
         model_dir: str | None = None,
     ):
@@ -67,7 +67,7 @@ class Scorer:
                 f"annotate.similarities: unknown measure {unknown[0]!r} (use {', '.join(MEASURES)})"
             )
         self.measures = list(measures)
-        self.params = section_of(Align, align_params)
+        self.params = align_params
         self.cache, self.model_dir = cache, model_dir
         self._encoders: tuple[Any, Any] | None = None
         self._crf: Any = None

@@ -7,8 +7,6 @@ folder with `medsimp.corpora.writer.write_builder`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -23,8 +21,8 @@ BUILDERS: dict[str, str] = {
 }
 
 
-def build_dataset(name: str, cfg: BaseModel | Mapping[str, Any]) -> BuiltDataset:
-    """Run builder `name` on its params section (typed `build.NAME`, or a dict: defaults filled)."""
+def build_dataset(name: str, cfg: BaseModel) -> BuiltDataset:
+    """Run builder `name` on its typed params section (`build.NAME`)."""
     if name not in BUILDERS:
         raise KeyError(f"unknown builder {name!r}; known: {', '.join(sorted(BUILDERS))}")
     return importlib.import_module(BUILDERS[name]).build(cfg)

@@ -16,9 +16,7 @@ MIMIC-III and carry the PhysioNet terms and `mimic_derived: true`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,7 +31,7 @@ from medsimp.corpora.common import (
     read_parquet_dir,
     table_from_rows,
 )
-from medsimp.params_schema import BuildMedlane, section_of
+from medsimp.params_schema import BuildMedlane
 from pipelines.sources.medlane import read_medlane_eval, read_medlane_train, split_eval
 
 log = logging.getLogger(__name__)
@@ -181,9 +179,8 @@ placeholders (`[**...**]`) replace names and dates. The `mimic-candidates` confi
 )
 
 
-def build(cfg: BuildMedlane | Mapping[str, Any]) -> BuiltDataset:
+def build(cfg: BuildMedlane) -> BuiltDataset:
     """Build MedLane from the params section `build.medlane`."""
-    cfg = section_of(BuildMedlane, cfg)  # typed; a dict (tests, scripts) gets the defaults
     rejects: list[dict] = []
     split_notes: list[str] = []
     annotated = _annotated(Path(cfg.input), cfg.validation_size, rejects, split_notes)

@@ -12,9 +12,6 @@ test file (`test_pair` groups) always go to test, the rest are seeded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import pyarrow as pa
 
 from medsimp.corpora.common import (
@@ -26,7 +23,7 @@ from medsimp.corpora.common import (
     side_annotations,
     table_from_rows,
 )
-from medsimp.params_schema import BuildMsd, Split, section_of
+from medsimp.params_schema import BuildMsd, Split
 from medsimp.schemas import CONCEPT, READABILITY
 from medsimp.stats import dead_letter
 
@@ -182,9 +179,8 @@ def table2_statistics(rows: list[dict], *, annotations: int) -> dict[str, float 
     return out
 
 
-def build(cfg: BuildMsd | Mapping[str, Any]) -> BuiltDataset:
+def build(cfg: BuildMsd) -> BuiltDataset:
     """Build MSD from the params section `build.msd`."""
-    cfg = section_of(BuildMsd, cfg)  # typed; a dict (tests, scripts) gets the defaults
     table = read_parquet_dir(cfg.sentences, COLUMNS)
     doc_ids = table.column("doc_id").to_pylist()
     sentences = [

@@ -43,7 +43,7 @@ from medsimp.corpora.common import (
 )
 from medsimp.corpora.scratch import Scratch, number_key
 from medsimp.errors import InputError
-from medsimp.params_schema import BuildMulticochrane, section_of
+from medsimp.params_schema import BuildMulticochrane
 from medsimp.schemas import CONCEPT, READABILITY
 from medsimp.stats import dead_letter
 
@@ -368,13 +368,12 @@ def filter_cost(
     return totals, notes
 
 
-def build(cfg: BuildMulticochrane | Mapping[str, Any]) -> BuiltDataset:
+def build(cfg: BuildMulticochrane) -> BuiltDataset:
     """Build the MultiCochrane dataset from the params section `build.multicochrane`.
 
     Memory does not grow with the corpus: pairs are read CHUNK_ROWS at a time, sentence texts
     and links are looked up, and output rows kept until they are written, in a `Scratch`
     database on disk that the returned dataset owns (close it, or use it in a `with`)."""
-    cfg = section_of(BuildMulticochrane, cfg)  # typed; a dict (tests, scripts) gets the defaults
     resources = ExitStack()
     try:
         return _build(cfg, resources)

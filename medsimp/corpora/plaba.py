@@ -11,7 +11,6 @@ abstracts of a question (and all adaptations of an abstract) land in one split.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -29,7 +28,7 @@ from medsimp.corpora.common import (
     split_units,
     table_from_rows,
 )
-from medsimp.params_schema import BuildPlaba, PlabaSplit, section_of
+from medsimp.params_schema import BuildPlaba, PlabaSplit
 from medsimp.schemas import CONCEPT, READABILITY
 from medsimp.stats import dead_letter
 
@@ -110,12 +109,11 @@ their publishers. medsimp's additions (splits, concepts, readability) are Apache
 concept identifiers fall under the UMLS licence of whoever ran the link stage."""
 
 
-def plaba_split(questions: set[str], split_cfg: PlabaSplit | Mapping[str, Any]) -> dict[str, str]:
+def plaba_split(questions: set[str], split_cfg: PlabaSplit) -> dict[str, str]:
     """question id -> split (params `build.plaba.split`; its defaults are Attal et al. (2023)'s
     70/15/15 train/validation/test, grouped by question). `method: exact` (default) takes
     exactly round(n * ratio) questions per evaluation split; `hash` is the project's
     refresh-stable split (`seeded_split`: each question by its own hash, ratios in expectation)."""
-    split_cfg = section_of(PlabaSplit, split_cfg)  # typed; a dict (tests) gets the defaults
     method = split_cfg.method
     if method == "hash":
         return split_units(questions, split_cfg, "questions")
@@ -169,9 +167,8 @@ def abstract_rows(pairs: list[dict]) -> list[dict]:
     return rows
 
 
-def build(cfg: BuildPlaba | Mapping[str, Any]) -> BuiltDataset:
+def build(cfg: BuildPlaba) -> BuiltDataset:
     """Build PLABA from the params section `build.plaba`."""
-    cfg = section_of(BuildPlaba, cfg)  # typed; a dict (tests, scripts) gets the defaults
     pairs = read_parquet_dir(cfg.pairs, PAIR_COLUMNS).to_pylist()
     texts = load_texts(cfg.sentences)
     links = load_links(cfg.linked)

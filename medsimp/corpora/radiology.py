@@ -11,7 +11,6 @@ dead-lettered. The notes are MIMIC-III / MIMIC-IV-Note: PhysioNet terms, `mimic_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -26,7 +25,7 @@ from medsimp.corpora.common import (
     split_units,
     table_from_rows,
 )
-from medsimp.params_schema import BuildRadiology, section_of
+from medsimp.params_schema import BuildRadiology
 from medsimp.schemas import RADIOLOGY_SENTENCES
 from medsimp.stats import dead_letter
 from pipelines.text.radiology import doc_order
@@ -112,9 +111,8 @@ it is not a parallel corpus. Negation is flagged by a rule (`negated`), which mi
 )
 
 
-def build(cfg: BuildRadiology | Mapping[str, Any]) -> BuiltDataset:
+def build(cfg: BuildRadiology) -> BuiltDataset:
     """Build the radiology findings dataset from the params section `build.radiology`."""
-    cfg = section_of(BuildRadiology, cfg)  # typed; a dict (tests, scripts) gets the defaults
     sentences = read_parquet_dir(cfg.sentences, COLUMNS).select(COLUMNS).to_pylist()
     rejects: list[dict] = []
     valid = []

@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from medsimp.errors import EXIT_LOCKED as EXIT_LOCK_HELD  # EX_TEMPFAIL: try aga
 from medsimp.errors import EXIT_OK
 from medsimp.errors import EXIT_REFUSED as EXIT_NOTHING_TO_DO
 from medsimp.errors import EXIT_USAGE as EXIT_ERROR  # noqa: F401  (setup outside a stage: dvc.yaml, DVC)
-from medsimp.params_schema import Refresh, section_of
+from medsimp.params_schema import Refresh
 from medsimp.refresh.dvc import Dag, LockHeld, read_dag, restore_outputs, run_repro, stages_to_run
 
 
@@ -47,12 +47,11 @@ class RefreshConfig:
     @classmethod
     def from_params(
         cls,
-        section: Refresh | Mapping[str, Any],
+        section: Refresh,
         root: Path,
         report_dir: str | None = None,
         targets: list[str] | None = None,
     ) -> RefreshConfig:
-        section = section_of(Refresh, section)  # typed; a dict (tests) gets the defaults
 
         def rooted(value: str) -> Path:
             path = Path(value)

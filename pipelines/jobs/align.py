@@ -13,7 +13,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.params_schema import Align, Beam, section_of
+from medsimp.params_schema import Align, Beam
 from medsimp.schemas import PAIRS
 from pipelines.jobs.beam_io import ReadDocuments, counters, grouped_by, new_pipeline, trim_heap
 from pipelines.jobs.common import (
@@ -42,8 +42,8 @@ def pair_sort_key(row: Mapping[str, Any]):
 
 
 class AlignDocFn(beam.DoFn):
-    def __init__(self, params: Align | Mapping[str, Any], cache_root: str | None):
-        self.params = section_of(Align, params)  # typed (pickles); a dict gets the defaults
+    def __init__(self, params: Align, cache_root: str | None):
+        self.params = params
         self.cache_root = cache_root
 
     def setup(self):
@@ -52,9 +52,9 @@ class AlignDocFn(beam.DoFn):
 
         crf_p = self.params.crf
         self.crf_encoder = make_encoder(crf_p.encoder, self.cache_root)
-        self.crf = CRFAligner.load(self.params.model, self.crf_encoder, {"merge": crf_p.merge})
+        self.crf = CRFAligner.load(self.params.model, self.crf_encoder, crf_p.merge)
         self.vec_encoders = PairEncoders(self.params.vecalign.encoder, self.cache_root)  # built on first use
-        self.vec_params = self.params.vecalign.model_dump(exclude={"encoder"})  # vecalign.align: a mapping
+        self.vec_params = self.params.vecalign
         self.count = Counter(NAMESPACE)
 
     def process(self, element):
@@ -98,7 +98,7 @@ class AlignDocuments(beam.PTransform):
     document that cannot be aligned, with the reason). The CRF model and the encoders load
     once per worker (AlignDocFn.setup)."""
 
-    def __init__(self, params: Align | Mapping[str, Any], cache_root: str | None, grouped: bool = False):
+    def __init__(self, params: Align, cache_root: str | None, grouped: bool = False):
         super().__init__()
         self.params, self.cache_root, self.grouped = params, cache_root, grouped
 
@@ -131,8 +131,8 @@ def fallback_notes(result) -> list[str]:
 def run(
     input_dir: str,
     out_dir: str,
-    params: Align | Mapping[str, Any],
-    beam_params: Beam | Mapping[str, Any],
+    params: Align,
+    beam_params: Beam,
     beam_args: list[str],
     metrics_file: str | None,
     cache_root: str | None,
@@ -143,7 +143,7 @@ def run(
     pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
     if not FileSystems.match([pattern])[0].metadata_list:
         raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
-    shards = section_of(Align, params).num_shards
+    shards = params.num_shards
     tables = {
         "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key, counter="pairs_total"),
         "dead_letter": dead_letter_table(),

@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,15 +37,15 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from medsimp.errors import MedsimpError
-from medsimp.params_schema import Beam, section_of
+from medsimp.params_schema import Beam
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
 
 
-def local_mode(beam_params: Beam | Mapping[str, Any] | None) -> tuple[str, int, str]:
+def local_mode(beam_params: Beam | None) -> tuple[str, int, str]:
     """(runner, worker count, running mode) that the `beam` params section asks for; the
     mode is "" for a runner other than the local one."""
-    beam_params = section_of(Beam, beam_params)  # typed; a dict (tests) gets the defaults
+    beam_params = beam_params or Beam()  # none: the schema's defaults
     runner = beam_params.runner
     if runner not in LOCAL_RUNNERS:
         return runner, 0, ""
@@ -54,9 +54,7 @@ def local_mode(beam_params: Beam | Mapping[str, Any] | None) -> tuple[str, int, 
     return runner, workers, mode
 
 
-def pipeline_options(
-    beam_params: Beam | Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()
-) -> PipelineOptions:
+def pipeline_options(beam_params: Beam | None = None, extra_args: Iterable[str] = ()) -> PipelineOptions:
     """Options from the `beam` params section plus raw `--beam-arg` flags.
 
     Locally: FnApiRunner (the DirectRunner's engine, no Prism download) on `num_workers`
@@ -65,7 +63,7 @@ def pipeline_options(
     `--beam-arg=--runner=FlinkRunner --beam-arg=--flink_master=host:8081`
     to run the same job elsewhere.
     """
-    beam_params = section_of(Beam, beam_params)
+    beam_params = beam_params or Beam()
     runner, workers, mode = local_mode(beam_params)
     args = [f"--runner={runner}"]
     if mode:
@@ -458,9 +456,7 @@ def watch_workers() -> Iterator[None]:
         logging.disable(logging_disabled)
 
 
-def new_pipeline(
-    beam_params: Beam | Mapping[str, Any] | None = None, extra_args: Iterable[str] = ()
-) -> beam.Pipeline:
+def new_pipeline(beam_params: Beam | None = None, extra_args: Iterable[str] = ()) -> beam.Pipeline:
     """A Pipeline on `pipeline_options`.
 
     For the local FnApiRunner in `multi_processing` mode, the runner is built with FnApiRunner's

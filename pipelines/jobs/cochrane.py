@@ -8,13 +8,12 @@ language present (side `simple`) as sentence rows carrying `doi` and `version`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.params_schema import Beam, Cochrane, section_of
+from medsimp.params_schema import Beam, Cochrane
 from medsimp.schemas import COCHRANE_SENTENCES
 from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import GroupSorted, delete_runs, new_pipeline
@@ -182,13 +181,13 @@ class JoinReviews(beam.PTransform):
 def run(
     input_path: str,
     out_dir: str,
-    params: Cochrane | Mapping[str, Any],
-    beam_params: Beam | Mapping[str, Any],
+    params: Cochrane,
+    beam_params: Beam,
     beam_args: list[str],
     metrics_file: str | None,
 ) -> dict:
     specs = input_specs(input_path)
-    num_shards = section_of(Cochrane, params).num_shards  # typed; a dict (tests) gets the defaults
+    num_shards = params.num_shards
     tables = {
         "sentences": Table(
             "sentences",

@@ -6,13 +6,10 @@ Writes `pairs/` (every row, flagged) and `kept/` (the filtered view).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.params_schema import Filter, section_of
+from medsimp.params_schema import Beam, Filter
 from medsimp.schemas import FILTERED_PAIRS
 from pipelines.jobs.align import pair_sort_key
 from pipelines.jobs.beam_io import ReadRows, new_pipeline
@@ -65,8 +62,8 @@ class FilterOverlap(beam.PTransform):
 def run(
     input_dir: str,
     out_dir: str,
-    params: Filter | Mapping[str, Any],
-    beam_params: Mapping[str, Any],
+    params: Filter,
+    beam_params: Beam,
     beam_args: list[str],
     metrics_file: str | None,
 ) -> dict:
@@ -75,7 +72,6 @@ def run(
         raise FileNotFoundError(f"no aligned pairs at {pattern} (run `medsimp align` first)")
     from alignment.overlap import passes
 
-    params = section_of(Filter, params)  # typed; a dict (tests, scripts) gets the defaults
     shards = params.num_shards
     comparison = params.comparison
     try:  # an unknown comparison fails here, in one line, before the pipeline runs

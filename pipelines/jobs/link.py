@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.doccache import DocCache, code_version, content_key
-from medsimp.params_schema import Beam, Readability, section_of
+from medsimp.params_schema import Beam, Link, Readability
 from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
 from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import grouped_by, new_pipeline, read_numbered_documents
@@ -34,6 +34,7 @@ from pipelines.jobs.common import (
     write_tables,
 )
 from pipelines.sources.files import list_files, open_file, parquet_lineage
+from pipelines.text.umls import matcher_settings
 
 NAMESPACE = "link"
 _NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")
@@ -162,7 +163,7 @@ CODE = (
 
 class LinkFn(beam.DoFn):
     def __init__(
-        self, index_dir: str, link_params: dict, syllable_languages: list[str], cache_root: str | None
+        self, index_dir: str, link_params: Link, syllable_languages: list[str], cache_root: str | None
     ):
         self.index_dir, self.link_params = index_dir, link_params
         self.syllable_languages, self.cache_root = syllable_languages, cache_root
@@ -185,7 +186,7 @@ class LinkFn(beam.DoFn):
             texts,
             language,
             self.linker.fingerprint,
-            self.link_params,
+            matcher_settings(self.link_params),
             self.syllable_languages,
         )
         result = self.cache.get(key)
@@ -229,13 +230,13 @@ class LinkSentences(beam.PTransform):
         self,
         files: list[str],
         index_dir: str,
-        link_params: Mapping[str, Any],
+        link_params: Link,
         syllable_languages: list[str],
         cache_root: str | None,
         streamed: bool = False,
     ):
         super().__init__()
-        self.files, self.index_dir, self.link_params = files, index_dir, dict(link_params)
+        self.files, self.index_dir, self.link_params = files, index_dir, link_params
         self.syllable_languages, self.cache_root = syllable_languages, cache_root
         self.streamed = streamed
 
@@ -265,11 +266,11 @@ def run(
     input_path: str,
     out_dir: str,
     index_dir: str,
-    link_params: dict,
-    readability_params: Readability | dict,
+    link_params: Link,
+    readability_params: Readability,
     cache_root: str | None,
     num_shards: int,
-    beam_params: Beam | dict,
+    beam_params: Beam,
     beam_args: list[str],
     metrics_file: str | None,
 ) -> dict:
@@ -292,7 +293,7 @@ def run(
     }
     tables = stamp(tables, parquet_lineage(input_path))
     prepare_dirs(out_dir, tables)
-    syllables = list(section_of(Readability, readability_params).syllable_languages)
+    syllables = list(readability_params.syllable_languages)
     with new_pipeline(beam_params, beam_args) as p:
         streamed = document_files(files)
         linked = p | "LinkSentences" >> LinkSentences(

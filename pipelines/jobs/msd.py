@@ -7,7 +7,7 @@ import functools
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.params_schema import Msd, section_of
+from medsimp.params_schema import Beam, Msd
 from medsimp.schemas import MSD_GROUPS, MSD_SENTENCES
 from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import new_pipeline
@@ -120,13 +120,12 @@ class ParseManuals(beam.PTransform):
 def run(
     input_path: str,
     out_dir: str,
-    params: Msd | dict,
-    beam_params: dict,
+    params: Msd,
+    beam_params: Beam,
     beam_args: list[str],
     metrics_file: str | None,
 ) -> dict:
     files = input_files(input_path)
-    params = section_of(Msd, params)  # typed; a dict (tests, scripts) gets the defaults
     num_shards = params.num_shards
     markers = list(params.paired_files)
     pair_key = params.pair_key

@@ -38,7 +38,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from medsimp.lineage import MIMIC, with_lineage
-from medsimp.params_schema import Notes, section_of
+from medsimp.params_schema import Beam, Notes
 from medsimp.schemas import NOTES_SENTENCES
 from pipelines.sources import noteevents
 from pipelines.sources.files import open_file
@@ -171,8 +171,8 @@ class ReadNotes(beam.PTransform):
 
 
 class _SectionsFn(beam.DoFn):
-    def __init__(self, params: Notes | Mapping):
-        self.params = section_of(Notes, params)  # typed (pickles); a dict gets the defaults
+    def __init__(self, params: Notes):
+        self.params = params
         self.batch = self.params.batch_notes
 
     def setup(self):
@@ -191,7 +191,7 @@ class _SectionsFn(beam.DoFn):
 class ExtractSections(beam.PTransform):
     """(range, seq, Note) -> target sections, grouped in batches of consecutive notes."""
 
-    def __init__(self, params: Notes | Mapping):
+    def __init__(self, params: Notes):
         super().__init__()
         self.params = params
 
@@ -202,12 +202,12 @@ class ExtractSections(beam.PTransform):
 class _SentencesFn(beam.DoFn):
     def __init__(
         self,
-        params: Notes | Mapping,
+        params: Notes,
         lexicons: tuple[list[str], list[str]],
         out_dir: str,
         tags: tuple[str, ...] = (MIMIC,),
     ):
-        self.params = section_of(Notes, params)  # typed (pickles); a dict gets the defaults
+        self.params = params
         self.lexicons, self.out_dir, self.tags = lexicons, out_dir, tags
 
     def setup(self):
@@ -251,7 +251,7 @@ class SelectSentences(beam.PTransform):
 
     def __init__(
         self,
-        params: Notes | Mapping,
+        params: Notes,
         lexicons: tuple[list[str], list[str]],
         out_dir: str,
         duplicates: beam.PCollection,
@@ -277,7 +277,7 @@ def build(
     pipeline: beam.Pipeline,
     files: list[tuple[str, str, int]],
     out_dir: str,
-    params: Notes | Mapping,
+    params: Notes,
     lexicons: tuple[list[str], list[str]],
     tags: tuple[str, ...] = (MIMIC,),
 ) -> None:
@@ -286,7 +286,6 @@ def build(
     The caller creates `out_dir/sentences` and writes an empty part if the job wrote none."""
     from pipelines.jobs.beam_io import WriteSorted
 
-    params = section_of(Notes, params)  # typed; a dict (tests, scripts) gets the defaults
     read = pipeline | "ReadNotes" >> ReadNotes(
         files, params.categories, params.num_ranges, params.max_text_chars
     )
@@ -316,8 +315,8 @@ HEADLINE = ("read", "kept", "filtered", "rejected")  # what `dvc metrics show` s
 def run(
     files: list[tuple[str, str, int]],
     out_dir: str,
-    params: Notes | Mapping,
-    beam_params: Mapping,
+    params: Notes,
+    beam_params: Beam,
     beam_args: list[str],
     metrics_file: str | None,
     lexicons: tuple[list[str], list[str]],
@@ -331,7 +330,6 @@ def run(
     from pipelines.jobs.common import check_rows, committed_counters, written_rows
     from pipelines.sources.files import write_file
 
-    params = section_of(Notes, params)  # typed; a dict (tests, scripts) gets the defaults
     sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
     FileSystems.mkdirs(sentences)
     pipeline = new_pipeline(beam_params, beam_args)

@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
-from medsimp.params_schema import Beam, Plaba, section_of
+from medsimp.params_schema import Beam, Plaba
 from medsimp.schemas import PLABA_PAIRS, PLABA_SENTENCES
 from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import new_pipeline
@@ -99,13 +99,13 @@ class ParsePlaba(beam.PTransform):
 def run(
     input_path: str,
     out_dir: str,
-    params: Plaba | dict,
-    beam_params: Beam | dict,
+    params: Plaba,
+    beam_params: Beam,
     beam_args: list[str],
     metrics_file: str | None,
 ) -> dict:
     check_input(input_path)
-    num_shards = section_of(Plaba, params).num_shards  # typed; a dict (tests) gets the defaults
+    num_shards = params.num_shards
     tables = {
         "sentences": Table(
             "sentences",

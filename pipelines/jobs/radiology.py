@@ -16,14 +16,12 @@ them into the stats contract (`stats_from`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from medsimp.lineage import MIMIC, with_lineage
-from medsimp.params_schema import Radiology, section_of
+from medsimp.params_schema import Beam, Radiology
 from medsimp.schemas import RADIOLOGY_SENTENCES
 from pipelines.text.radiology import (
     RadiologyExtractor,
@@ -36,8 +34,8 @@ NAMESPACE = "radiology"
 
 
 class _ExtractFn(beam.DoFn):
-    def __init__(self, params: Radiology | Mapping, lexicons):
-        self.params = section_of(Radiology, params)  # typed (pickles); a dict gets the defaults
+    def __init__(self, params: Radiology, lexicons):
+        self.params = params
         self.lexicons = lexicons
 
     def setup(self):
@@ -73,7 +71,7 @@ class FindingSentences(beam.PTransform):
     of FINDINGS / IMPRESSION, with its duplicates merged; sentences of the notes whose locator
     is in `duplicates` (duplicate note ids) are dropped. The extractor loads once per worker."""
 
-    def __init__(self, params: Radiology | Mapping, lexicons, duplicates: beam.PCollection):
+    def __init__(self, params: Radiology, lexicons, duplicates: beam.PCollection):
         super().__init__()
         self.params, self.lexicons, self.duplicates = params, lexicons, duplicates
 
@@ -90,7 +88,7 @@ def build(
     pipeline: beam.Pipeline,
     files: list[tuple[str, str, int]],
     out_dir: str,
-    params: Radiology | Mapping,
+    params: Radiology,
     lexicons,
     tags: tuple[str, ...] = (MIMIC,),
 ) -> None:
@@ -99,7 +97,6 @@ def build(
     from pipelines.jobs.beam_io import WriteSorted
     from pipelines.jobs.notes import ReadNotes, dead_letter_sort_key
 
-    params = section_of(Radiology, params)  # typed; a dict (tests) gets the defaults
     read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], params.num_ranges, params.max_text_chars)
     (
         read["notes"]
@@ -155,8 +152,8 @@ def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) ->
 def run(
     files: list[tuple[str, str, int]],
     out_dir: str,
-    params: Radiology | Mapping,
-    beam_params: Mapping,
+    params: Radiology,
+    beam_params: Beam,
     beam_args: list[str],
     metrics_file: str | None,
     lexicons,
@@ -172,7 +169,6 @@ def run(
     from pipelines.jobs.notes import raise_file_errors
     from pipelines.sources.files import write_file
 
-    params = section_of(Radiology, params)  # typed; a dict (tests) gets the defaults
     sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
     pipeline = new_pipeline(beam_params, beam_args)
     build(pipeline, files, out_dir, params, lexicons, tags)

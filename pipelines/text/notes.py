@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from medsimp.params_schema import Notes, section_of
+from medsimp.params_schema import Notes
 from medsimp.text.sentences import splitter
 from pipelines.sources.noteevents import Note
 from pipelines.text.sections import SectionExtractor
@@ -35,8 +35,7 @@ def section_record(note: Note, extractor: SectionExtractor) -> dict:
 class NoteProcessor:
     """Sentence splitting and Algorithm 1 configured by the `notes` params and lexicons."""
 
-    def __init__(self, params: Notes | Mapping, abbreviations: list[str], common_words: list[str]):
-        params = section_of(Notes, params)  # typed; a dict (tests, scripts) gets the defaults
+    def __init__(self, params: Notes, abbreviations: list[str], common_words: list[str]):
         self.split = splitter(params.splitter)
         self.selector = Selector(
             abbreviations,

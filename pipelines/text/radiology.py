@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from medsimp import resources
-from medsimp.params_schema import Radiology, section_of
+from medsimp.params_schema import Radiology
 from medsimp.text.sentences import splitter
 from medsimp.text.words import PLACEHOLDER
 from pipelines.sources.noteevents import Note
@@ -63,10 +63,7 @@ def dedup_key(text: str) -> str:
 class RadiologyExtractor:
     """Note -> (kept sentence rows, Counter of filter reasons)."""
 
-    def __init__(
-        self, params: Radiology | Mapping, lexicons: tuple[dict[str, str], frozenset[str]] | None = None
-    ):
-        params = section_of(Radiology, params)  # typed; a dict (tests) gets the defaults
+    def __init__(self, params: Radiology, lexicons: tuple[dict[str, str], frozenset[str]] | None = None):
         self.sections = SectionExtractor(
             {name.upper(): SECTION_HEADERS.get(name.lower(), name) for name in params.sections}
         )

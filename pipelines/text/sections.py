@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from medsimp.params_schema import Notes, section_of
+from medsimp.params_schema import Notes
 
 # section name -> regex for its header text (matched case-insensitively, without the colon).
 DEFAULT_TARGETS: dict[str, str] = {
@@ -71,7 +71,7 @@ class SectionExtractor:
         return out
 
 
-def extractor_from_params(params: Notes | Mapping | None) -> SectionExtractor:
-    """Build from the `notes` params (`headers`, `any_header`; a dict gets the defaults)."""
-    params = section_of(Notes, params)
+def extractor_from_params(params: Notes | None) -> SectionExtractor:
+    """Build from the `notes` params (`headers`, `any_header`; none: the schema's defaults)."""
+    params = params or Notes()
     return SectionExtractor(dict(params.headers) if params.headers else None, params.any_header)

@@ -35,17 +35,18 @@ import functools
 import json
 import pickle
 import re
+import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from medsimp.params_schema import Notes, section_of
+from medsimp.params_schema import Algorithm1Reading, Notes
 from medsimp.text.lemmas import lemmatize
 from medsimp.text.words import tokenize
 
 _WORD = re.compile(r"[^\W_]")
-ABBREVIATION_COUNTING = ("pseudocode", "prose")
-SELECTION_RULES = ("pseudocode", "prose")
+ABBREVIATION_COUNTING = typing.get_args(Algorithm1Reading)  # params `notes.abbreviation_counting`
+SELECTION_RULES = typing.get_args(Algorithm1Reading)  # params `notes.selection_rule`
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,12 +167,11 @@ class Selector:
         return Features(n, abb, unc, ratio, keep, com)
 
 
-def load_lexicons(params: Notes | dict, root: str | Path = ".") -> tuple[list[str], list[str]]:
+def load_lexicons(params: Notes, root: str | Path = ".") -> tuple[list[str], list[str]]:
     """(abbreviations A, common words T) named by the `notes` params (paths relative to
     `root`, the params file's folder; `medsimp.config.resolve_path`)."""
     from medsimp.config import resolve_path
 
-    params = section_of(Notes, params)  # typed; a dict (tests, scripts) gets the defaults
     abbreviations = load_abbreviations(resolve_path(params.abbreviations, root))
     common = load_common_words(resolve_path(params.common_words, root))
     return sorted(abbreviations), sorted(common)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from medsimp.params_schema import Link, section_of
+from medsimp.params_schema import Link
 from medsimp.resources import cache_dir, ensure_nltk_data
 
 # ISO 639-1 -> UMLS LAT codes that QuickUMLS can tokenise.
@@ -224,6 +224,24 @@ def negation_flip(text: str, term: str) -> bool:
     return False
 
 
+# The `link` params that decide what the matchers return: with the index fingerprint, they key
+# the link stage's document cache.
+MATCHER_SETTINGS = (
+    "overlapping_criteria",
+    "threshold",
+    "similarity_name",
+    "window",
+    "min_match_length",
+    "accepted_semtypes",
+    "reject_negation_flips",
+)
+
+
+def matcher_settings(params: Link) -> dict[str, Any]:
+    """The matcher settings of the `link` section, as plain values (a cache key's part)."""
+    return params.model_dump(include=set(MATCHER_SETTINGS))
+
+
 class ConceptLinker:
     """QuickUMLS matchers per language; `link(text, lang)` -> best concept per mention.
 
@@ -232,13 +250,12 @@ class ConceptLinker:
     reject_negation_flips (drop candidates whose term negates the text, see `negation_flip`).
     """
 
-    def __init__(self, index_dir: str | Path, params: Link | Mapping[str, Any]):
+    def __init__(self, index_dir: str | Path, params: Link):
         from quickumls import QuickUMLS
 
         self.manifest = read_manifest(index_dir)
         store = installation(self.manifest)
         prepare_quickumls(sorted(self.manifest["languages"]))
-        params = section_of(Link, params)  # typed; a dict (tests, the matcher keys) gets the defaults
         semtypes = params.accepted_semtypes  # null: every type
         self.reject_flips = params.reject_negation_flips
         self.matchers = {}

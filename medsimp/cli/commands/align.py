@@ -133,7 +133,7 @@ def _train(args, params: Align, cache: str | None) -> int:
     if not docs:
         raise InputError(f"no gold documents in {', '.join(map(str, gold)) or 'align.gold (empty list)'}")
     enc = make_encoder(params.crf.encoder, cache or None)
-    model = CRFAligner.train(docs, enc, params.crf.model_dump())  # the CRF takes a plain mapping
+    model = CRFAligner.train(docs, enc, params.crf)
     fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
     out = args.output or resolve_path(params.model, args.params_dir)
     stats = {

@@ -7,9 +7,12 @@ a MedLane-format evaluation file (`--medlane`, `--split`) or a builder config's 
 from __future__ import annotations
 
 import argparse
+import typing
 from pathlib import Path
 
-LANGUAGES = ("en", "es", "fr", "fa")  # params_schema.Evaluate.lang
+from medsimp.params_schema import Language
+
+LANGUAGES = typing.get_args(Language)  # params `evaluate.lang`
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -29,17 +29,6 @@ def run(args) -> int:
     from pipelines.jobs import link
     from pipelines.text.umls import installation, read_manifest
 
-    matcher = args.params_data.link.model_dump(
-        include={
-            "overlapping_criteria",
-            "threshold",
-            "similarity_name",
-            "window",
-            "min_match_length",
-            "accepted_semtypes",
-            "reject_negation_flips",
-        }
-    )
     cache_root = cache_path(args.params_data, args.params_dir)
     umls = args.params_data.umls
     index = args.index or resolve_path(umls.index, args.params_dir)
@@ -53,7 +42,7 @@ def run(args) -> int:
             args.input,
             str(tmp),
             index,
-            matcher,
+            args.params_data.link,
             args.params_data.readability,
             cache_root,
             args.params_data.link.num_shards,

@@ -13,8 +13,7 @@ Interrupted DECLARE / BERT-MT runs resume from the last checkpoint under
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -88,15 +87,14 @@ def _data_key(cfg: Train, model: str, base) -> str:
     return params_hash({"train": cfg.model_dump(), "model": model, "files": digests, "code": code})
 
 
-def data_lineage(cfg: Train | Mapping[str, Any], base: str | Path = ".") -> list[str]:
+def data_lineage(cfg: Train, base: str | Path = ".") -> list[str]:
     """Lineage of the training data, recorded for the model and predictions trained on it:
     MedLane-format files are MedLane (MIMIC-III); pairs carry their own (`base`: the params
     file's folder)."""
     from medsimp import lineage
     from medsimp.config import resolve_path
-    from medsimp.params_schema import Train, section_of
 
-    data = section_of(Train, cfg).data  # a dict (tests) gets the defaults
+    data = cfg.data
     if data.format == "pairs":
         return lineage.marker_tags(lineage.read_lineage(resolve_path(data.pairs, base)))
     return [lineage.MIMIC_III]
@@ -136,7 +134,6 @@ def run(args: argparse.Namespace) -> int:
         if args.model in ("declare", "bertmt"):
             from training import trainer
 
-            settings = trainer.Settings.from_params(cfg.model_dump())
             cache_dir = cache_path(args.params_data, args.params_dir)
             if cache_dir is None:
                 from medsimp.errors import UsageError
@@ -148,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
                 splits.train,
                 splits.validation,
                 dictionary if args.model == "declare" else {},  # BERT-MT reads no dictionary
-                settings,
+                cfg,
                 ckpt,
                 progress=not args.no_progress and interactive(),
                 val_terms=splits.validation_terms,
