@@ -388,7 +388,12 @@ class CRFAligner:
             raise FileNotFoundError(
                 f"no CRF model in {d} (run `medsimp align train` / `dvc repro align_train`)"
             )
-        cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        try:
+            cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"CRF model {d}: config.json cannot be read ({type(exc).__name__})") from None
+        if not isinstance(cfg, dict):
+            raise InputError(f"CRF model {d}: config.json is not a JSON object")
         if cfg.get("encoder") != encoder.name:
             raise InputError(
                 f"CRF model {d} was trained with encoder {cfg.get('encoder')!r}, not {encoder.name!r}: "
@@ -398,8 +403,10 @@ class CRFAligner:
         try:
             config = updated(Crf.model_validate(cfg), {"merge": merge} if merge else None)
         except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(k) for k in first["loc"])
             raise InputError(
-                f"CRF model {d}: config.json is not an align.crf config ({exc.errors()[0]['msg']})"
+                f"CRF model {d}: config.json is not an align.crf config ({where}: {first['msg']})"
             ) from None
         state = torch.load(d / "model.pt", map_location="cpu", weights_only=True)
         fwd, rev = (CRFScorer(config.jump_cap, config.hidden) for _ in range(2))

@@ -154,3 +154,20 @@ def test_save_load_roundtrip(trained, tmp_path):
     other.name = "something-else"
     with pytest.raises(InputError, match="trained with encoder"):
         CRFAligner.load(tmp_path / "m", other)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ('{"encoder": "%s", "bogus": 1}', r"not an align.crf config \(bogus: Extra inputs"),
+        ('{"encoder": "%s", "jump_cap": "8"}', r"not an align.crf config \(jump_cap: "),
+        ("[1, 2]", "not a JSON object"),
+        ("{not json", r"cannot be read \(JSONDecodeError\)"),
+    ],
+)
+def test_a_foreign_model_config_is_one_line(trained, tmp_path, config, message):
+    trained.save(tmp_path / "m")
+    text = config % HashEncoder().name if "%s" in config else config
+    (tmp_path / "m" / "config.json").write_text(text)
+    with pytest.raises(InputError, match=message):
+        CRFAligner.load(tmp_path / "m", HashEncoder())
