@@ -70,7 +70,8 @@ def released_run(folder: Path) -> dict | None:
     """Compat mode against the released run (see the module docstring); None if not there."""
     import tempfile
 
-    from medsimp.metrics.scoring import MEDLANE_REFERENCES, score_medlane
+    from medsimp.metrics.base import MEDLANE_REFERENCES
+    from medsimp.metrics.scoring import score
     from medsimp.text.medlane_refs import PREPARATIONS, obtain_line, reference_tokens
     from training.evaluate_stage import medlane_items
 
@@ -116,8 +117,13 @@ def released_run(folder: Path) -> dict | None:
                 entry["compat"][prep] = {
                     name: {
                         k: v
-                        for k, v in score_medlane(
-                            hyps, items, set(), set(), with_meteor=False, select=select, preparation=prep
+                        for k, v in score(
+                            "medlane",
+                            hyps,
+                            items,
+                            set(),
+                            select,
+                            {"meteor": False, "medlane_references": prep},
                         ).items()
                         if k != "medlane_bleu"
                     }

@@ -13,7 +13,7 @@ from test_style_transfer_measures import EXPERT, LAYMAN, ROOT, UMLS  # the same 
 
 from medsimp.cli import main
 from medsimp.metrics.scoring import tokenize
-from training.style_transfer_measures import (
+from medsimp.metrics.style import (
     MASK,
     STYLE_TARGET,
     FastTextStyle,

@@ -94,10 +94,33 @@ def test_api_score_matches_the_cli(tmp_path, monkeypatch):
     assert api.scores == cli["scores"] and api.signature == cli["signature"] and api.n == 2
 
 
+def measures(sources: list[str], outputs: list[str]) -> dict:
+    """Every measure of the registry through the scoring loop, as `--measures` computes them."""
+    from medsimp.metrics.scoring import EvalItem, score
+
+    items = [EvalItem(s, [s]) for s in sources]
+    return score("default", outputs, items, set(), [], {"lang": "en"}, measures=True, why={})
+
+
+def test_measures_are_registered_metrics_apart_from_all_metrics():
+    """Issue 38 item 5: the EASSE, copy and style-transfer measures are registered metric classes
+    (one registry, one loop), selected with --measures or by name and never among "all metrics"."""
+    from medsimp.metrics import metrics, selection
+
+    found = {n for n, m in metrics().items() if m.measure}
+    assert found == {
+        "compression_ratio", "sentence_splits", "levenshtein_similarity", "exact_copies",
+        "additions_proportion", "deletions_proportion", "lexical_complexity", "lcs_distance",
+        "input_bleu", "style_accuracy", "perplexity", "masked_edit_distance",
+    }  # fmt: skip
+    assert not found & selection(None) and found <= selection(None, measures=True)
+    assert selection(["input_bleu"]) == {"input_bleu"}
+
+
 def test_easse_measures_on_a_hand_computed_case():
     from wordfreq import zipf_frequency
 
-    from training.simplification_measures import levenshtein_similarity, measures
+    from medsimp.metrics.quality import levenshtein_similarity
 
     assert levenshtein_similarity("kitten", "sitting") == pytest.approx(8 / 13)  # LCS "ittn" = 4
     src = "The patient has hypertension ."  # 30 chars, 5 tokens
@@ -121,8 +144,8 @@ def test_multicochrane_copy_measures_hand_computed_issue_19():
     2023), computed by hand: token LCS over the longer length; BLEU-4 with the input as reference."""
     import math
 
+    from medsimp.metrics.quality import input_bleu, lcs_distance
     from training.evaluation import SCALES, signature
-    from training.simplification_measures import input_bleu, lcs_distance, measures
 
     # "the patient has . " is the LCS (4) of 5 and 11 tokens: 1 - 4/11
     src, out = "The patient has hypertension .", "The patient has high blood pressure . It is bad ."
@@ -140,6 +163,20 @@ def test_multicochrane_copy_measures_hand_computed_issue_19():
     sig = signature("default", 1, ["bleu", "lcs_distance", "input_bleu"])
     assert "lcs_distance:medsimp-lcs-token-1-minus-lcs-over-max@" in sig
     assert "input_bleu:medsimp-corpus-bleu4-vs-input+nosmooth@" in sig
+
+
+def test_a_measure_named_in_select_is_reported_with_the_measures():
+    """A measure asked for by name (no --measures) is computed, signed and reported under
+    extra.measures, not dropped; the other measures and the length buckets are not added."""
+    from training.evaluation import score
+
+    result = score(
+        ["he is stable ."], [["he is stable ."]], sources=["he is stable ."],
+        select=["bleu", "exact_copies"], params=ROOT / "params.yaml",
+    )  # fmt: skip
+    assert result.extra["measures"] == {"exact_copies": 1.0}
+    assert "exact_copies" not in result.scores and "length_buckets" not in result.extra
+    assert "|exact_copies:easse-qe-exact-copies+tok-none@" in result.signature
 
 
 def test_measures_flag_adds_measures_and_length_buckets(tmp_path, monkeypatch):

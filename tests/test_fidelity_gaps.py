@@ -77,14 +77,14 @@ def test_medlane_meteor_is_the_1_5_jar(params):
     pycocoevalcap's jar, in both modes."""
     import pycocoevalcap.meteor.meteor as coco_meteor
 
+    from medsimp.metrics import metrics
     from medsimp.metrics.meteor import METEOR
-    from medsimp.metrics.scoring import MEDLANE_METRICS
 
     assert params.evaluate.meteor is True
     assert METEOR.label == "meteor-1.5-jar" and METEOR.dist == "pycocoevalcap"
     assert coco_meteor.METEOR_JAR == "meteor-1.5.jar"
     assert (Path(coco_meteor.__file__).parent / coco_meteor.METEOR_JAR).is_file()
-    assert "meteor" in MEDLANE_METRICS
+    assert metrics()["meteor"].medlane_label == "meteor-1.5-jar"  # part of MedLane compat mode
 
 
 def test_medlane_length_buckets_are_five_source_length_groups(params):
@@ -186,7 +186,7 @@ def test_cao_table3_bleu_is_the_copy_baselines_bleu(params):
     BLEU for the pairs evaluated; the ED column is `evaluate.masked_edit_pair: gold`."""
     import sacrebleu
 
-    from medsimp.metrics.scoring import EvalItem, score_default
+    from medsimp.metrics.scoring import EvalItem, score
     from training.baselines import copy_source
 
     assert "copy" in params.evaluate.models and params.evaluate.masked_edit_pair == "gold"
@@ -198,7 +198,7 @@ def test_cao_table3_bleu_is_the_copy_baselines_bleu(params):
     hyps = copy_source([s.split() for s in expert])
     assert hyps == expert
     items = [EvalItem(s, [r]) for s, r in zip(expert, layman, strict=True)]
-    got = score_default(hyps, items, set(), with_meteor=False, select=["bleu"])["bleu"]
+    got = score("default", hyps, items, set(), ["bleu"], {"meteor": False})["bleu"]
     assert got == pytest.approx(sacrebleu.corpus_bleu(expert, [layman]).score)
     assert 0 < got < 100
 

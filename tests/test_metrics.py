@@ -47,7 +47,7 @@ def test_ascore_adds_1e8_to_a_zero_metric_as_the_paper():
 
 def test_medlane_mode_floors_at_1e4_like_the_authors_code():
     items = [S.EvalItem("x y z", ["1 completely different words"])]
-    scores = S.score_medlane(["a b c"], items, common=set(), pro_words=set(), with_meteor=False)
+    scores = S.score("medlane", ["a b c"], items, set(), options={"meteor": False})
     assert scores["medlane_bleu"] == pytest.approx(1e-4)
     assert scores["ascore"] == pytest.approx(7.25 / (4 / 1e-4 + 2.25 / scores["hit"] + 1 / scores["cwr"]))
 
@@ -146,16 +146,16 @@ def test_plaba_rouge_1_and_2_hand_example_issue_19():
     h, r = [["a", "b", "c", "d"]], [[["a", "c", "d", "e"]]]
     assert R.rouge_f1(h, r, "rouge1") == pytest.approx(0.75)
     assert R.rouge_f1(h, r, "rouge2") == pytest.approx(1 / 3)
-    from medsimp.metrics.scoring import EvalItem, score_default
+    from medsimp.metrics.scoring import EvalItem, score
 
-    got = score_default(["a b c d"], [EvalItem(None, ["a c d e"])], set(), select=["rouge_1", "rouge_2"])
+    got = score("default", ["a b c d"], [EvalItem(None, ["a c d e"])], set(), ["rouge_1", "rouge_2"])
     assert got == pytest.approx({"rouge_1": 0.75, "rouge_2": 1 / 3})
 
 
 def test_coco_rouge_l_uses_beta_1_2():
     # P = 3/4, R = 3/5: F = (1 + b^2) P R / (R + b^2 P), b = 1.2
     p, r, b2 = 3 / 4, 3 / 5, 1.44
-    assert ME.coco_rouge_l(["a b c d"], [["a c d e f"]]) == pytest.approx((1 + b2) * p * r / (r + b2 * p))
+    assert R.coco_rouge_l(["a b c d"], [["a c d e f"]]) == pytest.approx((1 + b2) * p * r / (r + b2 * p))
 
 
 def test_cider_perfect_match_is_10():
@@ -424,12 +424,13 @@ def test_easse_sari_equals_easse_on_its_own_example():
 def test_all_empty_references_make_sari_null_with_a_reason_issue_28():
     items = [S.EvalItem("the pt has htn .", [""]), S.EvalItem("she went home .", ["  "])]
     why: dict[str, str] = {}
-    got = S.score_default(
+    got = S.score(
+        "default",
         ["the pt has htn .", "she went home ."],
         items,
         set(),
-        with_meteor=False,
-        select=["sari", "sari_xu2016", "sari_sentmean", "bleu"],
+        ["sari", "sari_xu2016", "sari_sentmean", "bleu"],
+        {"meteor": False},
         why=why,
     )
     assert got["sari"] is None and got["sari_xu2016"] is None and got["sari_sentmean"] is None
@@ -505,3 +506,22 @@ def test_rouge_labels_its_tokenization_and_rouge_scores_default_is_one_option_aw
         nltk = _inputs(hyps, refs)
         assert metrics()[name].signature_label(nltk).endswith("+tok-nltk-treebank-lc")
         assert metrics()[name].corpus(nltk)[name] != pytest.approx(expected)
+
+
+def test_medlane_mode_is_declared_by_the_metrics_themselves_issue_38():
+    """Issue 38 item 5: a metric joins the authors' scorer by declaring `medlane_label` and
+    `medlane()` in its own class; the one scoring loop and the signature read that, nothing else."""
+    from medsimp.metrics import metrics
+    from training.evaluation import metric_names, signature
+
+    registry = metrics()
+    compat = {n for n, m in registry.items() if m.medlane_label is not None}
+    assert compat == {"medlane_bleu", "meteor", "rouge_l", "cider", "hit", "cwr", "ascore"}
+    items = [S.EvalItem("pt has htn .", ["the patient has htn[hypertension] ."])]
+    got = S.score("medlane", ["the patient has hypertension ."], items, set(), options={"meteor": False})
+    assert set(got) == {k for n in compat for k in registry[n].keys}
+    assert got["meteor"] is None and got["hit"] == pytest.approx(1.0)
+    sig = signature("medlane", 1, metric_names(got))
+    for name in compat - {"meteor"}:
+        assert f"|{name}:{registry[name].medlane_label}@" in sig
+    assert "sari" not in sig and "bleu:" not in sig.replace("medlane_bleu:", "")

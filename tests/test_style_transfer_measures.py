@@ -10,8 +10,7 @@ import pytest
 
 from medsimp.cli import main
 from medsimp.metrics.scoring import tokenize
-from medsimp.params_schema import Msd
-from training.style_transfer_measures import (
+from medsimp.metrics.style import (
     MASK,
     corpus_perplexity,
     load_causal_lm,
@@ -22,6 +21,7 @@ from training.style_transfer_measures import (
     train_style_classifier,
     word_edit_distance,
 )
+from medsimp.params_schema import Msd
 
 ROOT = Path(__file__).resolve().parents[1]
 UMLS = ROOT / "data" / "sample" / "umls"
@@ -310,7 +310,7 @@ def test_table2_avg_readability_is_the_mean_of_the_three_indices_in_all_six_cell
 
 
 def test_a_folder_that_is_not_a_model_is_one_line(tmp_path):
-    from training.style_transfer_measures import load_causal_lm
+    from medsimp.metrics.style import load_causal_lm
 
     with pytest.raises(OSError, match="no config.json") as err:
         load_causal_lm(tmp_path)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medsimp.inputs import read_lines
+from medsimp.metrics.scoring import MODES, Mode
 
 if TYPE_CHECKING:
     from medsimp.params_schema import Params
@@ -141,7 +142,7 @@ def run_stage(
     metrics_dir: str | Path,
     plots: str | Path,
     scores: str | Path | None = None,
-    mode: str | None = None,
+    mode: Mode | None = None,
     select: list[str] | None = None,
     options: dict | None = None,
     from_file: bool = True,
@@ -151,7 +152,7 @@ def run_stage(
     from medsimp.config import resolve_path
     from medsimp.errors import InputError
     from medsimp.metrics import metrics as all_metrics
-    from training.evaluation import BUCKET_METRICS, SCALES, Scorer
+    from training.evaluation import BUCKET_METRICS, SCALES, Scorer, warn_once
 
     cfg, train_cfg = params.evaluate, params.train
     scorer = Scorer(
@@ -159,7 +160,7 @@ def run_stage(
     )
     split = cfg.split
     data = train_cfg.data
-    modes = [mode] if mode else ["default", "medlane"]
+    modes: list[Mode] = [mode] if mode else list(MODES)
     evalsets: dict[str, MedLaneEval] = {}
     if data.format == "medlane":
         from training.data import data_path
@@ -192,6 +193,8 @@ def run_stage(
                 row.update({f"{model}_{key}": b[key] for key in BUCKET_METRICS})
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    for name, why in scorer.unavailable.items():  # e.g. METEOR without Java: null, said once
+        warn_once(f"{name} not computed (null): {why}")
     everything = {
         "split": split,
         "n": len(items),

@@ -19,50 +19,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medsimp.metrics import Inputs, metric_of
+from medsimp.metrics import Inputs, metric_of, selection
 from medsimp.metrics import metrics as all_metrics
 from medsimp.metrics import scales as metric_scales
+from medsimp.metrics.scoring import Mode
+from medsimp.metrics.style import Loaded
 from medsimp.params_schema import Evaluate, Link, Notes, Train, updated
 
-# One declared scale per reported value (docs/metrics.md). The numbers keep the scales
-# the papers and libraries report them on; nothing is rescaled. The metrics' scales are
-# declared by the metrics themselves (medsimp.metrics); these are the extra measures'.
-MEASURE_SCALES: dict[str, str] = {
-    # EASSE-style measures (training/simplification_measures.py), means over sentences
-    **{
-        k: "0-1"
-        for k in ("levenshtein_similarity", "exact_copies", "additions_proportion", "deletions_proportion")
-    },
-    "compression_ratio": "ratio: output / source characters",
-    "sentence_splits": "ratio: output / source sentences",
-    "lexical_complexity": "8 - Zipf: 0-8, higher = rarer words",
-    # MultiCochrane's copy measures against the complex input (higher input_bleu = closer to a copy)
-    "lcs_distance": "0-1, 0 = the input copied",
-    "input_bleu": "0-1, 1 = the input copied",
-    # Cao et al. 2020's expertise-style-transfer measures (training/style_transfer_measures.py)
-    "style_accuracy": "0-1, share classified as the target style (layman for e2l, expert for l2e)",
-    "perplexity": "perplexity: >= 1, lower = more fluent under the chosen LM",
-    "masked_edit_distance": "edits (characters by default) between the parallel gold pair, or output and input: mean per sentence (UMLS concepts masked)",
-}
-SCALES: dict[str, str] = {**metric_scales(), **MEASURE_SCALES}
+# One declared scale per reported value (docs/metrics.md), declared by each metric and measure
+# (medsimp.metrics). The numbers keep the scales the papers and libraries report them on.
+SCALES: dict[str, str] = metric_scales()
 
-# The measures whose definition is ours to name in the signature (any mode).
-_MEASURE_IMPLEMENTATIONS: dict[str, tuple[str, str | None]] = {
-    "lcs_distance": ("medsimp-lcs-token-1-minus-lcs-over-max", None),
-    "input_bleu": ("medsimp-corpus-bleu4-vs-input+nosmooth", None),
-}
-
-# MedLane compat mode: metric -> (implementation, the distribution whose version is recorded;
-# None = medsimp's own). Default mode takes each metric's own `signature_label`.
-_MEDLANE_IMPLEMENTATIONS: dict[str, tuple[str, str | None]] = {
-    "medlane_bleu": ("coco-bleu-closest", "pycocoevalcap"),
-    "meteor": ("meteor-1.5-jar", "pycocoevalcap"),
-    "rouge_l": ("coco-rouge-beta1.2", "pycocoevalcap"),
-    "cider": ("coco-cider-d", "pycocoevalcap"),
-    "hit": ("medlane-count_hit-regex", "regex"),
-    "cwr": ("medlane-count_common", None),
-    "ascore": ("medlane-ascore-floor1e-4", None),
-}
 _TOKENIZER = {"default": "per-metric", "medlane": "whitespace+bert-basic-refs"}
 _CASE = {"default": "per-metric", "medlane": "lc-refs"}
 
@@ -78,20 +45,15 @@ def _version(dist: str | None) -> str:
 
 
 def signature(
-    mode: str,
-    n_refs: int,
-    metrics: Sequence[str],
-    measures: dict[str, tuple[str, str | None]] | None = None,
-    data: Inputs | None = None,
-    language: str | None = None,
+    mode: str, n_refs: int, metrics: Sequence[str], data: Inputs | None = None, language: str | None = None
 ) -> str:
-    """A sacrebleu-like string naming, for each metric computed, its implementation and
+    """A sacrebleu-like string naming, for each metric or measure computed, its implementation and
     version, plus the tokenizer, casing, mode and reference count:
-    `medsimp:0.1.0|mode:default|tok:nltk-treebank|case:lc|refs:4|bleu:medsimp-corpus-bleu+nosmooth@0.1.0|...`.
-    `measures`: implementations known only at run time (the style classifier, the LM, the index).
-    Default mode: each metric names its own implementation and tokenization (`data`: the scored
-    inputs, for sacrebleu's reference count). `language`: `lang:fr` (or `lang:en>fr`, sources >
-    outputs) after `refs`; absent for English outputs of English sources.
+    `medsimp:0.1.0|mode:default|tok:per-metric|case:per-metric|refs:4|bleu:sacrebleu-bleu[...]@2.6.0|...`.
+    Each metric names its own implementation and tokenization (`data`: the scored inputs, for
+    sacrebleu's reference count and the measures' loaded resources); in MedLane compat mode a
+    metric with that mode names its `medlane_label`. `language`: `lang:fr` (or `lang:en>fr`,
+    sources > outputs) after `refs`; absent for English outputs of English sources.
     """
     parts = [
         f"medsimp:{_version(None)}",
@@ -103,18 +65,16 @@ def signature(
     if language:
         parts.append(f"lang:{language}")
     registry = all_metrics()
-    impl = {
-        **(_MEDLANE_IMPLEMENTATIONS if mode == "medlane" else {}),
-        **_MEASURE_IMPLEMENTATIONS,
-        **(measures or {}),
-    }
     for name in metrics:
-        if mode != "medlane" and name in registry:
-            metric = registry[name]
-            parts.append(f"{name}:{metric.signature_label(data)}@{_version(metric.dist)}")
-        elif name in impl:
-            label, dist = impl[name]
-            parts.append(f"{name}:{label}@{_version(dist)}")
+        metric = registry.get(name)
+        if metric is None:
+            continue  # not a registered metric: nothing to name
+        if mode == "medlane" and metric.medlane_label is not None:
+            parts.append(f"{name}:{metric.medlane_label}@{_version(metric.medlane_dist)}")
+        elif mode == "medlane" and not metric.measure:
+            continue  # not part of the authors' scorer
+        else:
+            parts.append(f"{name}:{metric.signature_label(data)}@{_version(metric.distribution(data))}")
     return "|".join(parts)
 
 
@@ -166,7 +126,6 @@ class Scorer:
         that is not here (a checkout's sample file) is left out with a one-line warning.
         The sections are typed (`medsimp.params_schema`); no `link_cfg`: the schema's defaults."""
         from medsimp.config import resolve_path
-        from medsimp.metrics import selection
         from medsimp.resources import resolve_model
         from training.lexicon import load_common_words, load_dictionary
 
@@ -204,10 +163,11 @@ class Scorer:
         self.options["bertscore_english_only"] = cfg.bertscore_model == "minilm"
         self.unavailable: dict[str, str] = {}  # metric or measure -> why it is not computed
         self.flagged: dict[str, str] = {}  # metric -> why its value needs a caveat (cross-lingual)
-        self.implementations: dict[str, tuple[str, str | None]] = {}
         self._loaded: dict[str, Any] = {}
 
-    def score(self, hyps: list[str], items, mode: str, full: bool = True) -> dict:
+    def score(self, hyps: list[str], items, mode: Mode, full: bool = True, extras: bool = False) -> dict:
+        """Every selected metric in `mode` (`scoring.score`); `full` False leaves out METEOR and
+        BERTScore (the length buckets); `extras`: every measure too, with its resource loaded."""
         from medsimp.metrics import scoring
 
         if len(hyps) != len(items):
@@ -217,28 +177,33 @@ class Scorer:
                 f"--mode medlane is the MedLane authors' English scorer; the outputs are {self.lang} "
                 f"and the sources {self.src_lang} (use --mode default)"
             )
-        if mode == "medlane":
-            return scoring.score_medlane(
-                hyps,
-                items,
-                self.common,
-                set(self.dictionary),
-                self.meteor and full,
-                self.select,
-                self.cfg.medlane_references,
-            )
-        scoring.attach_terms(items, self.term_dictionary)
-        return scoring.score_default(
+        if mode == "default":
+            scoring.attach_terms(items, self.term_dictionary)
+        return scoring.score(
+            mode,
             hyps,
             items,
             self.common,
-            self.bert if full else None,
-            self.meteor and full,
             self.select,
-            self.options,
+            self._options(full, extras),
+            set(self.dictionary),
+            extras,
             self.unavailable,
             self.flagged,
         )
+
+    def _options(self, full: bool = True, extras: bool = False) -> dict:
+        """The per-metric settings of one scoring call (`extras`: the measures' resources)."""
+        options = {
+            **self.options,
+            "bertscore_model": self.bert if full else None,
+            "meteor": self.meteor and full,
+            "medlane_references": self.cfg.medlane_references,
+        }
+        wanted = selection(self.select, self.lang, extras)
+        loaded = {name: self._resource(name) for name in LOADED_MEASURES if name in wanted}
+        options["resources"] = {name: found for name, found in loaded.items() if found is not None}
+        return options
 
     @property
     def term_dictionary(self) -> dict[str, list[str]] | None:
@@ -257,21 +222,21 @@ class Scorer:
         self,
         hyps: list[str],
         items,
-        mode: str,
+        mode: Mode,
         extras: bool = False,
         bucket_edges: Sequence[int] = (0, 10, 15, 20, 30),
-        language: str | None = None,
     ) -> Evaluation:
         """`score` wrapped with its scales and signature (values rounded to 6 decimals).
-        `extras`: also the EASSE and copy measures (`simplification_measures`, needs sources),
-        Cao et al.'s style-transfer measures (`style_transfer`) and the MedLane length-bucket
-        breakdown (default mode, MedLane BLEU/HIT/CWR/AScore per source-length bucket).
-        `language`: the outputs' language for those measures (default the scorer's `lang`)."""
+        `extras`: also every measure (`Metric.measure`: the EASSE and copy measures, Cao et al.'s
+        style-transfer measures; in `extra["measures"]`) and, with sources, the MedLane
+        length-bucket breakdown (default mode, MedLane BLEU/HIT/CWR/AScore per source-length bucket)."""
         from medsimp.metrics.scoring import inputs
 
-        language = language or self.lang
-        scores = _rounded(self.score(hyps, items, mode))
-        data = inputs(hyps, items, self.common, self.options)
+        found = _rounded(self.score(hyps, items, mode, extras=extras))
+        registry = all_metrics()
+        measured = {k for k in found if (m := metric_of(k)) is not None and registry[m.name].measure}
+        scores = {k: v for k, v in found.items() if k not in measured}
+        data = inputs(hyps, items, self.common, self._options(extras=extras))
         n_refs = max((len(it.references) for it in items), default=0)
         if mode == "medlane":
             n_refs = min(n_refs, 4)
@@ -280,77 +245,28 @@ class Scorer:
             len(items),
             scores,
             {k: SCALES[k] for k in scores if k in SCALES},
-            signature(mode, n_refs, metric_names(scores), data=data, language=self.lang_tag),
+            signature(mode, n_refs, metric_names(found), data, self.lang_tag),
         )
+        if extras or measured:  # all of them, or those --select names
+            result.extra["measures"] = {k: v for k, v in found.items() if k in measured}
         if extras and all(it.source is not None for it in items):
-            from training.simplification_measures import measures
-
-            sources = [str(it.source) for it in items]
-            found = _rounded(
-                {
-                    **measures(sources, hyps, language),
-                    **self.style_transfer(sources, hyps, language, [it.references for it in items]),
-                }
-            )
-            result.extra["measures"] = found
             result.extra["length_buckets"] = self.buckets(hyps, items, bucket_edges)
-            impl = {**_MEASURE_IMPLEMENTATIONS, **self.implementations}
-            named = [m for m in impl if found.get(m) is not None]
-            result.signature = signature(
-                mode, n_refs, [*metric_names(scores), *named], self.implementations, data, self.lang_tag
-            )
         if self.unavailable:
             result.extra["not_computed"] = dict(self.unavailable)
         if self.flagged:
             result.extra["cross_lingual"] = dict(self.flagged)
         return result
 
-    def style_transfer(
-        self,
-        sources: list[str],
-        hyps: list[str],
-        language: str,
-        references: Sequence[Sequence[str]] | None = None,
-    ) -> dict[str, float | None]:
-        """Cao et al.'s style accuracy, perplexity and masked edit distance; None where the params
-        give no classifier, language model or UMLS index (the reason is in `unavailable`).
-        `masked_edit_pair: gold` (Table 3): between each source and its first reference."""
-        from medsimp.metrics.scoring import expand, tokenize
-        from training import style_transfer_measures as st
-
-        classifier, lm, linker = (self._resource(n) for n in STYLE_TRANSFER)
-        masked = None
-        if linker is not None:
-            if linker.has_language(language):
-                spans = lambda t: [(c["start"], c["end"]) for c in linker.link(t, language)]  # noqa: E731
-                if self.cfg.masked_edit_pair == "output":
-                    masked = st.masked_edit_distance(sources, hyps, spans, tokenize)
-                else:
-                    gold = [
-                        (s, expand(rs[0])) for s, rs in zip(sources, references or [], strict=False) if rs
-                    ]
-                    masked = st.gold_masked_edit_distance(
-                        [s for s, _ in gold], [r for _, r in gold], spans, tokenize, self.cfg.masked_edit_unit
-                    )
-            else:
-                self.unavailable["masked_edit_distance"] = f"the UMLS index has no {language} matcher"
-        target = st.STYLE_TARGET[self.cfg.style_direction]
-        return {
-            "style_accuracy": st.style_accuracy(classifier, hyps, target) if classifier is not None else None,
-            "perplexity": st.corpus_perplexity(lm[0], lm[1], hyps) if lm is not None else None,
-            "masked_edit_distance": masked,
-        }
-
-    def _resource(self, name: str) -> Any:
-        """The classifier, (tokenizer, model) or concept linker of a measure, loaded once; None
-        when the params do not configure it."""
+    def _resource(self, name: str) -> Loaded | None:
+        """The classifier, (tokenizer, model) or concept linker of a measure with its signature
+        label, loaded once; None when the params do not configure it."""
         if name not in self._loaded:
             self._loaded[name] = self._load(name)
         return self._loaded[name]
 
-    def _load(self, name: str) -> Any:
+    def _load(self, name: str) -> Loaded | None:
         from medsimp.config import resolve_path
-        from training import style_transfer_measures as st
+        from medsimp.metrics import style as st
 
         cfg = self.cfg
         path = lambda key: resolve_path(getattr(cfg, key), self.base)  # noqa: E731
@@ -359,34 +275,35 @@ class Scorer:
                 texts, labels = st.style_corpus(path("style_data"))
                 rows = hashlib.sha256(json.dumps([texts, labels]).encode("utf-8")).hexdigest()[:12]
                 kind, target = cfg.style_classifier, "layman" if cfg.style_direction == "e2l" else "expert"
-                self.implementations[name] = (
+                return Loaded(
+                    st.train_style_classifier(texts, labels, kind),
                     f"fasttext-supervised-defaults-seed13-target-{target}-rows-{rows}"
                     if kind == "fasttext"
                     else f"tfidf-word1-2+logreg-C1-target-{target}-rows-{rows}",
                     "fasttext-wheel" if kind == "fasttext" else "scikit-learn",
+                    {"direction": cfg.style_direction},
                 )
-                return st.train_style_classifier(texts, labels, kind)
             if name == "perplexity" and cfg.perplexity_model:
                 model_dir = Path(path("perplexity_model"))
-                self.implementations[name] = (
+                return Loaded(
+                    st.load_causal_lm(str(model_dir)),
                     f"causal-lm-{model_dir.name}-{_folder_digest(model_dir)}-exp-nll-per-token",
                     "transformers",
                 )
-                return st.load_causal_lm(str(model_dir))
             if name == "masked_edit_distance" and cfg.umls_index:
                 from pipelines.text.umls import ConceptLinker
 
                 linker = ConceptLinker(path("umls_index"), self.link_cfg)
                 pair = "gold" if cfg.masked_edit_pair == "gold" else "output-input"
                 unit = cfg.masked_edit_unit if pair == "gold" else "word"
-                self.implementations[name] = (
+                return Loaded(
+                    linker,
                     f"{unit}-levenshtein-{pair}-umls-masked-{linker.fingerprint[:12]}",
                     "medspacy_quickumls",
+                    {"pair": cfg.masked_edit_pair, "unit": cfg.masked_edit_unit},
                 )
-                return linker
         except (OSError, KeyError) as exc:
             raise ValueError(f"{name}: cannot load what evaluate's params name: {exc}") from None
-        self.unavailable[name] = NOT_CONFIGURED[name]
         return None
 
     def buckets(self, hyps: list[str], items, edges: Sequence[int]) -> list[dict]:
@@ -412,7 +329,7 @@ class Scorer:
     def per_sentence(self, hyps: list[str], items) -> list[dict]:
         """One row per output line: every selected metric with a sentence reading (`Metric.sentence`),
         default mode; BLEU is sacrebleu's smoothed sentence BLEU, as sacrebleu's `--sentence-level`."""
-        from medsimp.metrics import NotComputable, selection
+        from medsimp.metrics import NotComputable
         from medsimp.metrics.base import check_needs
         from medsimp.metrics.scoring import attach_terms, inputs
 
@@ -437,7 +354,7 @@ class Scorer:
         """{metric: (Metric, SystemStats)} for every selected metric with a sentence reading whose
         sentence scores are all defined (default mode), for `significance.paired_bootstrap`. A
         metric left out because a sentence score is undefined gets its reason in `skipped`."""
-        from medsimp.metrics import NotComputable, selection
+        from medsimp.metrics import NotComputable
         from medsimp.metrics.base import check_needs
         from medsimp.metrics.scoring import attach_terms, inputs
         from medsimp.metrics.significance import collect
@@ -476,12 +393,8 @@ def _dictionary_unfit(explicit: bool, lang: str, src_lang: str, not_clinical: st
 
 
 BUCKET_METRICS = ("medlane_bleu", "hit", "cwr", "ascore")  # the paper's Figure 4 per length bucket
-STYLE_TRANSFER = ("style_accuracy", "perplexity", "masked_edit_distance")
-NOT_CONFIGURED = {
-    "style_accuracy": "set evaluate.style_data (text+label rows, e.g. builders/msd)",
-    "perplexity": "set evaluate.perplexity_model (a local transformers causal-LM folder)",
-    "masked_edit_distance": "set evaluate.umls_index (the umls stage's index, e.g. out/umls)",
-}
+# The measures whose resource `Scorer` loads from params `evaluate` (medsimp/metrics/style.py).
+LOADED_MEASURES = ("style_accuracy", "perplexity", "masked_edit_distance")
 
 
 _WARNED: set[str] = set()
@@ -504,7 +417,7 @@ def score(
     hyps: Sequence[str],
     references: Sequence[Sequence[str]],
     sources: Sequence[str] | None = None,
-    mode: str = "default",
+    mode: Mode = "default",
     select: Sequence[str] | None = None,
     params: str | Path = "params.yaml",
     overrides: dict | None = None,

@@ -13,9 +13,18 @@ import importlib
 import pkgutil
 from collections.abc import Sequence
 
-from medsimp.metrics.base import REGISTRY, Inputs, Metric, MetricUnavailable, NotComputable
+from medsimp.metrics.base import REGISTRY, Inputs, MedlaneInputs, Metric, MetricUnavailable, NotComputable
 
-__all__ = ["Inputs", "Metric", "MetricUnavailable", "NotComputable", "metrics", "names", "selection"]
+__all__ = [
+    "Inputs",
+    "MedlaneInputs",
+    "Metric",
+    "MetricUnavailable",
+    "NotComputable",
+    "metrics",
+    "names",
+    "selection",
+]
 
 _NOT_FAMILIES = {"base", "scoring"}
 
@@ -34,13 +43,18 @@ def names() -> tuple[str, ...]:
     return tuple(metrics())
 
 
-def selection(select: Sequence[str] | None, language: str = "en") -> frozenset[str]:
+def selection(select: Sequence[str] | None, language: str = "en", measures: bool = False) -> frozenset[str]:
     """The metrics to compute: `select` (None = all listed for the output `language`: a
-    language's own readability formula only for it) with what each one `requires` (AScore
-    brings in MedLane's BLEU, HIT and CWR). An unknown name raises ValueError."""
+    language's own readability formula only for it; the measures only by name) with what each
+    one `requires` (AScore brings in MedLane's BLEU, HIT and CWR); `measures`: every measure
+    too. An unknown name raises ValueError."""
     registry = metrics()
-    listed = {n for n, m in registry.items() if m.languages is None or language in m.languages}
+    listed = {
+        n for n, m in registry.items() if not m.measure and (m.languages is None or language in m.languages)
+    }
     chosen = set(listed if select is None else select)
+    if measures:
+        chosen |= {n for n, m in registry.items() if m.measure}
     unknown = sorted(chosen - set(registry))
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; choose from {', '.join(registry)}")

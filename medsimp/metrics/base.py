@@ -35,8 +35,10 @@ def _tokens(text: str) -> tuple[str, ...]:
 Tokens = list[str]
 
 # Every input a metric may need: sources, references, terms (HIT's source terms),
-# common (the common-word list), model (a local model folder), java (METEOR's jar).
-INPUTS = frozenset({"sources", "references", "terms", "common", "model", "java"})
+# common (the common-word list), model (a local model folder), java (METEOR's jar), resource
+# (something the caller loads from its settings and hands over in `options["resources"]`: a
+# trained classifier, a language model, a concept linker; see `Metric.resource`).
+INPUTS = frozenset({"sources", "references", "terms", "common", "model", "java", "resource"})
 
 
 class MetricUnavailable(RuntimeError):
@@ -97,6 +99,33 @@ class Inputs:
         )
 
 
+@dataclass
+class MedlaneInputs:
+    """One system's data as MedLane compat mode reads it (the authors' `bleu_eval_new.get_score`).
+
+    `hyps`: the stripped outputs; `references`: each record's first `MEDLANE_REFERENCES` prepared
+    references (`medsimp.text.medlane_refs`), stripped; `annotations`: each record's
+    {abbreviation: expansion} of every reference line; `common` and `pro_words`: CWR's common
+    words (with English stop words) and the dictionary's terms; `meteor`: whether METEOR runs.
+    """
+
+    hyps: list[str]
+    references: list[list[str]]
+    annotations: list[list[dict[str, str]]]
+    common: set[str]
+    pro_words: set[str]
+    meteor: bool = True
+
+    @functools.cached_property
+    def token_texts(self) -> list[str]:
+        """Each output as the authors tokenize it for HIT and CWR: word tokens joined by spaces."""
+        from medsimp.text.words import word_tokenizer
+
+        return [" ".join(word_tokenizer().tokenize(h)) for h in self.hyps]
+
+
+MEDLANE_REFERENCES = 4  # bleu_eval_new.py writes ref0..ref3.txt for nlg-eval
+
 REGISTRY: dict[str, type[Metric]] = {}
 
 
@@ -120,6 +149,15 @@ class Metric:
     # Compares the output with its source: meaningless when they are in different languages
     # (refused, or computed and flagged with `allow_cross_lingual`).
     same_language: ClassVar[bool] = False
+    # A measure (EASSE's quality estimation, the copy and style-transfer measures): computed with
+    # `--measures` / `extras`, reported apart from the metrics, and not among "all metrics".
+    measure: ClassVar[bool] = False
+    # MedLane compat mode (the authors' `bleu_eval_new.py`): the implementation named in that mode's
+    # signature and the distribution whose version is recorded; None: not part of that mode.
+    medlane_label: ClassVar[str | None] = None
+    medlane_dist: ClassVar[str | None] = None
+    # needs "resource": `options["resources"][name]` holds it; this says how to configure it.
+    not_configured: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -134,9 +172,27 @@ class Metric:
         """`label` plus the tokenization: `name:label+tok-...@version` in the signature."""
         return f"{self.label}+tok-{self.tokenizer}"
 
+    def distribution(self, data: Inputs | None = None) -> str | None:
+        """The distribution whose version the signature records (None = medsimp)."""
+        return self.dist
+
     def corpus(self, data: Inputs, done: dict[str, float | None] | None = None) -> dict[str, float | None]:
         """{key: value} for every key in `keys`; `done`: values already computed (AScore's inputs)."""
         raise NotImplementedError
+
+    def medlane(self, data: MedlaneInputs, done: dict[str, float | None]) -> dict[str, float | None]:
+        """{key: value} as MedLane compat mode computes it (metrics with a `medlane_label`)."""
+        raise NotImplementedError
+
+    def resource(self, data: Inputs) -> Any:
+        """What the caller loaded for this metric (`options["resources"][name]`): its object, or
+        NotComputable with `not_configured` when the settings name none."""
+        found = data.options.get("resources", {}).get(self.name)
+        if found is None:
+            raise NotComputable(
+                self.not_configured or f"{self.name} needs a resource the caller did not load"
+            )
+        return found
 
     def sentence(self, data: Inputs, i: int) -> float | None:
         """The headline value of sentence `i` alone (default: `corpus` on that one sentence)."""

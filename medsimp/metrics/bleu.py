@@ -99,11 +99,23 @@ class MedLaneBLEU(Metric):
     name = "medlane_bleu"
     keys = ("medlane_bleu", "bleu_1", "bleu_2", "bleu_3", "bleu_4")
     label = "medsimp-mean-corpus-bleu1-4+nosmooth"
+    medlane_label = "coco-bleu-closest"
+    medlane_dist = "pycocoevalcap"
     order = 11
 
     def corpus(self, data, done=None):
         bleus = corpus_bleu_n(data.hyp_tokens, data.ref_tokens)
         return {"medlane_bleu": sum(bleus) / 4, **{f"bleu_{n}": b for n, b in enumerate(bleus, 1)}}
+
+    def medlane(self, data, done):
+        """nlg-eval's BLEU-1..4 (pycocoevalcap, whitespace tokens); their mean floored at 1e-4."""
+        from medsimp.metrics.medlane import MEDLANE_FLOOR
+
+        bleus = coco_bleu_n(data.hyps, data.references)
+        return {
+            **{f"bleu_{n}": b for n, b in enumerate(bleus, 1)},
+            "medlane_bleu": max(sum(bleus) / 4, MEDLANE_FLOOR),
+        }
 
     def stats(self, data):
         return np.array(

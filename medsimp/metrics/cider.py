@@ -13,6 +13,8 @@ class CIDEr(Metric):
     label = "coco-cider-d"
     dist = "pycocoevalcap"
     tokenizer = "nltk-treebank-lc-joined"
+    medlane_label = "coco-cider-d"
+    medlane_dist = "pycocoevalcap"
     has_sentence = False  # document frequencies make it corpus-level only
     order = 35
 
@@ -20,6 +22,9 @@ class CIDEr(Metric):
         h_join = [" ".join(t) for t in data.hyp_tokens]
         r_join = [[" ".join(t) for t in rs] for rs in data.ref_tokens]
         return {"cider": cider(h_join, r_join)}
+
+    def medlane(self, data, done):
+        return {"cider": cider(data.hyps, data.references)}
 
 
 def cider(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:

@@ -21,6 +21,8 @@ class HIT(Metric):
     name = "hit"
     needs = frozenset({"sources", "terms"})
     label = "medsimp-hit-source-terms"
+    medlane_label = "medlane-count_hit-regex"
+    medlane_dist = "regex"
     order = 60
     same_language = True
 
@@ -40,11 +42,15 @@ class HIT(Metric):
             )
         return {"hit": value}
 
+    def medlane(self, data, done):
+        return {"hit": max(medlane_hit([t + " " for t in data.token_texts], data.annotations), MEDLANE_FLOOR)}
+
 
 class CWR(Metric):
     name = "cwr"
     needs = frozenset({"common"})
     label = "medsimp-cwr-lemma"
+    medlane_label = "medlane-count_common"
     order = 61
 
     def corpus(self, data, done=None):
@@ -60,11 +66,21 @@ class CWR(Metric):
         common = data.common
         return {"cwr": cwr(data.hyp_tokens, lambda w: lemmatize(w) in common)}
 
+    def medlane(self, data, done):
+        from medsimp.text.lemmas import lemmatize
+        from medsimp.text.stopwords import stop_words
+        from medsimp.text.words import word_tokenizer
+
+        common = data.common | stop_words("en")
+        value = medlane_cwr(data.token_texts, word_tokenizer().tokenize, lemmatize, common, data.pro_words)
+        return {"cwr": max(value, MEDLANE_FLOOR)}
+
 
 class AScore(Metric):
     name = "ascore"
     needs = frozenset({"sources", "terms", "common", "references"})
     label = "medsimp-ascore-a2-b1.5"
+    medlane_label = "medlane-ascore-floor1e-4"
     requires = ("medlane_bleu", "hit", "cwr")
     order = 62
     same_language = True  # through HIT
@@ -85,6 +101,12 @@ class AScore(Metric):
             raise NotComputable(
                 f"combines MedLane BLEU, HIT and CWR; {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} null"
             )
+        return {"ascore": ascore(bleu, h, c)}
+
+    def medlane(self, data, done):
+        """AScore of the floored MedLane BLEU, HIT and CWR (computed first: `requires`)."""
+        bleu, h, c = (done[k] for k in ("medlane_bleu", "hit", "cwr"))
+        assert bleu is not None and h is not None and c is not None  # floored, never null
         return {"ascore": ascore(bleu, h, c)}
 
 

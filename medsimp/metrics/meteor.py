@@ -1,5 +1,4 @@
-"""METEOR 1.5 (Denkowski & Lavie 2014) through pycocoevalcap's jar (needs Java), and nlg-eval's
-ROUGE-L (pycocoevalcap `Rouge`, MedLane compat mode)."""
+"""METEOR 1.5 (Denkowski & Lavie 2014) through pycocoevalcap's jar (needs Java)."""
 
 from __future__ import annotations
 
@@ -17,6 +16,8 @@ class METEOR(Metric):
     label = "meteor-1.5-jar"
     dist = "pycocoevalcap"
     tokenizer = "nltk-treebank-lc-joined"
+    medlane_label = "meteor-1.5-jar"
+    medlane_dist = "pycocoevalcap"
     has_sentence = False  # one JVM call per corpus
     order = 20
 
@@ -25,8 +26,14 @@ class METEOR(Metric):
             return {"meteor": None}
         h_join = [" ".join(t) for t in data.hyp_tokens]
         r_join = [[" ".join(t) for t in rs] for rs in data.ref_tokens]
+        return self._scored(h_join, r_join)
+
+    def medlane(self, data, done):
+        return self._scored(data.hyps, data.references) if data.meteor else {"meteor": None}
+
+    def _scored(self, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> dict[str, float | None]:
         try:
-            return {"meteor": meteor(h_join, r_join)}
+            return {"meteor": meteor(hyps, refs)}
         except MetricUnavailable as exc:
             raise NotComputable(str(exc)) from None
         except (OSError, ValueError, RuntimeError) as exc:  # the JVM died or answered garbage
@@ -64,12 +71,3 @@ def _meteor_scorer():
     from pycocoevalcap.meteor.meteor import Meteor
 
     return Meteor()
-
-
-def coco_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
-    """ROUGE-L as nlg-eval: pycocoevalcap Rouge (LCS F with beta=1.2, best reference), mean."""
-    from pycocoevalcap.rouge.rouge import Rouge
-
-    gts, res = _coco_inputs(hyps, refs)
-    score, _ = Rouge().compute_score(gts, res)
-    return float(score)

@@ -61,8 +61,13 @@ class Rouge2(_Rouge):
 
 class RougeL(_Rouge):
     name = "rouge_l"
+    medlane_label = "coco-rouge-beta1.2"
+    medlane_dist = "pycocoevalcap"
     kind = "rougeL"
     order = 32
+
+    def medlane(self, data, done):
+        return {"rouge_l": coco_rouge_l(data.hyps, data.references)}
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -106,3 +111,14 @@ def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str
         for h, rs in zip(hyps, refs, strict=True)
     ]
     return sum(vals) / len(vals) if vals else 0.0
+
+
+def coco_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """ROUGE-L as nlg-eval: pycocoevalcap Rouge (LCS F with beta=1.2, best reference), mean."""
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    from medsimp.metrics.bleu import coco_inputs
+
+    gts, res = coco_inputs(hyps, refs)
+    score, _ = Rouge().compute_score(gts, res)
+    return float(score)

@@ -1,38 +1,36 @@
-"""Score system outputs in two modes: `default` (corrected) and `medlane` (the authors' scorer).
+"""Score system outputs in two modes, `default` (corrected) and `medlane` (the authors' scorer),
+in one loop over the selected metrics of the registry (`medsimp.metrics`).
 
-`default`: every selected metric of the registry (`medsimp.metrics`) on one `Inputs`:
-references with `abbr[full]` replaced by the full form, each metric's own tokenization (named
-in the signature; lowercased NLTK Treebank tokens unless it says otherwise), HIT per sentence
-over the source's annotated terms with whole-token matching. `medlane`: reproduces
-`bleu_eval_new.py` of machinelearning4health/MedLane (see docs/metrics.md).
+`default`: each metric's `corpus` on one `Inputs`: references with `abbr[full]` replaced by the
+full form, each metric's own tokenization (named in the signature; lowercased NLTK Treebank
+tokens unless it says otherwise), HIT per sentence over the source's annotated terms with
+whole-token matching. `medlane`: each metric's `medlane` on one `MedlaneInputs`, which
+reproduces `bleu_eval_new.py` of machinelearning4health/MedLane (see docs/metrics.md); a metric
+declares that mode with its `medlane_label`.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from medsimp.metrics import Inputs, NotComputable, metrics, selection
 from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that import it from here
-    MetricUnavailable,
+    MEDLANE_REFERENCES,
+    MedlaneInputs,
     check_needs,
     cross_lingual,
     output_language,
     source_language,
     tokenize,
 )
-from medsimp.metrics.bleu import coco_bleu_n
-from medsimp.metrics.cider import cider
-from medsimp.metrics.medlane import MEDLANE_FLOOR, ascore, contains, medlane_cwr, medlane_hit
-from medsimp.metrics.meteor import coco_rouge_l
-from medsimp.text.lemmas import lemmatize as lemma
+from medsimp.metrics.medlane import contains
 from medsimp.text.medlane_refs import DEFAULT_PREPARATION, reference_tokens
-from medsimp.text.stopwords import stop_words
-from medsimp.text.words import word_tokenizer
 
 _TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*)\]")
-MEDLANE_REFERENCES = 4  # bleu_eval_new.py writes ref0..ref3.txt for nlg-eval
 
 
 @dataclass
@@ -95,45 +93,59 @@ def inputs(
     )
 
 
-def score_default(
+Mode = Literal["default", "medlane"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+
+
+def score(
+    mode: Mode,
     hyps: Sequence[str],
     items: Sequence[EvalItem],
     common: set[str],
-    bertscore_model: str | None = None,
-    with_meteor: bool = True,
     select: Sequence[str] | None = None,
     options: dict | None = None,
+    pro_words: set[str] | frozenset[str] = frozenset(),
+    measures: bool = False,
     why: dict[str, str] | None = None,
     flagged: dict[str, str] | None = None,
 ) -> dict[str, float | None]:
-    """The selected metrics (`select`, None = all listed for `options["lang"]`), corrected mode,
-    in table order; each is computed (and its library imported) only when selected. Needs
-    `attach_terms` first for HIT. A metric that cannot be computed reports null, with its reason
-    in `why` (or on stderr); one computed across languages on request gets a note in `flagged`."""
-    want = selection(select, str((options or {}).get("lang") or "en"))
-    data = inputs(
-        hyps, items, common, {**(options or {}), "bertscore_model": bertscore_model, "meteor": with_meteor}
-    )
+    """The selected metrics (`select`, None = every metric listed for `options["lang"]`; the
+    measures by name, or all of them with `measures`) in `mode`, in table order; each is computed
+    (and its library imported) only when selected. `default`: `Metric.corpus` on `inputs`
+    (`attach_terms` first for HIT). `medlane`: `Metric.medlane` on `medlane_inputs` for the
+    metrics that have that mode (`pro_words`: CWR's dictionary terms), the measures as in
+    default mode, the rest not at all. A metric that cannot be computed reports null, with its
+    reason in `why` (or on stderr); one computed across languages on request gets a note in
+    `flagged`. `options`: per-metric settings (`lang`, `meteor`, `bertscore_model`,
+    `medlane_references`, `resources`, ...)."""
+    options = dict(options or {})
+    want = selection(select, str(options.get("lang") or "en"), measures)
+    chosen = [
+        m
+        for n, m in metrics().items()
+        if n in want and (mode == "default" or m.medlane_label is not None or m.measure)
+    ]
+    data = inputs(hyps, items, common, options)
+    compat = medlane_inputs(hyps, items, common, pro_words, options) if mode == "medlane" else None
     out: dict[str, float | None] = {}
-    for name, metric in metrics().items():
-        if name not in want:
-            continue
+    for metric in chosen:
         try:
+            if compat is not None and metric.medlane_label is not None:
+                out.update(metric.medlane(compat, out))
+                continue
             check_needs(metric, data)
             out.update(metric.corpus(data, out))
             if cross_lingual(metric, data) and flagged is not None:
-                flagged[name] = (
+                flagged[metric.name] = (
                     f"computed across languages on request ({source_language(data)} sources, "
-                    f"{output_language(data)} outputs): not comparable with a same-language {name}"
+                    f"{output_language(data)} outputs): not comparable with a same-language {metric.name}"
                 )
         except NotComputable as exc:
             out.update(dict.fromkeys(metric.keys))
             if why is None:
-                import sys
-
-                print(f"warning: {name} not computed (null): {exc}", file=sys.stderr)
+                print(f"warning: {metric.name} not computed (null): {exc}", file=sys.stderr)
             else:
-                why[name] = str(exc)
+                why[metric.name] = str(exc)
     return out
 
 
@@ -147,71 +159,24 @@ def medlane_reference(raw: str, preparation: str = DEFAULT_PREPARATION) -> tuple
     return " ".join(words), cudic
 
 
-def score_medlane(
-    hyps: Sequence[str],
-    items: Sequence[EvalItem],
-    common: set[str],
-    pro_words: set[str],
-    with_meteor: bool = True,
-    select: Sequence[str] | None = None,
-    preparation: str = DEFAULT_PREPARATION,
-) -> dict[str, float | None]:
-    """The authors' metric set computed as `bleu_eval_new.get_score` does (the selected ones).
-
-    nlg-eval's `compute_metrics` gets the first 4 prepared references of each record
-    (their scorer writes `ref0..ref3.txt`), stripped, and the stripped outputs; HIT
-    reads every reference line's annotations. BLEU, HIT and CWR are floored at 1e-4
-    before AScore, as their code does. SARI, FKGL and BERTScore are not part of it.
-    """
-    want = selection(select)
+def medlane_inputs(
+    hyps: Sequence[str], items: Sequence[EvalItem], common: set[str], pro_words: set[str] | frozenset[str],
+    options: dict,
+) -> MedlaneInputs:  # fmt: skip
+    """The data the authors' `bleu_eval_new.get_score` scores: nlg-eval gets the first 4
+    prepared references of each record (their scorer writes `ref0..ref3.txt`), stripped, and the
+    stripped outputs; HIT reads every reference line's annotations (`options`:
+    `medlane_references`, the preparation; `meteor`)."""
+    preparation = str(options.get("medlane_references") or DEFAULT_PREPARATION)
     prepared = [[medlane_reference(r, preparation) for r in it.references] for it in items]
-    refs = [[p[0].strip() for p in ps[:MEDLANE_REFERENCES]] for ps in prepared]
-    dics = [[p[1] for p in ps] for ps in prepared]
-    hyps = [h.strip() for h in hyps]
-    out: dict[str, float | None] = {}
-    if "medlane_bleu" in want:
-        bleus = coco_bleu_n(hyps, refs)
-        for n, b in enumerate(bleus, 1):
-            out[f"bleu_{n}"] = b
-    if "meteor" in want:
-        out["meteor"] = _meteor_or_none(hyps, refs, with_meteor)
-    if "rouge_l" in want:
-        out["rouge_l"] = coco_rouge_l(hyps, refs)
-    if "cider" in want:
-        out["cider"] = cider(hyps, refs)
-    tok_txt = [" ".join(word_tokenizer().tokenize(h)) for h in hyps]
-    if "medlane_bleu" in want:
-        out["medlane_bleu"] = max(sum(bleus) / 4, MEDLANE_FLOOR)
-    if "hit" in want:
-        out["hit"] = max(medlane_hit([t + " " for t in tok_txt], dics), MEDLANE_FLOOR)
-    if "cwr" in want:
-        out["cwr"] = max(
-            medlane_cwr(tok_txt, word_tokenizer().tokenize, lemma, common | stop_words("en"), pro_words),
-            MEDLANE_FLOOR,
-        )
-    if "ascore" in want:
-        bleu, hit, cwr = (out[k] for k in ("medlane_bleu", "hit", "cwr"))
-        assert bleu is not None and hit is not None and cwr is not None  # floored above
-        out["ascore"] = ascore(bleu, hit, cwr)
-    return out
-
-
-# The metrics MedLane compat mode computes (the authors' `get_score`).
-MEDLANE_METRICS = ("medlane_bleu", "meteor", "rouge_l", "cider", "hit", "cwr", "ascore")
-
-
-def _meteor_or_none(hyps: list[str], refs: list[list[str]], enabled: bool) -> float | None:
-    from medsimp.metrics.meteor import meteor
-
-    if not enabled:
-        return None
-    try:
-        return meteor(hyps, refs)
-    except MetricUnavailable as exc:
-        import sys
-
-        print(f"warning: {exc}", file=sys.stderr)
-        return None
+    return MedlaneInputs(
+        [h.strip() for h in hyps],
+        [[p[0].strip() for p in ps[:MEDLANE_REFERENCES]] for ps in prepared],
+        [[p[1] for p in ps] for ps in prepared],
+        set(common),
+        set(pro_words),
+        bool(options.get("meteor", True)),
+    )
 
 
 def length_buckets(items: Sequence[EvalItem], edges: Sequence[int]) -> list[str]:

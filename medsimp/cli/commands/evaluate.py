@@ -21,6 +21,7 @@ from pathlib import Path
 
 from medsimp.cli.args import global_options
 from medsimp.cli.commands import evaluate_files
+from medsimp.metrics.scoring import MODES
 
 HELP = "score outputs with the metrics --select or params evaluate.select names; all of docs/metrics.md when neither does"
 
@@ -29,7 +30,7 @@ def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
     """The options both subcommands take: which metrics, which mode, ROUGE's tokens."""
     parser.add_argument(
         "--mode",
-        choices=("default", "medlane"),
+        choices=MODES,
         default=None,
         help="default: corrected metrics; medlane: the authors' scorer (stage: both unless given)",
     )

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from medsimp.params_schema import Language
 
+if typing.TYPE_CHECKING:
+    from medsimp.metrics.scoring import Mode
+
 LANGUAGES = typing.get_args(Language)  # params `evaluate.lang`
 
 
@@ -81,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also the EASSE and copy measures, Cao et al.'s style accuracy, perplexity and "
         "UMLS-masked edit distance (when params evaluate.style_data / perplexity_model / umls_index "
-        "are set) and the length-bucket breakdown (needs sources)",
+        "are set) and the length-bucket breakdown (most of them need sources: null with why without)",
     )
 
 
@@ -123,7 +126,8 @@ def run(args: argparse.Namespace, select: list[str] | None, options: dict) -> in
     _check_flags(args)
     if args.json and not is_stdout(args.json):
         check_file_target(args.json)  # refuse a file medsimp did not write before scoring
-    p, cfg, mode = args.params_data, args.params_data.evaluate, args.mode or "default"
+    p, cfg = args.params_data, args.params_data.evaluate
+    mode: Mode = args.mode or "default"
     options = {**options, "lang": args.lang, "src_lang": args.src_lang,
                "allow_cross_lingual": args.allow_cross_lingual, "not_clinical": _not_clinical(args)}  # fmt: skip
     scorer = Scorer(

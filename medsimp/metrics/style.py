@@ -23,19 +23,107 @@
   about 20-30 words), the text as written. `unit="word"`: lowercased NLTK tokens. Option
   (medsimp's earlier measure): the output against its input (`masked_edit_distance`, word level).
 - self-BLEU (BLEU of the outputs against their input) is `input_bleu` of
-  `training/simplification_measures.py`: one implementation.
+  `medsimp/metrics/quality.py`: one implementation.
+
+The three are measures (`Metric.measure`, computed with `--measures`) whose resource the caller
+loads from its settings (`training.evaluation.Scorer`: params `evaluate`) and hands over as a
+`Loaded` in `options["resources"]`; without one they are null with what to set.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from medsimp.metrics.base import Inputs, Metric, NotComputable, output_language, tokenize
 
 MASK = "<concept>"
 LAYMAN = 1  # MSD's label: 0 = expert (professional), 1 = layman (consumer)
 SEED = 13
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A measure's resource as the caller loaded it: the object, the implementation named in the
+    signature (`label`, with the version of `dist`), and the settings it is used with."""
+
+    value: Any
+    label: str
+    dist: str | None
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+class _StyleMeasure(Metric):
+    measure = True
+    direction = None
+    needs = frozenset({"resource"})
+    has_sentence = False
+
+    def loaded(self, data: Inputs) -> Loaded:
+        found = self.resource(data)
+        assert isinstance(found, Loaded)
+        return found
+
+    def signature_label(self, data=None):
+        return self.loaded(data).label if data is not None else self.name
+
+    def distribution(self, data: Inputs | None = None) -> str | None:
+        return self.loaded(data).dist if data is not None else None
+
+
+class StyleAccuracy(_StyleMeasure):
+    name = "style_accuracy"
+    label = "style-classifier-target-share"  # the loaded classifier names itself in the signature
+    scale = "0-1, share classified as the target style (layman for e2l, expert for l2e)"
+    not_configured = "set evaluate.style_data (text+label rows, e.g. builders/msd)"
+    order = 220
+
+    def corpus(self, data, done=None):
+        found = self.loaded(data)
+        target = STYLE_TARGET[found.settings["direction"]]
+        return {self.name: style_accuracy(found.value, data.hyps, target)}
+
+
+class Perplexity(_StyleMeasure):
+    name = "perplexity"
+    label = "causal-lm-exp-nll-per-token"  # the loaded model names itself in the signature
+    scale = "perplexity: >= 1, lower = more fluent under the chosen LM"
+    not_configured = "set evaluate.perplexity_model (a local transformers causal-LM folder)"
+    order = 221
+
+    def corpus(self, data, done=None):
+        tokenizer, model = self.loaded(data).value
+        return {self.name: corpus_perplexity(tokenizer, model, data.hyps)}
+
+
+class MaskedEditDistance(_StyleMeasure):
+    name = "masked_edit_distance"
+    label = "levenshtein-umls-masked"  # the loaded index names itself in the signature
+    scale = (
+        "edits (characters by default) between the parallel gold pair, or output and input: "
+        "mean per sentence (UMLS concepts masked)"
+    )
+    needs = frozenset({"resource", "sources"})
+    not_configured = "set evaluate.umls_index (the umls stage's index, e.g. out/umls)"
+    order = 222
+
+    def corpus(self, data, done=None):
+        found = self.loaded(data)
+        linker, language = found.value, output_language(data)
+        if not linker.has_language(language):
+            raise NotComputable(f"the UMLS index has no {language} matcher")
+        spans = lambda t: [(c["start"], c["end"]) for c in linker.link(t, language)]  # noqa: E731
+        sources = data.sources or []
+        if found.settings["pair"] == "output":
+            return {self.name: masked_edit_distance(sources, data.hyps, spans, tokenize)}
+        gold = [(s, rs[0]) for s, rs in zip(sources, data.references, strict=True) if rs]
+        value = gold_masked_edit_distance(
+            [s for s, _ in gold], [r for _, r in gold], spans, tokenize, found.settings["unit"]
+        )
+        return {self.name: value}
 
 
 def style_corpus(path: str | Path) -> tuple[list[str], list[int]]:
