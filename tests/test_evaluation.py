@@ -193,6 +193,21 @@ def test_measures_flag_adds_measures_and_length_buckets(tmp_path, monkeypatch):
     assert [(b["bucket"], b["n"]) for b in extra["length_buckets"]] == [("0-9", 2)]
 
 
+def test_measures_without_sources_are_null_with_one_note_per_reason(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "s.json"
+    hyp, ref = tmp_path / "h.txt", tmp_path / "r.txt"
+    hyp.write_text("he is stable .\n")
+    ref.write_text("he is stable now .\n")
+    argv = ["evaluate", "files", "--hyp", str(hyp), "--ref", str(ref), "--select", "bleu", "--measures"]
+    assert main([*argv, "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["extra"]["measures"]["exact_copies"] is None
+    assert data["extra"]["not_computed"]["exact_copies"] == "needs sources (--src)"
+    notes = [ln for ln in capsys.readouterr().err.splitlines() if "needs sources" in ln]
+    assert len(notes) == 1 and "exact_copies" in notes[0] and "input_bleu" in notes[0]
+
+
 def _items(n: int):
     from medsimp.metrics.scoring import EvalItem
 

@@ -205,8 +205,11 @@ def print_results(title: str, scored, bootstrap: dict, not_tested: dict, scorer,
             print(f"note: {metric} not in the paired bootstrap ({pair}): {why}", file=sys.stderr)
     for name, r in scored.results.items():
         print(f"signature{'' if len(scored.results) == 1 else ' ' + name}: {r.signature}", file=sys.stderr)
+    by_reason: dict[str, list[str]] = {}  # one note per reason (nine measures need sources)
     for measure, why in scorer.unavailable.items():
-        print(f"note: {measure} not computed (null): {why}", file=sys.stderr)
+        by_reason.setdefault(why, []).append(measure)
+    for why, names in by_reason.items():
+        print(f"note: {', '.join(names)} not computed (null): {why}", file=sys.stderr)
     for measure, why in scorer.flagged.items():
         print(f"note: {measure} (cross-lingual): {why}", file=sys.stderr)
 
