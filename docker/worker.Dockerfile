@@ -22,7 +22,8 @@ ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu \
     MEDSIMP_CACHE=/opt/medsimp/cache \
     ATEN_CPU_CAPABILITY=default \
     MKL_CBWR=COMPATIBLE \
-    OPENBLAS_CORETYPE=Haswell
+    OPENBLAS_CORETYPE=Haswell \
+    NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL"
 
 COPY constraints.txt /opt/medsimp/constraints.txt
 COPY dist/medsimp-0.1.0-py3-none-any.whl /opt/medsimp/

@@ -19,18 +19,27 @@ pins every one of them to a branch that every x86-64 CPU runs alike:
   aligner to other weights than an AVX2 one (issue 35 item 0, second round). AVX2 and FMA are on
   every x86-64 server CPU since 2013 (Intel Haswell, AMD Excavator / Zen); an older CPU is not
   supported;
+- `NPY_DISABLE_CPU_FEATURES` = the AVX-512 targets of numpy's own dispatch: numpy picks its
+  ufunc loops (`tanh`, `exp`, `log`, ...) by instruction set too, and their results differ in the
+  last bits (measured here: float32 `tanh`, `exp`, `log` and float64 `tanh` of the same array
+  under the AVX2 and the SSE loops), so Vecalign's USE encoder (pure numpy, `np.tanh`) gave an
+  AVX-512 machine other vectors than an AVX2 one and a fresh clone's `dvc repro` moved `align`,
+  `filter` and the MultiCochrane builder on an AVX2 AMD EPYC (issue 38 item 7). Without its
+  AVX-512 loops every AVX2 machine runs the same [AVX2, FMA3] loops;
 - a fixed thread count (params: `align.crf.threads`, `train.threads`, ...) and PyTorch's
   deterministic algorithms, set where each model is trained.
 
-ATen's and MKL's variables are read at the first kernel PyTorch runs, OpenBLAS's when numpy (or
-scipy) loads it, so `pin()` runs when `medsimp` is imported, before any medsimp code can import
+ATen's and MKL's variables are read at the first kernel PyTorch runs, OpenBLAS's and numpy's
+own when numpy (or scipy) loads, so `pin()` runs when `medsimp` is imported, before any medsimp code can import
 numpy or touch torch, and child processes (local Beam workers, DVC stages) inherit them. Workers
 started by a cluster (an EXTERNAL pool, Flink, Spark, Dataflow) do not: they import numpy with
 Beam, so their environment must set `PINNED_ENV` (docker/worker.Dockerfile, docs/refresh.md).
 `require_pinned(torch)` is called where a torch model is trained or an encoder is built, and
 `require_blas_pinned()` where numpy's BLAS computes what is written (the CRF aligner, Vecalign's
 USE encoder and dynamic programme): a process whose kernels were chosen before medsimp could pin
-them gets one clear error instead of numbers that differ by machine. The OpenBLAS pin needs
+them gets one clear error instead of numbers that differ by machine (numpy imported before
+medsimp on an AVX-512 machine also loaded OpenBLAS with that machine's kernels, which
+`require_blas_pinned` refuses; numpy's own dispatch has no public query). The OpenBLAS pin needs
 AVX2 and FMA; on x86-64 without them medsimp refuses in one line, and on other architectures
 it is not set (no promise across architectures). Cost, measured on a 2-core AMD EPYC (docs/
 refresh.md "Same numbers on any CPU"): about 2x the wall time of PyTorch's fastest kernels on
@@ -42,6 +51,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import shlex
 import sys
 from typing import Any
 
@@ -49,7 +59,24 @@ from medsimp.errors import MedsimpError
 
 # What every medsimp process runs with (values a user sets are replaced: the promise is the
 # same bytes on every machine, and a per-machine choice would break it silently).
-PINNED_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OPENBLAS_CORETYPE": "Haswell"}
+# numpy's AVX-512 dispatch targets (numpy 1.26, constraints.txt; tests/test_cpu_dispatch.py
+# checks the installed numpy has no other): disabled, so numpy runs its AVX2 loops everywhere
+NUMPY_AVX512 = (
+    "AVX512F",
+    "AVX512CD",
+    "AVX512_KNL",
+    "AVX512_KNM",
+    "AVX512_SKX",
+    "AVX512_CLX",
+    "AVX512_CNL",
+    "AVX512_ICL",
+)
+PINNED_ENV = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_CBWR": "COMPATIBLE",
+    "OPENBLAS_CORETYPE": "Haswell",
+    "NPY_DISABLE_CPU_FEATURES": " ".join(NUMPY_AVX512),
+}
 PINNED_CAPABILITY = "DEFAULT"  # what torch.backends.cpu.get_cpu_capability() reports once pinned
 BLAS_FLAGS = ("avx2", "fma")  # what OpenBLAS's Haswell kernels execute
 
@@ -69,10 +96,13 @@ def cpu_kind() -> str:
 
 
 def _pinned_env() -> dict[str, str]:
-    """PINNED_ENV for this machine: OpenBLAS's core type only where its kernels can run."""
-    if cpu_kind() == "x86-avx2":
-        return dict(PINNED_ENV)
-    return {k: v for k, v in PINNED_ENV.items() if k != "OPENBLAS_CORETYPE"}
+    """PINNED_ENV for this machine: OpenBLAS's core type only where its kernels can run, numpy's
+    x86 targets only on x86 (elsewhere numpy would warn that it has no such targets)."""
+    kind = cpu_kind()
+    drop = {"x86-avx2": (), "x86-old": ("OPENBLAS_CORETYPE",)}.get(
+        kind, ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")
+    )
+    return {k: v for k, v in PINNED_ENV.items() if k not in drop}
 
 
 def pin() -> None:
@@ -122,7 +152,7 @@ def require_blas_pinned() -> None:
 
 
 _HOW = "import medsimp before numpy and torch, or start Python with " + " ".join(
-    f"{k}={v}" for k, v in PINNED_ENV.items()
+    f"{k}={shlex.quote(v)}" for k, v in PINNED_ENV.items()
 )
 
 

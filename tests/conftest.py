@@ -20,13 +20,14 @@ os.environ.setdefault("MEDSIMP_STATE_DIR", tempfile.mkdtemp(prefix="medsimp-stat
 ROOT = Path(__file__).resolve().parent.parent
 
 # The longest modules start first (pytest-xdist hands out modules in this order, pyproject.toml):
-# the fresh clone's `dvc repro` (about 20 min) and the Beam cluster run on one worker while the
-# others take the rest, instead of starting last on a worker of their own.
-LONGEST_FIRST = ("test_fresh_clone.py", "test_runners.py")
+# the fresh clone's `dvc repro` on one worker, the DAG from another folder and the Beam cluster
+# run on the other while it takes the rest, instead of one of them starting last.
+LONGEST_FIRST = ("test_fresh_clone.py", "test_any_folder.py", "test_runners.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: the rest keep their order
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
 def run_ok(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:

@@ -1,19 +1,25 @@
 """The same result from any folder (issue 29, item 2).
 
-Every command of the embedded sample's DAG (dvc.yaml) runs twice: from the project folder, as
-DVC runs it, and from another folder with `--params /project/params.yaml`, its inputs named by
-absolute path and its outputs written elsewhere. The outputs must be byte-identical (run
-records `*.run.json` aside). The second run lays its outputs out differently (`b/...`), so a
-params path resolved against the current folder instead of the params file's finds nothing
-(or not the same file) and the test fails. The project is a copy of params.yaml with the
+Every command of the embedded sample's DAG (dvc.yaml) runs from another folder with `--params
+/project/params.yaml`, its inputs named by absolute path, as someone outside the project types
+it, and what it writes must be what DVC recorded for it: the project's `dvc diff` against the
+committed dvc.lock reports none of its outputs (the fresh clone, tests/test_fresh_clone.py, runs
+the same commands from the project folder through `dvc repro`). The current folder holds
+nothing, so a params path resolved against it instead of against the params file finds nothing
+and the command fails. The project is a copy of params.yaml, dvc.yaml and dvc.lock with the
 checkout's input folders linked in; `medsimp/resources/...` is not there, so the packaged
-resources are found through the package (medsimp.config.resolve_path). Training runs one epoch
-(FAST) and foreach items repeating a compared command on another source are left out
-(SAME_COMMAND), so the test takes minutes, not the DAG's half hour.
+resources are found through the package (medsimp.config.resolve_path).
+
+Training runs one short epoch (FAST) to keep the test to minutes, so its outputs cannot equal the
+lock's: the training stages and those reading their outputs (TRAINED) run twice with FAST, from
+the project folder and from the other folder (outputs under `b/...`), and the two must be
+byte-identical (run records `*.run.json` aside). foreach items repeating a compared command on
+another source are left out (SAME_COMMAND).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -30,10 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 LINKED = ("data", "humaneval")  # the checkout's input folders the DAG reads
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
-pytestmark = pytest.mark.slow  # the whole DAG, twice (minutes)
+pytestmark = pytest.mark.slow  # the whole DAG, training shortened (minutes)
 
-# Tiny params, the same in both runs: one epoch reads the same params paths as the DAG's ten.
-FAST = {"train": ("--set", "train.epochs=1")}
+# Tiny training, the same in both runs: one epoch on short sequences reads the same params paths
+# as the DAG's full training.
+FAST = {"train": ("--set", "train.epochs=1", "--set", "train.max_length=24")}
 # foreach items running the same command as a compared one (link@cochrane, report@multicochrane)
 # on another source, which no later stage reads: they add minutes and no params path.
 SAME_COMMAND = frozenset(
@@ -116,19 +123,33 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _rewrite(cmd: str, outputs: tuple[str, ...], project: Path) -> list[str]:
-    """The command as someone in another folder types it: outputs under `b/`, every other
-    relative path that exists in the project (an input) absolute, `--params` the project's."""
+def _rewrite(cmd: str, outputs: tuple[str, ...], project: Path, anchored: tuple[str, ...] = ()) -> list[str]:
+    """The command as someone in another folder types it: `outputs` under `b/`, `anchored`
+    outputs and every other relative path that exists in the project (an input) absolute,
+    `--params` the project's."""
     out = []
     for word in shlex.split(cmd):
         if any(_under(word, o) or _under(o, word) for o in outputs):  # `--plots plots/x` holds plots/x/a.csv
             out.append(f"b/{word}")
+        elif any(_under(word, o) or _under(o, word) for o in anchored):
+            out.append(str(project / word))
         elif not word.startswith("-") and "/" in word and (project / word).exists():
             out.append(str(project / word))
         else:
             out.append(word)
     assert out[0] == "medsimp", cmd
     return [sys.executable, "-m", "medsimp.cli", "--params", str(project / "params.yaml"), *out[1:]]
+
+
+def _tracked(out: str) -> dict[str, bytes]:
+    """The checkout's git-tracked files at `out` (a file or a folder), as `_files` names them."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--", out], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    paths = [ROOT / p for p in listed.split("\0") if p]
+    if paths == [ROOT / out]:
+        return {"": paths[0].read_bytes()}
+    return {str(p.relative_to(ROOT / out)): p.read_bytes() for p in paths if not p.name.endswith(".run.json")}
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -141,15 +162,37 @@ def _files(root: Path) -> dict[str, bytes]:
     }
 
 
+def trained() -> frozenset[str]:
+    """The training stages (FAST) and every stage that reads what they write."""
+    rows = stages()
+    found = {name for name, *_ in rows if name.split("@")[0] in FAST}
+    grew = True
+    while grew:
+        outs = [o for name, _c, _d, outputs in rows if name in found for o in outputs]
+        more = {name for name, _c, deps, _o in rows if any(_under(d, o) for d in deps for o in outs)}
+        grew = bool(more - found)
+        found |= more
+    return frozenset(found)
+
+
+def _run(cmd: list[str], cwd: Path, env: dict) -> tuple[int, str]:
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    return done.returncode, done.stderr[-2000:]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The project folder and the other folder after both runs of every stage, with each
-    stage's two exit codes and messages."""
+    """The project and the other folder after every stage ran, with each stage's exit codes and
+    messages (one run, or two for TRAINED: the project folder's, the other folder's) and the
+    project's `dvc diff` against its committed lock."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
     base = tmp_path_factory.mktemp("anyfolder")
     project, elsewhere = base / "project", base / "elsewhere"
     project.mkdir()
     elsewhere.mkdir()
-    shutil.copy(ROOT / "params.yaml", project / "params.yaml")
+    for name in ("params.yaml", "dvc.yaml", "dvc.lock"):
+        shutil.copy(ROOT / name, project / name)
     for name in LINKED:
         (project / name).symlink_to(ROOT / name)
     env = {
@@ -158,30 +201,36 @@ def runs(tmp_path_factory):
         "MEDSIMP_CACHE": str(base / "cache"),
         "PYTHONPATH": str(ROOT),
     }
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for cmd in (
+        ["git", "init", "--quiet"],
+        [sys.executable, "-m", "dvc", "init", "--quiet"],
+        ["git", "add", "params.yaml", "dvc.yaml", "dvc.lock", ".dvc"],
+        [*git, "commit", "--quiet", "-m", "lock"],
+    ):
+        code, err = _run(cmd, project, env)
+        assert code == 0, f"{' '.join(cmd)} -> {code}\n{err}"
     results = {}
-    for name, cmd, _deps, _outputs in compared():
-        fast = FAST.get(name.split("@")[0], ())
-        a = subprocess.run(
-            [sys.executable, "-m", "medsimp.cli", *fast, *shlex.split(cmd)[1:]],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        results[name] = [(a.returncode, a.stderr[-2000:])]
     for name, cmd, _deps, outputs in compared():
-        b_cmd = _rewrite(cmd, outputs, project)
-        b = subprocess.run(
-            [*b_cmd[:5], *FAST.get(name.split("@")[0], ()), *b_cmd[5:]],
-            cwd=elsewhere,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        results[name].append((b.returncode, b.stderr[-2000:]))
-    return project, elsewhere, results
+        fast = FAST.get(name.split("@")[0], ())
+        if name in trained():  # from the project folder too: the reference the lock cannot be
+            a = _run([sys.executable, "-m", "medsimp.cli", *fast, *shlex.split(cmd)[1:]], project, env)
+            b_cmd = _rewrite(cmd, outputs, project)
+            results[name] = [a, _run([*b_cmd[:5], *fast, *b_cmd[5:]], elsewhere, env)]
+        else:  # outputs at the project's own paths, by absolute path, for `dvc diff`
+            b_cmd = _rewrite(cmd, (), project, outputs)
+            results[name] = [_run(b_cmd, elsewhere, env)]
+    done = subprocess.run(
+        [sys.executable, "-m", "dvc", "diff", "--json"], cwd=project, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    diff = json.loads(done.stdout or "{}")
+    moved = {
+        entry["path"].rstrip("/")
+        for kind in ("added", "deleted", "modified", "renamed")
+        for entry in diff.get(kind, [])
+    }
+    return project, elsewhere, results, moved
 
 
 def compared() -> list:
@@ -190,16 +239,30 @@ def compared() -> list:
 
 @pytest.mark.parametrize("stage", [s[0] for s in compared()])
 def test_a_stage_writes_the_same_bytes_from_another_folder(runs, stage):
-    project, elsewhere, results = runs
-    (a_code, a_err), (b_code, b_err) = results[stage]
-    assert a_code == 0, f"{stage} from the project folder -> {a_code}\n{a_err}"
-    assert b_code == 0, f"{stage} from another folder -> {b_code}\n{b_err}"
+    project, elsewhere, results, moved = runs
     outputs = next(s[3] for s in stages() if s[0] == stage)
+    for where, (code, err) in zip(("the project folder", "another folder"), results[stage]):
+        assert code == 0, f"{stage} from {where} -> {code}\n{err}"
+    if stage not in trained():
+        differ = sorted(o for o in outputs if o.rstrip("/") in moved)
+        assert not differ, f"{stage}: {differ} from another folder differ from dvc.lock"
+        for out in outputs:  # metrics and plots (`cache: false`, git-tracked): `dvc diff` skips them
+            if tracked := _tracked(out):
+                got = _files(project / out)
+                assert sorted(got) == sorted(tracked), f"{stage}: {out} holds other files from another folder"
+                differ = [name for name in tracked if got[name] != tracked[name]]
+                assert not differ, f"{stage}: {out}: {differ[:5]} differ from the checkout's"
+        return
     for out in outputs:
         a, b = _files(project / out), _files(elsewhere / "b" / out)
         assert sorted(a) == sorted(b), f"{stage}: {out} holds other files from another folder"
         differ = [name for name in a if a[name] != b[name]]
         assert not differ, f"{stage}: {out}: {differ[:5]} differ from another folder"
+
+
+def test_the_stages_compared_with_the_lock_and_with_each_other():
+    """Only training and what reads its models run twice; every other stage is held to the lock."""
+    assert trained() == {"train@declare", "train@bertmt", "train@dictionary", "train@copy", "evaluate"}
 
 
 def test_the_rewrite_moves_outputs_and_anchors_inputs(tmp_path):
@@ -210,4 +273,9 @@ def test_the_rewrite_moves_outputs_and_anchors_inputs(tmp_path):
     assert got[5:] == [
         "link", "--input", str(tmp_path / "data" / "x"), "--output", "b/out/linked/x",
         "--index", "out/umls", "--metrics", "b/metrics/m.json", "--plots", "b/p",
+    ]  # fmt: skip
+    anchored = _rewrite(cmd, (), tmp_path, ("out/linked/x", "metrics/m.json", "p/votes.csv"))
+    assert anchored[5:] == [
+        "link", "--input", str(tmp_path / "data" / "x"), "--output", str(tmp_path / "out/linked/x"),
+        "--index", "out/umls", "--metrics", str(tmp_path / "metrics/m.json"), "--plots", str(tmp_path / "p"),
     ]  # fmt: skip

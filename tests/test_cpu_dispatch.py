@@ -2,7 +2,8 @@
 set (ATen AVX2/AVX-512, MKL's GEMM branch, oneDNN), so an AVX-512 Intel and an AVX2 AMD machine
 trained the CRF aligner and DECLARE to different weights and a fresh clone's `dvc repro` moved
 dvc.lock; numpy's OpenBLAS does the same (an AVX-512 AMD EPYC, OpenBLAS core Cooperlake, trained
-the aligner to other weights than an AVX2 one). medsimp pins CPU-independent kernels
+the aligner to other weights than an AVX2 one), and so does numpy's own ufunc dispatch (USE's
+`np.tanh` under AVX-512 and AVX2 loops moved align on an AVX2 EPYC). medsimp pins CPU-independent kernels
 (medsimp.numerics); these tests train under two dispatch settings that stand in for two CPUs and
 compare the bytes."""
 
@@ -26,6 +27,7 @@ WIDE = {
     "MKL_ENABLE_INSTRUCTIONS": "AVX2",
     "ONEDNN_MAX_CPU_ISA": "AVX2",
     "OPENBLAS_CORETYPE": None,  # unset: OpenBLAS would pick this CPU's own kernels
+    "NPY_DISABLE_CPU_FEATURES": None,  # unset: numpy would run this CPU's widest loops
 }
 NARROW = {
     "ATEN_CPU_CAPABILITY": "default",
@@ -33,6 +35,7 @@ NARROW = {
     "ONEDNN_MAX_CPU_ISA": "SSE41",
     "MKL_CBWR": "AUTO",
     "OPENBLAS_CORETYPE": "Prescott",  # SSE3 kernels; WIDE leaves OpenBLAS to pick this CPU's own
+    "NPY_DISABLE_CPU_FEATURES": "AVX F16C FMA3 AVX2",  # numpy's SSE4.2 loops: other tanh/exp bits
 }
 
 
@@ -55,8 +58,53 @@ def _digests(extra: dict[str, str], tmp_path: Path) -> dict[str, str]:
 def test_crf_and_one_declare_epoch_train_to_the_same_bytes_under_two_dispatch_settings(tmp_path):
     wide = _digests(WIDE, tmp_path)
     narrow = _digests(NARROW, tmp_path)
-    assert set(wide) == {"crf", "declare"}
+    assert set(wide) == {"crf", "declare", "use"}
     assert wide == narrow
+
+
+def test_numpys_loops_differ_by_dispatch_unless_medsimp_pins_them(tmp_path):
+    """The stand-in for another CPU is real: numpy's SSE4.2 and AVX2 loops give other tanh bits
+    (so the test above can fail), and after `import medsimp` a user's setting is replaced by the
+    pinned one, in this process and its children."""
+    code = (
+        "import sys, hashlib\n"
+        "if sys.argv[1] == 'pin':\n"
+        "    import medsimp\n"
+        "import numpy as np\n"
+        "x = np.linspace(-3, 3, 4099, dtype=np.float32)\n"
+        "print(hashlib.sha256(np.tanh(x).tobytes() + np.exp(x).tobytes()).hexdigest())\n"
+    )
+
+    def digest(mode: str, extra: dict[str, str | None]) -> str:
+        env = {k: v for k, v in {**os.environ, **extra}.items() if v is not None}
+        done = subprocess.run(
+            [sys.executable, "-c", code, mode],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    narrow = {"NPY_DISABLE_CPU_FEATURES": NARROW["NPY_DISABLE_CPU_FEATURES"]}
+    wide = {"NPY_DISABLE_CPU_FEATURES": None}
+    assert digest("raw", narrow) != digest("raw", wide)
+    assert digest("pin", narrow) == digest("pin", wide)
+
+
+def test_every_avx512_target_of_the_installed_numpy_is_pinned_off():
+    """numpy reads NPY_DISABLE_CPU_FEATURES at import and ignores names it does not dispatch to:
+    a numpy upgrade that adds an AVX-512 target (numpy 2's AVX512_SPR) must add it to the pin."""
+    import numpy as np
+
+    from medsimp.numerics import NUMPY_AVX512, PINNED_ENV
+
+    simd = np.show_config(mode="dicts")["SIMD Extensions"]  # dispatch targets: found + not found
+    targets = {t for t in simd["found"] + simd["not found"] if t.startswith("AVX512")}
+    assert targets == set(NUMPY_AVX512)
+    assert PINNED_ENV["NPY_DISABLE_CPU_FEATURES"].split() == list(NUMPY_AVX512)
 
 
 def test_torch_kernels_chosen_before_medsimp_are_refused(tmp_path):
@@ -132,5 +180,19 @@ def test_an_x86_cpu_without_avx2_is_refused_where_numpys_blas_computes(monkeypat
     monkeypatch.setattr(numerics, "cpu_kind", lambda: "x86-old")
     monkeypatch.setattr(numerics, "_BLAS_CHECKED", False)
     assert "OPENBLAS_CORETYPE" not in numerics._pinned_env()
+    assert "NPY_DISABLE_CPU_FEATURES" in numerics._pinned_env()  # numpy's loops: pinned on any x86
     with pytest.raises(MedsimpError, match="no AVX2/FMA"):
         numerics.require_blas_pinned()
+
+
+def test_cluster_workers_are_told_every_pinned_variable():
+    """Workers a cluster starts import numpy with Beam before medsimp: the worker image and the
+    recipe in docs/refresh.md set every variable of PINNED_ENV, with medsimp's values."""
+    from medsimp.numerics import PINNED_ENV
+
+    image = (ROOT / "docker" / "worker.Dockerfile").read_text(encoding="utf-8")
+    recipe = (ROOT / "docs" / "refresh.md").read_text(encoding="utf-8")
+    for key, value in PINNED_ENV.items():
+        setting = f'{key}="{value}"' if " " in value else f"{key}={value}"
+        assert setting in image, f"docker/worker.Dockerfile does not set {setting}"
+        assert setting in recipe, f"docs/refresh.md's worker recipe does not set {setting}"

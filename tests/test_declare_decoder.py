@@ -70,4 +70,4 @@ def test_the_params_values_the_user_gets():
     # Sec. 5.1: BERT-MT (and RSSP, "the same as BERT-MT") use AdamW at 5e-5: the schema's value;
     # params.yaml's sample profile raises the heads' rate so the models learn on 160 records
     assert Train().head_lr == 5.0e-5 == train["lr"] == Train().lr
-    assert train["head_lr"] == 2.0e-3
+    assert train["head_lr"] == 5.0e-3

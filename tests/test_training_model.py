@@ -321,7 +321,7 @@ def test_warm_rerun_writes_the_same_model_and_reports_the_resume(tiny_encoder, t
     stats = json.loads((tmp_path / "a" / "stats.json").read_text())
     assert stats["paper_deviations"] == {
         "epochs": {"used": 1, "paper": 10},
-        "head_lr": {"used": 0.002, "paper": 5e-05},
+        "head_lr": {"used": 0.005, "paper": 5e-05},
         "copy_attention": {"used": True, "paper": False},
     }
 
