@@ -4,14 +4,17 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 
-.PHONY: install repro test
+.PHONY: install install-tests repro test
 install:
 	bash scripts/bootstrap.sh
+
+install-tests:
+	bash scripts/bootstrap.sh --tests
 
 repro: install
 	dvc repro
 
-test: install
+test: install-tests
 	ruff check .
 	ruff format --check .
 	mypy

@@ -15,6 +15,7 @@ from __future__ import annotations
 EXTRAS: dict[str, str] = {
     "dvc": "refresh",
     "networkx": "refresh",
+    "_ruamel_yaml": "refresh",  # ruamel.yaml.clib: DVC's YAML loads in C (dvc reads a 230 KB dvc.lock)
     "pycocoevalcap": "eval",
     "bert_score": "eval",
     "fasttext": "eval",

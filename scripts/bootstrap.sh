@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything medsimp needs from this repo's own files:
-#   system packages (Java for METEOR 1.5, Chromium for the browser tests, npm for the plots' Vega),
+#   system packages (Java for METEOR 1.5, npm for the plots' Vega; with --tests also Chromium for
+#   the browser tests: `make repro` does not wait for it),
 #   a Python 3.11 virtual environment in .venv with the exact dependency set of constraints.txt
 #   (pyproject.toml's ranges, one verified point in them), and the pinned
 #   Vega scripts in node_modules (package-lock.json) that render `dvc plots show` offline.
@@ -12,9 +13,18 @@ PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), "medsimp needs Python 3.11"'
 
+tests=0
+case "${1:-}" in
+  --tests) tests=1 ;;
+  "") ;;
+  *) echo "usage: bash scripts/bootstrap.sh [--tests]" >&2; exit 2 ;;
+esac
+
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
-command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ "$tests" = 1 ]; then
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+fi
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

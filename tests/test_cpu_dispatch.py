@@ -39,19 +39,18 @@ NARROW = {
 }
 
 
-def _digests(extra: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", **extra}
-    env = {k: v for k, v in env.items() if v is not None}  # None: unset
+def _last_line(argv: list[str], extra: dict[str, str | None], cwd: Path, timeout: float) -> str:
+    """The last stdout line of `python argv` with `extra` over this environment (None: unset)."""
+    env = {k: v for k, v in {**os.environ, "HF_HUB_OFFLINE": "1", **extra}.items() if v is not None}
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(SAMPLE)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _digests(extra: dict[str, str | None], tmp_path: Path) -> dict[str, str]:
+    return json.loads(_last_line([str(SCRIPT), str(SAMPLE)], extra, tmp_path, timeout=600))
 
 
 @pytest.mark.slow  # two trainings of MiniLM-based models (about a minute)
@@ -76,17 +75,7 @@ def test_numpys_loops_differ_by_dispatch_unless_medsimp_pins_them(tmp_path):
     )
 
     def digest(mode: str, extra: dict[str, str | None]) -> str:
-        env = {k: v for k, v in {**os.environ, **extra}.items() if v is not None}
-        done = subprocess.run(
-            [sys.executable, "-c", code, mode],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.strip()
+        return _last_line(["-c", code, mode], extra, tmp_path, timeout=120)
 
     narrow = {"NPY_DISABLE_CPU_FEATURES": NARROW["NPY_DISABLE_CPU_FEATURES"]}
     wide = {"NPY_DISABLE_CPU_FEATURES": None}

@@ -270,7 +270,12 @@ def test_the_sample_profile_is_the_only_departure_from_medlane_and_the_model_say
     assert "dictionary_expansion" not in first.paper_deviations("declare")
     from medsimp.params_schema import SAMPLE_PROFILE
 
-    assert SAMPLE_PROFILE == {"train.epochs": 4, "train.head_lr": 5.0e-3, "train.copy_attention": True}
+    assert SAMPLE_PROFILE == {
+        "beam.num_workers": 1,
+        "train.epochs": 4,
+        "train.head_lr": 5.0e-3,
+        "train.copy_attention": True,
+    }
 
 
 PAPER_VALUES = [  # (docs/fidelity.md row, params key, the paper's value)

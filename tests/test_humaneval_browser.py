@@ -18,7 +18,7 @@ from medsimp.humaneval.forms import write_forms
 from medsimp.humaneval.ingest import ingest
 
 CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.browser  # needs /usr/bin/chromium: scripts/bootstrap.sh installs it
+pytestmark = pytest.mark.browser  # needs /usr/bin/chromium: `make test` installs it
 FLAGS = [
     "--headless",
     "--no-sandbox",
