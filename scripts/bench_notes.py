@@ -124,6 +124,8 @@ def main() -> int:
         sys.executable,
         "-m",
         "medsimp.cli",
+        "--set",
+        "beam.num_workers=2",  # as docs/refresh.md measured (params.yaml's sample profile runs one)
         "notes",
         "--input",
         str(data),

@@ -122,7 +122,9 @@ def run_size(
             raise SystemExit(f"bench_scale: synth failed: {synth.stderr.strip().splitlines()[-1:]}")
     elif not d.is_dir():
         raise SystemExit(f"bench_scale: --stages {only[0]} needs {d} from an earlier run (--workdir, --keep)")
+    # two worker processes, as docs/refresh.md measured (params.yaml's sample profile runs one)
     common = [*MEDSIMP, "--params", str(REPO / "params.yaml"), "--set", f"cache.dir={d / 'cache'}"]
+    common += ["--set", "beam.num_workers=2"]
     for kv in sets or []:
         common += ["--set", kv]
     build_sets = [

@@ -9,16 +9,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+tests=0
+case "$#:${1:-}" in
+  1:--tests) tests=1 ;;
+  0:) ;;
+  *) echo "usage: bash scripts/bootstrap.sh [--tests]" >&2; exit 2 ;;
+esac
+
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), "medsimp needs Python 3.11"'
-
-tests=0
-case "${1:-}" in
-  --tests) tests=1 ;;
-  "") ;;
-  *) echo "usage: bash scripts/bootstrap.sh [--tests]" >&2; exit 2 ;;
-esac
 
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
@@ -32,7 +32,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   else
-    echo "bootstrap: please install ${need_apt[*]} (METEOR needs Java; browser tests need Chromium; plots need npm)" >&2
+    echo "bootstrap: please install ${need_apt[*]} (METEOR needs Java; plots need npm; with --tests, browser tests need Chromium)" >&2
   fi
 fi
 

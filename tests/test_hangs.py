@@ -90,7 +90,9 @@ def _synth_notes(path: Path, rows: int) -> None:
 
 def _start_notes(notes: Path, out: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "medsimp.cli", *BASE, "notes", "--input", str(notes), "--output", str(out)],
+        # two worker processes (params.yaml's sample profile runs one in-process): one is killed
+        [sys.executable, "-m", "medsimp.cli", *BASE, "--set", "beam.num_workers=2", "notes"]
+        + ["--input", str(notes), "--output", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -288,7 +288,8 @@ def run_case(argv: list[str], timeout: int = 150) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "medsimp.cli", "--params", PARAMS, *argv],
+            # worker processes too (params.yaml's sample profile runs one in-process): their logs
+            [sys.executable, "-m", "medsimp.cli", "--params", PARAMS, "--set", "beam.num_workers=2", *argv],
             cwd=ROOT,
             env=env,
             capture_output=True,

@@ -141,7 +141,16 @@ def test_a_killed_run_publishes_nothing(s3, tmp_path):
     half = tmp_path / "half.jsonl"  # other input: a run that published would change the bytes
     half.write_text("".join(SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)[:12]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "medsimp.cli", "--params", str(ROOT / "params.yaml"), "cochrane"]
+        [
+            sys.executable,
+            "-m",
+            "medsimp.cli",
+            "--params",
+            str(ROOT / "params.yaml"),
+            "--set",
+            "beam.num_workers=2",
+        ]
+        + ["cochrane"]
         + ["--input", str(half), "--output", f"s3://{BUCKET}/killed"],
         cwd=tmp_path,
         env=_env(env),

@@ -28,7 +28,15 @@ PORTABLE = [
     "--beam-arg=--job_endpoint=embed",
     "--beam-arg=--environment_type=LOOPBACK",
 ]
-BASE = ["--params", str(ROOT / "params.yaml"), "--set", "align.crf.encoder={kind: e5}"]
+# the default runner with its worker processes (params.yaml's sample profile runs one in-process)
+BASE = [
+    "--params",
+    str(ROOT / "params.yaml"),
+    "--set",
+    "align.crf.encoder={kind: e5}",
+    "--set",
+    "beam.num_workers=2",
+]
 # job -> its command line (R = the runner's output root, S = shared inputs built once)
 JOBS = {
     "notes": ["notes", "--input", str(ROOT / "data/sample/NOTEEVENTS.csv"), "--output", "R/notes"],
