@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from medsimp.numerics import NUMPY_AVX512
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "fixtures" / "dispatch" / "train_both.py"
 SAMPLE = ROOT / "data" / "sample" / "medlane"
@@ -35,7 +37,9 @@ NARROW = {
     "ONEDNN_MAX_CPU_ISA": "SSE41",
     "MKL_CBWR": "AUTO",
     "OPENBLAS_CORETYPE": "Prescott",  # SSE3 kernels; WIDE leaves OpenBLAS to pick this CPU's own
-    "NPY_DISABLE_CPU_FEATURES": "AVX F16C FMA3 AVX2",  # numpy's SSE4.2 loops: other tanh/exp bits
+    # numpy's SSE4.2 loops (other tanh/exp bits); its AVX-512 loops do not check for AVX2, so on an
+    # AVX-512 CPU they are switched off by name too
+    "NPY_DISABLE_CPU_FEATURES": " ".join(("AVX", "F16C", "FMA3", "AVX2", *NUMPY_AVX512)),
 }
 
 
