@@ -120,6 +120,11 @@ def check_local(path: str | Path, flag: str = "") -> None:
         )
 
 
+def is_stdout(path: str | None) -> bool:
+    """`-` (and /dev/stdout) name standard output, where a file flag may send its content."""
+    return path in ("-", "/dev/stdout")
+
+
 def check_file_target(path: str | Path, same_content_ok: bool = False) -> bool:
     """Raise UsageError unless medsimp may replace the file `path` (see `atomic_file`).
     With `same_content_ok`, True means: only by byte-identical content."""

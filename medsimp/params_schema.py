@@ -72,6 +72,8 @@ StopwordList = Literal["spacy", "sklearn"]
 Algorithm1Reading = Literal["pseudocode", "prose"]  # MedLane Algorithm 1's pseudocode | §3.1's prose
 Comparison = Literal["gt", "ge"]
 Language = Literal["en", "es", "fr", "fa"]
+# how `evaluate` scores: medsimp's metrics, or the MedLane authors' scorer (docs/metrics.md)
+ScoringMode = Literal["default", "medlane"]
 
 
 class Section(BaseModel):

@@ -154,16 +154,23 @@ def test_the_suite_covers_every_command():
 
 
 @pytest.mark.parametrize("command", WITH_FOLDER_OUTPUT)
-def test_destroy_an_input_inside_the_output_is_refused(command, tmp_path):
+def test_destroy_an_input_inside_the_output_is_refused(command, tmp_path, monkeypatch, capsys):
+    """In-process (`main(argv)`): the refusal comes before any work, so no child process, signal
+    or memory is involved (the hang, memory and leak classes below run the installed command)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("{}\n")
     out = tmp_path / "OUT"
     out.mkdir()
     mine = out / "MY_ONLY_COPY.txt"
     mine.write_bytes(b"the user's only copy\n")
     dest = _folder_output(command)
     assert dest is not None
-    code, text, _ = _run(argv(command, str(mine), {dest: str(out)}, every=False), tmp_path)
-    _one_line_ending(text)
-    assert code == 2 and "holds the input" in text.split("\n<stdout>\n")[0], text[-800:]
+    code = main(
+        ["--params", str(tmp_path / "params.yaml"), *argv(command, str(mine), {dest: str(out)}, every=False)]
+    )
+    err = capsys.readouterr().err
+    _one_line_ending(err)
+    assert code == 2 and "holds the input" in err.strip().splitlines()[-1], err[-800:]
     assert sorted(p.name for p in out.iterdir()) == ["MY_ONLY_COPY.txt"]
     assert mine.read_bytes() == b"the user's only copy\n"
 

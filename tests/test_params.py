@@ -436,6 +436,8 @@ def test_a_fifo_as_an_output_file_is_refused_not_hung(tmp_path, flag):
     done = _medsimp(tmp_path, *argv)
     assert done.returncode == 2, done.stderr
     assert "not a regular file" in done.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "co").exists()  # refused before any work: the job never started
+    assert "medsimp cochrane: Cochrane" not in done.stderr  # nor announced
 
 
 def test_a_metrics_file_named_like_the_input_is_refused_and_the_input_kept(tmp_path):

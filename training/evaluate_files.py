@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 from medsimp.errors import InputError, UsageError
 from medsimp.inputs import read_lines
 from medsimp.metrics.roworder import MIN_SHARE, own_row_share
-from medsimp.metrics.scoring import EvalItem, Mode
+from medsimp.metrics.scoring import EvalItem
 from medsimp.metrics.significance import paired_bootstrap
-from medsimp.params_schema import Evaluate, TrainData
+from medsimp.params_schema import Evaluate, ScoringMode, TrainData
 from medsimp.text.language import detect
 from training.data import load_pairs
 from training.evaluate_stage import medlane_items  # MedLane files are read as the stage reads them
@@ -143,7 +143,7 @@ class Against:
     src: str | None = None
 
     def items(
-        self, path: str, hyps: list[str], mode: Mode, data: TrainData
+        self, path: str, hyps: list[str], mode: ScoringMode, data: TrainData
     ) -> tuple[list[str], list, list[dict]]:
         """(the output lines scored, their items, the records not scored) for the outputs at `path`."""
         if self.medlane:
@@ -161,7 +161,7 @@ class Against:
 class Scored:
     """Every system's `Evaluation`, its output lines, the shared items and the records not scored."""
 
-    mode: Mode
+    mode: ScoringMode
     results: dict[str, Evaluation] = field(default_factory=dict)
     hyp_lists: dict[str, list[str]] = field(default_factory=dict)
     items: list = field(default_factory=list)
@@ -204,7 +204,7 @@ class Scored:
 
 def score_systems(
     systems: list[tuple[str, str]], against: Against, scorer: Scorer, cfg: Evaluate, data: TrainData,
-    mode: Mode, extras: bool,
+    mode: ScoringMode, extras: bool,
 ) -> Scored:  # fmt: skip
     """Score each (name, output file) against the same evaluation set; the checks of outputs'
     language and order come first, and a system with nothing to score is an InputError."""

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from medsimp.inputs import read_lines
-from medsimp.metrics.scoring import MODES, Mode
+from medsimp.params_schema import ScoringMode
 
 if TYPE_CHECKING:
     from medsimp.params_schema import Params
@@ -142,7 +142,7 @@ def run_stage(
     metrics_dir: str | Path,
     plots: str | Path,
     scores: str | Path | None = None,
-    mode: Mode | None = None,
+    mode: ScoringMode | None = None,
     select: list[str] | None = None,
     options: dict | None = None,
     from_file: bool = True,
@@ -160,7 +160,7 @@ def run_stage(
     )
     split = cfg.split
     data = train_cfg.data
-    modes: list[Mode] = [mode] if mode else list(MODES)
+    modes: list[ScoringMode] = [mode] if mode else list(get_args(ScoringMode))
     evalsets: dict[str, MedLaneEval] = {}
     if data.format == "medlane":
         from training.data import data_path

@@ -22,9 +22,8 @@ from typing import Any
 from medsimp.metrics import Inputs, metric_of, selection
 from medsimp.metrics import metrics as all_metrics
 from medsimp.metrics import scales as metric_scales
-from medsimp.metrics.scoring import Mode
 from medsimp.metrics.style import Loaded
-from medsimp.params_schema import Evaluate, Link, Notes, Train, updated
+from medsimp.params_schema import Evaluate, Link, Notes, ScoringMode, Train, updated
 
 # One declared scale per reported value (docs/metrics.md), declared by each metric and measure
 # (medsimp.metrics). The numbers keep the scales the papers and libraries report them on.
@@ -165,7 +164,9 @@ class Scorer:
         self.flagged: dict[str, str] = {}  # metric -> why its value needs a caveat (cross-lingual)
         self._loaded: dict[str, Any] = {}
 
-    def score(self, hyps: list[str], items, mode: Mode, full: bool = True, extras: bool = False) -> dict:
+    def score(
+        self, hyps: list[str], items, mode: ScoringMode, full: bool = True, extras: bool = False
+    ) -> dict:
         """Every selected metric in `mode` (`scoring.score`); `full` False leaves out METEOR and
         BERTScore (the length buckets); `extras`: every measure too, with its resource loaded."""
         from medsimp.metrics import scoring
@@ -222,7 +223,7 @@ class Scorer:
         self,
         hyps: list[str],
         items,
-        mode: Mode,
+        mode: ScoringMode,
         extras: bool = False,
         bucket_edges: Sequence[int] = (0, 10, 15, 20, 30),
     ) -> Evaluation:
@@ -417,7 +418,7 @@ def score(
     hyps: Sequence[str],
     references: Sequence[Sequence[str]],
     sources: Sequence[str] | None = None,
-    mode: Mode = "default",
+    mode: ScoringMode = "default",
     select: Sequence[str] | None = None,
     params: str | Path = "params.yaml",
     overrides: dict | None = None,

@@ -376,9 +376,12 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(getattr(args, flag, None), str):
                 atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")
         for flag in OUTPUT_FILE_FLAGS:  # every file a command writes, before any work
-            if isinstance(getattr(args, flag, None), str) and getattr(args, flag) not in ("", "-"):
-                atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")
-                atomic.check_not_an_input(getattr(args, flag))
+            value = getattr(args, flag, None)
+            if isinstance(value, str) and value and not atomic.is_stdout(value):
+                atomic.check_local(value, f"--{flag.replace('_', '-')}")
+                # a link, folder, FIFO or device, or an input: refused now, not after the work;
+                # a file medsimp did not write is decided when it is written (same bytes or not)
+                atomic.check_file_target(value, same_content_ok=True)
         _announce(args)
         if hasattr(args, "beam_arg"):  # a Beam job: its workers may run in another folder
             absolute_worker_paths(args)

@@ -15,7 +15,6 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 
 from medsimp.metrics import Inputs, NotComputable, metrics, selection
 from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that import it from here
@@ -28,6 +27,7 @@ from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that
     tokenize,
 )
 from medsimp.metrics.medlane import contains
+from medsimp.params_schema import ScoringMode
 from medsimp.text.medlane_refs import DEFAULT_PREPARATION, reference_tokens
 
 _TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*)\]")
@@ -93,12 +93,8 @@ def inputs(
     )
 
 
-Mode = Literal["default", "medlane"]
-MODES: tuple[Mode, ...] = get_args(Mode)
-
-
 def score(
-    mode: Mode,
+    mode: ScoringMode,
     hyps: Sequence[str],
     items: Sequence[EvalItem],
     common: set[str],

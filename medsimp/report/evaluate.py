@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from medsimp.atomic import write_text
+from medsimp.atomic import is_stdout, write_text
 from medsimp.metrics import direction, metric_of
 from medsimp.metrics.significance import format_p
 from training.evaluation import SCALES
@@ -212,11 +212,6 @@ def print_results(title: str, scored, bootstrap: dict, not_tested: dict, scorer,
         print(f"note: {', '.join(names)} not computed (null): {why}", file=sys.stderr)
     for measure, why in scorer.flagged.items():
         print(f"note: {measure} (cross-lingual): {why}", file=sys.stderr)
-
-
-def is_stdout(path: str | None) -> bool:
-    """`-` (and /dev/stdout) name standard output."""
-    return path in ("-", "/dev/stdout")
 
 
 def write_out(path: str, content: str | dict) -> None:

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import get_args
 
 from medsimp.cli.args import global_options
 from medsimp.cli.commands import evaluate_files
-from medsimp.metrics.scoring import MODES
+from medsimp.params_schema import ScoringMode
 
 HELP = "score outputs with the metrics --select or params evaluate.select names; all of docs/metrics.md when neither does"
 
@@ -30,14 +31,14 @@ def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
     """The options both subcommands take: which metrics, which mode, ROUGE's tokens."""
     parser.add_argument(
         "--mode",
-        choices=MODES,
+        choices=get_args(ScoringMode),
         default=None,
         help="default: corrected metrics; medlane: the authors' scorer (stage: both unless given)",
     )
     parser.add_argument(
         "--select",
-        help="comma-separated metrics to compute (default: params evaluate.select, null = all): "
-        + ", ".join(_metric_names()),
+        help="comma-separated metrics to compute (default: params evaluate.select, null = all); the "
+        "names are docs/metrics.md's, and an unknown one is refused with the list",
     )
     parser.add_argument(
         "--rouge-tokenizer",
@@ -75,12 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scores", help="every score of every model and mode, signatures, scales (out/eval/scores.json)"
     )
     _add_scoring_options(stage)
-
-
-def _metric_names() -> tuple[str, ...]:
-    from medsimp.metrics import names
-
-    return names()
 
 
 def _select(args: argparse.Namespace) -> list[str] | None:

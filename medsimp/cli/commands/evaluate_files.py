@@ -13,7 +13,7 @@ from pathlib import Path
 from medsimp.params_schema import Language
 
 if typing.TYPE_CHECKING:
-    from medsimp.metrics.scoring import Mode
+    from medsimp.params_schema import ScoringMode
 
 LANGUAGES = typing.get_args(Language)  # params `evaluate.lang`
 
@@ -117,9 +117,9 @@ def run(args: argparse.Namespace, select: list[str] | None, options: dict) -> in
     """Score every `--hyp` against the same evaluation set and report it."""
     import sys
 
-    from medsimp.atomic import check_file_target
+    from medsimp.atomic import check_file_target, is_stdout
     from medsimp.errors import InputError, UsageError
-    from medsimp.report.evaluate import is_stdout, print_results, write_out, write_report
+    from medsimp.report.evaluate import print_results, write_out, write_report
     from training.evaluate_files import Against, check_dataset_language, score_systems
     from training.evaluation import Scorer
 
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace, select: list[str] | None, options: dict) -> in
     if args.json and not is_stdout(args.json):
         check_file_target(args.json)  # refuse a file medsimp did not write before scoring
     p, cfg = args.params_data, args.params_data.evaluate
-    mode: Mode = args.mode or "default"
+    mode: ScoringMode = args.mode or "default"
     options = {**options, "lang": args.lang, "src_lang": args.src_lang,
                "allow_cross_lingual": args.allow_cross_lingual, "not_clinical": _not_clinical(args)}  # fmt: skip
     scorer = Scorer(
