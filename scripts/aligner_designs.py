@@ -16,7 +16,19 @@ Each design trains the neural CRF (`alignment.crf.CRFAligner`) from a mix of sou
   (`selfdoc2`: once more, `selfdoc` labelling);
 - `plaba`: PLABA dev alone (the PLABA-trained reference);
 - `mix`: synthetic (repeated `--synthetic-repeat` times) + a PLABA subsample
-  (`--plaba-docs` documents) + `selfdoc`'s pseudo-gold documents.
+  (`--plaba-docs` documents) + `selfdoc`'s pseudo-gold documents;
+- `ft` / `ftdoc` / `ftpool`: the encoder itself fine-tuned (Jiang et al. 2020 fine-tune BERT
+  inside their neural CRF), then the CRF trained with its emissions. `finetune_encoder` trains
+  the packaged MiniLM as a sentence-transformers bi-encoder, one epoch of
+  MultipleNegativesRankingLoss on (simple, complex, in-document unaligned complex) triplets,
+  batches holding one pair per document (so no other in-batch candidate is aligned to an
+  anchor); `ft` fine-tunes on the synthetic gold + PLABA dev pairs and trains the CRF as
+  `base`; `ftdoc` uses `ft`'s encoder and trains the CRF as `selfdoc` (`ft` labels the pool);
+  `ftpool` fine-tunes on the synthetic gold + `selfdoc`'s pseudo-gold pairs (no PLABA) and
+  trains the CRF as `selfdoc` (the `base` CRF on that encoder labels the pool). Fine-tuned
+  encoders are saved in `--models DIR/encoder-<name>` (else a temp dir) and reused from there.
+  CPU: torch runs on pinned (non-AVX) kernels here, ~12 s a step of 32 triplets at
+  max_seq_length 64, so fine-tuning uses a seeded sample of `--ft-max-pairs` pairs (320: 12 steps).
 
 Development scores (what designs are chosen on): pair P/R/F1 on COCHRANE_DEV, hand-made
 alignments of 10 validation reviews drawn at random (seed 37) by the session that wrote this
@@ -234,6 +246,124 @@ def choose_decode(model: CRFAligner, dev: Sequence[DocPair]) -> tuple[tuple[str,
     return best, scores
 
 
+def ft_triplets(docs: Sequence[DocPair], seed: int) -> list[tuple[int, str, str, str]]:
+    """(document index, simple, complex, negative) for every gold pair: the negative is a complex
+    sentence of the same document aligned to no gold pair of that simple sentence (a random one
+    of another document when there is none)."""
+    rng = random.Random(seed)
+    out = []
+    for k, d in enumerate(docs):
+        for c, s in sorted(d.pairs):
+            aligned = {cc for cc, ss in d.pairs if ss == s}
+            negs = [i for i in range(len(d.complex)) if i not in aligned]
+            if negs:
+                neg = d.complex[rng.choice(negs)]
+            else:
+                other = rng.choice([o for o in docs if o is not d] or [d])
+                neg = rng.choice(other.complex)
+            out.append((k, d.simple[s], d.complex[c], neg))
+    return out
+
+
+def ft_batches(triplets: list, batch_size: int, seed: int) -> list[list]:
+    """Shuffled batches with at most one pair per document (in-batch negatives from other
+    documents are then never aligned to an anchor)."""
+    rest = list(triplets)
+    random.Random(seed).shuffle(rest)
+    batches = []
+    while rest:
+        batch, used, left = [], set(), []
+        for t in rest:
+            if len(batch) < batch_size and t[0] not in used:
+                batch.append(t)
+                used.add(t[0])
+            else:
+                left.append(t)
+        batches.append(batch)
+        rest = left
+    return batches
+
+
+def finetune_encoder(
+    docs: Sequence[DocPair],
+    out_dir: Path,
+    *,
+    epochs: int = 1,
+    lr: float = 2e-5,
+    batch_size: int = 32,
+    max_seq_length: int = 128,
+    seed: int = 13,
+    threads: int = 1,
+    max_pairs: int = 0,
+) -> dict:
+    """Fine-tune the packaged MiniLM on docs' gold pairs (MultipleNegativesRankingLoss, anchor the
+    simple sentence, candidates every complex sentence and in-document hard negative of the
+    batch) and save it as a sentence-transformers folder. Returns training info."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from medsimp.numerics import require_pinned
+    from medsimp.resources import resolve_model
+
+    require_pinned(torch)
+    torch.set_num_threads(threads)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    t0 = time.process_time()
+    model = SentenceTransformer(resolve_model("minilm"), device="cpu")
+    model.max_seq_length = max_seq_length
+    loss = MultipleNegativesRankingLoss(model)
+    triplets = ft_triplets(docs, seed)
+    available = len(triplets)
+    if max_pairs and available > max_pairs:  # CPU budget: a seeded sample of the pairs
+        triplets = random.Random(seed).sample(triplets, max_pairs)
+    batches = [b for e in range(epochs) for b in ft_batches(triplets, batch_size, seed + e)]
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    warmup = max(1, len(batches) // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda i: min((i + 1) / warmup, max(0.0, (len(batches) - i) / max(1, len(batches) - warmup)))
+    )
+    model.train()
+    losses = []
+    for batch in batches:
+        feats = [model.preprocess([t[j] for t in batch]) for j in (1, 2, 3)]
+        value = loss(feats, None)
+        value.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        losses.append(float(value.detach()))
+        if len(losses) % 5 == 0:
+            print(
+                f"  finetune step {len(losses)}/{len(batches)} loss {np.mean(losses[-5:]):.3f} "
+                f"cpu {time.process_time() - t0:.0f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+    model.eval()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save(str(out_dir))
+    k = max(1, len(losses) // 5)
+    return {
+        "pairs": len(triplets),
+        "pairs_available": available,
+        "documents": len(docs),
+        "steps": len(batches),
+        "epochs": epochs,
+        "lr": lr,
+        "batch_size": batch_size,
+        "max_seq_length": max_seq_length,
+        "seed": seed,
+        "loss_first": float(np.mean(losses[:k])) if losses else None,
+        "loss_last": float(np.mean(losses[-k:])) if losses else None,
+        "finetune_cpu_s": time.process_time() - t0,
+        "folder": str(out_dir),
+    }
+
+
 def plaba_cv(plaba: list[DocPair], train: Callable[[list[DocPair]], CRFAligner]) -> dict:
     """2-fold cross-validation by question on PLABA dev (as scripts/eval_alignment.py's PLABA path)."""
     groups = sorted({d.group for d in plaba})
@@ -246,7 +376,24 @@ def plaba_cv(plaba: list[DocPair], train: Callable[[list[DocPair]], CRFAligner])
     return pair_prf(gold, pred)
 
 
-DESIGNS = ("base", "base_e5", "self1", "self2", "self1_e5", "selfdoc", "selfdoc2", "plaba", "mix")
+DESIGNS = (
+    "base",
+    "base_e5",
+    "self1",
+    "self2",
+    "self1_e5",
+    "selfdoc",
+    "selfdoc2",
+    "plaba",
+    "mix",
+    "ft",
+    "ftdoc",
+    "ftpool",
+)
+# designs whose encoder is fine-tuned: the fine-tuned encoder each uses
+FT_ENCODER = {"ft": "ft", "ftdoc": "ft", "ftpool": "ftpool"}
+# designs that train (CRF or encoder) on PLABA dev: not scored on it
+TRAINS_ON_PLABA = {"plaba", "mix", "ft", "ftdoc"}
 
 
 def main(argv=None) -> int:
@@ -273,6 +420,17 @@ def main(argv=None) -> int:
         help="save each trained design's model in DIR/<design>, and load it from there when present",
     )
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--ft-epochs", type=int, default=1, help="ft*: encoder fine-tuning epochs")
+    ap.add_argument("--ft-lr", type=float, default=2e-5, help="ft*: encoder fine-tuning learning rate")
+    ap.add_argument("--ft-batch", type=int, default=32, help="ft*: encoder fine-tuning batch size")
+    ap.add_argument("--ft-max-len", type=int, default=64, help="ft*: encoder max_seq_length")
+    ap.add_argument("--ft-seed", type=int, default=13, help="ft*: fine-tuning seed")
+    ap.add_argument(
+        "--ft-max-pairs",
+        type=int,
+        default=320,
+        help="ft*: fine-tune on a seeded sample of this many pairs (0: all; CPU: torch's pinned kernels are slow)",
+    )
     args = ap.parse_args(argv)
     data = Path(args.data)
     if not (data / "cochrane" / "val.source").exists():
@@ -334,11 +492,52 @@ def main(argv=None) -> int:
         ),
     }
 
-    def self_docs(name: str, prev: CRFAligner) -> CRFAligner:
+    def self_docs(name: str, prev: CRFAligner, enc: str = "minilm") -> CRFAligner:
         docs, info = pseudo_documents(prev, pool, args.doc_min_p)
         pseudo[name] = docs
         results["designs"].setdefault(name, {})["pseudo_gold"] = info
-        return trainer("minilm")(base_gold + docs)
+        return trainer(enc)(base_gold + docs)
+
+    ft_dir = Path(args.models) if args.models else Path(tempfile.mkdtemp(prefix="aligner-designs-ft-"))
+    ft_sources: dict[str, Callable[[], list[DocPair]]] = {
+        "ft": lambda: base_gold + plaba,
+        "ftpool": lambda: base_gold + selfdoc_pseudo(),
+    }
+
+    def ft_encoder(key: str, design: str) -> str:
+        """The fine-tuned encoder `key` (trained now, or loaded from its folder), registered in
+        `encoders`; its fine-tuning info goes to `design`'s results."""
+        if key not in encoders:
+            folder = ft_dir / f"encoder-{key}"
+            info: dict = {"folder": str(folder)}
+            if not (folder / "config_sentence_transformers.json").exists():
+                info = finetune_encoder(
+                    ft_sources[key](),
+                    folder,
+                    epochs=args.ft_epochs,
+                    lr=args.ft_lr,
+                    batch_size=args.ft_batch,
+                    max_seq_length=args.ft_max_len,
+                    seed=args.ft_seed,
+                    threads=crf.threads,
+                    max_pairs=args.ft_max_pairs,
+                )
+            else:
+                info["loaded_from"] = str(folder)
+            results["designs"].setdefault(design, {})["encoder_finetune"] = info
+            print(f"encoder {key}: {json.dumps(info, sort_keys=True)}", file=sys.stderr, flush=True)
+            encoders[key] = encoder_spec(
+                {**align.crf.encoder.model_dump(), "kind": "st", "model": str(folder)}
+            )
+        return key
+
+    recipes["ft"] = lambda: trainer(ft_encoder("ft", "ft"))(base_gold)
+    recipes["ftdoc"] = lambda: self_docs(
+        "ftdoc", models.get("ft") or trainer(ft_encoder("ft", "ftdoc"))(base_gold), "ft"
+    )
+    recipes["ftpool"] = lambda: self_docs(
+        "ftpool", trainer(ft_encoder("ftpool", "ftpool"))(base_gold), "ftpool"
+    )
 
     def plaba_sample() -> list[DocPair]:
         return random.Random(13).sample(plaba, min(args.plaba_docs, len(plaba)))
@@ -357,6 +556,8 @@ def main(argv=None) -> int:
         saved = Path(args.models, name) if args.models else None
         if saved and (saved / "model.pt").exists():
             enc = "e5" if name.endswith("e5") else "minilm"
+            if name in FT_ENCODER:
+                enc = ft_encoder(FT_ENCODER[name], name)
             models[name] = CRFAligner.load(saved, make_encoder(encoders[enc], cache))
             out["loaded_from"] = str(saved)
         else:
@@ -370,8 +571,10 @@ def main(argv=None) -> int:
         out["decode_chosen_on_dev"] = f"{decode[0]}@{decode[1]}"
         if plaba and name == "plaba" and args.plaba_cv:
             out["plaba_dev_cv2"] = plaba_cv(plaba, trainer("minilm"))
-        elif plaba and name not in ("plaba", "mix"):  # those two train on PLABA dev
+        elif plaba and name not in TRAINS_ON_PLABA:
             out["plaba_dev"] = score(models[name], plaba)
+        elif plaba:
+            out["plaba_dev"] = "trains on it"
         if test_docs is not None:
             out["cochrane_test_22"] = score(models[name], test_docs)
             out["cochrane_test_22_dev_decode"] = score(models[name], test_docs, *decode)

@@ -11,8 +11,9 @@ checkout's input folders linked in; `medsimp/resources/...` is not there, so the
 resources are found through the package (medsimp.config.resolve_path).
 
 Training runs no epoch (FAST: the seeded initial weights, then everything a trained model writes:
-settings, dictionary, encoder, predictions) to keep the test to minutes; every path a training
-run opens is opened at epoch 0 too, and the training loop itself is tests/test_training_model.py's.
+settings, dictionary, encoder, predictions, logs) to keep the test to minutes: every params path
+(data, dictionaries, encoder) is read at epoch 0 too; the checkpoints, which an epoch adds, live
+in the params-relative cache both runs share, and the loop itself is tests/test_training_model.py's.
 So its outputs cannot equal the lock's: the training stages and those reading their outputs
 (TRAINED) run twice with FAST, from the project folder and from the other folder (outputs under
 `b/...`), and the two must be byte-identical (run records `*.run.json` aside). foreach items repeating a compared command on

@@ -440,6 +440,36 @@ def test_a_fifo_as_an_output_file_is_refused_not_hung(tmp_path, flag):
     assert "medsimp cochrane: Cochrane" not in done.stderr  # nor announced
 
 
+def test_output_file_flags_are_checked_before_work_but_a_folder_flag_keeps_its_folder(
+    tmp_path, monkeypatch, capsys
+):
+    """`evaluate stage --metrics metrics/eval` names a folder written into, which exists after any
+    run: it is not refused as "a folder"; `/dev/stdout` (a link) is standard output only for the
+    flags that print there (--json, --sentence-level), so `--metrics /dev/stdout` is refused at once."""
+    from medsimp.cli.app import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("{}\n")
+    (tmp_path / "eval").mkdir()
+    code = main(["evaluate", "stage", "--metrics", "eval", "--plots", "p.json"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and "is a folder" not in last, last  # refused later: no trained models here
+    code = main(
+        [
+            "cochrane",
+            "--input",
+            str(ROOT / "data/sample/cochrane.jsonl"),
+            "--output",
+            "co",
+            "--metrics",
+            "/dev/stdout",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "is a symbolic link" in err.strip().splitlines()[-1], err
+    assert "medsimp cochrane: Cochrane" not in err and not (tmp_path / "co").exists()  # before any work
+
+
 def test_a_metrics_file_named_like_the_input_is_refused_and_the_input_kept(tmp_path):
     """Issue 35 item 11: `cochrane --input syn.jsonl --metrics syn.jsonl` replaced the input."""
     data = tmp_path / "syn.jsonl"

@@ -318,8 +318,10 @@ def _check_url_holds_no_input(output: str, inputs) -> None:
             raise UsageError(f"--output {output} holds the input {item}; write the output to another prefix")
 
 
-# The flags through which commands name output files (besides --output, which may be a folder).
+# The flags through which commands name output files (besides --output, which may be a folder),
+# and those of them that may name standard output (`-`, /dev/stdout: medsimp.report.evaluate).
 OUTPUT_FILE_FLAGS = ("metrics", "json", "scores", "sentence_level", "report")
+STDOUT_FLAGS = ("json", "sentence_level")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -372,12 +374,12 @@ def main(argv: list[str] | None = None) -> int:
                 _check_url_holds_no_input(args.output, [getattr(args, "input", None) or ""])
             else:
                 atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
-        for flag in ("plots", "save_dir", "report_dir"):  # folders (or files) written into
+        for flag in ("plots", "save_dir", "report_dir", "metrics_dir"):  # folders (or files) written into
             if isinstance(getattr(args, flag, None), str):
                 atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")
         for flag in OUTPUT_FILE_FLAGS:  # every file a command writes, before any work
             value = getattr(args, flag, None)
-            if isinstance(value, str) and value and not atomic.is_stdout(value):
+            if isinstance(value, str) and value and not (flag in STDOUT_FLAGS and atomic.is_stdout(value)):
                 atomic.check_local(value, f"--{flag.replace('_', '-')}")
                 # a link, folder, FIFO or device, or an input: refused now, not after the work;
                 # a file medsimp did not write is decided when it is written (same bytes or not)

@@ -113,6 +113,7 @@ OUTPUT_DESTS = frozenset(
     {
         "output",
         "metrics",
+        "metrics_dir",
         "plots",
         "json",
         "scores",

@@ -65,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     stage.add_argument(
         "--metrics",
+        dest="metrics_dir",  # a folder written into, not an output file (medsimp.cli.app)
         required=True,
         help="folder for the headline metrics, one <model>.json each: MedLane BLEU, SARI, FKGL, "
         "AScore (metrics/eval)",
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_stage(
         args.params_data,
         args.params_dir,
-        metrics_dir=args.metrics,
+        metrics_dir=args.metrics_dir,
         plots=args.plots,
         scores=args.scores,
         mode=args.mode,
