@@ -31,6 +31,12 @@ def _side(rows: Sequence[Mapping], side: str, lang: str | None = None) -> list[M
     return sorted(got, key=lambda r: int(r["sentence_index"]))
 
 
+def english_sides(rows: Sequence[Mapping]) -> tuple[list[str], list[str]]:
+    """The English complex (abstract) and simple (PLS) sentences of one document's rows, in
+    order: what the CRF aligns in `align_document`."""
+    return [r["text"] for r in _side(rows, "complex", "en")], [r["text"] for r in _side(rows, "simple", "en")]
+
+
 def _row(
     doi: str,
     lang: str,

@@ -21,8 +21,9 @@ from alignment.crf import CRFAligner
 from alignment.encoders import make_encoder
 from alignment.gold import DocPair
 from alignment.score import pair_prf
+from alignment.selftrain import review_id, self_train
 from alignment.text import content_tokens
-from medsimp.params_schema import Crf
+from medsimp.params_schema import Crf, SelfTraining
 
 Similarity = Callable[[DocPair], np.ndarray]
 
@@ -146,6 +147,8 @@ def eval_cochrane(
     base_gold: list[DocPair] | None,
     models: Mapping[str, str | Path],
     cv: bool = True,
+    self_training: SelfTraining | None = None,
+    pool: Sequence[DocPair] = (),
 ) -> dict:
     """Pair P/R/F1 on the Cochrane documents (`cochrane_gold`), every system scored on reviews
     it never saw: the CRF trained on the base gold (`crf_base_gold`; params align.gold, the
@@ -153,13 +156,21 @@ def eval_cochrane(
     `models` (NAME -> model folder, e.g. the DAG's out/models/crf_aligner or the PLABA-trained
     one of scripts/train_real_aligner.py), with `cv` the CRF trained on the base gold plus the
     other half of the reviews (`crf_base_plus_cochrane_cv`, 2-fold by DOI), and the Jaccard /
-    TF-IDF threshold baselines tuned on the other half."""
+    TF-IDF threshold baselines tuned on the other half. With `self_training` enabled (params
+    align.self_training), also the CRF self-trained from the base gold on `pool`, unlabelled
+    reviews none of which is scored here (`crf_base_gold_self_trained`: the DAG's recipe)."""
+    if {review_id(d.doc_id) for d in pool} & {review_id(d.doc_id) for d in docs}:
+        raise ValueError("the self-training pool holds a review that is scored")
     encoder = make_encoder(crf.encoder, cache)
     groups = sorted({d.group for d in docs})
     folds = [set(groups[0::2]), set(groups[1::2])]
     systems: dict[str, CRFAligner] = {}
     if base_gold is not None:
         systems["crf_base_gold"] = CRFAligner.train(base_gold, encoder, crf)
+        if self_training is not None and self_training.enabled:
+            systems["crf_base_gold_self_trained"], _ = self_train(
+                base_gold, pool, encoder, crf, self_training
+            )
     for name, path in models.items():
         systems[name] = CRFAligner.load(path, encoder, crf.merge)
     cv = cv and base_gold is not None

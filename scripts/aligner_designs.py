@@ -56,7 +56,6 @@ import argparse
 import json
 import os
 import random
-import re
 import sys
 import tempfile
 import time
@@ -71,12 +70,14 @@ import medsimp  # noqa: E402, F401  (first: pins CPU-independent kernels, medsim
 # isort: split
 import numpy as np  # noqa: E402
 
+from alignment import selftrain  # noqa: E402
 from alignment.crf import CRFAligner, lattice  # noqa: E402
 from alignment.encoders import make_encoder  # noqa: E402
 from alignment.features import pair_features  # noqa: E402
 from alignment.gold import DocPair, gold_sources, read_golds, read_plaba  # noqa: E402
 from alignment.heldout import cochrane_gold  # noqa: E402
 from alignment.score import pair_prf  # noqa: E402
+from alignment.selftrain import review_id  # noqa: E402
 from medsimp.params_schema import encoder_spec, updated  # noqa: E402
 
 # Hand alignments (complex index, simple index) of 10 random validation reviews
@@ -113,12 +114,6 @@ COCHRANE_DEV: dict[str, dict] = {
         "pairs": [(0, 0), (6, 3), (8, 3), (9, 5), (6, 6), (8, 6)],
     },
 }
-
-
-def review_id(doi: str) -> str:
-    """The CD number of a Cochrane DOI (versions of one review share it), else the DOI."""
-    m = re.search(r"(CD|MR)\d+", doi)
-    return m.group() if m else doi
 
 
 def real_reviews(folder: Path) -> list[DocPair]:
@@ -209,19 +204,9 @@ def pseudo_gold(model: CRFAligner, docs: Sequence[DocPair], tau: float) -> tuple
 
 
 def pseudo_documents(model: CRFAligner, docs: Sequence[DocPair], min_p: float) -> tuple[list[DocPair], dict]:
-    """Whole documents labelled by the model (union of both directions, pairs of posterior >=
-    min_p): unlike `pseudo_gold` they keep the reviews' own share of unaligned sentences."""
-    out = [
-        DocPair(
-            d.doc_id,
-            d.complex,
-            d.simple,
-            frozenset(k for k, p in model.align(d.complex, d.simple).pairs.items() if p >= min_p),
-            d.group,
-        )
-        for d in docs
-        if d.complex and d.simple
-    ]
+    """`selfdoc`'s labelled reviews (`alignment.selftrain.pseudo_documents`, what `align train`
+    does with params align.self_training) and their counts."""
+    out = selftrain.pseudo_documents(model, [d for d in docs if d.complex and d.simple], min_p)
     return out, {"min_p": min_p, "documents": len(out), "pairs": sum(len(d.pairs) for d in out)}
 
 

@@ -93,6 +93,8 @@ def prepare(work: Path, log: Path) -> dict[str, Path]:
                 *base,
                 "--set",
                 f"align.gold={REPO / 'data/sample/align_gold.jsonl'}",
+                "--set",
+                "align.self_training.enabled=false",  # a model for the stages timed, not itself timed
                 "align",
                 "train",
                 "--output",

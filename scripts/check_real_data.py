@@ -25,8 +25,8 @@ P/R/F1 on real held-out Cochrane documents beside the lexical baselines (`alignm
 Devaraj et al.'s test split (`--cochrane-test DIR` holding test.source/test.target, or a
 `cochrane/` folder of --data/--public holding them; the 411 val reviews of the shared data
 hold none of the 22). The default aligner is the CRF the DAG trains: params `align.model`
-(out/models/crf_aligner) when present, else one trained on params `align.gold` as align_train
-does; it never saw these reviews. The Jaccard / TF-IDF thresholds are tuned on the other half
+(out/models/crf_aligner) when present, else one trained on params `align.gold` alone (no
+self-training: that needs the DAG's sentence table); it never saw these reviews. The Jaccard / TF-IDF thresholds are tuned on the other half
 of the reviews (2-fold by review). Exits 0 (saying so) when no folder exists; 1 when a run
 fails or its counts do not reconcile (rejected records are reported, not failures).
 """
@@ -147,7 +147,8 @@ def check_multicochrane(folder: Path) -> Counter:
 
 def default_model(params_path: Path, model: str | None) -> tuple[str, Path | None]:
     """The DAG's default CRF: `model` or params align.model when that folder exists (label,
-    folder); else (label, None): trained on params align.gold, the align_train recipe."""
+    folder); else (label, None): trained on params align.gold alone (align_train without its
+    self-training, which needs the DAG's sentence table)."""
     from medsimp.config import load_params, resolve_path
 
     path = Path(model or resolve_path(load_params(str(params_path)).align.model, params_path.parent))

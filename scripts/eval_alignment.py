@@ -11,7 +11,9 @@ the anchor weights (chosen on one half of the file, scored on the other).
 MultiCochrane en-fr PLS pairs: sentence retrieval P@1 of each Vecalign encoder.
 Cochrane English, held out by review (`--cochrane-test DIR`, Devaraj et al.'s test.source/target):
 MultiCochrane's released English test pairs (22 reviews, by DOI) placed in their documents
-(`cochrane_gold`); pair P/R/F1 of the CRF trained on params align.gold (the DAG's default), of
+(`cochrane_gold`); pair P/R/F1 of the CRF trained on params align.gold, of the DAG's recipe
+when params align.self_training is on (that CRF self-trained on Devaraj et al.'s validation
+reviews, `DIR/cochrane/val.*`, less the 10 dev reviews and the 22), of
 each `--model NAME=DIR` (e.g. the PLABA-trained model of scripts/train_real_aligner.py), of the
 CRF trained on align.gold plus the other half of the reviews, and of the Jaccard / TF-IDF
 baselines tuned on the other half. Overlap filter on real gold (`--only overlap`): how many
@@ -288,6 +290,19 @@ def eval_retrieval(path: Path, specs, cache: str) -> dict:
     return out
 
 
+def self_training_pool(data: Path, gold: list, max_documents: int):
+    """The unlabelled reviews the DAG's recipe self-trains on, here: Devaraj et al.'s validation
+    reviews (`DIR/cochrane/val.*`) as `choose_pool` takes them (not the 10 dev reviews nor the
+    22 test reviews); None without the files."""
+    if not (data / "cochrane" / "val.source").exists():
+        return None
+    from aligner_designs import real_reviews
+
+    from alignment.selftrain import choose_pool
+
+    return choose_pool(real_reviews(data / "cochrane"), gold, max_documents)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="../shared/data")
@@ -362,7 +377,15 @@ def main(argv=None) -> int:
         base_dir = Path(args.params).resolve().parent
         base = read_golds([resolve_path(g, base_dir) for g in gold_sources(align.gold)], align.gold_format)
         models = dict(m.split("=", 1) for m in args.models)
-        info.update(eval_cochrane(docs, align.crf, cache, base, models))
+        recipe: dict = {}
+        if align.self_training.enabled:
+            pool = self_training_pool(data, base, align.self_training.max_documents)
+            if pool is None:
+                info["self_training_pool"] = f"skipped: no {data}/cochrane/val.* (the unlabelled reviews)"
+            else:
+                info["self_training_pool"] = pool.stats()
+                recipe = {"self_training": align.self_training, "pool": pool.documents}
+        info.update(eval_cochrane(docs, align.crf, cache, base, models, **recipe))
         results["cochrane_en_heldout"] = info
     if args.only in (None, "filter") and en_pairs.exists() and args.cochrane_test:
         params = load_params(args.params, args.overrides)

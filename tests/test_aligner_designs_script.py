@@ -27,6 +27,12 @@ def test_versions_of_one_review_share_an_id_so_a_test_review_never_enters_the_po
     assert ad.review_id("not a doi") == "not a doi"
 
 
+def test_the_dev_reviews_the_product_keeps_out_of_self_training_are_the_scripts_dev_set(ad):
+    from alignment.selftrain import DEV_REVIEWS
+
+    assert {ad.review_id(doi) for doi in ad.COCHRANE_DEV} == DEV_REVIEWS
+
+
 def test_hand_labels_are_refused_on_documents_split_otherwise(ad):
     """The dev labels are sentence indices: a splitter that cuts a review differently would shift
     them silently, so the rebuilt documents' sentence counts must be the labelled ones."""

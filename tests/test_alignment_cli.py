@@ -133,6 +133,8 @@ def test_train_corpus_align_and_filter(tmp_path):
             + [
                 "--set",
                 "align.crf.epochs=20",
+                "--set",
+                "align.self_training.enabled=false",  # the gold alone (self-training: its own test)
                 "align",
                 "train",
                 "--gold",
@@ -279,7 +281,7 @@ def test_train_on_several_gold_sources(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text("align:\n  gold: [base.jsonl, annotated.jsonl]\n", encoding="utf-8")
     base = ["--params", str(params), *E5, "--set", f"cache.dir={tmp_path / 'cache'}"]
-    base += ["--set", "align.crf.epochs=1"]
+    base += ["--set", "align.crf.epochs=1", "--set", "align.self_training.enabled=false"]
     assert main([*base, "align", "train", "--output", str(tmp_path / "m1")]) == 0
     assert json.loads((tmp_path / "m1" / "stats.json").read_text())["documents"] == 3
     gold = ["--gold", str(tmp_path / "annotated.jsonl"), "--gold", str(tmp_path / "base.jsonl")]

@@ -143,6 +143,8 @@ def test_annotate_export_ingest_and_train(tmp_path, browser):  # noqa: F811
                 str(model),
                 "--set",
                 "align.crf.epochs=3",
+                "--set",
+                "align.self_training.enabled=false",
             ]
         )
         == 0

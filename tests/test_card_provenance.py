@@ -60,7 +60,11 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     other = tmp_path / "other_model"  # not params' align.model
     other.mkdir()
     (other / "model.pt").write_bytes(b"weights")
-    (other / "stats.json").write_text(json.dumps({"gold": [f"gold.jsonl sha256:{content_hash(gold)}"]}))
+    self_trained = {"enabled": True, "input": "out/cochrane", "min_posterior": 0.5}
+    self_trained |= {"pseudo_documents": 7, "pseudo_pairs": 31}
+    (other / "stats.json").write_text(
+        json.dumps({"gold": [f"gold.jsonl sha256:{content_hash(gold)}"], "self_training": self_trained})
+    )
     align_out = tmp_path / "align"
     align_out.mkdir()
     (align_out / "stats.json").write_text(json.dumps({"aligner": used_aligner(str(other), str(tmp_path))}))
@@ -83,6 +87,15 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     assert cards[0]["aligner.model"] == f"other_model sha256:{content_hash(other)}"
     assert cards[0]["aligner.gold"] == f"gold.jsonl sha256:{content_hash(gold)}"
     assert cards[0]["aligner.heldout"].startswith("not measured for this model")  # an unmeasured model
+    from medsimp.corpora.writer import describe_self_training
+
+    nothing = {"enabled": True, "input": "out/cochrane", "pool_read": 9, "pseudo_documents": 0}
+    assert describe_self_training(nothing).startswith("on, but none of the 9 reviews of out/cochrane")
+    assert describe_self_training({"enabled": False}) == "off: trained on the gold alone"
+    assert cards[0]["aligner.self_training"] == (
+        "7 unlabelled reviews of out/cochrane labelled by the gold-trained CRF (31 pairs of posterior "
+        ">= 0.5), then trained on the gold + them; the 22 MC-CLEAN English test reviews are never used"
+    )
     # issue 37 item 3: no calibration for this model, so no precision is claimed for its rows
     assert cards[0]["aligner.expected_row_precision"].startswith(
         "not estimated: no calibration for this model"

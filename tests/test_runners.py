@@ -158,6 +158,8 @@ def runs(tmp_path_factory, cluster):
                 "--set",
                 "align.crf.epochs=20",
                 "--set",
+                "align.self_training.enabled=false",
+                "--set",
                 f"cache.dir={tmp / 'cache-train'}",
                 "align",
                 "train",

@@ -412,9 +412,31 @@ def write_builder(ds: BuiltDataset, out_dir: str | Path, provenance: dict[str, A
 def used_aligner(model_dir: str, params_dir: str) -> dict[str, object]:
     """What a dataset card records of the CRF model `align corpus` used (issue 35 item 4: the card
     named params' model even after `--model OTHER`): its path as params would name it, its content
-    hash and the gold it was trained on (the model's own stats.json)."""
+    hash, the gold it was trained on and its self-training (the model's own stats.json)."""
     from medsimp.config import shown_path
 
     trained = Path(model_dir) / "stats.json"
-    gold = json.loads(trained.read_text(encoding="utf-8")).get("gold") if trained.is_file() else None
-    return {"model": f"{shown_path(model_dir, params_dir)} sha256:{content_hash(model_dir)}", "gold": gold}
+    stats = json.loads(trained.read_text(encoding="utf-8")) if trained.is_file() else {}
+    return {
+        "model": f"{shown_path(model_dir, params_dir)} sha256:{content_hash(model_dir)}",
+        "gold": stats.get("gold"),
+        "self_training": describe_self_training(stats.get("self_training")),
+    }
+
+
+def describe_self_training(info: object) -> str:
+    """One line for the card on how a CRF model was self-trained (`align train`'s stats)."""
+    if not isinstance(info, dict):
+        return "not recorded by align train"
+    if not info.get("enabled"):
+        return "off: trained on the gold alone"
+    if not info.get("pseudo_documents"):
+        return (
+            f"on, but none of the {info.get('pool_read', 0)} reviews of {info.get('input')} is left to label "
+            "(gold, MC-CLEAN test or dev reviews, or one side empty): trained on the gold alone"
+        )
+    return (
+        f"{info.get('pseudo_documents', 0)} unlabelled reviews of {info.get('input')} labelled by the "
+        f"gold-trained CRF ({info.get('pseudo_pairs', 0)} pairs of posterior >= {info.get('min_posterior')}), "
+        "then trained on the gold + them; the 22 MC-CLEAN English test reviews are never used"
+    )

@@ -7,15 +7,24 @@ Counts documents: read = kept (aligned) + rejected (dead letter with the reason)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import Align, Beam
 from medsimp.schemas import PAIRS
-from pipelines.jobs.beam_io import ReadDocuments, counters, grouped_by, new_pipeline, trim_heap
+from pipelines.jobs.beam_io import (
+    ReadDocuments,
+    counters,
+    grouped_by,
+    new_pipeline,
+    read_documents,
+    read_rows,
+    trim_heap,
+)
 from pipelines.jobs.common import (
     Counter,
     Table,
@@ -26,6 +35,9 @@ from pipelines.jobs.common import (
     write_tables,
 )
 from pipelines.sources.files import parquet_lineage
+
+if TYPE_CHECKING:
+    from alignment.gold import DocPair
 
 NAMESPACE = "align"
 _FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text")
@@ -117,6 +129,40 @@ class AlignDocuments(beam.PTransform):
         return {"pairs": aligned.pairs, "dead_letter": aligned.dead_letter}
 
 
+def sentence_files(input_dir: str) -> list[str]:
+    """The sentence table's parquet files (sorted); FileNotFoundError when there are none."""
+    pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
+    files = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    if not files:
+        raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
+    return files
+
+
+def english_documents(input_dir: str) -> Iterator[DocPair]:
+    """Every document of a sentence table as an unlabelled English DocPair (its English
+    abstract and PLS sentences, as the CRF aligns them), read through Beam's FileSystems outside
+    a pipeline: `align train`'s self-training pool. A table `cochrane` wrote is streamed a
+    document at a time; one whose documents span files is grouped in memory first."""
+    from alignment.bridge import english_sides
+    from alignment.gold import DocPair
+    from alignment.selftrain import review_id
+
+    files = sentence_files(input_dir)
+    if grouped_by(files, ["doc_id"]):
+        docs: Iterator[tuple[str, list[dict]]] = (
+            (key[0], rows) for f in files for key, rows in read_documents(f, ["doc_id"], list(_FIELDS))
+        )
+    else:
+        by_doc: dict[str, list[dict]] = defaultdict(list)
+        for f in files:
+            for r in read_rows(f, list(_FIELDS)):
+                by_doc[r["doc_id"]].append(r)
+        docs = iter(sorted(by_doc.items()))
+    for doc_id, rows in docs:
+        complex_, simple = english_sides(rows)
+        yield DocPair(doc_id, complex_, simple, frozenset(), review_id(doc_id))
+
+
 def fallback_notes(result) -> list[str]:
     """A summary note per language pair that a fallback encoder aligned."""
     fallback = counters(result, NAMESPACE) or {}  # no committed counters: no note (stats say why)
@@ -140,9 +186,8 @@ def run(
 ) -> dict:
     """Align every document of `input_dir`; `extra`: facts stats.json records beside the counts
     (the command passes the aligner model actually used, which the dataset card reads)."""
+    files = sentence_files(input_dir)
     pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
-    if not FileSystems.match([pattern])[0].metadata_list:
-        raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
     shards = params.num_shards
     tables = {
         "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key, counter="pairs_total"),
@@ -150,7 +195,6 @@ def run(
     }
     tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
-    files = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
     with new_pipeline(beam_params, beam_args) as p:
         if grouped_by(files, ["doc_id"]):  # a table `cochrane` wrote: stream its documents
             docs = p | "Read" >> ReadDocuments(files, ["doc_id"], list(_FIELDS))

@@ -7,8 +7,9 @@
     medsimp align files --method vecalign --batch pairs.tsv   # src<TAB>tgt<TAB>out per line, models load once
 `align corpus` (Beam; `--input` holds sentences/*.parquet from `medsimp cochrane`):
     medsimp align corpus --input out/cochrane --output out/align --metrics metrics/align.json
-`align train`: the CRF on gold alignments (jsonl DocPairs, PLABA json, MC-CLEAN json, wiki-auto tsv):
-    medsimp align train --gold data/sample/align_gold.jsonl [--gold more.jsonl ...] --output out/models/crf_aligner
+`align train`: the CRF on gold alignments (jsonl DocPairs, PLABA json, MC-CLEAN json, wiki-auto tsv),
+then, with align.self_training.enabled, on the gold + the English reviews of --input as it labels them:
+    medsimp align train --gold data/sample/align_gold.jsonl [--gold more.jsonl ...] [--input out/cochrane] --output out/models/crf_aligner
 For CRF the source is the complex side, the target the simple side. Knobs: params `align`.
 """
 
@@ -66,6 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: params align.gold, one path or a list)",
     )
     train.add_argument("--gold-format", default=None, help="auto, jsonl, plaba, mc_clean, wiki_auto")
+    train.add_argument(
+        "--input",
+        help="sentence table whose English reviews self-training labels "
+        "(default: params align.input; only with align.self_training.enabled)",
+    )
     train.add_argument("--output", help="model dir (default: params align.model)")
     train.add_argument("--metrics", help="also write stats here (DVC metrics)")
 
@@ -122,6 +128,7 @@ def _train(args, params: Align, cache: str | None) -> int:
     from alignment.encoders import make_encoder
     from alignment.gold import gold_sources, read_golds
     from alignment.score import pair_prf
+    from alignment.selftrain import self_train
     from medsimp.atomic import atomic_dir, write_json
     from medsimp.config import resolve_path, shown_path
     from medsimp.corpora.writer import content_hash
@@ -132,8 +139,25 @@ def _train(args, params: Align, cache: str | None) -> int:
     docs = read_golds(gold, args.gold_format or params.gold_format)
     if not docs:
         raise InputError(f"no gold documents in {', '.join(map(str, gold)) or 'align.gold (empty list)'}")
+    if args.input and not params.self_training.enabled:
+        raise InputError(
+            "--input is the reviews self-training labels, and align.self_training.enabled is false"
+        )
+    pool = _pool(args, params, docs) if params.self_training.enabled else None  # read before any work
     enc = make_encoder(params.crf.encoder, cache or None)
-    model = CRFAligner.train(docs, enc, params.crf)
+    self_stats: dict[str, object] = {"enabled": False}
+    if pool is None:
+        model = CRFAligner.train(docs, enc, params.crf)
+    else:
+        model, info = self_train(docs, pool.documents, enc, params.crf, params.self_training)
+        self_stats = {
+            "enabled": True,
+            "input": shown_path(args.input or resolve_path(params.input, args.params_dir), args.params_dir),
+            "min_posterior": params.self_training.min_posterior,
+            "max_documents": params.self_training.max_documents,
+            **pool.stats(),
+            **info,
+        }
     fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
     out = args.output or resolve_path(params.model, args.params_dir)
     stats = {
@@ -143,6 +167,7 @@ def _train(args, params: Align, cache: str | None) -> int:
         "train_f1": round(fit["f1"], 6),
         "train_precision": round(fit["precision"], 6),
         "train_recall": round(fit["recall"], 6),
+        "self_training": self_stats,
         "encoder": enc.name,
         "cache_hits": enc.hits,
         "cache_misses": enc.misses,
@@ -152,6 +177,29 @@ def _train(args, params: Align, cache: str | None) -> int:
         write_json(tmp / "stats.json", output_stats(stats))
     finish_stage("medsimp align train", stats, HEADLINE, args.metrics)
     return 0
+
+
+def _pool(args, params: Align, gold):
+    """The English reviews of the sentence table (`--input`, params align.input) that
+    self-training labels (params align.self_training), or one line saying how to get one."""
+    from alignment.selftrain import choose_pool
+    from medsimp.config import resolve_path, shown_path
+    from medsimp.errors import InputError
+    from pipelines.jobs.align import english_documents, sentence_files
+
+    table = args.input or resolve_path(params.input, args.params_dir)
+    try:
+        sentence_files(table)
+    except FileNotFoundError:
+        raise InputError(
+            f"align.self_training reads the reviews to label from {shown_path(table, args.params_dir)}, "
+            "which holds no sentence table: run `medsimp cochrane` first, pass --input DIR, or set "
+            "align.self_training.enabled=false"
+        ) from None
+    try:
+        return choose_pool(english_documents(table), gold, params.self_training.max_documents)
+    except ValueError as exc:  # a document id twice: the pool would depend on the table's order
+        raise InputError(f"{shown_path(table, args.params_dir)}: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:

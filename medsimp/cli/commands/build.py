@@ -66,6 +66,7 @@ def card_provenance(
         out["aligner.gold"] = (
             ", ".join(gold) if isinstance(gold, list) and gold else "not recorded by align train"
         )
+        out["aligner.self_training"] = str(used.get("self_training") or "not recorded by align")
         out["aligner.heldout"] = heldout_score(out["aligner.model"])
         calibration = (heldout(out["aligner.model"]) or {}).get("calibration")
         merge = params.align.crf.merge

@@ -1,0 +1,186 @@
+"""Self-training of the English CRF on the unlabelled reviews of a sentence table
+(`alignment.selftrain`, `medsimp align train` with params align.self_training)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from alignment.gold import DocPair
+from alignment.selftrain import MC_CLEAN_TEST_REVIEWS, choose_pool, pseudo_documents, review_id
+from medsimp.cli import main
+from medsimp.config import load_params
+from medsimp.params_schema import SelfTraining
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLD = ROOT / "data" / "sample" / "align_gold.jsonl"
+E5 = ["--set", "align.crf.encoder={kind: e5}", "--set", "align.crf.epochs=8"]
+
+
+def _doc(doc_id: str, n_complex: int = 2, n_simple: int = 1) -> DocPair:
+    return DocPair(doc_id, [f"c{i}" for i in range(n_complex)], [f"s{i}" for i in range(n_simple)])
+
+
+def test_self_training_is_on_by_default_with_the_designs_values():
+    """Issue 37: the design chosen on dev gold is what `dvc repro` trains (false: Jiang et al.'s
+    CRF on the gold alone)."""
+    params = load_params(ROOT / "params.yaml", []).align.self_training
+    assert (params.enabled, params.min_posterior, params.max_documents) == (True, 0.5, 150)
+
+
+def test_the_pool_leaves_out_gold_reviews_test_reviews_and_one_sided_documents():
+    gold = [_doc("10.1002/14651858.CD900003")]
+    docs = [
+        _doc("10.1002/14651858.CD123456.pub2"),
+        _doc("10.1002/14651858.CD900003.pub3"),  # another version of a gold review
+        _doc("10.1002/14651858.CD009391.pub2"),  # one of the 22 MC-CLEAN English test reviews
+        _doc("10.1002/14651858.CD012503"),  # another, unversioned
+        _doc("10.1002/14651858.CD222222", n_simple=0),  # no English PLS
+        _doc("10.1002/14651858.CD333333", n_complex=0),
+        _doc("10.1002/14651858.CD006647.pub4"),  # a dev review (the calibration's gold)
+    ]
+    pool = choose_pool(docs, gold, max_documents=0)
+    assert [d.doc_id for d in pool.documents] == ["10.1002/14651858.CD123456.pub2"]
+    assert pool.stats() == {
+        "pool_read": 7,
+        "pool_used": 1,
+        "pool_skipped_one_side_empty": 2,
+        "pool_skipped_gold_document": 1,
+        "pool_skipped_mc_clean_test": 2,
+        "pool_skipped_dev_review": 1,
+        "pool_over_max_documents": 0,
+    }
+    with pytest.raises(ValueError, match="appears twice"):  # the choice would follow the order
+        choose_pool([docs[0], docs[0]], gold, max_documents=0)
+    assert len(MC_CLEAN_TEST_REVIEWS) == 22 and review_id("10.1002/14651858.CD009391.pub2") == "CD009391"
+
+
+def test_the_pool_is_the_same_whatever_the_tables_order_and_holds_at_most_max_documents():
+    docs = [_doc(f"10.1002/14651858.CD{n:06d}") for n in range(100, 160)]
+    chosen = [d.doc_id for d in choose_pool(docs, [], max_documents=7).documents]
+    shuffled = docs[:]
+    random.Random(3).shuffle(shuffled)
+    again = choose_pool(iter(shuffled), [], max_documents=7)
+    assert [d.doc_id for d in again.documents] == chosen and len(chosen) == 7
+    assert again.stats()["pool_over_max_documents"] == 53
+    assert chosen != [d.doc_id for d in docs[:7]]  # by hash, not the first rows
+    assert len(choose_pool(docs, [], max_documents=0).documents) == 60
+
+
+def test_pseudo_documents_keep_the_pairs_at_or_above_the_posterior_floor():
+    from alignment.crf import CRFAligner
+    from alignment.encoders import make_encoder
+    from alignment.gold import read_golds
+    from medsimp.params_schema import Crf, E5Spec
+
+    gold = read_golds([GOLD], "auto")
+    model = CRFAligner.train(gold[:2], make_encoder(E5Spec(), None), Crf(epochs=5))
+    doc = DocPair("x", gold[3].complex, gold[3].simple)
+    posteriors = model.align(doc.complex, doc.simple).pairs
+    for floor in (0.0, 0.5, 0.99):
+        (labelled,) = pseudo_documents(model, [doc], floor)
+        assert labelled.pairs == {k for k, p in posteriors.items() if p >= floor}
+        assert (labelled.complex, labelled.simple) == (doc.complex, doc.simple)
+
+
+def _table(folder: Path, docs: list[tuple[str, list[str], list[str]]], parts: int = 1, reverse: bool = False):
+    rows = []
+    for doc_id, complex_, simple in docs:
+        for side, sents in (("complex", complex_), ("simple", simple)):
+            for i, text in enumerate(sents):
+                rows.append(
+                    {
+                        "sentence_id": f"cochrane:{doc_id}:{side}:en:{i}",
+                        "doc_id": doc_id,
+                        "side": side,
+                        "language": "en",
+                        "section": "Main results" if side == "complex" else "",
+                        "sentence_index": i,
+                        "text": text,
+                    }
+                )
+    if reverse:
+        rows.reverse()
+    (folder / "sentences").mkdir(parents=True)
+    for k in range(parts):
+        pq.write_table(pa.Table.from_pylist(rows[k::parts]), folder / "sentences" / f"part-{k}.parquet")
+
+
+@pytest.mark.slow
+def test_align_train_self_trains_on_the_tables_reviews_the_same_whatever_their_order(tmp_path):
+    gold = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines()]
+    (tmp_path / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold[:2]), encoding="utf-8")
+    reviews = [  # unlabelled: gold documents 3-5 under other review ids, one test review, one gold review
+        (f"10.1002/14651858.CD77777{k}.pub2", g["complex"], g["simple"]) for k, g in enumerate(gold[2:5])
+    ]
+    reviews += [("10.1002/14651858.CD009391.pub2", gold[2]["complex"], gold[2]["simple"])]
+    reviews += [(gold[0]["doc_id"] + ".pub4", gold[0]["complex"], gold[0]["simple"])]
+    _table(tmp_path / "t1", reviews)
+    _table(tmp_path / "t2", reviews, parts=2, reverse=True)  # documents spread over files
+    base = [
+        *E5,
+        "--set",
+        f"cache.dir={tmp_path / 'cache'}",
+        "align",
+        "train",
+        "--gold",
+        str(tmp_path / "gold.jsonl"),
+    ]
+    assert main([*base, "--input", str(tmp_path / "t1"), "--output", str(tmp_path / "m1")]) == 0
+    stats = json.loads((tmp_path / "m1" / "stats.json").read_text())["self_training"]
+    assert {k: stats[k] for k in ("enabled", "pool_read", "pool_used", "pseudo_documents")} == {
+        "enabled": True,
+        "pool_read": 5,
+        "pool_used": 3,
+        "pseudo_documents": 3,
+    }
+    assert (stats["pool_skipped_mc_clean_test"], stats["pool_skipped_gold_document"]) == (1, 1)
+    assert stats["pseudo_pairs"] > 0
+    assert main([*base, "--input", str(tmp_path / "t2"), "--output", str(tmp_path / "m2")]) == 0
+    weights = (tmp_path / "m1" / "model.pt").read_bytes()
+    assert (tmp_path / "m2" / "model.pt").read_bytes() == weights
+    off = ["--set", "align.self_training.enabled=false"]
+    assert main([*off, *base, "--output", str(tmp_path / "m0")]) == 0
+    assert json.loads((tmp_path / "m0" / "stats.json").read_text())["self_training"] == {"enabled": False}
+    assert (tmp_path / "m0" / "model.pt").read_bytes() != weights
+
+
+def test_the_held_out_score_refuses_a_pool_that_holds_a_scored_review():
+    from alignment.heldout import eval_cochrane
+    from medsimp.params_schema import Crf
+
+    scored = [DocPair("10.1002/14651858.CD009391.pub2", ["c"], ["s"], frozenset({(0, 0)}), "g")]
+    pool = [_doc("10.1002/14651858.CD009391.pub3")]  # another version of a scored review
+    with pytest.raises(ValueError, match="holds a review that is scored"):
+        eval_cochrane(scored, Crf(), "", [], {}, self_training=SelfTraining(enabled=True), pool=pool)
+
+
+def test_input_without_self_training_is_refused(tmp_path, capsys):
+    off = ["--set", "align.self_training.enabled=false"]
+    argv = [
+        *off,
+        "align",
+        "train",
+        "--gold",
+        str(GOLD),
+        "--input",
+        str(tmp_path),
+        "--output",
+        str(tmp_path / "m"),
+    ]
+    assert main(argv) == 2
+    assert "align.self_training.enabled is false" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+
+
+def test_self_training_without_a_sentence_table_is_one_line(tmp_path, capsys):
+    argv = [*E5, "align", "train", "--gold", str(GOLD), "--input", str(tmp_path / "none")]
+    assert main([*argv, "--output", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()  # the announce line, then the reason
+    assert len(err) == 2 and "align.self_training.enabled=false" in err[1] and "medsimp cochrane" in err[1]
+    assert not (tmp_path / "m").exists()
