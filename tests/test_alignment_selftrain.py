@@ -112,7 +112,7 @@ def _table(folder: Path, docs: list[tuple[str, list[str], list[str]]], parts: in
 
 
 @pytest.mark.slow
-def test_align_train_self_trains_on_the_tables_reviews_the_same_whatever_their_order(tmp_path):
+def test_align_train_self_trains_on_the_tables_reviews_the_same_whatever_their_order(tmp_path, capsys):
     gold = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines()]
     (tmp_path / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold[:2]), encoding="utf-8")
     reviews = [  # unlabelled: gold documents 3-5 under other review ids, one test review, one gold review
@@ -132,6 +132,9 @@ def test_align_train_self_trains_on_the_tables_reviews_the_same_whatever_their_o
         str(tmp_path / "gold.jsonl"),
     ]
     assert main([*base, "--input", str(tmp_path / "t1"), "--output", str(tmp_path / "m1")]) == 0
+    summary = capsys.readouterr().err  # the counts in one line; stats.json keeps each
+    assert "3 of 5 reviews labelled" in " ".join(summary.split())
+    assert "left out: gold document 1, mc clean test 1" in " ".join(summary.split())
     stats = json.loads((tmp_path / "m1" / "stats.json").read_text())["self_training"]
     assert {k: stats[k] for k in ("enabled", "pool_read", "pool_used", "pseudo_documents")} == {
         "enabled": True,
@@ -158,6 +161,16 @@ def test_the_held_out_score_refuses_a_pool_that_holds_a_scored_review():
     pool = [_doc("10.1002/14651858.CD009391.pub3")]  # another version of a scored review
     with pytest.raises(ValueError, match="holds a review that is scored"):
         eval_cochrane(scored, Crf(), "", [], {}, self_training=SelfTraining(enabled=True), pool=pool)
+
+
+def test_a_table_without_the_sentence_columns_is_one_line(tmp_path, capsys):
+    (tmp_path / "t" / "sentences").mkdir(parents=True)
+    pq.write_table(pa.table({"doc_id": ["a"], "text": ["x"]}), tmp_path / "t" / "sentences" / "p.parquet")
+    argv = [*E5, "align", "train", "--gold", str(GOLD), "--input", str(tmp_path / "t")]
+    assert main([*argv, "--output", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "not a sentence table (no column language, section, sentence_id" in err[1]
+    assert not (tmp_path / "m").exists()
 
 
 def test_input_without_self_training_is_refused(tmp_path, capsys):

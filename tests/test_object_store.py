@@ -227,3 +227,26 @@ def test_an_unreachable_store_is_one_line_in_bounded_time(url, env, says, tmp_pa
     _one_line_exit_2(result, says)
     assert time.monotonic() - started < 90
     assert list(tmp_path.iterdir()) == [], "a local folder was made for the URL"
+
+
+def test_align_train_self_trains_on_a_table_in_the_store_as_on_a_local_one(s3, tmp_path):
+    """`align train`'s self-training pool read through Beam's FileSystems: the published run of
+    `cochrane --output s3://...` gives the model a local table gives, byte for byte."""
+    env, client = s3
+    for out in ("local", f"s3://{BUCKET}/pool"):
+        made = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", out)
+        assert made.returncode == 0, made.stderr[-1500:]
+    gold = tmp_path / "gold.jsonl"  # two gold reviews: the sample's others are the pool
+    lines = (ROOT / "data" / "sample" / "align_gold.jsonl").read_text(encoding="utf-8").splitlines(True)
+    gold.write_text("".join(lines[:2]), encoding="utf-8")
+    run = _marker(client, "pool")["run"]
+    models = {}
+    for name, table in (("local", "local"), ("store", f"s3://{BUCKET}/pool/runs/{run}")):
+        args = ["--set", "align.crf.epochs=5", "--set", f"cache.dir={tmp_path / 'cache'}", "align", "train"]
+        args += ["--gold", str(gold), "--input", table, "--output", f"m-{name}"]
+        trained = _cli(env, tmp_path, *args)
+        assert trained.returncode == 0, trained.stderr[-1500:]
+        models[name] = (tmp_path / f"m-{name}" / "model.pt").read_bytes()
+        stats = json.loads((tmp_path / f"m-{name}" / "stats.json").read_text())["self_training"]
+        assert stats["pool_used"] > 0 and stats["pseudo_pairs"] > 0
+    assert models["store"] == models["local"]

@@ -12,8 +12,10 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from medsimp.errors import InputError
 from medsimp.params_schema import Align, Beam
 from medsimp.schemas import PAIRS
 from pipelines.jobs.beam_io import (
@@ -148,6 +150,11 @@ def english_documents(input_dir: str) -> Iterator[DocPair]:
     from alignment.selftrain import review_id
 
     files = sentence_files(input_dir)
+    for path in files:  # a column missing is one line naming the file, before any row is read
+        with FileSystems.open(path) as fh:
+            missing = sorted(set(_FIELDS) - set(pq.read_schema(fh).names))
+        if missing:
+            raise InputError(f"{path}: not a sentence table (no column {', '.join(missing)})")
     if grouped_by(files, ["doc_id"]):
         docs: Iterator[tuple[str, list[dict]]] = (
             (key[0], rows) for f in files for key, rows in read_documents(f, ["doc_id"], list(_FIELDS))

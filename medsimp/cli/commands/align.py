@@ -175,19 +175,40 @@ def _train(args, params: Align, cache: str | None) -> int:
     with atomic_dir(out) as tmp:
         model.save(tmp)
         write_json(tmp / "stats.json", output_stats(stats))
-    finish_stage("medsimp align train", stats, HEADLINE, args.metrics)
+    summary = {**stats, "self_training": _self_training_line(self_stats)}  # stats.json keeps the counts
+    finish_stage("medsimp align train", stats, HEADLINE, args.metrics, summary=summary)
     return 0
+
+
+def _self_training_line(info: dict) -> str:
+    """The summary's one line for `align train`'s self-training counts."""
+    if not info.get("enabled"):
+        return "off"
+    skipped = ", ".join(
+        f"{key.removeprefix('pool_skipped_').replace('_', ' ')} {n}"
+        for key, n in info.items()
+        if key.startswith("pool_skipped_") and n
+    )
+    return (
+        f"{info['pool_used']} of {info['pool_read']} reviews labelled, {info['pseudo_pairs']} pairs kept"
+        + (f"; left out: {skipped}" if skipped else "")
+    )
 
 
 def _pool(args, params: Align, gold):
     """The English reviews of the sentence table (`--input`, params align.input) that
     self-training labels (params align.self_training), or one line saying how to get one."""
+    from apache_beam.io.filesystems import FileSystems
+
     from alignment.selftrain import choose_pool
     from medsimp.config import resolve_path, shown_path
     from medsimp.errors import InputError
     from pipelines.jobs.align import english_documents, sentence_files
+    from pipelines.jobs.beam_io import pipeline_options
 
     table = args.input or resolve_path(params.input, args.params_dir)
+    # an object-store table (s3://...) is reached with the params' Beam options, as the jobs do
+    FileSystems.set_options(pipeline_options(args.params_data.beam))
     try:
         sentence_files(table)
     except FileNotFoundError:
