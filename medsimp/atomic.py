@@ -8,7 +8,8 @@ holding one of the command's inputs, or an existing file. A marked folder writte
 command is replaced (the normal rerun); one written by another command needs `force`.
 While a folder is being written its writer holds `.<out>.medsimp-lock` beside it, so a second
 command started at the same time on the same `--output` is refused. Temp folders of dead
-processes are swept on the next run. Single files outside output folders are guarded by
+processes are swept on the next run, but only those medsimp marked as its own (a user's folder or
+file named like a leftover is left alone). Single files outside output folders are guarded by
 ownership records (medsimp.ownership).
 
 The CLI registers every input of the running command (`configure(inputs=...)`: each path
@@ -58,6 +59,11 @@ def configure(
         inputs=tuple(Path(p).absolute() for p in inputs if p),
         params_inputs=tuple(Path(p).absolute() for p in params_inputs if p),
     )
+
+
+def current_command() -> str:
+    """The running command's name as `configure` set it (what its ownership records name)."""
+    return str(_RUN["command"])
 
 
 def canonical_json(obj: Any) -> str:
@@ -157,9 +163,17 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
     path = Path(path)
     foreign = check_file_target(path, same_content_ok)
     path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale_file(path)
+    inside = _in_output_dir(path)  # a fresh temp folder of `atomic_dir`: nothing stale, no records
+    if not inside:
+        sweep_stale_file(path)
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
     _create_private(tmp)
+    if not inside:
+        try:
+            ownership.claim_temp(tmp, os.getpid())  # so a sweep after a kill knows it is medsimp's
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
     try:
         yield tmp
         if foreign and (not tmp.is_file() or ownership.digest(tmp) != ownership.digest(path)):
@@ -172,6 +186,8 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
         ownership.settle(path)
     finally:
         tmp.unlink(missing_ok=True)
+        if not inside:
+            ownership.forget(tmp)
 
 
 def _create_private(tmp: Path) -> None:
@@ -252,27 +268,43 @@ def pid_alive(pid: int) -> bool:
 
 
 def sweep_stale(final: Path) -> None:
-    """Remove temp/old siblings of `final` left by processes that no longer run."""
+    """Remove the temp/old folders beside `final` that a killed medsimp process left: named
+    `.<final>.tmp-<pid>` or `.<final>.old-<pid>` for a pid that no longer runs, a real folder
+    of this user (never a link), and marked by medsimp (`.medsimp-output` with `"tool":
+    "medsimp"`: `atomic_dir` marks its temp folder when it creates it, and the old output
+    carries its own marker). Anything else of that name is the user's and is left alone."""
     if not final.parent.is_dir():
         return
     for sibling in final.parent.glob(glob.escape(f".{final.name}.") + "*-*"):
         kind, _, pid = sibling.name.rpartition("-")
         if not (kind.endswith((".tmp", ".old")) and pid.isascii() and pid.isdigit()) or pid_alive(int(pid)):
             continue
-        if sibling.is_dir() and not sibling.is_symlink():
+        if _own_folder(sibling) and (marker_of(sibling) or {}).get("tool") == "medsimp":
             shutil.rmtree(sibling, ignore_errors=True)
-        else:
-            sibling.unlink(missing_ok=True)
+
+
+def _own_folder(path: Path) -> bool:
+    """A folder (not a symlink) of this user."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
 
 
 def sweep_stale_file(path: Path) -> None:
     """Remove the temp files `atomic_file` left beside `path` (`.<stem>.tmp-<pid><suffix>`)
-    when killed, for processes that no longer run."""
+    when killed: for processes that no longer run, this user's regular files that medsimp
+    recorded as its temp files when it created them (`ownership.claim_temp`). A file of that
+    name without such a record is the user's and is left alone."""
     head, tail = f".{path.stem}.tmp-", path.suffix
     for sibling in path.parent.glob(f"{glob.escape(head)}*{glob.escape(tail)}"):
         pid = sibling.name[len(head) : len(sibling.name) - len(tail)]
-        if pid.isascii() and pid.isdigit() and _own_regular_file(sibling) and not pid_alive(int(pid)):
+        if not (pid.isascii() and pid.isdigit()) or pid_alive(int(pid)) or not _own_regular_file(sibling):
+            continue
+        if ownership.is_temp(sibling, int(pid)):
             sibling.unlink(missing_ok=True)
+            ownership.forget(sibling)
 
 
 def _own_regular_file(path: Path) -> bool:
@@ -338,11 +370,18 @@ def atomic_dir(
         check_output_target(final, command, inputs, force or bool(_RUN["force"]))
         sweep_stale(final)
         tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-        if tmp.exists():
+        if tmp.exists() or tmp.is_symlink():  # our pid's name: ours only if marked as medsimp's
+            if not (_own_folder(tmp) and (marker_of(tmp) or {}).get("tool") == "medsimp"):
+                raise UsageError(f"{tmp} exists and medsimp did not write it; move it away first")
             shutil.rmtree(tmp)
         tmp.mkdir()
         _ACTIVE.add(tmp.absolute())
         try:
+            # marked from the start, so a sweep after a kill knows the folder is medsimp's
+            # (`sweep_stale`); the final marker below replaces it
+            (tmp / MARKER).write_text(
+                canonical_json({"command": command, "tool": "medsimp"}), encoding="utf-8"
+            )
             yield tmp
             marker: dict[str, Any] = {"command": command, "tool": "medsimp"}
             if lineage is not None:

@@ -184,6 +184,35 @@ def _write_record(path: Path, record: dict) -> None:
         raise
 
 
+def claim_temp(path: str | Path, pid: int) -> None:
+    """Record that process `pid` of medsimp created the temp file `path` (before it writes
+    to it), so that after a kill only this file, not a user's file of the same name, is
+    swept (`medsimp.atomic.sweep_stale_file`). `forget` drops the record."""
+    path = Path(path)
+    _write_record(path, {"path": _key(path), "temp_of_pid": pid, "tool": "medsimp"})
+
+
+def is_temp(path: str | Path, pid: int) -> bool:
+    """True if `path` is a temp file that medsimp's process `pid` recorded (`claim_temp`)."""
+    path = Path(path)
+    record = _recorded(record_path(path))
+    return record is not None and record.get("path") == _key(path) and record.get("temp_of_pid") == pid
+
+
+def writer(path: str | Path) -> str | None:
+    """The command that wrote the file `path`, if medsimp did and nobody changed it since."""
+    path = Path(path)
+    try:
+        sha = digest(path)
+    except OSError:
+        return None
+    record = _recorded(record_path(path))
+    if record is not None and record.get("path") == _key(path) and sha in _hashes(record):
+        command = record.get("command")
+        return command if isinstance(command, str) else None
+    return None
+
+
 def settle(path: str | Path) -> None:
     """After `path` was renamed into place: the record owns only the new content (the one it
     replaced is dropped), and a legacy record beside the file is removed."""

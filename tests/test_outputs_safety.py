@@ -115,10 +115,86 @@ def test_sigterm_leaves_no_temp_files_and_stale_ones_are_swept(tmp_path):
     os.killpg(proc.pid, signal.SIGTERM)
     proc.wait(timeout=60)
     assert not list(tmp_path.glob(".out.*")) and not out.exists()
-    stale = tmp_path / ".out.tmp-999999999"  # a temp dir of a process that no longer runs
-    stale.mkdir()
+    stale = _killed_writers_temp(out)  # a temp dir of a medsimp process that no longer runs
+    assert stale.is_dir()
     sweep_stale(out)
     assert not stale.exists()
+
+
+def _killed_writers_temp(out: Path) -> Path:
+    """The temp folder a medsimp writer leaves when killed mid-write (no clean-up runs)."""
+    pid = os.fork()
+    if pid == 0:  # the child dies inside `atomic_dir`, as under SIGKILL
+        try:
+            with atomic_dir(out, "t") as tmp:
+                (tmp / "part.parquet").write_text("half")
+                os._exit(9)
+        finally:
+            os._exit(9)
+    os.waitpid(pid, 0)
+    return out.with_name(f".{out.name}.tmp-{pid}")
+
+
+def _killed_file_writers_temp(path: Path) -> Path:
+    """The temp file `atomic_file` leaves when its process is killed mid-write."""
+    from medsimp.atomic import atomic_file
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            with atomic_file(path) as tmp:
+                tmp.write_text("half")
+                os._exit(9)
+        finally:
+            os._exit(9)
+    os.waitpid(pid, 0)
+    return path.with_name(f".{path.stem}.tmp-{pid}{path.suffix}")
+
+
+def test_a_users_folder_or_file_named_like_a_leftover_is_never_swept(tmp_path):
+    """Issue 54: the sweep decided by name and a dead pid, so a user's `.out.tmp-<n>` folder
+    was deleted. Only what medsimp marked as its own goes, whatever the name."""
+    from medsimp.atomic import atomic_file, write_json
+
+    out = tmp_path / "out"
+    users = {
+        tmp_path / ".out.tmp-999999998": "folder",
+        tmp_path / ".out.old-999999997": "folder",
+        tmp_path / ".out.tmp-999999996": "file",
+        tmp_path / ".report.tmp-999999995.json": "file",
+    }
+    for path, kind in users.items():
+        if kind == "folder":
+            path.mkdir()
+            (path / "thesis.tex").write_text("years of work")
+        else:
+            path.write_text("the user's notes")
+    forged = tmp_path / ".out.tmp-999999994"  # a marker of another tool is not medsimp's
+    forged.mkdir()
+    (forged / MARKER).write_text('{"tool": "other"}')
+    ours = _killed_writers_temp(out)
+    ours_file = _killed_file_writers_temp(tmp_path / "report.json")
+    assert ours.is_dir() and ours_file.is_file()
+    with atomic_dir(out, "t") as tmp:
+        (tmp / "a").write_text("1")
+    write_json(tmp_path / "report.json", {"n": 1})
+    with atomic_file(tmp_path / "report.json", same_content_ok=True) as tmp:
+        tmp.write_text('{\n  "n": 1\n}\n')
+    assert not ours.exists() and not ours_file.exists()  # medsimp's own leftovers are swept
+    for path, kind in users.items():
+        assert path.exists(), path
+        assert (path / "thesis.tex").is_file() if kind == "folder" else path.read_text() == "the user's notes"
+    assert forged.is_dir()
+
+
+def test_a_users_folder_with_this_processs_temp_name_is_refused_not_deleted(tmp_path):
+    out = tmp_path / "out"
+    mine = tmp_path / f".out.tmp-{os.getpid()}"
+    mine.mkdir()
+    (mine / "data.txt").write_text("keep")
+    with pytest.raises(UsageError, match="medsimp did not write it"), atomic_dir(out, "t"):
+        pass
+    assert (mine / "data.txt").read_text() == "keep" and not out.exists()
 
 
 def test_atomic_dir_keeps_the_old_output_on_error(tmp_path):

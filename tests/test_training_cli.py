@@ -186,6 +186,26 @@ def test_stage_metrics_folder_keeps_one_file_per_evaluated_model(tmp_path):
         write_model_metrics(tmp_path / "file.json", {"copy": {}})
 
 
+def test_stage_metrics_folder_never_removes_what_another_command_wrote(tmp_path):
+    """Issue 54: `evaluate stage --metrics DIR` deleted every medsimp-written `*.json` in DIR,
+    the files of `evaluate files --json` and other commands too. Only its own go."""
+    from medsimp import atomic
+    from medsimp.atomic import write_json
+    from training.evaluate_stage import write_model_metrics
+
+    folder = tmp_path / "eval"
+    try:
+        atomic.configure("evaluate files")
+        write_json(folder / "mine.json", {"bleu": 1.0})  # another command's output, in the folder
+        atomic.configure("evaluate stage")
+        write_model_metrics(folder, {"copy": {"sari": 1.0}, "old": {"sari": 2.0}})
+        write_model_metrics(folder, {"copy": {"sari": 1.0}})
+    finally:
+        atomic.configure("")
+    assert sorted(p.name for p in folder.iterdir()) == ["copy.json", "mine.json"]
+    assert json.loads((folder / "mine.json").read_text()) == {"bleu": 1.0}
+
+
 def test_evaluate_stage_mode_names_the_files_it_writes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # nothing may appear here: stage mode writes only named files
     with pytest.raises(SystemExit) as exit_info:

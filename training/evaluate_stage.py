@@ -113,10 +113,12 @@ class StageResult:
 
 def write_model_metrics(metrics_dir: str | Path, per_model: dict[str, dict[str, Any]]) -> list[Path]:
     """`metrics_dir/<model>.json` with the `HEADLINE` keys of each model (null when not
-    computed). A `<name>.json` medsimp wrote there before for a model no longer evaluated is
-    removed (never a file medsimp did not write), so the folder lists exactly these models."""
+    computed). A `<name>.json` that this command (`evaluate stage`) wrote there before for a
+    model no longer evaluated is removed, so the folder lists exactly these models; a file
+    another command wrote (`evaluate files --json`, a `--metrics` file) or the user's is never
+    touched: inside a folder written into, a command touches only what it writes."""
     from medsimp import ownership
-    from medsimp.atomic import check_file_target, write_json
+    from medsimp.atomic import check_file_target, current_command, write_json
     from medsimp.errors import UsageError
 
     folder = Path(metrics_dir)
@@ -128,7 +130,7 @@ def write_model_metrics(metrics_dir: str | Path, per_model: dict[str, dict[str, 
         write_json(path, {k: scores.get(k) for k in HEADLINE})
         written.append(path)
     for stale in sorted(folder.glob("*.json")):
-        if stale not in written and ownership.owned(stale):
+        if stale not in written and ownership.writer(stale) == current_command():
             check_file_target(stale)
             stale.unlink()
             ownership.forget(stale)
