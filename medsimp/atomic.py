@@ -387,6 +387,7 @@ def atomic_dir(
             if lineage is not None:
                 marker["lineage"] = sorted(set(lineage))
             elif any(tmp.rglob("*.parquet")):  # the union of the tables written (None: unknown)
+                (tmp / MARKER).unlink()  # the temp marker holds no lineage: read past it, as before
                 tags = read_lineage(tmp)
                 marker["lineage"] = list(tags) if tags is not None else None
             (tmp / MARKER).write_text(canonical_json(marker), encoding="utf-8")
