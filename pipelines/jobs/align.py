@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
@@ -140,6 +142,83 @@ def sentence_files(input_dir: str) -> list[str]:
     return files
 
 
+# The kind each column of a sentence table must hold (the `cochrane`/`msd`/`plaba` schema).
+_KINDS = {
+    "sentence_id": "string",
+    "doc_id": "string",
+    "side": "string",
+    "language": "string",
+    "section": "string",
+    "sentence_index": "integer",
+    "text": "string",
+}
+_NOT_NULL = ("sentence_id", "doc_id", "side", "language", "sentence_index", "text")
+
+
+def _kind_of(dtype: pa.DataType) -> str:
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return "string"
+    if pa.types.is_integer(dtype):
+        return "integer"
+    return str(dtype)
+
+
+def check_sentence_table(files: list[str]) -> None:
+    """InputError (one line naming the file, column and row) unless every file is a sentence
+    table whose cells are of the right kind: the columns of `_FIELDS`, strings and an integer
+    `sentence_index`, no null in `_NOT_NULL`, and no sentence (`sentence_id`) twice, in one file
+    or across part files (a part file copied twice would double every sentence of its
+    documents). Reads the schema, then only the id column and the null counts the files record
+    (a column whose statistics do not say is read), before any work."""
+    first_seen: dict[str, tuple[str, int]] = {}
+    for path in files:
+        with FileSystems.open(path) as fh:
+            meta = pq.ParquetFile(fh).metadata
+            schema = meta.schema.to_arrow_schema()
+            missing = sorted(set(_FIELDS) - set(schema.names))
+            if missing:
+                raise InputError(f"{path}: not a sentence table (no column {', '.join(missing)})")
+            for column, kind in _KINDS.items():
+                found = _kind_of(schema.field(column).type)
+                if found != kind:
+                    raise InputError(f"{path}: column {column} holds {found} values, not {kind}s")
+            suspect = [c for c in _NOT_NULL if _may_hold_nulls(meta, schema.get_field_index(c))]
+        if suspect:
+            with FileSystems.open(path) as fh:
+                table = pq.read_table(fh, columns=suspect)
+            for column in suspect:
+                first = pc.index(table.column(column).is_null(), True).as_py()
+                if first >= 0:
+                    row = first + 1
+                    raise InputError(f"{path}: column {column}, row {row}: empty (null); every row needs one")
+        row = 0
+        for batch in _id_batches(path):
+            for sentence_id in batch:
+                row += 1
+                if sentence_id in first_seen:
+                    where, at = first_seen[sentence_id]
+                    raise InputError(
+                        f"{path}: column sentence_id, row {row}: the sentence {sentence_id!r} appears twice "
+                        f"(first in {where}, row {at}); remove the duplicate part file or rows"
+                    )
+                first_seen[sentence_id] = (path, row)
+
+
+def _may_hold_nulls(meta: pq.FileMetaData, index: int) -> bool:
+    """Whether column `index` may hold a null: its statistics say so, or some row group has none."""
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(index).statistics
+        if stats is None or not stats.has_null_count or stats.null_count:
+            return True
+    return False
+
+
+def _id_batches(path: str) -> Iterator[list[str]]:
+    with FileSystems.open(path) as fh:
+        for batch in pq.ParquetFile(fh).iter_batches(batch_size=50_000, columns=["sentence_id"]):
+            yield batch.column(0).to_pylist()
+
+
 def english_documents(input_dir: str) -> Iterator[DocPair]:
     """Every document of a sentence table as an unlabelled English DocPair (its English
     abstract and PLS sentences, as the CRF aligns them), read through Beam's FileSystems outside
@@ -150,11 +229,7 @@ def english_documents(input_dir: str) -> Iterator[DocPair]:
     from alignment.selftrain import review_id
 
     files = sentence_files(input_dir)
-    for path in files:  # a column missing is one line naming the file, before any row is read
-        with FileSystems.open(path) as fh:
-            missing = sorted(set(_FIELDS) - set(pq.read_schema(fh).names))
-        if missing:
-            raise InputError(f"{path}: not a sentence table (no column {', '.join(missing)})")
+    check_sentence_table(files)  # a column, cell or sentence amiss is one line, before any row is used
     if grouped_by(files, ["doc_id"]):
         docs: Iterator[tuple[str, list[dict]]] = (
             (key[0], rows) for f in files for key, rows in read_documents(f, ["doc_id"], list(_FIELDS))
@@ -194,6 +269,7 @@ def run(
     """Align every document of `input_dir`; `extra`: facts stats.json records beside the counts
     (the command passes the aligner model actually used, which the dataset card reads)."""
     files = sentence_files(input_dir)
+    check_sentence_table(files)
     pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
     shards = params.num_shards
     tables = {
