@@ -39,7 +39,8 @@ Beam, so their environment must set `PINNED_ENV` (docker/worker.Dockerfile, docs
 USE encoder and dynamic programme): a process whose kernels were chosen before medsimp could pin
 them gets one clear error instead of numbers that differ by machine (numpy imported before
 medsimp on an AVX-512 machine also loaded OpenBLAS with that machine's kernels, which
-`require_blas_pinned` refuses; numpy's own dispatch has no public query). The OpenBLAS pin needs
+`require_blas_pinned` refuses, and so does numpy's own AVX-512 dispatch found active in
+`__cpu_features__`, what `numpy.show_runtime()` reads). The OpenBLAS pin needs
 AVX2 and FMA; on x86-64 without them medsimp refuses in one line, and on other architectures
 it is not set (no promise across architectures). Cost, measured on a 2-core AMD EPYC (docs/
 refresh.md "Same numbers on any CPU"): about 2x the wall time of PyTorch's fastest kernels on
@@ -148,7 +149,26 @@ def require_blas_pinned() -> None:
                 f"numpy's OpenBLAS was loaded with this machine's kernels ({', '.join(sorted(set(cores)))}) "
                 f"before medsimp was imported, so results would differ from other CPUs: {_HOW}"
             )
+        wide = numpy_wide_loops()
+        if wide:
+            raise MedsimpError(
+                f"numpy was loaded with this machine's AVX-512 loops ({', '.join(wide)}) before medsimp "
+                f"was imported, so exp, log and tanh would differ from other CPUs: {_HOW}"
+            )
     _BLAS_CHECKED = True
+
+
+def numpy_wide_loops() -> list[str]:
+    """The AVX-512 targets of `NUMPY_AVX512` that numpy's own dispatch has active in this process
+    (numpy reads NPY_DISABLE_CPU_FEATURES once, at import, into `__cpu_features__`, where a
+    disabled feature reads False: what `numpy.show_runtime()` reports); [] when numpy is not
+    loaded yet (it will load pinned) or all are off. The OpenBLAS check alone passed a process
+    that set only OPENBLAS_CORETYPE and imported numpy first (issue 54)."""
+    if "numpy" not in sys.modules:
+        return []
+    from numpy.core._multiarray_umath import __cpu_features__ as features  # numpy 1.26
+
+    return [name for name in NUMPY_AVX512 if features.get(name)]
 
 
 _HOW = "import medsimp before numpy and torch, or start Python with " + " ".join(

@@ -163,6 +163,42 @@ def test_numpy_loaded_before_medsimp_with_other_blas_kernels_is_refused(tmp_path
     )
 
 
+def test_numpy_loaded_first_with_only_openblas_pinned_is_refused_on_an_avx512_cpu(tmp_path):
+    """Issue 54: with only OPENBLAS_CORETYPE set and numpy imported before medsimp, the BLAS
+    check passed while numpy ran its AVX-512 exp/log loops, so CRF posteriors differed silently.
+    numpy's active AVX-512 targets are refused too (on a CPU without AVX-512 there are none, and
+    the process is not refused: it runs the pinned loops)."""
+    code = (
+        "import numpy\n"
+        "import medsimp\n"
+        "from medsimp.errors import MedsimpError\n"
+        "from medsimp.numerics import NUMPY_AVX512, require_blas_pinned\n"
+        "from numpy.core._multiarray_umath import __cpu_features__ as f\n"
+        "print('wide' if any(f.get(n) for n in NUMPY_AVX512) else 'narrow')\n"
+        "try:\n"
+        "    require_blas_pinned()\n"
+        "    print('computed')\n"
+        "except MedsimpError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    env["OPENBLAS_CORETYPE"] = "Haswell"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loops, verdict = done.stdout.splitlines()
+    if loops == "wide":  # an AVX-512 CPU: numpy chose the wide loops before medsimp could pin them
+        assert verdict.startswith("refused: numpy was loaded with this machine's AVX-512 loops (AVX512F")
+    else:
+        assert verdict == "computed"
+    pinned = subprocess.run(  # imported after medsimp: pinned, computes on every CPU
+        [sys.executable, "-c", code.replace("import numpy\nimport medsimp\n", "import medsimp\nimport numpy\n")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert pinned.stdout.splitlines() == ["narrow", "computed"], pinned.stderr[-2000:]
+
+
 def test_an_x86_cpu_without_avx2_is_refused_where_numpys_blas_computes(monkeypatch):
     """OpenBLAS's pinned Haswell kernels need AVX2 and FMA: on an older x86-64 medsimp does not
     force them (an illegal instruction would kill the process) and refuses in one line where
