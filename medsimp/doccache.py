@@ -193,7 +193,7 @@ def _decode(data: bytes | None) -> Any | None:
             return np.load(io.BytesIO(payload), allow_pickle=False)
         if header.get("kind") == "json":
             return json.loads(payload)
-    except (ValueError, OSError, AttributeError):
+    except (ValueError, OSError, AttributeError, RecursionError):  # nested past the parser: not ours
         return None
     return None
 

@@ -15,6 +15,6 @@ def marker_of(folder: str | Path) -> dict[str, Any] | None:
     """The marker of an output folder (None when absent or unreadable)."""
     try:
         data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None

@@ -109,7 +109,7 @@ def _recorded(record_file: Path) -> dict | None:
             return None
         try:
             data = json.loads(fh.read(RECORD_BYTES + 1).decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             return None
     return data if isinstance(data, dict) else None
 

@@ -86,6 +86,39 @@ def test_a_poisoned_entry_runs_nothing_and_is_a_miss(tmp_path):
     assert cache.get(key) is None
 
 
+def test_a_deeply_nested_entry_is_a_miss_not_a_recursion_error(tmp_path):
+    """Issue 54: an entry nested past the JSON parser's depth (its header and checksum intact)
+    raised RecursionError, an internal error; it is a miss, and so is such a header. The same
+    for an ownership record and an output marker."""
+    import hashlib
+    import json
+
+    from medsimp import ownership
+    from medsimp.doccache import FORMAT, DocCache
+    from medsimp.markers import MARKER, marker_of
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    cache = DocCache(tmp_path / "c", "ns")
+    key = "e" * 64
+    entry = cache._path(key)
+    entry.parent.mkdir(parents=True)
+    header = {"format": FORMAT, "kind": "json", "sha256": hashlib.sha256(deep).hexdigest()}
+    entry.write_bytes(json.dumps(header).encode() + b"\n" + deep)
+    assert cache.get(key) is None and cache.misses == 1
+    entry.write_bytes(deep + b"\n[]")
+    assert cache.get(key) is None
+    assert cache.get_or_compute(key, lambda: {"n": 1}) == {"n": 1}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / MARKER).write_bytes(deep)
+    assert marker_of(tmp_path / "out") is None
+    mine = tmp_path / "metrics.json"
+    mine.write_text("{}")
+    record = ownership.record_path(mine)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_bytes(deep)
+    assert not ownership.owned(mine)
+
+
 def test_a_cache_folder_others_can_write_is_refused(tmp_path):
     from medsimp.doccache import DocCache
     from medsimp.errors import UsageError
