@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from medsimp.params_schema import Comparison
+from medsimp.text.copies import DROPS, copy_kind
 from medsimp.text.lemmas import lemma_set
 
 
@@ -29,6 +30,7 @@ def overlap_r(complex_text: str, simple_text: str, lang: str = "en") -> float:
 COMPARISONS = typing.get_args(Comparison)  # params `filter.comparison`
 
 
+
 def passes(r: float, threshold: float, comparison: str = "gt") -> bool:
     """Whether overlap `r` passes: r > threshold (gt, the paper) or r >= threshold (ge)."""
     if comparison == "gt":
@@ -38,21 +40,34 @@ def passes(r: float, threshold: float, comparison: str = "gt") -> bool:
     raise ValueError(f"filter.comparison must be one of {COMPARISONS}, got {comparison!r}")
 
 
-def filter_row(row: dict, threshold: float, comparison: str = "gt", aligner_min: float | None = None) -> dict:
+def filter_row(
+    row: dict,
+    threshold: float,
+    comparison: str = "gt",
+    aligner_min: float | None = None,
+    drop_copies: str = "none",
+    copy_overlap: float = 0.9,
+) -> dict:
     """Add `overlap_r` and `keep` to an aligned-pair row.
 
     English pairs are scored on (complex_text, simple_text); a bridged pair inherits the
     decision of its English pair, (complex_text, pivot_text), since lemmas of two
     languages cannot be compared. `aligner_min` (filter.rule `overlap_or_aligner`, ours; None is
     the paper's rule): a pair the overlap drops is kept when its CRF probability (`crf_score`;
-    a bridged pair's is its English pairs') is at least `aligner_min`.
+    a bridged pair's is its English pairs') is at least `aligner_min`. `drop_copies`
+    (filter.drop_copies; "none" is the paper's rule): a pair that is a copy of the kinds
+    `DROPS[drop_copies]` names (`copy_kind` of its English pair) is not kept, whatever r.
+    The returned row's `copy` key (not a column of the table) says which kind of copy it is.
     """
     simple = row["simple_text"] if row["language"] == "en" or not row.get("pivot_ids") else row["pivot_text"]
     r = overlap_r(row["complex_text"], simple, "en")
     keep = passes(r, threshold, comparison)
     if not keep and aligner_min is not None and row.get("crf_score") is not None:
         keep = float(row["crf_score"]) >= aligner_min
-    return {**row, "overlap_r": r, "keep": keep}
+    kind = copy_kind(row["complex_text"], simple, copy_overlap)
+    if kind in DROPS[drop_copies]:
+        keep = False
+    return {**row, "overlap_r": r, "keep": keep, "copy": kind}
 
 
 # The CRF marginal probability from which the aligner holds a pair more likely aligned than not.

@@ -344,6 +344,8 @@ class Filter(Section):
     comparison: Comparison = "gt"
     rule: Literal["overlap", "overlap_or_aligner"] = "overlap"
     aligner_min: Fraction = 0.9
+    drop_copies: Literal["none", "identical", "near_copy"] = "none"
+    copy_overlap: Fraction = 0.9  # a near copy: each side's word set is this share of the other's
     num_shards: Positive = 1
 
     def aligner_floor(self) -> float | None:
@@ -619,7 +621,6 @@ class AnnotateReport(Section):
     long_sentence: Positive = 80  # a sentence over this many words is an outlier
     length_ratio: Annotated[float, PlainValidator(_range(1, None, "a number >= 1"))] = 4.0
     clip_percentile: Annotated[float, PlainValidator(_range(50, 100, "a number from 50 to 100"))] = 99.0
-    copy_overlap: Fraction = 0.9  # a near copy: each side's words are this share of the other's
 
 
 class Annotate(Section):
@@ -671,6 +672,8 @@ class Params(Section):
 # warning); giving both with different values is an error.
 ALIASES: dict[str, str] = {
     "link.index": "umls.index",  # one QuickUMLS index path: umls-index writes it, link reads it
+    # one definition of a near copy for the filter, the card and the report (issue 53)
+    "annotate.report.copy_overlap": "filter.copy_overlap",
 }
 
 

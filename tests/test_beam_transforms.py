@@ -209,6 +209,39 @@ def test_filter_overlap_or_aligner_keeps_what_the_crf_is_sure_of():
         assert_that(scored["kept"] | beam.Map(lambda r: r["crf_score"]), equal_to([0.95]))
 
 
+def test_filter_drop_copies_is_off_by_default_and_drops_the_kinds_it_names():
+    """Issue 53: identical and near-copy pairs (`alignment.overlap.copy_kind`) are kept by the
+    paper's rule (params default `none`); `identical` drops the first kind, `near_copy` both."""
+    from medsimp.config import load_params
+    from medsimp.text.copies import copy_kind
+
+    same = "Antibiotics reduced the risk of infection after surgery."
+    near = "Antibiotics reduced the risk of an infection after surgery."  # 8 of 9 words, 8 of 8
+    rewrite = "Antibiotics lowered infection risk after operations."
+    assert [copy_kind(same, x, 0.9) for x in (same, " ".join(same.split()), near, rewrite)] == [
+        "identical",
+        "identical",
+        None,  # 8/9 < 0.9: not a near copy at 0.9
+        None,
+    ]
+    assert copy_kind(same, near, 0.85) == "near_copy"
+    params = load_params(ROOT / "params.yaml", []).filter
+    assert (params.drop_copies, params.copy_overlap) == ("none", 0.9)
+    rows = [
+        {"language": "en", "complex_text": same, "simple_text": s, "pivot_ids": [], "pivot_text": ""}
+        for s in (same, near, rewrite)
+    ]
+    kept = {}
+    for option in ("none", "identical", "near_copy"):
+        with BeamTestPipeline() as p:
+            scored = p | beam.Create(rows) | filter_job.FilterOverlap(0.5, "gt", None, option, 0.85)
+            kept[option] = scored["kept"] | beam.Map(lambda r: r["simple_text"])
+            assert_that(
+                kept[option],
+                equal_to([s for s in (same, near, rewrite)][{"none": 0, "identical": 1, "near_copy": 2}[option] :]),
+            )  # fmt: skip
+
+
 def test_write_sorted_writes_sorted_shards_whatever_the_input_order(tmp_path):
     rows = [{"k": k, "v": v} for k, v in [("b", 2), ("a", 3), ("b", 1), ("a", 1)]]
     with BeamTestPipeline() as p:

@@ -262,18 +262,14 @@ def identical_pairs(pairs: list[tuple[str, str]], k: int, show_text: bool) -> di
 def near_copies(
     pairs: list[tuple[str, str]], overlap: float, k: int, show_text: bool
 ) -> dict[str, Any] | None:
-    """Pairs whose simple side barely rewrites the complex one: each side's lower-cased word set
-    shares at least `overlap` of itself with the other's (identical pairs included). `mostly`:
+    """Pairs whose simple side barely rewrites the complex one (`alignment.overlap.copy_kind`
+    with `overlap` = filter.copy_overlap: identical pairs and near copies). `mostly`:
     more than half of the pairs are such copies, which a simplification model learns to copy."""
-    from medsimp.text.readability import tokens
+    from medsimp.text.copies import copy_kind
 
     if not pairs:
         return None
-    hits = []
-    for c, s in pairs:
-        a, b = {t.lower() for t in tokens(c)}, {t.lower() for t in tokens(s)}
-        if a and b and len(a & b) >= overlap * len(a) and len(a & b) >= overlap * len(b):
-            hits.append((c, s))
+    hits = [(c, s) for c, s in pairs if copy_kind(c, s, overlap)]
     share = _share(len(hits), len(pairs))
     shown = sorted({p for p in hits if _quotable(*p)}, key=lambda p: _hash(*p))
     return {
@@ -446,8 +442,9 @@ def config_stats(
     checks: Any = None,
     show_text: bool = False,
     calibration: Calibration | None = None,
+    copy_overlap: float = 0.9,
 ) -> dict[str, Any]:
-    """The numbers of one config. `checks`: `annotate.report` (examples, long_sentence,
+    """The numbers of one config. `copy_overlap`: filter.copy_overlap (what a near copy is). `checks`: `annotate.report` (examples, long_sentence,
     length_ratio, clip_percentile; the schema's defaults when None); outlier and identical-pair
     examples quote text only when `show_text`; `calibration`: the aligner's, for the estimated
     precision of its rows (None: not estimated)."""
@@ -495,7 +492,7 @@ def config_stats(
         ),
         "identical": identical_pairs([(c, s) for c, s, _, _ in pairs], checks.examples, show_text),
         "copies": near_copies(
-            [(c, s) for c, s, _, _ in pairs], checks.copy_overlap, checks.examples, show_text
+            [(c, s) for c, s, _, _ in pairs], copy_overlap, checks.examples, show_text
         ),
         "lowest": lowest_scored(rows, checks.examples, show_text),
         "precision": expected_row_precision(rows, calibration),

@@ -25,10 +25,18 @@ HEADLINE = ("read", "kept", "filtered", "rejected")
 
 
 class FilterFn(beam.DoFn):
-    def __init__(self, threshold: float, comparison: str = "gt", aligner_min: float | None = None):
+    def __init__(
+        self,
+        threshold: float,
+        comparison: str = "gt",
+        aligner_min: float | None = None,
+        drop_copies: str = "none",
+        copy_overlap: float = 0.9,
+    ):
         self.threshold = float(threshold)
         self.comparison = comparison
         self.aligner_min = aligner_min
+        self.drop_copies, self.copy_overlap = drop_copies, float(copy_overlap)
 
     def setup(self):
         from medsimp.text.lemmas import lemma_set
@@ -39,10 +47,17 @@ class FilterFn(beam.DoFn):
     def process(self, row):
         from alignment.overlap import filter_row
 
-        out = filter_row(dict(row), self.threshold, self.comparison, self.aligner_min)
+        out = filter_row(
+            dict(row), self.threshold, self.comparison, self.aligner_min, self.drop_copies, self.copy_overlap
+        )
+        kind = out.pop("copy")
         self.count.inc("read")
         self.count.inc("kept" if out["keep"] else "filtered")
         self.count.inc(f"{'kept' if out['keep'] else 'filtered'}.{out['language']}")
+        if kind:  # identical / near_copy pairs, of all rows and of the kept ones, per language
+            self.count.inc(f"{kind}.{out['language']}")
+            if out["keep"]:
+                self.count.inc(f"kept_{kind}.{out['language']}")
         yield out
 
 
@@ -50,12 +65,21 @@ class FilterOverlap(beam.PTransform):
     """Aligned pair rows -> 'pairs' (every row with its overlap_r and keep) and 'kept' (the
     rows that pass; with `aligner_min`, also those whose CRF probability reaches it)."""
 
-    def __init__(self, threshold: float, comparison: str = "gt", aligner_min: float | None = None):
+    def __init__(
+        self,
+        threshold: float,
+        comparison: str = "gt",
+        aligner_min: float | None = None,
+        drop_copies: str = "none",
+        copy_overlap: float = 0.9,
+    ):
         super().__init__()
         self.threshold, self.comparison, self.aligner_min = threshold, comparison, aligner_min
+        self.drop_copies, self.copy_overlap = drop_copies, copy_overlap
 
     def expand(self, rows):
-        scored = rows | "Score" >> beam.ParDo(FilterFn(self.threshold, self.comparison, self.aligner_min))
+        score = FilterFn(self.threshold, self.comparison, self.aligner_min, self.drop_copies, self.copy_overlap)
+        scored = rows | "Score" >> beam.ParDo(score)
         return {"pairs": scored, "kept": scored | "KeptView" >> beam.Filter(lambda r: r["keep"])}
 
 
@@ -90,7 +114,14 @@ def run(
         scored = (
             p
             | "Read" >> ReadRows(sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list))
-            | "FilterOverlap" >> FilterOverlap(float(params.threshold), comparison, params.aligner_floor())
+            | "FilterOverlap"
+            >> FilterOverlap(
+                float(params.threshold),
+                comparison,
+                params.aligner_floor(),
+                params.drop_copies,
+                float(params.copy_overlap),
+            )
         )
         write_tables(scored, tables, out_dir, shards)
     return finish(
@@ -106,6 +137,12 @@ def run(
             # the paper's rule leaves stats.json as it was; the option says what it kept by
             **(
                 {"rule": params.rule, "aligner_min": params.aligner_floor()} if params.aligner_floor() else {}
+            ),
+            # the paper keeps copies; the option says what it dropped (alignment.overlap.copy_kind)
+            **(
+                {"drop_copies": params.drop_copies, "copy_overlap": float(params.copy_overlap)}
+                if params.drop_copies != "none"
+                else {}
             ),
         },
         zero=("filtered", "rejected"),

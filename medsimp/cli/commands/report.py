@@ -91,7 +91,15 @@ def run(args: argparse.Namespace) -> int:
             rows += table.to_pylist()
         show_text = args.show_restricted or not restricted
         st = report.config_stats(
-            rows, sentences, threshold, syll, rp.top_semtypes, rp, show_text, calibration
+            rows,
+            sentences,
+            threshold,
+            syll,
+            rp.top_semtypes,
+            rp,
+            show_text,
+            calibration,
+            args.params_data.filter.copy_overlap,
         )
         st["examples"] = report.examples(rows, rp.examples) if show_text else []
         pngs[name] = report.figure_png(f"{builder} / {name}", st, rp.bins)
