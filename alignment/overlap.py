@@ -30,7 +30,6 @@ def overlap_r(complex_text: str, simple_text: str, lang: str = "en") -> float:
 COMPARISONS = typing.get_args(Comparison)  # params `filter.comparison`
 
 
-
 def passes(r: float, threshold: float, comparison: str = "gt") -> bool:
     """Whether overlap `r` passes: r > threshold (gt, the paper) or r >= threshold (ge)."""
     if comparison == "gt":

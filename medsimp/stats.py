@@ -20,6 +20,16 @@ def output_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in stats.items() if k not in RUN_KEYS}
 
 
+# Facts of the running command every run record carries (`record_run`): the hash of the params
+# it loaded (`medsimp.config.params_hash`), so a refresh report says what each stage ran with.
+_RUN_FACTS: dict[str, Any] = {}
+
+
+def record_run(**facts: Any) -> None:
+    """Set what every `<metrics>.run.json` of this process records (the CLI: `params_hash`)."""
+    _RUN_FACTS.update(facts)
+
+
 def write_metrics(
     path: str | Path, stats: Mapping[str, Any], headline: Sequence[str], run: Mapping[str, Any] | None = None
 ) -> None:
@@ -30,7 +40,7 @@ def write_metrics(
     run, a cold run and a run at another commit write the same metrics bytes."""
     kept = output_stats(stats)
     write_json(path, {k: kept[k] for k in headline if k in kept})
-    record = {**{k: stats[k] for k in RUN_KEYS if k in stats}, **(run or {})}
+    record = {**{k: stats[k] for k in RUN_KEYS if k in stats}, **_RUN_FACTS, **(run or {})}
     write_json(Path(str(path) + RUN_SUFFIX), record)
 
 

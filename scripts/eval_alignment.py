@@ -111,15 +111,19 @@ def overlap_drop(pairs: list[tuple[str, str]], threshold: float, comparison: str
     }
 
 
-FILTER_RULES = (
-    ("none", None, None),
-    ("overlap", "overlap", None),
-    ("overlap_or_aligner@0.5", "overlap_or_aligner", 0.5),
-    ("overlap_or_aligner@0.9", "overlap_or_aligner", 0.9),
+FILTER_RULES = (  # (name, rule, aligner_min, filter.drop_copies)
+    ("none", None, None, "none"),
+    ("overlap", "overlap", None, "none"),
+    ("overlap_or_aligner@0.5", "overlap_or_aligner", 0.5, "none"),
+    ("overlap_or_aligner@0.9", "overlap_or_aligner", 0.9, "none"),
+    ("overlap+drop_copies=identical", "overlap", None, "identical"),
+    ("overlap+drop_copies=near_copy", "overlap", None, "near_copy"),
 )
 
 
-def eval_filter(docs: list, model: CRFAligner, threshold: float, comparison: str) -> dict:
+def eval_filter(
+    docs: list, model: CRFAligner, threshold: float, comparison: str, copy_overlap: float = 0.9
+) -> dict:
     """Kept precision / recall of each filter rule (FILTER_RULES) on the aligner's blocks:
     a block's sides are joined as the corpus rows join them, scored by `filter_row` like
     `medsimp filter`, and a kept block keeps all its (complex, simple) sentence pairs."""
@@ -139,10 +143,13 @@ def eval_filter(docs: list, model: CRFAligner, threshold: float, comparison: str
                 blocks.append((k, {(i, j) for i in cids for j in sids}, row))
     gold = [set(d.pairs) for d in docs]
     out = {}
-    for name, rule, aligner_min in FILTER_RULES:
+    for name, rule, aligner_min, drop_copies in FILTER_RULES:
         kept: list[set] = [set() for _ in docs]
         for k, pairs, row in blocks:
-            if rule is None or filter_row(row, threshold, comparison, aligner_min)["keep"]:
+            if (
+                rule is None
+                or filter_row(row, threshold, comparison, aligner_min, drop_copies, copy_overlap)["keep"]
+            ):
                 kept[k] |= pairs
         out[name] = pair_prf(gold, kept)
     return out
@@ -407,7 +414,9 @@ def main(argv=None) -> int:
         results["filter_rules"] = {
             "model": name,
             **{
-                k: eval_filter(v, model, params.filter.threshold, params.filter.comparison)
+                k: eval_filter(
+                    v, model, params.filter.threshold, params.filter.comparison, params.filter.copy_overlap
+                )
                 for k, v in where.items()
             },
         }

@@ -163,3 +163,52 @@ def test_write_report_keeps_latest_and_prunes(tmp_path: Path):
     md = (tmp_path / "latest.md").read_text()
     assert md.startswith("# medsimp refresh: nothing to do (exit 3)")
     assert "- up to date: notes" in md and "| stage |" not in md
+
+
+def test_the_report_says_which_params_each_stage_ran_with(tmp_path: Path):
+    """Issue 54: the report recorded the hash of params.yaml as read at the start, though a
+    stage that ran after the file changed used other params. Each stage's run record says
+    what it ran with; the top-level hash is null when they differ from the start's."""
+    import json
+
+    from medsimp.refresh.run import ran_with
+
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    for name, used in (("a", "1111"), ("b", "2222")):
+        (metrics / f"{name}.json").write_text('{"read": 1}')
+        (metrics / f"{name}.json.run.json").write_text(json.dumps({"params_hash": used}))
+    stages = rr.stage_entries(
+        tmp_path,
+        {"a": "ran", "b": "ran", "c": "skipped"},
+        {"a": ["metrics/a.json"], "b": ["metrics/b.json"], "c": []},
+        None,
+    )
+    assert (stages["a"]["params_hash"], stages["b"]["params_hash"]) == ("1111", "2222")
+    assert "params_hash" not in stages["c"]
+    assert ran_with("1111", stages) == {
+        "params_hash": None,
+        "params_changed_during_run": {"at_start": "1111", "stages": {"a": "1111", "b": "2222"}},
+    }
+    same = {k: v for k, v in stages.items() if k != "b"}
+    assert ran_with("1111", same) == {"params_hash": "1111"}
+    assert ran_with("9999", {"c": stages["c"]}) == {"params_hash": "9999"}  # none ran: the start's
+
+
+def test_a_stage_records_the_hash_of_the_params_it_ran_with(tmp_path: Path):
+    import json
+
+    from medsimp.cli import main
+    from medsimp.config import load_params, params_hash
+
+    root = Path(__file__).resolve().parents[1]
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        (root / "params.yaml").read_text(encoding="utf-8").replace("data/sample/", f"{root}/data/sample/")
+    )
+    metrics = tmp_path / "m.json"
+    argv = ["--params", str(params), "--set", "filter.threshold=0.4", "cochrane"]
+    assert main([*argv, "--output", str(tmp_path / "out"), "--metrics", str(metrics)]) == 0
+    run = json.loads(Path(str(metrics) + ".run.json").read_text())
+    assert run["params_hash"] == params_hash(load_params(params, ["filter.threshold=0.4"]))
+    assert run["params_hash"] != params_hash(load_params(params, []))

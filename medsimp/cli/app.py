@@ -341,14 +341,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2  # EXIT_USAGE: no command given
-    from medsimp import atomic
+    from medsimp import atomic, stats
     from medsimp.cli.args import (
         URL_OUTPUT_COMMANDS,
         absolute_worker_paths,
         check_special_inputs,
         command_inputs,
     )
-    from medsimp.config import load_params, params_dir
+    from medsimp.config import load_params, params_dir, params_hash
     from medsimp.errors import EXIT_FAILED, EXIT_USAGE, MedsimpError
 
     atomic.configure(command=command_name(args), force=args.force)
@@ -362,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         args.params_named = named_file  # a command that reads the file again reads it the same way
         args.params_data = load_params(args.params, args.overrides, required=named_file)
         args.params_dir = params_dir(args.params)
+        stats.record_run(params_hash=params_hash(args.params_data))  # what this stage ran with
         # every input reaches every output folder's guard, whichever command runs
         section = _section_or_none(args)
         # a FIFO or device would block or never end in any reader

@@ -45,6 +45,20 @@ def read_metrics(root: Path, paths: list[str]) -> dict[str, int | float]:
     return dict(sorted(flat.items()))
 
 
+def ran_params(root: Path, paths: list[str]) -> str | None:
+    """The `params_hash` a stage's run records (`<metrics>.run.json`) say it ran with; None when
+    they say nothing (an older medsimp). Several different ones are joined with `+`."""
+    found = set()
+    for rel in paths:
+        try:
+            data = json.loads((root / (rel + RUN_SUFFIX)).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("params_hash"), str):
+            found.add(data["params_hash"])
+    return "+".join(sorted(found)) or None
+
+
 def count_changes(
     previous: Mapping[str, Any] | None, current: Mapping[str, Any]
 ) -> dict[str, dict[str, Any]]:
@@ -149,6 +163,9 @@ def stage_entries(
         }
         if status == "ran" and (used := cache_counts({**counts, **run})) is not None:
             entry["cache"] = used
+        ran_with = ran_params(root, metric_paths.get(name, [])) if status == "ran" else None
+        if ran_with:
+            entry["params_hash"] = ran_with  # what the stage ran with, as its run record says
         out[name] = entry
     return out
 
@@ -176,7 +193,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         f"- started {report['started_at']}, finished {report['finished_at']} ({report['duration_s']:.1f} s)",
         f"- git {report['git']['revision'] or 'n/a'}{' (dirty)' if report['git']['dirty'] else ''}, "
-        f"params hash {report['params_hash']}",
+        f"params hash {report['params_hash'] or 'none: params.yaml changed during the run (see each stage)'}",
         f"- stages: {report['summary']}",
         f"- document cache (stages that ran): {cache['hits']} hits, {cache['misses']} misses",
     ]

@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,7 +179,7 @@ def _report(
         "duration_s": round(time.time() - t0, 3),
         "targets": cfg.targets,
         "git": rr.git_info(cfg.root),
-        "params_hash": params_hash(params),
+        **ran_with(params_hash(params), stages),
         "summary": ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in tally.items() if v),
         "stage_order": dag.names,
         "stages": stages,
@@ -192,6 +192,17 @@ def _report(
         "report": f"{stamp}.json",
         "log": f"{stamp}.log" if (cfg.report_dir / f"{stamp}.log").exists() else None,
     }
+
+
+def ran_with(at_start: str, stages: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The report's `params_hash`: the params the stages that ran recorded (each stage's run
+    record), the file as read at the start when none ran. When params.yaml changed while the
+    refresh ran, the stages ran with other params than the start's, or with several: then
+    `params_hash` is null and `params_changed_during_run` names each stage's hash."""
+    used = {name: e["params_hash"] for name, e in stages.items() if e.get("params_hash")}
+    if not used or set(used.values()) == {at_start}:
+        return {"params_hash": at_start}
+    return {"params_hash": None, "params_changed_during_run": {"at_start": at_start, "stages": used}}
 
 
 def run_refresh(

@@ -491,9 +491,7 @@ def config_stats(
             scored, pairs, checks.long_sentence, checks.length_ratio, checks.examples, show_text
         ),
         "identical": identical_pairs([(c, s) for c, s, _, _ in pairs], checks.examples, show_text),
-        "copies": near_copies(
-            [(c, s) for c, s, _, _ in pairs], copy_overlap, checks.examples, show_text
-        ),
+        "copies": near_copies([(c, s) for c, s, _, _ in pairs], copy_overlap, checks.examples, show_text),
         "lowest": lowest_scored(rows, checks.examples, show_text),
         "precision": expected_row_precision(rows, calibration),
         "histograms": {

@@ -78,7 +78,9 @@ class FilterOverlap(beam.PTransform):
         self.drop_copies, self.copy_overlap = drop_copies, copy_overlap
 
     def expand(self, rows):
-        score = FilterFn(self.threshold, self.comparison, self.aligner_min, self.drop_copies, self.copy_overlap)
+        score = FilterFn(
+            self.threshold, self.comparison, self.aligner_min, self.drop_copies, self.copy_overlap
+        )
         scored = rows | "Score" >> beam.ParDo(score)
         return {"pairs": scored, "kept": scored | "KeptView" >> beam.Filter(lambda r: r["keep"])}
 
