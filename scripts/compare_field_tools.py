@@ -23,7 +23,8 @@ Printed: for every system, medsimp's value, the reference tool's, and |differenc
 `sacrebleu.corpus_bleu`, `rouge_1/2/l` (`--rouge-tokenizer rouge-score`) against rouge-score's
 `RougeScorer` (default tokenizer, F1, mean over sentences); `sari_sentmean` (medsimp's SARI
 before issue 29, NLTK tokens) has no field tool to equal and is printed alone. Exit 1 when a
-difference exceeds the tolerance; exit 0 with a message when DIR (or EASSE) is missing.
+difference exceeds the tolerance; exit 2 with a line saying what is missing when it cannot
+compare: DIR, EASSE, or any of the system files (those found are still compared and printed).
 """
 
 from __future__ import annotations
@@ -123,14 +124,19 @@ TOOL = {
 }
 
 
+CANNOT_COMPARE = 2
+
+
 def compare(folder: Path, tolerance: float) -> int:
     worst = 0.0
+    missing: list[str] = []
     print(f"{'lang':<4} {'system':<8} {'metric':<13} {'medsimp':>11} {'field tool':>11} {'|diff|':>9}  tool")
     for lang, systems in SYSTEMS.items():
         for name, rel in systems:
             path = folder / "data" / "sys_outputs" / rel
             if not path.is_file():
-                print(f"{lang:<4} {name:<8} missing {rel}: skipped")
+                print(f"{lang:<4} {name:<8} missing {rel}: not compared")
+                missing.append(rel)
                 continue
             src, hyp, ref = load(path)
             ours, refused = medsimp_scores(src, hyp, ref, lang)
@@ -153,7 +159,15 @@ def compare(folder: Path, tolerance: float) -> int:
                 )
     verdict = "ok" if worst <= tolerance else "FAIL"
     print(f"largest difference {worst:.3g} (tolerance {tolerance:g}): {verdict}")
-    return 0 if worst <= tolerance else 1
+    if worst > tolerance:
+        return 1
+    if missing:
+        total = sum(len(v) for v in SYSTEMS.values())
+        print(
+            f"cannot compare {len(missing)} of {total} systems: missing {', '.join(missing)} under {folder}"
+        )
+        return CANNOT_COMPARE
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,15 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder = Path(args.multicochrane)
     if not (folder / "data" / "sys_outputs").is_dir():
-        print(f"skipped: {folder} holds no data/sys_outputs (a MultiCochrane checkout)")
-        return 0
+        print(f"cannot compare: {folder} holds no data/sys_outputs (give a MultiCochrane checkout)")
+        return CANNOT_COMPARE
     if args.easse:
         sys.path.insert(0, str(Path(args.easse).resolve()))
     try:
         import easse.sari  # noqa: F401
     except ImportError as exc:
-        print(f"skipped: EASSE is not importable ({exc}); give --easse SRC (feralvam/easse 0.2.4)")
-        return 0
+        print(f"cannot compare: EASSE is not importable ({exc}); give --easse SRC (feralvam/easse 0.2.4)")
+        return CANNOT_COMPARE
     return compare(folder, args.tolerance)
 
 

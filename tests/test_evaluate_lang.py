@@ -254,9 +254,23 @@ def _script():
     return module
 
 
-def test_compare_field_tools_skips_a_missing_folder(tmp_path, capsys):
-    assert _script().main(["--multicochrane", str(tmp_path / "nowhere")]) == 0
-    assert capsys.readouterr().out.startswith("skipped: ")
+def test_compare_field_tools_that_cannot_compare_fails_and_says_what_is_missing(tmp_path, capsys):
+    """Issue 53: the script printed "skipped" and exited 0 without EASSE or the folder."""
+    script = _script()
+    assert script.main(["--multicochrane", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().out.startswith("cannot compare: ")
+    (tmp_path / "mc" / "data" / "sys_outputs").mkdir(parents=True)
+    empty = tmp_path / "no_easse"
+    empty.mkdir()
+    if importlib_find("easse") is None:  # not installed: the folder given holds no `easse` either
+        assert script.main(["--multicochrane", str(tmp_path / "mc"), "--easse", str(empty)]) == 2
+        assert "cannot compare: EASSE is not importable" in capsys.readouterr().out
+
+
+def importlib_find(name: str):
+    import importlib.util
+
+    return importlib.util.find_spec(name)
 
 
 def test_compare_field_tools_on_a_tiny_multicochrane_shaped_folder(tmp_path, capsys):
@@ -300,11 +314,12 @@ def test_compare_field_tools_on_a_tiny_multicochrane_shaped_folder(tmp_path, cap
             path.parent.mkdir(parents=True, exist_ok=True)
             data = [{"input": s, "output": o, "gold": g} for s, o, g in rows[lang] * 3]
             path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    assert script.main(["--multicochrane", str(tmp_path / "mc"), "--easse", str(easse)]) == 0
+    assert script.main(["--multicochrane", str(tmp_path / "mc"), "--easse", str(easse)]) == 2
     out = capsys.readouterr().out
     assert "largest difference 0 (tolerance 1e-06): ok" in out
     assert "fr   mt5-r0   `medsimp evaluate` refuses sari, sari_xu2016, sari_sentmean by default" in out
-    assert "missing gpt/GPT_generations_full_French_plain.json: skipped" in out
+    assert "missing gpt/GPT_generations_full_French_plain.json: not compared" in out
+    assert "cannot compare 3 of 5 systems: missing " in out.splitlines()[-1]  # found ones: compared
 
 
 def test_a_dataset_config_in_another_language_than_lang_is_refused(tmp_path, capsys):
