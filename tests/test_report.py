@@ -346,3 +346,29 @@ def test_the_lowest_scored_pairs_come_first():
     ]
     assert [e.keys() for e in lowest_scored(rows, 2, show_text=False)["pairs"]] == [{"score"}, {"score"}]
     assert lowest_scored([{"complex_text": "a", "simple_text": "b"}], 2, True) is None
+
+
+def test_semantic_types_from_a_demo_vocabulary_say_so_on_the_card_chart_and_page(tmp_path):
+    """Issue 53: the data report's semantic-type charts came from the 1,262-term demo
+    vocabulary without a caveat. The link stage records its index's size, the card names the
+    vocabulary, and the report says it above the table, in the Markdown and on the chart."""
+    root = tmp_path / "up"
+    plaba = upstream.write_plaba(root)
+    linked_stats = Path(plaba["linked"]) / "stats.json"
+    params = root / "params.yaml"
+    params.write_text(yaml.safe_dump({"build": {"plaba": {**plaba, "split": SPLIT}}}), encoding="utf-8")
+    pages = {}
+    for demo, terms in ((True, 1262), (False, 3_500_000)):
+        linked_stats.write_text(json.dumps({"index_terms": terms, "index_demo": demo}))
+        out = tmp_path / f"b{demo}" / "plaba"
+        assert main(["--params", str(params), "build", "plaba", "--output", str(out)]) == 0
+        card = (out / "README.md").read_text()
+        report = tmp_path / f"r{demo}"
+        assert main(["report", str(out), "--output", str(report), "--plots", str(tmp_path / f"p{demo}")]) == 0
+        pages[demo] = (card, (report / "report.md").read_text(), (report / "index.html").read_text())
+    card, md, html = pages[True]
+    assert "demo vocabulary (1262 terms, not a UMLS release)" in card
+    assert "Semantic types below come from a demo vocabulary (1262 terms" in md
+    assert 'class="vocabulary"' in html
+    card, md, html = pages[False]
+    assert "UMLS index of 3500000 terms" in card and "demo vocabulary" not in md + html

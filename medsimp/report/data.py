@@ -573,7 +573,13 @@ def figure_png(name: str, st: dict, bins: int) -> bytes:
             )
         ax.set_yticks(y, [_text(f"{row['name']} ({row['tui']})") for row in top], fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlabel("concept mentions (top semantic types)")
+        demo = str(st.get("vocabulary") or "").startswith("demo")
+        ax.set_xlabel(
+            "concept mentions (top semantic types)"
+            + ("\nDEMO VOCABULARY, not UMLS: a smoke test, not the corpus's semantic types" if demo else "")
+        )
+        if demo:
+            ax.set_title(_text("demo vocabulary (not UMLS)"), color="#b00020", fontsize=9)
         ax.legend(fontsize=8)
     fig.suptitle(_text(name))  # a name is text, never matplotlib math
     fig.tight_layout()

@@ -274,7 +274,7 @@ def run(
     beam_args: list[str],
     metrics_file: str | None,
 ) -> dict:
-    from pipelines.text.umls import demo_note, read_manifest
+    from pipelines.text.umls import DEMO_TERMS, demo_note, index_terms, read_manifest
 
     files = sentence_files(input_path)
     manifest = read_manifest(index_dir)  # fail early with a clear message
@@ -310,6 +310,9 @@ def run(
         extra={
             "index_fingerprint": manifest["fingerprint"],
             "index_languages": sorted(manifest["languages"]),
+            # what the card and the data report say of the concepts: a demo vocabulary or UMLS
+            "index_terms": index_terms(manifest),
+            "index_demo": index_terms(manifest) < DEMO_TERMS,
         },
         notes=demo_note(manifest),
         zero=("cache_hits", "cache_misses", "sentences_without_index", "concepts"),

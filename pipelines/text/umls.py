@@ -186,9 +186,14 @@ def _install(manifest: Mapping[str, Any], store: Path, mrconso: str, mrsty: str)
 DEMO_TERMS = 100_000  # MRCONSO rows; a UMLS release has millions, the embedded demo about 1,300
 
 
+def index_terms(manifest: dict[str, Any]) -> int:
+    """The MRCONSO terms of an index, over its languages."""
+    return sum(int(v.get("terms", 0)) for v in manifest.get("languages", {}).values())
+
+
 def demo_note(manifest: dict[str, Any]) -> list[str]:
     """The summary warning for a demo-sized index (the embedded starter vocabulary)."""
-    terms = sum(int(v.get("terms", 0)) for v in manifest.get("languages", {}).values())
+    terms = index_terms(manifest)
     if terms >= DEMO_TERMS:
         return []
     return [

@@ -58,6 +58,8 @@ def card_provenance(
             out[f"input.{key}"] = f"{value} sha256:{content_hash(getattr(located, key))}"
     for name in UPSTREAM.get(args.name, ()):
         out[f"params_hash.{name}"] = params_hash(getattr(params, name))
+    if "link" in UPSTREAM.get(args.name, ()) and getattr(located, "linked", None):
+        out["umls.vocabulary"] = vocabulary(_read_stats(str(located.linked)))
     if "align" in UPSTREAM.get(args.name, ()):
         # the model `align corpus` actually used and its gold, as its stats.json records them
         used = _read_stats(resolve_path(params.align.output, args.params_dir)).get("aligner") or {}
@@ -85,6 +87,17 @@ def card_provenance(
         if params.filter.aligner_floor() is not None:  # ours: the aligner's probability rescues pairs
             out["filter.rule"] = f"{params.filter.rule} (CRF probability >= {params.filter.aligner_floor()})"
     return out
+
+
+def vocabulary(linked_stats: dict) -> str:
+    """What the card says of the UMLS index the link stage used (its stats.json): a demo
+    vocabulary (the embedded starter index, so semantic types are a smoke test) or a release."""
+    terms = linked_stats.get("index_terms")
+    if not isinstance(terms, int):
+        return "not recorded by link"
+    if linked_stats.get("index_demo"):
+        return f"demo vocabulary ({terms} terms, not a UMLS release): concepts and semantic types are a smoke test"
+    return f"UMLS index of {terms} terms"
 
 
 def heldout_score(model: str) -> str:

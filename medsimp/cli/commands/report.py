@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             args.params_data.filter.copy_overlap,
         )
         st["examples"] = report.examples(rows, rp.examples) if show_text else []
+        st["vocabulary"] = str(meta.get("umls.vocabulary") or "")  # a demo one is said on the chart
         pngs[name] = report.figure_png(f"{builder} / {name}", st, rp.bins)
         images[name] = report.png_data_uri(pngs[name])
         configs[name] = st
