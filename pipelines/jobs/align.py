@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
 from medsimp.params_schema import Align, Beam
+from medsimp.progress import ProgressSink, watch
 from medsimp.schemas import PAIRS
 from pipelines.jobs.beam_io import (
     ReadDocuments,
@@ -58,9 +59,10 @@ def pair_sort_key(row: Mapping[str, Any]):
 
 
 class AlignDocFn(beam.DoFn):
-    def __init__(self, params: Align, cache_root: str | None):
+    def __init__(self, params: Align, cache_root: str | None, progress: str | None = None):
         self.params = params
         self.cache_root = cache_root
+        self.progress = ProgressSink(progress)  # documents done, for the launcher's display
 
     def setup(self):
         from alignment.crf import CRFAligner
@@ -102,7 +104,11 @@ class AlignDocFn(beam.DoFn):
             self.count.inc(f"pairs.{p['language']}")
         self.count.inc("pairs_total", len(pairs))
         trim_heap()  # the document's embeddings and CRF tensors are freed: return their pages
+        self.progress.tick()
         yield from pairs
+
+    def finish_bundle(self):
+        self.progress.flush()
 
     def _cache_counts(self) -> tuple[int, int]:
         encs = (self.crf_encoder, self.vec_encoders)
@@ -114,9 +120,12 @@ class AlignDocuments(beam.PTransform):
     document that cannot be aligned, with the reason). The CRF model and the encoders load
     once per worker (AlignDocFn.setup)."""
 
-    def __init__(self, params: Align, cache_root: str | None, grouped: bool = False):
+    def __init__(
+        self, params: Align, cache_root: str | None, grouped: bool = False, progress: str | None = None
+    ):
         super().__init__()
         self.params, self.cache_root, self.grouped = params, cache_root, grouped
+        self.progress = progress  # a folder the workers count finished documents in (medsimp.progress)
 
     def expand(self, sentences):
         if self.grouped:  # (doc_id, rows) already, from ReadDocuments
@@ -127,9 +136,9 @@ class AlignDocuments(beam.PTransform):
                 | "KeyByDoc" >> beam.Map(lambda r: (r["doc_id"], {k: r[k] for k in _FIELDS}))
                 | "GroupByDoc" >> beam.GroupByKey()
             )
-        aligned = docs | "Align" >> beam.ParDo(AlignDocFn(self.params, self.cache_root)).with_outputs(
-            "dead_letter", main="pairs"
-        )
+        aligned = docs | "Align" >> beam.ParDo(
+            AlignDocFn(self.params, self.cache_root, self.progress)
+        ).with_outputs("dead_letter", main="pairs")
         return {"pairs": aligned.pairs, "dead_letter": aligned.dead_letter}
 
 
@@ -163,13 +172,14 @@ def _kind_of(dtype: pa.DataType) -> str:
     return str(dtype)
 
 
-def check_sentence_table(files: list[str]) -> None:
+def check_sentence_table(files: list[str]) -> int:
     """InputError (one line naming the file, column and row) unless every file is a sentence
     table whose cells are of the right kind: the columns of `_FIELDS`, strings and an integer
     `sentence_index`, no null in `_NOT_NULL`, and no sentence (`sentence_id`) twice, in one file
     or across part files (a part file copied twice would double every sentence of its
     documents). Reads the schema, then only the id column and the null counts the files record
     (a column whose statistics do not say is read), before any work."""
+    documents: set[str] = set()
     first_seen: dict[str, tuple[str, int]] = {}
     for path in files:
         with FileSystems.open(path) as fh:
@@ -192,8 +202,9 @@ def check_sentence_table(files: list[str]) -> None:
                     row = first + 1
                     raise InputError(f"{path}: column {column}, row {row}: empty (null); every row needs one")
         row = 0
-        for batch in _id_batches(path):
-            for sentence_id in batch:
+        for ids, docs in _id_batches(path):
+            documents.update(docs)
+            for sentence_id in ids:
                 row += 1
                 if sentence_id in first_seen:
                     where, at = first_seen[sentence_id]
@@ -202,6 +213,7 @@ def check_sentence_table(files: list[str]) -> None:
                         f"(first in {where}, row {at}); remove the duplicate part file or rows"
                     )
                 first_seen[sentence_id] = (path, row)
+    return len(documents)
 
 
 def _may_hold_nulls(meta: pq.FileMetaData, index: int) -> bool:
@@ -213,10 +225,10 @@ def _may_hold_nulls(meta: pq.FileMetaData, index: int) -> bool:
     return False
 
 
-def _id_batches(path: str) -> Iterator[list[str]]:
+def _id_batches(path: str) -> Iterator[tuple[list[str], list[str]]]:
     with FileSystems.open(path) as fh:
-        for batch in pq.ParquetFile(fh).iter_batches(batch_size=50_000, columns=["sentence_id"]):
-            yield batch.column(0).to_pylist()
+        for batch in pq.ParquetFile(fh).iter_batches(batch_size=50_000, columns=["sentence_id", "doc_id"]):
+            yield batch.column(0).to_pylist(), batch.column(1).to_pylist()
 
 
 def english_documents(input_dir: str) -> Iterator[DocPair]:
@@ -269,7 +281,7 @@ def run(
     """Align every document of `input_dir`; `extra`: facts stats.json records beside the counts
     (the command passes the aligner model actually used, which the dataset card reads)."""
     files = sentence_files(input_dir)
-    check_sentence_table(files)
+    documents = check_sentence_table(files)
     pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
     shards = params.num_shards
     tables = {
@@ -278,14 +290,15 @@ def run(
     }
     tables = stamp(tables, parquet_lineage(input_dir))
     prepare_dirs(out_dir, tables)
-    with new_pipeline(beam_params, beam_args) as p:
+    progress = FileSystems.join(out_dir, ".progress")  # removed before the output is published
+    with watch(progress, documents, "align corpus"), new_pipeline(beam_params, beam_args) as p:
         if grouped_by(files, ["doc_id"]):  # a table `cochrane` wrote: stream its documents
             docs = p | "Read" >> ReadDocuments(files, ["doc_id"], list(_FIELDS))
             aligned = docs | "Key" >> beam.MapTuple(lambda key, rows: (key[0], rows))
-            pairs = aligned | "AlignDocuments" >> AlignDocuments(params, cache_root, grouped=True)
+            pairs = aligned | "AlignDocuments" >> AlignDocuments(params, cache_root, True, progress)
         else:
             sentences = p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))
-            pairs = sentences | "AlignDocuments" >> AlignDocuments(params, cache_root)
+            pairs = sentences | "AlignDocuments" >> AlignDocuments(params, cache_root, False, progress)
         write_tables(pairs, tables, out_dir, shards)
     return finish(
         p.result,
