@@ -21,9 +21,10 @@ from alignment.crf import CRFAligner
 from alignment.encoders import make_encoder
 from alignment.gold import DocPair
 from alignment.score import pair_prf
-from alignment.selftrain import review_id, self_train
+from alignment.selftrain import self_train
 from alignment.text import content_tokens
 from medsimp.params_schema import Crf, SelfTraining
+from medsimp.reviews import review_key
 
 Similarity = Callable[[DocPair], np.ndarray]
 
@@ -159,7 +160,7 @@ def eval_cochrane(
     TF-IDF threshold baselines tuned on the other half. With `self_training` enabled (params
     align.self_training), also the CRF self-trained from the base gold on `pool`, unlabelled
     reviews none of which is scored here (`crf_base_gold_self_trained`: the DAG's recipe)."""
-    if {review_id(d.doc_id) for d in pool} & {review_id(d.doc_id) for d in docs}:
+    if {review_key(d.doc_id) for d in pool} & {review_key(d.doc_id) for d in docs}:
         raise ValueError("the self-training pool holds a review that is scored")
     encoder = make_encoder(crf.encoder, cache)
     groups = sorted({d.group for d in docs})

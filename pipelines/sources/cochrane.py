@@ -17,6 +17,7 @@ from itertools import zip_longest
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
+from medsimp.reviews import review_key
 from pipelines.sources.files import iter_lines, list_files
 from pipelines.sources.records import FormatError, check_text, guarded, int_field, loads
 from pipelines.sources.rows import locator_key
@@ -90,8 +91,9 @@ def split_doi(doi: str) -> tuple[str, int]:
 
 
 def doi_key(doi: str) -> str:
-    """The join key of a normalised DOI: DOIs are case-insensitive."""
-    return doi.lower()
+    """The join key of a DOI: the review's identity (`medsimp.reviews.review_key`: DOIs are
+    case-insensitive, and a review's versions and URL forms share its CD number)."""
+    return review_key(doi)
 
 
 def normalise_doi(doi: str) -> str:
