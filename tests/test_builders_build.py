@@ -600,15 +600,16 @@ def test_benchmark_reviews_spelled_another_way_land_in_test_and_validation(tmp_p
     assert "validation: 1 from the dev reviews the aligner's calibration is fitted on" in body
 
 
-def test_devaraj_files_give_the_split_and_the_card_counts_each_source(tmp_path):
-    """The input's own split (Devaraj's train/val/test files, the sentence table's locator) comes
-    before the hash; the card says per split how many reviews came from each source."""
+def test_the_inputs_own_split_comes_before_the_hash_and_the_card_counts_each_source(tmp_path):
+    """The input's own split (the sentence table's `split` column: Devaraj's train/val/test
+    files, a canonical `split` field) comes before the hash; the card says per split how many
+    reviews came from each source."""
     given = {
-        "10.1002/14651858.CD000003": "val.doi:1",
-        "10.1002/14651858.CD000004": "test.doi:7",
-        "10.1002/14651858.CD000005": "train.doi:2",
+        "10.1002/14651858.CD000003": "validation",
+        "10.1002/14651858.CD000004": "test",
+        "10.1002/14651858.CD000005": "train",
     }
-    params = _params_with(tmp_path, BENCHMARK, {**given, "10.1002/14651858.cd000255": "test.doi:3"})
+    params = _params_with(tmp_path, BENCHMARK, {**given, "10.1002/14651858.cd000255": "test"})
     _build(params, "multicochrane", tmp_path / "mc")
     splits = _review_splits(tmp_path / "mc", tmp_path)
     assert splits["10.1002/14651858.CD000003"] == {"validation"}
@@ -620,29 +621,25 @@ def test_devaraj_files_give_the_split_and_the_card_counts_each_source(tmp_path):
     assert "test: 1 from MC-CLEAN's released English test reviews, 1 from the input's own split" in line
 
 
-def test_a_split_field_gives_the_split(tmp_path):
-    params = _params_with(tmp_path, None, {"10.1002/14651858.CD000003": "split=test"})
-    _build(params, "multicochrane", tmp_path / "mc")
-    assert _review_splits(tmp_path / "mc", tmp_path)["10.1002/14651858.CD000003"] == {"test"}
-
-
 def test_a_planted_leak_is_refused_in_one_line_naming_the_review(tmp_path, capsys):
     """An input split putting an MC-CLEAN test review in train, or a review in two of the input's
     files, is refused before any output is written; the named override builds it, benchmark
     first, and the card records it."""
-    leak = {"10.1002/14651858.cd000255": "train.doi:4", "10.1002/14651858.CD000003": "split=train"}
+    leak = {"10.1002/14651858.cd000255": "train", "10.1002/14651858.CD000003": "train/test"}
     params = _params_with(tmp_path, BENCHMARK, leak)
     out = tmp_path / "mc"
     assert main(["--params", str(params), "build", "multicochrane", "--output", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "leakage refused" in err[1]
+    assert "2 review(s) in two splits or a benchmark test review outside test" in err[1]
+    assert "CD000003 (input test, input train)" in err[1]
     assert "CD000255 (mc_clean_test test, input train)" in err[1] and "allow_split_conflicts" in err[1]
     assert not out.exists()
     params = _params_with(tmp_path, BENCHMARK, leak, allow_split_conflicts=True)
     _build(params, "multicochrane", out)
     assert _review_splits(out, tmp_path)["10.1002/14651858.cd000255"] == {"test"}
     _meta, body = _card(out)
-    assert "Override: build.multicochrane.allow_split_conflicts is on; 1 review(s)" in body
+    assert "Override: build.multicochrane.allow_split_conflicts is on; 2 review(s)" in body
     assert "CD000255 (mc_clean_test test, input train)" in body
 
 

@@ -8,11 +8,15 @@ used to place concept spans in joined multi-sentence sides) and the linked table
 Configs: `<lang>` holds every aligned pair of language `<lang>` with its overlap `r`
 and `keep` flag; `<lang>-filtered` has the same validation/test splits and a training
 split of only the pairs with `keep` true (the paper filters the training set only;
-`filter_splits` widens it). Splits are by review (DOI), the same in every language:
+`filter_splits` widens it). Splits are by review (`medsimp.reviews.review_key`), the same in
+every language, from the most authoritative source at hand (`assign_splits`): MC-CLEAN's 22
+English test reviews -> test and the calibration's dev reviews -> validation; the input's own
+split (the sentence table's `split` column); `mc_human.json`'s split fields; then the hash:
 seeded by `unit_hash` (documented as NOT MC-CLEAN), or, when `mc_human` points at
-MultiCochrane's `mc_human.json`, 22 test and 5 validation MC-CLEAN reviews holding their
+MultiCochrane's `mc_human.json`, MC-CLEAN reviews filling 22 test and 5 validation with their
 human (gold) alignments, the rest train; in those reviews every other language's pairs are
-the English gold composed with the PLS bridge (`bridge_gold`).
+the English gold composed with the PLS bridge (`bridge_gold`). Sources that disagree about a
+review are refused unless `allow_split_conflicts`. Gold rows go through the overlap filter.
 """
 
 from __future__ import annotations
@@ -107,8 +111,8 @@ FEATURES = {
     "crf_score": "CRF alignment score (marginal probability of the pair)",
     "vecalign_score": "Vecalign cost of the PLS-PLS step (null for en)",
     "overlap_r": "overlap r of the English pair (bridged pairs inherit it)",
-    "keep": "true when the pair passes the overlap filter (r > threshold by default); the "
-    "training split of the `-filtered` configs holds only these (null for gold rows)",
+    "keep": "true when the pair passes the overlap filter (r > threshold by default; MC-CLEAN gold "
+    "rows too, as in the paper); the training split of the `-filtered` configs holds only these",
     "complex_concepts": "UMLS concepts of the complex side; start/end index `complex_text`",
     "simple_concepts": "UMLS concepts of the simple side; start/end index `simple_text`",
     "complex_readability": "readability of each complex sentence, aligned with `complex_ids` "
@@ -212,11 +216,6 @@ def mc_clean_split(
     return out
 
 
-# Devaraj et al.'s files are train/val/test.{source,target,doi}; the cochrane job's locator of a
-# Devaraj row is `<file>.doi:<line>`
-_DEVARAJ_LOCATOR = re.compile(r"^(train|val|test)\.doi:\d+$")
-_INPUT_SPLITS = {"train": "train", "val": "validation", "validation": "validation", "test": "test"}
-
 # Where a review's split came from, most authoritative first (the card counts reviews per source)
 SOURCES = {
     "mc_clean_test": "MC-CLEAN's released English test reviews",
@@ -231,36 +230,25 @@ _RANK = {name: n for n, name in enumerate(SOURCES)}
 
 
 def input_splits(path: str | Path) -> dict[str, set[str]]:
-    """review key -> the splits the input gives it, read from the sentence table: the `split`
-    column where a file has one (the canonical JSONL's `split` field), else the Devaraj file
-    a row came from (`train`/`val`/`test` in its locator). Reviews without either are absent."""
+    """review key -> the splits the input gives it: the sentence table's `split` column (the
+    cochrane job fills it from a canonical record's `split` field or the Devaraj file a review
+    came from: train/val/test). Reviews without one, and tables without the column, give none."""
     files = sorted(Path(path).glob("*.parquet")) if Path(path).is_dir() else [Path(path)]
     out: dict[str, set[str]] = {}
-    seen: set[tuple[str, str]] = set()
     for f in files:
         names = set(pq.read_schema(f).names)
-        columns = [c for c in ("doc_id", "locator", "split") if c in names]
-        if "doc_id" not in columns:
-            raise BuildError(f"{f.name}: no doc_id column (not a sentence table)")
+        if not {"doc_id", "split"} <= names:
+            continue
         for batch in pq.ParquetFile(f).iter_batches(
-            batch_size=CHUNK_ROWS, columns=columns, use_threads=False
+            batch_size=CHUNK_ROWS, columns=["doc_id", "split"], use_threads=False
         ):
-            data = batch.to_pydict()
-            locators = data.get("locator") or [None] * batch.num_rows
-            given = data.get("split") or [None] * batch.num_rows
-            for doc_id, locator, split in zip(data["doc_id"], locators, given):
-                if not doc_id:
-                    continue
-                m = _DEVARAJ_LOCATOR.match(locator or "")
-                name = split or (m.group(1) if m else None)
-                if name is None or (doc_id, name) in seen:
-                    continue
-                seen.add((doc_id, name))
-                if name not in _INPUT_SPLITS:
-                    raise BuildError(
-                        f"{f.name}: review {doc_id} has split {name!r} (train/val/validation/test)"
-                    )
-                out.setdefault(review_key(doc_id), set()).add(_INPUT_SPLITS[name])
+            for doc_id, split in zip(batch.column("doc_id").to_pylist(), batch.column("split").to_pylist()):
+                if doc_id and split:
+                    if split not in ("train", "validation", "test"):
+                        raise BuildError(
+                            f"{f.name}: review {doc_id} has split {split!r} (train/validation/test)"
+                        )
+                    out.setdefault(review_key(doc_id), set()).add(split)
     return out
 
 

@@ -63,6 +63,17 @@ class ReviewRecord:
     abstract: tuple[Section, ...]
     pls: tuple[Section, ...]
     locator: str
+    split: str | None = None  # the input's own split (train/validation/test), None when it gives none
+
+
+# The input's own split of a review: a canonical record's `split` field, a Devaraj file's name
+SPLIT_NAMES = {
+    "train": "train",
+    "val": "validation",
+    "validation": "validation",
+    "dev": "validation",
+    "test": "test",
+}
 
 
 @dataclass
@@ -140,7 +151,19 @@ def parse_canonical(obj, locator: str) -> ReviewRecord:
     pls = _sections(obj.get("pls"), "pls")
     if not abstract and not pls:
         raise FormatError("empty_record", "neither abstract nor pls has text")
-    return ReviewRecord(base, version, language, check_text(title, "title"), abstract, pls, locator)
+    split = obj.get("split")
+    if split is not None and (not isinstance(split, str) or split.strip().lower() not in SPLIT_NAMES):
+        raise FormatError("bad_split", f"split must be one of {', '.join(SPLIT_NAMES)}")
+    return ReviewRecord(
+        base,
+        version,
+        language,
+        check_text(title, "title"),
+        abstract,
+        pls,
+        locator,
+        SPLIT_NAMES[split.strip().lower()] if split is not None else None,
+    )
 
 
 def _check_size(text: str, what: str) -> None:
@@ -194,6 +217,7 @@ def _devaraj_record(name: str, number: int, doi, source, target) -> ReviewRecord
         (Section("", check_text(source, "source")),),
         (Section("", check_text(target, "target")),),
         locator,
+        SPLIT_NAMES.get(name) if name in ("train", "val", "test") else None,  # Devaraj's file names
     )
 
 
