@@ -112,9 +112,9 @@ def cochrane_gold(pairs_path: Path, test_dir: Path) -> tuple[list[DocPair], dict
     src = devaraj_test_file(test_dir, "source").read_text(encoding="utf-8").splitlines()
     tgt = devaraj_test_file(test_dir, "target").read_text(encoding="utf-8").splitlines()
     nsrc, ntgt = [_norm(x) for x in src], [_norm(x) for x in tgt]
-    by_doi: dict[str, list[dict]] = defaultdict(list)
+    by_doi: dict[str, list[dict]] = defaultdict(list)  # by review (`review_key`): one document each
     for r in rows:
-        by_doi[r["doi"]].append(r)
+        by_doi[review_key(r["doi"])].append(r)
     docs, info = [], {"reviews": len(by_doi), "gold_pairs_released": len(rows), "reviews_not_found": 0}
     info.update(complex_not_in_document=0, simple_not_in_document=0, gold_pairs_in_documents=0)
     for doi in sorted(by_doi):
@@ -135,7 +135,7 @@ def cochrane_gold(pairs_path: Path, test_dir: Path) -> tuple[list[DocPair], dict
             info["simple_not_in_document"] += not si
             info["gold_pairs_in_documents"] += bool(ci and si)
             pairs |= {(a, b) for a in ci for b in si}
-        docs.append(DocPair(doi, complex_, simple, frozenset(pairs), doi))
+        docs.append(DocPair(by_doi[doi][0]["doi"], complex_, simple, frozenset(pairs), doi))
     info["documents"] = len(docs)
     info["gold_sentence_pairs"] = sum(len(d.pairs) for d in docs)
     return docs, info

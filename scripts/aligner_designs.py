@@ -138,10 +138,10 @@ def real_reviews(folder: Path) -> list[DocPair]:
 
 def cochrane_dev(reviews: Sequence[DocPair]) -> list[DocPair]:
     """COCHRANE_DEV placed on the rebuilt validation documents."""
-    by_doi = {d.doc_id: d for d in reviews}
+    by_review = {review_key(d.doc_id): d for d in reviews}
     out = []
     for doi, lab in COCHRANE_DEV.items():
-        d = by_doi[doi]
+        d = by_review[review_key(doi)]
         if (len(d.complex), len(d.simple)) != tuple(lab["n"]):
             raise ValueError(f"{doi}: sentence counts {len(d.complex), len(d.simple)} != {lab['n']}")
         out.append(DocPair(doi, d.complex, d.simple, frozenset(map(tuple, lab["pairs"])), d.group))
