@@ -297,6 +297,14 @@ def test_missing_input_is_a_clear_error(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_cover_splits_never_moves_a_fixed_key_but_counts_it():
+    from medsimp.corpora.common import cover_splits
+
+    split_of = {"a": "test", "b": "test", "c": "test"}
+    out = cover_splits(split_of, {"en": {"a", "b", "c"}}, 13, fixed={"a", "b"})
+    assert out["a"] == out["b"] == "test" and out["c"] == "train"
+
+
 def test_cover_splits_gives_small_languages_train_then_test_then_validation():
     from medsimp.corpora.common import cover_splits, seeded_split
 
@@ -595,6 +603,9 @@ def test_benchmark_reviews_spelled_another_way_land_in_test_and_validation(tmp_p
     splits = _review_splits(tmp_path / "mc", tmp_path)
     assert splits["10.1002/14651858.cd000255"] == {"test"}
     assert splits["10.1002/14651858.Cd003300.PUB2"] == {"validation"}
+    # the placed reviews count for a small corpus's cover of every split, and never move
+    stats = json.loads((tmp_path / "mc" / "stats.json").read_text(encoding="utf-8"))
+    assert all(stats["splits"][lang]["train"] > 0 for lang in ("en", "es", "fr"))
     _meta, body = _card(tmp_path / "mc")
     assert "test: 1 from MC-CLEAN's released English test reviews" in body
     assert "validation: 1 from the dev reviews the aligner's calibration is fitted on" in body

@@ -320,18 +320,20 @@ def assign_splits(
         # a review's spellings share the split of its first DOI (one spelling: the DOI's own hash)
         first: dict[str, str] = {}
         for d in dois:  # sorted: the first spelling of each review
-            if keys[d] not in chosen:
-                first.setdefault(keys[d], d)
+            first.setdefault(keys[d], d)
         hashed = seeded_split(
-            first.values(), float(cfg.split.validation), float(cfg.split.test), cfg.split.seed
+            (first[k] for k in free), float(cfg.split.validation), float(cfg.split.test), cfg.split.seed
         )
-        if not claims:  # small corpora: every language gets train, test, validation when it can
-            hashed = cover_splits(
-                hashed,
-                {lang: {first[keys[d]] for d in ds} for lang, ds in by_language.items()},
-                cfg.split.seed,
-            )
-        chosen.update({k: ("hash", hashed[first[k]]) for k in free})
+        placed = {first[k]: split for k, (_, split) in chosen.items() if k in first}
+        # small corpora: every language gets train, test, validation when it can; reviews another
+        # source placed count but never move
+        covered = cover_splits(
+            {**hashed, **placed},
+            {lang: {first[keys[d]] for d in ds} for lang, ds in by_language.items()},
+            cfg.split.seed,
+            fixed=set(placed),
+        )
+        chosen.update({k: ("hash", covered[first[k]]) for k in free})
     for d in dois:
         source_of[d], split_of[d] = chosen[keys[d]]
     check_leakage(split_of)
@@ -629,7 +631,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
             f"validation and test hold automatic alignments. {benchmark}; the other reviews are "
             f"seeded by review (seed {seed}, "
             f"validation {split_cfg.validation}, test "
-            f"{split_cfg.test}); in small corpora without a given split, reviews are moved so "
+            f"{split_cfg.test}); in small corpora those reviews are moved so "
             "that a language with n reviews has the first min(n, 3) of train, test, "
             "validation"
         )
