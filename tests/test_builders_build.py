@@ -674,14 +674,15 @@ def test_check_leakage_names_a_review_in_two_splits_and_a_test_review_outside_te
         )
 
 
-def test_mc_clean_gold_training_pairs_go_through_the_overlap_filter(params_file, tmp_path):
+def test_mc_clean_gold_training_pairs_go_through_the_overlap_filter(tmp_path):
     """Joseph et al. filter the MC-CLEAN training pairs too (Table 1: 1,136 -> 329 English):
-    gold rows carry r and keep; `en-filtered/train` holds those that pass, `en/train` all."""
+    gold rows carry r and keep; `en-filtered/train` holds those that pass, `en/train` all. The
+    threshold is the one the filter stage recorded beside the pairs, else the params'."""
     from datasets import load_dataset
 
     from alignment.overlap import overlap_r
 
-    data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+    data = yaml.safe_load(_params_with(tmp_path).read_text(encoding="utf-8"))
     mc = tmp_path / "mc_human.json"
     doi = "10.1002/14651858.CD000002"
     mc.write_text(
@@ -713,3 +714,12 @@ def test_mc_clean_gold_training_pairs_go_through_the_overlap_filter(params_file,
     assert gold[0]["pair_id"] in kept and gold[1]["pair_id"] not in kept
     _meta, body = _card(tmp_path / "mc")
     assert "MC-CLEAN gold pairs go through the overlap filter as the paper's do (r > 0.5" in body
+    assert "from the params' filter section): 5 of 6 English gold pairs pass" in body
+    # what the filter stage recorded wins: r = 1.0 does not exceed 1.0
+    stats = Path(data["build"]["multicochrane"]["pairs"]).parent / "stats.json"
+    stats.write_text(json.dumps({"threshold": 1.0, "comparison": "gt", "read": 1}), encoding="utf-8")
+    _build(params, "multicochrane", tmp_path / "mc2")
+    en = load_dataset(str(tmp_path / "mc2"), "en", cache_dir=str(tmp_path / "cache2"))
+    assert [r["keep"] for r in en["train"] if r["method"] == "gold" and r["doi"] == doi] == [False, False]
+    _meta, body = _card(tmp_path / "mc2")
+    assert "(r > 1.0, from stats.json of the filter stage)" in body

@@ -612,7 +612,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
             f"MC-CLEAN (Joseph et al. 2023): {benchmark}. Of the {len(clean)} reviews of "
             f"{Path(cfg.mc_human).name}, {len(held['test'])} test and "
             f"{len(held['validation'])} validation reviews hold their human (gold) English "
-            "alignments (reviews no source places are drawn by seeded hash up to "
+            "alignments; held-out reviews outside it keep automatic alignments (reviews no source places are drawn by seeded hash up to "
             f"{cfg.mc_clean_validation} validation and {cfg.mc_clean_test} test); the other "
             "MC-CLEAN reviews (gold alignments) and every other review no source places "
             "(automatic alignments, MC-NOISY) are train. In the held-out reviews, "
