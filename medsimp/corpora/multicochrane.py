@@ -298,7 +298,7 @@ def assign_splits(
             f"; and {len(conflicts) - 10} more" if len(conflicts) > 10 else ""
         )
         raise InputError(
-            f"build multicochrane: leakage refused: {len(conflicts)} review(s) in two splits or a "
+            f"leakage refused: {len(conflicts)} review(s) in two splits or a "
             f"benchmark test review outside test: {shown} "
             "(build.multicochrane.allow_split_conflicts: true takes the most authoritative split)"
         )
