@@ -21,9 +21,10 @@ from alignment.crf import CRFAligner
 from alignment.encoders import make_encoder
 from alignment.gold import DocPair
 from alignment.score import pair_prf
-from alignment.selftrain import review_id, self_train
+from alignment.selftrain import self_train
 from alignment.text import content_tokens
 from medsimp.params_schema import Crf, SelfTraining
+from medsimp.reviews import review_key
 
 Similarity = Callable[[DocPair], np.ndarray]
 
@@ -111,9 +112,9 @@ def cochrane_gold(pairs_path: Path, test_dir: Path) -> tuple[list[DocPair], dict
     src = devaraj_test_file(test_dir, "source").read_text(encoding="utf-8").splitlines()
     tgt = devaraj_test_file(test_dir, "target").read_text(encoding="utf-8").splitlines()
     nsrc, ntgt = [_norm(x) for x in src], [_norm(x) for x in tgt]
-    by_doi: dict[str, list[dict]] = defaultdict(list)
+    by_doi: dict[str, list[dict]] = defaultdict(list)  # by review (`review_key`): one document each
     for r in rows:
-        by_doi[r["doi"]].append(r)
+        by_doi[review_key(r["doi"])].append(r)
     docs, info = [], {"reviews": len(by_doi), "gold_pairs_released": len(rows), "reviews_not_found": 0}
     info.update(complex_not_in_document=0, simple_not_in_document=0, gold_pairs_in_documents=0)
     for doi in sorted(by_doi):
@@ -134,7 +135,7 @@ def cochrane_gold(pairs_path: Path, test_dir: Path) -> tuple[list[DocPair], dict
             info["simple_not_in_document"] += not si
             info["gold_pairs_in_documents"] += bool(ci and si)
             pairs |= {(a, b) for a in ci for b in si}
-        docs.append(DocPair(doi, complex_, simple, frozenset(pairs), doi))
+        docs.append(DocPair(by_doi[doi][0]["doi"], complex_, simple, frozenset(pairs), doi))
     info["documents"] = len(docs)
     info["gold_sentence_pairs"] = sum(len(d.pairs) for d in docs)
     return docs, info
@@ -159,7 +160,7 @@ def eval_cochrane(
     TF-IDF threshold baselines tuned on the other half. With `self_training` enabled (params
     align.self_training), also the CRF self-trained from the base gold on `pool`, unlabelled
     reviews none of which is scored here (`crf_base_gold_self_trained`: the DAG's recipe)."""
-    if {review_id(d.doc_id) for d in pool} & {review_id(d.doc_id) for d in docs}:
+    if {review_key(d.doc_id) for d in pool} & {review_key(d.doc_id) for d in docs}:
         raise ValueError("the self-training pool holds a review that is scored")
     encoder = make_encoder(crf.encoder, cache)
     groups = sorted({d.group for d in docs})

@@ -7,9 +7,10 @@ its measurement (chosen on development gold, scored once on the 22 MC-CLEAN test
 in docs/alignment.md "Designs tried for issue 37".
 
 The pool is the English side of a sentence table (`align.input`: the corpus being built), less
-the gold's own documents, the 22 MC-CLEAN English test reviews (`MC_CLEAN_TEST_REVIEWS`,
-matched by CD number, so no version of them is ever trained on) and the 10 dev reviews the
-calibration is fitted on (`DEV_REVIEWS`). At most `max_documents` are
+the gold's own documents, the 22 MC-CLEAN English test reviews (`MC_CLEAN_TEST_REVIEWS`) and
+the 10 dev reviews the calibration is fitted on (`DEV_REVIEWS`), both in `medsimp.reviews` and
+matched by `review_key` (case, `.pubN` version and URL prefix do not matter, so no version or
+spelling of them is ever trained on). At most `max_documents` are
 used, chosen by a hash of the document id: the same documents whatever the table's order.
 """
 
@@ -17,41 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from alignment.crf import CRFAligner
 from alignment.gold import DocPair
 from medsimp.params_schema import Crf, SelfTraining
-
-# The CD numbers of MultiCochrane's MC-CLEAN English test pairs (en-test-with-doi.json, 22
-# reviews): test data, never trained on, not even unlabelled.
-MC_CLEAN_TEST_REVIEWS = frozenset(
-    {
-        "CD000255", "CD003172", "CD003583", "CD003825", "CD003868", "CD003909", "CD006199",
-        "CD007784", "CD009170", "CD009325", "CD009391", "CD009569", "CD009580", "CD009735",
-        "CD010266", "CD010366", "CD010467", "CD010479", "CD011364", "CD011375", "CD011953",
-        "CD012503",
-    }
-)  # fmt: skip
-
-
-# The 10 hand-aligned Devaraj et al. validation reviews the aligner's calibration is fitted on
-# (scripts/aligner_designs.py COCHRANE_DEV): development gold, kept out of the pool too.
-DEV_REVIEWS = frozenset(
-    {
-        "CD003300", "CD005543", "CD006414", "CD006647", "CD006949", "CD008462", "CD009286",
-        "CD010456", "CD010871", "CD012236",
-    }
-)  # fmt: skip
-
-
-def review_id(doc_id: str) -> str:
-    """The CD (or MR) number of a Cochrane DOI or document id (a review's versions share it),
-    else the id itself."""
-    m = re.search(r"(CD|MR)\d+", doc_id)
-    return m.group() if m else doc_id
+from medsimp.reviews import DEV_REVIEWS, MC_CLEAN_TEST_REVIEWS, review_key
 
 
 @dataclass(frozen=True)
@@ -88,7 +61,7 @@ def choose_pool(docs: Iterable[DocPair], gold: Sequence[DocPair], max_documents:
     most `max_documents` (0: all), the lowest hashes of their ids. Streams `docs`, holding at
     most twice `max_documents` of them; a document id seen twice is a ValueError (the choice
     would depend on the order)."""
-    gold_reviews = {review_id(d.doc_id) for d in gold}
+    gold_reviews = {review_key(d.doc_id) for d in gold}
     read = one_side = in_gold = in_test = in_dev = 0
     seen: set[str] = set()
     kept: list[tuple[str, str, DocPair]] = []
@@ -97,7 +70,7 @@ def choose_pool(docs: Iterable[DocPair], gold: Sequence[DocPair], max_documents:
         if d.doc_id in seen:
             raise ValueError(f"document id {d.doc_id!r} appears twice in the self-training pool")
         seen.add(d.doc_id)
-        rid = review_id(d.doc_id)
+        rid = review_key(d.doc_id)
         if not (d.complex and d.simple):
             one_side += 1
         elif rid in MC_CLEAN_TEST_REVIEWS:

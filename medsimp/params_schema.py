@@ -376,6 +376,10 @@ class BuildMulticochrane(Section):
     mc_clean_validation: Count = 5
     mc_clean_test: Count = 22
     filter_splits: list[str] = ["train"]
+    # a review two sources put in different splits (a benchmark test review the input puts in
+    # train, a review in two input files) is refused; true: the most authoritative source wins,
+    # recorded on the card
+    allow_split_conflicts: bool = False
 
 
 class BuildMedlane(Section):

@@ -35,7 +35,10 @@ def sentence_schema(*extra: pa.Field) -> pa.Schema:
 
 
 COCHRANE_SENTENCES = sentence_schema(
-    pa.field("doi", pa.string()), pa.field("version", pa.int32()), pa.field("title", pa.string())
+    pa.field("doi", pa.string()),
+    pa.field("version", pa.int32()),
+    pa.field("title", pa.string()),
+    pa.field("split", pa.string()),  # the input's own split of the review (train/validation/test) or null
 )
 MSD_GOLD_CONCEPT = pa.struct(
     [

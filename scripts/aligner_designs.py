@@ -77,8 +77,8 @@ from alignment.features import pair_features  # noqa: E402
 from alignment.gold import DocPair, gold_sources, read_golds, read_plaba  # noqa: E402
 from alignment.heldout import cochrane_gold  # noqa: E402
 from alignment.score import pair_prf  # noqa: E402
-from alignment.selftrain import review_id  # noqa: E402
 from medsimp.params_schema import encoder_spec, updated  # noqa: E402
+from medsimp.reviews import review_key  # noqa: E402
 
 # Hand alignments (complex index, simple index) of 10 random validation reviews
 # (random.Random(37).sample(range(411), 10)), sentences split by medsimp.text.multilingual;
@@ -130,7 +130,7 @@ def real_reviews(folder: Path) -> list[DocPair]:
             [s.text for s in multilingual.split_sentences(a, "en")],
             [s.text for s in multilingual.split_sentences(b, "en")],
             frozenset(),
-            review_id(doi.strip()),
+            review_key(doi.strip()),
         )
         for a, b, doi in zip(src, tgt, dois)
     ]
@@ -138,10 +138,10 @@ def real_reviews(folder: Path) -> list[DocPair]:
 
 def cochrane_dev(reviews: Sequence[DocPair]) -> list[DocPair]:
     """COCHRANE_DEV placed on the rebuilt validation documents."""
-    by_doi = {d.doc_id: d for d in reviews}
+    by_review = {review_key(d.doc_id): d for d in reviews}
     out = []
     for doi, lab in COCHRANE_DEV.items():
-        d = by_doi[doi]
+        d = by_review[review_key(doi)]
         if (len(d.complex), len(d.simple)) != tuple(lab["n"]):
             raise ValueError(f"{doi}: sentence counts {len(d.complex), len(d.simple)} != {lab['n']}")
         out.append(DocPair(doi, d.complex, d.simple, frozenset(map(tuple, lab["pairs"])), d.group))
@@ -434,7 +434,7 @@ def main(argv=None) -> int:
     test_ids: set[str] = set()
     en_pairs = data / "multicochrane" / "en-test-with-doi.json"
     if en_pairs.exists():  # the 22 test reviews' ids only, to keep them out of the pool
-        test_ids = {review_id(r["doi"]) for r in json.loads(en_pairs.read_text(encoding="utf-8"))}
+        test_ids = {review_key(r["doi"]) for r in json.loads(en_pairs.read_text(encoding="utf-8"))}
     dev_ids = {d.group for d in dev}
     pool = [d for d in reviews if d.group not in test_ids | dev_ids]
     if args.pool:

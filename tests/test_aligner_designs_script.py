@@ -22,15 +22,15 @@ def ad():
 
 
 def test_versions_of_one_review_share_an_id_so_a_test_review_never_enters_the_pool(ad):
-    assert ad.review_id("10.1002/14651858.CD006647.pub4") == ad.review_id("10.1002/14651858.CD006647.pub2")
-    assert ad.review_id("10.1002/14651858.CD006647.pub4") != ad.review_id("10.1002/14651858.CD006648.pub4")
-    assert ad.review_id("not a doi") == "not a doi"
+    assert ad.review_key("10.1002/14651858.CD006647.pub4") == ad.review_key("10.1002/14651858.CD006647.pub2")
+    assert ad.review_key("10.1002/14651858.CD006647.pub4") != ad.review_key("10.1002/14651858.CD006648.pub4")
+    assert ad.review_key("not a doi") == ad.review_key("NOT A DOI") == "NOT A DOI"
 
 
 def test_the_dev_reviews_the_product_keeps_out_of_self_training_are_the_scripts_dev_set(ad):
-    from alignment.selftrain import DEV_REVIEWS
+    from medsimp.reviews import DEV_REVIEWS
 
-    assert {ad.review_id(doi) for doi in ad.COCHRANE_DEV} == DEV_REVIEWS
+    assert {ad.review_key(doi) for doi in ad.COCHRANE_DEV} == DEV_REVIEWS
 
 
 def test_hand_labels_are_refused_on_documents_split_otherwise(ad):
@@ -38,15 +38,15 @@ def test_hand_labels_are_refused_on_documents_split_otherwise(ad):
     them silently, so the rebuilt documents' sentence counts must be the labelled ones."""
     doi, lab = next(iter(ad.COCHRANE_DEV.items()))
     n_c, n_s = lab["n"]
-    right = DocPair(doi, ["c"] * n_c, ["s"] * n_s, frozenset(), ad.review_id(doi))
+    right = DocPair(doi, ["c"] * n_c, ["s"] * n_s, frozenset(), ad.review_key(doi))
     others = [
-        DocPair(d, ["c"] * v["n"][0], ["s"] * v["n"][1], frozenset(), ad.review_id(d))
+        DocPair(d, ["c"] * v["n"][0], ["s"] * v["n"][1], frozenset(), ad.review_key(d))
         for d, v in ad.COCHRANE_DEV.items()
         if d != doi
     ]
     dev = ad.cochrane_dev([right, *others])
     assert dev[0].pairs == frozenset(map(tuple, lab["pairs"]))
-    wrong = DocPair(doi, ["c"] * (n_c + 1), ["s"] * n_s, frozenset(), ad.review_id(doi))
+    wrong = DocPair(doi, ["c"] * (n_c + 1), ["s"] * n_s, frozenset(), ad.review_key(doi))
     with pytest.raises(ValueError, match="sentence counts"):
         ad.cochrane_dev([wrong, *others])
 

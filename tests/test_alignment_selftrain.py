@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from alignment.gold import DocPair
-from alignment.selftrain import MC_CLEAN_TEST_REVIEWS, choose_pool, pseudo_documents, review_id
+from alignment.selftrain import choose_pool, pseudo_documents
 from medsimp.cli import main
 from medsimp.config import load_params
 from medsimp.params_schema import SelfTraining
+from medsimp.reviews import MC_CLEAN_TEST_REVIEWS, review_key
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "data" / "sample" / "align_gold.jsonl"
@@ -57,7 +58,28 @@ def test_the_pool_leaves_out_gold_reviews_test_reviews_and_one_sided_documents()
     }
     with pytest.raises(ValueError, match="appears twice"):  # the choice would follow the order
         choose_pool([docs[0], docs[0]], gold, max_documents=0)
-    assert len(MC_CLEAN_TEST_REVIEWS) == 22 and review_id("10.1002/14651858.CD009391.pub2") == "CD009391"
+    assert len(MC_CLEAN_TEST_REVIEWS) == 22 and review_key("10.1002/14651858.CD009391.pub2") == "CD009391"
+
+
+def test_a_test_or_dev_review_spelled_another_way_never_enters_the_pool():
+    """Issue 54: DOIs are case-insensitive and carry versions and URL prefixes; the pool decides
+    by `medsimp.reviews.review_key`, so no spelling of a held-out review is trained on."""
+    spellings = [
+        "10.1002/14651858.cd009391.pub2",  # a test review in lower case
+        "https://doi.org/10.1002/14651858.CD012503.PUB3",  # URL prefix, upper-case version
+        "doi:10.1002/14651858.Cd000255",
+        "cd011364",  # a bare CD number
+        "10.1002/14651858.cd006647.pub4",  # a dev review in lower case
+        "HTTP://DX.DOI.ORG/10.1002/14651858.CD003300",
+    ]
+    gold = [_doc("10.1002/14651858.CD900003")]
+    docs = [*(_doc(s) for s in spellings), _doc("10.1002/14651858.cd900003.PUB2"), _doc("10.1002/x.CD123456")]
+    pool = choose_pool(docs, gold, max_documents=0)
+    assert [d.doc_id for d in pool.documents] == ["10.1002/x.CD123456"]
+    stats = pool.stats()
+    assert (stats["pool_skipped_mc_clean_test"], stats["pool_skipped_dev_review"]) == (4, 2)
+    assert stats["pool_skipped_gold_document"] == 1
+    assert review_key("abcd000255") != "CD000255"  # a CD number inside a word is not one
 
 
 def test_the_pool_is_the_same_whatever_the_tables_order_and_holds_at_most_max_documents():

@@ -196,7 +196,7 @@ def test_multicochrane_mc_clean_split(params_file, tmp_path):
     assert stats["mc_clean_reviews"] == 6 and stats["gold_pairs"] == 12
     assert stats["read"] == stats["kept"] + stats["filtered"] + stats["rejected"]
     _meta, body = _card(tmp_path / "mc")
-    assert "Test DOIs: " in body and "MC-CLEAN (Joseph et al. 2023)" in body
+    assert "Test reviews: " in body and "MC-CLEAN (Joseph et al. 2023)" in body
 
 
 def test_mc_clean_split_paper_sizes():
@@ -250,10 +250,10 @@ def test_mc_clean_reviews_are_found_in_any_layout(tmp_path):
             }
         )
     )
-    assert mc_clean_split(path, n_validation=1, seed=13) == {
-        "10.1/CD1": "validation",
-        "10.1/CD2": "test",
-        "10.1/CD3": "test",
+    assert mc_clean_split(path, n_validation=1, seed=13) == {  # keyed by review (CD number)
+        "CD1": "validation",
+        "CD2": "test",
+        "CD3": "test",
     }
 
 
@@ -295,6 +295,14 @@ def test_missing_input_is_a_clear_error(tmp_path, capsys):
     assert main(["--params", str(params), "build", "msd", "--output", str(tmp_path / "o")]) == 2
     assert "no parquet files" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_cover_splits_never_moves_a_fixed_key_but_counts_it():
+    from medsimp.corpora.common import cover_splits
+
+    split_of = {"a": "test", "b": "test", "c": "test"}
+    out = cover_splits(split_of, {"en": {"a", "b", "c"}}, 13, fixed={"a", "b"})
+    assert out["a"] == out["b"] == "test" and out["c"] == "train"
 
 
 def test_cover_splits_gives_small_languages_train_then_test_then_validation():
@@ -555,3 +563,163 @@ def test_multicochrane_leaves_no_scratch_on_errors_and_sweeps_a_killed_builds(
         in last
     )
     assert sorted(p.name for p in scratch_root.iterdir()) == sorted(kept)
+
+
+# --- issue 53 §1 / issue 54: standard splits, one review identity, no leakage ---
+
+# the fixture's reviews respelled as benchmark reviews: CD000001 as MC-CLEAN test review
+# CD000255 (lower case), CD000002 as the calibration's dev review CD003300 (a version suffix)
+BENCHMARK = {
+    "10.1002/14651858.CD000001": "10.1002/14651858.cd000255",
+    "10.1002/14651858.CD000002": "10.1002/14651858.Cd003300.PUB2",
+}
+
+
+def _params_with(tmp_path: Path, rename=None, input_split=None, **options) -> Path:
+    root = tmp_path / "up"
+    section = {**upstream.write_cochrane(root, rename, input_split), "split": SPLIT, **options}
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"build": {"multicochrane": section}}), encoding="utf-8")
+    return params
+
+
+def _review_splits(folder: Path, tmp_path: Path) -> dict[str, set[str]]:
+    from datasets import load_dataset
+
+    out: dict[str, set[str]] = {}
+    for lang in ("en", "es", "fr"):
+        ds = load_dataset(str(folder), lang, cache_dir=str(tmp_path / "cache"))
+        for split in ds:
+            for doi in ds[split]["doi"]:
+                out.setdefault(doi, set()).add(split)
+    return out
+
+
+def test_benchmark_reviews_spelled_another_way_land_in_test_and_validation(tmp_path):
+    """The 22 MC-CLEAN test reviews go to test and the calibration's dev reviews to validation
+    in every language, matched by `review_key` (case, version): the seeded hash put them anywhere."""
+    params = _params_with(tmp_path, BENCHMARK)
+    _build(params, "multicochrane", tmp_path / "mc")
+    splits = _review_splits(tmp_path / "mc", tmp_path)
+    assert splits["10.1002/14651858.cd000255"] == {"test"}
+    assert splits["10.1002/14651858.Cd003300.PUB2"] == {"validation"}
+    # the placed reviews count for a small corpus's cover of every split, and never move
+    stats = json.loads((tmp_path / "mc" / "stats.json").read_text(encoding="utf-8"))
+    assert all(stats["splits"][lang]["train"] > 0 for lang in ("en", "es", "fr"))
+    _meta, body = _card(tmp_path / "mc")
+    assert "test: 1 from MC-CLEAN's released English test reviews" in body
+    assert "validation: 1 from the dev reviews the aligner's calibration is fitted on" in body
+
+
+def test_the_inputs_own_split_comes_before_the_hash_and_the_card_counts_each_source(tmp_path):
+    """The input's own split (the sentence table's `split` column: Devaraj's train/val/test
+    files, a canonical `split` field) comes before the hash; the card says per split how many
+    reviews came from each source."""
+    given = {
+        "10.1002/14651858.CD000003": "validation",
+        "10.1002/14651858.CD000004": "test",
+        "10.1002/14651858.CD000005": "train",
+    }
+    params = _params_with(tmp_path, BENCHMARK, {**given, "10.1002/14651858.cd000255": "test"})
+    _build(params, "multicochrane", tmp_path / "mc")
+    splits = _review_splits(tmp_path / "mc", tmp_path)
+    assert splits["10.1002/14651858.CD000003"] == {"validation"}
+    assert splits["10.1002/14651858.CD000004"] == {"test"}
+    assert splits["10.1002/14651858.CD000005"] == {"train"}
+    _meta, body = _card(tmp_path / "mc")
+    line = next(x for x in body.splitlines() if x.startswith("- Reviews per split"))
+    assert "train: 1 from the input's own split" in line
+    assert "test: 1 from MC-CLEAN's released English test reviews, 1 from the input's own split" in line
+
+
+def test_a_planted_leak_is_refused_in_one_line_naming_the_review(tmp_path, capsys):
+    """An input split putting an MC-CLEAN test review in train, or a review in two of the input's
+    files, is refused before any output is written; the named override builds it, benchmark
+    first, and the card records it."""
+    leak = {"10.1002/14651858.cd000255": "train", "10.1002/14651858.CD000003": "train/test"}
+    params = _params_with(tmp_path, BENCHMARK, leak)
+    out = tmp_path / "mc"
+    assert main(["--params", str(params), "build", "multicochrane", "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "leakage refused" in err[1]
+    assert "2 review(s) in two splits or a benchmark test review outside test" in err[1]
+    assert "CD000003 (input test, input train)" in err[1]
+    assert "CD000255 (mc_clean_test test, input train)" in err[1] and "allow_split_conflicts" in err[1]
+    assert not out.exists()
+    params = _params_with(tmp_path, BENCHMARK, leak, allow_split_conflicts=True)
+    _build(params, "multicochrane", out)
+    assert _review_splits(out, tmp_path)["10.1002/14651858.cd000255"] == {"test"}
+    _meta, body = _card(out)
+    assert "Override: build.multicochrane.allow_split_conflicts is on; 2 review(s)" in body
+    assert "CD000255 (mc_clean_test test, input train)" in body
+
+
+def test_split_conflicts_are_refused_by_default_in_params():
+    from medsimp.config import load_params
+
+    assert load_params(REPO / "params.yaml", []).build.multicochrane.allow_split_conflicts is False
+
+
+def test_check_leakage_names_a_review_in_two_splits_and_a_test_review_outside_test():
+    from medsimp.corpora.common import BuildError
+    from medsimp.corpora.multicochrane import check_leakage
+
+    with pytest.raises(BuildError, match=r"two splits: CD000007.*outside test: CD000255"):
+        check_leakage(
+            {
+                "10.1002/14651858.CD000007": "train",
+                "https://doi.org/10.1002/14651858.cd000007": "test",
+                "10.1002/14651858.CD000255.pub3": "validation",
+            }
+        )
+
+
+def test_mc_clean_gold_training_pairs_go_through_the_overlap_filter(tmp_path):
+    """Joseph et al. filter the MC-CLEAN training pairs too (Table 1: 1,136 -> 329 English):
+    gold rows carry r and keep; `en-filtered/train` holds those that pass, `en/train` all. The
+    threshold is the one the filter stage recorded beside the pairs, else the params'."""
+    from datasets import load_dataset
+
+    from alignment.overlap import overlap_r
+
+    data = yaml.safe_load(_params_with(tmp_path).read_text(encoding="utf-8"))
+    mc = tmp_path / "mc_human.json"
+    doi = "10.1002/14651858.CD000002"
+    mc.write_text(
+        json.dumps(
+            [
+                {
+                    "doi": doi,
+                    "abstract": ["Aspirin reduced the risk of stroke in adults.", "Headache was common."],
+                    "pls": ["Aspirin reduced stroke risk in adults.", "Doctors should talk to families."],
+                    "alignments": [[0, 0], [1, 1]],
+                },
+                *_mc_human(
+                    ["10.1002/14651858.CD900000", "10.1002/14651858.CD900001"],
+                    {"10.1002/14651858.CD900000": "validation", "10.1002/14651858.CD900001": "test"},
+                ),
+            ]
+        )
+    )
+    data["build"]["multicochrane"].update({"mc_human": str(mc), "mc_clean_validation": 1, "mc_clean_test": 1})
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(data), encoding="utf-8")
+    _build(params, "multicochrane", tmp_path / "mc")
+    en = load_dataset(str(tmp_path / "mc"), "en", cache_dir=str(tmp_path / "cache"))
+    filtered = load_dataset(str(tmp_path / "mc"), "en-filtered", cache_dir=str(tmp_path / "cache"))
+    gold = [r for r in en["train"] if r["method"] == "gold" and r["doi"] == doi]
+    assert [r["keep"] for r in gold] == [True, False]
+    assert gold[1]["overlap_r"] == overlap_r("Headache was common.", "Doctors should talk to families.")
+    kept = {r["pair_id"] for r in filtered["train"] if r["method"] == "gold"}
+    assert gold[0]["pair_id"] in kept and gold[1]["pair_id"] not in kept
+    _meta, body = _card(tmp_path / "mc")
+    assert "MC-CLEAN gold pairs go through the overlap filter as the paper's do (r > 0.5" in body
+    assert "from the params' filter section): 5 of 6 English gold pairs pass" in body
+    # what the filter stage recorded wins: r = 1.0 does not exceed 1.0
+    stats = Path(data["build"]["multicochrane"]["pairs"]).parent / "stats.json"
+    stats.write_text(json.dumps({"threshold": 1.0, "comparison": "gt", "read": 1}), encoding="utf-8")
+    _build(params, "multicochrane", tmp_path / "mc2")
+    en = load_dataset(str(tmp_path / "mc2"), "en", cache_dir=str(tmp_path / "cache2"))
+    assert [r["keep"] for r in en["train"] if r["method"] == "gold" and r["doi"] == doi] == [False, False]
+    _meta, body = _card(tmp_path / "mc2")
+    assert "(r > 1.0, from stats.json of the filter stage)" in body

@@ -87,6 +87,26 @@ def test_cochrane_devaraj_and_determinism(tmp_path):
     assert "Pain fell (MD -1.2, 95% CI -2.0 to -0.4; 3 trials, 300 participants)." in texts
 
 
+def test_cochrane_rows_carry_the_inputs_own_split(tmp_path):
+    """Issue 53: Devaraj's file name (train/val/test) and a canonical `split` field reach the
+    sentence table's `split` column, which the builder's splits follow; an unknown split is a
+    dead letter `bad_split`; a record without one gives null."""
+    run_job("cochrane", FIX / "devaraj", tmp_path / "d")
+    assert {r["split"] for r in table(tmp_path / "d" / "sentences")} == {"validation"}
+    records = [
+        {"doi": "10.1002/14651858.CD900001", "language": "en", "abstract": "A long abstract here.",
+         "pls": "A summary.", "split": "Val"},
+        {"doi": "10.1002/14651858.CD900002", "language": "en", "abstract": "Another abstract.", "pls": "Plain."},
+        {"doi": "10.1002/14651858.CD900003", "language": "en", "abstract": "Third abstract.", "split": "holdout"},
+    ]  # fmt: skip
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    run_job("cochrane", src, tmp_path / "c")
+    splits = {r["doc_id"]: r["split"] for r in table(tmp_path / "c" / "sentences")}
+    assert splits == {"10.1002/14651858.CD900001": "validation", "10.1002/14651858.CD900002": None}
+    assert [d["reason"] for d in dead(tmp_path / "c")] == ["bad_split"]
+
+
 def test_msd_sample_and_dataset_format(tmp_path):
     out = tmp_path / "msd"
     stats = run_job("msd", ROOT / "data/sample/msd.jsonl", out)

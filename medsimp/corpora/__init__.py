@@ -21,8 +21,10 @@ BUILDERS: dict[str, str] = {
 }
 
 
-def build_dataset(name: str, cfg: BaseModel) -> BuiltDataset:
-    """Run builder `name` on its typed params section (`build.NAME`)."""
+def build_dataset(name: str, cfg: BaseModel, filter_params: BaseModel | None = None) -> BuiltDataset:
+    """Run builder `name` on its typed params section (`build.NAME`); multicochrane also takes
+    the params' `filter` section (its MC-CLEAN gold rows go through the overlap filter)."""
     if name not in BUILDERS:
         raise KeyError(f"unknown builder {name!r}; known: {', '.join(sorted(BUILDERS))}")
-    return importlib.import_module(BUILDERS[name]).build(cfg)
+    module = importlib.import_module(BUILDERS[name])
+    return module.build(cfg, filter_params) if name == "multicochrane" else module.build(cfg)

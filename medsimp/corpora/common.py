@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import islice
@@ -235,7 +235,9 @@ def exact_split(keys: Iterable[str], validation: float, test: float, seed: int) 
 PRIORITY = ("train", "test", "validation")  # which split a small group gets first
 
 
-def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]], seed: int) -> dict[str, str]:
+def cover_splits(
+    split_of: dict[str, str], groups: dict[str, set[str]], seed: int, fixed: Set[str] = frozenset()
+) -> dict[str, str]:
     """Move keys so each group of n keys covers the first min(n, 3) splits of PRIORITY.
 
     Groups are e.g. the reviews of each language: with few reviews a seeded split can
@@ -244,10 +246,11 @@ def cover_splits(split_of: dict[str, str], groups: dict[str, set[str]], seed: in
     first unlocked key (`unit_hash` order), so a move never uncovers a split an
     earlier group relies on. Best effort (a group whose keys are all locked stays as
     is); corpora whose groups already cover their splits, as any sizeable one does,
-    are left untouched.
+    are left untouched. Keys in `fixed` (placed by a more authoritative source) count for
+    coverage but never move.
     """
     out = dict(split_of)
-    locked: set[str] = set()
+    locked: set[str] = set(fixed)
     for name in sorted(groups, key=lambda g: (len(groups[g]), g)):
         keys = sorted(groups[name], key=lambda k: (unit_hash(k, seed), k))
         wanted = PRIORITY[: min(len(keys), 3)]

@@ -8,11 +8,15 @@ used to place concept spans in joined multi-sentence sides) and the linked table
 Configs: `<lang>` holds every aligned pair of language `<lang>` with its overlap `r`
 and `keep` flag; `<lang>-filtered` has the same validation/test splits and a training
 split of only the pairs with `keep` true (the paper filters the training set only;
-`filter_splits` widens it). Splits are by review (DOI), the same in every language:
+`filter_splits` widens it). Splits are by review (`medsimp.reviews.review_key`), the same in
+every language, from the most authoritative source at hand (`assign_splits`): MC-CLEAN's 22
+English test reviews -> test and the calibration's dev reviews -> validation; the input's own
+split (the sentence table's `split` column); `mc_human.json`'s split fields; then the hash:
 seeded by `unit_hash` (documented as NOT MC-CLEAN), or, when `mc_human` points at
-MultiCochrane's `mc_human.json`, 22 test and 5 validation MC-CLEAN reviews holding their
+MultiCochrane's `mc_human.json`, MC-CLEAN reviews filling 22 test and 5 validation with their
 human (gold) alignments, the rest train; in those reviews every other language's pairs are
-the English gold composed with the PLS bridge (`bridge_gold`).
+the English gold composed with the PLS bridge (`bridge_gold`). Sources that disagree about a
+review are refused unless `allow_split_conflicts`. Gold rows go through the overlap filter.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from alignment.overlap import describe_cost, drop_cost
 from medsimp.corpora.common import (
@@ -43,7 +48,8 @@ from medsimp.corpora.common import (
 )
 from medsimp.corpora.scratch import Scratch, number_key
 from medsimp.errors import InputError
-from medsimp.params_schema import BuildMulticochrane
+from medsimp.params_schema import BuildMulticochrane, Filter
+from medsimp.reviews import DEV_REVIEWS, MC_CLEAN_TEST_REVIEWS, review_key
 from medsimp.schemas import CONCEPT, READABILITY
 from medsimp.stats import dead_letter
 
@@ -105,8 +111,8 @@ FEATURES = {
     "crf_score": "CRF alignment score (marginal probability of the pair)",
     "vecalign_score": "Vecalign cost of the PLS-PLS step (null for en)",
     "overlap_r": "overlap r of the English pair (bridged pairs inherit it)",
-    "keep": "true when the pair passes the overlap filter (r > threshold by default); the "
-    "training split of the `-filtered` configs holds only these (null for gold rows)",
+    "keep": "true when the pair passes the overlap filter (r > threshold by default; MC-CLEAN gold "
+    "rows too, as in the paper); the training split of the `-filtered` configs holds only these",
     "complex_concepts": "UMLS concepts of the complex side; start/end index `complex_text`",
     "simple_concepts": "UMLS concepts of the simple side; start/end index `simple_text`",
     "complex_readability": "readability of each complex sentence, aligned with `complex_ids` "
@@ -134,15 +140,12 @@ are Apache-2.0. UMLS-derived concept identifiers fall under the UMLS licence of 
 the link stage (the embedded default index is a small demo vocabulary, not UMLS)."""
 
 _PUB = re.compile(r"\.pub\d+$", re.IGNORECASE)
+_URL = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 
 
-def normalise_doi(doi: str) -> str:
-    """Key for matching DOIs: no URL prefix, no `.pubN` version, upper case."""
-    doi = doi.strip()
-    for prefix in ("https://doi.org/", "http://doi.org/", "doi:"):
-        if doi.lower().startswith(prefix):
-            doi = doi[len(prefix) :]
-    return _PUB.sub("", doi).upper()
+def bare_doi(doi: str) -> str:
+    """The DOI as a row shows it: no URL prefix, no `.pubN` version (case kept)."""
+    return _PUB.sub("", _URL.sub("", doi.strip()))
 
 
 _DOI_KEY = re.compile(r"^(https?://doi\.org/|doi:)?10\.\d+/", re.IGNORECASE)
@@ -170,42 +173,223 @@ def _doi_records(obj: Any, hint: str | None = None) -> Iterator[tuple[str, str |
                 yield from _doi_records(value, _SPLIT_NAMES.get(str(key).lower(), hint))
 
 
-def mc_clean_split(path: str | Path, n_validation: int, seed: int, n_test: int = 22) -> dict[str, str]:
-    """normalised DOI -> train/validation/test for the MC-CLEAN reviews of `mc_human.json`.
-
-    Joseph et al. (2023) hold out 22 test and 5 validation reviews of MC-CLEAN; the rest of
-    MC-CLEAN is training. Reviews are found wherever the file holds them (see
-    `_doi_records`). A given split wins; the other reviews are ordered by `unit_hash(doi,
-    seed)` (reproducible, documented in the card) and fill validation up to `n_validation`,
-    then test up to `n_test`; the rest go to train.
-    """
+def mc_human_splits(path: str | Path) -> tuple[dict[str, str], set[str]]:
+    """(review key -> the split `mc_human.json` gives it, keys of the reviews it gives none)."""
     given: dict[str, str] = {}
     free: set[str] = set()
     for doi, split in _doi_records(json.loads(Path(path).read_text(encoding="utf-8"))):
         if split:
-            given[normalise_doi(doi)] = split
+            given[review_key(doi)] = split
         else:
-            free.add(normalise_doi(doi))
+            free.add(review_key(doi))
     if not given and not free:
         raise BuildError(f"{path} holds no review DOI")
-    ordered = sorted(free - set(given), key=lambda d: (unit_hash(d, seed), d))
-    n_val = max(0, n_validation - sum(1 for s in given.values() if s == "validation"))
-    n_tst = max(0, n_test - sum(1 for s in given.values() if s == "test"))
+    return given, free - set(given)
+
+
+def mc_clean_split(
+    path: str | Path,
+    n_validation: int,
+    seed: int,
+    n_test: int = 22,
+    fixed: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """review key (`medsimp.reviews.review_key`) -> train/validation/test for the MC-CLEAN
+    reviews of `mc_human.json`.
+
+    Joseph et al. (2023) hold out 22 test and 5 validation reviews of MC-CLEAN; the rest of
+    MC-CLEAN is training. Reviews are found wherever the file holds them (see
+    `_doi_records`). `fixed` (splits a more authoritative source decided: the benchmark lists,
+    the input's own split) wins, then a split the file gives; the other reviews are ordered by
+    `unit_hash(key, seed)` (reproducible, documented in the card) and fill validation up to
+    `n_validation`, then test up to `n_test`; the rest go to train.
+    """
+    given, free = mc_human_splits(path)
     out = dict(given)
+    out.update({k: v for k, v in (fixed or {}).items() if k in given or k in free})
+    ordered = sorted(free - set(out), key=lambda d: (unit_hash(d, seed), d))
+    n_val = max(0, n_validation - sum(1 for s in out.values() if s == "validation"))
+    n_tst = max(0, n_test - sum(1 for s in out.values() if s == "test"))
     out.update({d: "validation" for d in ordered[:n_val]})
     out.update({d: "test" for d in ordered[n_val : n_val + n_tst]})
     out.update({d: "train" for d in ordered[n_val + n_tst :]})
     return out
 
 
-def gold_rows(path: str | Path, split_of: dict[str, str]) -> dict[str, list[dict]]:
-    """normalised DOI -> rows of the human (gold) English alignments of `mc_human.json`.
+# Where a review's split came from, most authoritative first (the card counts reviews per source)
+SOURCES = {
+    "mc_clean_test": "MC-CLEAN's released English test reviews",
+    "dev": "the dev reviews the aligner's calibration is fitted on",
+    "input": "the input's own split (Devaraj's train/val/test files, a `split` field)",
+    "mc_human": "a split given in mc_human.json",
+    "mc_clean_hash": "MC-CLEAN reviews drawn by seeded hash up to the paper's 5 validation / 22 test",
+    "mc_noisy": "the other reviews of an MC-CLEAN build (train, as in the paper)",
+    "hash": "seeded hash by review",
+}
+_RANK = {name: n for n, name in enumerate(SOURCES)}
+
+
+def input_splits(path: str | Path) -> dict[str, set[str]]:
+    """review key -> the splits the input gives it: the sentence table's `split` column (the
+    cochrane job fills it from a canonical record's `split` field or the Devaraj file a review
+    came from: train/val/test). Reviews without one, and tables without the column, give none."""
+    files = sorted(Path(path).glob("*.parquet")) if Path(path).is_dir() else [Path(path)]
+    out: dict[str, set[str]] = {}
+    for f in files:
+        names = set(pq.read_schema(f).names)
+        if not {"doc_id", "split"} <= names:
+            continue
+        for batch in pq.ParquetFile(f).iter_batches(
+            batch_size=CHUNK_ROWS, columns=["doc_id", "split"], use_threads=False
+        ):
+            for doc_id, split in zip(batch.column("doc_id").to_pylist(), batch.column("split").to_pylist()):
+                if doc_id and split:
+                    if split not in ("train", "validation", "test"):
+                        raise BuildError(
+                            f"{f.name}: review {doc_id} has split {split!r} (train/validation/test)"
+                        )
+                    out.setdefault(review_key(doc_id), set()).add(split)
+    return out
+
+
+def assign_splits(
+    dois: list[str],
+    by_language: Mapping[str, set[str]],
+    given_input: Mapping[str, set[str]],
+    cfg: BuildMulticochrane,
+) -> tuple[dict[str, str], dict[str, str], dict[str, str], list[str]]:
+    """Each review's split from the most authoritative source at hand (`SOURCES`' order):
+    MC-CLEAN's 22 English test reviews -> test and the calibration's dev reviews -> validation
+    (`medsimp.reviews`); then the input's own split; then a split `mc_human.json` gives; then
+    the MC-CLEAN quota drawn by hash, MC-NOISY -> train (with `mc_human`), or the seeded hash.
+    Reviews are matched by `review_key`, so every version and spelling of one review shares a split.
+
+    Returns (doi -> split, doi -> source, MC-CLEAN review key -> split, conflicts). A conflict
+    is a review that two sources put in different splits: a benchmark test review the input puts
+    in train, a review in two of the input's files. With `cfg.allow_split_conflicts` off it is
+    refused (InputError, one line naming the reviews); on, the most authoritative source wins and
+    the conflicts are returned for the card.
+    """
+    keys = {d: review_key(d) for d in dois}
+    mc_given: dict[str, str] = {}
+    mc_keys: set[str] = set()
+    if cfg.mc_human:
+        mc_given, mc_free = mc_human_splits(cfg.mc_human)
+        mc_keys = set(mc_given) | mc_free
+    claims: dict[str, list[tuple[str, str]]] = {}  # key -> (source, split), most authoritative first
+    for key in sorted(set(keys.values()) | mc_keys):
+        found = []
+        if key in MC_CLEAN_TEST_REVIEWS:
+            found.append(("mc_clean_test", "test"))
+        if key in DEV_REVIEWS:
+            found.append(("dev", "validation"))
+        found += [("input", split) for split in sorted(given_input.get(key, ()))]
+        if key in mc_given:
+            found.append(("mc_human", mc_given[key]))
+        if found:
+            claims[key] = found
+    conflicts = [
+        f"{key} ({', '.join(f'{source} {split}' for source, split in found)})"
+        for key, found in sorted(claims.items())
+        if len({split for _, split in found}) > 1
+    ]
+    if conflicts and not cfg.allow_split_conflicts:
+        shown = "; ".join(conflicts[:10]) + (
+            f"; and {len(conflicts) - 10} more" if len(conflicts) > 10 else ""
+        )
+        raise InputError(
+            f"leakage refused: {len(conflicts)} review(s) in two splits or a "
+            f"benchmark test review outside test: {shown} "
+            "(build.multicochrane.allow_split_conflicts: true takes the most authoritative split)"
+        )
+    chosen = {key: found[0] for key, found in claims.items()}  # (source, split)
+    clean: dict[str, str] = {}
+    if cfg.mc_human:
+        fixed = {k: split for k, (_, split) in chosen.items() if k in mc_keys}
+        clean = mc_clean_split(
+            cfg.mc_human, cfg.mc_clean_validation, cfg.split.seed, cfg.mc_clean_test, fixed
+        )
+        for key, split in clean.items():
+            chosen.setdefault(key, ("mc_clean_hash", split))
+    split_of: dict[str, str] = {}
+    source_of: dict[str, str] = {}
+    free = sorted({k for k in keys.values() if k not in chosen})
+    if free and cfg.mc_human:
+        chosen.update({k: ("mc_noisy", "train") for k in free})
+    elif free:
+        # a review's spellings share the split of its first DOI (one spelling: the DOI's own hash)
+        first: dict[str, str] = {}
+        for d in dois:  # sorted: the first spelling of each review
+            first.setdefault(keys[d], d)
+        hashed = seeded_split(
+            (first[k] for k in free), float(cfg.split.validation), float(cfg.split.test), cfg.split.seed
+        )
+        placed = {first[k]: split for k, (_, split) in chosen.items() if k in first}
+        # small corpora: every language gets train, test, validation when it can; reviews another
+        # source placed count but never move
+        covered = cover_splits(
+            {**hashed, **placed},
+            {lang: {first[keys[d]] for d in ds} for lang, ds in by_language.items()},
+            cfg.split.seed,
+            fixed=set(placed),
+        )
+        chosen.update({k: ("hash", covered[first[k]]) for k in free})
+    for d in dois:
+        source_of[d], split_of[d] = chosen[keys[d]]
+    check_leakage(split_of)
+    return split_of, source_of, clean, conflicts
+
+
+def check_leakage(split_of: Mapping[str, str]) -> None:
+    """Refuse (BuildError, naming the reviews) a review in two splits or an MC-CLEAN test
+    review outside test: what the splits hold, checked after they are drawn."""
+    by_key: dict[str, set[str]] = {}
+    for doi, split in split_of.items():
+        by_key.setdefault(review_key(doi), set()).add(split)
+    twice = sorted(k for k, splits in by_key.items() if len(splits) > 1)
+    outside = sorted(k for k, splits in by_key.items() if k in MC_CLEAN_TEST_REVIEWS and splits != {"test"})
+    if twice or outside:
+        raise BuildError(
+            "leakage: "
+            + "; ".join(
+                part
+                for part in (
+                    f"review(s) in two splits: {', '.join(twice)}" if twice else "",
+                    f"MC-CLEAN test review(s) outside test: {', '.join(outside)}" if outside else "",
+                )
+                if part
+            )
+        )
+
+
+def source_counts(split_of: Mapping[str, str], source_of: Mapping[str, str]) -> str:
+    """The card's line: per split, how many reviews came from each source."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for split, source in {review_key(d): (split_of[d], source_of[d]) for d in split_of}.values():
+        counts[(split, source)] += 1
+    parts = []
+    for split in ("train", "validation", "test"):
+        inner = [f"{counts[(split, s)]} from {label}" for s, label in SOURCES.items() if counts[(split, s)]]
+        parts.append(f"{split}: {', '.join(inner) if inner else 'none'}")
+    return "Reviews per split and where their split came from: " + "; ".join(parts) + "."
+
+
+def gold_rows(
+    path: str | Path, split_of: Mapping[str, str], filter_params: Filter | None = None
+) -> dict[str, list[dict]]:
+    """review key -> rows of the human (gold) English alignments of `mc_human.json`.
 
     Each gold block (connected component of the gold sentence pairs) is one row, method
-    `gold`; sentence ids are `mc_human:<doi>:<side>:<index>`; alignment scores and overlap
-    are null (the rows are not filtered). The English gold is read with
-    `alignment.gold.read_mc_clean` (its assumed layout: docs/alignment.md).
+    `gold`; sentence ids are `mc_human:<doi>:<side>:<index>`; alignment scores are null. The
+    rows go through the overlap filter as the paper's do (Joseph et al. 2023, Table 1: 1,136 ->
+    329 English training pairs): `overlap_r` and `keep` from `alignment.overlap.filter_row`
+    with `filter_params`' threshold and comparison (those the filter stage recorded, see
+    `filter_settings`). The English gold is read with `alignment.gold.read_mc_clean` (its
+    assumed layout: docs/alignment.md).
     """
+    from alignment.overlap import filter_row
+
+    settings = filter_params or Filter()
     from alignment.gold import GoldFormatError, read_mc_clean
     from alignment.score import pairs_to_blocks
 
@@ -218,13 +402,10 @@ def gold_rows(path: str | Path, split_of: dict[str, str]) -> dict[str, list[dict
         ) from None
     out: dict[str, list[dict]] = {}
     for doc in docs:
-        key = normalise_doi(doc.doc_id)
+        key = review_key(doc.doc_id)
         if key not in split_of:
             continue
-        doi = _PUB.sub("", doc.doc_id.strip())
-        for prefix in ("https://doi.org/", "http://doi.org/", "doi:"):
-            if doi.lower().startswith(prefix):
-                doi = doi[len(prefix) :]
+        doi = bare_doi(doc.doc_id)
         rows = []
         blocks = [b for b in pairs_to_blocks(doc.pairs, len(doc.complex), len(doc.simple)) if b[0] and b[1]]
         for n, (cidx, sidx) in enumerate(blocks):
@@ -252,6 +433,7 @@ def gold_rows(path: str | Path, split_of: dict[str, str]) -> dict[str, list[dict
                     "_simple_sentences": [doc.simple[j] for j in sidx],  # for the bridge; not a column
                 }
             )
+            rows[-1] = filter_row(rows[-1], float(settings.threshold), settings.comparison)
         out[key] = rows
     return out
 
@@ -368,7 +550,21 @@ def filter_cost(
     return totals, notes
 
 
-def build(cfg: BuildMulticochrane) -> BuiltDataset:
+def filter_settings(cfg: BuildMulticochrane, params: Filter | None) -> tuple[Filter, str]:
+    """The overlap filter the gold rows go through, and where it came from: what the filter
+    stage recorded in `stats.json` beside `cfg.pairs` (`threshold`, `comparison`), else the
+    params' `filter` section (`params`), else its defaults (the paper's r > 0.5)."""
+    recorded = Path(cfg.pairs).parent / "stats.json"
+    base = params or Filter()
+    try:
+        stats = json.loads(recorded.read_text(encoding="utf-8"))
+        found = Filter(threshold=stats["threshold"], comparison=stats["comparison"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return base, "the params' filter section"
+    return found, f"{recorded.name} of the filter stage"
+
+
+def build(cfg: BuildMulticochrane, filter_params: Filter | None = None) -> BuiltDataset:
     """Build the MultiCochrane dataset from the params section `build.multicochrane`.
 
     Memory does not grow with the corpus: pairs are read CHUNK_ROWS at a time, sentence texts
@@ -376,13 +572,13 @@ def build(cfg: BuildMulticochrane) -> BuiltDataset:
     database on disk that the returned dataset owns (close it, or use it in a `with`)."""
     resources = ExitStack()
     try:
-        return _build(cfg, resources)
+        return _build(cfg, resources, filter_params)
     except BaseException:
         resources.close()
         raise
 
 
-def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
+def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter | None) -> BuiltDataset:
     # first pass, over two columns: the reviews of each language (a review's split needs them all)
     by_language: dict[str, set[str]] = {}
     read = 0
@@ -394,11 +590,16 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
     dois = sorted(set().union(*by_language.values()))
     split_cfg = cfg.split
     seed = split_cfg.seed
+    split_of, source_of, clean, conflicts = assign_splits(dois, by_language, input_splits(cfg.sentences), cfg)
     gold: dict[str, list[dict]] = {}
-    clean: dict[str, str] = {}
+    filter_params, filter_from = filter_settings(cfg, params_filter)
+    benchmark = (
+        "MC-CLEAN's 22 released English test reviews (`medsimp.reviews`) are test and the "
+        "calibration's dev reviews validation, in every language, whatever the input says; "
+        "then the input's own split (Devaraj's train/val/test files, a `split` field) decides"
+    )
     if cfg.mc_human:
-        clean = mc_clean_split(cfg.mc_human, cfg.mc_clean_validation, seed, cfg.mc_clean_test)
-        gold = gold_rows(cfg.mc_human, clean)
+        gold = gold_rows(cfg.mc_human, clean, filter_params)
         lacking = sorted(d for d, s in clean.items() if s != "train" and not gold.get(d))
         if lacking:
             raise InputError(
@@ -406,36 +607,31 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
                 f"review(s) have no gold alignment (first: {lacking[0]}); test and "
                 "validation must hold gold alignments"
             )
-        split_of = {d: clean.get(normalise_doi(d), "train") for d in dois}
         held = {s: sorted(d for d, v in clean.items() if v == s) for s in ("validation", "test")}
         scheme = (
-            f"MC-CLEAN (Joseph et al. 2023): of the {len(clean)} reviews of "
+            f"MC-CLEAN (Joseph et al. 2023): {benchmark}. Of the {len(clean)} reviews of "
             f"{Path(cfg.mc_human).name}, {len(held['test'])} test and "
             f"{len(held['validation'])} validation reviews hold their human (gold) English "
-            "alignments; the other MC-CLEAN reviews (gold alignments) and every other "
-            "review (automatic alignments, MC-NOISY) are train. In the held-out reviews, "
+            "alignments; held-out reviews outside it keep automatic alignments (reviews no source places are drawn by seeded hash up to "
+            f"{cfg.mc_clean_validation} validation and {cfg.mc_clean_test} test); the other "
+            "MC-CLEAN reviews (gold alignments) and every other review no source places "
+            "(automatic alignments, MC-NOISY) are train. In the held-out reviews, "
             "each other language's pairs are the English gold pairs composed with the "
             "English PLS -> PLS bridge (Vecalign), filtered through the English pivot: a gold "
             "pair whose English PLS sentences have no counterpart gives no pair (method "
-            "`gold+vecalign`). Validation DOIs: "
+            "`gold+vecalign`). Validation reviews: "
             + ", ".join(held["validation"])
-            + ". Test DOIs: "
+            + ". Test reviews: "
             + ", ".join(held["test"])
             + "."
         )
     else:
-        split_of = seeded_split(
-            dois,
-            float(split_cfg.validation),
-            float(split_cfg.test),
-            seed,
-        )
-        split_of = cover_splits(split_of, by_language, seed)
         scheme = (
             f"NOT MC-CLEAN: no gold alignments were given (`mc_human` unset), so "
-            f"validation and test hold automatic alignments. Seeded by review (seed {seed}, "
+            f"validation and test hold automatic alignments. {benchmark}; the other reviews are "
+            f"seeded by review (seed {seed}, "
             f"validation {split_cfg.validation}, test "
-            f"{split_cfg.test}); in small corpora reviews are moved so "
+            f"{split_cfg.test}); in small corpora those reviews are moved so "
             "that a language with n reviews has the first min(n, 3) of train, test, "
             "validation"
         )
@@ -464,13 +660,13 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
             if absent:
                 rejects.append(dead_letter("multicochrane", pair["pair_id"] or "", "missing_field", absent))
                 continue
-            if normalise_doi(pair["doi"]) in clean:
+            if review_key(pair["doi"]) in clean:
                 # MC-CLEAN review: its gold rows (en) replace the automatic ones; in held-out
                 # reviews the other languages' automatic rows are the PLS bridge the English gold
                 # is composed with (`bridge_gold`); they keep automatic rows for training only
                 if pair["language"] == "en" or split_of[pair["doi"]] != "train":
                     if pair["language"] != "en" and all(i in texts for i in pair["simple_ids"]):
-                        bridge_key = (normalise_doi(pair["doi"]), pair["language"])
+                        bridge_key = (review_key(pair["doi"]), pair["language"])
                         bridges.setdefault(bridge_key, []).append(pair)
                     replaced += 1
                     continue
@@ -508,10 +704,16 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
     # then the MC-CLEAN gold rows (en) and the gold composed with the bridge (other languages)
     for key, rows in sorted(gold.items()):
         for row in rows:
+            group = ("en", clean[key])
             scratch.add_row(
-                f"en/{clean[key]}", {k: v for k, v in row.items() if not k.startswith("_")}, part=1
+                "/".join(group),
+                {k: v for k, v in row.items() if not k.startswith("_")},
+                part=1,
+                flag=row["keep"],
             )
-            rows_in[("en", clean[key])] += 1
+            rows_in[group] += 1
+            keep_in[group] += row["keep"]
+            decisions.setdefault(group, []).append((row["keep"], None))
     bridged = dropped = 0
     for (key, lang), bridge in sorted(bridges.items()):
         texts = scratch.texts(i for row in bridge for c in ("simple_ids", "pivot_ids") for i in row[c] or ())
@@ -521,8 +723,11 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
             sc, sr, m2 = side_annotations(row["simple_ids"], texts, scratch.links(row["simple_ids"]))
             missing_links += m2
             row.update(simple_concepts=sc, simple_readability=sr)
-            scratch.add_row(f"{lang}/{clean[key]}", row, part=2)
-            rows_in[(lang, clean[key])] += 1
+            group = (lang, clean[key])
+            scratch.add_row("/".join(group), row, part=2, flag=bool(row["keep"]))
+            rows_in[group] += 1
+            keep_in[group] += bool(row["keep"])
+            decisions.setdefault(group, []).append((bool(row["keep"]), None))
             bridged += 1
 
     if not rows_in:
@@ -599,13 +804,37 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack) -> BuiltDataset:
         ),
         notes=[
             f"Splits: {scheme}; a review is in the same split in every language.",
+            source_counts(split_of, source_of),
+            *(
+                [
+                    "Override: build.multicochrane.allow_split_conflicts is on; "
+                    + (
+                        f"{len(conflicts)} review(s) whose sources disagreed took the most "
+                        f"authoritative split: {'; '.join(conflicts)}."
+                        if conflicts
+                        else "no review's sources disagreed."
+                    )
+                ]
+                if cfg.allow_split_conflicts
+                else []
+            ),
+            *(
+                [
+                    f"MC-CLEAN gold pairs go through the overlap filter as the paper's do (r "
+                    f"{'>' if filter_params.comparison == 'gt' else '>='} {float(filter_params.threshold)}, "
+                    f"from {filter_from}): {sum(r['keep'] for rows in gold.values() for r in rows)} of "
+                    f"{n_gold} English gold pairs pass; the unfiltered configs hold them all."
+                ]
+                if gold
+                else []
+            ),
             f"`-filtered` configs filter {', '.join(filter_splits)} only (the paper filters "
             "the training set); `build.multicochrane.filter_splits` can filter more.",
             "`kept` counts automatic rows (unfiltered configs); `filtered` counts automatic "
             "rows of MC-CLEAN reviews replaced by gold rows (`gold_pairs`, English; "
             "`gold_bridged_pairs`, other languages of held-out reviews, with "
             "`gold_bridge_dropped` gold pairs that had no counterpart); `overlap_keep` "
-            "rows pass the overlap filter.",
+            "rows (automatic and gold) pass the overlap filter.",
             *cost_notes,
         ],
     )

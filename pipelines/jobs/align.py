@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.errors import InputError
 from medsimp.params_schema import Align, Beam
 from medsimp.progress import ProgressSink, watch
+from medsimp.reviews import review_key
 from medsimp.schemas import PAIRS
 from pipelines.jobs.beam_io import (
     ReadDocuments,
@@ -238,7 +239,6 @@ def english_documents(input_dir: str) -> Iterator[DocPair]:
     document at a time; one whose documents span files is grouped in memory first."""
     from alignment.bridge import english_sides
     from alignment.gold import DocPair
-    from alignment.selftrain import review_id
 
     files = sentence_files(input_dir)
     check_sentence_table(files)  # a column, cell or sentence amiss is one line, before any row is used
@@ -254,7 +254,7 @@ def english_documents(input_dir: str) -> Iterator[DocPair]:
         docs = iter(sorted(by_doc.items()))
     for doc_id, rows in docs:
         complex_, simple = english_sides(rows)
-        yield DocPair(doc_id, complex_, simple, frozenset(), review_id(doc_id))
+        yield DocPair(doc_id, complex_, simple, frozenset(), review_key(doc_id))
 
 
 def fallback_notes(result) -> list[str]:

@@ -3,7 +3,8 @@
 Reads every record, joins the records of a review by normalised DOI (through sorted run
 files, GroupSorted: memory does not grow with the corpus), and writes the
 English abstract (side `complex`, section headings kept) and the PLS of every
-language present (side `simple`) as sentence rows carrying `doi` and `version`.
+language present (side `simple`) as sentence rows carrying `doi`, `version` and `split` (the
+input's own split: a canonical record's `split` field, a Devaraj file's name; null when none).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def review_rows(review) -> list[dict]:
     """Sentence rows of a joined review: English abstract + PLS per language."""
 
     def extra(rec: ReviewRecord) -> dict:
-        return {"doi": review.doi, "version": rec.version, "title": rec.title}
+        return {"doi": review.doi, "version": rec.version, "title": rec.title, "split": rec.split}
 
     rec = review.abstract
     rows = document_rows(

@@ -17,6 +17,7 @@ from itertools import zip_longest
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
+from medsimp.reviews import review_key
 from pipelines.sources.files import iter_lines, list_files
 from pipelines.sources.records import FormatError, check_text, guarded, int_field, loads
 from pipelines.sources.rows import locator_key
@@ -62,6 +63,17 @@ class ReviewRecord:
     abstract: tuple[Section, ...]
     pls: tuple[Section, ...]
     locator: str
+    split: str | None = None  # the input's own split (train/validation/test), None when it gives none
+
+
+# The input's own split of a review: a canonical record's `split` field, a Devaraj file's name
+SPLIT_NAMES = {
+    "train": "train",
+    "val": "validation",
+    "validation": "validation",
+    "dev": "validation",
+    "test": "test",
+}
 
 
 @dataclass
@@ -90,8 +102,9 @@ def split_doi(doi: str) -> tuple[str, int]:
 
 
 def doi_key(doi: str) -> str:
-    """The join key of a normalised DOI: DOIs are case-insensitive."""
-    return doi.lower()
+    """The join key of a DOI: the review's identity (`medsimp.reviews.review_key`: DOIs are
+    case-insensitive, and a review's versions and URL forms share its CD number)."""
+    return review_key(doi)
 
 
 def normalise_doi(doi: str) -> str:
@@ -138,7 +151,19 @@ def parse_canonical(obj, locator: str) -> ReviewRecord:
     pls = _sections(obj.get("pls"), "pls")
     if not abstract and not pls:
         raise FormatError("empty_record", "neither abstract nor pls has text")
-    return ReviewRecord(base, version, language, check_text(title, "title"), abstract, pls, locator)
+    split = obj.get("split")
+    if split is not None and (not isinstance(split, str) or split.strip().lower() not in SPLIT_NAMES):
+        raise FormatError("bad_split", f"split must be one of {', '.join(SPLIT_NAMES)}")
+    return ReviewRecord(
+        base,
+        version,
+        language,
+        check_text(title, "title"),
+        abstract,
+        pls,
+        locator,
+        SPLIT_NAMES[split.strip().lower()] if split is not None else None,
+    )
 
 
 def _check_size(text: str, what: str) -> None:
@@ -192,6 +217,7 @@ def _devaraj_record(name: str, number: int, doi, source, target) -> ReviewRecord
         (Section("", check_text(source, "source")),),
         (Section("", check_text(target, "target")),),
         locator,
+        SPLIT_NAMES.get(name) if name in ("train", "val", "test") else None,  # Devaraj's file names
     )
 
 

@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         update={k: resolve_path(v, args.params_dir) for k, v in cfg if isinstance(v, str) and v}
     )
     try:
-        dataset = build_dataset(args.name, located)
+        dataset = build_dataset(args.name, located, args.params_data.filter)
         with dataset:  # a streamed dataset's scratch files go when it is written
             dataset.lineage = input_lineage(located.model_dump(), dataset.mimic_derived, args.name)
             # the card records what determines the data (builders/README.md): the inputs' content,
