@@ -287,17 +287,76 @@ def test_bad_lengths_are_refused_without_reading_and_deep_json_is_a_400(tmp_path
 
 
 def test_idle_connections_are_bounded_and_time_out(tmp_path):
-    with _serving(tmp_path, timeout=1.0, connections=4) as server:
+    with _serving(tmp_path, timeout=1.0, connections=4, pending=4) as server:
         port = server.server_address[1]
         before = threading.active_count()
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]
         try:
             time.sleep(0.3)
-            assert threading.active_count() <= before + 4  # 60 idle connections, 4 threads at most
-            _wait_until(lambda: threading.active_count() <= before, 5)  # each dropped after 1 s
+            assert threading.active_count() <= before + 8  # 60 idle connections, 4 + 4 threads at most
+            # the newest connections cut the oldest idle ones: an annotator gets in at once
             assert _get(server, "/?token=" + server.session.token)[0] == 200
+            _wait_until(lambda: threading.active_count() <= before, 5)  # each dropped after 1 s
         finally:
             for s in idle:
+                s.close()
+
+
+def _half_sent(port: int, n: int) -> list[socket.socket]:
+    """`n` connections that send half a request without the token and hold."""
+    held = []
+    heads = [
+        f"POST /save HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\nContent-Le",
+        "GET /?page=1 HTTP/1.1\r\nHost: 127.0.0.1",
+    ]
+    for k in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(heads[k % 2].encode())
+        held.append(s)
+    return held
+
+
+def test_clients_that_send_half_a_request_without_the_token_do_not_starve_annotators(tmp_path):
+    """Issue 54: 16 half-sent requests without the token held every slot, and 20 of 20
+    annotators' requests were refused for 40 s. Now they hold only the pending pool (the
+    oldest cut when it is full) and annotators are served at once, with the default limits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from medsimp.annotate.page import CONNECTIONS, PENDING, REQUEST_DEADLINE
+
+    with _serving(tmp_path) as server:
+        port = server.server_address[1]
+        before = threading.active_count()
+        held = _half_sent(port, PENDING + 16)  # more than the pending pool holds
+        try:
+            time.sleep(0.3)
+            assert threading.active_count() <= before + PENDING + CONNECTIONS
+            start = time.monotonic()
+            jobs = [("get", None)] * 10 + [("post", f"ann{n}") for n in range(10)]
+
+            def annotator(job):
+                kind, who = job
+                if kind == "get":
+                    return _get(server, "/?token=" + server.session.token)[0]
+                return _post(server, _page_export(server, who))[0]
+
+            with ThreadPoolExecutor(4) as pool:
+                codes = list(pool.map(annotator, jobs))
+            took = time.monotonic() - start
+            assert codes == [200] * 20
+            assert took < min(3.0, REQUEST_DEADLINE)  # served while the half-sent ones still hold
+            saved = sorted(p.name for p in (tmp_path / "saved").iterdir())
+            assert saved == sorted(f"annotations-ann{n}.json" for n in range(10))
+            # the half-sent connections are cut at the deadline (the oldest ones sooner, by eviction)
+            for s in held:
+                s.settimeout(REQUEST_DEADLINE + 3)
+                try:
+                    assert s.recv(1024) == b""
+                except ConnectionResetError:
+                    pass
+            _wait_until(lambda: threading.active_count() <= before, 3)
+        finally:
+            for s in held:
                 s.close()
 
 
@@ -596,32 +655,30 @@ def test_trickling_connections_are_cut_at_the_request_deadline(tmp_path):
     with _serving(tmp_path, timeout=1.0, connections=2, deadline=2.0) as server:
         port = server.server_address[1]
         stop = threading.Event()
+        cut: list[float] = []
 
         def trickle():
+            start = time.monotonic()
             with socket.create_connection(("127.0.0.1", port)) as s:
                 try:
                     while not stop.is_set():
                         s.sendall(b"G")  # a byte each 0.3 s: never silent for `timeout`
                         time.sleep(0.3)
                 except OSError:
-                    pass  # cut by the server
+                    cut.append(time.monotonic() - start)  # cut by the server
 
-        threads = [threading.Thread(target=trickle, daemon=True) for _ in range(2)]
+        threads = [threading.Thread(target=trickle, daemon=True) for _ in range(4)]
         for t in threads:
             t.start()
         try:
-            time.sleep(0.5)  # both slots held by trickling clients
-
-            def served() -> bool:
-                try:
-                    return _get(server, "/?token=" + server.session.token)[0] == 200
-                except (OSError, http.client.HTTPException):  # refused while the slots are held
-                    return False
-
-            assert not served()
-            _wait_until(served, 6)  # the deadline (2 s) frees them
+            time.sleep(0.5)  # more trickling clients than serving slots
+            assert _get(server, "/?token=" + server.session.token)[0] == 200  # served meanwhile
+            _wait_until(lambda: len(cut) == 4, 6)
+            assert all(1.5 < t < 4.0 for t in cut), cut  # at the deadline (2 s), not before
         finally:
             stop.set()
+            for t in threads:
+                t.join(5)
 
 
 def test_a_client_that_hangs_up_is_no_traceback(tmp_path, capsys):

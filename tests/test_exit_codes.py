@@ -95,6 +95,7 @@ def test_75_lock_held(tmp_path):
     from filelock import FileLock
 
     (tmp_path / "params.yaml").write_text("refresh:\n  lock: held.lock\n", encoding="utf-8")
+    (tmp_path / ".dvc").mkdir()  # a DVC repository (refresh refuses to run outside one)
     with FileLock(str(tmp_path / "held.lock"), timeout=0):
         done = medsimp(tmp_path, "refresh")
     assert done.returncode == EXIT_LOCKED, done.stdout + done.stderr

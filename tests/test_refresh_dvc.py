@@ -247,6 +247,84 @@ def test_a_params_file_named_with_params_is_read_as_named_when_refresh_reads_it_
     assert code == EXIT_OK and "would run: extract, align, build" in out, out
 
 
+def tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every path under `root` (folders too) -> sha256 of its content ("dir" for a folder)."""
+    import hashlib
+
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel in skip:
+            continue
+        out[rel] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+# DVC's own status takes its repository and read/write locks here (as `dvc status` does)
+DVC_LOCKS = (".dvc/tmp/lock", ".dvc/tmp/rwlock", ".dvc/tmp/rwlock.lock")
+
+
+def test_refresh_outside_a_dvc_repository_is_one_line_and_writes_nothing(tmp_path: Path):
+    """Issue 54: refresh created ./.dvc/tmp for its lock before finding the DVC root: in a git
+    repository without DVC it set one up (and then found "nothing to do")."""
+    repo = tmp_path / "gitonly"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "a.py").write_text("x = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "a")
+    before = tree(repo)
+    for argv in (("--dry-run",), ()):
+        for where in (repo, repo / "src"):
+            code, out = run_refresh(where, *argv)
+            line = [x for x in out.splitlines() if "DVC repository" in x]
+            assert code == 2, out
+            assert line == [
+                f"medsimp refresh: {where} is not inside a DVC repository (no .dvc/ folder in it or "
+                "above it); run refresh inside one (`dvc root` names it), or create one with `dvc init`"
+            ], out
+            assert "Traceback" not in out
+            assert tree(repo) == before  # no .dvc/, no lock, no report
+    assert not (repo / ".dvc").exists()
+
+
+def test_refresh_from_a_subfolder_works_on_the_root_and_never_moves_it(built: Path):
+    """Issue 54: from a monorepo subfolder refresh created `<sub>/.dvc/tmp`, which moved `dvc
+    root` there. It now finds the root first (as `dvc root`), runs on it, writes its lock and
+    report only inside it (the report where params.yaml says, from the root), and `--dry-run`
+    writes nothing (DVC's own status locks aside)."""
+    sub = built / "pkg" / "deep"
+    sub.mkdir(parents=True)
+    (sub / "notes.txt").write_text("mine\n")
+    lock = built / ".dvc" / "tmp" / "medsimp-refresh.lock"
+    lock.unlink(missing_ok=True)
+    before = tree(built, DVC_LOCKS)
+    code, out = run_refresh(sub, "--dry-run")
+    assert code == EXIT_NOTHING_TO_DO and "nothing to do" in out, out
+    assert tree(built, DVC_LOCKS) == before  # nothing written, not even refresh's lock
+    write_reviews(built, [*REVIEWS, NEW_REVIEW])
+    before = tree(built, DVC_LOCKS)
+    code, out = run_refresh(sub, "--dry-run")
+    assert code == EXIT_OK and "would run: extract, align, build" in out, out  # the root's stage names
+    assert tree(built, DVC_LOCKS) == before
+    write_reviews(built, REVIEWS)
+    reports = built / "reports" / "refresh"
+    before = tree(built, DVC_LOCKS)
+    code, out = run_refresh(sub)
+    assert code == EXIT_NOTHING_TO_DO, out
+    after = tree(built, DVC_LOCKS)
+    changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    assert changed and all(
+        p.startswith("reports/refresh/") or p == ".dvc/tmp/medsimp-refresh.lock" for p in changed
+    ), changed
+    assert latest(built)["status"] == "nothing_to_do" and reports.is_dir()
+    assert sorted(p.name for p in sub.iterdir()) == ["notes.txt"]  # no .dvc/, no reports/ here
+    root = subprocess.run(
+        [sys.executable, "-m", "dvc", "root"], cwd=sub, capture_output=True, text=True, check=True
+    )
+    assert (sub / root.stdout.strip()).resolve() == built.resolve()
+
+
 def test_stage_failure_exit_code_and_restore(built: Path):
     project = built
     (project / "toy_stage.py").write_text(

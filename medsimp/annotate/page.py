@@ -38,9 +38,10 @@ ANNOTATOR = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 TOKEN_HEADER = "X-Medsimp-Token"
 SAVED_BY = "medsimp annotate serve"
 MAX_BODY = 200_000_000  # bytes; the cap is also 16x the page (an export repeats its sentences)
-TIMEOUT = 10.0  # seconds a connection may stay silent
-REQUEST_DEADLINE = 60.0  # seconds a request may take to show the token (a trickle cannot hold a slot longer)
-CONNECTIONS = 16  # requests handled at once; more are closed unanswered
+TIMEOUT = 10.0  # seconds an annotator's connection may stay silent
+REQUEST_DEADLINE = 5.0  # seconds a connection has to send a request head showing the token
+PENDING = 64  # connections held before they show the token; one more cuts the oldest
+CONNECTIONS = 16  # annotators' requests served at once; more are answered 503
 _HOST = re.compile(r"\[([0-9a-f:.]+)\](?::(\d{1,5}))?|([^:\[\]]+)(?::(\d{1,5}))?")
 
 
@@ -238,64 +239,102 @@ class Session:
 
 
 class _Server(http.server.ThreadingHTTPServer):
+    """One thread per connection, in two bounded pools. A connection is *pending* until its
+    request head (request line and headers) is read and shows the session token, Host (and for a
+    POST, Origin): at most `pending` such connections are held, each for `deadline` seconds at
+    most; a new one beyond the cap cuts the oldest, so clients that send half a request and hold
+    (or trickle) cannot keep an annotator out. An *authorized* request takes one of
+    `connections` slots (more are answered 503 at once) and is held only by the silence
+    timeout (a large export over a slow link takes what it takes)."""
+
     daemon_threads = True
     request_queue_size = 64
     url = ""  # the address to open, with the session token
 
     def __init__(
-        self, address, handler, session: Session, connections: int, deadline: float = REQUEST_DEADLINE
+        self,
+        address,
+        handler,
+        session: Session,
+        connections: int,
+        deadline: float = REQUEST_DEADLINE,
+        pending: int = PENDING,
     ):
         self.session = session
-        self._slots = threading.BoundedSemaphore(connections)
-        # a whole-request deadline: bytes trickled less than `timeout` apart would otherwise hold
-        # a connection (and its slot) forever; one watchdog thread shuts the late ones
+        self.connections = connections
+        self.pending = pending
         self.deadline = deadline
-        self._open: dict[socket.socket, float] = {}  # connection -> its deadline
-        self._open_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._pending: dict[socket.socket, float] = {}  # connection -> its deadline, oldest first
+        self._authorized: set[socket.socket] = set()  # connections holding a serving slot
+        self._thread_slots = threading.BoundedSemaphore(pending + connections)
         self._closed = threading.Event()
         super().__init__(address, handler)
         threading.Thread(target=self._cut_late, name="medsimp-request-deadline", daemon=True).start()
 
-    def authorized(self, conn: socket.socket) -> None:
-        """The request on `conn` carries the session's token: no deadline for it (a large
-        export over a slow link takes what it takes; the silence timeout still holds)."""
-        with self._open_lock:
-            self._open.pop(conn, None)
+    @staticmethod
+    def _cut(conn: socket.socket) -> None:
+        try:
+            conn.shutdown(socket.SHUT_RDWR)  # its thread's read returns at once, the thread ends
+        except OSError:
+            pass
+
+    def authorized(self, conn: socket.socket) -> bool:
+        """The request on `conn` showed the token: it leaves the pending pool and takes a
+        serving slot (False: all `connections` slots are busy)."""
+        with self._lock:
+            self._pending.pop(conn, None)
+            if len(self._authorized) >= self.connections:
+                return False
+            self._authorized.add(conn)
+            return True
 
     def _cut_late(self) -> None:
-        while not self._closed.wait(min(1.0, self.deadline / 4)):
+        while not self._closed.wait(min(0.5, self.deadline / 4)):
             now = time.monotonic()
-            with self._open_lock:
-                late = [conn for conn, end in self._open.items() if end < now]
+            with self._lock:
+                late = [conn for conn, end in self._pending.items() if end < now]
+                for conn in late:
+                    del self._pending[conn]
             for conn in late:
-                try:
-                    conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                self._cut(conn)
 
     def server_close(self) -> None:
         self._closed.set()
         super().server_close()
 
     def process_request(self, request, client_address):
-        if not self._slots.acquire(blocking=False):  # busy: no thread per extra connection
+        with self._lock:
+            evicted = []
+            while len(self._pending) >= self.pending:  # full: the oldest pending client goes
+                oldest = next(iter(self._pending))
+                del self._pending[oldest]
+                evicted.append(oldest)
+            self._pending[request] = time.monotonic() + self.deadline
+        for conn in evicted:
+            self._cut(conn)
+        # the cut threads end within moments; until then the thread count stays bounded
+        if not self._thread_slots.acquire(timeout=1.0):
+            with self._lock:
+                self._pending.pop(request, None)
             self.shutdown_request(request)
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            with self._lock:
+                self._pending.pop(request, None)
+            self._thread_slots.release()
             raise
 
     def process_request_thread(self, request, client_address):
-        with self._open_lock:
-            self._open[request] = time.monotonic() + self.deadline
         try:
             super().process_request_thread(request, client_address)
         finally:
-            with self._open_lock:
-                self._open.pop(request, None)
-            self._slots.release()
+            with self._lock:
+                self._pending.pop(request, None)
+                self._authorized.discard(request)
+            self._thread_slots.release()
 
     def handle_error(self, request, client_address):
         """A client that hung up (BrokenPipe, reset) is not an error; anything else is one line
@@ -320,6 +359,7 @@ def make_server(
     timeout: float = TIMEOUT,
     connections: int = CONNECTIONS,
     deadline: float = REQUEST_DEADLINE,
+    pending: int = PENDING,
 ):
     """An HTTP server for the page (`data` is its `page_data`): GET /?token=T serves it, POST
     /save with header X-Medsimp-Token: T stores an export of it as
@@ -336,7 +376,8 @@ def make_server(
         sys_version = ""
 
         def setup(self):
-            self.timeout = timeout  # an idle connection is dropped after this
+            # until the head shows the token, a silence as long as the deadline ends it
+            self.timeout = min(timeout, deadline)
             super().setup()
 
         def finish(self):
@@ -375,7 +416,10 @@ def make_server(
             if not token or not hmac.compare_digest(token.encode(), session.token.encode()):
                 self._refuse(403, "token", "forbidden: no or a wrong session token")
                 return False
-            self.server.authorized(self.request)  # an annotator's request: past the deadline's reach
+            if not self.server.authorized(self.request):  # out of the pending pool, past the deadline
+                self._refuse(503, "busy", f"busy: {self.server.connections} requests are being served")
+                return False
+            self.connection.settimeout(timeout)  # an annotator's export may be large: silence only
             return True
 
         def do_GET(self):
@@ -423,7 +467,7 @@ def make_server(
 
     session = Session(html, data, save_dir, host, port)
     try:
-        server = (_Server6 if v6 else _Server)((bind, port), Handler, session, connections, deadline)
+        server = (_Server6 if v6 else _Server)((bind, port), Handler, session, connections, deadline, pending)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
     session.port = server.server_address[1]

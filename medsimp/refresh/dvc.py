@@ -28,6 +28,25 @@ class DvcError(RuntimeError):
     """A DVC command failed outside a stage (bad dvc.yaml, missing cache, ...)."""
 
 
+def find_root(start: Path) -> Path:
+    """The DVC repository `start` is in, found as `dvc root` finds it (DVC's own
+    `Repo.find_root`: the nearest folder at or above `start` holding a `.dvc/` folder, up to the
+    mount point). Nothing is written: a folder with no `.dvc/` above it is a one-line UsageError,
+    so refresh never creates `.dvc/tmp` where it would make (or move) a DVC root."""
+    from dvc.exceptions import NotDvcRepoError
+    from dvc.repo import Repo
+
+    from medsimp.errors import UsageError
+
+    try:
+        return Path(Repo.find_root(str(start)))
+    except NotDvcRepoError:
+        raise UsageError(
+            f"{start} is not inside a DVC repository (no .dvc/ folder in it or above it); run "
+            "refresh inside one (`dvc root` names it), or create one with `dvc init`"
+        ) from None
+
+
 def dvc_command(*args: str) -> list[str]:
     """`dvc ARGS` with the DVC of this interpreter's environment."""
     return [sys.executable, "-m", "dvc", *args]

@@ -124,11 +124,14 @@ def fingerprint_builders(builders_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def git_info(root: Path) -> dict[str, Any]:
-    """HEAD revision and whether tracked files differ from it (None outside git)."""
+    """HEAD revision and whether tracked files differ from it (None outside git). Read only:
+    `--no-optional-locks` keeps `git status` from rewriting the index."""
 
     def git(*args: str) -> str | None:
         with contextlib.suppress(OSError):
-            proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+            proc = subprocess.run(
+                ["git", "--no-optional-locks", *args], cwd=root, capture_output=True, text=True, check=False
+            )
             if proc.returncode == 0:
                 return proc.stdout.strip()
         return None

@@ -208,21 +208,26 @@ def ran_with(at_start: str, stages: Mapping[str, Mapping[str, Any]]) -> dict[str
 def run_refresh(
     cfg: RefreshConfig, params: dict[str, Any], dry_run: bool = False, echo: Callable[[str], None] = print
 ) -> tuple[int, dict[str, Any] | None]:
-    """One scheduled run: lock, decide, repro, restore on failure, report. -> (exit code, report)."""
+    """One scheduled run: lock, decide, repro, restore on failure, report. -> (exit code, report).
+
+    `cfg.root` is the DVC repository root (`medsimp.refresh.dvc.find_root`); a `dry_run` takes
+    no lock and writes no report."""
+    from medsimp.errors import UsageError
     from medsimp.refresh.report import write_report
 
+    if not (cfg.root / ".dvc").is_dir():  # never create .dvc/tmp where it would make a DVC root
+        raise UsageError(f"{cfg.root} is not a DVC repository root (no .dvc/ folder)")
     t0 = time.time()
     try:
+        if dry_run:  # read only: no lock, no report (DVC's status takes its own lock in .dvc/tmp)
+            dag, status = read_dag(cfg.root, cfg.targets)
+            would = stages_to_run(dag, set(status))
+            echo(
+                "nothing to do: every stage is up to date" if not would else "would run: " + ", ".join(would)
+            )
+            return (EXIT_OK if would else EXIT_NOTHING_TO_DO), None
         with refresh_lock(cfg.lock):
             dag, status = read_dag(cfg.root, cfg.targets)
-            if dry_run:
-                would = stages_to_run(dag, set(status))
-                echo(
-                    "nothing to do: every stage is up to date"
-                    if not would
-                    else "would run: " + ", ".join(would)
-                )
-                return (EXIT_OK if would else EXIT_NOTHING_TO_DO), None
             stamp = _free_stamp(cfg.report_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t0)))
             if status:
                 result = _repro(cfg, dag, set(status), cfg.report_dir / f"{stamp}.log", echo)
