@@ -226,6 +226,20 @@ def test_init_refuses_a_folder_it_did_not_make_and_keeps_what_it_made(tmp_path):
     assert (tmp_path / "empty" / "README.md").is_file()
 
 
+def test_init_dvc_inside_a_git_repository_is_a_dvc_subdir_project(tmp_path):
+    """--dvc inside an existing git work tree runs `dvc init --subdir` (DVC's way for a project in
+    a sub-folder of a repository), and no second git repository is made."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    subprocess.run(["git", "init", "--quiet"], cwd=tmp_path, check=True)
+    done = _cli("init", "corpora/mine", "--dvc", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "ran: dvc init --subdir" in done.stdout and "git init" not in done.stdout
+    proj = tmp_path / "corpora" / "mine"
+    assert (proj / ".dvc" / "config").is_file() and not (proj / ".git").exists()
+    assert "no_scm" not in (proj / ".dvc" / "config").read_text(encoding="utf-8")
+
+
 def test_the_cochrane_folder_takes_canonical_jsonl_and_devaraj_triples(tmp_path):
     """`data/cochrane/` holds either format (or both); a README beside them is not read, and a
     folder with neither is one line naming both."""

@@ -124,18 +124,19 @@ def _file_mode(args, params: Align, cache: str | None) -> int:
 
 
 def _train(args, params: Align, cache: str | None) -> int:
+    from medsimp.config import resolve_output, resolve_path, shown_path
+
+    out = args.output or resolve_output(params.model, args.params_dir, "align.model")  # before any work
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import gold_sources, read_golds
     from alignment.score import pair_prf
     from alignment.selftrain import self_train
     from medsimp.atomic import atomic_dir, write_json
-    from medsimp.config import resolve_output, resolve_path, shown_path
     from medsimp.corpora.writer import content_hash
     from medsimp.errors import InputError
     from medsimp.stats import finish_stage, output_stats
 
-    out = args.output or resolve_output(params.model, args.params_dir, "align.model")  # before any work
     gold = args.gold or [resolve_path(g, args.params_dir) for g in gold_sources(params.gold)]
     docs = read_golds(gold, args.gold_format or params.gold_format)
     if not docs:
@@ -234,13 +235,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
     """The Beam job over a sentence table."""
-    from medsimp.atomic import atomic_dir
     from medsimp.config import resolve_output, resolve_path
+
+    out = args.output or resolve_output(params.output, args.params_dir, "align.output")  # before any work
+    from medsimp.atomic import atomic_dir
     from medsimp.corpora.writer import used_aligner
     from pipelines.jobs import align as align_job
 
     params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
-    with atomic_dir(args.output or resolve_output(params.output, args.params_dir, "align.output")) as tmp:
+    with atomic_dir(out) as tmp:
         align_job.run(
             args.input or resolve_path(params.input, args.params_dir),
             str(tmp),

@@ -120,19 +120,29 @@ def _dvc_command() -> list[str]:
     raise UsageError("--dvc needs DVC: pip install 'medsimp[refresh]' (or dvc), or leave --dvc out")
 
 
-def init_dvc(folder: Path) -> list[str]:
-    """Make `folder` a DVC repository the way `dvc init`'s documentation says (the commands run,
-    as typed); nothing when it is one already."""
+def dvc_tools() -> list[str]:
+    """How to run DVC here; one UsageError line when DVC or git is missing (checked before the
+    folder is written)."""
     import shutil
-    import subprocess
 
-    from medsimp.errors import StageFailed, UsageError
+    from medsimp.errors import UsageError
 
-    if (folder / ".dvc").is_dir():
-        return []
     dvc = _dvc_command()
     if shutil.which("git") is None:
         raise UsageError("--dvc needs git (DVC keeps dvc.lock in git): install git, or leave --dvc out")
+    return dvc
+
+
+def init_dvc(folder: Path) -> list[str]:
+    """Make `folder` a DVC repository the way `dvc init`'s documentation says (the commands run,
+    as typed); nothing when it is one already."""
+    import subprocess
+
+    from medsimp.errors import StageFailed
+
+    if (folder / ".dvc").is_dir():
+        return []
+    dvc = dvc_tools()
     inside = subprocess.run(
         ["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, text=True, check=False
     )
@@ -155,6 +165,8 @@ def init_dvc(folder: Path) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
+    if args.dvc:
+        dvc_tools()  # before anything is written
     written, kept = write_project(folder)
     ran = init_dvc(folder) if args.dvc else []
     print(f"medsimp init: {folder}: {len(written)} files written" + (f", {len(kept)} kept" if kept else ""))
