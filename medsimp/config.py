@@ -164,7 +164,8 @@ def load_params(
 
 def resolve_path(value: str | Path, base: str | Path = ".") -> str:
     """A path named in params: relative to `base`, the params file's folder (not the current
-    one); absolute paths and URLs (`gs://...`) are kept. `medsimp/resources/<name>` that is not
+    one); absolute paths and URLs (`gs://...`) are kept. An output named in params goes through
+    `resolve_output`, which refuses a relative one from another folder's params file. `medsimp/resources/<name>` that is not
     under `base` (an installed medsimp, no checkout) is the packaged file (`resources.path`)."""
     text = str(value)
     if "://" in text:
@@ -173,6 +174,31 @@ def resolve_path(value: str | Path, base: str | Path = ".") -> str:
     if text.startswith(resources.FOLDER) and not os.path.exists(path):
         return str(resources.path(text.removeprefix(resources.FOLDER)))
     return path
+
+
+def resolve_output(value: str | Path, base: str | Path, key: str, flag: str = "--output") -> str:
+    """An OUTPUT path taken from params (the command's `flag` not given): `resolve_path`, except
+    that a relative one is refused (ParamsError, exit 2) when `base`, the params file's folder,
+    is not the current folder. A params file named from another folder (`--params
+    <checkout>/params.yaml`) would otherwise write into that folder (a checkout, someone's
+    project); putting the output under the current folder instead would leave the next stage,
+    which reads it through the same params file, reading the params folder's copy. Inputs, the
+    params folder's cache (`cache.dir`) and outputs named on the command line are not affected
+    (docs/formats.md "Where relative paths resolve")."""
+    text = str(value)
+    if "://" in text or os.path.isabs(text) or _same_folder(base, os.getcwd()):
+        return resolve_path(value, base)
+    raise ParamsError(
+        f"params {key}: {text!r} is relative to the params file's folder {os.path.abspath(base)}, not the "
+        f"current one: run from that folder, give {flag}, or make {key} absolute"
+    )
+
+
+def _same_folder(a: str | Path, b: str | Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def shown_path(path: str | Path, base: str | Path) -> str:

@@ -131,3 +131,18 @@ def test_params_paths_are_relative_to_the_params_file(installed: Path, tmp_path:
     # only "the" is common: every other word is uncommon (abbreviations too, Algorithm 1's
     # pseudocode); the final "." counts in n only
     assert row["unc"] == row["n"] - 2
+
+
+def test_installed_init_makes_the_whole_project(installed: Path, tmp_path: Path):
+    """`medsimp init` of the installed wheel writes every template file (issue 53 section 5):
+    the template is package data, not a checkout's files."""
+    done = _cli(installed, tmp_path, "init", "proj")
+    assert done.returncode == 0, done.stderr
+    template = ROOT / "medsimp" / "resources" / "init"
+    want = {
+        {"gitignore": ".gitignore"}.get(str(p.relative_to(template)), str(p.relative_to(template)))
+        for p in template.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    got = {str(p.relative_to(tmp_path / "proj")) for p in (tmp_path / "proj").rglob("*") if p.is_file()}
+    assert got == want | {".medsimp-project"}

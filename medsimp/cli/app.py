@@ -23,6 +23,7 @@ from medsimp.cli.args import GLOBAL_HELP, global_options
 
 # name -> module under medsimp.cli.commands, in DAG order.
 COMMANDS: dict[str, str] = {
+    "init": "init",
     "synth": "synth",
     "notes": "notes",
     "select": "select",

@@ -1,7 +1,8 @@
 """Packaged resources and the offline ones the libraries expect.
 
 `path(name)` is a file shipped in this package (abbreviations, common words, prompts,
-radiology lexicons, the human-eval form template), found through `importlib.resources`
+radiology lexicons, the human-eval form template, `init/`: the project template `medsimp init`
+copies), found through `importlib.resources`
 so it works from any directory and in an installed wheel; params name one by its
 checkout path `medsimp/resources/<name>` (`medsimp.config.resolve_path`).
 

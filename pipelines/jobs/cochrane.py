@@ -33,6 +33,7 @@ from pipelines.jobs.common import (
 from pipelines.sources.cochrane import (
     FormatError,
     ReviewRecord,
+    canonical_files,
     devaraj_prefixes,
     doi_key,
     join_reviews,
@@ -53,8 +54,10 @@ HEADLINE = ("read", "kept", "filtered", "rejected")
 
 
 def input_specs(path: str) -> list[tuple[str, str]]:
-    """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple; every
-    file passes `check_file` and `check_lines` (one line, exit 2, for a whole-file fault)."""
+    """("jsonl", file) for a canonical file, ("devaraj", prefix) per Devaraj triple; a folder
+    gives its `*.jsonl` files (canonical) and its triples (the folder `medsimp init` makes takes
+    either). Every file passes `check_file` and `check_lines` (one line, exit 2, for a whole-file
+    fault)."""
     if (
         FileSystems.exists(path)
         and not FileSystems.exists(path + ".source")
@@ -62,12 +65,15 @@ def input_specs(path: str) -> list[tuple[str, str]]:
     ):
         check_json_lines(path)
         return [("jsonl", path)]
-    specs = [("devaraj", prefix) for prefix in devaraj_prefixes(path)]
+    canonical = canonical_files(path) if list_files(FileSystems.join(path.rstrip("/"), "*")) else []
+    for name in canonical:
+        check_json_lines(name)
+    specs = [("devaraj", prefix) for prefix in devaraj_prefixes(path, canonical=True)]
     for _, prefix in specs:
         for ext in (".doi", ".source", ".target"):
             check_file(prefix + ext)
             check_lines(prefix + ext)
-    return specs
+    return [("jsonl", name) for name in canonical] + specs
 
 
 def read_spec(spec: tuple[str, str]) -> Iterator[tuple[str, ReviewRecord | FormatError]]:

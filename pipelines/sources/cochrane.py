@@ -32,6 +32,7 @@ __all__ = [
     "parse_canonical",
     "parse_canonical_line",
     "devaraj_prefixes",
+    "canonical_files",
     "read_devaraj",
     "join_reviews",
 ]
@@ -176,8 +177,9 @@ def parse_canonical_line(line: str, locator: str) -> ReviewRecord:
     return parse_canonical(loads(line), locator)
 
 
-def devaraj_prefixes(path: str) -> list[str]:
-    """Prefixes `dir/split` of complete Devaraj triples in a folder, or the given prefix."""
+def devaraj_prefixes(path: str, canonical: bool = False) -> list[str]:
+    """Prefixes `dir/split` of complete Devaraj triples in a folder, or the given prefix.
+    `canonical`: the folder may hold canonical `*.jsonl` files instead (`canonical_files`)."""
     exts = (".source", ".target", ".doi")
     found = set(list_files(FileSystems.join(path.rstrip("/"), "*")))
     if found:
@@ -186,13 +188,22 @@ def devaraj_prefixes(path: str) -> list[str]:
             for p in found
             if p.endswith(".source") and all(p[: -len(".source")] + ext in found for ext in exts)
         )
-        if not prefixes:
-            raise InputError(f"{path}: no X.source/X.target/X.doi triple in this folder")
+        if not prefixes and not (canonical and canonical_files(path)):
+            raise InputError(
+                f"{path}: no X.source/X.target/X.doi triple"
+                + (" and no canonical *.jsonl file" if canonical else "")
+                + " in this folder"
+            )
         return prefixes
     missing = [path + ext for ext in exts if not FileSystems.exists(path + ext)]
     if missing:
         raise InputError(f"Devaraj prefix {path}: missing {', '.join(missing)}")
     return [path]
+
+
+def canonical_files(folder: str) -> list[str]:
+    """The canonical JSONL files (`*.jsonl`) directly in a folder, sorted."""
+    return sorted(p for p in list_files(FileSystems.join(folder.rstrip("/"), "*")) if p.endswith(".jsonl"))
 
 
 def _devaraj_record(name: str, number: int, doi, source, target) -> ReviewRecord:

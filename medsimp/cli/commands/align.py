@@ -124,13 +124,15 @@ def _file_mode(args, params: Align, cache: str | None) -> int:
 
 
 def _train(args, params: Align, cache: str | None) -> int:
+    from medsimp.config import resolve_output, resolve_path, shown_path
+
+    out = args.output or resolve_output(params.model, args.params_dir, "align.model")  # before any work
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import gold_sources, read_golds
     from alignment.score import pair_prf
     from alignment.selftrain import self_train
     from medsimp.atomic import atomic_dir, write_json
-    from medsimp.config import resolve_path, shown_path
     from medsimp.corpora.writer import content_hash
     from medsimp.errors import InputError
     from medsimp.stats import finish_stage, output_stats
@@ -159,7 +161,6 @@ def _train(args, params: Align, cache: str | None) -> int:
             **info,
         }
     fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
-    out = args.output or resolve_path(params.model, args.params_dir)
     stats = {
         "documents": len(docs),
         "gold": [f"{shown_path(g, args.params_dir)} sha256:{content_hash(g)}" for g in gold],
@@ -234,13 +235,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
     """The Beam job over a sentence table."""
+    from medsimp.config import resolve_output, resolve_path
+
+    out = args.output or resolve_output(params.output, args.params_dir, "align.output")  # before any work
     from medsimp.atomic import atomic_dir
-    from medsimp.config import resolve_path
     from medsimp.corpora.writer import used_aligner
     from pipelines.jobs import align as align_job
 
     params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
-    with atomic_dir(args.output or resolve_path(params.output, args.params_dir)) as tmp:
+    with atomic_dir(out) as tmp:
         align_job.run(
             args.input or resolve_path(params.input, args.params_dir),
             str(tmp),

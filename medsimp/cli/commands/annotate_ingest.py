@@ -37,11 +37,13 @@ def _ingest(args, params: Params) -> int:
     from alignment.score import format_block, pairs_to_blocks
     from medsimp.annotate import ingest
     from medsimp.atomic import atomic_dir, write_json, write_jsonl
+    from medsimp.config import resolve_output
     from medsimp.errors import InputError
     from medsimp.humaneval.schema import ALIGNMENT_PER_PAIR
     from medsimp.stats import check_reconciles, finish_stage, output_stats
 
     ap = params.annotate
+    out = args.output or resolve_output(ap.gold, args.params_dir, "annotate.gold")  # before any work
     share = float(ap.majority)
     roots = [Path(p) for p in (args.inputs or [ap.annotations])]
     files = []
@@ -64,7 +66,6 @@ def _ingest(args, params: Params) -> int:
         **{k: v for k, v in agree.items() if not isinstance(v, dict)},
     }
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
-    out = args.output or ap.gold
     with atomic_dir(out, inputs=roots, lineage=lineage) as tmp:
         write_jsonl(
             tmp / "gold.jsonl",

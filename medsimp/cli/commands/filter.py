@@ -22,11 +22,11 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.atomic import atomic_dir
-    from medsimp.config import resolve_path
+    from medsimp.config import resolve_output, resolve_path
     from pipelines.jobs import filter as filter_job
 
     params = args.params_data.filter
-    with atomic_dir(args.output or resolve_path(params.output, args.params_dir)) as tmp:
+    with atomic_dir(args.output or resolve_output(params.output, args.params_dir, "filter.output")) as tmp:
         filter_job.run(
             args.input or resolve_path(params.input, args.params_dir),
             str(tmp),

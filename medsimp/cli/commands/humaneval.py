@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from medsimp.config import resolve_path
+    from medsimp.config import resolve_output, resolve_path
     from medsimp.humaneval import stage
     from medsimp.stats import finish_stage, write_metrics
 
@@ -73,14 +73,14 @@ def run(args) -> int:
         outcome = stage.forms(
             hp,
             Path(args.input or resolve_path(hp.input, args.params_dir)),
-            args.output or resolve_path(hp.forms, args.params_dir),
+            args.output or resolve_output(hp.forms, args.params_dir, "humaneval.forms"),
         )
     else:
         outcome = stage.analyze(
             hp,
             Path(args.forms or resolve_path(hp.forms, args.params_dir)),
             Path(args.responses or resolve_path(hp.responses, args.params_dir)),
-            args.output or resolve_path(hp.output, args.params_dir),
+            args.output or resolve_output(hp.output, args.params_dir, "humaneval.output"),
             Path(resolve_path(hp.input, args.params_dir)),
             args.plots,
             args.params_dir,

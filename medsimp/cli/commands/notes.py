@@ -32,19 +32,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from medsimp.atomic import atomic_dir
-    from medsimp.config import resolve_path
+    from medsimp.config import resolve_output, resolve_path
     from medsimp.errors import UsageError
     from pipelines.jobs import notes as notes_job
     from pipelines.text.selection import load_lexicons
 
     params = args.params_data.notes
+    output = args.output or resolve_output(params.output, args.params_dir, "notes.output")  # before any work
     pattern = args.input or (params.input and resolve_path(params.input, args.params_dir))
     if not pattern:
         raise UsageError("no --input and no params notes.input")
     files = notes_job.note_files([pattern], expand_dirs=True)  # docs/formats.md: a file or a folder
     lexicons = load_lexicons(params, args.params_dir)
     tags = notes_job.note_lineage([path for path, _, _ in files])
-    with atomic_dir(args.output or resolve_path(params.output, args.params_dir), lineage=tags) as tmp:
+    with atomic_dir(output, lineage=tags) as tmp:
         notes_job.run(
             files, str(tmp), params, args.params_data.beam, args.beam_arg, args.metrics, lexicons, tags
         )

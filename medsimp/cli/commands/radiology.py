@@ -30,19 +30,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from medsimp.atomic import atomic_dir
-    from medsimp.config import resolve_path
+    from medsimp.config import resolve_output, resolve_path
     from medsimp.errors import UsageError
     from pipelines.jobs import radiology
     from pipelines.jobs.notes import note_files, note_lineage
     from pipelines.text.radiology import load_lexicons
 
     params = args.params_data.radiology
+    output = args.output or resolve_output(
+        params.output, args.params_dir, "radiology.output"
+    )  # before any work
     patterns = args.input or ([resolve_path(params.input, args.params_dir)] if params.input else [])
     if not patterns:
         raise UsageError("no --input and no params radiology.input")
     files = note_files(patterns, expand_dirs=True)
     tags = note_lineage([path for path, _, _ in files])
-    with atomic_dir(args.output or resolve_path(params.output, args.params_dir), lineage=tags) as tmp:
+    with atomic_dir(output, lineage=tags) as tmp:
         radiology.run(
             files, str(tmp), params, args.params_data.beam, args.beam_arg, args.metrics, load_lexicons(), tags
         )

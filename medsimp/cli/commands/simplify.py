@@ -51,13 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from medsimp.config import cache_path
+    from medsimp.config import cache_path, resolve_output
     from medsimp.errors import StageFailed
     from medsimp.selfcorrect import stage
     from medsimp.stats import finish_stage, write_metrics
 
     sp = args.params_data.simplify
-    out_dir = args.output or sp.output
+    out_dir = args.output or resolve_output(sp.output, args.params_dir, "simplify.output")
     reason = stage.skip_reason(args.backend, sp)
     if reason:
         stats = stage.write_skipped(out_dir, reason)

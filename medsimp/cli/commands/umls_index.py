@@ -26,12 +26,12 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.atomic import atomic_dir, write_json
-    from medsimp.config import resolve_path
+    from medsimp.config import resolve_output, resolve_path
     from medsimp.stats import print_summary, write_metrics
     from pipelines.text.umls import build_index, demo_note
 
     params = args.params_data.umls
-    output = args.output or resolve_path(params.index, args.params_dir)
+    output = args.output or resolve_output(params.index, args.params_dir, "umls.index")
     mrconso = args.mrconso or resolve_path(params.mrconso, args.params_dir)
     mrsty = args.mrsty or resolve_path(params.mrsty, args.params_dir)
     with atomic_dir(output) as tmp:
