@@ -1000,13 +1000,18 @@ def defaults() -> dict[str, Any]:
 def _apply_alias_in_file(data: dict, old: str, new: str) -> None:
     old_parent, _, old_leaf = old.rpartition(".")
     new_parent, _, new_leaf = new.rpartition(".")
-    holder = data.get(old_parent)
+    holder: Any = data
+    for part in old_parent.split("."):  # a key nested at any depth (annotate.report.copy_overlap)
+        holder = holder.get(part) if isinstance(holder, dict) else None
     if not isinstance(holder, dict) or old_leaf not in holder:
         return
     value = holder.pop(old_leaf)
-    target = data.get(new_parent)
-    if target is None:
-        target = data[new_parent] = {}
+    target: Any = data
+    for part in new_parent.split("."):
+        if isinstance(target, dict):
+            if target.get(part) is None:  # absent, or an empty section (`filter:`)
+                target[part] = {}
+            target = target[part]
     if isinstance(target, dict):
         if new_leaf in target and target[new_leaf] != value:
             raise SchemaError(

@@ -577,3 +577,17 @@ def test_an_encoder_spec_is_checked_by_its_kind(override, message):
     with pytest.raises(ParamsError) as err:
         load_params(PARAMS, [override])
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_nested_deprecated_key_in_a_file_moves_to_its_new_place(tmp_path):
+    """`annotate.report.copy_overlap` (before issue 53) is read as `filter.copy_overlap`, one
+    definition of a near copy for the filter, the card and the report."""
+    from medsimp.config import ParamsError, load_params
+
+    old = tmp_path / "old.yaml"
+    old.write_text("annotate:\n  report:\n    copy_overlap: 0.8\nfilter:\n")
+    assert load_params(old, []).filter.copy_overlap == 0.8
+    both = tmp_path / "both.yaml"
+    both.write_text("annotate:\n  report:\n    copy_overlap: 0.8\nfilter:\n  copy_overlap: 0.7\n")
+    with pytest.raises(ParamsError, match="is deprecated and differs from 'filter.copy_overlap'"):
+        load_params(both, [])
