@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from alignment.devgold import COCHRANE_DEV
 from alignment.gold import DocPair
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "aligner_designs.py"
@@ -30,18 +31,18 @@ def test_versions_of_one_review_share_an_id_so_a_test_review_never_enters_the_po
 def test_the_dev_reviews_the_product_keeps_out_of_self_training_are_the_scripts_dev_set(ad):
     from alignment.selftrain import DEV_REVIEWS
 
-    assert {ad.review_id(doi) for doi in ad.COCHRANE_DEV} == DEV_REVIEWS
+    assert {ad.review_id(doi) for doi in COCHRANE_DEV} == DEV_REVIEWS
 
 
 def test_hand_labels_are_refused_on_documents_split_otherwise(ad):
     """The dev labels are sentence indices: a splitter that cuts a review differently would shift
     them silently, so the rebuilt documents' sentence counts must be the labelled ones."""
-    doi, lab = next(iter(ad.COCHRANE_DEV.items()))
+    doi, lab = next(iter(COCHRANE_DEV.items()))
     n_c, n_s = lab["n"]
     right = DocPair(doi, ["c"] * n_c, ["s"] * n_s, frozenset(), ad.review_id(doi))
     others = [
         DocPair(d, ["c"] * v["n"][0], ["s"] * v["n"][1], frozenset(), ad.review_id(d))
-        for d, v in ad.COCHRANE_DEV.items()
+        for d, v in COCHRANE_DEV.items()
         if d != doi
     ]
     dev = ad.cochrane_dev([right, *others])

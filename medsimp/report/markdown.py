@@ -135,7 +135,7 @@ def markdown(r: dict) -> str:
         if st.get("filter"):
             lines.append(f"Overlap filter decisions (`keep`, every split): {st['filter']['text']}.")
         if st.get("precision"):
-            lines.append(f"Aligner (English CRF rows): {st['precision']['text']}.")
+            lines.append(f"Aligner (kept English CRF rows): {st['precision']['text']}.")
         for side, top in st["semtypes"].items():
             lines.append(
                 f"Top semantic types ({side}): "
