@@ -12,9 +12,10 @@ correctness by isotonic regression (scikit-learn's `IsotonicRegression`: the bes
 non-decreasing fit, clipped to [0, 1]); `estimate` is the mean calibrated correctness of a set
 of kept rows, their expected **row precision** (the mean share of a row's pairs that are right;
 for 1-1 rows, the pair precision), with a 95% interval: the 2.5th and 97.5th percentiles of the
-estimate over `BOOTSTRAP` resamples of the gold's documents (seeded: the same interval every
+estimate over `bootstrap` resamples of the gold's documents (seeded: the same interval every
 run), each refitted. `heldout_check` fits on part of the gold documents and estimates the
-rest's kept rows (`FOLDS`-fold by document), against their measured precision: how far off the
+rest's kept rows (`folds`-fold by document; both knobs are params `align.calibration`, stored in
+the calibration), against their measured precision: how far off the
 estimate runs on gold it was not fitted on.
 
 A calibration belongs to what decides the scores (`scoring_key`): the bytes of the model's
@@ -44,12 +45,9 @@ from medsimp.errors import MedsimpError
 
 HELDOUT = "aligner_heldout.json"
 SUFFIX = ".calibration.json"
-BOOTSTRAP = 1000  # document resamples of the interval
-FOLDS = 5  # held-out check: fit on 4/5 of the gold documents, estimate the rest
-SEED = 53
 METHOD = (
     "isotonic regression (scikit-learn) of each kept gold row's correct share of pairs on its "
-    f"crf_score; 95% interval: percentiles over {BOOTSTRAP} resamples of the gold documents"
+    "crf_score; 95% interval: percentiles over `bootstrap` resamples of the gold documents"
 )
 
 
@@ -116,6 +114,8 @@ class Calibration:
     documents: int  # gold documents
     heldout: Mapping[str, Any]  # heldout_check's numbers
     pairs: Mapping[str, Any]  # pair P/R/F1 of the model on the gold (all rows), and its rows
+    bootstrap: int = 1000  # params align.calibration
+    seed: int = 53
 
     @classmethod
     def fit(
@@ -126,8 +126,13 @@ class Calibration:
         rule: Mapping[str, Any],
         documents: Sequence[Sequence[tuple[float, float, bool]]],
         pairs: Mapping[str, Any],
+        knobs: Any = None,
     ) -> Calibration:
-        """From each gold document's rows (crf_score, correctness, kept by the filter)."""
+        """From each gold document's rows (crf_score, correctness, kept by the filter);
+        `knobs`: params `align.calibration` (folds, bootstrap, seed; None: the schema's)."""
+        from medsimp.params_schema import AlignCalibration
+
+        knobs = knobs or AlignCalibration()
         rows = tuple(
             (i, round(float(s), 6), round(float(c), 6))
             for i, doc in enumerate(documents)
@@ -139,7 +144,18 @@ class Calibration:
                 f"the gold gives {len(rows)} kept row(s) with fewer than 2 distinct scores: "
                 "nothing to calibrate on"
             )
-        return cls(key, gold, merge, dict(rule), rows, len(documents), heldout_check(rows), dict(pairs))
+        return cls(
+            key,
+            gold,
+            merge,
+            dict(rule),
+            rows,
+            len(documents),
+            heldout_check(rows, knobs.folds),
+            dict(pairs),
+            knobs.bootstrap,
+            knobs.seed,
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> Calibration:
@@ -168,18 +184,23 @@ class Calibration:
         rule = data.get("filter")
         if not isinstance(rule, Mapping) or not {"threshold", "comparison", "aligner_min"} <= set(rule):
             raise ValueError("it names the filter its rows passed (threshold, comparison, aligner_min)")
-        documents = data.get("documents")
-        if not isinstance(documents, int) or isinstance(documents, bool) or documents < 1:
-            raise ValueError("its documents is a positive count")
+        for name in ("documents", "bootstrap"):
+            n = data.get(name)
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"its {name} is a positive count")
+        if not isinstance(data.get("seed"), int) or isinstance(data.get("seed"), bool):
+            raise ValueError("its seed is an integer")
         return cls(
             data["key"],
             data["gold"],
             data["merge"],
             dict(rule),
             tuple((int(d), float(s), float(c)) for d, s, c in rows),
-            documents,
+            data["documents"],
             dict(data.get("heldout") or {}),
             dict(data.get("pairs") or {}),
+            data["bootstrap"],
+            data["seed"],
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -190,6 +211,8 @@ class Calibration:
             "merge": self.merge,
             "filter": dict(self.filter),
             "method": METHOD,
+            "bootstrap": self.bootstrap,
+            "seed": self.seed,
             "heldout": dict(self.heldout),
             "pairs": dict(self.pairs),
             "rows": [list(r) for r in self.rows],
@@ -202,13 +225,13 @@ class Calibration:
 
     def interval(self, scores: Sequence[float]) -> tuple[float, float]:
         """95% bootstrap interval of the estimate: the gold documents resampled with
-        replacement `BOOTSTRAP` times (seeded), the isotonic fit redone on each."""
+        replacement `bootstrap` times (seeded), the isotonic fit redone on each."""
         values = np.asarray(scores, dtype=np.float64)
         docs = sorted({d for d, _, _ in self.rows})
         by_doc = {d: [r for r in self.rows if r[0] == d] for d in docs}
-        rng = np.random.default_rng(SEED)
+        rng = np.random.default_rng(self.seed)
         means = []
-        for _ in range(BOOTSTRAP):
+        for _ in range(self.bootstrap):
             sample = [r for d in rng.choice(docs, size=len(docs)) for r in by_doc[int(d)]]
             if len({s for _, s, _ in sample}) < 2:
                 continue
@@ -233,12 +256,12 @@ class Calibration:
         }
 
 
-def heldout_check(rows: Sequence[tuple[int, float, float]]) -> dict[str, Any]:
-    """Fit on part of the gold documents, estimate the kept rows of the rest: `FOLDS` folds
-    (document i in fold i mod FOLDS), the estimates and the measured correctness pooled over
+def heldout_check(rows: Sequence[tuple[int, float, float]], folds: int = 5) -> dict[str, Any]:
+    """Fit on part of the gold documents, estimate the kept rows of the rest: `folds` folds
+    (document i in fold i mod folds; fewer with fewer documents), the estimates and the measured correctness pooled over
     the folds; `error` is estimated minus measured."""
     docs = sorted({d for d, _, _ in rows})
-    folds = min(FOLDS, len(docs))
+    folds = min(folds, len(docs))
     estimated: list[float] = []
     measured: list[float] = []
     for k in range(folds):

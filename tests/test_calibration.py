@@ -59,6 +59,20 @@ def test_isotonic_fit_on_kept_rows_estimates_their_mean_calibrated_correctness_w
     assert Calibration.from_json(json.loads(json.dumps(cal.as_json()))) == cal
 
 
+def test_the_knobs_are_params_and_the_calibration_keeps_them():
+    from medsimp.config import load_params
+    from medsimp.params_schema import AlignCalibration
+
+    knobs = load_params(str(ROOT / "params.yaml"), []).align.calibration
+    assert knobs == AlignCalibration() and (knobs.folds, knobs.bootstrap, knobs.seed) == (5, 1000, 53)
+    docs = [[(0.2, 0.0, True), (0.9, 1.0, True)], [(0.3, 0.0, True), (0.95, 1.0, True)]] * 3
+    other = Calibration.fit(
+        "k" * 16, "g", "union", RULE, docs, {}, AlignCalibration(folds=2, bootstrap=200, seed=1)
+    )
+    assert (other.bootstrap, other.seed, other.heldout["folds"]) == (200, 1, 2)
+    assert Calibration.from_json(other.as_json()) == other
+
+
 def test_the_heldout_check_fits_on_some_documents_and_estimates_the_others():
     # two kinds of document: a fit on the others predicts each held-out one's rows
     rows = [(d, s, float(s > 0.5)) for d in range(6) for s in (0.2 + 0.01 * d, 0.9 - 0.01 * d)]
@@ -82,6 +96,8 @@ GOOD = _cal().as_json()
         ({"key": ""}, "its key"),
         ({"filter": {"threshold": 0.5}}, "the filter its rows passed"),
         ({"documents": True}, "positive count"),
+        ({"bootstrap": 0}, "its bootstrap is a positive count"),
+        ({"seed": "x"}, "its seed is an integer"),
     ],
 )
 def test_a_malformed_calibration_is_refused_with_the_reason(change, why):

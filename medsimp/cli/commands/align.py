@@ -346,7 +346,13 @@ def _calibrate(args: argparse.Namespace, params: Align, cache: str | None) -> in
     )
     try:
         cal = Calibration.fit(
-            key, what, params.crf.merge, rule, rows, {**prf, "gold_pairs": pairs, "documents": len(docs)}
+            key,
+            what,
+            params.crf.merge,
+            rule,
+            rows,
+            {**prf, "gold_pairs": pairs, "documents": len(docs)},
+            params.calibration,
         )
     except ValueError as exc:
         raise InputError(f"--gold {args.gold}: {exc}") from None
