@@ -205,7 +205,7 @@ PARAMS = {"align": {"self_training": {"enabled": False}, "crf": {"encoder": {"ki
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """Two models trained the same way from gold files at two paths (stats.json differs, the
-    weights do not) and one trained otherwise (other weights), and a calibration gold."""
+    weights do not), a copy of the first with one weight changed, and a calibration gold."""
     root = tmp_path_factory.mktemp("calib")
     lines = GOLD.read_text(encoding="utf-8").splitlines(keepends=True)
     (root / "train.jsonl").write_text("".join(lines[:5]))
@@ -217,15 +217,14 @@ def trained(tmp_path_factory):
     assert main([*p, "align", "train", "--gold", str(root / "train.jsonl"), "--output", str(root / "m")]) == 0
     elsewhere = ["--gold", str(root / "elsewhere" / "train.jsonl"), "--output", str(root / "again")]
     assert main([*p, "align", "train", *elsewhere]) == 0
-    other = [
-        "--set",
-        "align.crf.epochs=6",
-        "--gold",
-        str(root / "train.jsonl"),
-        "--output",
-        str(root / "other"),
-    ]
-    assert main([*p, "align", "train", *other]) == 0
+    # a copy of the first with one weight moved by 1e-4: other scores, the same bookkeeping
+    import torch
+
+    shutil.copytree(root / "m", root / "other")
+    state = torch.load(root / "m" / "model.pt", weights_only=True)
+    name = next(iter(state["forward"]))
+    state["forward"][name] = state["forward"][name] + 1e-4
+    torch.save(state, root / "other" / "model.pt")
     return root
 
 
@@ -252,10 +251,18 @@ def test_align_calibrate_writes_beside_the_model_and_the_same_weights_find_it(tr
     assert _stats(root / "m")["scoring_key"] == _stats(root / "again")["scoring_key"] == cal.key
     shutil.copy(target, root / "again.calibration.json")
     assert find(root / "again", _stats(root / "again")["scoring_key"])[0] == cal
-    # other weights: the calibration beside them is not theirs
-    assert _stats(root / "other")["scoring_key"] != cal.key
+    # other weights (the folder otherwise a copy): the calibration beside them is not theirs
+    from alignment.calibration import scoring_key
+    from alignment.crf import CRFAligner
+    from alignment.encoders import make_encoder
+    from medsimp.params_schema import E5Spec
+
+    other = CRFAligner.load(root / "other", make_encoder(E5Spec(), None), "union")
+    assert scoring_key(root / "m", CRFAligner.load(root / "m", other.encoder, "union")) == cal.key
+    assert scoring_key(root / "m", CRFAligner.load(root / "m", other.encoder, "forward")) != cal.key
+    assert scoring_key(root / "other", other) != cal.key
     shutil.copy(target, root / "other.calibration.json")
-    found, why = find(root / "other", _stats(root / "other")["scoring_key"])
+    found, why = find(root / "other", scoring_key(root / "other", other))
     assert found is None and "is for another model's scores" in why
 
 
