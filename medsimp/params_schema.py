@@ -325,6 +325,14 @@ class SelfTraining(Section):
     max_documents: Count = 150  # reviews used at most (0: all), chosen by a hash of their ids
 
 
+class AlignCalibration(Section):
+    # ours (issue 53, alignment/calibration.py): how `align calibrate` checks its fit on held-out
+    # gold and how wide the kept rows' estimate is; stored in the calibration file it writes
+    folds: Annotated[int, Field(ge=2)] = 5  # held-out check: fit on the other folds' documents
+    bootstrap: Annotated[int, Field(ge=100)] = 1000  # resamples of the gold documents (95% interval)
+    seed: int = 53  # of the resamples
+
+
 class Align(Section):
     input: str = "out/cochrane"
     output: str = "out/align"
@@ -334,6 +342,7 @@ class Align(Section):
     num_shards: Positive = 1
     crf: Crf = Field(default_factory=Crf)
     self_training: SelfTraining = Field(default_factory=SelfTraining)
+    calibration: AlignCalibration = Field(default_factory=AlignCalibration)
     vecalign: Vecalign = Field(default_factory=Vecalign)
 
 

@@ -72,6 +72,7 @@ import numpy as np  # noqa: E402
 
 from alignment import selftrain  # noqa: E402
 from alignment.crf import CRFAligner, lattice  # noqa: E402
+from alignment.devgold import cochrane_dev, real_reviews  # noqa: E402
 from alignment.encoders import make_encoder  # noqa: E402
 from alignment.features import pair_features  # noqa: E402
 from alignment.gold import DocPair, gold_sources, read_golds, read_plaba  # noqa: E402
@@ -79,73 +80,6 @@ from alignment.heldout import cochrane_gold  # noqa: E402
 from alignment.score import pair_prf  # noqa: E402
 from medsimp.params_schema import encoder_spec, updated  # noqa: E402
 from medsimp.reviews import review_key  # noqa: E402
-
-# Hand alignments (complex index, simple index) of 10 random validation reviews
-# (random.Random(37).sample(range(411), 10)), sentences split by medsimp.text.multilingual;
-# "n" is (complex, simple) sentence counts, checked when the documents are rebuilt.
-COCHRANE_DEV: dict[str, dict] = {
-    "10.1002/14651858.CD006647.pub4": {"n": (13, 7), "pairs": [(2, 1), (9, 1), (11, 3), (8, 4), (12, 4)]},
-    "10.1002/14651858.CD009286.pub3": {
-        "n": (16, 13),
-        "pairs": [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (7, 6), (8, 7), (9, 8), (13, 10)]
-        + [(14, 11), (15, 12), (11, 12)],
-    },
-    "10.1002/14651858.CD008462.pub3": {
-        "n": (13, 7),
-        "pairs": [(0, 0), (10, 1), (7, 2), (8, 2), (9, 5), (10, 6)],
-    },
-    "10.1002/14651858.CD006949.pub2": {
-        "n": (11, 9),
-        "pairs": [(0, 0), (1, 2), (2, 3), (3, 3), (7, 6), (8, 7), (9, 7), (10, 8)],
-    },
-    "10.1002/14651858.CD006414.pub2": {"n": (8, 5), "pairs": [(0, 0), (1, 1), (1, 2), (7, 4)]},
-    "10.1002/14651858.CD005543.pub2": {"n": (10, 6), "pairs": [(7, 2), (5, 3), (6, 3), (8, 4), (9, 5)]},
-    "10.1002/14651858.CD012236.pub2": {
-        "n": (22, 11),
-        "pairs": [(0, 1), (1, 2), (8, 4), (20, 4), (9, 5), (10, 6), (21, 8), (19, 9), (20, 10), (21, 10)],
-    },
-    "10.1002/14651858.CD003300.pub3": {"n": (11, 4), "pairs": [(0, 0), (3, 1), (7, 2), (10, 3)]},
-    "10.1002/14651858.CD010871.pub2": {
-        "n": (19, 16),
-        "pairs": [(0, 0), (2, 3), (1, 4), (12, 9), (14, 9), (3, 10), (7, 10), (13, 12), (14, 13)],
-    },
-    "10.1002/14651858.CD010456.pub2": {
-        "n": (11, 8),
-        "pairs": [(0, 0), (6, 3), (8, 3), (9, 5), (6, 6), (8, 6)],
-    },
-}
-
-
-def real_reviews(folder: Path) -> list[DocPair]:
-    """Devaraj et al.'s validation reviews as unlabelled DocPairs, split as `medsimp cochrane` does."""
-    from medsimp.text import multilingual
-
-    src, tgt, dois = (
-        (folder / f"val.{side}").read_text(encoding="utf-8").splitlines()
-        for side in ("source", "target", "doi")
-    )
-    return [
-        DocPair(
-            doi.strip(),
-            [s.text for s in multilingual.split_sentences(a, "en")],
-            [s.text for s in multilingual.split_sentences(b, "en")],
-            frozenset(),
-            review_key(doi.strip()),
-        )
-        for a, b, doi in zip(src, tgt, dois)
-    ]
-
-
-def cochrane_dev(reviews: Sequence[DocPair]) -> list[DocPair]:
-    """COCHRANE_DEV placed on the rebuilt validation documents."""
-    by_review = {review_key(d.doc_id): d for d in reviews}
-    out = []
-    for doi, lab in COCHRANE_DEV.items():
-        d = by_review[review_key(doi)]
-        if (len(d.complex), len(d.simple)) != tuple(lab["n"]):
-            raise ValueError(f"{doi}: sentence counts {len(d.complex), len(d.simple)} != {lab['n']}")
-        out.append(DocPair(doi, d.complex, d.simple, frozenset(map(tuple, lab["pairs"])), d.group))
-    return out
 
 
 def pseudo_gold(model: CRFAligner, docs: Sequence[DocPair], tau: float) -> tuple[list[DocPair], dict]:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from alignment.devgold import COCHRANE_DEV
 from alignment.gold import DocPair
+from medsimp.reviews import review_key
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "aligner_designs.py"
 
@@ -22,31 +24,31 @@ def ad():
 
 
 def test_versions_of_one_review_share_an_id_so_a_test_review_never_enters_the_pool(ad):
-    assert ad.review_key("10.1002/14651858.CD006647.pub4") == ad.review_key("10.1002/14651858.CD006647.pub2")
-    assert ad.review_key("10.1002/14651858.CD006647.pub4") != ad.review_key("10.1002/14651858.CD006648.pub4")
-    assert ad.review_key("not a doi") == ad.review_key("NOT A DOI") == "NOT A DOI"
+    assert review_key("10.1002/14651858.CD006647.pub4") == review_key("10.1002/14651858.CD006647.pub2")
+    assert review_key("10.1002/14651858.CD006647.pub4") != review_key("10.1002/14651858.CD006648.pub4")
+    assert review_key("not a doi") == review_key("NOT A DOI") == "NOT A DOI"
 
 
 def test_the_dev_reviews_the_product_keeps_out_of_self_training_are_the_scripts_dev_set(ad):
     from medsimp.reviews import DEV_REVIEWS
 
-    assert {ad.review_key(doi) for doi in ad.COCHRANE_DEV} == DEV_REVIEWS
+    assert {review_key(doi) for doi in COCHRANE_DEV} == DEV_REVIEWS
 
 
 def test_hand_labels_are_refused_on_documents_split_otherwise(ad):
     """The dev labels are sentence indices: a splitter that cuts a review differently would shift
     them silently, so the rebuilt documents' sentence counts must be the labelled ones."""
-    doi, lab = next(iter(ad.COCHRANE_DEV.items()))
+    doi, lab = next(iter(COCHRANE_DEV.items()))
     n_c, n_s = lab["n"]
-    right = DocPair(doi, ["c"] * n_c, ["s"] * n_s, frozenset(), ad.review_key(doi))
+    right = DocPair(doi, ["c"] * n_c, ["s"] * n_s, frozenset(), review_key(doi))
     others = [
-        DocPair(d, ["c"] * v["n"][0], ["s"] * v["n"][1], frozenset(), ad.review_key(d))
-        for d, v in ad.COCHRANE_DEV.items()
+        DocPair(d, ["c"] * v["n"][0], ["s"] * v["n"][1], frozenset(), review_key(d))
+        for d, v in COCHRANE_DEV.items()
         if d != doi
     ]
     dev = ad.cochrane_dev([right, *others])
     assert dev[0].pairs == frozenset(map(tuple, lab["pairs"]))
-    wrong = DocPair(doi, ["c"] * (n_c + 1), ["s"] * n_s, frozenset(), ad.review_key(doi))
+    wrong = DocPair(doi, ["c"] * (n_c + 1), ["s"] * n_s, frozenset(), review_key(doi))
     with pytest.raises(ValueError, match="sentence counts"):
         ad.cochrane_dev([wrong, *others])
 

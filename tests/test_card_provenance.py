@@ -96,9 +96,10 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
         "7 unlabelled reviews of out/cochrane labelled by the gold-trained CRF (31 pairs of posterior "
         ">= 0.5), then trained on the gold + them; the 22 MC-CLEAN English test reviews are never used"
     )
-    # issue 37 item 3: no calibration for this model, so no precision is claimed for its rows
-    assert cards[0]["aligner.expected_row_precision"].startswith(
-        "not estimated: no calibration for this model"
+    # issue 53: align recorded no scoring key for this model, so no precision is claimed for its
+    # kept rows, and the card says why in one line
+    assert cards[0]["aligner.expected_kept_precision"].startswith(
+        "not estimated: align recorded no scoring key for its model"
     )
     assert cards[0]["filter.threshold"] == "gt 0.5" and "filter.rule" not in cards[0]  # the paper's rule
     assert cards[1]["filter.rule"] == "overlap_or_aligner (CRF probability >= 0.9)"

@@ -77,7 +77,8 @@ class BuiltDataset:
     lineage: tuple[str, ...] | None = None  # set by `medsimp build` from the inputs (medsimp.lineage)
     rejects: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # crf_score of every automatic English row (all splits, sorted): the card's expected row precision
+    # crf_score of every kept automatic English row (keep true, all splits, sorted): the card's
+    # expected precision of the kept rows (alignment.calibration)
     aligner_scores: list[float] = field(default_factory=list)
     resources: ExitStack = field(default_factory=ExitStack)  # closed with the dataset
 

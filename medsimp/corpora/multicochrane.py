@@ -799,8 +799,8 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
             float(score)
             for (lang, _), pairs in decisions.items()
             if lang == "en"
-            for _, score in pairs
-            if score is not None
+            for keep, score in pairs
+            if keep and score is not None  # the kept rows: what a user publishes
         ),
         notes=[
             f"Splits: {scheme}; a review is in the same split in every language.",

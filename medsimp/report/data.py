@@ -7,7 +7,8 @@ training (sentences over `long_sentence` words, fragments without letters, one "
 holding a sentence boundary, pairs whose sides differ `length_ratio`-fold in words) and the
 pairs whose two sides are identical, each counted with a few examples; near copies, with a flag
 when they are most of a config's pairs; the pairs the aligner scored lowest, first; the precision the
-aligner's calibrated probabilities estimate for the English CRF rows (`alignment.calibration`); a per-config summary of
+aligner's calibration expects of the kept English CRF rows, with its interval, or why there is none
+(`alignment.calibration`); a per-config summary of
 the text's shape first. MIMIC-derived builders (card flag or lineage) show no text unless asked:
 their outliers and identical pairs are counted, never quoted.
 
@@ -28,16 +29,18 @@ import io
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from alignment.calibration import Calibration, describe
 from alignment.overlap import describe_cost, drop_cost
 from medsimp.errors import InputError
 from medsimp.text.boundaries import internal_boundaries
+
+# kept rows' CRF scores -> (estimate or None, the sentence): alignment.calibration.estimate_line
+Estimator = Callable[[Sequence[float]], tuple[dict[str, Any] | None, str]]
 
 # A config's name becomes a file name (`<plots>/<name>.png`): a plain name only, never a path.
 CONFIG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -418,19 +421,24 @@ def _filter_cost(flagged: list[tuple[bool, Any]]) -> dict[str, Any] | None:
     return {**cost, "text": describe_cost(cost, "has")}
 
 
-def expected_row_precision(rows: list[dict], calibration: Calibration | None) -> dict[str, Any] | None:
-    """`Calibration.estimate` over the config's English CRF rows (`method` crf, with a
-    `crf_score`), with its sentence; None without a calibration for the aligner or such rows
-    (bridged rows carry their English rows' scores, so the estimate is of the English step)."""
+def expected_row_precision(rows: list[dict], estimator: Estimator | None) -> dict[str, Any] | None:
+    """The aligner's expected precision of the config's kept English CRF rows (`keep` true,
+    `method` crf, with a `crf_score`: what a user publishes), with its interval and sentence,
+    or only the sentence saying why there is none; None for a corpus without the aligner.
+    `estimator` maps those scores to (estimate or None, sentence):
+    `alignment.calibration.estimate_line` for the card's model."""
+    if estimator is None:
+        return None
     scores = sorted(
         float(r["crf_score"])
         for r in rows
         if r.get("method") == "crf"
+        and r.get("keep") is True
         and isinstance(r.get("crf_score"), int | float)
         and not isinstance(r.get("crf_score"), bool)
     )
-    est = calibration.estimate(scores) if calibration is not None else None
-    return {**est, "text": describe(est)} if est else None
+    est, text = estimator(scores)
+    return {**(est or {}), "text": text}
 
 
 def config_stats(
@@ -441,13 +449,13 @@ def config_stats(
     top: int,
     checks: Any = None,
     show_text: bool = False,
-    calibration: Calibration | None = None,
+    estimator: Estimator | None = None,
     copy_overlap: float = 0.9,
 ) -> dict[str, Any]:
     """The numbers of one config. `copy_overlap`: filter.copy_overlap (what a near copy is). `checks`: `annotate.report` (examples, long_sentence,
     length_ratio, clip_percentile; the schema's defaults when None); outlier and identical-pair
-    examples quote text only when `show_text`; `calibration`: the aligner's, for the estimated
-    precision of its rows (None: not estimated)."""
+    examples quote text only when `show_text`; `estimator`: the aligner's calibration, for the
+    expected precision of its kept rows (`expected_row_precision`; None: a corpus without it)."""
     from medsimp.params_schema import AnnotateReport
     from medsimp.text.readability import scores, tokens
 
@@ -493,7 +501,7 @@ def config_stats(
         "identical": identical_pairs([(c, s) for c, s, _, _ in pairs], checks.examples, show_text),
         "copies": near_copies([(c, s) for c, s, _, _ in pairs], copy_overlap, checks.examples, show_text),
         "lowest": lowest_scored(rows, checks.examples, show_text),
-        "precision": expected_row_precision(rows, calibration),
+        "precision": expected_row_precision(rows, estimator),
         "histograms": {
             "length": clip_range(both["_lengths"], pct, low_tail=False),
             "fkgl": clip_range(both["_fkgl"], pct, low_tail=True),

@@ -135,7 +135,7 @@ def markdown(r: dict) -> str:
         if st.get("filter"):
             lines.append(f"Overlap filter decisions (`keep`, every split): {st['filter']['text']}.")
         if st.get("precision"):
-            lines.append(f"Aligner (English CRF rows): {st['precision']['text']}.")
+            lines.append(f"Aligner (kept English CRF rows): {st['precision']['text']}.")
         if st["semtypes"] and str(st.get("vocabulary") or "").startswith("demo"):
             lines.append(f"Semantic types below come from a {st['vocabulary']}.")
         for side, top in st["semtypes"].items():

@@ -10,6 +10,11 @@
 `align train`: the CRF on gold alignments (jsonl DocPairs, PLABA json, MC-CLEAN json, wiki-auto tsv),
 then, with align.self_training.enabled, on the gold + the English reviews of --input as it labels them:
     medsimp align train --gold data/sample/align_gold.jsonl [--gold more.jsonl ...] [--input out/cochrane] --output out/models/crf_aligner
+(no F1 on its own training documents: `align calibrate` measures one on held-out gold.)
+`align calibrate`: the model's probabilities calibrated on gold it never trained on (a folder of
+Devaraj et al.'s val.* files: the project's dev gold, `alignment.devgold`; or a gold file as
+`align train` reads), written beside the model (`<model>.calibration.json`, `alignment.calibration`):
+    medsimp align calibrate --gold ../shared/data/cochrane [--model out/models/crf_aligner]
 For CRF the source is the complex side, the target the simple side. Knobs: params `align`.
 """
 
@@ -29,7 +34,7 @@ HELP = "align sentences (CRF / Vecalign): files, a corpus (Beam), or train the C
 
 
 # What `dvc metrics show` shows for this stage (the stage's full stats are its output's stats.json).
-HEADLINE = ("gold_pairs", "train_f1")
+HEADLINE = ("documents", "gold_pairs")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +79,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     train.add_argument("--output", help="model dir (default: params align.model)")
     train.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    calibrate = sub.add_parser(
+        "calibrate",
+        help="calibrate the CRF's probabilities on held-out gold; writes <model>.calibration.json",
+        parents=[global_options(2)],
+    )
+    calibrate.add_argument(
+        "--gold",
+        required=True,
+        help="gold the model never trained on: a folder of Devaraj et al.'s val.source/target/doi "
+        "(the 10 hand-aligned dev reviews) or a gold file as align train reads",
+    )
+    calibrate.add_argument("--gold-format", default=None, help="auto, jsonl, plaba, mc_clean, wiki_auto")
+    calibrate.add_argument("--model", help="CRF model directory (default: params align.model)")
 
 
 def _file_mode(args, params: Align, cache: str | None) -> int:
@@ -127,10 +145,10 @@ def _train(args, params: Align, cache: str | None) -> int:
     from medsimp.config import resolve_output, resolve_path, shown_path
 
     out = args.output or resolve_output(params.model, args.params_dir, "align.model")  # before any work
+    from alignment.calibration import scoring_key
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import gold_sources, read_golds
-    from alignment.score import pair_prf
     from alignment.selftrain import self_train
     from medsimp.atomic import atomic_dir, write_json
     from medsimp.corpora.writer import content_hash
@@ -160,14 +178,10 @@ def _train(args, params: Align, cache: str | None) -> int:
             **pool.stats(),
             **info,
         }
-    fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
     stats = {
         "documents": len(docs),
         "gold": [f"{shown_path(g, args.params_dir)} sha256:{content_hash(g)}" for g in gold],
         "gold_pairs": sum(len(d.pairs) for d in docs),
-        "train_f1": round(fit["f1"], 6),
-        "train_precision": round(fit["precision"], 6),
-        "train_recall": round(fit["recall"], 6),
         "self_training": self_stats,
         "encoder": enc.name,
         "cache_hits": enc.hits,
@@ -175,8 +189,15 @@ def _train(args, params: Align, cache: str | None) -> int:
     }
     with atomic_dir(out) as tmp:
         model.save(tmp)
+        # what decides its scores (alignment.calibration): its calibration is found by it
+        stats["scoring_key"] = scoring_key(tmp, model)
         write_json(tmp / "stats.json", output_stats(stats))
-    summary = {**stats, "self_training": _self_training_line(self_stats)}  # stats.json keeps the counts
+    summary = {
+        **stats,
+        "self_training": _self_training_line(self_stats),  # stats.json keeps the counts
+        # an F1 on its own training documents says little: none here (issue 53)
+        "f1": "none on its training documents (align calibrate measures it on held-out gold)",
+    }
     finish_stage("medsimp align train", stats, HEADLINE, args.metrics, summary=summary)
     return 0
 
@@ -229,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
 
     params = args.params_data.align
     cache = cache_path(args.params_data, args.params_dir)
-    mode = {"train": _train, "files": _file_mode, "corpus": _corpus}[args.action]
+    mode = {"train": _train, "files": _file_mode, "corpus": _corpus, "calibrate": _calibrate}[args.action]
     return mode(args, params, cache)
 
 
@@ -243,6 +264,7 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
     from pipelines.jobs import align as align_job
 
     params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
+    used = {**used_aligner(params.model, args.params_dir), "scoring_key": _scoring_key(params, cache)}
     with atomic_dir(out) as tmp:
         align_job.run(
             args.input or resolve_path(params.input, args.params_dir),
@@ -252,6 +274,136 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
             args.beam_arg,
             args.metrics,
             cache,
-            extra={"aligner": used_aligner(params.model, args.params_dir)},
+            extra={"aligner": used},
         )
     return 0
+
+
+def _calibrate(args: argparse.Namespace, params: Align, cache: str | None) -> int:
+    """Fit the model's calibration on held-out gold and write it beside the model."""
+    from pathlib import Path
+
+    from alignment.calibration import (
+        Calibration,
+        calibration_path,
+        describe_filter,
+        filter_rule,
+        score_gold,
+        scoring_key,
+    )
+    from alignment.crf import CRFAligner
+    from alignment.devgold import DESCRIPTION, FILES, dev_gold, is_dev_folder
+    from alignment.encoders import make_encoder
+    from alignment.gold import read_golds
+    from medsimp.atomic import write_json
+    from medsimp.config import resolve_path, shown_path
+    from medsimp.corpora.writer import content_hash
+    from medsimp.errors import InputError
+    from medsimp.reviews import MC_CLEAN_TEST_REVIEWS, review_key
+    from medsimp.stats import print_summary
+
+    model_dir = args.model or resolve_path(params.model, args.params_dir)
+    gold = Path(args.gold)
+    shown = shown_path(gold, args.params_dir)
+    if not gold.exists():
+        raise InputError(f"--gold {args.gold}: no such file or folder")
+    if gold.is_dir() and not is_dev_folder(gold):
+        raise InputError(
+            f"--gold {args.gold}: a folder without Devaraj et al.'s {', '.join(FILES)}; "
+            "give that folder (the dev gold) or a gold file as align train reads"
+        )
+    try:
+        docs = dev_gold(gold) if gold.is_dir() else read_golds([gold], args.gold_format or "auto")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InputError(
+            f"--gold {args.gold}: not gold alignments ({type(exc).__name__}: {exc})"[:300]
+        ) from None
+    if not docs or not any(d.pairs for d in docs):
+        raise InputError(f"--gold {args.gold}: no gold document with an aligned pair")
+    test = sorted({review_key(d.doc_id) for d in docs} & MC_CLEAN_TEST_REVIEWS)
+    if test:
+        raise InputError(
+            f"--gold {args.gold} holds {len(test)} of the 22 MC-CLEAN English test reviews "
+            f"({', '.join(test[:3])}{', ...' if len(test) > 3 else ''}): test data is never fitted on"
+        )
+    digest = content_hash(gold)
+    trained = _read_json(Path(model_dir) / "stats.json").get("gold") or []
+    if any(isinstance(g, str) and g.endswith(f"sha256:{digest}") for g in trained):
+        raise InputError(
+            f"--gold {args.gold} is the gold {shown_path(model_dir, args.params_dir)} was trained on: "
+            "calibrate on gold it never saw"
+        )
+    model = CRFAligner.load(model_dir, make_encoder(params.crf.encoder, cache or None), params.crf.merge)
+    key = scoring_key(model_dir, model)
+    rule = filter_rule(
+        args.params_data.filter.threshold,
+        args.params_data.filter.comparison,
+        args.params_data.filter.aligner_floor(),
+    )
+    rows, prf = score_gold(model, docs, rule)
+    pairs = sum(len(d.pairs) for d in docs)
+    what = (
+        DESCRIPTION
+        if gold.is_dir()
+        else f"{len(docs)} gold documents, {pairs} pairs, of {shown} sha256:{digest}"
+    )
+    try:
+        cal = Calibration.fit(
+            key,
+            what,
+            params.crf.merge,
+            rule,
+            rows,
+            {**prf, "gold_pairs": pairs, "documents": len(docs)},
+            params.calibration,
+        )
+    except ValueError as exc:
+        raise InputError(f"--gold {args.gold}: {exc}") from None
+    target = calibration_path(model_dir)
+    write_json(target, cal.as_json())
+    held = cal.heldout
+    scored = sum(len(r) for r in rows)
+    print_summary(
+        "medsimp align calibrate",
+        {
+            "model": f"{shown_path(model_dir, args.params_dir)} (scoring key {key})",
+            "gold": what,
+            "pair_f1_on_gold": f"{prf['f1']:.3f} (P {prf['precision']:.3f}, R {prf['recall']:.3f}; "
+            "documents the model never trained on)",
+            "rows": f"{scored} predicted, {len(cal.rows)} kept by the filter ({describe_filter(rule)})",
+            "kept_precision_on_gold": round(sum(c for _, _, c in cal.rows) / len(cal.rows), 4),
+            "heldout_check": (
+                f"estimated {held['estimated']:.3f}, measured {held['measured']:.3f} "
+                f"({held['folds']}-fold by document, {held['rows']} kept rows)"
+                if held.get("rows")
+                else "none (too few documents)"
+            ),
+        },
+    )
+    print(f"wrote {target}", file=sys.stderr)
+    return 0
+
+
+def _read_json(path) -> dict:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _scoring_key(params: Align, cache: str | None) -> str | None:
+    """What decides the scores of the model `align corpus` runs (`alignment.calibration`), the
+    key its calibration is found by; None without a model (the job then says so)."""
+    from pathlib import Path
+
+    from alignment.calibration import scoring_key
+    from alignment.crf import CRFAligner
+    from alignment.encoders import make_encoder
+
+    if not (Path(params.model) / "model.pt").is_file():
+        return None
+    model = CRFAligner.load(params.model, make_encoder(params.crf.encoder, cache or None), params.crf.merge)
+    return scoring_key(params.model, model)

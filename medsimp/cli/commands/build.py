@@ -44,10 +44,11 @@ def card_provenance(
     (`medsimp.corpora.writer.code_hash`; the git revision is in the run record), a content hash
     of every input named in `build.<name>`, the params
     hash of every upstream stage, and for corpora from the aligner its model, its gold, its
-    held-out score, the precision its calibrated probabilities estimate for `aligner_scores`
-    (the corpus's automatic English rows) and the filter threshold. Paths are as written in
+    held-out score, the precision its calibration (`alignment.calibration.find`) expects of
+    `aligner_scores` (the CRF scores of the corpus's kept automatic English rows) with its
+    interval, or why there is none, and the filter threshold. Paths are as written in
     params; hashes are of content, so the same inputs give the same card from any folder."""
-    from alignment.calibration import describe, heldout
+    from alignment.calibration import estimate_line, filter_rule, find, model_folder
     from medsimp.config import params_hash, resolve_path
     from medsimp.corpora.writer import code_hash, content_hash
 
@@ -70,19 +71,15 @@ def card_provenance(
         )
         out["aligner.self_training"] = str(used.get("self_training") or "not recorded by align")
         out["aligner.heldout"] = heldout_score(out["aligner.model"])
-        calibration = (heldout(out["aligner.model"]) or {}).get("calibration")
-        merge = params.align.crf.merge
-        estimate = (
-            calibration.estimate(aligner_scores) if calibration and calibration.merge == merge else None
-        )
-        if estimate:
-            out["aligner.expected_row_precision"] = describe(estimate)
-        elif aligner_scores:
-            out["aligner.expected_row_precision"] = (
-                f"not estimated: this model's calibration is for align.crf.merge {calibration.merge}, not {merge}"
-                if calibration
-                else "not estimated: no calibration for this model (scripts/calibrate_aligner.py)"
-            )
+        # the precision its calibration (beside the model, found by what decides the scores)
+        # expects of the kept English rows, with its interval; else the one line saying why not
+        key = str(used.get("scoring_key") or "")
+        out["aligner.scoring_key"] = key or "not recorded by align"
+        model_dir = model_folder(str(used.get("model") or ""), args.params_dir)
+        rule = filter_rule(params.filter.threshold, params.filter.comparison, params.filter.aligner_floor())
+        calibration, why = find(model_dir, key)
+        _, line = estimate_line(calibration, why, aligner_scores, params.align.crf.merge, rule)
+        out["aligner.expected_kept_precision"] = line
         out["filter.threshold"] = f"{params.filter.comparison} {params.filter.threshold}"
         if params.filter.aligner_floor() is not None:  # ours: the aligner's probability rescues pairs
             out["filter.rule"] = f"{params.filter.rule} (CRF probability >= {params.filter.aligner_floor()})"

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     import jinja2
     import pyarrow.parquet as pq
 
-    from alignment.calibration import heldout
+    from alignment.calibration import estimate_line, filter_rule, find, model_folder
     from medsimp import resources
     from medsimp.atomic import NOT_OURS, atomic_dir, atomic_file, check_file_target, write_json
     from medsimp.config import shown_path
@@ -70,10 +70,21 @@ def run(args: argparse.Namespace) -> int:
             ).to_pylist()
         except (OSError, ValueError, KeyError):
             raise InputError(f"{args.sentences}: not a sentence table") from None
-    # the aligner's calibration, when the one the card names was measured (alignment.calibration)
-    calibration = (heldout(str(meta.get("aligner.model") or "")) or {}).get("calibration")
-    if calibration is not None and calibration.merge != args.params_data.align.crf.merge:
-        calibration = None  # fitted on rows of another direction merge: no estimate
+    # the aligner's calibration beside the model the card names, found by what decides its
+    # scores (alignment.calibration): the kept rows' expected precision, or why there is none
+    estimator = None
+    if meta.get("aligner.model"):
+        flt = args.params_data.filter
+        found, why = find(
+            model_folder(str(meta["aligner.model"]), args.params_dir),
+            str(meta.get("aligner.scoring_key") or "").removesuffix("not recorded by align"),
+        )
+        rule = filter_rule(flt.threshold, flt.comparison, flt.aligner_floor())
+        merge = args.params_data.align.crf.merge
+
+        def estimator(scores):
+            return estimate_line(found, why, scores, merge, rule)
+
     configs: dict[str, dict] = {}
     splits: dict[str, dict[str, int]] = {}
     images: dict[str, str] = {}
@@ -98,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             rp.top_semtypes,
             rp,
             show_text,
-            calibration,
+            estimator,
             args.params_data.filter.copy_overlap,
         )
         st["examples"] = report.examples(rows, rp.examples) if show_text else []
