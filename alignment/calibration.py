@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -374,8 +375,11 @@ def heldout(model: str) -> dict[str, Any] | None:
         if not isinstance(row, dict):
             return None
         for key in ("precision", "recall", "f1"):
-            if not isinstance(row.get(key), int | float) or isinstance(row.get(key), bool):
+            value = row.get(key)
+            if not isinstance(value, int | float) or isinstance(value, bool):
                 raise ValueError(f"its {key} is not a number")
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):  # NaN, inf, 5.0, -0.5: no score
+                raise ValueError(f"its {key} {value!r} is not a fraction from 0 to 1")
         return dict(row)
     except ValueError as exc:  # json.JSONDecodeError is one
         raise MedsimpError(f"packaged {HELDOUT}, model {digest or model!r}: {exc}") from None

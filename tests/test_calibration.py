@@ -167,6 +167,20 @@ def test_the_packaged_held_out_scores_are_found_by_the_models_content_hash_only(
     assert heldout("x sha256:_about") is None and model_digest("m sha256:missing") == ""
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 5.0, -0.5])
+def test_a_packaged_held_out_row_out_of_range_never_reaches_a_card(tmp_path, monkeypatch, bad):
+    """Issue 54: validation checked types, not ranges: an F1 of NaN, inf, 5.0 or -0.5 reached
+    the card. It is one error naming the entry and the value."""
+    from medsimp.errors import MedsimpError
+
+    row = {"precision": 0.5, "recall": 0.5, "f1": bad}
+    planted = tmp_path / "aligner_heldout.json"
+    planted.write_text(json.dumps({"0123456789abcdef": row}))
+    monkeypatch.setattr(resources, "path", lambda name: planted)
+    with pytest.raises(MedsimpError, match="its f1 .* is not a fraction from 0 to 1"):
+        heldout("m sha256:0123456789abcdef")
+
+
 def test_the_data_report_estimates_the_kept_english_crf_rows_only():
     from medsimp.report.data import config_stats
 
