@@ -376,7 +376,13 @@ class CRFAligner:
         # param), so a default model keeps its bytes and content hash, which its packaged held-out
         # scores are keyed by (medsimp/resources/aligner_heldout.json)
         implicit = {"stopwords"} if self.config.stopwords == Crf().stopwords else set()
-        cfg = {**self.config.model_dump(exclude={"encoder", *implicit}), "encoder": self.encoder.name}
+        cfg = {
+            **self.config.model_dump(exclude={"encoder", *implicit}),
+            "encoder": self.encoder.name,
+            # the encoder's content, not only its name: another model in a folder of the same
+            # name would give other emissions (issue 54)
+            "encoder_sha256": self.encoder.fingerprint(),
+        }
         (out / "config.json").write_text(json.dumps(cfg, sort_keys=True, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
@@ -398,6 +404,13 @@ class CRFAligner:
             raise InputError(
                 f"CRF model {d} was trained with encoder {cfg.get('encoder')!r}, not {encoder.name!r}: "
                 "set align.crf.encoder to the model's, or train one with this encoder (medsimp align train)"
+            )
+        trained_with = cfg.pop("encoder_sha256", None)  # absent in models saved before 2026-12
+        if trained_with is not None and trained_with != encoder.fingerprint():
+            raise InputError(
+                f"CRF model {d} was trained with another encoder of the same name {encoder.name!r} "
+                "(its files or weights differ): point align.crf.encoder at the model it was trained "
+                "with, or train one with this encoder (medsimp align train)"
             )
         del cfg["encoder"]
         try:

@@ -156,6 +156,24 @@ def test_save_load_roundtrip(trained, tmp_path):
         CRFAligner.load(tmp_path / "m", other)
 
 
+def test_an_encoder_of_the_same_name_with_other_content_is_refused(trained, tmp_path):
+    """Issue 54: a CRF trained over one encoder folder aligned with another encoder of the same
+    folder name without complaint. The model records the encoder's content (as the caches key
+    it) and refuses another; a model saved before it recorded one loads by name as before."""
+    import json
+
+    trained.save(tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["encoder_sha256"] == "hash-bow-512"
+    same_name = HashEncoder(dim=256)  # named "hash-bow" too, other weights
+    assert same_name.name == HashEncoder().name
+    with pytest.raises(InputError, match="another encoder of the same name 'hash-bow'"):
+        CRFAligner.load(tmp_path / "m", same_name)
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    del config["encoder_sha256"]  # as saved before 2026-12
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    CRFAligner.load(tmp_path / "m", HashEncoder())
+
+
 @pytest.mark.parametrize(
     ("config", "message"),
     [
