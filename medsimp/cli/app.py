@@ -207,8 +207,29 @@ def _check_utf8_args(args: argparse.Namespace) -> None:
                 ) from None
 
 
+# The signals this command received (SIGTERM, SIGINT), set by its handler. The command's
+# result is decided by this flag, not by the exception type: a library that runs the work
+# (Beam's in-process runner) wraps the handler's SystemExit or KeyboardInterrupt in its own
+# error (RuntimeError "KeyboardInterrupt [while running ...]"), which would read as a crash.
+_SIGNALLED: list[int] = []
+
+
 def _terminate(signum, frame):
+    """SIGTERM (and Ctrl-C): note it, then unwind (temp outputs are removed on the way out)."""
+    _SIGNALLED.append(signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise SystemExit(128 + signum)
+
+
+def _interrupted(args: argparse.Namespace) -> int | None:
+    """After a signal, whatever exception the unwinding became: the one interrupt line and
+    128 + the signal's number (130 Ctrl-C, 143 SIGTERM); None when no signal came."""
+    if not _SIGNALLED:
+        return None
+    signum = _SIGNALLED[0]
+    print(f"medsimp {command_name(args)}: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+    return 128 + signum
 
 
 def command_name(args: argparse.Namespace) -> str:
@@ -342,6 +363,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2  # EXIT_USAGE: no command given
     from medsimp import atomic
+
+    atomic.configure(command=command_name(args), force=args.force)
+    _SIGNALLED.clear()
+    old_handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored (nohup, &)
+        old_handlers[signal.SIGINT] = signal.signal(signal.SIGINT, _terminate)
+    try:
+        return _dispatch(args)
+    finally:
+        for signum, handler in old_handlers.items():
+            signal.signal(signum, handler)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command `main` parsed: every check before any work, then the work; each way it
+    can end is one line and an exit code."""
+    from medsimp import atomic
     from medsimp.cli.args import (
         URL_OUTPUT_COMMANDS,
         absolute_worker_paths,
@@ -351,8 +389,6 @@ def main(argv: list[str] | None = None) -> int:
     from medsimp.config import load_params, params_dir
     from medsimp.errors import EXIT_FAILED, EXIT_USAGE, MedsimpError
 
-    atomic.configure(command=command_name(args), force=args.force)
-    signal.signal(signal.SIGTERM, _terminate)  # unwind: temp outputs are removed on the way out
     try:
         _check_utf8_args(args)
         # a params file named by --params or MEDSIMP_PARAMS must exist; only the implicit
@@ -389,16 +425,22 @@ def main(argv: list[str] | None = None) -> int:
             absolute_worker_paths(args)
         return int(args._module.run(args) or 0)
     except MedsimpError as exc:
+        if (code := _interrupted(args)) is not None:
+            return code
         if args.verbose:
             logging.exception("%s failed", args.command)
         print(f"medsimp {command_name(args)}: {exc}", file=sys.stderr)
         return exc.exit_code
     except SystemExit as exc:
+        if (code := _interrupted(args)) is not None:
+            return code
         if not isinstance(exc.code, str):  # an exit status: keep it
             raise
         print(f"medsimp {command_name(args)}: {exc.code}", file=sys.stderr)  # SystemExit("why"): usage
         return EXIT_USAGE
     except FileNotFoundError as exc:  # a named input that is not there: bad input
+        if (code := _interrupted(args)) is not None:
+            return code
         if args.verbose:
             logging.exception("%s failed", args.command)
         print(
@@ -407,9 +449,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_USAGE
     except KeyboardInterrupt:
+        if (code := _interrupted(args)) is not None:
+            return code
         print(f"medsimp {command_name(args)}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one line, never record text; -v shows the traceback
+        if (code := _interrupted(args)) is not None:
+            return code
         if args.verbose:
             raise
         from medsimp.extras import missing_extra
