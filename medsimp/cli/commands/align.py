@@ -124,6 +124,16 @@ def _file_mode(args, params: Align, cache: str | None) -> int:
 
 
 def _train(args, params: Align, cache: str | None) -> int:
+    from medsimp.atomic import check_output_target, hold
+    from medsimp.config import resolve_path
+
+    out = args.output or resolve_path(params.model, args.params_dir)
+    check_output_target(out, "align train", force=args.force)  # before minutes of training
+    with hold(out):  # from here to the swap: a second `align train` on `out` is refused now
+        return _train_into(args, params, cache, out)
+
+
+def _train_into(args, params: Align, cache: str | None, out: str) -> int:
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import gold_sources, read_golds
@@ -159,7 +169,6 @@ def _train(args, params: Align, cache: str | None) -> int:
             **info,
         }
     fit = pair_prf([set(d.pairs) for d in docs], [set(model.align(d.complex, d.simple).pairs) for d in docs])
-    out = args.output or resolve_path(params.model, args.params_dir)
     stats = {
         "documents": len(docs),
         "gold": [f"{shown_path(g, args.params_dir)} sha256:{content_hash(g)}" for g in gold],

@@ -41,6 +41,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.config import load_params
+    from medsimp.errors import UsageError
+    from medsimp.places import check_writable_folder
     from medsimp.refresh.dvc import DvcError
     from medsimp.refresh.run import EXIT_ERROR, RefreshConfig, run_refresh
 
@@ -53,6 +55,11 @@ def run(args) -> int:
         )
         return EXIT_ERROR
     cfg = RefreshConfig.from_params(args.params_data.refresh, Path.cwd(), args.report_dir, args.targets)
+    try:  # before any stage runs, not when the report is written after them (issue 54)
+        check_writable_folder(cfg.report_dir, "--report-dir" if args.report_dir else "refresh.report_dir")
+    except UsageError as exc:
+        print(f"refresh: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         code, _report = run_refresh(
             cfg,
