@@ -7,7 +7,9 @@ its data; `atomic_dir` refuses (exit 2) to replace a folder without that marker,
 holding one of the command's inputs, or an existing file. A marked folder written by the same
 command is replaced (the normal rerun); one written by another command needs `force`.
 While a folder is being written its writer holds `.<out>.medsimp-lock` beside it, so a second
-command started at the same time on the same `--output` is refused. Temp folders of dead
+command started at the same time on the same `--output` is refused; the CLI takes that lock
+(`hold`) for every output path it is given as soon as the paths are checked
+(`medsimp.places`), before any work, and keeps it until the command ends. Temp folders of dead
 processes are swept on the next run, but only those medsimp marked as its own (a user's folder or
 file named like a leftover is left alone). Single files outside output folders are guarded by
 ownership records (medsimp.ownership).
@@ -35,8 +37,8 @@ from medsimp import ownership
 from medsimp.errors import UsageError
 from medsimp.lineage import read_lineage
 from medsimp.markers import MARKER, marker_of
+from medsimp.places import LOCK_SUFFIX
 
-LOCK_SUFFIX = ".medsimp-lock"  # `.<out>.medsimp-lock` beside an output folder while it is written
 LOCK_SIGNATURE = "medsimp output lock "  # what the lock file starts with; then the holder's pid
 # Set once per CLI invocation by `configure`: the command's name (written in markers), its
 # --force flag, and the absolute paths of its inputs (never inside an output it replaces).
@@ -317,12 +319,17 @@ def _own_regular_file(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _writing(final: Path) -> Iterator[None]:
+def _writing(final: Path, flag: str = "--output") -> Iterator[None]:
     """Hold `.<final>.medsimp-lock` while `final` is checked, written and swapped in. The lock
     file carries `LOCK_SIGNATURE`; a same-named file without it is the user's and is refused
-    untouched (an empty one is locked and left empty)."""
+    untouched (an empty one is locked and left empty). Already held by this command (`hold`,
+    from its checks on): nothing more to take."""
     from medsimp.locks import Busy, Foreign, exclusive
 
+    if Path(os.path.abspath(final)) in _HELD:
+        yield
+        return
+    flag = f"{flag} " if flag else ""
     lock = final.with_name(f".{final.name}{LOCK_SUFFIX}")
     held = contextlib.ExitStack()
     try:
@@ -333,17 +340,54 @@ def _writing(final: Path) -> Iterator[None]:
         holder = exc.holder.removeprefix(LOCK_SIGNATURE)
         holder = f" ({holder})" if holder else ""
         raise UsageError(
-            f"--output {final} is being written by another medsimp command{holder}; "
-            "wait for it or choose another folder"
+            f"{flag}{final} is being written by another medsimp command{holder}; "
+            "wait for it or choose another path"
         ) from None
     except Foreign:
         raise UsageError(
-            f"--output {final}: {lock} is a file medsimp did not write (not its lock); move it away first"
+            f"{flag}{final}: {lock} is a file medsimp did not write (not its lock); move it away first"
         ) from None
     except OSError as exc:
-        raise UsageError(f"--output {final}: cannot write in {final.parent} ({exc.strerror})") from None
+        raise UsageError(f"{flag}{final}: cannot write in {final.parent} ({exc.strerror})") from None
     with held:
         yield
+
+
+_HELD: set[Path] = set()  # outputs whose lock this process holds through `hold`
+
+
+@contextlib.contextmanager
+def hold(final: str | Path, flag: str = "--output") -> Iterator[None]:
+    """Hold `final`'s lock (`.<final>.medsimp-lock`, as `atomic_dir`) from the command's checks
+    until it ends, so that a second command on the same output is refused before its work,
+    not overwritten by it after (issue 54: two `align train` runs on one output both exited 0,
+    the last writer won). `atomic_dir` and `atomic_file` on `final` in this process then take
+    nothing more. The missing folders above `final` are created for the lock, and removed
+    again if the command leaves them empty."""
+    final = Path(os.path.abspath(final))
+    if final in _HELD:
+        yield
+        return
+    created: list[Path] = []
+    folder = final.parent
+    while not folder.exists():
+        created.append(folder)
+        folder = folder.parent
+    try:
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"{flag} {final}: cannot create {final.parent} ({exc.strerror})") from None
+        with _writing(final, flag):
+            _HELD.add(final)
+            try:
+                yield
+            finally:
+                _HELD.discard(final)
+    finally:
+        for folder in created:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 @contextlib.contextmanager

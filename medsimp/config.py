@@ -214,8 +214,23 @@ def shown_path(path: str | Path, base: str | Path) -> str:
 
 
 def cache_path(params: Params, base: str | Path) -> str | None:
-    """params `cache.dir` resolved against the params file's folder `base`; None: no cache."""
-    return resolve_path(params.cache.dir, base) if params.cache.dir else None
+    """params `cache.dir` resolved against the params file's folder `base`, checked usable
+    (`check_cache_dir`) before the command's work; None: no cache."""
+    if not params.cache.dir:
+        return None
+    folder = resolve_path(params.cache.dir, base)
+    check_cache_dir(folder)
+    return folder
+
+
+def check_cache_dir(folder: str) -> None:
+    """UsageError, in one line naming cache.dir and what is wrong, unless `folder` is a folder
+    this user can write in or can create (`places.check_writable_folder`): before, a cache.dir
+    below a file or under /proc failed after the work as an internal error or "not found"
+    (issue 54)."""
+    from medsimp.places import check_writable_folder
+
+    check_writable_folder(folder, "cache.dir")
 
 
 def params_dir(params_file: str | Path) -> Path:

@@ -145,8 +145,61 @@ def test_notes_killed_worker_or_sigterm_exits_cleanly(target, tmp_path):
         assert "a Beam worker process was killed by SIGKILL" in lines[-1]
     else:
         assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+        assert lines[-1] == "medsimp notes: interrupted by SIGTERM"
     assert not out.exists()
     assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.fixture(scope="module")
+def notes_200k(tmp_path_factory) -> Path:
+    notes = tmp_path_factory.mktemp("notes") / "notes.csv"
+    _synth_notes(notes, 200_000)  # about 14 s of `notes` on one in-process worker
+    return notes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_inside_the_in_process_runner_is_an_interrupt_not_a_crash(signum, notes_200k, tmp_path):
+    """Issue 54: on the in-process runner (params.yaml's sample profile, `num_workers: 1`) the
+    handler runs inside a DoFn and Beam wraps its KeyboardInterrupt / SystemExit(143) in a
+    RuntimeError. Before: "internal error RuntimeError", exit 4. Now: 130 / 143 and the one
+    interrupt line, as with worker processes; no traceback, no output, no temp folder."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "medsimp.cli",
+            *BASE,
+            "notes",
+            "--input",
+            str(notes_200k),
+            "--output",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".out.tmp-*")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(3.0)  # the Beam job is running (it needs about 12 s more)
+        assert proc.poll() is None, "the job ended before the signal"
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    name = signal.Signals(signum).name
+    assert proc.returncode == 128 + signum, err[-2000:]
+    lines = [ln for ln in err.splitlines() if ln.startswith("medsimp notes:")]
+    assert lines[1:] == [f"medsimp notes: interrupted by {name}"], err[-2000:]
+    assert "internal error" not in err and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.glob(".out.*"))
 
 
 def test_write_error_names_the_fault():

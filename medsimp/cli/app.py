@@ -10,6 +10,7 @@ subcommand (at any depth: `medsimp humaneval forms --set humaneval.seed=1`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -208,8 +209,29 @@ def _check_utf8_args(args: argparse.Namespace) -> None:
                 ) from None
 
 
+# The signals this command received (SIGTERM, SIGINT), set by its handler. The command's
+# result is decided by this flag, not by the exception type: a library that runs the work
+# (Beam's in-process runner) wraps the handler's SystemExit or KeyboardInterrupt in its own
+# error (RuntimeError "KeyboardInterrupt [while running ...]"), which would read as a crash.
+_SIGNALLED: list[int] = []
+
+
 def _terminate(signum, frame):
+    """SIGTERM (and Ctrl-C): note it, then unwind (temp outputs are removed on the way out)."""
+    _SIGNALLED.append(signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise SystemExit(128 + signum)
+
+
+def _interrupted(args: argparse.Namespace) -> int | None:
+    """After a signal, whatever exception the unwinding became: the one interrupt line and
+    128 + the signal's number (130 Ctrl-C, 143 SIGTERM); None when no signal came."""
+    if not _SIGNALLED:
+        return None
+    signum = _SIGNALLED[0]
+    print(f"medsimp {command_name(args)}: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+    return 128 + signum
 
 
 def command_name(args: argparse.Namespace) -> str:
@@ -320,12 +342,160 @@ def _check_url_holds_no_input(output: str, inputs) -> None:
 
 
 # The flags through which commands name output files (besides --output, which may be a folder),
-# and those of them that may name standard output (`-`, /dev/stdout: medsimp.report.evaluate).
-OUTPUT_FILE_FLAGS = ("metrics", "json", "scores", "sentence_level", "report")
+# those of them that may name standard output (`-`, /dev/stdout: medsimp.report.evaluate), and
+# the folders (or, for `evaluate stage --plots`, a file) commands write into.
+OUTPUT_FILE_FLAGS = ("metrics", "json", "scores", "sentence_level", "report", "report_text")
 STDOUT_FLAGS = ("json", "sentence_level")
+OUTPUT_FOLDER_FLAGS = ("plots", "save_dir", "report_dir", "metrics_dir")
+
+
+def _flag(dest: str) -> str:
+    return f"--{dest.replace('_', '-')}"
+
+
+def _check_no_empty(args: argparse.Namespace) -> None:
+    """`--json ''`, `--input ''`: an empty value is no value (the command would silently take
+    the default or write nothing): one line naming the flag (issue 54)."""
+    from medsimp.cli.args import NOT_PATHS
+    from medsimp.errors import UsageError
+
+    for dest, value in vars(args).items():
+        if dest.startswith("_") or dest in NOT_PATHS:
+            continue
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise UsageError(f"{_flag(dest)} is empty: give a value (or leave the flag out for the default)")
+
+
+def _check_outputs(args: argparse.Namespace, url_ok: bool) -> list[tuple[str, str]]:
+    """Every output path the command line names, checked one by one and as a set before any
+    work (issue 54): each where an output can be written (`places.check_output_path`); a file
+    not a link, folder, device or input, nor a file medsimp did not write (decided when written:
+    same bytes or not); no two naming one path, none inside another. Returns (flag, path) for
+    the local ones, whose locks the command holds while it runs."""
+    from medsimp import atomic
+    from medsimp.errors import UsageError
+    from medsimp.places import check_output_path
+
+    found: list[tuple[str, str]] = []
+    output = getattr(args, "output", None)
+    if isinstance(output, str):
+        _check_output_name(output, url_ok=url_ok)
+        if atomic.is_url(output):
+            _check_url_holds_no_input(output, [getattr(args, "input", None) or ""])
+        else:
+            atomic.check_holds_no_input(output)  # before any work (atomic_dir checks again)
+            if os.path.isdir(output) and not os.path.islink(output):  # another command's folder: now
+                atomic.check_output_target(
+                    output, command_name(args), force=bool(getattr(args, "force", False))
+                )
+            found.append(("output", output))
+    for dest in (*OUTPUT_FOLDER_FLAGS, *OUTPUT_FILE_FLAGS):
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or (dest in STDOUT_FLAGS and atomic.is_stdout(value)):
+            continue
+        atomic.check_local(value, _flag(dest))
+        found.append((dest, value))
+    for dest, value in found:
+        check_output_path(value, _flag(dest))
+        if dest in OUTPUT_FILE_FLAGS:
+            # a link, folder, FIFO or device, or an input: refused now, not after the work;
+            # a file medsimp did not write is decided when it is written (same bytes or not)
+            atomic.check_file_target(value, same_content_ok=True)
+    where = [(dest, value, Path(os.path.realpath(value))) for dest, value in found]
+    for i, (dest, value, path) in enumerate(where):
+        for other, other_value, other_path in where[:i]:
+            if path == other_path:
+                raise UsageError(
+                    f"{_flag(other)} {other_value} and {_flag(dest)} {value} name one path: "
+                    "one output would replace the other; give each its own"
+                )
+            for (a, a_value, a_path), (b, b_value, b_path) in (
+                ((dest, value, path), (other, other_value, other_path)),
+                ((other, other_value, other_path), (dest, value, path)),
+            ):
+                if b_path in a_path.parents:
+                    raise UsageError(
+                        f"{_flag(a)} {a_value} is inside {_flag(b)} {b_value}: write it outside that output"
+                    )
+    return found
+
+
+class _Stdout:
+    """Standard output as the commands see it: a write or flush the system refuses (`> /dev/full`,
+    a closed pipe, stdout closed with `>&-`) raises `UsageError` naming standard output and
+    what is wrong, instead of an internal error (issue 54). After a failure the descriptor is
+    pointed at /dev/null, so the interpreter's last flush at exit cannot print a second error.
+    Everything else is the real stream's."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def _failed(self, exc: OSError | None) -> Exception:
+        from medsimp.errors import UsageError
+
+        if exc is None:
+            return UsageError("standard output is closed: give the command somewhere to write (e.g. > FILE)")
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        return UsageError(f"standard output cannot be written ({exc.strerror or exc})")
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            raise self._failed(None)
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
+
+    def __getattr__(self, name: str):
+        if self._stream is None:
+            raise AttributeError(f"standard output is closed (no {name})")
+        return getattr(self._stream, name)
+
+
+def _fd_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
+    real = sys.stdout
+    if real is None and not _fd_open(1):  # stdout closed: descriptor 1 must not become an output file
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+    sys.stdout = _Stdout(real)
+    try:
+        return _main(argv)
+    except Exception as exc:  # standard output refused while parsing (--help, --version)
+        from medsimp.errors import MedsimpError
+
+        if not isinstance(exc, MedsimpError):
+            raise
+        print(f"medsimp: {exc}", file=sys.stderr)
+        return exc.exit_code
+    finally:
+        sys.stdout = real
+
+
+def _main(argv: list[str] | None) -> int:
     from medsimp import siblings
 
     clash = siblings.check()  # before any command module imports a domain package
@@ -342,6 +512,23 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2  # EXIT_USAGE: no command given
+    from medsimp import atomic
+
+    atomic.configure(command=command_name(args), force=args.force)
+    _SIGNALLED.clear()
+    old_handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored (nohup, &)
+        old_handlers[signal.SIGINT] = signal.signal(signal.SIGINT, _terminate)
+    try:
+        return _dispatch(args)
+    finally:
+        for signum, handler in old_handlers.items():
+            signal.signal(signum, handler)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command `main` parsed: every check before any work, then the work; each way it
+    can end is one line and an exit code."""
     from medsimp import atomic, stats
     from medsimp.cli.args import (
         URL_OUTPUT_COMMANDS,
@@ -352,55 +539,50 @@ def main(argv: list[str] | None = None) -> int:
     from medsimp.config import load_params, params_dir, params_hash
     from medsimp.errors import EXIT_FAILED, EXIT_USAGE, MedsimpError
 
-    atomic.configure(command=command_name(args), force=args.force)
-    signal.signal(signal.SIGTERM, _terminate)  # unwind: temp outputs are removed on the way out
     try:
-        _check_utf8_args(args)
-        # a params file named by --params or MEDSIMP_PARAMS must exist; only the implicit
-        # ./params.yaml may be absent (defaults)
-        named_file = args.params is not None or bool(os.environ.get("MEDSIMP_PARAMS"))
-        args.params = args.params or os.environ.get("MEDSIMP_PARAMS") or "params.yaml"
-        args.params_named = named_file  # a command that reads the file again reads it the same way
-        args.params_data = load_params(args.params, args.overrides, required=named_file)
-        args.params_dir = params_dir(args.params)
-        stats.record_run(params_hash=params_hash(args.params_data))  # what this stage ran with
-        # every input reaches every output folder's guard, whichever command runs
-        section = _section_or_none(args)
-        # a FIFO or device would block or never end in any reader
-        check_special_inputs(args, section, args.params_dir)
-        named, from_params = command_inputs(args, section, args.params_dir)
-        atomic.configure(command_name(args), args.force, inputs=named, params_inputs=from_params)
-        if isinstance(getattr(args, "output", None), str):
-            _check_output_name(args.output, url_ok=command_name(args) in URL_OUTPUT_COMMANDS)
-            if atomic.is_url(args.output):
-                _check_url_holds_no_input(args.output, [getattr(args, "input", None) or ""])
-            else:
-                atomic.check_holds_no_input(args.output)  # before any work (atomic_dir checks again)
-        for flag in ("plots", "save_dir", "report_dir", "metrics_dir"):  # folders (or files) written into
-            if isinstance(getattr(args, flag, None), str):
-                atomic.check_local(getattr(args, flag), f"--{flag.replace('_', '-')}")
-        for flag in OUTPUT_FILE_FLAGS:  # every file a command writes, before any work
-            value = getattr(args, flag, None)
-            if isinstance(value, str) and value and not (flag in STDOUT_FLAGS and atomic.is_stdout(value)):
-                atomic.check_local(value, f"--{flag.replace('_', '-')}")
-                # a link, folder, FIFO or device, or an input: refused now, not after the work;
-                # a file medsimp did not write is decided when it is written (same bytes or not)
-                atomic.check_file_target(value, same_content_ok=True)
-        _announce(args)
-        if hasattr(args, "beam_arg"):  # a Beam job: its workers may run in another folder
-            absolute_worker_paths(args)
-        return int(args._module.run(args) or 0)
+        with contextlib.ExitStack() as held:  # the outputs' locks, held until the command ends
+            _check_utf8_args(args)
+            _check_no_empty(args)
+            # a params file named by --params or MEDSIMP_PARAMS must exist; only the implicit
+            # ./params.yaml may be absent (defaults)
+            named_file = args.params is not None or bool(os.environ.get("MEDSIMP_PARAMS"))
+            args.params = args.params or os.environ.get("MEDSIMP_PARAMS") or "params.yaml"
+            args.params_named = named_file  # a command that reads the file again reads it the same way
+            args.params_data = load_params(args.params, args.overrides, required=named_file)
+            args.params_dir = params_dir(args.params)
+            stats.record_run(params_hash=params_hash(args.params_data))  # what this stage ran with
+            # every input reaches every output folder's guard, whichever command runs
+            section = _section_or_none(args)
+            # a FIFO or device would block or never end in any reader
+            check_special_inputs(args, section, args.params_dir)
+            named, from_params = command_inputs(args, section, args.params_dir)
+            atomic.configure(command_name(args), args.force, inputs=named, params_inputs=from_params)
+            outputs = _check_outputs(args, url_ok=command_name(args) in URL_OUTPUT_COMMANDS)
+            for dest, value in outputs:  # held from here until the command ends (issue 54)
+                held.enter_context(atomic.hold(value, _flag(dest)))
+            _announce(args)
+            if hasattr(args, "beam_arg"):  # a Beam job: its workers may run in another folder
+                absolute_worker_paths(args)
+            code = int(args._module.run(args) or 0)
+            sys.stdout.flush()  # what the command printed reached its place, or one line
+            return code
     except MedsimpError as exc:
+        if (stopped := _interrupted(args)) is not None:
+            return stopped
         if args.verbose:
             logging.exception("%s failed", args.command)
         print(f"medsimp {command_name(args)}: {exc}", file=sys.stderr)
         return exc.exit_code
     except SystemExit as exc:
+        if (stopped := _interrupted(args)) is not None:
+            return stopped
         if not isinstance(exc.code, str):  # an exit status: keep it
             raise
         print(f"medsimp {command_name(args)}: {exc.code}", file=sys.stderr)  # SystemExit("why"): usage
         return EXIT_USAGE
     except FileNotFoundError as exc:  # a named input that is not there: bad input
+        if (stopped := _interrupted(args)) is not None:
+            return stopped
         if args.verbose:
             logging.exception("%s failed", args.command)
         print(
@@ -409,9 +591,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_USAGE
     except KeyboardInterrupt:
+        if (stopped := _interrupted(args)) is not None:
+            return stopped
         print(f"medsimp {command_name(args)}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one line, never record text; -v shows the traceback
+        if (stopped := _interrupted(args)) is not None:
+            return stopped
         if args.verbose:
             raise
         from medsimp.extras import missing_extra

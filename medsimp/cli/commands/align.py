@@ -142,15 +142,23 @@ def _file_mode(args, params: Align, cache: str | None) -> int:
 
 
 def _train(args, params: Align, cache: str | None) -> int:
-    from medsimp.config import resolve_output, resolve_path, shown_path
+    from medsimp.atomic import check_output_target, hold
+    from medsimp.config import resolve_output
 
     out = args.output or resolve_output(params.model, args.params_dir, "align.model")  # before any work
+    check_output_target(out, "align train", force=args.force)  # before minutes of training
+    with hold(out):  # from here to the swap: a second `align train` on `out` is refused now
+        return _train_into(args, params, cache, out)
+
+
+def _train_into(args, params: Align, cache: str | None, out: str) -> int:
     from alignment.calibration import scoring_key
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import gold_sources, read_golds
     from alignment.selftrain import self_train
     from medsimp.atomic import atomic_dir, write_json
+    from medsimp.config import resolve_path, shown_path
     from medsimp.corpora.writer import content_hash
     from medsimp.errors import InputError
     from medsimp.stats import finish_stage, output_stats

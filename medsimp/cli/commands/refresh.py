@@ -43,6 +43,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from medsimp.config import load_params
+    from medsimp.errors import UsageError
+    from medsimp.places import check_writable_folder
     from medsimp.refresh.dvc import DvcError, find_root
     from medsimp.refresh.run import EXIT_ERROR, RefreshConfig, run_refresh
 
@@ -66,6 +68,14 @@ def run(args) -> int:
             params_data = args.params_data if root == here else load_params(args.params, args.overrides)
             params = load_params(args.params, required=False)
         cfg = RefreshConfig.from_params(params_data.refresh, root, report_dir, args.targets)
+        if not args.dry_run:  # before any stage runs, not when the report is written after them
+            try:
+                check_writable_folder(
+                    cfg.report_dir, "--report-dir" if args.report_dir else "refresh.report_dir"
+                )
+            except UsageError as exc:
+                print(f"refresh: {exc}", file=sys.stderr)
+                return EXIT_ERROR
         try:
             code, _report = run_refresh(
                 cfg,
