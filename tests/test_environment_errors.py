@@ -104,7 +104,8 @@ def test_an_unusable_refresh_report_folder_is_one_line_before_any_stage(way, tmp
     afile = tmp_path / "afile"
     afile.write_text("mine\n")
     reports = afile / "reports"
-    monkeypatch.chdir(tmp_path)  # no DVC repository here: nothing may be looked for or written
+    monkeypatch.chdir(tmp_path)  # a DVC repository (refresh refuses to run outside one) with nothing to run
+    (tmp_path / ".dvc").mkdir()
     (tmp_path / "params.yaml").write_text("{}\n")
     argv = ["--params", str(tmp_path / "params.yaml"), "refresh"]
     if way == "flag":
@@ -113,4 +114,5 @@ def test_an_unusable_refresh_report_folder_is_one_line_before_any_stage(way, tmp
     else:
         argv[2:2] = ["--set", f"refresh.report_dir={reports}"]
         _refused_fast(argv, capsys, f"refresh.report_dir {reports}: {afile} is a file, not a folder")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "params.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dvc", "afile", "params.yaml"]
+    assert list((tmp_path / ".dvc").iterdir()) == []  # nothing written, not even DVC's lock
