@@ -323,7 +323,7 @@ def test_the_card_and_the_data_report_give_the_kept_rows_precision_or_say_why_no
     model.mkdir()
     (model / "model.pt").write_bytes(b"weights")
     (tmp_path / "align").mkdir()
-    used = {**used_aligner(str(model), str(tmp_path)), "scoring_key": "a" * 16}
+    used = {**used_aligner(str(model), str(tmp_path)), "scoring_key": "a" * 16, "merge": "union"}
     (tmp_path / "align" / "stats.json").write_text(json.dumps({"aligner": used}))
     params = tmp_path / "params.yaml"
     build = {"multicochrane": upstream.write_cochrane(tmp_path)}
@@ -346,3 +346,17 @@ def test_the_card_and_the_data_report_give_the_kept_rows_precision_or_say_why_no
     assert "Aligner (kept English CRF rows): expected precision of the kept rows 0." in md["a"]
     assert "Aligner (kept English CRF rows): not estimated: " in md["b"]
     assert "is for another model's scores" in md["b"]
+    # issue 54: what upstream ran with decides, not today's params: align corpus merged by
+    # `forward` (its stats.json), today's params say union, the calibration is for union
+    calibration_path(model).write_text(json.dumps(_cal("a" * 16).as_json()))
+    (tmp_path / "align" / "stats.json").write_text(json.dumps({"aligner": {**used, "merge": "forward"}}))
+    assert main(["--params", str(params), "build", "multicochrane", "--output", str(out)]) == 0
+    card = yaml.safe_load((out / "README.md").read_text()[4:].split("\n---\n", 1)[0])["medsimp"]
+    assert card["aligner.merge"] == "forward"
+    assert card["aligner.expected_kept_precision"] == (
+        "not estimated: the calibration is for align.crf.merge union, not forward"
+    )
+    assert main(["--params", str(params), "report", str(out), "--output", str(tmp_path / "fwd")]) == 0
+    assert "not estimated: the calibration is for align.crf.merge union, not forward" in (
+        (tmp_path / "fwd" / "report.md").read_text(encoding="utf-8")
+    )

@@ -67,7 +67,9 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     )
     align_out = tmp_path / "align"
     align_out.mkdir()
-    (align_out / "stats.json").write_text(json.dumps({"aligner": used_aligner(str(other), str(tmp_path))}))
+    (align_out / "stats.json").write_text(
+        json.dumps({"aligner": {**used_aligner(str(other), str(tmp_path)), "merge": "union"}})
+    )
     cards = []
     for threshold in (0.5, 0.6):
         params = tmp_path / f"params-{threshold}.yaml"
@@ -105,6 +107,20 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     assert cards[1]["filter.rule"] == "overlap_or_aligner (CRF probability >= 0.9)"
     assert cards[0]["params_hash.filter"] != cards[1]["params_hash.filter"]
     assert cards[0]["params_hash"] == cards[1]["params_hash"]  # build.multicochrane alone is the same
+    # issue 54: once the filter stage recorded what it ran with, the card says that, whatever
+    # today's params say (here 0.5 gt)
+    recorded = Path(build["multicochrane"]["pairs"]).parent / "stats.json"
+    recorded.write_text(json.dumps({"threshold": 0.7, "comparison": "ge", "read": 1}))
+    out = tmp_path / "mc-recorded"
+    assert (
+        main(["--params", str(tmp_path / "params-0.5.yaml"), "build", "multicochrane", "--output", str(out)])
+        == 0
+    )
+    card = yaml.safe_load((out / "README.md").read_text()[4:].split("\n---\n", 1)[0])["medsimp"]
+    assert (
+        card["filter.threshold"] == "ge 0.7"
+        and card["filter.recorded"]["from"] == "stats.json of the filter stage"
+    )
 
 
 def test_the_card_cites_a_held_out_score_only_for_the_exact_model_measured():

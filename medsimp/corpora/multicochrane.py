@@ -551,15 +551,24 @@ def filter_cost(
 
 
 def filter_settings(cfg: BuildMulticochrane, params: Filter | None) -> tuple[Filter, str]:
-    """The overlap filter the gold rows go through, and where it came from: what the filter
-    stage recorded in `stats.json` beside `cfg.pairs` (`threshold`, `comparison`), else the
-    params' `filter` section (`params`), else its defaults (the paper's r > 0.5)."""
+    """The overlap filter the corpus went through, and where it came from: what the filter
+    stage recorded in `stats.json` beside `cfg.pairs` (`threshold`, `comparison`, and `rule` /
+    `aligner_min`, `drop_copies` / `copy_overlap` when not the paper's), else the params'
+    `filter` section (`params`), else its defaults (the paper's r > 0.5). The gold rows go
+    through it, and the card and the data report describe it."""
     recorded = Path(cfg.pairs).parent / "stats.json"
     base = params or Filter()
     try:
         stats = json.loads(recorded.read_text(encoding="utf-8"))
-        found = Filter(threshold=stats["threshold"], comparison=stats["comparison"])
-    except (OSError, ValueError, KeyError, TypeError):
+        found = Filter(
+            threshold=stats["threshold"],
+            comparison=stats["comparison"],
+            rule=stats.get("rule", "overlap"),
+            aligner_min=stats.get("aligner_min") or Filter().aligner_min,
+            drop_copies=stats.get("drop_copies", "none"),
+            copy_overlap=stats.get("copy_overlap", base.copy_overlap),
+        )
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return base, "the params' filter section"
     return found, f"{recorded.name} of the filter stage"
 

@@ -272,7 +272,11 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
     from pipelines.jobs import align as align_job
 
     params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
-    used = {**used_aligner(params.model, args.params_dir), "scoring_key": _scoring_key(params, cache)}
+    used = {
+        **used_aligner(params.model, args.params_dir),
+        "scoring_key": _scoring_key(params, cache),
+        "merge": params.crf.merge,  # what this run merged by: the card reads it, not today's params
+    }
     with atomic_dir(out) as tmp:
         align_job.run(
             args.input or resolve_path(params.input, args.params_dir),

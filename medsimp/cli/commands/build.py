@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 HELP = "build a Hugging Face dataset folder (multicochrane, medlane, msd, plaba, radiology)"
 
@@ -53,7 +54,7 @@ def card_provenance(
     from medsimp.corpora.writer import code_hash, content_hash
 
     params = args.params_data
-    out = {"code_sha256": code_hash()}
+    out: dict[str, Any] = {"code_sha256": code_hash()}
     for key, value in cfg:
         if isinstance(value, str) and value:
             out[f"input.{key}"] = f"{value} sha256:{content_hash(getattr(located, key))}"
@@ -62,6 +63,8 @@ def card_provenance(
     if "link" in UPSTREAM.get(args.name, ()) and getattr(located, "linked", None):
         out["umls.vocabulary"] = vocabulary(_read_stats(str(located.linked)))
     if "align" in UPSTREAM.get(args.name, ()):
+        from medsimp.corpora.multicochrane import filter_settings
+
         # the model `align corpus` actually used and its gold, as its stats.json records them
         used = _read_stats(resolve_path(params.align.output, args.params_dir)).get("aligner") or {}
         out["aligner.model"] = str(used.get("model") or f"{params.align.model} (not recorded by align)")
@@ -76,13 +79,30 @@ def card_provenance(
         key = str(used.get("scoring_key") or "")
         out["aligner.scoring_key"] = key or "not recorded by align"
         model_dir = model_folder(str(used.get("model") or ""), args.params_dir)
-        rule = filter_rule(params.filter.threshold, params.filter.comparison, params.filter.aligner_floor())
+        # what upstream ran with, as it recorded it (never today's params): the merge `align
+        # corpus` used (its stats.json) and the filter the pairs went through (the filter's)
+        merge = str(used.get("merge") or "")
+        out["aligner.merge"] = merge or "not recorded by align"
+        flt, source = filter_settings(located, params.filter)
+        rule = filter_rule(flt.threshold, flt.comparison, flt.aligner_floor())
         calibration, why = find(model_dir, key)
-        _, line = estimate_line(calibration, why, aligner_scores, params.align.crf.merge, rule)
+        if calibration is not None and not merge:
+            line = "not estimated: align's stats.json does not record the merge it used (rerun align corpus)"
+        else:
+            _, line = estimate_line(calibration, why, aligner_scores, merge, rule)
         out["aligner.expected_kept_precision"] = line
-        out["filter.threshold"] = f"{params.filter.comparison} {params.filter.threshold}"
-        if params.filter.aligner_floor() is not None:  # ours: the aligner's probability rescues pairs
-            out["filter.rule"] = f"{params.filter.rule} (CRF probability >= {params.filter.aligner_floor()})"
+        out["filter.threshold"] = f"{flt.comparison} {flt.threshold}"
+        if flt.aligner_floor() is not None:  # ours: the aligner's probability rescues pairs
+            out["filter.rule"] = f"{flt.rule} (CRF probability >= {flt.aligner_floor()})"
+        if flt.drop_copies != "none":
+            out["filter.drop_copies"] = f"{flt.drop_copies} (copy_overlap {flt.copy_overlap})"
+        out["filter.recorded"] = {  # for the data report (medsimp report), as the filter ran
+            "threshold": float(flt.threshold),
+            "comparison": flt.comparison,
+            "aligner_min": flt.aligner_floor(),
+            "copy_overlap": float(flt.copy_overlap),
+            "from": source,
+        }
     return out
 
 

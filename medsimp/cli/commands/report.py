@@ -60,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
     lineage = read_lineage(folder)
     restricted = bool(meta.get("mimic_derived", True)) or is_restricted(lineage)
     rp = args.params_data.annotate.report
-    threshold = float(args.params_data.filter.threshold)
+    # the filter the corpus went through, as the card records it (a card without it: params)
+    recorded: dict = meta["filter.recorded"] if isinstance(meta.get("filter.recorded"), dict) else {}
+    flt = args.params_data.filter
+    threshold = float(recorded.get("threshold", flt.threshold))
+    copy_overlap = float(recorded.get("copy_overlap", flt.copy_overlap))
     syll = args.params_data.readability.syllable_languages
     sentences = None
     if args.sentences:
@@ -74,13 +78,21 @@ def run(args: argparse.Namespace) -> int:
     # scores (alignment.calibration): the kept rows' expected precision, or why there is none
     estimator = None
     if meta.get("aligner.model"):
-        flt = args.params_data.filter
         found, why = find(
             model_folder(str(meta["aligner.model"]), args.params_dir),
             str(meta.get("aligner.scoring_key") or "").removesuffix("not recorded by align"),
         )
-        rule = filter_rule(flt.threshold, flt.comparison, flt.aligner_floor())
-        merge = args.params_data.align.crf.merge
+        rule = filter_rule(
+            threshold,
+            str(recorded.get("comparison", flt.comparison)),
+            recorded.get("aligner_min") if recorded else flt.aligner_floor(),
+        )
+        merge = str(meta.get("aligner.merge") or "").removesuffix("not recorded by align")
+        if not recorded or not merge:  # an older card: what upstream ran with is not known
+            found, why = (
+                None,
+                "not estimated: the card does not record the merge and filter the corpus was made with (rebuild it)",
+            )
 
         def estimator(scores):
             return estimate_line(found, why, scores, merge, rule)
@@ -110,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             rp,
             show_text,
             estimator,
-            args.params_data.filter.copy_overlap,
+            copy_overlap,
         )
         st["examples"] = report.examples(rows, rp.examples) if show_text else []
         st["vocabulary"] = str(meta.get("umls.vocabulary") or "")  # a demo one is said on the chart
