@@ -364,11 +364,12 @@ def model_digest(model: str) -> str:
     return "" if digest.startswith("_") or digest == "missing" else digest
 
 
-def heldout(model: str) -> dict[str, Any] | None:
-    """The packaged held-out P/R/F1 of the model (`... sha256:<hash>`, or a bare hash); None
-    for a model never measured. A malformed entry is one MedsimpError naming it (a packaging
-    bug, never a silent number)."""
-    digest = model_digest(model)
+def heldout(key: str) -> dict[str, Any] | None:
+    """The packaged held-out P/R/F1 of the model whose scores `key` names (its `scoring_key`:
+    the weights, merge, encoder and features, never the folder's bookkeeping); None for a model
+    never measured. A malformed entry is one MedsimpError naming it (a packaging bug, never a
+    silent number)."""
+    digest = "" if key.startswith("_") else key.strip()
     try:
         known = json.loads(resources.path(HELDOUT).read_text(encoding="utf-8"))
         row = known.get(digest) if digest and isinstance(known, dict) else None

@@ -73,11 +73,11 @@ def card_provenance(
             ", ".join(gold) if isinstance(gold, list) and gold else "not recorded by align train"
         )
         out["aligner.self_training"] = str(used.get("self_training") or "not recorded by align")
-        out["aligner.heldout"] = heldout_score(out["aligner.model"])
         # the precision its calibration (beside the model, found by what decides the scores)
         # expects of the kept English rows, with its interval; else the one line saying why not
         key = str(used.get("scoring_key") or "")
         out["aligner.scoring_key"] = key or "not recorded by align"
+        out["aligner.heldout"] = heldout_score(key)
         model_dir = model_folder(str(used.get("model") or ""), args.params_dir)
         # what upstream ran with, as it recorded it (never today's params): the merge `align
         # corpus` used (its stats.json) and the filter the pairs went through (the filter's)
@@ -117,13 +117,13 @@ def vocabulary(linked_stats: dict) -> str:
     return f"UMLS index of {terms} terms"
 
 
-def heldout_score(model: str) -> str:
-    """The aligner's measured pair P/R/F1 on held-out real gold, for the exact model measured
-    (`alignment.calibration.heldout`: its content hash in the packaged `aligner_heldout.json`);
+def heldout_score(key: str) -> str:
+    """The aligner's measured pair P/R/F1 on held-out real gold, for the exact scores measured
+    (`alignment.calibration.heldout`: its scoring key in the packaged `aligner_heldout.json`);
     else how to measure it."""
     from alignment.calibration import heldout
 
-    row = heldout(model)
+    row = heldout(key) if key else None
     if row is None:
         return "not measured for this model (scripts/eval_alignment.py --only cochrane --model NAME=DIR)"
     return (
