@@ -383,7 +383,7 @@ def heldout(key: str) -> dict[str, Any] | None:
                 raise ValueError(f"its {key} {value!r} is not a fraction from 0 to 1")
         return dict(row)
     except ValueError as exc:  # json.JSONDecodeError is one
-        raise MedsimpError(f"packaged {HELDOUT}, model {digest or model!r}: {exc}") from None
+        raise MedsimpError(f"packaged {HELDOUT}, model {digest or key!r}: {exc}") from None
 
 
 def score_gold(
