@@ -723,3 +723,58 @@ def test_mc_clean_gold_training_pairs_go_through_the_overlap_filter(tmp_path):
     assert [r["keep"] for r in en["train"] if r["method"] == "gold" and r["doi"] == doi] == [False, False]
     _meta, body = _card(tmp_path / "mc2")
     assert "(r > 1.0, from stats.json of the filter stage)" in body
+
+
+def test_the_card_gives_the_share_of_identical_and_near_copy_pairs_per_config_and_split(tmp_path):
+    """Issue 53: 113 identical pairs (6.7% of en-filtered) and 181 near copies went unreported.
+    The card names the definition and gives each config's and split's share; stats.json counts
+    them. The numbers equal `copy_kind` over the rows the parquet files hold."""
+    import pyarrow.parquet as pq
+
+    from medsimp.text.copies import copy_kind
+
+    root = tmp_path / "up"
+    paths = upstream.write_cochrane(root)
+    for part in sorted(Path(paths["pairs"]).glob("*.parquet")):  # make the first English pair a copy
+        rows = pq.read_table(part).to_pylist()
+        en = next((r for r in rows if r["language"] == "en"), None)
+        if en is not None:
+            en["simple_text"] = en["complex_text"]
+            pq.write_table(pa_table(rows, part), part)
+            break
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        yaml.safe_dump({"build": {"multicochrane": {**paths, "split": SPLIT}}}), encoding="utf-8"
+    )
+    out = tmp_path / "mc"
+    assert main(["--params", str(params), "build", "multicochrane", "--output", str(out)]) == 0
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "*identical* = the same words in the same order" in card and "at least 0.9 of itself" in card
+    stats = json.loads((out / "stats.json").read_text())
+    identical = 0
+    for config in ("en", "en-filtered"):
+        parts = []
+        for split in ("train", "validation", "test"):
+            rows = [
+                r
+                for f in sorted((out / config).glob(f"{split}-*.parquet"))
+                for r in pq.read_table(f).to_pylist()
+            ]
+            if not rows:
+                continue
+            kinds = [copy_kind(r["complex_text"], r["simple_text"], 0.9) for r in rows]
+            same, near = kinds.count("identical"), kinds.count("near_copy")
+            identical += same if config == "en" else 0
+            parts.append(
+                f"{split} {same} identical ({100 * same / len(rows):.1f}%) and {near} near copies "
+                f"({100 * near / len(rows):.1f}%) of {len(rows)}"
+            )
+        assert f"Copies in {config}: {'; '.join(parts)}." in card
+    assert identical >= 1 and stats["identical_pairs"] >= identical
+
+
+def pa_table(rows, like):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pa.Table.from_pylist(rows, schema=pq.read_schema(like))

@@ -52,6 +52,7 @@ from medsimp.params_schema import BuildMulticochrane, Filter
 from medsimp.reviews import DEV_REVIEWS, MC_CLEAN_TEST_REVIEWS, review_key
 from medsimp.schemas import CONCEPT, READABILITY
 from medsimp.stats import dead_letter
+from medsimp.text.copies import copy_kind
 
 PAIR_COLUMNS = [
     "pair_id",
@@ -654,6 +655,16 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
     scratch.add_links(iter_parquet_dir(cfg.linked, LINKS_SCHEMA, CHUNK_ROWS))
     rows_in: Counter[tuple[str, str]] = Counter()  # (language, split) -> rows of the unfiltered config
     keep_in: Counter[tuple[str, str]] = Counter()  # ... of them passing the overlap filter
+    # (language, split, in the -filtered config too, kind) -> identical / near-copy rows
+    copies: Counter[tuple[str, str, bool, str]] = Counter()
+
+    def count_copy(group: tuple[str, str], row: Mapping[str, Any]) -> None:
+        kind = copy_kind(
+            row.get("complex_text") or "", row.get("simple_text") or "", filter_params.copy_overlap
+        )
+        if kind:
+            copies[(*group, bool(row.get("keep")), kind)] += 1
+
     decisions: dict[tuple[str, str], list[tuple[bool, float | None]]] = {}  # -> (keep, CRF score)
     bridges: dict[tuple[str, str], list[dict]] = {}
     rejects: list[dict] = []
@@ -708,6 +719,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
             kept += 1
             rows_in[group] += 1
             keep_in[group] += bool(pair["keep"])
+            count_copy(group, pair)
             decisions.setdefault(group, []).append((bool(pair["keep"]), pair.get("crf_score")))
 
     # then the MC-CLEAN gold rows (en) and the gold composed with the bridge (other languages)
@@ -722,6 +734,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
             )
             rows_in[group] += 1
             keep_in[group] += row["keep"]
+            count_copy(group, row)
             decisions.setdefault(group, []).append((row["keep"], None))
     bridged = dropped = 0
     for (key, lang), bridge in sorted(bridges.items()):
@@ -736,6 +749,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
             scratch.add_row("/".join(group), row, part=2, flag=bool(row["keep"]))
             rows_in[group] += 1
             keep_in[group] += bool(row["keep"])
+            count_copy(group, row)
             decisions.setdefault(group, []).append((bool(row["keep"]), None))
             bridged += 1
 
@@ -782,6 +796,8 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
         "reviews": len(dois),
         "missing_links": missing_links,
         "languages": len(languages),
+        "identical_pairs": sum(n for (_, _, _, k), n in copies.items() if k == "identical"),
+        "near_copy_pairs": sum(n for (_, _, _, k), n in copies.items() if k == "near_copy"),
     }
     return BuiltDataset(
         name="multicochrane",
@@ -845,5 +861,50 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
             "`gold_bridge_dropped` gold pairs that had no counterpart); `overlap_keep` "
             "rows (automatic and gold) pass the overlap filter.",
             *cost_notes,
+            *copy_notes(copies, rows_in, keep_in, filter_splits, filter_params.copy_overlap),
         ],
     )
+
+
+def copy_notes(
+    copies: Mapping[tuple[str, str, bool, str], int],
+    rows_in: Mapping[tuple[str, str], int],
+    keep_in: Mapping[tuple[str, str], int],
+    filter_splits: tuple[str, ...],
+    copy_overlap: float,
+) -> list[str]:
+    """One card line per config: the share of identical and near-copy pairs in each split
+    (`medsimp.text.copies.copy_kind`, named with its threshold), so a reader sees how much of
+    the corpus a model could learn to copy (issue 53). A `-filtered` config's filtered splits
+    count only the rows that pass."""
+    lines = []
+    for lang in sorted({lang for lang, _ in rows_in}):
+        for filtered in (False, True):
+            parts = []
+            for split in ("train", "validation", "test"):
+                only_kept = filtered and split in filter_splits
+                n = keep_in.get((lang, split), 0) if only_kept else rows_in.get((lang, split), 0)
+                if not n:
+                    continue
+
+                keeps = (True,) if only_kept else (True, False)
+                same, near = (
+                    sum(copies.get((lang, split, keep, kind), 0) for keep in keeps)
+                    for kind in ("identical", "near_copy")
+                )
+                parts.append(
+                    f"{split} {same} identical ({100 * same / n:.1f}%) and {near} near copies "
+                    f"({100 * near / n:.1f}%) of {n}"
+                )
+            if parts:
+                name = f"{lang}-filtered" if filtered else lang
+                lines.append(f"Copies in {name}: {'; '.join(parts)}.")
+    if lines:
+        lines.insert(
+            0,
+            "Copies: *identical* = the same words in the same order (white space aside); *near copy* = "
+            f"not identical, each side's lower-cased word set sharing at least {copy_overlap:g} of itself "
+            "with the other's (filter.copy_overlap; `filter.drop_copies` can drop them, off by default "
+            "as in the paper).",
+        )
+    return lines
