@@ -293,7 +293,7 @@ PAPER_VALUES = [  # (docs/fidelity.md row, params key, the paper's value)
         "train.encoder",
         "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext",
     ),
-    ("MedLane: early stop", "train.patience", 1),
+    ("MedLane: early stop (stop after 1 epoch without improvement)", "train.patience", 1),
     ("MedLane: locator labels from the annotation", "train.locator_labels", "annotation"),
     ("Cao: documents paired by title and ICD-9 code", "msd.pair_key", "title_icd9"),
     ("Yang et al.: eight laypeople", "humaneval.n_laypeople", 8),
