@@ -459,7 +459,7 @@ class Train(Section):
     head_lr: NonNegative = 5.0e-5
     weight_decay: NonNegative = 0.01
     warmup_ratio: Fraction = 0.1
-    patience: Count = 1
+    patience: Count = 1  # stop after this many epochs in a row without a better validation loss
     dropout: Fraction = 0.1
     copy_attention: bool = False
     decoder: Literal["paper", "luong_tied"] = "paper"  # RSSP / BERT-MT decoder (Sec. 4.3)

@@ -339,7 +339,7 @@ def test_blank_outputs_and_references_give_a_result(tmp_path):
     assert scores["medlane_bleu"] == 0.0
     # issue 28: SARI of all-empty references is undefined, not 66.7: null with a note
     assert scores["sari"] is None
-    note = "sari, sari_xu2016, sari_sentmean not computed (null): every reference is empty"  # one per reason
+    note = "sari, sari_xu2016, sari_sentmean, sari_cocoxu not computed (null): every reference is empty"  # one per reason
     assert note in err
 
 

@@ -256,6 +256,55 @@ def test_paired_bootstrap_identical_systems_p_one_and_a_worse_system_p_small():
         assert worse[metric]["ci_low"] <= worse[metric]["delta"] <= worse[metric]["ci_high"] < 0
 
 
+def test_bootstrap_tests_the_difference_the_table_prints_issue_54():
+    """A readability score is a formula of counts summed over the lines, not the mean of sentence
+    scores: the bootstrap used the mean (Fernandez Huerta -0.59 where the table showed -2.88).
+    Hand case, Spanish, Fernandez Huerta = 206.84 - 60 Y/W - 1.02 W/S: A = one 2-word line of
+    2 syllables each ("gato", "casa": 4 syllables) and one 8-word line of one-syllable words
+    (8): W 10, Y 12, S 2: 206.84 - 72 - 5.1 = 129.74. B = the 8-word line twice: W 16, Y 16,
+    S 2: 206.84 - 60 - 8.16 = 138.68. The table's difference is 8.94; the mean of A's sentence
+    scores is (84.8 + 138.68) / 2 = 111.74, so the old bootstrap tested 26.94. Every metric with
+    sentence statistics must resample the score it reports (CWR leaves an empty output out;
+    AScore is a formula of corpus values)."""
+    from medsimp.metrics import Inputs, metrics
+    from medsimp.metrics.significance import collect, paired_bootstrap
+
+    short, long_ = "gato casa", "yo no sé si tú ves el sol"
+    es = {"lang": "es"}
+    a, b = (
+        Inputs([short, long_], [["x"], ["y"]], options=es),
+        Inputs([long_, long_], [["x"], ["y"]], options=es),
+    )
+    fh = metrics()["fernandez_huerta"]
+    assert fh.corpus(a)["fernandez_huerta"] == 129.74 and fh.corpus(b)["fernandez_huerta"] == 138.68
+    mean_a = sum(fh.sentence(a, i) for i in range(2)) / 2
+    assert mean_a == pytest.approx(111.74)  # what the bootstrap compared before
+    got = paired_bootstrap({"fernandez_huerta": (fh, collect(fh, a), collect(fh, b))}, samples=200)
+    assert got["fernandez_huerta"]["delta"] == pytest.approx(138.68 - 129.74)
+
+    # every metric the bootstrap takes: its statistics give back the score the table prints
+    items = _items(4)
+    hyps = [it.references[0] for it in items[:3]] + [""]  # an empty output: CWR leaves it out
+    terms = [[("htn", ["hypertension", "high blood pressure"])]] * 4
+    data = Inputs(
+        hyps,
+        [it.references for it in items],
+        [it.source for it in items],
+        terms=terms,
+        common={"the", "has", "and", "on", "day"},
+        options={"meteor": False},
+    )
+    checked = set()
+    for name, metric in metrics().items():
+        if not metric.has_sentence:
+            continue
+        table = metric.corpus(data)[metric.keys[0]]
+        resampled = metric.from_stats(metric.stats(data).sum(0), len(data))
+        assert resampled == pytest.approx(table, abs=1e-9), name
+        checked.add(name)
+    assert {"fkgl", "fernandez_huerta", "kandel_moles", "cwr", "hit", "ascore", "bleu", "sari"} <= checked
+
+
 def test_wilcoxon_signed_rank_hand_case_issue_19():
     """PLABA's Wilcoxon signed-rank test. Differences +1..+6 all positive: W- = 0; the exact two-sided
     p-value is 2 / 2**6 = 0.03125 (only all-plus and all-minus sign patterns are as extreme)."""

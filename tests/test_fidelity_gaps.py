@@ -180,6 +180,25 @@ def test_multicochrane_validation_split_the_user_gets(params):
 # ---------------------------------------------------------------- Cao et al. 2020 (MSD)
 
 
+def test_cao_sari_is_cocoxus_sentence_sari(params):
+    """§4.8 and Table 5: SARI with "the Python package" of footnote 7 (cocoxu/simplification,
+    `SARI.py`: sentence-level, deletion precision), not EASSE's corpus SARI. The user's default
+    selection (`evaluate.select: null`) computes it as `sari_cocoxu`; its values equal
+    `SARI.py`'s own example (tests/test_metrics.py::test_sari_cocoxu_is_xus_released_sari_py_issue_54)."""
+    from medsimp import metrics
+    from medsimp.metrics import Inputs
+
+    assert params.evaluate.select is None
+    assert "sari_cocoxu" in metrics.selection(params.evaluate.select, params.evaluate.lang)
+    cocoxu = metrics.metrics()["sari_cocoxu"]
+    assert cocoxu.label.startswith("cocoxu-simplification-SARI.py-sentence-mean")
+    # a sentence-level mean, not corpus statistics: two sentences score the mean of each alone
+    data = Inputs(["a b c d", "x y"], [["a b c"], ["x z"]], ["a b c", "x y z"])
+    alone = [cocoxu.corpus(data.subset([i]))["sari_cocoxu"] for i in (0, 1)]
+    assert cocoxu.corpus(data)["sari_cocoxu"] == pytest.approx(sum(alone) / 2)
+    assert metrics.metrics()["sari"].corpus(data)["sari"] != pytest.approx(sum(alone) / 2)
+
+
 def test_cao_table3_bleu_is_the_copy_baselines_bleu(params):
     """Table 3: BLEU (4-gram) between the two sentences of a parallel pair. The project's
     `copy` system outputs the source, so its `bleu` (sacrebleu, 0-100, Table 3's scale) is that

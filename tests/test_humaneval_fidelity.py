@@ -40,16 +40,45 @@ HEADER = [
 ]
 
 
+# Joseph et al. 2023, App. A ("the exact framework that annotators used"), the level words
+# copied from the paper (../shared/papers/multicochrane-joseph.txt)
+APP_A = {
+    "factuality": {0: "completely factual", 1: "inconsequential factual errors", 2: "severe factual errors"},
+    "fluency": {
+        0: "no fluency issues",
+        1: "superficial issues",
+        2: "severe fluency issues that obfuscate the meaning of the sentence",
+    },
+    "simplicity": {
+        -2: "Output is severely oversimplified to the point where the original intent of the original "
+        "sentence has been lost.",
+        -1: "Output is oversimplified, missing some important details. However, the intent of the "
+        "original sentence is preserved.",
+        0: "Output is ideally simplified. It is readable to the average layman and does not omit "
+        "important details.",
+        1: "Output should be simplified more and include uncommon technical terms without any "
+        "elaboration/explanation.",
+        2: "Output should be simplified MUCH more. There is little to no change in the style of the "
+        "sentence from the original sentence, and the output is difficult for the average layman to "
+        "understand.",
+    },
+}
+
+
 def test_multicochrane_scales_run_the_papers_way():
-    # Joseph et al. 2023, App. A: 0 = completely factual / no fluency issues, 2 = severe;
-    # simplicity -2 = heavily oversimplified, 0 = ideal, +2 = heavily under-simplified.
-    fact, flu, simp = (dict(q.options) for q in MULTICOCHRANE)
-    assert set(fact) == {0, 1, 2} and "completely factual" in fact[0].lower()
-    assert "severe" in fact[2].lower() and "severe" in flu[2].lower()
-    assert "no fluency issues" in flu[0].lower()
-    assert set(simp) == {-2, -1, 0, 1, 2}
-    assert "oversimplified" in simp[-2].lower() and "ideal" in simp[0].lower()
-    assert "under-simplified" in simp[2].lower()
+    # 0 = completely factual / no fluency issues, 2 = severe; simplicity -2 = severely
+    # oversimplified, 0 = ideal, +2 = should be simplified much more; each label is App. A's
+    # words after "<value> - " (issue 54: "Minor" stood for "inconsequential" / "superficial")
+    for q in MULTICOCHRANE:
+        labels = dict(q.options)
+        assert set(labels) == set(APP_A[q.qid]), q.qid
+        for value, words in APP_A[q.qid].items():
+            assert labels[value].split(" - ", 1)[1].lower() == words.lower(), (q.qid, value)
+    assert "independent of the input" in MULTICOCHRANE[2].prompt
+    paper = ROOT.parent / "shared" / "papers" / "multicochrane-joseph.txt"
+    if paper.exists():  # against the paper's own text where it is (skipped elsewhere)
+        text = " ".join(paper.read_text(encoding="utf-8").split())
+        assert all(" ".join(w.split()) in text for scale in APP_A.values() for w in scale.values())
 
 
 def test_alignment_annotation_fields_of_anno_viewer():

@@ -421,6 +421,37 @@ def test_easse_sari_equals_easse_on_its_own_example():
         )
 
 
+def test_sari_cocoxu_is_xus_released_sari_py_issue_54():
+    """Cao et al. (2020) score Table 5 with "the Python package" of footnote 7,
+    cocoxu/simplification's `SARI.py` (`SARIsent`, sentence level, deletion precision). The
+    values are that script's own example, printed by its `main()` (commit 0210f15, run on this
+    machine): 0.2682782411698074, 0.5889995423074248, 0.5071608864657479. A three-word copy
+    equal to its reference scores 25 there (0/0 is 0: nothing deleted or added, no 4-gram to
+    keep), where the tensor2tensor / HF formula (`sari_sentmean`, 0/0 := 1) gives 100."""
+    registry = __import__("medsimp.metrics", fromlist=["metrics"]).metrics()
+    cocoxu = registry["sari_cocoxu"]
+    assert cocoxu.label == "cocoxu-simplification-SARI.py-sentence-mean+del-precision"
+    assert (cocoxu.scale, cocoxu.same_language) == ("0-100", True)
+    orig = "About 95 species are currently accepted ."
+    refs = [
+        "About 95 species are currently known .",
+        "About 95 species are now accepted .",
+        "95 species are now accepted .",
+    ]
+    outs = [
+        "About 95 you now get in .",
+        "About 95 species are now agreed .",
+        "About 95 species are currently agreed .",
+    ]
+    data = _inputs(outs, [refs] * 3, [orig] * 3)
+    expected = [26.82782411698074, 58.89995423074248, 50.71608864657479]
+    assert [cocoxu.sentence(data, i) for i in range(3)] == pytest.approx(expected, abs=1e-9)
+    assert cocoxu.corpus(data)["sari_cocoxu"] == pytest.approx(sum(expected) / 3, abs=1e-9)
+    copy = _inputs(["a b c"], [["a b c"]], ["a b c"])
+    assert cocoxu.corpus(copy)["sari_cocoxu"] == pytest.approx(25.0)
+    assert registry["sari_sentmean"].corpus(copy)["sari_sentmean"] == pytest.approx(100.0)
+
+
 def test_all_empty_references_make_sari_null_with_a_reason_issue_28():
     items = [S.EvalItem("the pt has htn .", [""]), S.EvalItem("she went home .", ["  "])]
     why: dict[str, str] = {}

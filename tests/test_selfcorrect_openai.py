@@ -250,3 +250,41 @@ def test_enabled_without_endpoint_is_a_clear_error(tmp_path, capsys):
         == 2
     )
     assert "base_url" in capsys.readouterr().err
+
+
+def test_an_unreadable_processor_reply_does_not_stop_the_others_yes(tmp_path, capsys):
+    # issue 54, fidelity row "Processor per critic": Yang et al. Sec. 4.2 iterate "until
+    # Processor determines that no further improvement is needed". The Patient's Processor
+    # answers neither Yes nor No; the Radiologist's says Yes in round 1: the old loop stopped
+    # there (unparseable_verdict, no revision), the paper's revises, then stops in round 2 when
+    # no Processor says Yes. The unreadable replies are reported once per reason, never quoted.
+    unreadable = {"Feedback: I understand all the words.": "Perhaps, hard to say."}
+    with FakeChatServer(answers=unreadable) as srv:
+        res = self_correct(
+            "Small left pleural effusion.", "plain", CachedChat(_chat(srv.url), None), load_prompts(), 10
+        )
+        sc = res["corrected"]
+        assert sc["text"].endswith("revised to say it is not serious.")
+        assert (sc["rounds_used"], sc["revisions"], sc["stop_reason"]) == (2, 1, "unparseable_verdict")
+        assert (sc["unreadable_verdicts"], sc["unreadable_beside_yes"]) == (2, 1)
+        revise = next(t for t in res["transcript"] if t["role"] == "generator_revise")
+        assert revise["messages"][-1]["content"].startswith(
+            "Radiologist's feedback: Yes, explain how serious the finding is.\n"
+            "Patient's feedback: Perhaps, hard to say.\n"
+        )
+        out, inp = tmp_path / "out", _input(tmp_path)
+        capsys.readouterr()
+        assert (
+            main(["--params", _params(tmp_path, srv.url), "simplify", "--input", inp, "--output", str(out)])
+            == 0
+        )
+    err = capsys.readouterr().err
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["variants"]["plain_sc"]["unreadable_verdicts"] == 4  # 2 sentences x 2 rounds
+    assert stats["variants"]["plain_sc"]["mean_rounds_used"] == 2
+    notes = [line for line in err.splitlines() if line.startswith("note:")]
+    assert notes == [
+        "note: 4 unreadable Processor repl(ies) beside a Yes: revised, as in the paper",
+        "note: 4 loop(s) stopped at an unreadable Processor reply with no Yes (unparseable_verdict)",
+    ]
+    assert "effusion" not in err and "pneumothorax" not in err and "hard to say" not in err

@@ -232,6 +232,24 @@ def test_training_is_bit_reproducible_whatever_the_callers_thread_count(tiny_enc
     assert digests[0] == digests[1]
 
 
+@pytest.mark.parametrize("patience, trained", [(1, [1, 2]), (2, [1, 2, 3])])
+def test_patience_is_the_number_of_epochs_without_improvement_issue_54(
+    tiny_encoder, tmp_path, patience, trained
+):
+    """`patience` epochs in a row without a better validation loss stop training, as Keras'
+    EarlyStopping and Lightning define it (the old loop waited `patience` + 1: with the params
+    value 1, two). Learning rates 0: the validation loss never improves after epoch 1."""
+    from training.data import load_medlane
+    from training.trainer import train
+
+    splits = load_medlane(str(SAMPLE / "train.txt"), str(SAMPLE / "validation.txt"), str(SAMPLE / "test.txt"))
+    d = json.loads((DICTIONARY).read_text())
+    s = Train(encoder=tiny_encoder, epochs=4, batch_size=4, lr=0.0, head_lr=0.0, patience=patience)
+    _, _, log = train(splits.train[:4], splits.validation[:2], d, s, tmp_path / "ck", progress=False, **AUTO)
+    assert [e["epoch"] for e in log["epochs"]] == trained and log["best_epoch"] == 1
+    assert len({e["val_loss"] for e in log["epochs"]}) == 1  # no epoch improved on the first
+
+
 def test_pairs_folder_reader_carves_missing_splits(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -338,7 +338,7 @@ def train(
         start, bad, log = ck["epoch"] + 1, ck["bad"], ck["log"]
         log["resumed_from"] = ck["epoch"]
     for epoch in range(start, s.epochs):
-        if bad > s.patience:
+        if bad and bad >= s.patience:  # `patience` epochs in a row without improvement (Keras, Lightning)
             break
         model.train()
         bar = tqdm(loader, desc=f"{system} epoch {epoch + 1}/{s.epochs}", disable=not progress, leave=False)

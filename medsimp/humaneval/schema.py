@@ -165,35 +165,67 @@ LAY_PREFERENCE = (
     Question("q6", "Q6: Which simplifications do you like the least?", "set"),
     Question("q6_why", "Please provide your justifications.", "text", required=False),
 )
-# Joseph et al. (2023), "Multilingual Simplification of Medical Texts", App. A: lower is
-# better for factuality and fluency (0 = completely factual / no fluency issues, 2 = severe
-# errors); simplicity is centred on the ideal (0), negative = oversimplified, positive =
-# under-simplified. The released ratings (data/eval_data/*) use the same coding, so means
-# read directly against the paper's Table 5. The paper's exact App. A wording and examples
-# were not reachable from this machine: labels follow the issue's quotation of App. A.
+# Joseph et al. (2023), "Multilingual Simplification of Medical Texts", App. A ("the exact
+# framework that annotators used"): lower is better for factuality and fluency (0 = completely
+# factual / no fluency issues, 2 = severe errors); simplicity is centred on the ideal (0),
+# negative = oversimplified, positive = under-simplified. Prompts and labels are App. A's words
+# (its worked examples are not on the form). The released ratings (data/eval_data/*) use the
+# same coding, so means read directly against the paper's Table 5.
 MULTICOCHRANE = (
     Question(
         "factuality",
-        "Factuality: does the simplification keep the facts of the input?",
+        "Factual (faithful to input): how factually consistent is the model-generated output?",
         "scale",
-        ((0, "0 - Completely factual"), (1, "1 - Minor factual errors"), (2, "2 - Severe factual errors")),
+        (
+            (0, "0 - Completely factual"),
+            (1, "1 - Inconsequential factual errors"),
+            (2, "2 - Severe factual errors"),
+        ),
     ),
     Question(
         "fluency",
-        "Fluency: is the simplification well-formed text in its language?",
+        "Fluency: how well does the model-generated output follow grammatical rules and appear as a "
+        "natural sentence?",
         "scale",
-        ((0, "0 - No fluency issues"), (1, "1 - Minor fluency issues"), (2, "2 - Severe fluency issues")),
+        (
+            (0, "0 - No fluency issues"),
+            (1, "1 - Superficial issues"),
+            (2, "2 - Severe fluency issues that obfuscate the meaning of the sentence"),
+        ),
     ),
     Question(
         "simplicity",
-        "Simplicity: how well is it simplified for a lay reader?",
+        "Simplicity: rate the level of simplification that occurred from the original English "
+        "sentence to the model-generated output. Note: since the input readability is varied, "
+        "please make judgements independent of the input.",
         "scale",
         (
-            (-2, "-2 - Heavily oversimplified"),
-            (-1, "-1 - Somewhat oversimplified"),
-            (0, "0 - Ideal simplification"),
-            (1, "+1 - Somewhat under-simplified"),
-            (2, "+2 - Heavily under-simplified"),
+            (
+                -2,
+                "-2 - Output is severely oversimplified to the point where the original intent of "
+                "the original sentence has been lost.",
+            ),
+            (
+                -1,
+                "-1 - Output is oversimplified, missing some important details. However, the intent "
+                "of the original sentence is preserved.",
+            ),
+            (
+                0,
+                "0 - Output is ideally simplified. It is readable to the average layman and does "
+                "not omit important details.",
+            ),
+            (
+                1,
+                "1 - Output should be simplified more and include uncommon technical terms without "
+                "any elaboration/explanation.",
+            ),
+            (
+                2,
+                "2 - Output should be simplified MUCH more. There is little to no change in the style "
+                "of the sentence from the original sentence, and the output is difficult for the "
+                "average layman to understand.",
+            ),
         ),
     ),
 )

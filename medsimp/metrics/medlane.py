@@ -4,12 +4,20 @@ HIT: the share of a source's professional terms whose accepted expansion the out
 CWR: the share of the output's words that are common; AScore: their weighted harmonic mean with
 MedLane's BLEU (`medlane_bleu`, the mean of BLEU-1..4). `medlane_hit` / `medlane_cwr` are the
 authors' `count_hit` / `count_common` (MedLane compat mode).
+
+HIT and CWR are means over some sentences (those with terms, the non-empty outputs), AScore a
+formula of corpus values: their per-sentence statistics (`stats`) are (ratio, counted?) pairs
+and MedLane BLEU's n-gram counts, so the paired bootstrap resamples the score the table prints
+(issue 54: it resampled the mean of sentence scores, which counted an empty output's CWR as 0
+and averaged sentence AScores).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from medsimp.metrics.base import Metric, NotComputable, Tokens
 
@@ -45,6 +53,19 @@ class HIT(Metric):
     def medlane(self, data, done):
         return {"hit": max(medlane_hit([t + " " for t in data.token_texts], data.annotations), MEDLANE_FLOOR)}
 
+    def stats(self, data):
+        """(ratio, 1) for a sentence whose source has terms, (0, 0) for one without."""
+        from medsimp.metrics.base import tokenize
+
+        terms = data.terms or [[] for _ in data.hyps]
+        return _ratio_rows(
+            hit([hyp], [[(t, [tokenize(e) for e in exps]) for t, exps in ts]]) if ts else None
+            for hyp, ts in zip(data.hyp_tokens, terms, strict=True)
+        )
+
+    def from_stats(self, summed, n):
+        return _ratio_of(summed)
+
 
 class CWR(Metric):
     name = "cwr"
@@ -75,6 +96,18 @@ class CWR(Metric):
         value = medlane_cwr(data.token_texts, word_tokenizer().tokenize, lemmatize, common, data.pro_words)
         return {"cwr": max(value, MEDLANE_FLOOR)}
 
+    def stats(self, data):
+        """(ratio, 1) for a non-empty output, (0, 0) for an empty one (CWR leaves it out)."""
+        from medsimp.text.lemmas import lemmatize
+
+        common = data.common
+        return _ratio_rows(
+            cwr([hyp], lambda w: lemmatize(w) in common) if hyp else None for hyp in data.hyp_tokens
+        )
+
+    def from_stats(self, summed, n):
+        return _ratio_of(summed)
+
 
 class AScore(Metric):
     name = "ascore"
@@ -103,11 +136,34 @@ class AScore(Metric):
             )
         return {"ascore": ascore(bleu, h, c)}
 
+    def stats(self, data):
+        """MedLane BLEU's n-gram statistics, then HIT's and CWR's (ratio, counted) pairs."""
+        from medsimp.metrics.bleu import MedLaneBLEU
+
+        return np.hstack([MedLaneBLEU().stats(data), HIT().stats(data), CWR().stats(data)])
+
+    def from_stats(self, summed, n):
+        from medsimp.metrics.bleu import MedLaneBLEU
+
+        bleu = MedLaneBLEU().from_stats(summed[:-4], n)
+        return ascore(bleu, _ratio_of(summed[-4:-2]), _ratio_of(summed[-2:]))
+
     def medlane(self, data, done):
         """AScore of the floored MedLane BLEU, HIT and CWR (computed first: `requires`)."""
         bleu, h, c = (done[k] for k in ("medlane_bleu", "hit", "cwr"))
         assert bleu is not None and h is not None and c is not None  # floored, never null
         return {"ascore": ascore(bleu, h, c)}
+
+
+def _ratio_rows(values) -> np.ndarray:
+    """One (value, 1) row per sentence that counts, (0, 0) for one that does not (None)."""
+    return np.array([[0.0, 0.0] if v is None else [v, 1.0] for v in values], dtype=float).reshape(-1, 2)
+
+
+def _ratio_of(summed) -> float:
+    """The mean over the sentences that count, from summed `_ratio_rows`; 0.0 when none does
+    (never in the paired bootstrap: a sentence without a value leaves the metric out of it)."""
+    return float(summed[0] / summed[1]) if summed[1] else 0.0
 
 
 def ascore(bleu: float, hit: float, cwr: float, alpha: float = 2.0, beta: float = 1.5) -> float:

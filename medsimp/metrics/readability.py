@@ -5,16 +5,41 @@ only (its coefficients were fitted on English; for other languages it is null wi
 `kandel_moles` (French, Kandel & Moles 1958) and `fernandez_huerta` (Spanish, Fernandez Huerta
 1959): the established Flesch reading-ease adaptations, listed only for their language.
 Farsi has none here: only `fkgl`, null with a note.
+
+Each is a formula of counts summed over the lines (words, syllables, non-blank lines), so its
+per-sentence statistics are those counts and the paired bootstrap resamples the corpus score the
+table prints (issue 54: it resampled the mean of sentence scores, another difference: Fernandez
+Huerta -0.59 where the table showed -2.88).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from medsimp.metrics.base import Metric, NotComputable, output_language
 
 
-class FKGL(Metric):
+class _CountFormula(Metric):
+    """A readability formula of summed line counts (`medsimp.text.readability.line_counts`)."""
+
+    def stats(self, data):
+        from medsimp.text.readability import line_counts
+
+        return np.array([line_counts(h, self._language()) for h in data.hyps], dtype=float)
+
+    def from_stats(self, summed, n):
+        from medsimp.text.readability import formula_of_counts
+
+        n_words, syllables, n_sentences = (int(v) for v in summed)
+        return formula_of_counts(self.name, n_words, syllables, n_sentences)
+
+    def _language(self) -> str:
+        return self.languages[0] if self.languages else "en"
+
+
+class FKGL(_CountFormula):
     name = "fkgl"
     scale = "US grade: unbounded, lower = simpler"
     direction = "lower"
@@ -40,7 +65,7 @@ class FKGL(Metric):
         return {"fkgl": fkgl(data.hyps)}
 
 
-class _ReadingEase(Metric):
+class _ReadingEase(_CountFormula):
     """A language's Flesch reading-ease adaptation over textstat 0.7.13's word and syllable counts
     (pyphen hyphenation for the language), one sentence per line."""
 

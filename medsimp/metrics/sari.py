@@ -7,6 +7,10 @@
   equations with the corpus statistics of their released Java scorer, which their experiments used.
 - `sari_sentmean`: the mean of sentence SARI on lowercased NLTK tokens with deletion precision
   (tensor2tensor / HF `evaluate`'s sentence formula, 0/0 := 1): medsimp's SARI before issue 29.
+- `sari_cocoxu`: the mean of sentence SARI as Xu's released Python scorer computes it
+  (cocoxu/simplification `SARI.py`, `SARIsent`: deletion precision, 0/0 := 0, keep recall the
+  mean over the source n-grams found in a reference), on lowercased NLTK tokens: the package
+  Cao et al. (2020) name in footnote 7 for their Table 5.
 
 All are 0-100. SARI is undefined when every reference is empty: null, with the reason. All compare
 the output's n-grams with the source's: with sources in another language they are refused (null,
@@ -194,8 +198,36 @@ class SentenceMeanSARI(Metric):
         return 100.0 * sari_sentence(data.source_tokens[i], data.hyp_tokens[i], data.ref_tokens[i])["sari"]
 
 
-def _sari_ngram(src: Counter, out: Counter, refs: list[Counter], numref: int) -> tuple[float, float, float]:
-    """keep F1, deletion precision, addition F1 for one n-gram order (Xu et al. 2016)."""
+class CocoxuSARI(SentenceMeanSARI):
+    """Mean of sentence SARI as cocoxu/simplification's `SARI.py` (Cao et al. 2020, footnote 7)."""
+
+    name = "sari_cocoxu"
+    keys = ("sari_cocoxu",)
+    label = "cocoxu-simplification-SARI.py-sentence-mean+del-precision"
+    order = 43
+
+    def corpus(self, data, done=None):
+        _check(self, data)
+        assert data.source_tokens is not None
+        return {self.name: sari(data.source_tokens, data.hyp_tokens, data.ref_tokens, released=True)["sari"]}
+
+    def sentence(self, data, i):
+        _check(self, data.subset([i]))
+        assert data.source_tokens is not None
+        toks = data.source_tokens[i], data.hyp_tokens[i], data.ref_tokens[i]
+        return 100.0 * sari_sentence(*toks, released=True)["sari"]
+
+
+def _sari_ngram(
+    src: Counter, out: Counter, refs: list[Counter], numref: int, released: bool = False
+) -> tuple[float, float, float]:
+    """keep F1, deletion precision, addition F1 for one n-gram order (Xu et al. 2016).
+
+    tensor2tensor / HF `evaluate` (default): an empty ratio (0/0) is 1 and keep recall is the
+    good kept count over the reference-weighted source count. `released`: Xu's own `SARI.py`
+    (cocoxu/simplification): 0/0 is 0 and keep recall is the mean over the distinct source
+    n-grams found in a reference of (good kept count / that n-gram's count)."""
+    empty = 0.0 if released else 1.0
     ref_all: Counter = Counter()
     for r in refs:
         ref_all.update(r)
@@ -205,31 +237,37 @@ def _sari_ngram(src: Counter, out: Counter, refs: list[Counter], numref: int) ->
     keep = src_rep & out_rep
     keep_good = keep & ref_all
     keep_all = src_rep & ref_all
-    keep_p = sum(keep_good[g] / keep[g] for g in keep) / len(keep) if keep else 1.0
-    keep_r = sum(keep_good.values()) / sum(keep_all.values()) if keep_all else 1.0
+    keep_p = sum(keep_good[g] / keep[g] for g in keep) / len(keep) if keep else empty
+    if released:
+        keep_r = sum(keep_good[g] / keep_all[g] for g in keep_good) / len(keep_all) if keep_all else 0.0
+    else:
+        keep_r = sum(keep_good.values()) / sum(keep_all.values()) if keep_all else 1.0
     keep_f = 2 * keep_p * keep_r / (keep_p + keep_r) if keep_p + keep_r > 0 else 0.0
 
     dele = src_rep - out_rep
     dele_good = dele - ref_all
-    del_p = sum(dele_good[g] / dele[g] for g in dele) / len(dele) if dele else 1.0
+    del_p = sum(dele_good[g] / dele[g] for g in dele) / len(dele) if dele else empty
 
     add = set(out) - set(src)
     add_good = add & set(ref_all)
     add_all = set(ref_all) - set(src)
-    add_p = len(add_good) / len(add) if add else 1.0
-    add_r = len(add_good) / len(add_all) if add_all else 1.0
+    add_p = len(add_good) / len(add) if add else empty
+    add_r = len(add_good) / len(add_all) if add_all else empty
     add_f = 2 * add_p * add_r / (add_p + add_r) if add_p + add_r > 0 else 0.0
     return keep_f, del_p, add_f
 
 
-def sari_sentence(src: Tokens, hyp: Tokens, refs: Sequence[Tokens], max_n: int = 4) -> dict[str, float]:
+def sari_sentence(
+    src: Tokens, hyp: Tokens, refs: Sequence[Tokens], max_n: int = 4, released: bool = False
+) -> dict[str, float]:
     """Sentence SARI in [0, 1] with its keep / del / add parts, averaged over n = 1..4.
 
     Follows Xu et al. (2016) as implemented in tensor2tensor / HF `evaluate`
-    (0/0 := 1; keep recall over reference-weighted counts).
+    (0/0 := 1; keep recall over reference-weighted counts), or with `released` as in Xu's
+    `SARI.py` (`_sari_ngram`).
     """
     parts = [
-        _sari_ngram(ngrams(src, n), ngrams(hyp, n), [ngrams(r, n) for r in refs], len(refs))
+        _sari_ngram(ngrams(src, n), ngrams(hyp, n), [ngrams(r, n) for r in refs], len(refs), released)
         for n in range(1, max_n + 1)
     ]
     keep, dele, add = (sum(p[i] for p in parts) / max_n for i in range(3))
@@ -237,10 +275,10 @@ def sari_sentence(src: Tokens, hyp: Tokens, refs: Sequence[Tokens], max_n: int =
 
 
 def sari(
-    srcs: Sequence[Tokens], hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]]
+    srcs: Sequence[Tokens], hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], released: bool = False
 ) -> dict[str, float]:
-    """Mean of sentence SARI (0-100 scale, like HF `evaluate`)."""
-    rows = [sari_sentence(s, h, r) for s, h, r in zip(srcs, hyps, refs, strict=True)]
+    """Mean of sentence SARI (0-100 scale, like HF `evaluate`; `released`: `SARI.py`'s formula)."""
+    rows = [sari_sentence(s, h, r, released=released) for s, h, r in zip(srcs, hyps, refs, strict=True)]
     if not rows:
         return {"sari": 0.0, "keep": 0.0, "del": 0.0, "add": 0.0}
     return {k: 100.0 * sum(r[k] for r in rows) / len(rows) for k in ("sari", "keep", "del", "add")}

@@ -4,7 +4,9 @@ It speaks the real protocol (POST /v1/chat/completions, JSON body with `model` a
 `messages`, a `choices[0].message` reply and `usage` token counts) and answers each role
 of the self-correction loop by recognising its system prompt: the Processor flags a
 critical comment until the text has been revised once. `fail_first` makes it answer the
-first requests with given HTTP statuses (e.g. 429, 500) to exercise retries.
+first requests with given HTTP statuses (e.g. 429, 500) to exercise retries; `answers`
+replaces the canned reply of any request whose last message contains a given string (e.g. a
+Processor reply that is neither Yes nor No).
 
     python -m medsimp.selfcorrect.fake_server --port 8765   # then base_url http://127.0.0.1:8765/v1
 """
@@ -70,8 +72,10 @@ class FakeChatServer:
         fail_always: bool = False,
         port: int = 0,
         redirect_to: str | None = None,
+        answers: dict[str, str] | None = None,
     ):
         self.requests: list[dict[str, Any]] = []
+        self.answers = dict(answers or {})  # substring of the last message -> reply (first match)
         self.fail_first = list(fail_first or [])
         self.retry_after, self.fail_always = retry_after, fail_always
         self.redirect_to = redirect_to  # answer every POST with 307 to this URL (egress tests)
@@ -116,7 +120,9 @@ class FakeChatServer:
                     return self._send(
                         status, {"error": {"type": "server_error", "code": f"http_{status}"}}, extra
                     )
-                reply = canned_reply(messages)
+                last = messages[-1]["content"]
+                reply = next((r for key, r in server.answers.items() if key in last), None)
+                reply = canned_reply(messages) if reply is None else reply
                 p_tok = sum(len(m["content"].split()) for m in messages)
                 c_tok = len(reply.split())
                 self._send(

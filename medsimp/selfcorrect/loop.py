@@ -14,6 +14,14 @@ Two flows (the prompt set's `flow`): `per_agent` (Sec. 4.2 and App. A.3.4, the d
 refine prompt carries the Radiologist's and the Patient's processed feedback in its two
 slots. `combined` (our earlier sets): one Processor call reads both critics and its summary
 fills the refine prompt's single `feedback` slot.
+
+A Processor reply that is neither Yes/No nor `VERDICT:` is unreadable. The paper iterates
+"until Processor determines that no further improvement is needed" (Sec. 4.2), so one Yes is
+enough to revise (the unreadable reply fills its slot as written, like a "No ..." reply); the
+loop stops on an unreadable reply only when no Processor said Yes (`unparseable_verdict`).
+Each variant counts them (`unreadable_verdicts`, of which `unreadable_beside_yes` revised
+anyway); the stage reports the counts once per reason, never the replies (they may quote the
+input, which can be MIMIC-derived).
 """
 
 from __future__ import annotations
@@ -139,6 +147,7 @@ def self_correct(
     first = extract_answer(reply, prompts.answer_marker)
     first_tokens = (tally.prompt_tokens, tally.completion_tokens)
     current, rounds, revisions, stop = first, 0, 0, "max_rounds"
+    unreadable = unreadable_beside_yes = 0
     for round_no in range(1, max_rounds + 1):
         rounds = round_no
         rad = _ask(chat, prompts, "radiologist", tally, round_no, sentence=sentence, simplification=current)
@@ -149,12 +158,11 @@ def self_correct(
                 _ask(chat, prompts, "processor", tally, round_no, feedback=fb).strip() for fb in (rad, pat)
             ]
             verdicts = [parse_verdict(p)[0] for p in processed]
-            if None in verdicts:
-                stop = "unparseable_verdict"
+            unreadable += verdicts.count(None)
+            if not any(verdicts):  # no Processor asked for an improvement
+                stop = "unparseable_verdict" if None in verdicts else "no_critical_comment"
                 break
-            if not any(verdicts):
-                stop = "no_critical_comment"
-                break
+            unreadable_beside_yes += verdicts.count(None)
             values = {
                 "sentence": sentence,
                 "simplification": current,
@@ -179,6 +187,7 @@ def self_correct(
             )
         )
         if go_on is None:
+            unreadable += 1
             stop = "unparseable_verdict"
             break
         if not go_on:
@@ -194,6 +203,8 @@ def self_correct(
             "rounds_used": rounds,
             "revisions": revisions,
             "stop_reason": stop,
+            "unreadable_verdicts": unreadable,
+            "unreadable_beside_yes": unreadable_beside_yes,
             "prompt_tokens": tally.prompt_tokens,
             "completion_tokens": tally.completion_tokens,
         },

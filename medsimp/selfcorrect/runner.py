@@ -143,10 +143,28 @@ def summary(records: list[dict]) -> dict[str, Any]:
             "mean_rounds_used": round(sum(v["rounds_used"] for v in vs) / n, 4),
             "max_rounds_used": max(v["rounds_used"] for v in vs),
             "stopped_at_cap": sum(1 for v in vs if v["stop_reason"] == "max_rounds"),
+            "unreadable_verdicts": sum(v.get("unreadable_verdicts", 0) for v in vs),
             "prompt_tokens": sum(v["prompt_tokens"] for v in vs),
             "completion_tokens": sum(v["completion_tokens"] for v in vs),
         }
     return out
+
+
+def unreadable_notes(records: list[dict]) -> list[str]:
+    """One line per reason a Processor reply was unreadable (neither Yes/No nor `VERDICT:`),
+    with counts over every corrected variant; never the replies, which may quote the input
+    (they stay in simplifications.jsonl's transcripts)."""
+    corrected = [r["variants"][name] for r in records for name in ("plain_sc", "cot_sc")]
+    beside_yes = sum(v.get("unreadable_beside_yes", 0) for v in corrected)
+    stopped = sum(1 for v in corrected if v["stop_reason"] == "unparseable_verdict")
+    notes = []
+    if beside_yes:
+        notes.append(f"{beside_yes} unreadable Processor repl(ies) beside a Yes: revised, as in the paper")
+    if stopped:
+        notes.append(
+            f"{stopped} loop(s) stopped at an unreadable Processor reply with no Yes (unparseable_verdict)"
+        )
+    return notes
 
 
 def read_sentences(path: str | Path) -> list[tuple[str, str]]:

@@ -21,17 +21,26 @@ from medsimp.selfcorrect import egress
 from medsimp.selfcorrect.backends import BackendError, ChatBackend, LocalChat, OpenAIChat
 from medsimp.selfcorrect.cache import CachedChat
 from medsimp.selfcorrect.prompts import PROMPT_SETS, PromptSet, load_prompts
-from medsimp.selfcorrect.runner import input_restricted, read_sentences, run_all, summary, variants_csv
+from medsimp.selfcorrect.runner import (
+    input_restricted,
+    read_sentences,
+    run_all,
+    summary,
+    unreadable_notes,
+    variants_csv,
+)
 from medsimp.stats import check_reconciles, output_stats
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a run produced: its stats (reconciled), and why the stage failed ("" if it did not:
-    it fails when there was text to simplify and no sentence could be)."""
+    """What a run produced: its stats (reconciled), why the stage failed ("" if it did not:
+    it fails when there was text to simplify and no sentence could be), and the warnings to
+    print once each (`runner.unreadable_notes`)."""
 
     stats: dict[str, Any]
     failure: str = ""
+    notes: tuple[str, ...] = ()
 
 
 def skip_reason(backend_flag: str | None, sp: Simplify) -> str:
@@ -148,7 +157,7 @@ def simplify(
         if usable and not records
         else ""
     )
-    return Outcome(stats, failure)
+    return Outcome(stats, failure, tuple(unreadable_notes(records)))
 
 
 def _read(source: str) -> list[tuple[str, str]]:

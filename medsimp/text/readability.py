@@ -150,20 +150,40 @@ def reading_ease(name: str, n_words: int, syllables: int, n_sentences: int) -> f
     raise ValueError(f"unknown reading-ease formula {name!r}: kandel_moles or fernandez_huerta")
 
 
+def line_counts(line: str, language: str) -> tuple[int, int, int]:
+    """(words, syllables, sentences) of one output line: a blank line counts nothing, any other
+    line is one sentence. These are the corpus formulas' sufficient statistics: summed over the
+    lines they are the counts of the non-blank lines joined by spaces (`words` and
+    `syllable_count` add up over whitespace-separated words), so the paired bootstrap resamples
+    the same score the table prints."""
+    if not line.strip():
+        return 0, 0, 0
+    return len(words(line)), syllable_count(line, language), 1
+
+
+def corpus_counts(lines: Sequence[str], language: str) -> tuple[int, int, int]:
+    """`line_counts` summed over a system output's lines."""
+    counts = [line_counts(line, language) for line in lines]
+    return (sum(c[0] for c in counts), sum(c[1] for c in counts), sum(c[2] for c in counts))
+
+
+def formula_of_counts(name: str, n_words: int, syllables: int, n_sentences: int) -> float:
+    """`fkgl` or a `reading_ease` formula of summed counts; 0.0 when there are no words."""
+    if not n_words:
+        return 0.0
+    if name == "fkgl":
+        return _fkgl(n_words, syllables, n_sentences)
+    return reading_ease(name, n_words, syllables, n_sentences)
+
+
 def corpus_reading_ease(name: str, lines: Sequence[str], language: str) -> float:
     """`reading_ease` of a system output with one sentence per line (as `corpus_fkgl`); 0.0
     when it has no words."""
-    kept = [line for line in lines if line.strip()]
-    text = " ".join(kept)
-    n_words = len(words(text))
-    return reading_ease(name, n_words, syllable_count(text, language), len(kept)) if n_words else 0.0
+    return formula_of_counts(name, *corpus_counts(lines, language))
 
 
 def corpus_fkgl(lines: Sequence[str], language: str = "en") -> float:
     """FKGL of a system output with one sentence per line (evaluate's convention); 0.0 when
     it has no words. The FKGL of `document_scores` over the non-blank lines, without the
     scores it does not need."""
-    kept = [line for line in lines if line.strip()]
-    text = " ".join(kept)
-    n_words = len(words(text))
-    return _fkgl(n_words, syllable_count(text, language), len(kept)) if n_words else 0.0
+    return formula_of_counts("fkgl", *corpus_counts(lines, language))

@@ -78,7 +78,7 @@ def run(args) -> int:
         dua=getattr(args, "mimic_egress_dua", None),
     )
     shown = {k: v for k, v in outcome.stats.items() if k != "variants"}
-    finish_stage("simplify", outcome.stats, HEADLINE, args.metrics, summary=shown)
+    finish_stage("simplify", outcome.stats, HEADLINE, args.metrics, summary=shown, notes=outcome.notes)
     if outcome.failure:
         raise StageFailed(outcome.failure)
     return 0
