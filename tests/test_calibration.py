@@ -347,6 +347,7 @@ def test_the_card_and_the_data_report_give_the_kept_rows_precision_or_say_why_no
         md[key[0]] = (tmp_path / key / "report.md").read_text(encoding="utf-8")
     assert "Aligner (kept English CRF rows): expected precision of the kept rows 0." in md["a"]
     assert "Aligner (kept English CRF rows): not estimated: " in md["b"]
+    assert str(tmp_path) not in md["b"]  # the file as align recorded the model: the same from any folder
     assert "is for another model's scores" in md["b"]
     # issue 54: what upstream ran with decides, not today's params: align corpus merged by
     # `forward` (its stats.json), today's params say union, the calibration is for union
