@@ -110,9 +110,10 @@ def test_find_says_in_one_line_why_a_model_has_no_estimate(tmp_path):
     from medsimp.errors import MedsimpError
 
     model = tmp_path / "m"
-    assert find(model, "a" * 16)[1].startswith(
-        f"not estimated: no calibration at {tmp_path / 'm.calibration.json'}"
-    )
+    assert find(model, "a" * 16, "out/models/m")[1].startswith(
+        "not estimated: no calibration at out/models/m.calibration.json"
+    )  # named as align recorded the model, never the resolved path
+    assert find(model, "a" * 16)[1].startswith("not estimated: no calibration at m.calibration.json")
     assert find(model, "")[1].startswith("not estimated: align recorded no scoring key")
     calibration_path(model).write_text(json.dumps(_cal("a" * 16).as_json()))
     assert calibration_path(str(model) + "/") == tmp_path / "m.calibration.json"
