@@ -304,9 +304,13 @@ def describe(est: Mapping[str, Any]) -> str:
     )
 
 
-def find(model_dir: str | Path | None, key: str | None) -> tuple[Calibration | None, str]:
+def find(
+    model_dir: str | Path | None, key: str | None, shown_as: str | None = None
+) -> tuple[Calibration | None, str]:
     """The calibration beside `model_dir` for the model of scoring `key`, or None and the one
-    line saying why there is none (MedsimpError for an unreadable file: never a silent drop)."""
+    line saying why there is none (MedsimpError for an unreadable file: never a silent drop).
+    The line names the file beside `shown_as` (the model's path as align recorded it, relative
+    to the params), never the resolved one: a card is the same from any folder."""
     how = "medsimp align calibrate --gold PATH"
     if not key:
         return (
@@ -316,15 +320,16 @@ def find(model_dir: str | Path | None, key: str | None) -> tuple[Calibration | N
     if not model_dir:
         return None, f"not estimated: align recorded no model folder ({how})"
     path = calibration_path(model_dir)
+    shown = calibration_path(shown_as) if shown_as else Path(path.name)
     if not path.is_file():
-        return None, f"not estimated: no calibration at {path} ({how})"
+        return None, f"not estimated: no calibration at {shown} ({how})"
     try:
         cal = Calibration.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise MedsimpError(f"{path}: not a calibration ({exc}); fit it again with {how}") from None
+        raise MedsimpError(f"{shown}: not a calibration ({exc}); fit it again with {how}") from None
     if cal.key != key:
         return None, (
-            f"not estimated: {path} is for another model's scores (key {cal.key}, this model's {key}: "
+            f"not estimated: {shown} is for another model's scores (key {cal.key}, this model's {key}: "
             f"other weights, merge, encoder or features; {how})"
         )
     return cal, ""
@@ -347,6 +352,13 @@ def estimate_line(
     if est is None:
         return None, "not estimated: no kept row carries a CRF score"
     return est, describe(est)
+
+
+def model_shown(model: str) -> str | None:
+    """The model folder of align's `<path> sha256:<hash>` model field as recorded (relative to
+    the params file), for messages; None when align recorded none."""
+    path = model.rpartition(" sha256:")[0].strip() if " sha256:" in model else ""
+    return path or None
 
 
 def model_folder(model: str, params_dir: str | Path) -> str | None:

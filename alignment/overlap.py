@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from medsimp.params_schema import Comparison
-from medsimp.text.copies import DROPS, copy_kind
+from medsimp.text.copies import DROPS, row_copy_kind
 from medsimp.text.lemmas import lemma_set
 
 
@@ -63,7 +63,7 @@ def filter_row(
     keep = passes(r, threshold, comparison)
     if not keep and aligner_min is not None and row.get("crf_score") is not None:
         keep = float(row["crf_score"]) >= aligner_min
-    kind = copy_kind(row["complex_text"], simple, copy_overlap)
+    kind = row_copy_kind(row, copy_overlap)
     if kind in DROPS[drop_copies]:
         keep = False
     return {**row, "overlap_r": r, "keep": keep, "copy": kind}

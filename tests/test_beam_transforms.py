@@ -698,3 +698,24 @@ def test_finding_sentences_merges_repeated_findings_and_drops_duplicate_notes(tm
                 ]
             ),
         )
+
+
+def test_a_copy_is_judged_as_the_filter_judges_a_pair():
+    """One definition for the filter, the card and the report: a bridged pair is a copy when
+    its English pair is (words of two languages are never compared); an empty side never is."""
+    from medsimp.text.copies import judged_pair, row_copy_kind
+
+    same = "Antibiotics reduced the risk of infection."
+    bridged = {
+        "language": "es",
+        "complex_text": same,
+        "simple_text": "Los antibióticos redujeron el riesgo.",
+        "pivot_ids": ["p"],
+        "pivot_text": same,
+    }
+    assert row_copy_kind(bridged, 0.9) == "identical" and judged_pair(bridged) == (same, same)
+    english = {"language": "en", "complex_text": same, "simple_text": same, "pivot_ids": []}
+    assert row_copy_kind(english, 0.9) == "identical"
+    assert row_copy_kind({**english, "simple_text": "  "}, 0.9) is None
+    assert row_copy_kind({**english, "complex_text": None, "simple_text": None}, 0.9) is None
+    assert row_copy_kind({"source": same, "target": same}, 0.9) == "identical"  # a MedLane row

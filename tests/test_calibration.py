@@ -110,9 +110,10 @@ def test_find_says_in_one_line_why_a_model_has_no_estimate(tmp_path):
     from medsimp.errors import MedsimpError
 
     model = tmp_path / "m"
-    assert find(model, "a" * 16)[1].startswith(
-        f"not estimated: no calibration at {tmp_path / 'm.calibration.json'}"
-    )
+    assert find(model, "a" * 16, "out/models/m")[1].startswith(
+        "not estimated: no calibration at out/models/m.calibration.json"
+    )  # named as align recorded the model, never the resolved path
+    assert find(model, "a" * 16)[1].startswith("not estimated: no calibration at m.calibration.json")
     assert find(model, "")[1].startswith("not estimated: align recorded no scoring key")
     calibration_path(model).write_text(json.dumps(_cal("a" * 16).as_json()))
     assert calibration_path(str(model) + "/") == tmp_path / "m.calibration.json"
@@ -347,6 +348,7 @@ def test_the_card_and_the_data_report_give_the_kept_rows_precision_or_say_why_no
         md[key[0]] = (tmp_path / key / "report.md").read_text(encoding="utf-8")
     assert "Aligner (kept English CRF rows): expected precision of the kept rows 0." in md["a"]
     assert "Aligner (kept English CRF rows): not estimated: " in md["b"]
+    assert str(tmp_path) not in md["b"]  # the file as align recorded the model: the same from any folder
     assert "is for another model's scores" in md["b"]
     # issue 54: what upstream ran with decides, not today's params: align corpus merged by
     # `forward` (its stats.json), today's params say union, the calibration is for union

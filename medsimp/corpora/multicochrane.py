@@ -52,7 +52,7 @@ from medsimp.params_schema import BuildMulticochrane, Filter
 from medsimp.reviews import DEV_REVIEWS, MC_CLEAN_TEST_REVIEWS, review_key
 from medsimp.schemas import CONCEPT, READABILITY
 from medsimp.stats import dead_letter
-from medsimp.text.copies import copy_kind
+from medsimp.text.copies import row_copy_kind
 
 PAIR_COLUMNS = [
     "pair_id",
@@ -659,9 +659,7 @@ def _build(cfg: BuildMulticochrane, resources: ExitStack, params_filter: Filter 
     copies: Counter[tuple[str, str, bool, str]] = Counter()
 
     def count_copy(group: tuple[str, str], row: Mapping[str, Any]) -> None:
-        kind = copy_kind(
-            row.get("complex_text") or "", row.get("simple_text") or "", filter_params.copy_overlap
-        )
+        kind = row_copy_kind(row, filter_params.copy_overlap)
         if kind:
             copies[(*group, bool(row.get("keep")), kind)] += 1
 
@@ -874,7 +872,8 @@ def copy_notes(
     copy_overlap: float,
 ) -> list[str]:
     """One card line per config: the share of identical and near-copy pairs in each split
-    (`medsimp.text.copies.copy_kind`, named with its threshold), so a reader sees how much of
+    (`medsimp.text.copies.row_copy_kind`, as the filter judges them: a bridged pair by its
+    English pair; named with its threshold), so a reader sees how much of
     the corpus a model could learn to copy (issue 53). A `-filtered` config's filtered splits
     count only the rows that pass."""
     lines = []

@@ -265,7 +265,7 @@ def identical_pairs(pairs: list[tuple[str, str]], k: int, show_text: bool) -> di
 def near_copies(
     pairs: list[tuple[str, str]], overlap: float, k: int, show_text: bool
 ) -> dict[str, Any] | None:
-    """Pairs whose simple side barely rewrites the complex one (`alignment.overlap.copy_kind`
+    """Pairs whose simple side barely rewrites the complex one (`medsimp.text.copies.copy_kind`
     with `overlap` = filter.copy_overlap: identical pairs and near copies). `mostly`:
     more than half of the pairs are such copies, which a simplification model learns to copy."""
     from medsimp.text.copies import copy_kind
@@ -457,6 +457,7 @@ def config_stats(
     examples quote text only when `show_text`; `estimator`: the aligner's calibration, for the
     expected precision of its kept rows (`expected_row_precision`; None: a corpus without it)."""
     from medsimp.params_schema import AnnotateReport
+    from medsimp.text.copies import judged_pair
     from medsimp.text.readability import scores, tokens
 
     checks = checks or AnnotateReport()
@@ -487,6 +488,8 @@ def config_stats(
         return words[text] if text in words else len(tokens(text))
 
     pairs = [(c, s, _words(c), _words(s)) for c, s in pair_texts(rows)]
+    # copies are judged as the filter judges them (a bridged pair by its English pair)
+    judged = [(c, s) for c, s in map(judged_pair, rows) if c.strip() and s.strip()]
     pct = checks.clip_percentile
     both = {k: sides["complex"][k] + sides["simple"][k] for k in ("_lengths", "_fkgl")}
     rs = [r["overlap_r"] for r in rows if r.get("overlap_r") is not None]
@@ -498,8 +501,8 @@ def config_stats(
         "outliers": outliers(
             scored, pairs, checks.long_sentence, checks.length_ratio, checks.examples, show_text
         ),
-        "identical": identical_pairs([(c, s) for c, s, _, _ in pairs], checks.examples, show_text),
-        "copies": near_copies([(c, s) for c, s, _, _ in pairs], copy_overlap, checks.examples, show_text),
+        "identical": identical_pairs(judged, checks.examples, show_text),
+        "copies": near_copies(judged, copy_overlap, checks.examples, show_text),
         "lowest": lowest_scored(rows, checks.examples, show_text),
         "precision": expected_row_precision(rows, estimator),
         "histograms": {

@@ -89,6 +89,7 @@ class AlignDocFn(beam.DoFn):
         except DocumentError as exc:
             trim_heap()
             self.count.inc("rejected")
+            self.progress.tick()  # a document done, though rejected
             self.count.inc(f"rejected.{exc.reason}")
             yield beam.pvalue.TaggedOutput(
                 "dead_letter", {"source": "align", "locator": doi, "reason": exc.reason, "detail": str(exc)}

@@ -140,12 +140,10 @@ def run(
             **(
                 {"rule": params.rule, "aligner_min": params.aligner_floor()} if params.aligner_floor() else {}
             ),
-            # the paper keeps copies; the option says what it dropped (alignment.overlap.copy_kind)
-            **(
-                {"drop_copies": params.drop_copies, "copy_overlap": float(params.copy_overlap)}
-                if params.drop_copies != "none"
-                else {}
-            ),
+            # the paper keeps copies; the option says what it dropped, and the definition of a
+            # copy its counts used (medsimp.text.copies), read by the build's card and report
+            "drop_copies": params.drop_copies,
+            "copy_overlap": float(params.copy_overlap),
         },
         zero=("filtered", "rejected"),
         headline=HEADLINE,

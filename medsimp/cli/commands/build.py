@@ -49,7 +49,7 @@ def card_provenance(
     `aligner_scores` (the CRF scores of the corpus's kept automatic English rows) with its
     interval, or why there is none, and the filter threshold. Paths are as written in
     params; hashes are of content, so the same inputs give the same card from any folder."""
-    from alignment.calibration import estimate_line, filter_rule, find, model_folder
+    from alignment.calibration import estimate_line, filter_rule, find, model_folder, model_shown
     from medsimp.config import params_hash, resolve_path
     from medsimp.corpora.writer import code_hash, content_hash
 
@@ -85,7 +85,7 @@ def card_provenance(
         out["aligner.merge"] = merge or "not recorded by align"
         flt, source = filter_settings(located, params.filter)
         rule = filter_rule(flt.threshold, flt.comparison, flt.aligner_floor())
-        calibration, why = find(model_dir, key)
+        calibration, why = find(model_dir, key, model_shown(str(used.get("model") or "")))
         if calibration is not None and not merge:
             line = "not estimated: align's stats.json does not record the merge it used (rerun align corpus)"
         else:

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     import jinja2
     import pyarrow.parquet as pq
 
-    from alignment.calibration import estimate_line, filter_rule, find, model_folder
+    from alignment.calibration import estimate_line, filter_rule, find, model_folder, model_shown
     from medsimp import resources
     from medsimp.atomic import NOT_OURS, atomic_dir, atomic_file, check_file_target, write_json
     from medsimp.config import shown_path
@@ -60,11 +60,18 @@ def run(args: argparse.Namespace) -> int:
     lineage = read_lineage(folder)
     restricted = bool(meta.get("mimic_derived", True)) or is_restricted(lineage)
     rp = args.params_data.annotate.report
-    # the filter the corpus went through, as the card records it (a card without it: params)
+    # the filter the corpus went through, as the card records it; a card without it (built
+    # before 2026-12-06) is read with today's params, and the report says so once
     recorded: dict = meta["filter.recorded"] if isinstance(meta.get("filter.recorded"), dict) else {}
     flt = args.params_data.filter
     threshold = float(recorded.get("threshold", flt.threshold))
     copy_overlap = float(recorded.get("copy_overlap", flt.copy_overlap))
+    if meta.get("aligner.model") and not recorded:
+        print(
+            "warning: the card does not record the filter the corpus went through: overlap r and copies are "
+            "described with today's params filter section (rebuild the corpus to record it)",
+            file=sys.stderr,
+        )
     syll = args.params_data.readability.syllable_languages
     sentences = None
     if args.sentences:
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         found, why = find(
             model_folder(str(meta["aligner.model"]), args.params_dir),
             str(meta.get("aligner.scoring_key") or "").removesuffix("not recorded by align"),
+            model_shown(str(meta["aligner.model"])),
         )
         rule = filter_rule(
             threshold,
@@ -88,10 +96,15 @@ def run(args: argparse.Namespace) -> int:
             recorded.get("aligner_min") if recorded else flt.aligner_floor(),
         )
         merge = str(meta.get("aligner.merge") or "").removesuffix("not recorded by align")
-        if not recorded or not merge:  # an older card: what upstream ran with is not known
+        if not recorded:  # an older card: the filter the corpus went through is not known
             found, why = (
                 None,
-                "not estimated: the card does not record the merge and filter the corpus was made with (rebuild it)",
+                "not estimated: the card does not record the filter the corpus went through (rebuild it)",
+            )
+        elif found is not None and not merge:
+            found, why = (
+                None,
+                "not estimated: align's stats.json does not record the merge it used (rerun align corpus)",
             )
 
         def estimator(scores):
