@@ -14,7 +14,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from medsimp.config import load_params
-from medsimp.params_schema import Align, Beam, Link, section_of
+from medsimp.params_schema import Align, Beam, Filter, Link, section_of
 from pipelines.jobs import align as align_job
 from pipelines.jobs import cochrane
 from pipelines.jobs import filter as filter_job
@@ -172,7 +172,7 @@ def test_filter_overlap_scores_every_pair_and_keeps_r_above_the_threshold():
         pair("es", "Renal failure.", "Sus riñones fallaron.", "Renal failure."),  # r = 1 via the pivot
     ]
     with BeamTestPipeline() as p:
-        scored = p | beam.Create(rows) | filter_job.FilterOverlap(0.5, "gt")
+        scored = p | beam.Create(rows) | filter_job.FilterOverlap(Filter(threshold=0.5, comparison="gt"))
         assert_that(
             scored["pairs"]
             | "R" >> beam.Map(lambda r: (r["simple_text"], round(r["overlap_r"], 4), r["keep"])),
@@ -205,7 +205,11 @@ def test_filter_overlap_or_aligner_keeps_what_the_crf_is_sure_of():
         for score in (0.95, 0.6)
     ]  # r = 0 for both: the paper's rule drops both
     with BeamTestPipeline() as p:
-        scored = p | beam.Create(rows) | filter_job.FilterOverlap(0.5, "gt", aligner_min=0.9)
+        scored = (
+            p
+            | beam.Create(rows)
+            | filter_job.FilterOverlap(Filter(threshold=0.5, rule="overlap_or_aligner", aligner_min=0.9))
+        )
         assert_that(scored["kept"] | beam.Map(lambda r: r["crf_score"]), equal_to([0.95]))
 
 
@@ -234,7 +238,11 @@ def test_filter_drop_copies_is_off_by_default_and_drops_the_kinds_it_names():
     kept = {}
     for option in ("none", "identical", "near_copy"):
         with BeamTestPipeline() as p:
-            scored = p | beam.Create(rows) | filter_job.FilterOverlap(0.5, "gt", None, option, 0.85)
+            scored = (
+                p
+                | beam.Create(rows)
+                | filter_job.FilterOverlap(Filter(drop_copies=option, copy_overlap=0.85))
+            )
             kept[option] = scored["kept"] | beam.Map(lambda r: r["simple_text"])
             assert_that(
                 kept[option],

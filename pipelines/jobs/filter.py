@@ -25,18 +25,10 @@ HEADLINE = ("read", "kept", "filtered", "rejected")
 
 
 class FilterFn(beam.DoFn):
-    def __init__(
-        self,
-        threshold: float,
-        comparison: str = "gt",
-        aligner_min: float | None = None,
-        drop_copies: str = "none",
-        copy_overlap: float = 0.9,
-    ):
-        self.threshold = float(threshold)
-        self.comparison = comparison
-        self.aligner_min = aligner_min
-        self.drop_copies, self.copy_overlap = drop_copies, float(copy_overlap)
+    """Scores each pair with the params' `filter` section (typed: `medsimp.params_schema.Filter`)."""
+
+    def __init__(self, params: Filter):
+        self.params = params
 
     def setup(self):
         from medsimp.text.lemmas import lemma_set
@@ -47,8 +39,14 @@ class FilterFn(beam.DoFn):
     def process(self, row):
         from alignment.overlap import filter_row
 
+        p = self.params
         out = filter_row(
-            dict(row), self.threshold, self.comparison, self.aligner_min, self.drop_copies, self.copy_overlap
+            dict(row),
+            float(p.threshold),
+            p.comparison,
+            p.aligner_floor(),
+            p.drop_copies,
+            float(p.copy_overlap),
         )
         kind = out.pop("copy")
         self.count.inc("read")
@@ -63,25 +61,15 @@ class FilterFn(beam.DoFn):
 
 class FilterOverlap(beam.PTransform):
     """Aligned pair rows -> 'pairs' (every row with its overlap_r and keep) and 'kept' (the
-    rows that pass; with `aligner_min`, also those whose CRF probability reaches it)."""
+    rows that pass; under rule overlap_or_aligner, also those whose CRF probability reaches
+    `aligner_min`; with `drop_copies`, never the copies it names)."""
 
-    def __init__(
-        self,
-        threshold: float,
-        comparison: str = "gt",
-        aligner_min: float | None = None,
-        drop_copies: str = "none",
-        copy_overlap: float = 0.9,
-    ):
+    def __init__(self, params: Filter):
         super().__init__()
-        self.threshold, self.comparison, self.aligner_min = threshold, comparison, aligner_min
-        self.drop_copies, self.copy_overlap = drop_copies, copy_overlap
+        self.params = params
 
     def expand(self, rows):
-        score = FilterFn(
-            self.threshold, self.comparison, self.aligner_min, self.drop_copies, self.copy_overlap
-        )
-        scored = rows | "Score" >> beam.ParDo(score)
+        scored = rows | "Score" >> beam.ParDo(FilterFn(self.params))
         return {"pairs": scored, "kept": scored | "KeptView" >> beam.Filter(lambda r: r["keep"])}
 
 
@@ -116,14 +104,7 @@ def run(
         scored = (
             p
             | "Read" >> ReadRows(sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list))
-            | "FilterOverlap"
-            >> FilterOverlap(
-                float(params.threshold),
-                comparison,
-                params.aligner_floor(),
-                params.drop_copies,
-                float(params.copy_overlap),
-            )
+            | "FilterOverlap" >> FilterOverlap(params)
         )
         write_tables(scored, tables, out_dir, shards)
     return finish(
