@@ -175,6 +175,7 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
             ownership.claim_temp(tmp, os.getpid())  # so a sweep after a kill knows it is medsimp's
         except BaseException:
             tmp.unlink(missing_ok=True)
+            ownership.forget(tmp)
             raise
     try:
         yield tmp
@@ -195,14 +196,14 @@ def atomic_file(path: str | Path, same_content_ok: bool = False) -> Iterator[Pat
 def _create_private(tmp: Path) -> None:
     """Create the empty temp file `tmp` ourselves (O_EXCL | O_NOFOLLOW), so that what is written
     to it never goes through a link planted at its name into another file (issue 35 item 12).
-    A leftover regular file of ours with that name (a reused pid) is replaced; anything else is
-    refused untouched."""
+    A leftover that medsimp recorded as this pid's temp file (a reused pid) is replaced; anything
+    else of that name, the user's file included, is refused untouched."""
     for _ in range(2):
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
             return
         except FileExistsError:
-            if not _own_regular_file(tmp):
+            if not (_own_regular_file(tmp) and ownership.is_temp(tmp, os.getpid())):
                 raise UsageError(
                     f"{tmp} exists and is not a temp file of this user (a link or another user's file): "
                     "medsimp will not write through it; remove it or write the output elsewhere"
@@ -282,7 +283,22 @@ def sweep_stale(final: Path) -> None:
         if not (kind.endswith((".tmp", ".old")) and pid.isascii() and pid.isdigit()) or pid_alive(int(pid)):
             continue
         if _own_folder(sibling) and (marker_of(sibling) or {}).get("tool") == "medsimp":
-            shutil.rmtree(sibling, ignore_errors=True)
+            remove_marked(sibling)
+
+
+def remove_marked(folder: Path) -> None:
+    """Delete a folder medsimp marked (a temp or old output), its marker last: a kill half-way
+    leaves a folder that is still marked, so the next run's sweep still knows it is medsimp's."""
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if entry.name == MARKER:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        (folder / MARKER).unlink(missing_ok=True)
+        folder.rmdir()
 
 
 def _own_folder(path: Path) -> bool:
@@ -417,26 +433,25 @@ def atomic_dir(
         if tmp.exists() or tmp.is_symlink():  # our pid's name: ours only if marked as medsimp's
             if not (_own_folder(tmp) and (marker_of(tmp) or {}).get("tool") == "medsimp"):
                 raise UsageError(f"{tmp} exists and medsimp did not write it; move it away first")
-            shutil.rmtree(tmp)
+            remove_marked(tmp)
         tmp.mkdir()
         _ACTIVE.add(tmp.absolute())
         try:
             # marked from the start, so a sweep after a kill knows the folder is medsimp's
             # (`sweep_stale`); the final marker below replaces it
             (tmp / MARKER).write_text(
-                canonical_json({"command": command, "tool": "medsimp"}), encoding="utf-8"
+                canonical_json({"command": command, "tool": "medsimp", "writing": True}), encoding="utf-8"
             )
             yield tmp
             marker: dict[str, Any] = {"command": command, "tool": "medsimp"}
             if lineage is not None:
                 marker["lineage"] = sorted(set(lineage))
             elif any(tmp.rglob("*.parquet")):  # the union of the tables written (None: unknown)
-                (tmp / MARKER).unlink()  # the temp marker holds no lineage: read past it, as before
                 tags = read_lineage(tmp)
                 marker["lineage"] = list(tags) if tags is not None else None
             (tmp / MARKER).write_text(canonical_json(marker), encoding="utf-8")
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_marked(tmp)
             raise
         finally:
             _ACTIVE.discard(tmp.absolute())
@@ -473,9 +488,9 @@ def publish_dir(tmp: Path, final: Path) -> None:
         os.replace(tmp, final)
         return
     if exchange(tmp, final):
-        shutil.rmtree(tmp, ignore_errors=True)  # the old output
+        remove_marked(tmp)  # the old output
         return
     old = final.with_name(f".{final.name}.old-{os.getpid()}")
     os.replace(final, old)
     os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
+    remove_marked(old)

@@ -128,7 +128,7 @@ def marker_lineage(path) -> tuple[str, ...] | None:
     here = Path(path).absolute()
     for folder in ([here] if here.is_dir() else []) + list(here.parents):
         marker = marker_of(folder)
-        if marker is not None:
+        if marker is not None and not marker.get("writing"):  # a temp folder's: read past it
             if "lineage" not in marker:
                 return _NO_MARKER
             value = marker["lineage"]

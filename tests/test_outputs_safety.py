@@ -5,6 +5,7 @@ Each case runs the real CLI and hashes the tree before and after."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -342,3 +343,25 @@ def test_exchange_swaps_two_folders(tmp_path):
     assert exchange(tmp_path / "a", tmp_path / "b")
     assert [p.name for p in (tmp_path / "a").iterdir()] == ["y"]
     assert [p.name for p in (tmp_path / "b").iterdir()] == ["x"]
+
+
+def test_a_users_file_with_this_processs_temp_file_name_is_refused_not_deleted(tmp_path):
+    """The review of issue 54's fix: `atomic_file` replaced any file of this user named like its
+    own temp file; only one medsimp recorded as this pid's temp file is replaced now."""
+    from medsimp import ownership
+    from medsimp.atomic import remove_marked, write_json
+
+    mine = tmp_path / f".report.tmp-{os.getpid()}.json"
+    mine.write_text("the user's notes")
+    with pytest.raises(UsageError, match="is not a temp file of this user"):
+        write_json(tmp_path / "report.json", {"n": 1})
+    assert mine.read_text() == "the user's notes" and not (tmp_path / "report.json").exists()
+    ownership.claim_temp(mine, os.getpid())  # a leftover medsimp recorded (a reused pid) is replaced
+    write_json(tmp_path / "report.json", {"n": 1})
+    assert not mine.exists() and json.loads((tmp_path / "report.json").read_text()) == {"n": 1}
+    marked = tmp_path / ".out.old-1"  # removed with its marker last
+    (marked / "sub").mkdir(parents=True)
+    (marked / MARKER).write_text('{"tool": "medsimp"}')
+    (marked / "sub" / "part.parquet").write_text("x")
+    remove_marked(marked)
+    assert not marked.exists()
