@@ -24,6 +24,7 @@ import json
 import math
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -130,11 +131,17 @@ class DocCache:
                 folder.mkdir(parents=True, exist_ok=True)
                 os.chmod(folder, 0o755)
         check_private(self.root, *reversed(path.parents[: len(path.relative_to(self.root).parts) - 1]))
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        # a fresh name per writer (O_EXCL, random suffix): two threads of one process storing
+        # the same key (the simplify stage's chat calls) must not share a temp file
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-{os.getpid()}-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def get_or_compute(self, key: str, compute) -> Any:
         value = self.get(key)

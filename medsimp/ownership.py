@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
 LEGACY_SUFFIX = ".medsimp-owner"  # `.<name>.medsimp-owner` beside the file (before 2026-11)
@@ -167,7 +168,9 @@ def _write_record(path: Path, record: dict) -> None:
             f"({exc.strerror or exc}); {_FIX}"
         ) from None
     body = json.dumps(record, sort_keys=True).encode("utf-8")
-    tmp = target.with_name(f"{target.stem}.tmp-{os.getpid()}")
+    tmp = target.with_name(
+        f"{target.stem}.tmp-{os.getpid()}-{threading.get_ident()}"
+    )  # one per writer thread
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:

@@ -205,3 +205,34 @@ def test_folders_the_cache_creates_are_not_world_writable_under_umask_000(tmp_pa
         os.umask(old)
     for folder in (tmp_path / "fresh" / "root" / "embed", tmp_path / "fresh" / "root" / "embed" / "model"):
         assert not stat.S_IMODE(folder.stat().st_mode) & 0o002
+
+
+def test_threads_storing_the_same_key_at_once_all_succeed(tmp_path):
+    # CI failure (2026-12-06): the simplify stage's chat threads stored the same key at once;
+    # they shared the temp name `.<key>.entry.tmp-<pid>`, so one thread's rename took the other's
+    # file away ("not found: ...entry.tmp-N", exit 2). Each writer now has its own temp file.
+    import threading
+
+    from medsimp.doccache import DocCache
+
+    cache = DocCache(tmp_path / "cache", "chat")
+    key = content_key("same prompt")
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def store(i: int) -> None:
+        start.wait()
+        try:
+            for _ in range(200):
+                cache.put(key, {"reply": "Yes", "n": 1})
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=store, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert cache.get(key) == {"reply": "Yes", "n": 1}
+    assert [p.name for p in (tmp_path / "cache" / "chat").rglob("*")] == [key[:2], f"{key}.entry"]
