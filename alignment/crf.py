@@ -28,7 +28,7 @@ reverse (rows = complex) model and merges their pairs (see docs/alignment.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from alignment.score import pairs_to_blocks
 from medsimp.errors import InputError
 from medsimp.numerics import require_blas_pinned, require_pinned
 from medsimp.params_schema import Crf, updated
+from medsimp.progress import counting
 
 # The CRF's knobs and their defaults are params `align.crf` (medsimp.params_schema.Crf).
 
@@ -257,7 +258,9 @@ def gold_labels(pairs: set[tuple[int, int]], n_rows: int, cosine: np.ndarray) ->
     ]
 
 
-def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Crf) -> CRFScorer:
+def train_scorer(
+    examples: Sequence[tuple[np.ndarray, list[int]]], config: Crf, tick: Callable[[int], None] | None = None
+) -> CRFScorer:
     """Fit one direction by Adam on the summed per-document NLL (divided by rows). The thread
     count is fixed (float sums depend on it) whether or not the encoder ran first (cold cache),
     and the kernels are the CPU-independent ones (medsimp.numerics)."""
@@ -277,6 +280,8 @@ def train_scorer(examples: Sequence[tuple[np.ndarray, list[int]]], config: Crf) 
             loss = scorer.nll(f, nf, y) / len(y)
             loss.backward()
             opt.step()
+        if tick:
+            tick(1)  # an epoch done (progress only)
     return scorer
 
 
@@ -318,17 +323,22 @@ class CRFAligner:
         config = config or Crf()
         stopwords = config.stopwords
         fwd, rev = [], []
-        for d in docs:
-            f = cls.featurize(encoder, d.complex, d.simple, stopwords=stopwords)
-            cos = f[..., 0]
-            fwd.append((f, gold_labels({(s, c) for c, s in d.pairs}, len(d.simple), cos)))
-            rf = (
-                np.ascontiguousarray(pair_features(d.complex, d.simple, cos.T, stopwords))
-                if f.size
-                else np.zeros((len(d.complex), len(d.simple), len(PAIR_FEATURES)), np.float32)
-            )
-            rev.append((rf, gold_labels(set(d.pairs), len(d.complex), cos.T)))
-        return cls(encoder, config, train_scorer(fwd, config), train_scorer(rev, config))
+        with counting("aligner features", len(docs)) as tick:  # progress only, past a minute
+            for d in docs:
+                f = cls.featurize(encoder, d.complex, d.simple, stopwords=stopwords)
+                cos = f[..., 0]
+                fwd.append((f, gold_labels({(s, c) for c, s in d.pairs}, len(d.simple), cos)))
+                rf = (
+                    np.ascontiguousarray(pair_features(d.complex, d.simple, cos.T, stopwords))
+                    if f.size
+                    else np.zeros((len(d.complex), len(d.simple), len(PAIR_FEATURES)), np.float32)
+                )
+                rev.append((rf, gold_labels(set(d.pairs), len(d.complex), cos.T)))
+                tick()
+        with counting("aligner training", 2 * config.epochs, "epochs") as tick:
+            forward = train_scorer(fwd, config, tick)
+            reverse = train_scorer(rev, config, tick)
+        return cls(encoder, config, forward, reverse)
 
     def align(self, complex_: Sequence[str], simple: Sequence[str], lang: str | None = "en") -> CRFResult:
         n_c, n_s = len(complex_), len(simple)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from alignment.crf import CRFAligner
 from alignment.gold import DocPair
 from medsimp.params_schema import Crf, SelfTraining
+from medsimp.progress import counting
 from medsimp.reviews import DEV_REVIEWS, MC_CLEAN_TEST_REVIEWS, review_key
 
 
@@ -91,16 +92,21 @@ def choose_pool(docs: Iterable[DocPair], gold: Sequence[DocPair], max_documents:
 def pseudo_documents(model: CRFAligner, docs: Sequence[DocPair], min_posterior: float) -> list[DocPair]:
     """Whole documents labelled by the model: every pair of its merged output with posterior >=
     min_posterior (the reviews keep their share of unaligned sentences)."""
-    return [
-        DocPair(
-            d.doc_id,
-            d.complex,
-            d.simple,
-            frozenset(k for k, p in model.align(d.complex, d.simple).pairs.items() if p >= min_posterior),
-            d.group,
-        )
-        for d in docs
-    ]
+    labelled = []
+    with counting("self-training: labelling reviews", len(docs)) as tick:  # progress only
+        for d in docs:
+            pairs = model.align(d.complex, d.simple).pairs
+            labelled.append(
+                DocPair(
+                    d.doc_id,
+                    d.complex,
+                    d.simple,
+                    frozenset(k for k, p in pairs.items() if p >= min_posterior),
+                    d.group,
+                )
+            )
+            tick()
+    return labelled
 
 
 def self_train(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 _ACTIVE = {"live": False}
 
@@ -129,13 +129,37 @@ def _duration(seconds: float) -> str:
 
 @contextlib.contextmanager
 def watch(folder: str, total: int, label: str) -> Iterator[None]:
-    """While the block runs (a Beam job whose DoFns tick a `ProgressSink(folder)`): on a
-    terminal a bar with documents done / `total`, the rate and the time left; in a log a line at
-    most every `LOG_EVERY` seconds once the job has run a minute. The folder is removed on exit."""
+    """While the block runs (a Beam job whose DoFns tick a `ProgressSink(folder)`): `shown` with
+    the documents the workers count in `folder`. The folder is removed on exit."""
+    from apache_beam.io.filesystems import FileSystems
+
+    try:
+        with shown(label, total, lambda: _read_done(folder)):
+            yield
+    finally:
+        with contextlib.suppress(Exception):  # nothing was written: no folder to remove
+            FileSystems.delete([folder])
+
+
+@contextlib.contextmanager
+def counting(label: str, total: int, unit: str = "documents") -> Iterator[Callable[[int], None]]:
+    """`shown` for a loop in this process: the block gets `tick(n=1)`, called per unit done."""
+    done = [0]
+
+    def tick(n: int = 1) -> None:
+        done[0] += n
+
+    with shown(label, total, lambda: done[0], unit):
+        yield tick
+
+
+@contextlib.contextmanager
+def shown(label: str, total: int, read_done: Callable[[], int], unit: str = "documents") -> Iterator[None]:
+    """While the block runs: on a terminal a bar with `read_done()` of `total` `unit`, the rate
+    and the time left; in a log a line at most every `LOG_EVERY` seconds once the block has run
+    a minute (shorter steps print nothing). Inside another display, only the outer one draws."""
     import threading
     import time
-
-    from apache_beam.io.filesystems import FileSystems
 
     stop = threading.Event()
     start = time.monotonic()
@@ -144,12 +168,12 @@ def watch(folder: str, total: int, label: str) -> Iterator[None]:
     def poll(update) -> None:
         logged = start
         while not stop.wait(POLL_EVERY):
-            done = _read_done(folder)
+            done = read_done()
             update(done)
             now = time.monotonic()
             if not tty and now - start >= LOG_EVERY and now - logged >= LOG_EVERY:
                 logged = now
-                print(f"{label}: {describe(done, total, now - start)}", file=sys.stderr, flush=True)
+                print(f"{label}: {describe(done, total, now - start, unit)}", file=sys.stderr, flush=True)
 
     bar_context: contextlib.AbstractContextManager = contextlib.nullcontext()
     update = lambda done: None  # noqa: E731
@@ -161,6 +185,7 @@ def watch(folder: str, total: int, label: str) -> Iterator[None]:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            TextColumn(unit),
             TextColumn("{task.fields[rate]}"),
             TimeRemainingColumn(),
             console=Console(stderr=True),
@@ -184,5 +209,3 @@ def watch(folder: str, total: int, label: str) -> Iterator[None]:
         stop.set()
         thread.join(timeout=10)
         _ACTIVE["live"] = was
-        with contextlib.suppress(Exception):  # nothing was written: no folder to remove
-            FileSystems.delete([folder])

@@ -64,3 +64,38 @@ def test_align_corpus_shows_progress_in_a_log_and_writes_the_same_output(tmp_pat
     for rel in shown:
         if (tmp_path / "quiet" / rel).is_file() and rel.name != ".medsimp-output":
             assert (tmp_path / "quiet" / rel).read_bytes() == (tmp_path / "shown" / rel).read_bytes(), rel
+
+
+def test_align_train_shows_each_step_in_a_log_and_trains_the_same_model(tmp_path, monkeypatch, capsys):
+    # issue 53 item 4: `align train` (12 min on 480 real reviews) printed nothing until it ended
+    fast = ["--set", "align.crf.encoder={kind: e5}", "--set", "align.crf.epochs=2"]
+    fast += ["--set", "align.self_training.enabled=false", "--set", f"cache.dir={tmp_path / 'cache'}"]
+    train = ["align", "train", "--gold", str(GOLD)]
+    assert main([*fast, *train, "--output", str(tmp_path / "quiet")]) == 0
+    assert "aligner" not in capsys.readouterr().err  # a short step prints no progress
+    monkeypatch.setattr(progress, "POLL_EVERY", 0.001)
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
+    assert main([*fast, *train, "--output", str(tmp_path / "shown")]) == 0
+    err = capsys.readouterr().err
+    documents = json.loads((tmp_path / "shown" / "stats.json").read_text())["documents"]
+    assert any(
+        line.startswith("aligner features: ") and line.find(f" of {documents} documents") > 0
+        for line in err.splitlines()
+    )
+    assert "aligner training: " in err and " of 4 epochs" in err
+    for name in ("model.pt", "stats.json"):
+        assert (tmp_path / "quiet" / name).read_bytes() == (tmp_path / "shown" / name).read_bytes(), name
+
+
+def test_a_loop_in_this_process_is_counted_once_a_minute_in_a_log(monkeypatch, capsys):
+    import time
+
+    monkeypatch.setattr(progress, "POLL_EVERY", 0.01)
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
+    with progress.counting("self-training: labelling reviews", 3) as tick:
+        tick()
+        tick()
+        deadline = time.monotonic() + 10
+        while "2 of 3 documents" not in capsys.readouterr().err and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert time.monotonic() < deadline, "the loop's 2 documents were never logged"
