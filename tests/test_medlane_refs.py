@@ -96,3 +96,22 @@ def test_the_params_value_the_user_gets_is_the_released_run():
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     assert params["evaluate"]["medlane_references"] == "released"
     assert Evaluate().medlane_references == "released"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["pt with HTN[] on admission", "pt with HTN[ ] on admission", "pt with HTN[hypertension] on [admission]"],
+)
+def test_the_reader_and_the_scorer_read_one_annotation_format_alike(line):
+    # issue 56: two regexes parsed `abbr[full]`; for `HTN[ ]` and `HTN[]` the reader found no
+    # term and the scorer found one, with an empty expansion that deleted the abbreviation
+    from pipelines.sources.medlane import expand_terms, find_terms
+
+    reader = [(t["abbreviation"].lower(), t["expansion"].lower()) for t in find_terms(line)]
+    assert S.annotated_terms(line) == reader
+    assert S.expand(line) == expand_terms(line)
+    if "hypertension" in line:
+        assert reader == [("htn", "hypertension")]
+        assert S.expand(line) == "pt with hypertension on [admission]"
+    else:
+        assert reader == [] and S.expand(line) == line  # an empty bracket annotates nothing

@@ -11,7 +11,6 @@ declares that mode with its `medlane_label`.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,9 +27,7 @@ from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that
 )
 from medsimp.metrics.medlane import contains
 from medsimp.params_schema import ScoringMode
-from medsimp.text.medlane_refs import DEFAULT_PREPARATION, reference_tokens
-
-_TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*)\]")
+from medsimp.text.medlane_refs import DEFAULT_PREPARATION, TERM_RE, reference_tokens
 
 
 @dataclass
@@ -44,12 +41,12 @@ class EvalItem:
 
 def expand(ref: str) -> str:
     """Reference text with each `abbr[full]` replaced by `full`."""
-    return _TERM_RE.sub(lambda m: m.group(2).strip(), ref)
+    return TERM_RE.sub(lambda m: m.group(2).strip(), ref)
 
 
 def annotated_terms(ref: str) -> list[tuple[str, str]]:
     """(abbreviation, expansion) pairs annotated in one reference, lowercased."""
-    return [(m.group(1).lower(), m.group(2).strip().lower()) for m in _TERM_RE.finditer(ref)]
+    return [(m.group(1).lower(), m.group(2).strip().lower()) for m in TERM_RE.finditer(ref)]
 
 
 def attach_terms(items: Sequence[EvalItem], dictionary: dict[str, list[str]] | None = None) -> None:

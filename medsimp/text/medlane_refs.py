@@ -30,6 +30,13 @@ import functools
 import re
 from typing import Any
 
+# An annotated term `abbr[full form]` as medsimp reads it everywhere (the reader in
+# pipelines.sources.medlane and the scorer in medsimp.metrics.scoring): the abbreviation is the
+# run of non-space, non-bracket characters before `[`; the expansion holds at least one
+# non-space character (`HTN[]` and `HTN[ ]` annotate nothing and stay as written). The compat
+# preparation below keeps the authors' own two patterns.
+TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*[^\s\[\]][^\[\]]*)\]")
+
 PREPARATIONS = ("released", "bleu_eval_new")
 DEFAULT_PREPARATION = "released"
 

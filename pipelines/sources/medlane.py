@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# `abbr[full form]`: the abbreviation is the run of non-space characters before `[`.
-TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*[^\s\[\]][^\[\]]*)\]")
+from medsimp.text.medlane_refs import TERM_RE  # `abbr[full form]`, one definition
+
 # A reference line: prefix 1-4, then an optional space (real files glue some prefixes).
 REF_RE = re.compile(r"^([1-4]) ?(.*)$")
 MAX_REFERENCES = 4
