@@ -79,15 +79,36 @@ def calibration_path(model_dir: str | Path) -> Path:
     return folder.with_name(folder.name + SUFFIX)
 
 
-def filter_rule(threshold: float, comparison: str, aligner_min: float | None) -> dict[str, Any]:
-    """The overlap filter (params `filter`) as a calibration records it."""
-    return {"threshold": float(threshold), "comparison": comparison, "aligner_min": aligner_min}
+def filter_rule(
+    threshold: float,
+    comparison: str,
+    aligner_min: float | None,
+    drop_copies: str = "none",
+    copy_overlap: float = 0.9,
+) -> dict[str, Any]:
+    """The overlap filter (params `filter`) as a calibration records it: the kept rows differ
+    with each of these. `drop_copies` and `copy_overlap` appear only when copies are dropped (the
+    paper drops none), so a rule without them is the paper's."""
+    rule: dict[str, Any] = {
+        "threshold": float(threshold),
+        "comparison": comparison,
+        "aligner_min": aligner_min,
+    }
+    if drop_copies != "none":
+        rule.update(drop_copies=drop_copies, copy_overlap=float(copy_overlap))
+    return rule
 
 
 def describe_filter(rule: Mapping[str, Any]) -> str:
     floor = rule.get("aligner_min")
-    return f"overlap r {rule['comparison']} {rule['threshold']}" + (
-        f" or CRF probability >= {floor}" if floor is not None else ""
+    return (
+        f"overlap r {rule['comparison']} {rule['threshold']}"
+        + (f" or CRF probability >= {floor}" if floor is not None else "")
+        + (
+            f", {rule['drop_copies']} copies dropped (copy_overlap {rule.get('copy_overlap')})"
+            if rule.get("drop_copies", "none") != "none"
+            else ""
+        )
     )
 
 
@@ -425,7 +446,14 @@ def score_gold(
                 "simple_text": " ".join(d.simple[s] for s in simple_ids),
                 "crf_score": score,
             }
-            kept = filter_row(row, rule["threshold"], rule["comparison"], rule["aligner_min"])["keep"]
+            kept = filter_row(
+                row,
+                rule["threshold"],
+                rule["comparison"],
+                rule["aligner_min"],
+                rule.get("drop_copies", "none"),
+                rule.get("copy_overlap", 0.9),
+            )["keep"]
             rows.append((score, sum(k in gold for k in inside) / len(inside), bool(kept)))
         documents.append(rows)
     prf = pair_prf([set(d.pairs) for d in docs], predicted)

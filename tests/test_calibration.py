@@ -158,6 +158,29 @@ def test_a_gold_rows_correctness_is_the_share_of_its_pairs_in_the_gold_and_kept_
     assert prf == {"precision": pytest.approx(0.6667, abs=1e-4), "recall": 1.0, "f1": 0.8}
 
 
+def test_dropping_copies_is_part_of_the_rule_the_kept_rows_passed():
+    # issue 53: the calibration keyed the filter rule but not `filter.drop_copies`: with copies
+    # dropped the kept rows differ from those it was fitted on, and the card still gave a number
+    from alignment.crf import CRFResult
+    from alignment.gold import DocPair
+
+    class Aligned:
+        def align(self, complex_, simple):
+            return CRFResult({(0, 0): 0.9}, [((0,), (0,))], [0.9])
+
+    doc = DocPair("d", ["The trial found less pain."], ["The trial found less pain."], frozenset({(0, 0)}))
+    assert score_gold(Aligned(), [doc], RULE)[0] == [[(0.9, 1.0, True)]]  # the paper keeps a copy
+    dropping = filter_rule(0.5, "gt", None, "identical", 0.9)
+    assert score_gold(Aligned(), [doc], dropping)[0] == [[(0.9, 1.0, False)]]
+    assert filter_rule(0.5, "gt", None, "none", 0.8) == RULE  # the paper's rule whatever copy_overlap
+    est, line = estimate_line(_cal(), "", [0.9, 0.99], "union", dropping)
+    assert est is None and line == (
+        "not estimated: the calibration's kept rows passed overlap r gt 0.5, this corpus's filter is "
+        "overlap r gt 0.5, identical copies dropped (copy_overlap 0.9)"
+    )
+    assert estimate_line(_cal(), "", [0.9, 0.99], "union", RULE)[0] is not None
+
+
 def test_the_packaged_held_out_scores_are_found_by_the_models_scoring_key_only():
     """Issue 53: keyed by what decides the scores (the weights, merge, encoder, features), not
     by the folder's content hash, which its stats.json (paths, counts) moved."""

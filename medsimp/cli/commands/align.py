@@ -347,11 +347,8 @@ def _calibrate(args: argparse.Namespace, params: Align, cache: str | None) -> in
         )
     model = CRFAligner.load(model_dir, make_encoder(params.crf.encoder, cache or None), params.crf.merge)
     key = scoring_key(model_dir, model)
-    rule = filter_rule(
-        args.params_data.filter.threshold,
-        args.params_data.filter.comparison,
-        args.params_data.filter.aligner_floor(),
-    )
+    flt = args.params_data.filter
+    rule = filter_rule(flt.threshold, flt.comparison, flt.aligner_floor(), flt.drop_copies, flt.copy_overlap)
     rows, prf = score_gold(model, docs, rule)
     pairs = sum(len(d.pairs) for d in docs)
     what = (

@@ -84,7 +84,9 @@ def card_provenance(
         merge = str(used.get("merge") or "")
         out["aligner.merge"] = merge or "not recorded by align"
         flt, source = filter_settings(located, params.filter)
-        rule = filter_rule(flt.threshold, flt.comparison, flt.aligner_floor())
+        rule = filter_rule(
+            flt.threshold, flt.comparison, flt.aligner_floor(), flt.drop_copies, flt.copy_overlap
+        )
         calibration, why = find(model_dir, key, model_shown(str(used.get("model") or "")))
         if calibration is not None and not merge:
             line = "not estimated: align's stats.json does not record the merge it used (rerun align corpus)"
@@ -100,6 +102,7 @@ def card_provenance(
             "threshold": float(flt.threshold),
             "comparison": flt.comparison,
             "aligner_min": flt.aligner_floor(),
+            "drop_copies": flt.drop_copies,
             "copy_overlap": float(flt.copy_overlap),
             "from": source,
         }

@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             threshold,
             str(recorded.get("comparison", flt.comparison)),
             recorded.get("aligner_min") if recorded else flt.aligner_floor(),
+            str(recorded.get("drop_copies", "none")),  # a card from before the key: none dropped
+            float(recorded.get("copy_overlap", flt.copy_overlap)),
         )
         merge = str(meta.get("aligner.merge") or "").removesuffix("not recorded by align")
         if not recorded:  # an older card: the filter the corpus went through is not known
