@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from alignment.crf import CRFAligner
 from alignment.gold import DocPair
@@ -39,10 +41,17 @@ class Pool:
     mc_clean_test: int
     dev: int
     over_cap: int
+    watched: frozenset[str] = frozenset()  # the `watch` ids found among the usable documents
+
+    @property
+    def eligible(self) -> int:
+        """Documents the pool could use (before the `max_documents` cap)."""
+        return len(self.documents) + self.over_cap
 
     def stats(self) -> dict[str, int]:
         return {
             "pool_read": self.read,
+            "pool_eligible": self.eligible,
             "pool_used": len(self.documents),
             "pool_skipped_one_side_empty": self.without_both_sides,
             "pool_skipped_gold_document": self.gold_documents,
@@ -56,12 +65,17 @@ def _rank(doc_id: str) -> str:
     return hashlib.sha256(doc_id.encode("utf-8")).hexdigest()
 
 
-def choose_pool(docs: Iterable[DocPair], gold: Sequence[DocPair], max_documents: int) -> Pool:
+def choose_pool(
+    docs: Iterable[DocPair], gold: Sequence[DocPair], max_documents: int, watch: Collection[str] = ()
+) -> Pool:
     """The documents of `docs` self-training may use: both sides non-empty, not a gold
     document (same review), not an MC-CLEAN test review nor a dev review (`DEV_REVIEWS`); at
     most `max_documents` (0: all), the lowest hashes of their ids. Streams `docs`, holding at
     most twice `max_documents` of them; a document id seen twice is a ValueError (the choice
-    would depend on the order)."""
+    would depend on the order). `watch`: ids whose presence among the usable documents the
+    returned pool reports (`watched`: a pinned model's pool, `pinned_model`)."""
+    watch = frozenset(watch)
+    watched: set[str] = set()
     gold_reviews = {review_key(d.doc_id) for d in gold}
     read = one_side = in_gold = in_test = in_dev = 0
     seen: set[str] = set()
@@ -81,12 +95,56 @@ def choose_pool(docs: Iterable[DocPair], gold: Sequence[DocPair], max_documents:
         elif rid in gold_reviews:
             in_gold += 1
         else:
+            if d.doc_id in watch:
+                watched.add(d.doc_id)
             kept.append((_rank(d.doc_id), d.doc_id, d))
             if max_documents and len(kept) >= 2 * max_documents:  # bounded memory: the lowest ranks
                 kept = heapq.nsmallest(max_documents, kept, key=lambda x: x[:2])
     eligible = read - one_side - in_test - in_dev - in_gold
     chosen = sorted(kept, key=lambda x: x[:2])[: max_documents or None]
-    return Pool([d for _, _, d in chosen], read, one_side, in_gold, in_test, in_dev, eligible - len(chosen))
+    return Pool(
+        [d for _, _, d in chosen],
+        read,
+        one_side,
+        in_gold,
+        in_test,
+        in_dev,
+        eligible - len(chosen),
+        frozenset(watched),
+    )
+
+
+def pool_digest(documents: Sequence[DocPair]) -> str:
+    """A content hash of the pool's documents (ids and sentences, in pool order)."""
+    h = hashlib.sha256()
+    for d in documents:
+        h.update(json.dumps([d.doc_id, list(d.complex), list(d.simple)], ensure_ascii=False).encode("utf-8"))
+    return h.hexdigest()
+
+
+def keep_pinned(previous: Mapping[str, Any], recipe: str, pool: Pool, retrain_after_new: int) -> str | None:
+    """Why the model `align train` wrote before (its stats.json's `self_training`, `previous`)
+    can stay as it is, or None to retrain (issue 55: a new review must not change the old
+    reviews' pairs). It stays when it was made by the same `recipe` (gold, align.crf, the
+    self-training knobs, encoder, code) and either its pool is today's pool (retraining would
+    give the same bytes) or, with `retrain_after_new` > 0, every review it learnt from is still
+    usable and fewer than `retrain_after_new` usable reviews were added since. `pool` was
+    chosen watching the previous pool's ids."""
+    if previous.get("recipe") != recipe:
+        return None
+    ids = previous.get("pool_ids")
+    then = previous.get("pool_eligible")
+    if not isinstance(ids, list) or not isinstance(then, int) or isinstance(then, bool):
+        return None
+    if previous.get("pool_digest") == pool_digest(pool.documents):
+        return "its pool is today's, word for word: retraining gives the same model"
+    added = pool.eligible - then
+    if retrain_after_new and len(pool.watched) == len(set(ids)) and added < retrain_after_new:
+        return (
+            f"pinned: {max(added, 0)} usable review(s) added since it was trained, it retrains at "
+            f"{retrain_after_new} (align.self_training.retrain_after_new)"
+        )
+    return None
 
 
 def pseudo_documents(model: CRFAligner, docs: Sequence[DocPair], min_posterior: float) -> list[DocPair]:

@@ -142,7 +142,7 @@ def watch(folder: str, total: int, label: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def counting(label: str, total: int, unit: str = "documents") -> Iterator[Callable[[int], None]]:
+def counting(label: str, total: int, unit: str = "documents") -> Iterator[Callable[..., None]]:
     """`shown` for a loop in this process: the block gets `tick(n=1)`, called per unit done."""
     done = [0]
 

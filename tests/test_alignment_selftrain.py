@@ -32,6 +32,7 @@ def test_self_training_is_on_by_default_with_the_designs_values():
     CRF on the gold alone)."""
     params = load_params(ROOT / "params.yaml", []).align.self_training
     assert (params.enabled, params.min_posterior, params.max_documents) == (True, 0.5, 150)
+    assert params.retrain_after_new == 500  # ours (issue 55): the model stays until 500 new reviews
 
 
 def test_the_pool_leaves_out_gold_reviews_test_reviews_and_one_sided_documents():
@@ -49,6 +50,7 @@ def test_the_pool_leaves_out_gold_reviews_test_reviews_and_one_sided_documents()
     assert [d.doc_id for d in pool.documents] == ["10.1002/14651858.CD123456.pub2"]
     assert pool.stats() == {
         "pool_read": 7,
+        "pool_eligible": 1,
         "pool_used": 1,
         "pool_skipped_one_side_empty": 2,
         "pool_skipped_gold_document": 1,
@@ -219,3 +221,77 @@ def test_self_training_without_a_sentence_table_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()  # the announce line, then the reason
     assert len(err) == 2 and "align.self_training.enabled=false" in err[1] and "medsimp cochrane" in err[1]
     assert not (tmp_path / "m").exists()
+
+
+def test_a_pinned_model_stays_until_enough_new_reviews_or_a_lost_one():
+    # issue 55: one new review changed every old pair, because the aligner retrained on it
+    from alignment.selftrain import keep_pinned, pool_digest
+
+    table = [_doc(f"r{k}") for k in range(6)]
+    pool = choose_pool(table, [], 3)
+    before = {"recipe": "R", "pool_ids": [d.doc_id for d in pool.documents], "pool_eligible": 6}
+    before["pool_digest"] = pool_digest(pool.documents)
+    assert keep_pinned(before, "R", pool, 0).startswith("its pool is today's")  # retraining: same bytes
+    assert keep_pinned(before, "other recipe", pool, 500) is None
+    grown = choose_pool([*table, _doc("r6"), _doc("r7")], [], 3, before["pool_ids"])
+    assert grown.eligible == 8 and grown.watched == frozenset(before["pool_ids"])
+    if pool_digest(grown.documents) != before["pool_digest"]:  # a new review among the lowest hashes
+        assert keep_pinned(before, "R", grown, 0) is None  # 0: retrain every run
+    assert keep_pinned(before, "R", grown, 3).startswith("pinned: 2 usable review(s) added")
+    assert (
+        keep_pinned(before, "R", choose_pool([*table, *(_doc(f"n{k}") for k in range(3))], [], 3), 3) is None
+    )
+    changed = [
+        DocPair(d.doc_id, ["other"], d.simple) if d.doc_id == before["pool_ids"][0] else d for d in table
+    ]
+    assert (
+        keep_pinned(before, "R", choose_pool(changed, [], 3, before["pool_ids"]), 0) is None
+    )  # text changed
+    lost = [d for d in table if d.doc_id != before["pool_ids"][0]]
+    assert keep_pinned(before, "R", choose_pool([*lost, _doc("r6")], [], 3, before["pool_ids"]), 500) is None
+
+
+@pytest.mark.slow
+def test_a_new_review_leaves_the_model_and_the_old_reviews_pairs_as_they_were(tmp_path, capsys):
+    # issue 55 done-when: "a refresh after one new review leaves the other reviews' pairs byte-identical"
+    gold = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines()]
+    (tmp_path / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold), encoding="utf-8")
+    reviews = [
+        (f"10.1002/14651858.CD77777{k}.pub2", g["complex"], g["simple"]) for k, g in enumerate(gold[2:4])
+    ]
+    new = ("10.1002/14651858.CD888888.pub2", gold[4]["complex"], gold[4]["simple"])
+    _table(tmp_path / "t1", reviews)
+    _table(tmp_path / "t2", [*reviews, new])
+    run = [*E5, "--set", f"cache.dir={tmp_path / 'cache'}"]
+    train = ["align", "train", "--gold", str(tmp_path / "gold.jsonl"), "--output", str(tmp_path / "m")]
+    assert main([*run, *train, "--input", str(tmp_path / "t1")]) == 0
+    weights = (tmp_path / "m" / "model.pt").read_bytes()
+    corpus = ["align", "corpus", "--model", str(tmp_path / "m")]
+    assert main([*run, *corpus, "--input", str(tmp_path / "t1"), "--output", str(tmp_path / "a1")]) == 0
+    capsys.readouterr()
+    assert main([*run, *train, "--input", str(tmp_path / "t2")]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "kept (pinned: 1 usable review(s) added since it was trained" in err
+    assert (tmp_path / "m" / "model.pt").read_bytes() == weights
+    assert main([*run, *corpus, "--input", str(tmp_path / "t2"), "--output", str(tmp_path / "a2")]) == 0
+
+    def pairs(folder):
+        rows = pq.read_table(folder / "pairs").to_pylist()
+        return sorted(json.dumps(r, sort_keys=True) for r in rows if r["doi"] != new[0])
+
+    assert pairs(tmp_path / "a1") == pairs(tmp_path / "a2") != []
+    # retrain_after_new 0 (or --retrain): the model learns from the new review too
+    assert (
+        main(
+            [
+                *run,
+                "--set",
+                "align.self_training.retrain_after_new=0",
+                *train,
+                "--input",
+                str(tmp_path / "t2"),
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "m" / "model.pt").read_bytes() != weights

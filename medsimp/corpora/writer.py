@@ -435,8 +435,14 @@ def describe_self_training(info: object) -> str:
             f"on, but none of the {info.get('pool_read', 0)} reviews of {info.get('input')} is left to label "
             "(gold, MC-CLEAN test or dev reviews, or one side empty): trained on the gold alone"
         )
-    return (
+    line = (
         f"{info.get('pseudo_documents', 0)} unlabelled reviews of {info.get('input')} labelled by the "
         f"gold-trained CRF ({info.get('pseudo_pairs', 0)} pairs of posterior >= {info.get('min_posterior')}), "
         "then trained on the gold + them; the 22 MC-CLEAN English test reviews are never used"
     )
+    if isinstance(info.get("pool_eligible"), int):  # which reviews shaped the model that aligned them all
+        line += (
+            f"; trained when {info['pool_eligible']} reviews could be labelled: reviews added since are "
+            "aligned by this model without having shaped it (align.self_training.retrain_after_new)"
+        )
+    return line

@@ -79,6 +79,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     train.add_argument("--output", help="model dir (default: params align.model)")
     train.add_argument("--metrics", help="also write stats here (DVC metrics)")
+    train.add_argument(
+        "--retrain",
+        action="store_true",
+        help="retrain even when the model at --output may stay (align.self_training.retrain_after_new)",
+    )
     calibrate = sub.add_parser(
         "calibrate",
         help="calibrate the CRF's probabilities on held-out gold; writes <model>.calibration.json",
@@ -156,7 +161,7 @@ def _train_into(args, params: Align, cache: str | None, out: str) -> int:
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder
     from alignment.gold import gold_sources, read_golds
-    from alignment.selftrain import self_train
+    from alignment.selftrain import keep_pinned, pool_digest, self_train
     from medsimp.atomic import atomic_dir, write_json
     from medsimp.config import resolve_path, shown_path
     from medsimp.corpora.writer import content_hash
@@ -171,12 +176,21 @@ def _train_into(args, params: Align, cache: str | None, out: str) -> int:
         raise InputError(
             "--input is the reviews self-training labels, and align.self_training.enabled is false"
         )
-    pool = _pool(args, params, docs) if params.self_training.enabled else None  # read before any work
+    previous = _previous_self_training(out) if params.self_training.enabled and not args.retrain else {}
+    watch = previous.get("pool_ids") if isinstance(previous.get("pool_ids"), list) else []
+    pool = _pool(args, params, docs, watch) if params.self_training.enabled else None  # before any work
     enc = make_encoder(params.crf.encoder, cache or None)
+    gold_hashes = [content_hash(g) for g in gold]
     self_stats: dict[str, object] = {"enabled": False}
     if pool is None:
         model = CRFAligner.train(docs, enc, params.crf)
     else:
+        recipe = _recipe(gold_hashes, params, enc)
+        why = (
+            keep_pinned(previous, recipe, pool, params.self_training.retrain_after_new) if previous else None
+        )
+        if why:  # issue 55: the old reviews' pairs stay as they are
+            return _kept(args, out, previous, pool, why)
         model, info = self_train(docs, pool.documents, enc, params.crf, params.self_training)
         self_stats = {
             "enabled": True,
@@ -185,10 +199,13 @@ def _train_into(args, params: Align, cache: str | None, out: str) -> int:
             "max_documents": params.self_training.max_documents,
             **pool.stats(),
             **info,
+            "recipe": recipe,  # what the model is a function of, beside its pool (keep_pinned)
+            "pool_ids": [d.doc_id for d in pool.documents],
+            "pool_digest": pool_digest(pool.documents),
         }
     stats = {
         "documents": len(docs),
-        "gold": [f"{shown_path(g, args.params_dir)} sha256:{content_hash(g)}" for g in gold],
+        "gold": [f"{shown_path(g, args.params_dir)} sha256:{h}" for g, h in zip(gold, gold_hashes)],
         "gold_pairs": sum(len(d.pairs) for d in docs),
         "self_training": self_stats,
         "encoder": enc.name,
@@ -210,6 +227,65 @@ def _train_into(args, params: Align, cache: str | None, out: str) -> int:
     return 0
 
 
+def _recipe(gold_hashes: list[str], params: Align, enc) -> str:
+    """What a self-trained model is a function of, besides its pool: the gold's content, params
+    align.crf, the self-training knobs that shape it, the encoder and the training code."""
+    from medsimp.doccache import code_version, content_key
+
+    knobs = params.self_training
+    return content_key(
+        "align-train",
+        sorted(gold_hashes),
+        params.crf.model_dump(mode="json"),
+        {"min_posterior": knobs.min_posterior, "max_documents": knobs.max_documents},
+        enc.name,
+        enc.fingerprint("en"),
+        code_version("alignment.crf", "alignment.selftrain", "alignment.features", "alignment.gold"),
+    )
+
+
+def _previous_self_training(out: str) -> dict:
+    """The `self_training` record of the model `align train` wrote at `out` before, or {}: a
+    folder that is not align train's (no marker naming it, a link) is never read."""
+    import json
+    from pathlib import Path
+
+    from medsimp.markers import marker_of
+
+    folder = Path(out)
+    if (
+        folder.is_symlink()
+        or not folder.is_dir()
+        or (marker_of(folder) or {}).get("command") != "align train"
+    ):
+        return {}
+    try:
+        info = json.loads((folder / "stats.json").read_text(encoding="utf-8")).get("self_training")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError, RecursionError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _kept(args, out: str, previous: dict, pool, why: str) -> int:
+    """`align train` when the model at `out` stays: nothing is written there; the metrics file
+    and the summary say so."""
+    import json
+    from pathlib import Path
+
+    from medsimp.config import shown_path
+    from medsimp.stats import finish_stage
+
+    stats = json.loads((Path(out) / "stats.json").read_text(encoding="utf-8"))
+    stats["kept"] = why
+    summary = {
+        "model": f"{shown_path(out, args.params_dir)} kept ({why})",
+        "self_training": _self_training_line(previous),
+        "pool_now": f"{pool.eligible} usable reviews (pool_eligible), {previous.get('pool_eligible')} when trained",
+    }
+    finish_stage("medsimp align train", stats, HEADLINE, args.metrics, summary=summary)
+    return 0
+
+
 def _self_training_line(info: dict) -> str:
     """The summary's one line for `align train`'s self-training counts."""
     if not info.get("enabled"):
@@ -225,7 +301,7 @@ def _self_training_line(info: dict) -> str:
     )
 
 
-def _pool(args, params: Align, gold):
+def _pool(args, params: Align, gold, watch=()):
     """The English reviews of the sentence table (`--input`, params align.input) that
     self-training labels (params align.self_training), or one line saying how to get one."""
     from apache_beam.io.filesystems import FileSystems
@@ -248,7 +324,7 @@ def _pool(args, params: Align, gold):
             "align.self_training.enabled=false"
         ) from None
     try:
-        return choose_pool(english_documents(table), gold, params.self_training.max_documents)
+        return choose_pool(english_documents(table), gold, params.self_training.max_documents, watch)
     except ValueError as exc:  # a document id twice: the pool would depend on the table's order
         raise InputError(f"{shown_path(table, args.params_dir)}: {exc}") from None
 
