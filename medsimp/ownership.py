@@ -15,7 +15,8 @@ Where the record lives decides what it survives (issue 55):
   place by several users), in medsimp's per-user state folder, by absolute path:
   `<state>/owned/<sha256 of the path>.json`. The state folder is `$MEDSIMP_STATE_DIR`, else
   `$XDG_STATE_HOME/medsimp`, else `~/.local/state/medsimp`. Records an older version put there
-  for a project's files are still honoured.
+  for a project's files are still honoured, and `adopt` (run by `refresh`) moves them into
+  the project.
 Inside a DVC project a file is also medsimp's when its md5 is the one `dvc.lock` records for it
 as an output of a stage whose command runs medsimp (`medsimp ...`, `python -m medsimp ...`):
 `dvc.lock` travels with the project in git and is content-keyed, so a file `git clone` + `dvc
@@ -411,6 +412,41 @@ def _write_record(path: Path, record: dict) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def adopt(root: str | Path) -> int:
+    """Move into the store of the DVC project at `root` the records an older medsimp kept in the
+    state folder (by absolute path) for files of this project that still match them, so that they
+    travel with it from now on (`refresh` calls this first); the number moved. A record of a
+    file changed since, of another project or of a temp file stays where it is."""
+    from medsimp.errors import UsageError
+
+    try:
+        check_state_folder()
+    except UsageError:
+        return 0
+    root = Path(root).resolve()
+    moved = 0
+    for record_file in sorted((state_dir() / "owned").glob("*.json")):
+        record = _recorded(record_file)
+        name = record.get("path") if record else None
+        if record is None or not isinstance(name, str) or record_file.name != f"{_name_hash(name)}.json":
+            continue
+        path = Path(name)
+        if root not in path.parents or "temp_of_pid" in record or project_root(path) != root:
+            continue
+        place = _project_place(path)
+        try:
+            sha = digest(path)
+        except OSError:
+            continue
+        if place is None or _recorded(place[0]) is not None or sha not in _hashes(record):
+            continue
+        _write_record(path, {**{k: v for k, v in record.items() if k != "replacing"}, "sha256": sha})
+        with contextlib.suppress(OSError):
+            record_file.unlink()
+        moved += 1
+    return moved
 
 
 def claim_temp(path: str | Path, pid: int) -> None:

@@ -197,3 +197,44 @@ def test_a_file_of_a_medsimp_stages_folder_output_is_known_by_the_dir_manifest_i
     # a manifest edited to list the user's bytes no longer has the md5 it is stored under
     (cache / tree[2:]).write_bytes(manifest.replace(_md5(scores).encode(), _md5(scores[:-1]).encode()))
     assert not ownership.owned(root / "metrics" / "eval" / "copy.json")
+
+
+def test_records_an_older_medsimp_kept_by_absolute_path_move_into_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A project repro'd before this change has its records in the state folder, by absolute
+    path: `adopt` (refresh runs it first) moves those of the project's files that still match
+    into the project, so a copy made afterwards knows them; the others stay where they are."""
+    state = _state(monkeypatch, tmp_path / "state")
+    root = _project(tmp_path / "here")
+    (state / "owned").mkdir(parents=True)
+
+    def old_record(path: Path, body: bytes) -> Path:  # as medsimp wrote them before
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+        name = str(path.resolve())
+        record = {
+            "command": "link",
+            "path": name,
+            "sha256": hashlib.sha256(body).hexdigest(),
+            "tool": "medsimp",
+        }
+        where = state / "owned" / f"{hashlib.sha256(name.encode()).hexdigest()}.json"
+        where.write_text(json.dumps(record))
+        return where
+
+    run = old_record(root / "metrics" / "link.json.run.json", b'{"cache_hits": 1}\n')
+    edited = old_record(root / "reports" / "latest.md", b"# one\n")
+    (root / "reports" / "latest.md").write_text("# the user's edit\n")
+    elsewhere = old_record(tmp_path / "other" / "m.json", b"{}\n")
+    assert ownership.owned(root / "metrics" / "link.json.run.json")  # honoured in place
+
+    assert ownership.adopt(root) == 1
+    assert not run.exists() and edited.exists() and elsewhere.exists()
+    assert ownership.adopt(root) == 0
+    subprocess.run(["cp", "-a", str(root), str(tmp_path / "there")], check=True)
+    _state(monkeypatch, tmp_path / "fresh")
+    there = tmp_path / "there"
+    atomic.write_json(there / "metrics" / "link.json.run.json", {"cache_hits": 2})
+    with pytest.raises(UsageError, match="latest.md exists and was not written by medsimp"):
+        atomic.write_text(there / "reports" / "latest.md", "# two\n")
