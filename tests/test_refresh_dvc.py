@@ -157,17 +157,9 @@ def built_template(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def built(built_template: Path, tmp_path: Path) -> Path:
-    """A copy of a project after one successful refresh (builder with 4 rows). Ownership records
-    are per absolute path (medsimp.ownership), so the copy's medsimp-written files are recorded
-    as the template's were."""
-    from medsimp import ownership
-
-    copy = Path(shutil.copytree(built_template, tmp_path / "proj", symlinks=True))
-    for path in built_template.rglob("*"):
-        if path.is_file() and not path.is_symlink() and ownership.owned(path):
-            twin = copy / path.relative_to(built_template)
-            ownership.claim(twin, ownership.digest(twin), "refresh")
-    return copy
+    """A copy of a project after one successful refresh (builder with 4 rows). What medsimp
+    wrote is recorded in the project (medsimp.ownership), so the copy knows it as it is."""
+    return Path(shutil.copytree(built_template, tmp_path / "proj", symlinks=True))
 
 
 def test_first_run_then_noop_then_one_new_review(project: Path):
@@ -210,6 +202,65 @@ def test_first_run_then_noop_then_one_new_review(project: Path):
     assert report["fingerprints_changed"] == ["toy"]
     md = (project / "reports" / "refresh" / "latest.md").read_text()
     assert "| align | ran | cache_hits +2, cache_misses -1, pairs +2, reviews +1 | 2 / 1 |" in md
+
+
+NOTES_STAGE = f"""  notes:
+    cmd: {sys.executable} toy_stage.py notes
+    deps: [data/notes.txt]
+    metrics: [{{metrics/notes.json: {{cache: false}}}}]
+"""
+
+
+def test_a_copied_project_with_nothing_recorded_elsewhere_refreshes_only_what_a_new_review_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Issue 55 §2: after `cp -a` of a repro'd project, with a fresh state folder (a new
+    container, another user, a restored backup), refresh after one new review failed at the
+    first stage that reran: "metrics/extract.json.run.json exists and was not written by
+    medsimp" (records were per absolute path, in the per-user state folder). The records now
+    travel with the project: exactly the stages that depend on the reviews rerun, the copied
+    document cache and reports are used, and a file the user changed is still refused."""
+    root = make_project(tmp_path / "here")
+    (root / "data" / "notes.txt").write_text("one\ntwo\n")
+    with (root / "dvc.yaml").open("a") as fh:
+        fh.write(NOTES_STAGE)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "notes")
+    monkeypatch.setenv("MEDSIMP_STATE_DIR", str(tmp_path / "state-here"))
+    code, out = run_refresh(root)
+    assert code == EXIT_OK, out
+    moved = tmp_path / "there"
+    subprocess.run(["cp", "-a", str(root), str(moved)], check=True)
+    shutil.rmtree(root)  # the old place is gone, as on another machine
+    monkeypatch.setenv("MEDSIMP_STATE_DIR", str(tmp_path / "state-there"))  # nothing recorded here
+    notes = (moved / "metrics" / "notes.json").read_bytes()
+
+    write_reviews(moved, [*REVIEWS, NEW_REVIEW])
+    code, out = run_refresh(moved)
+    assert code == EXIT_OK, out
+    assert "not written by medsimp" not in out
+    report = latest(moved)
+    assert {n: s["status"] for n, s in report["stages"].items()} == {
+        "extract": "ran",
+        "align": "ran",
+        "build": "ran",
+        "notes": "skipped",
+    }
+    assert report["stages"]["extract"]["changes"]["read"] == {"previous": 3, "current": 4, "delta": 1}
+    assert report["stages"]["align"]["cache"] == {"hits": 2, "misses": 1}  # the copied cache
+    assert report["fingerprints_changed"] == ["toy"]
+    run_record = json.loads((moved / "metrics" / "extract.json.run.json").read_text())
+    assert run_record == {"input_bytes": (moved / "data" / "reviews.jsonl").stat().st_size}
+    assert (moved / "metrics" / "notes.json").read_bytes() == notes
+    assert not (tmp_path / "state-there").exists()  # every record went to the project
+
+    # what medsimp did not write is still refused: a run record the user edited
+    (moved / "metrics" / "extract.json.run.json").write_text('{"mine": 1}\n')
+    write_reviews(moved, REVIEWS[:2])  # new to DVC's run cache: extract runs
+    code, out = run_refresh(moved)
+    assert code == EXIT_STAGE_FAILED, out
+    assert "metrics/extract.json.run.json exists and was not written by medsimp" in out
+    assert (moved / "metrics" / "extract.json.run.json").read_text() == '{"mine": 1}\n'
 
 
 def test_dry_run_and_targets(project: Path):
@@ -315,8 +366,9 @@ def test_refresh_from_a_subfolder_works_on_the_root_and_never_moves_it(built: Pa
     after = tree(built, DVC_LOCKS)
     changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
     assert changed and all(
-        p.startswith("reports/refresh/") or p == ".dvc/tmp/medsimp-refresh.lock" for p in changed
-    ), changed
+        p.startswith(("reports/refresh/", ".dvc/tmp/medsimp/")) or p == ".dvc/tmp/medsimp-refresh.lock"
+        for p in changed
+    ), changed  # the report, refresh's lock, and the records of what it wrote (medsimp.ownership)
     assert latest(built)["status"] == "nothing_to_do" and reports.is_dir()
     assert sorted(p.name for p in sub.iterdir()) == ["notes.txt"]  # no .dvc/, no reports/ here
     root = subprocess.run(

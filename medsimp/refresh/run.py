@@ -227,6 +227,9 @@ def run_refresh(
             )
             return (EXIT_OK if would else EXIT_NOTHING_TO_DO), None
         with refresh_lock(cfg.lock):
+            from medsimp import ownership
+
+            ownership.adopt(cfg.root)  # older records, by absolute path, into the project (issue 55)
             dag, status = read_dag(cfg.root, cfg.targets)
             stamp = _free_stamp(cfg.report_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t0)))
             if status:
