@@ -24,6 +24,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from alignment import aligners
 from medsimp.cli.args import add_beam_arguments, global_options
 from medsimp.inputs import read_lines
 
@@ -42,7 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     files = sub.add_parser(
         "files", help="align sentence-per-line files (CRF or Vecalign)", parents=[global_options(2)]
     )
-    files.add_argument("--method", choices=["crf", "vecalign"], default="crf", help="aligner (default: crf)")
+    files.add_argument(
+        "--method",
+        choices=aligners.names(),
+        default="crf",
+        help="aligner, alignment/aligners/<name>.py (default: crf)",
+    )
     files.add_argument("--src", help="source sentences, one per line (complex side for crf; - = stdin)")
     files.add_argument("--tgt", help="target sentences, one per line (simple side for crf; - = stdin)")
     files.add_argument("--src-lang", default="en", help="language of --src (default: en)")
@@ -100,7 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _file_mode(args, params: Align, cache: str | None) -> int:
-    from alignment.files import FileAligner, batch_jobs
+    from alignment.files import batch_jobs
     from alignment.gold import read_blocks
     from alignment.score import format_block, vecalign_scores
     from medsimp.atomic import atomic_file
@@ -109,13 +115,12 @@ def _file_mode(args, params: Align, cache: str | None) -> int:
         print("error: align files takes one --gold (several are for align train)", file=sys.stderr)
         return 2
     jobs = batch_jobs(args.batch) if args.batch else []  # checked before the model loads
-    aligner = FileAligner(args.method, params, args.model, cache)
-    if args.method == "vecalign":
-        try:  # the languages are the same for every pair of the run: check them once, up front
-            aligner.encoders.for_pair(args.src_lang, args.tgt_lang)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+    aligner = aligners.load(args.method, params, args.model, cache)
+    try:  # the languages are the same for every pair of the run: check them once, up front
+        aligner.check(args.src_lang, args.tgt_lang)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.batch:
         for src, tgt, out in jobs:
             blocks, scores = aligner.align(
