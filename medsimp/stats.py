@@ -40,8 +40,27 @@ def write_metrics(
     run, a cold run and a run at another commit write the same metrics bytes."""
     kept = output_stats(stats)
     write_json(path, {k: kept[k] for k in headline if k in kept})
-    record = {**{k: stats[k] for k in RUN_KEYS if k in stats}, **_RUN_FACTS, **(run or {})}
+    record = {**{k: stats[k] for k in RUN_KEYS if k in stats}, **_RUN_FACTS, **cost(stats), **(run or {})}
     write_json(Path(str(path) + RUN_SUFFIX), record)
+
+
+def cost(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """What this run cost so far (issue 55: a refresh report's per-stage figures, the plan's
+    estimate): wall seconds since the process started, CPU seconds of this process and of the
+    worker processes it waited for (Beam's local workers; an external pool's are not seen), and
+    the documents it read (`read`, else `documents`)."""
+    import resource
+    import time
+
+    import psutil
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    documents = stats.get("read", stats.get("documents"))
+    return {
+        "wall_seconds": round(time.time() - psutil.Process().create_time(), 1),
+        "cpu_seconds": round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 1),
+        "documents": documents if isinstance(documents, int) and not isinstance(documents, bool) else None,
+    }
 
 
 def dead_letter(source: str, locator: str, reason: str, detail: str = "") -> dict:

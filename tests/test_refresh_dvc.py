@@ -201,7 +201,15 @@ def test_first_run_then_noop_then_one_new_review(project: Path):
     assert report["cache"] == {"hits": 2, "misses": 1}
     assert report["fingerprints_changed"] == ["toy"]
     md = (project / "reports" / "refresh" / "latest.md").read_text()
-    assert "| align | ran | cache_hits +2, cache_misses -1, pairs +2, reviews +1 | 2 / 1 |" in md
+    assert "| align | ran | cache_hits +2, cache_misses -1, pairs +2, reviews +1 | 2 / 1 | - |" in md
+    # issue 55: what each stage cost, from its run record (medsimp.stats.cost)
+    spent = stages["extract"]["cost"]
+    assert spent["documents"] == 4 and 0 < spent["cpu_seconds"] and 0 < spent["wall_seconds"] < 600
+    assert "align" in stages and "cost" not in stages["align"]  # no run record: nothing claimed
+    assert (
+        "| extract | ran | " in md
+        and f"| {spent['wall_seconds']:g} / {spent['cpu_seconds']:g}, 4, - |" in md
+    )
 
 
 NOTES_STAGE = f"""  notes:
@@ -266,9 +274,19 @@ def test_a_copied_project_with_nothing_recorded_elsewhere_refreshes_only_what_a_
 def test_dry_run_and_targets(project: Path):
     code, out = run_refresh(project, "--dry-run")
     assert code == EXIT_OK and "would run: extract, align, build" in out
+    assert "  extract: no record of an earlier run here" in out
     assert not (project / "reports").exists()
     code, out = run_refresh(project, "--targets", "align")
     assert code == EXIT_OK, out
+    write_reviews(project, [*REVIEWS, NEW_REVIEW])
+    code, out = run_refresh(project, "--dry-run")  # what each stage cost when it last ran here
+    spent = latest(project)["stages"]["extract"]["cost"]
+    assert (
+        f"  extract: last run 3 documents, {spent['wall_seconds']:g} s wall, {spent['cpu_seconds']:g} s CPU"
+        in out
+    )
+    assert "  together: " in out
+    write_reviews(project, REVIEWS)
     assert {n: s["status"] for n, s in latest(project)["stages"].items()} == {
         "extract": "ran",
         "align": "ran",

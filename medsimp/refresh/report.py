@@ -147,6 +147,9 @@ def load_previous(report_dir: Path) -> dict[str, Any] | None:
     return None
 
 
+COST_KEYS = ("wall_seconds", "cpu_seconds", "documents", "workers")  # medsimp.stats.cost, record_run
+
+
 def stage_entries(
     root: Path,
     statuses: Mapping[str, str],
@@ -166,6 +169,8 @@ def stage_entries(
         }
         if status == "ran" and (used := cache_counts({**counts, **run})) is not None:
             entry["cache"] = used
+        if status == "ran" and (spent := {k: run[k] for k in COST_KEYS if k in run}):
+            entry["cost"] = spent  # wall and CPU seconds, documents, Beam workers (its run record)
         ran_with = ran_params(root, metric_paths.get(name, [])) if status == "ran" else None
         if ran_with:
             entry["params_hash"] = ran_with  # what the stage ran with, as its run record says
@@ -217,8 +222,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     if worked:
         lines += [
             "",
-            "| stage | status | changes vs previous run | cache hits / misses |",
-            "|---|---|---|---|",
+            "| stage | status | changes vs previous run | cache hits / misses | wall / CPU s, documents, workers |",
+            "|---|---|---|---|---|",
         ]
     for name in worked:
         entry = report["stages"][name]
@@ -233,7 +238,14 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         changes = ", ".join(shown) or "-"
         used = entry.get("cache")
         cache_cell = f"{used['hits']} / {used['misses']}" if used else "-"
-        lines.append(f"| {name} | {entry['status']} | {changes} | {cache_cell} |")
+        spent = entry.get("cost") or {}
+        cost_cell = (
+            f"{spent.get('wall_seconds', '-')} / {spent.get('cpu_seconds', '-')}, "
+            f"{spent.get('documents', '-')}, {spent.get('workers', '-')}"
+            if spent
+            else "-"
+        )
+        lines.append(f"| {name} | {entry['status']} | {changes} | {cache_cell} | {cost_cell} |")
     if report["fingerprints"]:
         lines += ["", "| builder | files | bytes | sha256 | changed |", "|---|---|---|---|---|"]
         changed = report["fingerprints_changed"]

@@ -38,6 +38,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from medsimp.errors import MedsimpError
 from medsimp.params_schema import Beam
+from medsimp.stats import record_run
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
 
@@ -468,6 +469,8 @@ def new_pipeline(beam_params: Beam | None = None, extra_args: Iterable[str] = ()
     `direct_num_workers` still sets the number of worker processes."""
     options = pipeline_options(beam_params, extra_args)
     direct = options.view_as(DirectOptions)
+    # the run record's `runner` and `workers` (a refresh report's per-stage figures)
+    record_run(runner=options.view_as(StandardOptions).runner, workers=direct.direct_num_workers)
     if (
         options.view_as(StandardOptions).runner != "FnApiRunner"
         or direct.direct_running_mode != "multi_processing"
