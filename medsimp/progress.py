@@ -128,13 +128,13 @@ def _duration(seconds: float) -> str:
 
 
 @contextlib.contextmanager
-def watch(folder: str, total: int, label: str) -> Iterator[None]:
+def watch(folder: str, total: int, label: str, unit: str = "documents") -> Iterator[None]:
     """While the block runs (a Beam job whose DoFns tick a `ProgressSink(folder)`): `shown` with
-    the documents the workers count in `folder`. The folder is removed on exit."""
+    the `unit`s the workers count in `folder`. The folder is removed on exit."""
     from apache_beam.io.filesystems import FileSystems
 
     try:
-        with shown(label, total, lambda: _read_done(folder)):
+        with shown(label, total, lambda: _read_done(folder), unit):
             yield
     finally:
         with contextlib.suppress(Exception):  # nothing was written: no folder to remove

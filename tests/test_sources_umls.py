@@ -240,3 +240,27 @@ def test_a_demo_sized_index_is_named_in_the_summary(index, capsys):
     note = demo_note(read_manifest(index))
     assert len(note) == 1 and "demo vocabulary" in note[0]
     assert demo_note({"languages": {"ENG": {"terms": 8_000_000}}}) == []
+
+
+def test_link_shows_sentences_done_in_a_log_and_writes_the_same_output(index, tmp_path, monkeypatch, capsys):
+    # issue 53 item 4 / issue 55 section 3: a long Beam job's progress in its log, outputs unchanged
+    from medsimp import progress
+
+    _sentence_table(tmp_path / "src" / "sentences")
+    base = ["--params", str(ROOT / "params.yaml"), "--set", "beam.num_workers=1"]
+    base += ["--set", f"cache.dir={tmp_path / 'cache'}", "--set", "link.accepted_semtypes=null"]
+    link = ["link", "--input", str(tmp_path / "src"), "--index", str(index)]
+    assert main([*base, *link, "--output", str(tmp_path / "quiet")]) == 0
+    monkeypatch.setattr(progress, "WRITE_EVERY", 0.0)
+    monkeypatch.setattr(progress, "POLL_EVERY", 0.01)
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
+    capsys.readouterr()
+    assert main([*base, *link, "--output", str(tmp_path / "shown")]) == 0
+    err = capsys.readouterr().err
+    rows = pq.read_table(tmp_path / "src" / "sentences").num_rows  # the total: the parquet footers
+    assert any(line.startswith("link: ") and f" of {rows} sentences" in line for line in err.splitlines())
+    quiet = sorted(p.relative_to(tmp_path / "quiet") for p in (tmp_path / "quiet").rglob("*"))
+    assert quiet == sorted(p.relative_to(tmp_path / "shown") for p in (tmp_path / "shown").rglob("*"))
+    for rel in quiet:
+        if (tmp_path / "quiet" / rel).is_file() and rel.name != ".medsimp-output":
+            assert (tmp_path / "quiet" / rel).read_bytes() == (tmp_path / "shown" / rel).read_bytes(), rel

@@ -274,7 +274,9 @@ def last_costs(root: Path, dag: Dag, stages: list[str]) -> list[str]:
             f"{run.get('cpu_seconds', 0):g} s CPU{workers}"
         )
     if lines:
-        lines.append(f"  together: {cpu:g} s CPU when they last ran (the document cache makes a rerun cheaper)")
+        lines.append(
+            f"  together: {cpu:g} s CPU when they last ran (the document cache makes a rerun cheaper)"
+        )
     return lines
 
 

@@ -21,6 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.doccache import DocCache, code_version, content_key
 from medsimp.params_schema import Beam, Link, Readability
+from medsimp.progress import ProgressSink, watch
 from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
 from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import grouped_by, new_pipeline, read_numbered_documents
@@ -163,10 +164,16 @@ CODE = (
 
 class LinkFn(beam.DoFn):
     def __init__(
-        self, index_dir: str, link_params: Link, syllable_languages: list[str], cache_root: str | None
+        self,
+        index_dir: str,
+        link_params: Link,
+        syllable_languages: list[str],
+        cache_root: str | None,
+        progress: str | None = None,
     ):
         self.index_dir, self.link_params = index_dir, link_params
         self.syllable_languages, self.cache_root = syllable_languages, cache_root
+        self.progress = ProgressSink(progress)  # sentences done, for the launcher's display
 
     def setup(self):
         from medsimp.resources import cmudict_syllables
@@ -203,6 +210,7 @@ class LinkFn(beam.DoFn):
             self.count.inc(f"sentences_without_index.{language}", len(rows))
         n_concepts = sum(len(c) for c in result["concepts"])
         self.count.inc("concepts", n_concepts)
+        self.progress.tick(len(rows))
         for row, concepts, readability in zip(rows, result["concepts"], result["readability"]):
             yield {**{c: row[c] for c in _NEEDED}, "concepts": concepts, "readability": readability}
         yield beam.pvalue.TaggedOutput(
@@ -219,6 +227,9 @@ class LinkFn(beam.DoFn):
             },
         )
 
+    def finish_bundle(self):
+        self.progress.flush()
+
 
 class LinkSentences(beam.PTransform):
     """Sentence-table parquet files -> 'sentences' (each row with its concepts and
@@ -234,11 +245,12 @@ class LinkSentences(beam.PTransform):
         syllable_languages: list[str],
         cache_root: str | None,
         streamed: bool = False,
+        progress: str | None = None,
     ):
         super().__init__()
         self.files, self.index_dir, self.link_params = files, index_dir, link_params
         self.syllable_languages, self.cache_root = syllable_languages, cache_root
-        self.streamed = streamed
+        self.streamed, self.progress = streamed, progress
 
     def expand(self, pbegin):
         files = pbegin | "Files" >> beam.Create(self.files) | "Reshuffle" >> beam.Reshuffle()
@@ -257,9 +269,16 @@ class LinkSentences(beam.PTransform):
                 | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows")
             )
             grouped, dead = valid.rows | "ByDoc" >> beam.GroupByKey(), valid.dead
-        link = LinkFn(self.index_dir, self.link_params, self.syllable_languages, self.cache_root)
+        link = LinkFn(
+            self.index_dir, self.link_params, self.syllable_languages, self.cache_root, self.progress
+        )
         linked = grouped | "Link" >> beam.ParDo(link).with_outputs("documents", main="rows")
         return {"sentences": linked.rows, "documents": linked.documents, "dead": dead}
+
+
+def _rows_of(path: str) -> int:
+    with open_file(path) as fh:
+        return pq.ParquetFile(fh).metadata.num_rows
 
 
 def run(
@@ -294,10 +313,12 @@ def run(
     tables = stamp(tables, parquet_lineage(input_path))
     prepare_dirs(out_dir, tables)
     syllables = list(readability_params.syllable_languages)
-    with new_pipeline(beam_params, beam_args) as p:
+    progress = FileSystems.join(out_dir, ".progress")  # removed before the output is published
+    total = sum(_rows_of(f) for f in files)  # parquet footers: no row is read for the count
+    with watch(progress, total, "link", "sentences"), new_pipeline(beam_params, beam_args) as p:
         streamed = document_files(files)
         linked = p | "LinkSentences" >> LinkSentences(
-            files, index_dir, link_params, syllables, cache_root, streamed=streamed
+            files, index_dir, link_params, syllables, cache_root, streamed=streamed, progress=progress
         )
         write_tables(linked, tables, out_dir, num_shards)
     return finish(
