@@ -30,8 +30,8 @@ Each design trains the neural CRF (`alignment.crf.CRFAligner`) from a mix of sou
   CPU: torch runs on pinned (non-AVX) kernels here, ~12 s a step of 32 triplets at
   max_seq_length 64, so fine-tuning uses a seeded sample of `--ft-max-pairs` pairs (320: 12 steps).
 - recall designs (issue 53 section 6), each on `selfdoc`'s model: `nullprior05` / `nullprior1` /
-  `nullprior2` / `nullprior3` decode with a PLS-side deletion prior (the forward CRF's NULL emission lowered by
-  0.5 / 1 / 2 / 3, `NullPrior`); `pairmerge` adds N-1 and 1-N merges scored on the pair as a whole
+  `nullprior2` / `nullprior3` decode with a PLS-side deletion prior (the forward CRF's NULL
+  emission lowered by 0.5 / 1 / 2 / 3, `NullPrior`); `pairmerge` adds N-1 and 1-N merges scored on the pair as a whole
   (`PairMerge`: an unaligned neighbour joins a predicted pair's block when the joined sentences'
   embedding is closer to the other side, margin `--merge-margin`); `selffill` self-trains as
   `selfdoc` but also labels each PLS sentence its pseudo-labels leave unaligned with its abstract
