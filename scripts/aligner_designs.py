@@ -31,7 +31,7 @@ Each design trains the neural CRF (`alignment.crf.CRFAligner`) from a mix of sou
   max_seq_length 64, so fine-tuning uses a seeded sample of `--ft-max-pairs` pairs (320: 12 steps).
 - recall designs (issue 53 section 6), each on `selfdoc`'s model: `nullprior05` / `nullprior1` /
   `nullprior2` / `nullprior3` decode with a PLS-side deletion prior (the forward CRF's NULL
-  emission lowered by 0.5 / 1 / 2 / 3, `NullPrior`); `pairmerge` adds N-1 and 1-N merges scored on the pair as a whole
+  emission lowered by 0.5 / 1 / 2 / 3: the product's `align.crf.deletion_prior`); `pairmerge` adds N-1 and 1-N merges scored on the pair as a whole
   (`PairMerge`: an unaligned neighbour joins a predicted pair's block when the joined sentences'
   embedding is closer to the other side, margin `--merge-margin`); `selffill` self-trains as
   `selfdoc` but also labels each PLS sentence its pseudo-labels leave unaligned with its abstract
@@ -302,25 +302,11 @@ def plaba_cv(plaba: list[DocPair], train: Callable[[list[DocPair]], CRFAligner])
     return pair_prf(gold, pred)
 
 
-class NullPrior:
-    """A trained direction's scorer with its NULL emission lowered by `bias` (a deletion prior:
-    the prior odds of a row left unaligned divided by e**bias); `lattice` reads only these two."""
-
-    def __init__(self, scorer, bias: float):
-        self.scorer, self.bias = scorer, bias
-
-    def emissions(self, feats, nfeats):
-        e = self.scorer.emissions(feats, nfeats).clone()
-        e[:, 0] -= self.bias
-        return e
-
-    def transition_table(self):
-        return self.scorer.transition_table()
-
-
 def with_null_prior(model: CRFAligner, bias: float) -> CRFAligner:
-    """The model decoding with a PLS-side deletion prior (forward direction: PLS rows)."""
-    return CRFAligner(model.encoder, model.config, NullPrior(model.forward, bias), model.reverse)
+    """The model decoding with a PLS-side deletion prior (params `align.crf.deletion_prior`)."""
+    return CRFAligner(
+        model.encoder, updated(model.config, {"deletion_prior": bias}), model.forward, model.reverse
+    )
 
 
 class PairMerge:

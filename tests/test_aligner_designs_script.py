@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from alignment.devgold import COCHRANE_DEV
-from alignment.features import PAIR_FEATURES
 from alignment.gold import DocPair
 from medsimp.reviews import review_key
 
@@ -131,22 +130,6 @@ def test_pairmerge_joins_a_neighbour_only_when_the_joined_block_is_closer(ad):
     # a neighbour already aligned elsewhere is never taken
     taken = ad.PairMerge(_Fixed({(0, 0): 0.8, (1, 1): 0.7}, enc))
     assert set(taken.align(["A", "B", "C"], ["X", "Y"]).pairs) == {(0, 0), (1, 1)}
-
-
-def test_null_prior_lowers_only_the_null_emission_and_shifts_decoding_to_alignments(ad):
-    import torch
-
-    from alignment.crf import CRFScorer, lattice
-
-    torch.manual_seed(0)
-    scorer = CRFScorer(jump_cap=4, hidden=4)
-    feats = np.random.default_rng(0).random((5, 3, len(PAIR_FEATURES))).astype(np.float32)
-    plain, prior = lattice(scorer, feats), lattice(ad.NullPrior(scorer, 2.0), feats)
-    np.testing.assert_allclose(prior.emit[:, 0], plain.emit[:, 0] - 2.0, rtol=0, atol=1e-6)
-    np.testing.assert_array_equal(prior.emit[:, 1:], plain.emit[:, 1:])
-    assert (prior.aa == plain.aa).all() and prior.nn == plain.nn
-    assert 0 not in lattice(ad.NullPrior(scorer, 1e4), feats).viterbi()  # no PLS row left unaligned
-    assert set(lattice(ad.NullPrior(scorer, -1e4), feats).viterbi()) == {0}
 
 
 class _Rows:
