@@ -55,8 +55,8 @@ METHOD = (
 def scoring_key(model_dir: str | Path, aligner: Any) -> str:
     """What decides a loaded `CRFAligner`'s scores, hashed (16 hex digits): the bytes of
     `model_dir/model.pt`, the merge, jump_cap, hidden and threads it runs with, its encoder's
-    name and content fingerprint (as the embedding cache keys it) and the features' code and
-    stop words. Not the folder's path or its stats.json."""
+    name and content fingerprint (as the embedding cache keys it), the features' code and stop
+    words, and the deletion prior when there is one. Not the folder's path or its stats.json."""
     from medsimp.doccache import code_version, content_key
 
     weights = hashlib.sha256((Path(model_dir) / "model.pt").read_bytes()).hexdigest()
@@ -64,7 +64,9 @@ def scoring_key(model_dir: str | Path, aligner: Any) -> str:
     key = content_key(
         "crf-scores",
         weights,
-        {"merge": cfg.merge, "jump_cap": cfg.jump_cap, "hidden": cfg.hidden, "threads": cfg.threads},
+        {"merge": cfg.merge, "jump_cap": cfg.jump_cap, "hidden": cfg.hidden, "threads": cfg.threads}
+        # without a prior the key is the one calibrations were fitted under before it was a param
+        | ({"deletion_prior": cfg.deletion_prior} if cfg.deletion_prior else {}),
         aligner.encoder.name,
         aligner.encoder.fingerprint("en"),
         code_version("alignment.features"),

@@ -237,11 +237,15 @@ def _tensor(x: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
 
 
-def lattice(scorer: CRFScorer, feats: np.ndarray) -> Lattice:
-    """Score one direction of a document with a trained scorer (no gradients)."""
+def lattice(scorer: CRFScorer, feats: np.ndarray, null_prior: float = 0.0) -> Lattice:
+    """Score one direction of a document with a trained scorer (no gradients); `null_prior` is
+    taken off every row's NULL emission (params `align.crf.deletion_prior`, forward only)."""
     with torch.no_grad():
         emit = scorer.emissions(_tensor(feats), _tensor(null_features(feats))).numpy()
         t = {k: v.numpy() for k, v in scorer.transition_table().items()}
+    if null_prior:
+        emit = emit.copy()
+        emit[:, 0] -= np.float32(null_prior)
     return Lattice(
         emit, t["aa"].astype(np.float64), float(t["same"]), float(t["nn"]), float(t["an"]), float(t["na"])
     )
@@ -349,7 +353,7 @@ class CRFAligner:
             # the same thread count as training, whatever the process set (float sums depend on it)
             torch.set_num_threads(self.config.threads)
             merge = self.config.merge
-            lat = lattice(self.forward, f)
+            lat = lattice(self.forward, f, self.config.deletion_prior)
             marg, _ = lat.forward_backward()
             fwd = {(a - 1, s): float(marg[s, a]) for s, a in enumerate(lat.viterbi()) if a}
             rev: dict[tuple[int, int], float] = {}
@@ -382,10 +386,12 @@ class CRFAligner:
         torch.save(
             {"forward": self.forward.state_dict(), "reverse": self.reverse.state_dict()}, out / "model.pt"
         )
-        # spaCy's stop words are what a config without the key means (models saved before it was a
-        # param), so a default model keeps its bytes and content hash, which its packaged held-out
-        # scores are keyed by (medsimp/resources/aligner_heldout.json)
-        implicit = {"stopwords"} if self.config.stopwords == Crf().stopwords else set()
+        # spaCy's stop words and no deletion prior are what a config without the key means (models
+        # saved before it was a param), so a default model keeps its bytes and content hash, which
+        # its packaged held-out scores are keyed by (medsimp/resources/aligner_heldout.json)
+        implicit = {
+            k for k in ("stopwords", "deletion_prior") if getattr(self.config, k) == getattr(Crf(), k)
+        }
         cfg = {
             **self.config.model_dump(exclude={"encoder", *implicit}),
             "encoder": self.encoder.name,

@@ -25,7 +25,7 @@ from typing import Any
 
 from alignment.crf import CRFAligner
 from alignment.gold import DocPair
-from medsimp.params_schema import Crf, SelfTraining
+from medsimp.params_schema import Crf, SelfTraining, updated
 from medsimp.progress import counting
 from medsimp.reviews import DEV_REVIEWS, MC_CLEAN_TEST_REVIEWS, review_key
 
@@ -171,10 +171,14 @@ def self_train(
     gold: Sequence[DocPair], pool: Sequence[DocPair], encoder, crf: Crf, params: SelfTraining
 ) -> tuple[CRFAligner, dict[str, int]]:
     """The CRF trained on the gold, then retrained on the gold + the pool as it labels it.
-    With an empty pool the gold-only model is returned (the stats say so)."""
+    With an empty pool the gold-only model is returned (the stats say so). The pool is labelled
+    with `crf.deletion_prior` 0; both models carry `crf`'s."""
     model = CRFAligner.train(gold, encoder, crf)
     if not pool:
         return model, {"pseudo_documents": 0, "pseudo_pairs": 0}
-    pseudo = pseudo_documents(model, pool, params.min_posterior)
+    # the pool is labelled without the deletion prior (as the design measured it); the model
+    # trained on it decodes with it
+    labeller = CRFAligner(encoder, updated(crf, {"deletion_prior": 0.0}), model.forward, model.reverse)
+    pseudo = pseudo_documents(labeller, pool, params.min_posterior)
     info = {"pseudo_documents": len(pseudo), "pseudo_pairs": sum(len(d.pairs) for d in pseudo)}
     return CRFAligner.train([*gold, *pseudo], encoder, crf), info

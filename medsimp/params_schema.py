@@ -291,6 +291,11 @@ class Crf(Section):
     # the emission features' English stop words (alignment.text): spaCy's list, or scikit-learn's
     # (the list before issue 30: +0.08-0.22 CRF pair F1 on PLABA dev, docs/alignment.md)
     stopwords: StopwordList = "spacy"
+    # ours (issue 53 section 6, docs/alignment.md "Recall designs"): a PLS-side deletion prior, the
+    # forward (PLS rows) CRF's NULL emission lowered by this at decoding (prior odds of an
+    # unaligned PLS sentence divided by e**prior); 0: Jiang et al.'s decoding. Self-training labels
+    # its pool without it; the trained model carries it
+    deletion_prior: NonNegative = 0.0
 
 
 class Vecalign(Section):

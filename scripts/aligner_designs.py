@@ -29,6 +29,13 @@ Each design trains the neural CRF (`alignment.crf.CRFAligner`) from a mix of sou
   encoders are saved in `--models DIR/encoder-<name>` (else a temp dir) and reused from there.
   CPU: torch runs on pinned (non-AVX) kernels here, ~12 s a step of 32 triplets at
   max_seq_length 64, so fine-tuning uses a seeded sample of `--ft-max-pairs` pairs (320: 12 steps).
+- recall designs (issue 53 section 6), each on `selfdoc`'s model: `nullprior05` / `nullprior1` /
+  `nullprior2` / `nullprior3` decode with a PLS-side deletion prior (the forward CRF's NULL
+  emission lowered by 0.5 / 1 / 2 / 3: the product's `align.crf.deletion_prior`); `pairmerge` adds N-1 and 1-N merges scored on the pair as a whole
+  (`PairMerge`: an unaligned neighbour joins a predicted pair's block when the joined sentences'
+  embedding is closer to the other side, margin `--merge-margin`); `selffill` self-trains as
+  `selfdoc` but also labels each PLS sentence its pseudo-labels leave unaligned with its abstract
+  sentence of highest forward posterior when that is >= `--fill-min-p` (`fill_documents`).
 
 Development scores (what designs are chosen on): pair P/R/F1 on COCHRANE_DEV, hand-made
 alignments of 10 validation reviews drawn at random (seed 37) by the session that wrote this
@@ -71,13 +78,13 @@ import medsimp  # noqa: E402, F401  (first: pins CPU-independent kernels, medsim
 import numpy as np  # noqa: E402
 
 from alignment import selftrain  # noqa: E402
-from alignment.crf import CRFAligner, lattice  # noqa: E402
+from alignment.crf import CRFAligner, CRFResult, lattice  # noqa: E402
 from alignment.devgold import cochrane_dev, real_reviews  # noqa: E402
 from alignment.encoders import make_encoder  # noqa: E402
 from alignment.features import pair_features  # noqa: E402
 from alignment.gold import DocPair, gold_sources, read_golds, read_plaba  # noqa: E402
 from alignment.heldout import cochrane_gold  # noqa: E402
-from alignment.score import pair_prf  # noqa: E402
+from alignment.score import pair_prf, pairs_to_blocks  # noqa: E402
 from medsimp.params_schema import encoder_spec, updated  # noqa: E402
 from medsimp.reviews import review_key  # noqa: E402
 
@@ -295,6 +302,97 @@ def plaba_cv(plaba: list[DocPair], train: Callable[[list[DocPair]], CRFAligner])
     return pair_prf(gold, pred)
 
 
+def with_null_prior(model: CRFAligner, bias: float) -> CRFAligner:
+    """The model decoding with a PLS-side deletion prior (params `align.crf.deletion_prior`)."""
+    return CRFAligner(
+        model.encoder, updated(model.config, {"deletion_prior": bias}), model.forward, model.reverse
+    )
+
+
+class PairMerge:
+    """A model's pairs plus N-1 / 1-N merges scored on the pair as a whole: for each predicted
+    pair (c, s), an abstract sentence c+-1 aligned to nothing joins when the embedding of the
+    two abstract sentences joined is closer to s than c's alone by more than `margin`, and a PLS
+    sentence s+-1 aligned to nothing joins when the two PLS sentences joined are closer to c
+    than s alone. A pair added takes the posterior of the pair it extends."""
+
+    def __init__(self, model: CRFAligner, margin: float = 0.0):
+        self.model, self.margin = model, margin
+        self.added = 0
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @config.setter
+    def config(self, value):
+        self.model.config = value
+
+    def align(self, complex_, simple, lang="en") -> CRFResult:
+        res = self.model.align(complex_, simple, lang)
+        pairs = dict(res.pairs)
+        if not pairs:
+            return res
+        enc = self.model.encoder
+        ec, es = enc.encode(list(complex_), lang), enc.encode(list(simple), lang)
+        used_c, used_s = {c for c, _ in pairs}, {s for _, s in pairs}
+        cand: list[tuple[str, int, int, int, str]] = []  # (side, c, s, neighbour, joined text)
+        for (c, s), _ in sorted(pairs.items()):
+            for n in (c - 1, c + 1):
+                if 0 <= n < len(complex_) and n not in used_c:
+                    a, b = sorted((c, n))
+                    cand.append(("c", c, s, n, f"{complex_[a]} {complex_[b]}"))
+            for n in (s - 1, s + 1):
+                if 0 <= n < len(simple) and n not in used_s:
+                    a, b = sorted((s, n))
+                    cand.append(("s", c, s, n, f"{simple[a]} {simple[b]}"))
+        if not cand:
+            return res
+        joined = enc.encode([t for *_, t in cand], lang)
+        for (side, c, s, n, _), e in zip(cand, joined, strict=True):
+            alone = float(ec[c] @ es[s])
+            whole = float(e @ es[s]) if side == "c" else float(ec[c] @ e)
+            key = (n, s) if side == "c" else (c, n)
+            if whole > alone + self.margin and key not in pairs:
+                pairs[key] = res.pairs[(c, s)]
+                self.added += 1
+        pairs = dict(sorted(pairs.items()))
+        blocks = pairs_to_blocks(pairs, len(complex_), len(simple))
+        scores = [
+            float(np.mean([pairs[(c, s)] for c in b[0] for s in b[1] if (c, s) in pairs]))
+            if b[0] and b[1]
+            else 0.0
+            for b in blocks
+        ]
+        return CRFResult(pairs, blocks, scores)
+
+
+def fill_documents(
+    model: CRFAligner, docs: Sequence[DocPair], min_p: float, fill_p: float
+) -> tuple[list[DocPair], dict]:
+    """`selfdoc`'s labelled reviews plus the pairs they miss: each PLS sentence left unaligned
+    by the merged labels (pairs >= min_p) takes the abstract sentence of its highest forward
+    posterior when that is >= fill_p."""
+    out, added = [], 0
+    stopwords = model.config.stopwords
+    for d in docs:
+        if not d.complex or not d.simple:
+            continue
+        pairs = {k for k, p in model.align(d.complex, d.simple).pairs.items() if p >= min_p}
+        f = CRFAligner.featurize(model.encoder, d.complex, d.simple, "en", stopwords)
+        marg, _ = lattice(model.forward, f).forward_backward()
+        aligned = {s for _, s in pairs}
+        for s in range(len(d.simple)):
+            if s not in aligned and marg[s, 1:].max() >= fill_p:
+                pairs.add((int(np.argmax(marg[s, 1:])), s))
+                added += 1
+        out.append(DocPair(d.doc_id, d.complex, d.simple, frozenset(pairs), d.group))
+    info = {"min_p": min_p, "fill_p": fill_p, "documents": len(out), "pairs": sum(len(d.pairs) for d in out)}
+    return out, {**info, "pairs_added": added}
+
+
+NULL_PRIORS = {"nullprior05": 0.5, "nullprior1": 1.0, "nullprior2": 2.0, "nullprior3": 3.0}
+
 DESIGNS = (
     "base",
     "base_e5",
@@ -308,7 +406,12 @@ DESIGNS = (
     "ft",
     "ftdoc",
     "ftpool",
+    *NULL_PRIORS,
+    "pairmerge",
+    "selffill",
 )
+# designs that decode a trained design's model another way: nothing of their own to save
+DECODE_ONLY = {*NULL_PRIORS, "pairmerge"}
 # designs whose encoder is fine-tuned: the fine-tuned encoder each uses
 FT_ENCODER = {"ft": "ft", "ftdoc": "ft", "ftpool": "ftpool"}
 # designs that train (CRF or encoder) on PLABA dev: not scored on it
@@ -349,6 +452,10 @@ def main(argv=None) -> int:
         type=int,
         default=320,
         help="ft*: fine-tune on a seeded sample of this many pairs (0: all; CPU: torch's pinned kernels are slow)",
+    )
+    ap.add_argument("--merge-margin", type=float, default=0.0, help="pairmerge: cosine gain a merge needs")
+    ap.add_argument(
+        "--fill-min-p", type=float, default=0.25, help="selffill: forward posterior an added pair needs"
     )
     args = ap.parse_args(argv)
     data = Path(args.data)
@@ -458,6 +565,27 @@ def main(argv=None) -> int:
         "ftpool", trainer(ft_encoder("ftpool", "ftpool"))(base_gold), "ftpool"
     )
 
+    def selfdoc_model() -> CRFAligner:
+        if "selfdoc" not in models:
+            saved = Path(args.models, "selfdoc") if args.models else None
+            if saved and (saved / "model.pt").exists():
+                models["selfdoc"] = CRFAligner.load(saved, make_encoder(encoders["minilm"], cache))
+            else:
+                models["selfdoc"] = recipes["selfdoc"]()
+        return models["selfdoc"]
+
+    def self_fill() -> CRFAligner:
+        prev = models.get("base") or trainer("minilm")(base_gold)
+        docs, info = fill_documents(prev, pool, args.doc_min_p, args.fill_min_p)
+        pseudo["selffill"] = docs
+        results["designs"].setdefault("selffill", {})["pseudo_gold"] = info
+        return trainer("minilm")(base_gold + docs)
+
+    for key, bias in NULL_PRIORS.items():
+        recipes[key] = lambda bias=bias: with_null_prior(selfdoc_model(), bias)
+    recipes["pairmerge"] = lambda: PairMerge(selfdoc_model(), args.merge_margin)
+    recipes["selffill"] = self_fill
+
     def plaba_sample() -> list[DocPair]:
         return random.Random(13).sample(plaba, min(args.plaba_docs, len(plaba)))
 
@@ -472,7 +600,7 @@ def main(argv=None) -> int:
         if name not in recipes:
             ap.error(f"unknown design {name!r} ({', '.join(DESIGNS)})")
         out = results["designs"].setdefault(name, {})
-        saved = Path(args.models, name) if args.models else None
+        saved = Path(args.models, name) if args.models and name not in DECODE_ONLY else None
         if saved and (saved / "model.pt").exists():
             enc = "e5" if name.endswith("e5") else "minilm"
             if name in FT_ENCODER:
@@ -485,7 +613,11 @@ def main(argv=None) -> int:
             out["train_cpu_s"] = time.process_time() - t0
             if saved:
                 models[name].save(saved)
+        if isinstance(models[name], PairMerge):
+            models[name].added = 0
         out["cochrane_dev"] = score(models[name], dev)
+        if isinstance(models[name], PairMerge):
+            out["dev_pairs_merged_in"] = models[name].added
         decode, out["cochrane_dev_decodes"] = choose_decode(models[name], dev)
         out["decode_chosen_on_dev"] = f"{decode[0]}@{decode[1]}"
         if plaba and name == "plaba" and args.plaba_cv:

@@ -189,3 +189,40 @@ def test_a_foreign_model_config_is_one_line(trained, tmp_path, config, message):
     (tmp_path / "m" / "config.json").write_text(text)
     with pytest.raises(InputError, match=message):
         CRFAligner.load(tmp_path / "m", HashEncoder())
+
+
+def test_the_deletion_prior_lowers_only_the_null_emission_of_the_rows():
+    """Issue 53 section 6: params align.crf.deletion_prior takes its value off each row's NULL
+    emission and nothing else; large enough, every row aligns, negative-large none."""
+    torch.manual_seed(0)
+    scorer = CRFScorer(jump_cap=4, hidden=4)
+    f = np.random.RandomState(0).rand(5, 3, 8).astype(np.float32)
+    plain, prior = lattice(scorer, f), lattice(scorer, f, 2.0)
+    np.testing.assert_allclose(prior.emit[:, 0], plain.emit[:, 0] - 2.0, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(prior.emit[:, 1:], plain.emit[:, 1:])
+    assert (prior.aa == plain.aa).all() and (prior.nn, prior.an, prior.na) == (plain.nn, plain.an, plain.na)
+    assert 0 not in lattice(scorer, f, 1e4).viterbi()
+    assert set(lattice(scorer, f, -1e4).viterbi()) == {0}
+
+
+def test_a_deletion_prior_aligns_an_inserted_pls_sentence_and_is_saved_only_when_set(trained, tmp_path):
+    """Default 0 (params.yaml): the PLS sentence no abstract sentence matches stays unaligned and
+    a saved model's config has no such key (its bytes, and so its content hash, as before the
+    param). With a prior it is aligned, and the model saved with it decodes with it."""
+    from medsimp.config import load_params
+    from medsimp.params_schema import updated
+
+    assert load_params(Path(__file__).parents[1] / "params.yaml", []).align.crf.deletion_prior == 0.0
+    c = random_sentences(5, seed=600)
+    simple = [c[0], random_sentences(1, seed=601)[0], c[1], c[3], c[4]]
+    assert 1 not in {s for _, s in trained.align(c, simple).pairs}
+    trained.save(tmp_path / "plain")
+    assert "deletion_prior" not in (tmp_path / "plain" / "config.json").read_text()
+    eager = CRFAligner(
+        trained.encoder, updated(trained.config, {"deletion_prior": 50.0}), trained.forward, trained.reverse
+    )
+    pairs = eager.align(c, simple).pairs
+    assert 1 in {s for _, s in pairs} and {(0, 0), (1, 2), (3, 3), (4, 4)} <= set(pairs)
+    eager.save(tmp_path / "eager")
+    loaded = CRFAligner.load(tmp_path / "eager", HashEncoder())
+    assert loaded.config.deletion_prior == 50.0 and loaded.align(c, simple).pairs == pairs

@@ -295,3 +295,32 @@ def test_a_new_review_leaves_the_model_and_the_old_reviews_pairs_as_they_were(tm
         == 0
     )
     assert (tmp_path / "m" / "model.pt").read_bytes() != weights
+
+
+def test_the_pool_is_labelled_without_the_deletion_prior_and_the_model_keeps_it():
+    """Issue 53 section 6, as the `nullprior` designs were measured: the gold-only CRF labels
+    the pool as it would without a prior; the self-trained model decodes with it."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+    from fakes import HashEncoder, random_sentences
+
+    from alignment.selftrain import self_train
+    from medsimp.params_schema import Crf
+
+    def doc(k: int) -> DocPair:
+        c = random_sentences(4, seed=700 + k)
+        return DocPair(
+            f"r{k}", c, [c[0], random_sentences(1, seed=800 + k)[0], c[2]], frozenset({(0, 0), (2, 2)})
+        )
+
+    gold, pool = [doc(k) for k in range(3)], [doc(k) for k in range(3, 6)]
+    params = SelfTraining()
+    plain_model, plain = self_train(gold, pool, HashEncoder(), Crf(epochs=5), params)
+    eager_model, eager = self_train(gold, pool, HashEncoder(), Crf(epochs=5, deletion_prior=50.0), params)
+    assert eager == plain and plain["pseudo_pairs"] > 0
+    assert eager_model.config.deletion_prior == 50.0
+    assert all(
+        set(plain_model.align(d.complex, d.simple).pairs) < set(eager_model.align(d.complex, d.simple).pairs)
+        for d in pool
+    )

@@ -300,6 +300,12 @@ def test_align_calibrate_writes_beside_the_model_and_the_same_weights_find_it(tr
     other = CRFAligner.load(root / "other", make_encoder(E5Spec(), None), "union")
     assert scoring_key(root / "m", CRFAligner.load(root / "m", other.encoder, "union")) == cal.key
     assert scoring_key(root / "m", CRFAligner.load(root / "m", other.encoder, "forward")) != cal.key
+    # a deletion prior (issue 53 section 6) decides the scores too; none keeps the key it had
+    from medsimp.params_schema import updated
+
+    same = CRFAligner.load(root / "m", other.encoder, "union")
+    same.config = updated(same.config, {"deletion_prior": 2.0})
+    assert scoring_key(root / "m", same) != cal.key
     assert scoring_key(root / "other", other) != cal.key
     shutil.copy(target, root / "other.calibration.json")
     found, why = find(root / "other", scoring_key(root / "other", other))

@@ -207,8 +207,7 @@ def test_first_run_then_noop_then_one_new_review(project: Path):
     assert spent["documents"] == 4 and 0 < spent["cpu_seconds"] and 0 < spent["wall_seconds"] < 600
     assert "align" in stages and "cost" not in stages["align"]  # no run record: nothing claimed
     assert (
-        "| extract | ran | " in md
-        and f"| {spent['wall_seconds']:g} / {spent['cpu_seconds']:g}, 4, - |" in md
+        "| extract | ran | " in md and f"| {spent['wall_seconds']:g} / {spent['cpu_seconds']:g}, 4, - |" in md
     )
 
 
