@@ -35,6 +35,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.atomic import canonical_json, is_url
 from medsimp.errors import UsageError
 from medsimp.markers import MARKER
+from pipelines.jobs.beam_io import abort_uploads, check_store, write_file
 
 __all__ = ["is_url", "publish", "published_files", "read_marker"]
 
@@ -91,8 +92,7 @@ def published_files(url: str) -> tuple[str, dict[str, int]]:
 
 
 def _write_marker(url: str, marker: dict[str, Any]) -> None:
-    with FileSystems.create(FileSystems.join(url, MARKER)) as handle:  # one PUT: whole or absent
-        handle.write(canonical_json(marker).encode("utf-8"))
+    write_file(FileSystems.join(url, MARKER), canonical_json(marker).encode("utf-8"))  # whole or absent
 
 
 def _reach(url: str) -> dict[str, int]:
@@ -102,6 +102,7 @@ def _reach(url: str) -> dict[str, int]:
         FileSystems.get_filesystem(url)
     except Exception as exc:
         raise UsageError(f"--output {url}: {_short(exc)}") from None
+    check_store(url, "--output")  # s3://: the bucket exists and answers, in bounded time
     answer: queue.Queue = queue.Queue(maxsize=1)
 
     def list_it() -> None:
@@ -158,6 +159,11 @@ def _delete_runs(url: str, keep: str | None = None, only: str | None = None) -> 
         ]
         if paths:
             FileSystems.delete(paths)
+    with contextlib.suppress(Exception):  # the uploads a failed or killed writer left unfinished
+        if only is not None:
+            abort_uploads(FileSystems.join(runs, only) + "/")
+        else:
+            abort_uploads(runs + "/", keep=None if keep is None else FileSystems.join(runs, keep) + "/")
 
 
 @contextlib.contextmanager
