@@ -236,6 +236,30 @@ def test_an_unreachable_store_is_one_line_in_bounded_time(flag, url, env, says, 
     assert list(tmp_path.iterdir()) == [], "a local folder was made for the URL"
 
 
+def test_a_store_that_accepts_but_never_answers_is_one_line_within_a_minute(tmp_path):
+    """An endpoint that takes the connection and then says nothing (a hung proxy, a stuck
+    server): the store client's read timeout and bounded tries end it (Beam's client waited
+    on it for minutes)."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # the kernel completes each connection; nothing ever reads or answers
+        env = {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+        started = time.monotonic()
+        result = _cli(
+            env, tmp_path, "cochrane", "--input", "s3://bucket/x.jsonl", "--output", "out", timeout=120
+        )
+        _one_line_exit_2(result, "--input s3://bucket/x.jsonl: the store did not answer (ReadTimeoutError")
+        assert time.monotonic() - started < 60
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_align_train_self_trains_on_a_table_in_the_store_as_on_a_local_one(s3, tmp_path):
     """`align train`'s self-training pool read through Beam's FileSystems: the published run of
     `cochrane --output s3://...` gives the model a local table gives, byte for byte."""

@@ -82,7 +82,7 @@ def pipeline_options(beam_params: Beam | None = None, extra_args: Iterable[str] 
 # standard AWS environment) but bounded in time, and checks a store before the work
 # (`check_store`). Bounds on failure, not knobs of the data:
 STORE_CONNECT_SECONDS = 5  # to open a connection to the store
-STORE_READ_SECONDS = 15  # for the store to answer one request
+STORE_READ_SECONDS = 10  # for the store to answer one request (socket reads and sends)
 STORE_ATTEMPTS = 3  # tries per request (botocore's standard retry mode: at most ~20 s of backoff)
 PART_BYTES = 8 << 20  # bytes per part of a multipart upload; a smaller file is one PUT
 
@@ -285,7 +285,7 @@ def write_file(path: str, data: bytes) -> None:
 
 def _store_error(flag: str, path: str, exc: BaseException) -> UsageError:
     """One line for a store request that failed: no such bucket, access refused, no answer."""
-    from botocore.exceptions import ClientError, ConnectionError, NoCredentialsError
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError, NoCredentialsError
 
     bucket = split_s3(path)[0]
     where = f"{flag} {path}".strip()
@@ -303,7 +303,7 @@ def _store_error(flag: str, path: str, exc: BaseException) -> UsageError:
         return UsageError(
             f"{where}: no credentials for the store (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
         )
-    if isinstance(exc, ConnectionError):  # refused, timed out, reset: after STORE_ATTEMPTS tries
+    if isinstance(exc, ConnectionError | HTTPClientError):  # refused, timed out, reset: STORE_ATTEMPTS tries
         return UsageError(
             f"{where}: the store did not answer ({type(exc).__name__}, {STORE_ATTEMPTS} tries; check its "
             "endpoint and credentials, e.g. AWS_ENDPOINT_URL and AWS_ACCESS_KEY_ID)"
