@@ -262,7 +262,8 @@ def test_a_store_that_accepts_but_never_answers_is_one_line_within_a_minute(tmp_
 
 def test_align_train_self_trains_on_a_table_in_the_store_as_on_a_local_one(s3, tmp_path):
     """`align train`'s self-training pool read through Beam's FileSystems: the published run of
-    `cochrane --output s3://...` gives the model a local table gives, byte for byte."""
+    `cochrane --output s3://...` gives the model a local table gives, byte for byte; and
+    `align corpus` on it aligns what it aligns on the local table."""
     env, client = s3
     for out in ("local", f"s3://{BUCKET}/pool"):
         made = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", out)
@@ -281,6 +282,19 @@ def test_align_train_self_trains_on_a_table_in_the_store_as_on_a_local_one(s3, t
         stats = json.loads((tmp_path / f"m-{name}" / "stats.json").read_text())["self_training"]
         assert stats["pool_used"] > 0 and stats["pseudo_pairs"] > 0
     assert models["store"] == models["local"]
+    # `align corpus --input s3://...` (exit 4 before: the store settings never reached Beam)
+    for name, table in (("local", "local"), ("store", f"s3://{BUCKET}/pool/runs/{run}")):
+        args = [
+            "--set",
+            f"cache.dir={tmp_path / ('cache-corpus-' + name)}",
+            "align",
+            "corpus",
+            "--input",
+            table,
+        ]
+        aligned = _cli(env, tmp_path, *args, "--output", f"aligned-{name}", "--model", "m-local")
+        assert aligned.returncode == 0, aligned.stderr[-1500:]
+    assert _local(tmp_path / "aligned-store") == _local(tmp_path / "aligned-local") != {}
 
 
 def _uploads(client) -> list[str]:
