@@ -14,6 +14,12 @@ killed run leaves the marker as it was (the previous run, or none): readers see 
 and the next run sweeps the orphan prefix. `published_files` is how a reader checks a prefix:
 the marker's run, with every manifest file present at its size.
 
+On s3:// the files (and the marker) are written by `beam_io.create_file` (an empty file is an
+empty object; a failed write leaves no object and no unfinished upload), the store is checked
+before the work by `beam_io.check_store` (a missing bucket, an endpoint that does not answer:
+one line, in bounded time), and the unfinished uploads under a run prefix that is cleaned up
+(a killed writer's) are aborted with it.
+
 Guards, as locally: a prefix that holds objects but no medsimp marker is never written into,
 and one written by another command needs --force. Object stores offer medsimp no lock: run one
 writer per prefix (the last to publish wins).
