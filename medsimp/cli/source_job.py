@@ -13,16 +13,15 @@ def run_source_job(args, section_name: str, job) -> int:
     """Run `job.run(input, out, params, beam_params, beam_args, metrics)` into an atomic local
     folder, or under a fresh run prefix of an object store that is published when it completes
     (pipelines.jobs.objstore)."""
-    from apache_beam.io.filesystems import FileSystems
-
     from medsimp.atomic import atomic_dir
     from medsimp.config import resolve_path
     from pipelines.jobs import objstore
-    from pipelines.jobs.beam_io import pipeline_options
+    from pipelines.jobs.beam_io import use_store
 
     params = getattr(args.params_data, section_name)  # the typed section (medsimp.params_schema)
-    # the launcher reaches URLs with the job's own options (credentials, endpoints)
-    FileSystems.set_options(pipeline_options(args.params_data.beam, args.beam_arg))
+    source = args.input or resolve_path(params.input, args.params_dir)
+    # the launcher reaches URLs with the job's own options; a store input is checked first
+    use_store(args.params_data.beam, args.beam_arg, {"--input": source})
     output: AbstractContextManager = (
         objstore.publish(args.output, section_name, [section_name], force=args.force)
         if objstore.is_url(args.output)
@@ -30,7 +29,7 @@ def run_source_job(args, section_name: str, job) -> int:
     )
     with output as out:
         job.run(
-            args.input or resolve_path(params.input, args.params_dir),
+            source,
             str(out),
             params,
             args.params_data.beam,

@@ -326,9 +326,8 @@ def run(
     reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
     from medsimp.atomic import canonical_json
     from medsimp.stats import finish_stage
-    from pipelines.jobs.beam_io import fill_empty_shards, glob_escape, new_pipeline
+    from pipelines.jobs.beam_io import fill_empty_shards, glob_escape, new_pipeline, write_file
     from pipelines.jobs.common import check_rows, committed_counters, written_rows
-    from pipelines.sources.files import write_file
 
     sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
     FileSystems.mkdirs(sentences)

@@ -14,6 +14,12 @@ killed run leaves the marker as it was (the previous run, or none): readers see 
 and the next run sweeps the orphan prefix. `published_files` is how a reader checks a prefix:
 the marker's run, with every manifest file present at its size.
 
+On s3:// the files (and the marker) are written by `beam_io.create_file` (an empty file is an
+empty object; a failed write leaves no object and no unfinished upload), the store is checked
+before the work by `beam_io.check_store` (a missing bucket, an endpoint that does not answer:
+one line, in bounded time), and the unfinished uploads under a run prefix that is cleaned up
+(a killed writer's) are aborted with it.
+
 Guards, as locally: a prefix that holds objects but no medsimp marker is never written into,
 and one written by another command needs --force. Object stores offer medsimp no lock: run one
 writer per prefix (the last to publish wins).
@@ -35,6 +41,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.atomic import canonical_json, is_url
 from medsimp.errors import UsageError
 from medsimp.markers import MARKER
+from pipelines.jobs.beam_io import abort_uploads, check_store, write_file
 
 __all__ = ["is_url", "publish", "published_files", "read_marker"]
 
@@ -91,8 +98,7 @@ def published_files(url: str) -> tuple[str, dict[str, int]]:
 
 
 def _write_marker(url: str, marker: dict[str, Any]) -> None:
-    with FileSystems.create(FileSystems.join(url, MARKER)) as handle:  # one PUT: whole or absent
-        handle.write(canonical_json(marker).encode("utf-8"))
+    write_file(FileSystems.join(url, MARKER), canonical_json(marker).encode("utf-8"))  # whole or absent
 
 
 def _reach(url: str) -> dict[str, int]:
@@ -102,6 +108,7 @@ def _reach(url: str) -> dict[str, int]:
         FileSystems.get_filesystem(url)
     except Exception as exc:
         raise UsageError(f"--output {url}: {_short(exc)}") from None
+    check_store(url, "--output")  # s3://: the bucket exists and answers, in bounded time
     answer: queue.Queue = queue.Queue(maxsize=1)
 
     def list_it() -> None:
@@ -158,6 +165,11 @@ def _delete_runs(url: str, keep: str | None = None, only: str | None = None) -> 
         ]
         if paths:
             FileSystems.delete(paths)
+    with contextlib.suppress(Exception):  # the uploads a failed or killed writer left unfinished
+        if only is not None:
+            abort_uploads(FileSystems.join(runs, only) + "/")
+        else:
+            abort_uploads(runs + "/", keep=None if keep is None else FileSystems.join(runs, keep) + "/")
 
 
 @contextlib.contextmanager

@@ -163,11 +163,10 @@ def run(
     reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
     from medsimp.atomic import canonical_json
     from medsimp.stats import check_reconciles, finish_stage
-    from pipelines.jobs.beam_io import fill_empty_shards, new_pipeline
+    from pipelines.jobs.beam_io import fill_empty_shards, new_pipeline, write_file
     from pipelines.jobs.common import check_rows, committed_counters, written_rows
     from pipelines.jobs.notes import NAMESPACE as NOTES_NS
     from pipelines.jobs.notes import raise_file_errors
-    from pipelines.sources.files import write_file
 
     sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
     pipeline = new_pipeline(beam_params, beam_args)

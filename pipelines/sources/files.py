@@ -61,13 +61,6 @@ def open_file(path: str):
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
-def write_file(path: str, data: bytes) -> None:
-    """Write `data` to `path` through Beam's FileSystems (inside an output folder that is
-    swapped in whole, so no temp file is needed)."""
-    with FileSystems.create(path) as fh:
-        fh.write(data)
-
-
 def parquet_lineage(path: str) -> tuple[str, ...] | None:
     """`medsimp.lineage.read_lineage` on any Beam filesystem: the union of the lineage of a
     Parquet file or of every `*.parquet` below a folder (None: unknown)."""

@@ -309,17 +309,15 @@ def _self_training_line(info: dict) -> str:
 def _pool(args, params: Align, gold, watch=()):
     """The English reviews of the sentence table (`--input`, params align.input) that
     self-training labels (params align.self_training), or one line saying how to get one."""
-    from apache_beam.io.filesystems import FileSystems
-
     from alignment.selftrain import choose_pool
     from medsimp.config import resolve_path, shown_path
     from medsimp.errors import InputError
     from pipelines.jobs.align import english_documents, sentence_files
-    from pipelines.jobs.beam_io import pipeline_options
+    from pipelines.jobs.beam_io import use_store
 
     table = args.input or resolve_path(params.input, args.params_dir)
     # an object-store table (s3://...) is reached with the params' Beam options, as the jobs do
-    FileSystems.set_options(pipeline_options(args.params_data.beam))
+    use_store(args.params_data.beam, (), {"--input": table})
     try:
         sentence_files(table)
     except FileNotFoundError:
@@ -351,6 +349,7 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
     from medsimp.atomic import atomic_dir
     from medsimp.corpora.writer import used_aligner
     from pipelines.jobs import align as align_job
+    from pipelines.jobs.beam_io import use_store
 
     params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
     used = {
@@ -358,9 +357,11 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
         "scoring_key": _scoring_key(params, cache),
         "merge": params.crf.merge,  # what this run merged by: the card reads it, not today's params
     }
+    table = args.input or resolve_path(params.input, args.params_dir)
+    use_store(args.params_data.beam, args.beam_arg, {"--input": table})  # an s3:// table
     with atomic_dir(out) as tmp:
         align_job.run(
-            args.input or resolve_path(params.input, args.params_dir),
+            table,
             str(tmp),
             params,
             args.params_data.beam,

@@ -27,6 +27,7 @@ def run(args) -> int:
     from medsimp.atomic import atomic_dir
     from medsimp.config import cache_path, resolve_path
     from pipelines.jobs import link
+    from pipelines.jobs.beam_io import use_store
     from pipelines.text.umls import installation, read_manifest
 
     cache_root = cache_path(args.params_data, args.params_dir)
@@ -37,6 +38,7 @@ def run(args) -> int:
         read_manifest(index),
         (resolve_path(umls.mrconso, args.params_dir), resolve_path(umls.mrsty, args.params_dir)),
     )
+    use_store(args.params_data.beam, args.beam_arg, {"--input": args.input})  # an s3:// table
     with atomic_dir(args.output) as tmp:
         link.run(
             args.input,
