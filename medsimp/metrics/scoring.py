@@ -27,7 +27,7 @@ from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that
     tokenize,
 )
 from medsimp.metrics.medlane import contains
-from medsimp.params_schema import ScoringMode
+from medsimp.params_choices import ScoringMode
 from medsimp.text.medlane_refs import DEFAULT_PREPARATION, reference_tokens
 
 _TERM_RE = re.compile(r"([^\s\[\]]+)\[([^\[\]]*)\]")
