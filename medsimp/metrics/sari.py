@@ -44,48 +44,48 @@ def normalize(sentence: str) -> str:
 
 
 def _extract_ngrams(line: str) -> list[Counter]:
+    """Counts of the 1..4-grams of the whitespace tokens (tuples: the same distinct n-grams as
+    EASSE's space-joined strings, since tokens hold no space)."""
     tokens = line.split()
-    return [
-        Counter(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
-        for n in range(1, NGRAM_ORDER + 1)
-    ]
-
-
-def _times(c: Counter, v: int) -> Counter:
-    return Counter({k: x * v for k, x in c.items()})
+    return [Counter(zip(*(tokens[i:] for i in range(n)))) for n in range(1, NGRAM_ORDER + 1)]
 
 
 def sentence_stats(orig: str, sys: str, refs: Sequence[str]) -> list[int]:
     """EASSE's `compute_ngram_stats` for one sentence (normalized text): 36 counts, in the order
-    add (correct, sys total, ref total) x 4 orders, keep x 4, del x 4."""
+    add (correct, sys total, ref total) x 4 orders, keep x 4, del x 4. EASSE builds them with
+    Counter arithmetic on the source and output counts times the number of references; here one
+    pass over the source's n-grams sums the same integers (issue 57: 2-3x faster; a test checks
+    them against EASSE's Counter arithmetic)."""
     orig_ngrams, sys_ngrams = _extract_ngrams(orig), _extract_ngrams(sys)
     refs_ngrams: list[Counter] = [Counter() for _ in range(NGRAM_ORDER)]
     for ref in refs:
         for n, grams in enumerate(_extract_ngrams(ref)):
-            refs_ngrams[n] += grams
+            refs_ngrams[n].update(grams)
     num_refs = len(refs)
     add: list[int] = []
     keep: list[int] = []
     dele: list[int] = []
     for n in range(NGRAM_ORDER):
-        sys_add = set(sys_ngrams[n]) - set(orig_ngrams[n])
-        ref_add = set(refs_ngrams[n]) - set(orig_ngrams[n])
-        add += [len(sys_add & set(refs_ngrams[n])), len(sys_add), len(ref_add)]
-        orig_rep, sys_rep = _times(orig_ngrams[n], num_refs), _times(sys_ngrams[n], num_refs)
-        orig_and_sys = orig_rep & sys_rep
-        orig_and_ref = orig_rep & refs_ngrams[n]
-        keep += [
-            sum((orig_and_sys & orig_and_ref).values()),
-            sum(orig_and_sys.values()),
-            sum(orig_and_ref.values()),
-        ]
-        orig_not_sys = orig_rep - sys_rep
-        orig_not_ref = orig_rep - refs_ngrams[n]
-        dele += [
-            sum((orig_not_sys & orig_not_ref).values()),
-            sum(orig_not_sys.values()),
-            sum(orig_not_ref.values()),
-        ]
+        o_counts, s_counts, r_counts = orig_ngrams[n], sys_ngrams[n], refs_ngrams[n]
+        sys_add = s_counts.keys() - o_counts.keys()
+        add += [len(sys_add & r_counts.keys()), len(sys_add), len(r_counts.keys() - o_counts.keys())]
+        # per source n-gram g: o = count x refs, s = output count x refs, r = references' count;
+        # Counter `&` keeps min(.,.) > 0 and `-` keeps the positive difference
+        kept = kept_sys = kept_ref = deleted = deleted_sys = deleted_ref = 0
+        for gram, count in o_counts.items():
+            o = count * num_refs
+            s = s_counts.get(gram, 0) * num_refs
+            r = r_counts.get(gram, 0)
+            o_s, o_r = min(o, s), min(o, r)
+            kept += min(o_s, o_r)
+            kept_sys += o_s
+            kept_ref += o_r
+            not_s, not_r = max(o - s, 0), max(o - r, 0)
+            deleted += min(not_s, not_r)
+            deleted_sys += not_s
+            deleted_ref += not_r
+        keep += [kept, kept_sys, kept_ref]
+        dele += [deleted, deleted_sys, deleted_ref]
     return add + keep + dele
 
 
