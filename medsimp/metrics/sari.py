@@ -33,9 +33,14 @@ NGRAM_ORDER = 4
 
 @functools.cache
 def _tokenizer_13a():
+    """sacrebleu's 13a tokenizer: the very instance `bleu` tokenizes with when it is 13a, so
+    the lines both read alike (lowercase text, as MedLane's) are tokenized once (its cache)."""
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-    return Tokenizer13a()
+    from medsimp.metrics.bleu import sacrebleu_bleu
+
+    shared = sacrebleu_bleu().tokenizer
+    return shared if type(shared) is Tokenizer13a else Tokenizer13a()
 
 
 def normalize(sentence: str) -> str:
