@@ -463,6 +463,24 @@ def test_sari_sentence_stats_equal_easses_counter_arithmetic_issue_57():
         assert SA.sentence_stats(orig, sys_sent, refs) == _easse_compute_ngram_stats(orig, sys_sent, refs)
 
 
+def test_sari_normalize_is_13a_of_the_lowercased_line_issue_57():
+    """SARI's `normalize` reads BLEU's tokens lowercased where that is the same (ASCII lines
+    without 13a's case-sensitive `&...;` and `<skipped>`): equal to sacrebleu's 13a of the
+    lowercased line on 5,000 random lines of letters, digits, punctuation and whitespace."""
+    import random
+
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    rng = random.Random(57)
+    alphabet = "aZ09.,-'\"&<>;:!?()[]{}/\\ \t\r\x0b\x1fqUOTSKIPPED" + "\u00e9\u0130\u03a3"
+    reference = Tokenizer13a()
+    for _ in range(5000):
+        chars = alphabet if rng.random() < 0.3 else alphabet.replace("&", "").replace("<", "")[:-3]
+        line = "".join(rng.choice(chars) for _ in range(rng.randint(0, 30)))
+        line += rng.choice(["", "", "", " &QUOT; ", " <SKIPPED> ", " &amp;", "\n", "  ", "-\n"])
+        assert SA.normalize(line) == reference(line.lower()), repr(line)
+
+
 def test_sari_cocoxu_is_xus_released_sari_py_issue_54():
     """Cao et al. (2020) score Table 5 with "the Python package" of footnote 7,
     cocoxu/simplification's `SARI.py` (`SARIsent`, sentence level, deletion precision). The

@@ -44,8 +44,15 @@ def _tokenizer_13a():
 
 
 def normalize(sentence: str) -> str:
-    """EASSE's `normalize(sentence, lowercase=True, tokenizer="13a")`."""
-    return _tokenizer_13a()(sentence.lower())
+    """EASSE's `normalize(sentence, lowercase=True, tokenizer="13a")`: 13a tokens of the lowercased
+    line. For an ASCII line without `&`, `<` or a newline (13a's case-sensitive entity and
+    `<skipped>` rules) that is the lowercased 13a tokens of the line as BLEU tokenizes it (right
+    whitespace stripped), which the shared tokenizer's cache then holds (a test checks the two
+    agree on random lines)."""
+    tokenizer = _tokenizer_13a()
+    if sentence.isascii() and "&" not in sentence and "<" not in sentence and "\n" not in sentence:
+        return tokenizer(sentence.rstrip()).lower()
+    return tokenizer(sentence.lower())
 
 
 def _extract_ngrams(line: str) -> list[Counter]:
@@ -74,21 +81,24 @@ def sentence_stats(orig: str, sys: str, refs: Sequence[str]) -> list[int]:
         o_counts, s_counts, r_counts = orig_ngrams[n], sys_ngrams[n], refs_ngrams[n]
         sys_add = s_counts.keys() - o_counts.keys()
         add += [len(sys_add & r_counts.keys()), len(sys_add), len(r_counts.keys() - o_counts.keys())]
-        # per source n-gram g: o = count x refs, s = output count x refs, r = references' count;
-        # Counter `&` keeps min(.,.) > 0 and `-` keeps the positive difference
-        kept = kept_sys = kept_ref = deleted = deleted_sys = deleted_ref = 0
+        # per source n-gram: o = its count x refs, s = the output's count x refs, r = the
+        # references' count; Counter `&` is min(.,.) (kept if > 0) and `-` is max(difference, 0),
+        # so o & s = min(o, s), o - s = o - min(o, s) (the same for r)
+        s_get, r_get = s_counts.get, r_counts.get
+        total = kept = kept_sys = kept_ref = deleted = 0
         for gram, count in o_counts.items():
             o = count * num_refs
-            s = s_counts.get(gram, 0) * num_refs
-            r = r_counts.get(gram, 0)
-            o_s, o_r = min(o, s), min(o, r)
-            kept += min(o_s, o_r)
+            s = s_get(gram, 0) * num_refs
+            r = r_get(gram, 0)
+            o_s = o if o < s else s
+            o_r = o if o < r else r
+            total += o
+            kept += o_s if o_s < o_r else o_r
             kept_sys += o_s
             kept_ref += o_r
-            not_s, not_r = max(o - s, 0), max(o - r, 0)
-            deleted += min(not_s, not_r)
-            deleted_sys += not_s
-            deleted_ref += not_r
+            not_s, not_r = o - o_s, o - o_r
+            deleted += not_s if not_s < not_r else not_r
+        deleted_sys, deleted_ref = total - kept_sys, total - kept_ref
         keep += [kept, kept_sys, kept_ref]
         dele += [deleted, deleted_sys, deleted_ref]
     return add + keep + dele
