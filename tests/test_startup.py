@@ -4,7 +4,7 @@ Which heavy libraries each command imports before it starts work is pinned here,
 while it parses its arguments (and refuses an unknown one), when it refuses a params file that is
 not there (after the params schema is loaded), and for `evaluate files` when it refuses its flags
 or an unknown metric. One subprocess per case list; a command that starts importing torch,
-NLTK, Beam... at that point fails with its name and the modules (docs/architecture.md).
+NLTK, Beam... at that point fails with its name and the modules (docs/metrics.md, "Start-up").
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ full form, each metric's own tokenization (named in the signature; lowercased NL
 tokens unless it says otherwise), HIT per sentence over the source's annotated terms with
 whole-token matching. `medlane`: each metric's `medlane` on one `MedlaneInputs`, which
 reproduces `bleu_eval_new.py` of machinelearning4health/MedLane (see docs/metrics.md); a metric
-declares that mode with its `medlane_label`.
+declares that mode with its `medlane_label`. With enough lines and a free CPU, every second
+independent metric is computed in a forked worker meanwhile (`worker_share`): the same values.
 """
 
 from __future__ import annotations
