@@ -433,7 +433,8 @@ def _easse_compute_ngram_stats(orig: str, sys: str, refs: list[str]) -> list[int
     def times(counter, v):
         return Counter({k: x * v for k, x in counter.items()})
 
-    o_all, s_all, r_all = grams(orig), grams(sys), [Counter() for _ in range(4)]
+    o_all, s_all = grams(orig), grams(sys)
+    r_all: list[Counter] = [Counter() for _ in range(4)]
     for ref in refs:
         for n, g in enumerate(grams(ref)):
             r_all[n] += g
