@@ -38,6 +38,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+# choice lists that code outside this module names too: defined without pydantic (re-exported)
+from medsimp.params_choices import Algorithm1Reading, Comparison, Language
+from medsimp.params_choices import ScoringMode as ScoringMode  # re-exported: training, metrics
+
 log = logging.getLogger("medsimp.params")
 
 
@@ -68,12 +72,6 @@ Positive = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
 Port = Annotated[int, Field(ge=0, le=65535)]
 StopwordList = Literal["spacy", "sklearn"]
-# choice lists that code outside this module names too (it reads them with typing.get_args)
-Algorithm1Reading = Literal["pseudocode", "prose"]  # MedLane Algorithm 1's pseudocode | §3.1's prose
-Comparison = Literal["gt", "ge"]
-Language = Literal["en", "es", "fr", "fa"]
-# how `evaluate` scores: medsimp's metrics, or the MedLane authors' scorer (docs/metrics.md)
-ScoringMode = Literal["default", "medlane"]
 
 
 class Section(BaseModel):

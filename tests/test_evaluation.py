@@ -643,3 +643,50 @@ def test_a_report_adds_no_measures_that_were_not_asked_for(tmp_path, monkeypatch
     assert all(k.startswith(("bleu", "sari")) for s in result["systems"].values() for k in s["scores"])
     assert all(not s.get("extra") for s in result["systems"].values()), "--report added measures"
     assert "Not computed: pass <code>--measures</code>" in report.read_text()
+
+
+_PARALLEL_PROBE = """
+import json, sys
+from medsimp.metrics import metrics, scoring
+words = ["pain", "fever", "cough", "rash", "nausea", "fatigue", "htn", "sob"]
+items, hyps = [], []
+for i in range(300):
+    w, v = words[i % 8], words[(i * 3) % 8]
+    source = None if sys.argv[1] == "no-sources" else f"pt has {w} and htn[high blood pressure] day {i} ."
+    refs = [f"the patient has {w} and htn[high blood pressure] on day {i} .", f"they have {w} and {v} ."]
+    items.append(scoring.EvalItem(source, refs))
+    hyps.append(f"the patient has {w} and {v} day {i % 7} .")
+scoring.attach_terms(items)
+select = ["bleu", "medlane_bleu", "rouge_1", "rouge_l", "cider", "sari", "sari_cocoxu", "fkgl", "hit", "cwr", "ascore"]
+data = scoring.inputs(hyps, items, {"the", "has", "and", "day"})
+share = [m.name for m in scoring.worker_share([metrics()[n] for n in select], data)]
+found = {}
+for lines in (scoring.PARALLEL_MIN_LINES, 10**9):  # with the worker, then in this process only
+    scoring.PARALLEL_MIN_LINES = lines
+    why = {}
+    values = scoring.score("default", hyps, items, {"the", "has", "and", "day"}, select, why=why)
+    found[lines] = [values, why]
+print(json.dumps({"share": share, "runs": list(found.values())}))
+"""
+
+
+@pytest.mark.parametrize("sources", ["sources", "no-sources"])
+def test_a_forked_worker_gives_the_same_scores_and_reasons_issue_57(sources):
+    """`scoring.score` computes every second independent metric in a forked worker (issue 57):
+    the same values (the same floats, not approximately) and the same reasons for nulls as one
+    process computing all of them, in a fresh process (no test runner's threads)."""
+    import os
+    import subprocess
+    import sys
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: no worker is forked")
+
+    out = subprocess.run(
+        [sys.executable, "-c", _PARALLEL_PROBE, sources], capture_output=True, text=True, check=True
+    )
+    found = json.loads(out.stdout)
+    assert found["share"] == ["medlane_bleu", "rouge_l", "sari", "fkgl", "cwr"]
+    forked, alone = found["runs"]
+    assert forked == alone
+    assert (forked[1] == {}) == (sources == "sources")  # without sources: SARI, HIT... null, with why

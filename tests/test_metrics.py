@@ -421,6 +421,67 @@ def test_easse_sari_equals_easse_on_its_own_example():
         )
 
 
+def _easse_compute_ngram_stats(orig: str, sys: str, refs: list[str]) -> list[int]:
+    """easse 0.2.4 `sari.compute_ngram_stats` transcribed (space-joined n-gram strings, Counter
+    arithmetic on the counts times the number of references): the oracle of `sentence_stats`."""
+    from collections import Counter
+
+    def grams(line):
+        tokens = line.split()
+        return [Counter(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)) for n in range(1, 5)]
+
+    def times(counter, v):
+        return Counter({k: x * v for k, x in counter.items()})
+
+    o_all, s_all = grams(orig), grams(sys)
+    r_all: list[Counter] = [Counter() for _ in range(4)]
+    for ref in refs:
+        for n, g in enumerate(grams(ref)):
+            r_all[n] += g
+    add, keep, dele = [], [], []
+    for n in range(4):
+        sys_add = set(s_all[n]) - set(o_all[n])
+        add += [len(sys_add & set(r_all[n])), len(sys_add), len(set(r_all[n]) - set(o_all[n]))]
+        o_rep, s_rep = times(o_all[n], len(refs)), times(s_all[n], len(refs))
+        o_s, o_r = o_rep & s_rep, o_rep & r_all[n]
+        keep += [sum((o_s & o_r).values()), sum(o_s.values()), sum(o_r.values())]
+        o_ns, o_nr = o_rep - s_rep, o_rep - r_all[n]
+        dele += [sum((o_ns & o_nr).values()), sum(o_ns.values()), sum(o_nr.values())]
+    return add + keep + dele
+
+
+def test_sari_sentence_stats_equal_easses_counter_arithmetic_issue_57():
+    """`sentence_stats` sums EASSE's 36 counts in one pass over the source's n-grams (issue 57):
+    the same integers as EASSE's Counter arithmetic on 3,000 random sentences with repeated
+    words, 0 to 5 references (empty ones included)."""
+    import random
+
+    rng = random.Random(57)
+    vocab = ["a", "b", "c", "d", "e", ".", ",", "the", "of"]
+    line = lambda: " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 14)))  # noqa: E731
+    for _ in range(3000):
+        orig, sys_sent, refs = line(), line(), [line() for _ in range(rng.randint(0, 5))]
+        assert SA.sentence_stats(orig, sys_sent, refs) == _easse_compute_ngram_stats(orig, sys_sent, refs)
+
+
+def test_sari_normalize_is_13a_of_the_lowercased_line_issue_57():
+    """SARI's `normalize` reads BLEU's tokens lowercased where that is the same (ASCII lines
+    without 13a's case-sensitive `&...;` and `<skipped>`): equal to sacrebleu's 13a of the
+    lowercased line on 5,000 random lines of letters, digits, punctuation and whitespace."""
+    import random
+
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    rng = random.Random(57)
+    alphabet = "aZ09.,-'\"&<>;:!?()[]{}/\\ \t\r\x0b\x1fqUOTSKIPPED" + "\u00e9\u0130\u03a3"
+    reference = Tokenizer13a()
+    for _ in range(5000):
+        chars = alphabet if rng.random() < 0.3 else alphabet.replace("&", "").replace("<", "")[:-3]
+        line = "".join(rng.choice(chars) for _ in range(rng.randint(0, 30)))
+        line += rng.choice(["", "", "", " &QUOT; ", " <SKIPPED> ", " &amp;", "\n", "  ", "-\n"])
+        assert SA.normalize(line) == reference(line.lower()), repr(line)
+
+
 def test_sari_cocoxu_is_xus_released_sari_py_issue_54():
     """Cao et al. (2020) score Table 5 with "the Python package" of footnote 7,
     cocoxu/simplification's `SARI.py` (`SARIsent`, sentence level, deletion precision). The

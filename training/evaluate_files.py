@@ -9,8 +9,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from medsimp.errors import InputError, UsageError
 from medsimp.inputs import read_lines
 from medsimp.metrics.roworder import MIN_SHARE, own_row_share
@@ -84,6 +82,8 @@ def file_items(refs: list[str], src: str | None, n: int) -> list[EvalItem]:
 def dataset_language(dataset: str, config: str) -> str | None:
     """The language of a builder config's simple side (its `language` column), when it holds
     one language; None when it holds none, several, or no such column."""
+    import pyarrow.parquet as pq  # only for a builder's split (--dataset)
+
     found: set[str] = set()
     for path in sorted((Path(dataset) / config).glob("*.parquet")):
         if "language" not in pq.read_schema(path).names:

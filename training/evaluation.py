@@ -178,7 +178,7 @@ class Scorer:
                 f"--mode medlane is the MedLane authors' English scorer; the outputs are {self.lang} "
                 f"and the sources {self.src_lang} (use --mode default)"
             )
-        if mode == "default":
+        if mode == "default" and self._needs_terms(extras):
             scoring.attach_terms(items, self.term_dictionary)
         return scoring.score(
             mode,
@@ -192,6 +192,12 @@ class Scorer:
             self.unavailable,
             self.flagged,
         )
+
+    def _needs_terms(self, extras: bool = False) -> bool:
+        """Whether a selected metric reads the sources' terms (HIT, AScore): `attach_terms`
+        (tokenising every source and reference) only then."""
+        registry = all_metrics()
+        return any("terms" in registry[name].needs for name in selection(self.select, self.lang, extras))
 
     def _options(self, full: bool = True, extras: bool = False) -> dict:
         """The per-metric settings of one scoring call (`extras`: the measures' resources)."""
@@ -334,7 +340,8 @@ class Scorer:
         from medsimp.metrics.base import check_needs
         from medsimp.metrics.scoring import attach_terms, inputs
 
-        attach_terms(items, self.term_dictionary)
+        if self._needs_terms():
+            attach_terms(items, self.term_dictionary)
         data = inputs(hyps, items, self.common, self.options)
         chosen = [
             m for n, m in all_metrics().items() if n in selection(self.select, self.lang) and m.has_sentence
@@ -360,7 +367,8 @@ class Scorer:
         from medsimp.metrics.scoring import attach_terms, inputs
         from medsimp.metrics.significance import collect
 
-        attach_terms(items, self.term_dictionary)
+        if self._needs_terms():
+            attach_terms(items, self.term_dictionary)
         data = inputs(hyps, items, self.common, self.options)
         out = {}
         for name, metric in all_metrics().items():

@@ -22,7 +22,8 @@ from medsimp.metrics.base import Inputs, Metric, Tokens, ngrams
 
 
 @functools.cache
-def _sacrebleu_bleu(effective_order: bool = False):
+def sacrebleu_bleu(effective_order: bool = False):
+    """sacrebleu's `BLEU()` (one instance per setting: its tokenizer's cache is kept)."""
     from sacrebleu.metrics import BLEU
 
     return BLEU(effective_order=effective_order)
@@ -48,17 +49,17 @@ class SacreBLEU(Metric):
         return f"sacrebleu-bleu[{sig.replace('|', ',')}]"
 
     def corpus(self, data, done=None):
-        return {"bleu": float(_sacrebleu_bleu().corpus_score(data.hyps, _ref_streams(data.references)).score)}
+        return {"bleu": float(sacrebleu_bleu().corpus_score(data.hyps, _ref_streams(data.references)).score)}
 
     def sentence(self, data, i):
         """sacrebleu's `sentence_score` (exponential smoothing, effective order), as `--sentence-level`."""
         refs = list(data.references[i])
-        return float(_sacrebleu_bleu(True).sentence_score(data.hyps[i], refs).score)
+        return float(sacrebleu_bleu(True).sentence_score(data.hyps[i], refs).score)
 
     def stats(self, data):
         """Per sentence: sacrebleu's own sufficient statistics, read from its public `BLEUScore`
         (sys_len, ref_len, n-gram matches 1-4, n-gram totals 1-4); they sum over any subset."""
-        bleu = _sacrebleu_bleu()
+        bleu = sacrebleu_bleu()
         rows = []
         for hyp, refs in zip(data.hyps, data.references, strict=True):
             score = bleu.corpus_score([hyp], [[r] for r in refs])
@@ -67,7 +68,7 @@ class SacreBLEU(Metric):
 
     def from_stats(self, summed, n):
         """sacrebleu's public `BLEU.compute_bleu` on summed statistics, with the corpus settings."""
-        bleu = _sacrebleu_bleu()
+        bleu = sacrebleu_bleu()
         k = bleu.max_ngram_order
         stats = [int(round(float(v))) for v in summed]
         return float(

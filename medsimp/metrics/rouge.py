@@ -4,11 +4,21 @@
 lowercased NLTK Treebank tokens, punctuation kept, as every other default-mode metric) or
 `rouge-score` (rouge-score's own default: lowercase, every non-[a-z0-9] run a separator, no
 stemming). The signature names the one used.
+
+rouge-score's `rouge_scorer` imports NLTK at its top (for `nltk.sent_tokenize` of ROUGE-Lsum and
+the Porter stemmer of `use_stemmer=True`), which costs about 1.3 s (NLTK's `__init__` imports
+scipy, scikit-learn and pandas). Neither path is taken here (tokens given, ROUGE-L not -Lsum, no
+stemming), so `rouge_scorer()` imports the module with NLTK deferred: the names it binds
+(`nltk`, `porter`) load the real NLTK on first use (issue 57).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
+import sys
+import types
 from collections.abc import Sequence
 
 from medsimp.metrics.base import Inputs, Metric, Tokens
@@ -97,11 +107,45 @@ class _Given:
         return text.split(_SEP) if text else []
 
 
+class _Deferred(types.ModuleType):
+    """Stands for the module of its name until an attribute is read: then imports the real one
+    (`importlib.import_module`) and answers from it."""
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):  # import machinery probing (__path__, __spec__...): not NLTK's API
+            raise AttributeError(attr)
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+_NLTK_NAMES = ("nltk", "nltk.stem", "nltk.stem.porter")  # what rouge_score imports of NLTK
+
+
+@functools.cache
+def rouge_scorer() -> types.ModuleType:
+    """rouge-score's `rouge_scorer` module, imported without importing NLTK when NLTK is not
+    loaded yet: while it imports, `nltk`, `nltk.stem` and `nltk.stem.porter` are `_Deferred`
+    stand-ins (removed right after, so any later `import nltk` is the real one); the names
+    rouge-score kept (`rouge_scorer.nltk`, `tokenizers.porter`) load NLTK when first used
+    (ROUGE-Lsum's sentence splitting, `use_stemmer=True`)."""
+    if "rouge_score.rouge_scorer" in sys.modules or "nltk" in sys.modules:
+        return importlib.import_module("rouge_score.rouge_scorer")
+    stand_ins = {name: _Deferred(name) for name in _NLTK_NAMES}
+    stand_ins["nltk"].stem = stand_ins["nltk.stem"]  # type: ignore[attr-defined]
+    stand_ins["nltk.stem"].porter = stand_ins["nltk.stem.porter"]  # type: ignore[attr-defined]
+    sys.modules.update(stand_ins)
+    try:
+        return importlib.import_module("rouge_score.rouge_scorer")
+    finally:
+        for name, module in stand_ins.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+
+
 def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str = "rougeL") -> float:
     """ROUGE F1 (Lin 2004) of the given tokens: rouge-score's `RougeScorer([kind]).score_multi`
     (the best reference per sentence), averaged over sentences; `kind`: rougeL, rouge1 or rouge2
     (PLABA's ROUGE-1/2)."""
-    from rouge_score.rouge_scorer import RougeScorer
+    RougeScorer = rouge_scorer().RougeScorer
 
     if kind not in ("rougeL", "rouge1", "rouge2"):
         raise ValueError(f"unknown ROUGE kind {kind!r}: rougeL, rouge1 or rouge2")

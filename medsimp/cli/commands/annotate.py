@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import typing
 from pathlib import Path
 
 from medsimp.cli.args import global_options
 from medsimp.cli.commands import annotate_ingest
-from medsimp.params_schema import Params
+
+if typing.TYPE_CHECKING:
+    from medsimp.params_schema import Params
 
 HELP = "alignment annotator: HTML page / localhost server over aligned documents; ingest exports"
 # Params sections this command reads paths from (its inputs are guarded against its --output).

@@ -7,9 +7,12 @@ runs and not the annotator page:
 from __future__ import annotations
 
 import argparse
+import typing
 from pathlib import Path
 
-from medsimp.params_schema import Params
+if typing.TYPE_CHECKING:
+    from medsimp.params_schema import Params
+
 
 HELP = "exports -> majority gold (jsonl, Vecalign), labels, agreement"
 # Params sections this command reads paths from (its inputs are guarded against its --output).

@@ -22,7 +22,7 @@ from typing import get_args
 
 from medsimp.cli.args import global_options
 from medsimp.cli.commands import evaluate_files
-from medsimp.params_schema import ScoringMode
+from medsimp.params_choices import ScoringMode
 
 HELP = "score outputs with the metrics --select or params evaluate.select names; all of docs/metrics.md when neither does"
 
@@ -93,6 +93,8 @@ def _select(args: argparse.Namespace) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "files":
+        evaluate_files.check_flags(args)  # before the metrics' registry is imported
     select = _select(args)
     options: dict = {"rouge_tokenizer": args.rouge_tokenizer}
     if args.action == "files":

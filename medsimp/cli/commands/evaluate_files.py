@@ -10,10 +10,10 @@ import argparse
 import typing
 from pathlib import Path
 
-from medsimp.params_schema import Language
+from medsimp.params_choices import Language
 
 if typing.TYPE_CHECKING:
-    from medsimp.params_schema import ScoringMode
+    from medsimp.params_choices import ScoringMode
 
 LANGUAGES = typing.get_args(Language)  # params `evaluate.lang`
 
@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_flags(args: argparse.Namespace) -> None:
+def check_flags(args: argparse.Namespace) -> None:
     """Refuse a flag the chosen source of references would ignore (one line, exit 2)."""
     from medsimp.errors import UsageError
 
@@ -114,16 +114,18 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace, select: list[str] | None, options: dict) -> int:
-    """Score every `--hyp` against the same evaluation set and report it."""
+    """Score every `--hyp` against the same evaluation set and report it. The flags are checked
+    before the scoring code is imported (a refused command line costs no start-up)."""
     import sys
 
     from medsimp.atomic import check_file_target, is_stdout
     from medsimp.errors import InputError, UsageError
+
+    check_flags(args)
     from medsimp.report.evaluate import print_results, write_out, write_report
     from training.evaluate_files import Against, check_dataset_language, score_systems
     from training.evaluation import Scorer
 
-    _check_flags(args)
     if args.json and not is_stdout(args.json):
         check_file_target(args.json)  # refuse a file medsimp did not write before scoring
     p, cfg = args.params_data, args.params_data.evaluate

