@@ -6,19 +6,16 @@ full form, each metric's own tokenization (named in the signature; lowercased NL
 tokens unless it says otherwise), HIT per sentence over the source's annotated terms with
 whole-token matching. `medlane`: each metric's `medlane` on one `MedlaneInputs`, which
 reproduces `bleu_eval_new.py` of machinelearning4health/MedLane (see docs/metrics.md); a metric
-declares that mode with its `medlane_label`. With enough lines and a free CPU, every second
-independent metric is computed in a forked worker meanwhile (`worker_share`): the same values.
+declares that mode with its `medlane_label`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from medsimp.metrics import Inputs, Metric, NotComputable, metrics, selection
+from medsimp.metrics import Inputs, NotComputable, metrics, selection
 from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that import it from here
     MEDLANE_REFERENCES,
     MedlaneInputs,
@@ -123,105 +120,26 @@ def score(
     ]
     data = inputs(hyps, items, common, options)
     compat = medlane_inputs(hyps, items, common, pro_words, options) if mode == "medlane" else None
-    theirs = worker_share(chosen, data) if compat is None else []
-    ahead = _in_parallel(theirs, [m for m in chosen if m not in theirs and not m.requires], data)
     out: dict[str, float | None] = {}
     for metric in chosen:
-        if metric.name in ahead:
-            values, reason = ahead[metric.name]
-        else:
-            values, reason = _outcome(metric, data, compat, out)
-        out.update(values)
-        if reason is not None:
-            if why is None:
-                print(f"warning: {metric.name} not computed (null): {reason}", file=sys.stderr)
-            else:
-                why[metric.name] = reason
-        elif compat is None and cross_lingual(metric, data) and flagged is not None:
-            flagged[metric.name] = (
-                f"computed across languages on request ({source_language(data)} sources, "
-                f"{output_language(data)} outputs): not comparable with a same-language {metric.name}"
-            )
-    return out
-
-
-Outcome = tuple[dict[str, float | None], str | None]
-
-
-def _outcome(metric: Metric, data: Inputs, compat: MedlaneInputs | None, done: dict) -> Outcome:
-    """One metric's values and None, or its nulls and why it is not computable."""
-    try:
-        if compat is not None and metric.medlane_label is not None:
-            return metric.medlane(compat, done), None
-        check_needs(metric, data)
-        return metric.corpus(data, done), None
-    except NotComputable as exc:
-        return dict.fromkeys(metric.keys), str(exc)
-
-
-# Below this many lines a second process costs more than it saves.
-PARALLEL_MIN_LINES = 200
-# Metrics computed in-process only: a model or a JVM (threads, a subprocess), a loaded resource.
-_NOT_FORKED = frozenset({"model", "java", "resource"})
-
-
-def worker_share(chosen: Sequence[Metric], data: Inputs) -> list[Metric]:
-    """The metrics a forked worker computes while this process computes the others (issue 57:
-    `evaluate files`' text-only metrics on two cores): every second one, in table order, of those
-    that combine no other metric's value and need no model, JVM or loaded resource; none with
-    fewer than `PARALLEL_MIN_LINES` lines, one CPU, no `os.fork`, or threads running (a library
-    that started threads must not be forked: Python threads, or torch loaded, whose OpenMP
-    threads Python does not see)."""
-    import threading
-
-    if not hasattr(os, "fork") or len(data) < PARALLEL_MIN_LINES or threading.active_count() > 1:
-        return []
-    if "torch" in sys.modules:
-        return []
-    if len(os.sched_getaffinity(0)) < 2:
-        return []
-    independent = [m for m in chosen if not m.requires and not (m.needs & _NOT_FORKED)]
-    return independent[1::2]
-
-
-def _in_parallel(theirs: Sequence[Metric], ours: Sequence[Metric], data: Inputs) -> dict[str, Outcome]:
-    """`_outcome` of `theirs` in a forked worker and of `ours` here, at the same time; the same
-    values as one process computes (the worker runs the same code on a copy of the same data).
-    Anything amiss with the worker (it fails, is killed, its result unreadable) leaves its
-    metrics out, and the caller computes them here (a real error then surfaces here)."""
-    if not theirs:
-        return {}
-    import pickle
-    import signal
-
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the worker: compute, send, leave without running the parent's exit handlers
-        code = 1
         try:
-            os.close(read)
-            payload = pickle.dumps({m.name: _outcome(m, data, None, {}) for m in theirs})
-            with os.fdopen(write, "wb") as pipe:
-                pipe.write(payload)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    done: dict[str, Outcome] = {}
-    try:
-        done = {m.name: _outcome(m, data, None, {}) for m in ours}
-        with os.fdopen(read, "rb") as pipe:
-            payload = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        pid = 0
-        if os.waitstatus_to_exitcode(status) == 0:
-            done.update(pickle.loads(payload))
-    finally:
-        if pid:  # this process is unwinding (an error, a signal): the worker goes too
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-    return done
+            if compat is not None and metric.medlane_label is not None:
+                out.update(metric.medlane(compat, out))
+                continue
+            check_needs(metric, data)
+            out.update(metric.corpus(data, out))
+            if cross_lingual(metric, data) and flagged is not None:
+                flagged[metric.name] = (
+                    f"computed across languages on request ({source_language(data)} sources, "
+                    f"{output_language(data)} outputs): not comparable with a same-language {metric.name}"
+                )
+        except NotComputable as exc:
+            out.update(dict.fromkeys(metric.keys))
+            if why is None:
+                print(f"warning: {metric.name} not computed (null): {exc}", file=sys.stderr)
+            else:
+                why[metric.name] = str(exc)
+    return out
 
 
 # ------------------------------------------------------------------ MedLane-compatible mode
