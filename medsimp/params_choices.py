@@ -14,3 +14,5 @@ Comparison = Literal["gt", "ge"]
 Language = Literal["en", "es", "fr", "fa"]
 # how `evaluate` scores: medsimp's metrics, or the MedLane authors' scorer (docs/metrics.md)
 ScoringMode = Literal["default", "medlane"]
+# ROUGE's tokens: lowercased NLTK Treebank tokens | rouge-score's own (docs/metrics.md)
+RougeTokenizer = Literal["nltk", "rouge-score"]

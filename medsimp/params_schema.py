@@ -39,7 +39,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 # choice lists that code outside this module names too: defined without pydantic (re-exported)
-from medsimp.params_choices import Algorithm1Reading, Comparison, Language
+from medsimp.params_choices import Algorithm1Reading, Comparison, Language, RougeTokenizer
 from medsimp.params_choices import ScoringMode as ScoringMode  # re-exported: training, metrics
 
 log = logging.getLogger("medsimp.params")
@@ -556,6 +556,9 @@ class Evaluate(Section):
     src_lang: Language | None = None  # the sources' language; null = lang (--src-lang)
     allow_cross_lingual: bool = False  # compute source-vs-output metrics across languages, flagged
     check_language: bool = True  # evaluate files: refuse outputs/sources detected in another language
+    rouge_tokenizer: RougeTokenizer = (
+        "nltk"  # ROUGE's tokens (--rouge-tokenizer): NLTK Treebank | rouge-score's
+    )
 
 
 class Refresh(Section):

@@ -416,3 +416,26 @@ def test_spanish_sources_with_spanish_outputs_pass_the_check(tmp_path, monkeypat
     monkeypatch.chdir(ROOT)
     args = _write(tmp_path, "\n".join(es) + "\n", "\n".join(es) + "\n", "\n".join(es) + "\n")
     assert _run(tmp_path, *args, "--lang", "es", "--select", "bleu")["scores"]["bleu"] == pytest.approx(100.0)
+
+
+def test_the_rouge_tokenizer_is_a_params_knob_the_flag_overrides(tmp_path):
+    # issue 56: `--rouge-tokenizer` was a stage knob on the command line only, not in params.yaml
+    from medsimp.params_schema import Evaluate
+
+    assert yaml.safe_load((ROOT / "params.yaml").read_text())["evaluate"]["rouge_tokenizer"] == "nltk"
+    assert Evaluate().rouge_tokenizer == "nltk"
+    args = _write(tmp_path, FR_SRC, FR_HYP, FR_REF)
+    args += ["--lang", "fr", "--select", "rouge_l"]
+
+    def rouge(*extra: str):
+        out = tmp_path / "out.json"
+        assert main([*FAST, *extra[:2], "evaluate", "files", *args, *extra[2:], "--json", str(out)]) == 0
+        found = json.loads(out.read_text())
+        return found["scores"]["rouge_l"], found["signature"].rsplit("|", 1)[-1]
+
+    default = rouge("--set", "evaluate.rouge_tokenizer=nltk")
+    theirs = rouge("--set", "evaluate.rouge_tokenizer=rouge-score")
+    assert default[1].startswith("rouge_l:rouge-score-f1+tok-nltk-treebank-lc")
+    assert theirs[1].startswith("rouge_l:rouge-score-f1+tok-rouge-score-default")
+    assert theirs[0] != default[0]  # `résultats` is split by rouge-score's tokens, kept by NLTK's
+    assert rouge("--set", "evaluate.rouge_tokenizer=nltk", "--rouge-tokenizer", "rouge-score") == theirs

@@ -22,7 +22,7 @@ from typing import get_args
 
 from medsimp.cli.args import global_options
 from medsimp.cli.commands import evaluate_files
-from medsimp.params_choices import ScoringMode
+from medsimp.params_choices import RougeTokenizer, ScoringMode
 
 HELP = "score outputs with the metrics --select or params evaluate.select names; all of docs/metrics.md when neither does"
 
@@ -42,10 +42,10 @@ def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rouge-tokenizer",
-        choices=("nltk", "rouge-score"),
-        default="nltk",
-        help="ROUGE's tokens: nltk (lowercased NLTK Treebank, punctuation kept; default) or "
-        "rouge-score (rouge-score's own default: lowercase, alphanumeric runs)",
+        choices=get_args(RougeTokenizer),
+        default=None,
+        help="ROUGE's tokens: nltk (lowercased NLTK Treebank, punctuation kept) or rouge-score "
+        "(rouge-score's own default: lowercase, alphanumeric runs); default: params evaluate.rouge_tokenizer",
     )
 
 
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "files":
         evaluate_files.check_flags(args)  # before the metrics' registry is imported
     select = _select(args)
-    options: dict = {"rouge_tokenizer": args.rouge_tokenizer}
+    options: dict = {"rouge_tokenizer": args.rouge_tokenizer or args.params_data.evaluate.rouge_tokenizer}
     if args.action == "files":
         return evaluate_files.run(args, select, options)
     from medsimp.stats import finish_stage
