@@ -521,7 +521,7 @@ def test_checkpoint_key_covers_the_code_that_shapes_the_examples():
     code = checkpoint_code()
     for module in (
         "training.labels",
-        "medsimp.metrics.scoring",
+        "medsimp.text.medlane_refs",  # `abbr[full]` (EvalItem, expand)
         "pipelines.sources.medlane",
         "medsimp.text.words",
     ):

@@ -51,7 +51,8 @@ def card_provenance(
     params; hashes are of content, so the same inputs give the same card from any folder."""
     from alignment.calibration import estimate_line, filter_rule, find, model_folder, model_shown
     from medsimp.config import params_hash, resolve_path
-    from medsimp.corpora.writer import code_hash, content_hash
+    from medsimp.corpora.writer import code_hash
+    from medsimp.provenance import content_hash
 
     params = args.params_data
     out: dict[str, Any] = {"code_sha256": code_hash()}

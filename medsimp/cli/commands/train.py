@@ -28,13 +28,7 @@ MODELS = ("declare", "bertmt", "dictionary", "copy")
 # module it imports (examples, tokens, labels, network, loop), so a change there retrains
 # instead of resuming a stale checkpoint.
 MODEL_MODULES = ("training.data", "training.declare", "training.trainer")
-DATA_SHAPING = (
-    "training",
-    "medsimp.text",
-    "pipelines",
-    "medsimp.metrics.scoring",
-    "medsimp.metrics.base",
-)  # scoring: `abbr[full]`; base: tokens
+DATA_SHAPING = ("training", "medsimp.text", "pipelines")  # text: `abbr[full]` and tokens
 
 
 def checkpoint_code() -> list[str]:
@@ -105,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
 
     from medsimp.atomic import atomic_dir, write_json
     from medsimp.config import cache_path, resolve_path
-    from medsimp.metrics.scoring import tokenize
     from medsimp.progress import interactive
     from medsimp.stats import check_reconciles, finish_stage, output_stats
+    from medsimp.text.words import lower_tokens as tokenize
     from training import baselines
     from training.data import load_splits, with_dataset
     from training.lexicon import load_dictionary
