@@ -80,3 +80,49 @@ def test_packaged_resources_are_covered() -> None:
     # params name the dictionaries and the common-word list: data deps through ${...}
     assert {"${train.dictionaries[0]}", "${train.dictionaries[1]}"} <= set(deps["train"])
     assert {"${train.dictionaries[1]}", "${notes.common_words}"} <= set(deps["evaluate"])
+
+
+# The contract (issue 56 §2): the stages a comment in each module may rerun, read from dvc.yaml
+# as DVC resolves it (foreach items included). A module a stage does not run is not its code.
+BUILDS = {f"build@{n}" for n in ("multicochrane", "medlane", "msd", "plaba", "radiology")}
+TRAINS = {f"train@{n}" for n in ("declare", "bertmt", "dictionary", "copy")}
+RERUNS = {
+    "medsimp/metrics/style.py": {"evaluate"},
+    "medsimp/metrics/sari.py": {"evaluate"},
+    "medsimp/corpora/plaba.py": BUILDS,
+    "medsimp/corpora/writer.py": BUILDS,
+    "alignment/crf.py": {"align_train", "align"},
+    "training/declare.py": {"train@declare", "train@bertmt"},
+    "training/trainer.py": {"train@declare", "train@bertmt"},
+    "training/baselines.py": {"train@dictionary", "train@copy"},
+    "medsimp/cli/commands/train.py": TRAINS,
+}
+
+
+def test_a_comment_in_a_module_reruns_only_the_stages_that_run_it() -> None:
+    files = dvc_deps.stage_files(TEXT)
+    for module, stages in RERUNS.items():
+        assert {s for s, code in files.items() if module in code} == stages, module
+
+
+def test_each_model_stage_lists_its_own_code() -> None:
+    """`medsimp train` imports its model's step by name (`code_modules`): each train@ item lists
+    that step's closure, so the baselines' stages do not depend on DECLARE's code."""
+    from medsimp.cli.commands import train
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    assert list(yaml.safe_load(TEXT)["stages"]["train"]["foreach"]) == params["train"]["models"]
+    assert set(train.MODEL_STEPS) == set(params["train"]["models"])
+    own = dvc_deps.variant_code(TEXT)["train"]
+    assert own["copy"] == own["dictionary"] == ["training/baselines.py"]
+    assert {"training/declare.py", "training/trainer.py", "training/neural.py"} <= set(own["declare"])
+    for model, module in train.MODEL_STEPS.items():  # the step the run imports is the one listed
+        assert f"training/{module}.py" in own[model]
+    assert "training/trainer.py" not in dvc_deps.code_deps("medsimp.cli.commands.train")
+
+
+def test_stale_item_code_slots_are_put_right() -> None:
+    start = TEXT.index("      copy: {code1:")
+    line = TEXT[start : TEXT.index("\n", start) + 1]
+    broken = TEXT.replace(line, "      copy: {}\n").replace("        - ${item.code2}\n", "", 1)
+    assert dvc_deps.sync(broken) == TEXT

@@ -12,12 +12,22 @@ module writes them:
 
 Only the code entries of each `deps:` list are replaced (entries under medsimp/, pipelines/,
 alignment/, training/ without `${...}`); data deps, comments and everything else stay as written.
-`tests/test_dvc_deps.py` checks the committed dvc.yaml equals its rewrite.
+`tests/test_dvc_deps.py` checks the committed dvc.yaml equals its rewrite, and holds the contract:
+for the modules a change is most likely to touch, the stages a comment in each may rerun.
+
+A command whose code depends on its arguments (`medsimp train --model copy` runs no DECLARE code)
+imports that code by a name it builds at run time, which the import graph does not follow, and
+says which modules a run imports so in `code_modules(args) -> list[str]`. Its stage is a
+`foreach` over a mapping (`train@declare`, `train@copy`, ...): this module parses each item's
+command and writes, as the item's values `code1..codeN`, the files that item's modules add to the
+command's closure (a shorter list repeats its last file: DVC cannot interpolate a list into
+`deps`, so every item has the same slots), and lists them as the deps `${item.code1}` ... .
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import shlex
@@ -35,12 +45,15 @@ ROOT = Path(__file__).resolve().parents[2]  # the checkout holding dvc.yaml
 _STAGE = re.compile(r"^  (?P<name>[\w-]+):\s*(?:#.*)?$")
 _DEPS = re.compile(r"^(?P<indent>\s+)deps:\s*(?:#.*)?$")
 _ITEM = re.compile(r"^(?P<indent>\s+)- (?P<value>[^#\s]+)\s*(?:#.*)?$")
+_FOREACH = re.compile(r"^(?P<indent>\s+)foreach:\s*(?:#.*)?$")
+_SLOT = re.compile(r"^\$\{item\.code\d+\}$")  # a foreach item's own code (`code_modules`)
 
 
-def code_deps(module: str) -> list[str]:
-    """The checkout files the command module `module` imports or reads as packaged resources
-    (sorted), with the `medsimp` entry point that runs it."""
-    modules, names = code_graph.closure(["medsimp.cli", module])
+def code_deps(module: str, *extra: str) -> list[str]:
+    """The checkout files the command module `module` (and the modules `extra` it imports by a
+    run-time name) import or read as packaged resources (sorted), with the `medsimp` entry point
+    that runs it."""
+    modules, names = code_graph.closure(["medsimp.cli", module, *extra])
     files = {p.relative_to(ROOT).as_posix() for p in modules.values() if p.is_relative_to(ROOT)}
     files |= {packaged.path(n).resolve().relative_to(ROOT).as_posix() for n in names}
     return sorted(files)
@@ -60,6 +73,70 @@ def stage_commands(text: str) -> dict[str, str]:
     return found
 
 
+def variant_code(text: str) -> dict[str, dict[str, list[str]]]:
+    """Stage -> foreach key -> the files that item's run adds to its command's closure, for the
+    stages whose command module defines `code_modules(args)` (the item's cmd, `${key}`
+    substituted, parsed as the command line)."""
+    parser = build_parser()
+    found: dict[str, dict[str, list[str]]] = {}
+    for name, module in stage_commands(text).items():
+        code_modules = getattr(importlib.import_module(module), "code_modules", None)
+        if code_modules is None:
+            continue
+        body = yaml.safe_load(text)["stages"][name]
+        if not isinstance(body.get("foreach"), dict):
+            raise ValueError(
+                f"stage {name}: {module} chooses its code by its arguments: make it a foreach over a mapping"
+            )
+        shared = set(code_deps(module))
+        found[name] = {}
+        for key in body["foreach"]:
+            words = shlex.split(body["do"]["cmd"].replace("${key}", str(key)))
+            args = parser.parse_args(words[1:])
+            found[name][key] = sorted(set(code_deps(module, *code_modules(args))) - shared)
+    return found
+
+
+def _slots(own: dict[str, list[str]], module: str) -> dict[str, list[str]]:
+    """Each item's own files padded to the same number of slots (repeating its last file, or the
+    command module's file for an item with none)."""
+    width = max((len(files) for files in own.values()), default=0)
+    command_file = code_deps(module)[0]
+    return {
+        k: files + [files[-1] if files else command_file] * (width - len(files)) for k, files in own.items()
+    }
+
+
+def _fill(value: str, values: dict[str, str]) -> str:
+    """`value` with each `${item...}` / `${key}` that `values` holds replaced."""
+    return re.sub(r"\$\{(?:item|key)[.\w]*\}", lambda m: values.get(m[0], m[0]), value)
+
+
+def stage_files(text: str, params: dict | None = None) -> dict[str, set[str]]:
+    """Every DVC stage as DVC names it (`filter`, `train@copy`) -> the code files its deps list,
+    foreach items resolved (`${item.code1}`, `${item}`; a foreach over `${section.key}` is read
+    from `params`, params.yaml by default)."""
+    out: dict[str, set[str]] = {}
+    for name, body in yaml.safe_load(text)["stages"].items():
+        if "foreach" not in body:
+            out[name] = {d for d in body["deps"] if is_code(d)}
+            continue
+        items = body["foreach"]
+        if isinstance(items, str):  # `${train.models}`
+            if params is None:
+                params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+            for part in items.strip("${}").split("."):
+                items = params[part] if isinstance(params, dict) else None
+                params = items if isinstance(items, dict) else params
+        pairs = items.items() if isinstance(items, dict) else [(k, k) for k in items]
+        for key, item in pairs:
+            values = {f"${{item.{k}}}": str(v) for k, v in item.items()} if isinstance(item, dict) else {}
+            values |= {"${item}": str(item), "${key}": str(key)}
+            deps = [_fill(d, values) for d in body["do"]["deps"]]
+            out[f"{name}@{key}"] = {d for d in deps if is_code(d)}
+    return out
+
+
 def is_code(value: str) -> bool:
     """A dep entry that names our code (not a `${...}` data path)."""
     return "${" not in value and value.strip("'\"").split("/")[0] in code_graph.ROOT_PACKAGES
@@ -68,6 +145,7 @@ def is_code(value: str) -> bool:
 def sync(text: str) -> str:
     """dvc.yaml's text with every stage's code deps set to its command's import closure."""
     commands = stage_commands(text)
+    slots = {name: _slots(own, commands[name]) for name, own in variant_code(text).items()}
     out: list[str] = []
     stage: str | None = None
     in_stages = False
@@ -81,8 +159,16 @@ def sync(text: str) -> str:
         elif in_stages and (m := _STAGE.match(line)):
             stage = m["name"]
         deps = _DEPS.match(line) if stage in commands else None
+        foreach = _FOREACH.match(line) if stage in slots else None
         out.append(line)
         i += 1
+        if foreach and stage is not None:  # the items' own code, one flow mapping per item
+            while i < len(lines) and len(lines[i]) - len(lines[i].lstrip()) > len(foreach["indent"]):
+                i += 1
+            for key, files in slots[stage].items():
+                values = ", ".join(f"code{n}: {f}" for n, f in enumerate(files, 1))
+                out.append(f"{foreach['indent']}  {key}: {{{values}}}\n")
+            continue
         if not deps or stage is None:
             continue
         items: list[str] = []
@@ -91,11 +177,13 @@ def sync(text: str) -> str:
             i < len(lines) and (item := _ITEM.match(lines[i])) and len(item["indent"]) > len(deps["indent"])
         ):
             indent = item["indent"]
-            if not is_code(item["value"]):
+            if not is_code(item["value"]) and not _SLOT.match(item["value"]):
                 items.append(lines[i])
             i += 1
         indent = indent or deps["indent"] + "  "
         out.extend(items)
+        width = len(next(iter(slots[stage].values()), [])) if stage in slots else 0
+        out.extend(f"{indent}- ${{item.code{n}}}\n" for n in range(1, width + 1))
         out.extend(f"{indent}- {path}\n" for path in code_deps(commands[stage]))
     return "".join(out)
 
