@@ -86,6 +86,7 @@ def test_packaged_resources_are_covered() -> None:
 # as DVC resolves it (foreach items included). A module a stage does not run is not its code.
 BUILDS = {f"build@{n}" for n in ("multicochrane", "medlane", "msd", "plaba", "radiology")}
 TRAINS = {f"train@{n}" for n in ("declare", "bertmt", "dictionary", "copy")}
+REPORTS = {f"report@{n}" for n in ("multicochrane", "medlane", "msd", "plaba", "radiology")}
 RERUNS = {
     "medsimp/metrics/style.py": {"evaluate"},
     "medsimp/metrics/sari.py": {"evaluate"},
@@ -96,6 +97,16 @@ RERUNS = {
     "training/trainer.py": {"train@declare", "train@bertmt"},
     "training/baselines.py": {"train@dictionary", "train@copy"},
     "medsimp/cli/commands/train.py": TRAINS,
+    # params sections: the stages that list the section under `params:` or whose code imports it
+    "medsimp/params_schema.py": set(),  # the root composes the sections: checked in test_params
+    "medsimp/sections/filter.py": {"filter", *BUILDS, *REPORTS},
+    "medsimp/sections/train.py": {*TRAINS, "evaluate"},
+    "medsimp/sections/evaluate.py": {"evaluate"},
+    "medsimp/sections/align.py": {"align_train", "align", *BUILDS, *REPORTS},
+    "medsimp/sections/cochrane.py": {"cochrane", "build@multicochrane"},
+    "medsimp/sections/simplify.py": {"simplify"},
+    "medsimp/sections/humaneval.py": {"humaneval_forms", "humaneval_analyze"},
+    "medsimp/sections/build.py": BUILDS,
 }
 
 
@@ -126,3 +137,16 @@ def test_stale_item_code_slots_are_put_right() -> None:
     line = TEXT[start : TEXT.index("\n", start) + 1]
     broken = TEXT.replace(line, "      copy: {}\n").replace("        - ${item.code2}\n", "", 1)
     assert dvc_deps.sync(broken) == TEXT
+
+
+def test_each_builder_lists_the_params_its_card_hashes() -> None:
+    """build@NAME's params are build.NAME and the UPSTREAM sections of that builder (the card's
+    params hashes), written from the code, not a hand list of every section."""
+    from medsimp.cli.commands.build import UPSTREAM
+
+    items = yaml.safe_load(TEXT)["stages"]["build"]["foreach"]
+    assert set(items) == set(UPSTREAM)
+    for name, item in items.items():
+        listed = {v for k, v in item.items() if k.startswith("p")}
+        assert listed == {f"build.{name}", *UPSTREAM[name]}, name
+    assert yaml.safe_load(TEXT)["stages"]["build"]["do"]["params"] == [f"${{item.p{n}}}" for n in range(1, 6)]

@@ -60,7 +60,9 @@ def git_revision(cwd: str | Path = ".") -> str:
 
 
 # The command whose code a card's hash covers: `medsimp build` (the entry point and every module
-# it imports, with the packaged resources they read), the same files as its DVC stage's deps.
+# it imports, with the packaged resources they read), its DVC stages' shared code deps; the params
+# sections a build@ stage lists only for their values (upstream stages') are on the card as params
+# hashes instead.
 BUILD_COMMAND = "medsimp.cli.commands.build"
 
 

@@ -38,6 +38,13 @@ UPSTREAM = {
 }
 
 
+def params_sections(args: argparse.Namespace) -> list[str]:
+    """The params a `medsimp build NAME` run reads: `build.NAME`, and the sections of the stages
+    upstream of that builder (`UPSTREAM`), whose params hashes its card records (the build@NAME
+    stage's params in dvc.yaml, written by medsimp.cli.dvc_deps)."""
+    return [f"build.{args.name}", *UPSTREAM.get(args.name, ())]
+
+
 def card_provenance(
     args: argparse.Namespace, cfg, located, aligner_scores: Sequence[float] = ()
 ) -> dict[str, str]:
