@@ -40,7 +40,9 @@ def test_different_inputs_give_different_provenance(tmp_path):
     assert a["meta"]["input.input"].endswith(f"sha256:{content_hash(tmp_path / 'a')}")
     assert a["meta"]["input.input"] != b["meta"]["input.input"]
     assert a["meta"]["params_hash.notes"] == b["meta"]["params_hash.notes"]  # upstream stage's params
-    assert a["meta"]["code_sha256"] == code_hash() != ""
+    # the code of `medsimp build` and of the builder it ran, not another builder's
+    assert a["meta"]["code_sha256"] == code_hash("medsimp.corpora.medlane") != ""
+    assert code_hash("medsimp.corpora.plaba") != code_hash("medsimp.corpora.medlane")
     again = _build(tmp_path, tmp_path / "a", "a2")  # same inputs: the same card, byte for byte
     assert again["card"].replace("built-a2", "built-a") == a["card"]
 

@@ -30,7 +30,7 @@ its last entry):
   which in `params_sections(args)` (`medsimp build NAME`: `build.NAME` and the sections of the
   stages upstream of that builder, whose params hashes its card records).
 Such a stage is a `foreach` over a mapping; this module parses each item's command (`${key}`
-substituted) and rewrites the items, keeping their other values.
+substituted) and rewrites the items (one key a line), keeping their other values.
 """
 
 from __future__ import annotations
@@ -243,8 +243,8 @@ def sync(text: str) -> str:
                 kept = {k: v for k, v in (item or {}).items() if not re.fullmatch(r"(code|p)\d+", k)}
                 kept |= {f"p{n}": v for n, v in enumerate(current.params.get(key, []), 1)}
                 kept |= {f"code{n}": v for n, v in enumerate(current.own.get(key, []), 1)}
-                values = ", ".join(f"{k}: {_scalar(v)}" for k, v in kept.items())
-                out.append(f"{block['indent']}  {key}: {{{values}}}\n")
+                out.append(f"{block['indent']}  {key}:\n")
+                out.extend(f"{block['indent']}    {k}: {_scalar(v)}\n" for k, v in kept.items())
             continue
         if (block := _PARAMS.match(line)) and current.params:
             end = _block_end(lines, i, block["indent"])

@@ -60,15 +60,16 @@ def git_revision(cwd: str | Path = ".") -> str:
 
 
 # The command whose code a card's hash covers: `medsimp build` (the entry point and every module
-# it imports, with the packaged resources they read), its DVC stages' shared code deps; the params
-# sections a build@ stage lists only for their values (upstream stages') are on the card as params
-# hashes instead.
+# it imports, with the packaged resources they read) and the builder it runs: the build@<name>
+# stage's code deps, but the params sections that stage lists only for their values (the
+# upstream stages'), which are on the card as params hashes instead.
 BUILD_COMMAND = "medsimp.cli.commands.build"
 
 
-def code_hash() -> str:
+def code_hash(*builders: str) -> str:
     """sha256 (first 16 hex digits) of the code that builds a corpus: the import closure of
-    `medsimp build` (`medsimp.code_graph`; module names and bytes, then packaged resources by
+    `medsimp build` and the modules of `builders` (`medsimp.corpora.<name>`, which it imports by
+    name) (`medsimp.code_graph`; module names and bytes, then packaged resources by
     name and bytes, sorted), read where Python imports them from, so a checkout and an
     installed wheel of the same commit agree, and code the build never runs (the annotator
     page, the trainer) does not change the card.
@@ -77,7 +78,7 @@ def code_hash() -> str:
     records its own hash in dvc.lock (the lock is written before that commit exists), so a
     revision on the card would make every fresh clone's `dvc repro` rewrite dvc.lock. The
     build's run record (`metrics/build-<name>.json.run.json`) keeps the git revision."""
-    modules, names = code_graph.closure(["medsimp.cli", BUILD_COMMAND])
+    modules, names = code_graph.closure(["medsimp.cli", BUILD_COMMAND, *builders])
     files = [(f"module {name}", path) for name, path in modules.items()]
     for name in names:
         found = packaged.path(name)

@@ -38,6 +38,13 @@ UPSTREAM = {
 }
 
 
+def code_modules(args: argparse.Namespace) -> list[str]:
+    """The modules a `medsimp build NAME` run imports by name: the builder's."""
+    from medsimp.corpora import builder_module
+
+    return [builder_module(args.name)]
+
+
 def params_sections(args: argparse.Namespace) -> list[str]:
     """The params a `medsimp build NAME` run reads: `build.NAME`, and the sections of the stages
     upstream of that builder (`UPSTREAM`), whose params hashes its card records (the build@NAME
@@ -62,7 +69,7 @@ def card_provenance(
     from medsimp.provenance import content_hash
 
     params = args.params_data
-    out: dict[str, Any] = {"code_sha256": code_hash()}
+    out: dict[str, Any] = {"code_sha256": code_hash(*code_modules(args))}
     for key, value in cfg:
         if isinstance(value, str) and value:
             out[f"input.{key}"] = f"{value} sha256:{content_hash(getattr(located, key))}"
