@@ -98,6 +98,7 @@ RERUNS = {
     "training/trainer.py": {"train@declare", "train@bertmt"},
     "training/baselines.py": {"train@dictionary", "train@copy"},
     "medsimp/cli/commands/train.py": TRAINS,
+    "medsimp/text/medlane_refs.py": {"build@medlane", "evaluate", *TRAINS},  # the MedLane format
     # params sections: the stages that list the section under `params:` or whose code imports it
     "medsimp/params_schema.py": set(),  # the root composes the sections: checked in test_params
     "medsimp/sections/filter.py": {"filter", *BUILDS, *REPORTS},

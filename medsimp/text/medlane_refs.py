@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from medsimp.text.multilingual import punkt_english
+
 # An annotated term `abbr[full form]` as medsimp reads it everywhere (the reader in
 # pipelines.sources.medlane and the scorer in medsimp.metrics.scoring): the abbreviation is the
 # run of non-space, non-bracket characters before `[`; the expansion holds at least one
@@ -51,22 +53,6 @@ _OLD_OPEN_QUOTE = (r"(?i)(\')(?!re|ve|ll|m|t|s|d)(\w)\b", r"\1 \2")
 
 class PreparationError(ValueError):
     """An unknown preparation name."""
-
-
-@functools.lru_cache(maxsize=1)
-def punkt_english() -> Any:
-    """NLTK's punkt sentence tokenizer with NLTK's English parameters."""
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-    from punkt.data import load_module
-
-    english = load_module("english")
-    params = PunktParameters()
-    params.abbrev_types = set(english.ABBREV_TYPES)
-    params.collocations = set(english.COLLOCATIONS)
-    params.sent_starters = set(english.SENT_STARTERS)
-    for word, flags in english.ORTHO_CONTEXT.items():
-        params.ortho_context[word] = flags
-    return PunktSentenceTokenizer(params)
 
 
 @functools.lru_cache(maxsize=1)
