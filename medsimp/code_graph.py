@@ -1,15 +1,25 @@
 """Our modules' import graph, read from their source (no import runs): the import closure of a
 set of modules, and the packaged resources they name. DVC stage deps (`medsimp.cli.dvc_deps`)
-and the model checkpoint key (`medsimp.cli.commands.train`) are computed from it.
+and the model checkpoint key (`training.neural`) are computed from it.
 
 An import counts at any depth of a file (function-level imports too), a string constant that
 is a dotted name in one of our packages counts as an import, a module that lists its package with
 `pkgutil.iter_modules(__path__)` (a registry, `medsimp.metrics`) imports every module of it, and
-parent packages' `__init__.py` run too.
+parent packages' `__init__.py` run too. A module name built at run time (`medsimp train` imports
+its model's step as `f"training.{step}"`) is not followed: the command names such modules in
+`code_modules(args)`, which `medsimp.cli.dvc_deps` adds to each stage that runs them.
 Module names become files through `importlib.util.find_spec`. A resource counts when a module
 calls `resources.path("<name>")` or holds a string constant naming a packaged file
 (`"prompts/selfcorrect-v1.yaml"` in a table of choices); `medsimp/resources/...` strings are
 params defaults, which a stage tracks through its params paths instead.
+
+A composer (`COMPOSERS`: the params root, `medsimp.params_schema`, which builds `Params` from every
+section module and re-exports their names) is not followed: a name imported from it counts as an
+import of the module that defines it (`from medsimp.params_schema import Filter` is
+`medsimp.sections.filter`), and its own code is in no closure. Otherwise every stage would hold
+every params section; DVC stages add the sections they list under `params:` instead
+(`medsimp.cli.dvc_deps`), and tests/test_params.py checks that the root adds nothing to what the
+sections read.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT_PACKAGES = ("medsimp", "pipelines", "alignment", "training")
+COMPOSERS = ("medsimp.params_schema",)
 
 
 @functools.cache
@@ -103,14 +114,37 @@ def _imports(name: str, path: Path) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(names), frozenset(resources)
 
 
-def closure(roots: Iterable[str]) -> tuple[dict[str, Path], set[str]]:
-    """Our modules reachable from `roots` (name -> file) and the packaged resources they name."""
+@functools.cache
+def reexports(name: str) -> dict[str, str]:
+    """The names the module `name` imports from our other modules (its top-level
+    `from package.module import X`) -> the module each comes from."""
+    path = module_file(name)
+    if path is None:
+        return {}
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {
+        alias.asname or alias.name: node.module
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.partition(".")[0] in ROOT_PACKAGES
+        for alias in node.names
+    }
+
+
+def closure(roots: Iterable[str], composers: Iterable[str] = COMPOSERS) -> tuple[dict[str, Path], set[str]]:
+    """Our modules reachable from `roots` (name -> file) and the packaged resources they name;
+    a name imported from one of `composers` is read as an import of its own module."""
     seen: dict[str, Path] = {}
     resources: set[str] = set()
+    stop = frozenset(composers)
     todo = list(roots)
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in seen or name in stop:
+            continue
+        composer, _, attr = name.rpartition(".")
+        if composer in stop:  # `from medsimp.params_schema import Filter`
+            if attr in reexports(composer):
+                todo.append(reexports(composer)[attr])
             continue
         path = module_file(name)
         if path is None:

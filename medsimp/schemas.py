@@ -9,6 +9,9 @@ dataset cards (`medsimp.corpora`), from the concept and readability types here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pyarrow as pa
 
 _STR_LIST = pa.list_(pa.string())
@@ -163,3 +166,11 @@ PAIRS = pa.schema(
     ]
 )
 FILTERED_PAIRS = pa.schema(list(PAIRS) + [pa.field("overlap_r", pa.float64()), pa.field("keep", pa.bool_())])
+
+
+def pair_sort_key(row: Mapping[str, Any]) -> tuple[str, str, int]:
+    """A pair table's row order (`<doi>:<language>:<n>`, n numerically): align writes its pairs in
+    it and filter keeps it, so both stages share it from here rather than filter importing the
+    align job (and with it the aligners)."""
+    doi, lang, n = row["pair_id"].rsplit(":", 2)
+    return (doi, lang, int(n))

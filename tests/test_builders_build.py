@@ -94,9 +94,10 @@ def test_every_config_loads_offline_with_documented_features(name, built, tmp_pa
     assert len(meta["medsimp"]["params_hash"]) == 16
     # the card records the code it was built with (builders/README.md, issue 29) as a content
     # hash, so a fresh clone's rerun is byte-identical; the git revision is in the run record
+    from medsimp.corpora import builder_module
     from medsimp.corpora.writer import code_hash
 
-    assert meta["medsimp"]["code_sha256"] == code_hash() and "code_sha256" in body
+    assert meta["medsimp"]["code_sha256"] == code_hash(builder_module(name)) and "code_sha256" in body
     run = json.loads((built[name].parent / f"{name}-metrics.json.run.json").read_text(encoding="utf-8"))
     assert run["git_revision"]
     for entry in meta["configs"]:

@@ -26,7 +26,7 @@ from alignment.calibration import (
 )
 from medsimp import resources
 from medsimp.cli import main
-from medsimp.corpora.writer import content_hash
+from medsimp.provenance import content_hash
 
 RULE = filter_rule(0.5, "gt", None)
 ROOT = Path(__file__).resolve().parents[1]
@@ -346,7 +346,7 @@ def test_the_card_and_the_data_report_give_the_kept_rows_precision_or_say_why_no
     fixture's 10 English CRF rows); with another model's calibration there, each says why not."""
     import sys
 
-    from medsimp.corpora.writer import used_aligner
+    from medsimp.provenance import used_aligner
 
     sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "builders"))
     import upstream

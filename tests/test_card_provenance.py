@@ -9,7 +9,8 @@ from pathlib import Path
 import yaml
 
 from medsimp.cli import main
-from medsimp.corpora.writer import code_hash, content_hash
+from medsimp.corpora.writer import code_hash
+from medsimp.provenance import content_hash
 
 
 def _medlane(folder: Path, n_eval: int) -> Path:
@@ -39,7 +40,9 @@ def test_different_inputs_give_different_provenance(tmp_path):
     assert a["meta"]["input.input"].endswith(f"sha256:{content_hash(tmp_path / 'a')}")
     assert a["meta"]["input.input"] != b["meta"]["input.input"]
     assert a["meta"]["params_hash.notes"] == b["meta"]["params_hash.notes"]  # upstream stage's params
-    assert a["meta"]["code_sha256"] == code_hash() != ""
+    # the code of `medsimp build` and of the builder it ran, not another builder's
+    assert a["meta"]["code_sha256"] == code_hash("medsimp.corpora.medlane") != ""
+    assert code_hash("medsimp.corpora.plaba") != code_hash("medsimp.corpora.medlane")
     again = _build(tmp_path, tmp_path / "a", "a2")  # same inputs: the same card, byte for byte
     assert again["card"].replace("built-a2", "built-a") == a["card"]
 
@@ -49,7 +52,7 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     (`out/models/crf_aligner sha256:missing`). It names what align's stats.json recorded."""
     import sys
 
-    from medsimp.corpora.writer import used_aligner
+    from medsimp.provenance import used_aligner
 
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
     import upstream
@@ -89,7 +92,7 @@ def test_a_multicochrane_card_names_the_aligner_actually_used_its_gold_and_thres
     assert cards[0]["aligner.model"] == f"other_model sha256:{content_hash(other)}"
     assert cards[0]["aligner.gold"] == f"gold.jsonl sha256:{content_hash(gold)}"
     assert cards[0]["aligner.heldout"].startswith("not measured for this model")  # an unmeasured model
-    from medsimp.corpora.writer import describe_self_training
+    from medsimp.provenance import describe_self_training
 
     nothing = {"enabled": True, "input": "out/cochrane", "pool_read": 9, "pseudo_documents": 0}
     assert describe_self_training(nothing).startswith("on, but none of the 9 reviews of out/cochrane")

@@ -60,13 +60,13 @@ def test_closure_follows_function_level_imports_and_dotted_name_strings() -> Non
     files = {
         p.relative_to(ROOT).as_posix() for p in code_graph.closure(["medsimp.cli.commands.build"])[0].values()
     }
-    # commands/build.py imports only inside run(); dataset writers are imported by name
-    assert {
-        "medsimp/corpora/writer.py",
-        "medsimp/corpora/radiology.py",
-        "pipelines/text/radiology.py",
-    } <= files
+    # commands/build.py imports only inside run(); the builder is imported by a run-time name,
+    # so each build@ item lists its own (`code_modules`)
+    assert "medsimp/corpora/writer.py" in files and "medsimp/corpora/radiology.py" not in files
     assert "training/trainer.py" not in files
+    own = dvc_deps.variant_code(TEXT)["build"]
+    assert {"medsimp/corpora/radiology.py", "pipelines/text/radiology.py"} <= set(own["radiology"])
+    assert "medsimp/corpora/radiology.py" not in own["plaba"]
 
 
 def test_packaged_resources_are_covered() -> None:
@@ -80,3 +80,76 @@ def test_packaged_resources_are_covered() -> None:
     # params name the dictionaries and the common-word list: data deps through ${...}
     assert {"${train.dictionaries[0]}", "${train.dictionaries[1]}"} <= set(deps["train"])
     assert {"${train.dictionaries[1]}", "${notes.common_words}"} <= set(deps["evaluate"])
+
+
+# The contract (issue 56 §2): the stages a comment in each module may rerun, read from dvc.yaml
+# as DVC resolves it (foreach items included). A module a stage does not run is not its code.
+BUILDS = {f"build@{n}" for n in ("multicochrane", "medlane", "msd", "plaba", "radiology")}
+TRAINS = {f"train@{n}" for n in ("declare", "bertmt", "dictionary", "copy")}
+REPORTS = {f"report@{n}" for n in ("multicochrane", "medlane", "msd", "plaba", "radiology")}
+RERUNS = {
+    "medsimp/metrics/style.py": {"evaluate"},
+    "medsimp/metrics/sari.py": {"evaluate"},
+    "medsimp/corpora/plaba.py": {"build@plaba"},
+    "medsimp/corpora/msd.py": {"build@msd"},
+    "medsimp/corpora/writer.py": BUILDS,
+    "alignment/crf.py": {"align_train", "align"},
+    "training/declare.py": {"train@declare", "train@bertmt"},
+    "training/trainer.py": {"train@declare", "train@bertmt"},
+    "training/baselines.py": {"train@dictionary", "train@copy"},
+    "medsimp/cli/commands/train.py": TRAINS,
+    "medsimp/text/medlane_refs.py": {"build@medlane", "evaluate", *TRAINS},  # the MedLane format
+    # params sections: the stages that list the section under `params:` or whose code imports it
+    "medsimp/params_schema.py": set(),  # the root composes the sections: checked in test_params
+    "medsimp/sections/filter.py": {"filter", *BUILDS, *REPORTS},
+    "medsimp/sections/train.py": {*TRAINS, "evaluate"},
+    "medsimp/sections/evaluate.py": {"evaluate"},
+    "medsimp/sections/align.py": {"align_train", "align", *BUILDS, *REPORTS},
+    "medsimp/sections/cochrane.py": {"cochrane", "build@multicochrane"},
+    "medsimp/sections/simplify.py": {"simplify"},
+    "medsimp/sections/humaneval.py": {"humaneval_forms", "humaneval_analyze"},
+    "medsimp/sections/build.py": BUILDS,
+}
+
+
+def test_a_comment_in_a_module_reruns_only_the_stages_that_run_it() -> None:
+    files = dvc_deps.stage_files(TEXT)
+    for module, stages in RERUNS.items():
+        assert {s for s, code in files.items() if module in code} == stages, module
+
+
+def test_each_model_stage_lists_its_own_code() -> None:
+    """`medsimp train` imports its model's step by name (`code_modules`): each train@ item lists
+    that step's closure, so the baselines' stages do not depend on DECLARE's code."""
+    from medsimp.cli.commands import train
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    assert list(yaml.safe_load(TEXT)["stages"]["train"]["foreach"]) == params["train"]["models"]
+    assert set(train.MODEL_STEPS) == set(params["train"]["models"])
+    own = dvc_deps.variant_code(TEXT)["train"]
+    assert own["copy"] == own["dictionary"] == ["training/baselines.py"]
+    assert {"training/declare.py", "training/trainer.py", "training/neural.py"} <= set(own["declare"])
+    for model, module in train.MODEL_STEPS.items():  # the step the run imports is the one listed
+        assert f"training/{module}.py" in own[model]
+    assert "training/trainer.py" not in dvc_deps.code_deps("medsimp.cli.commands.train")
+
+
+def test_stale_item_code_slots_are_put_right() -> None:
+    start = TEXT.index("      copy:\n")
+    end = TEXT.index("\n    do:", start) + 1
+    broken = TEXT[:start] + "      copy: {}\n" + TEXT[end:]
+    broken = broken.replace("        - ${item.code2}\n", "", 1).replace("        - ${item.p2}\n", "", 1)
+    assert dvc_deps.sync(broken) == TEXT
+
+
+def test_each_builder_lists_the_params_its_card_hashes() -> None:
+    """build@NAME's params are build.NAME and the UPSTREAM sections of that builder (the card's
+    params hashes), written from the code, not a hand list of every section."""
+    from medsimp.cli.commands.build import UPSTREAM
+
+    items = yaml.safe_load(TEXT)["stages"]["build"]["foreach"]
+    assert set(items) == set(UPSTREAM)
+    for name, item in items.items():
+        listed = {v for k, v in item.items() if k.startswith("p")}
+        assert listed == {f"build.{name}", *UPSTREAM[name]}, name
+    assert yaml.safe_load(TEXT)["stages"]["build"]["do"]["params"] == [f"${{item.p{n}}}" for n in range(1, 6)]

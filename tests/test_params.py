@@ -57,7 +57,7 @@ def _disagreements(schema_cls, data: dict, prefix: str = "") -> list[str]:
         dotted = prefix + key
         if key not in data:
             out.append(f"the schema has {dotted!r}, params.yaml does not: add it to params.yaml")
-        elif ps._is_model(tp):
+        elif ps.is_model(tp):
             if not isinstance(data[key], dict):
                 out.append(f"params.yaml {dotted!r} must be a mapping, got {data[key]!r}")
             else:
@@ -592,3 +592,26 @@ def test_a_nested_deprecated_key_in_a_file_moves_to_its_new_place(tmp_path):
     both.write_text("annotate:\n  report:\n    copy_overlap: 0.8\nfilter:\n  copy_overlap: 0.7\n")
     with pytest.raises(ParamsError, match="is deprecated and differs from 'filter.copy_overlap'"):
         load_params(both, [])
+
+
+def test_each_section_is_declared_in_its_own_module_and_the_root_adds_nothing():
+    """Issue 56 §2: `params_schema` composes the section modules and is no stage's code (a
+    docstring in one section reruns only the stages that read it), so it must not change what a
+    section reads: each field of `Params` is the section class of `medsimp.sections.<field>`, the
+    root has no validator of its own, and each section of params.yaml reads the same alone."""
+    import importlib
+
+    from medsimp import params_schema as ps
+    from medsimp.config import load_params
+
+    for name, field in ps.Params.model_fields.items():
+        module = importlib.import_module(f"medsimp.sections.{name}")
+        assert field.annotation is getattr(module, field.annotation.__name__), name
+        assert field.default_factory is field.annotation, name
+    root = ps.Params.__pydantic_decorators__
+    assert set(root.model_validators) == set(ps.Section.__pydantic_decorators__.model_validators)
+    assert not root.field_validators and not root.computed_fields
+    params = load_params(str(ROOT / "params.yaml"))
+    for name, field in ps.Params.model_fields.items():
+        alone = field.annotation.model_validate(params.raw.get(name) or {})
+        assert alone == getattr(params, name), name

@@ -363,8 +363,8 @@ def test_device_and_mixed_precision_default_to_auto_and_auto_is_full_precision_o
 def test_the_checkpoint_key_holds_the_device_and_precision_a_run_resolved():
     """`train` keys checkpoints by the resolved device and precision (not `auto`): a CPU
     checkpoint (no grad-scaler state) is never resumed by an fp16 run on a GPU."""
-    from medsimp.cli.commands.train import _data_key
     from medsimp.config import load_params
+    from training.neural import data_key as _data_key
 
     root = Path(__file__).resolve().parents[1]
     cfg = load_params(root / "params.yaml").train
@@ -502,8 +502,8 @@ def test_bertmt_trains_and_writes_one_line_per_input_deterministically(tiny_enco
 def test_checkpoint_key_follows_the_training_code(monkeypatch):
     """A change to the label rules or the model code must not resume a stale checkpoint."""
     from medsimp import doccache
-    from medsimp.cli.commands.train import _data_key
     from medsimp.config import load_params
+    from training.neural import data_key as _data_key
 
     root = Path(__file__).resolve().parents[1]
     cfg = load_params(str(root / "params.yaml")).train
@@ -516,12 +516,12 @@ def test_checkpoint_key_follows_the_training_code(monkeypatch):
 def test_checkpoint_key_covers_the_code_that_shapes_the_examples():
     """Tokens, readers, references and labels change what a model learns: their modules are
     in the checkpoint key (it follows the model's imports, not a hand list)."""
-    from medsimp.cli.commands.train import checkpoint_code
+    from training.neural import checkpoint_code
 
     code = checkpoint_code()
     for module in (
         "training.labels",
-        "medsimp.metrics.scoring",
+        "medsimp.text.medlane_refs",  # `abbr[full]` (EvalItem, expand)
         "pipelines.sources.medlane",
         "medsimp.text.words",
     ):

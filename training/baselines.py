@@ -4,6 +4,12 @@ reading of Luo et al. Sec. 5.1's "simple term replacement approach", see `dictio
 from __future__ import annotations
 
 import random
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from medsimp.params_schema import Train
+    from training.data import Splits
 
 
 def copy_source(sources: list[list[str]]) -> list[str]:
@@ -30,3 +36,31 @@ def dictionary_baseline(
         ]
         out.append(" ".join(words))
     return out
+
+
+# The train stage's step for the baselines (`medsimp train --model dictionary|copy`; the same
+# interface as `training.neural`): nothing to fit, no device, no checkpoint.
+
+
+def prepare(cfg: Train) -> Train:
+    """`cfg` unchanged: the baselines run anywhere."""
+    return cfg
+
+
+def fit_predict(
+    model: str,
+    cfg: Train,
+    splits: Splits,
+    dictionary: dict[str, list[str]],
+    sources: dict[str, list[list[str]]],
+    out: Path,
+    stats: dict,
+    **_: object,
+) -> dict[str, list[str]]:
+    """The baseline's predictions of each evaluation split (nothing is trained or saved)."""
+    if model == "dictionary":
+        return {
+            name: dictionary_baseline(srcs, dictionary, cfg.dictionary_expansion, cfg.seed)
+            for name, srcs in sources.items()
+        }
+    return {name: copy_source(srcs) for name, srcs in sources.items()}

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medsimp.metrics.scoring import EvalItem, annotated_terms, expand, tokenize
 from medsimp.params_schema import Train
+from medsimp.text.medlane_refs import EvalItem, annotated_terms, expand
+from medsimp.text.words import lower_tokens as tokenize
 
 
 @dataclass

@@ -437,7 +437,7 @@ def predict(model: Encoded, feat: Featurizer, sources: list[list[str]], batch_si
 def _generate(
     model: BertMT, feat: Featurizer, sources: list[list[str]], batch_size: int, device
 ) -> list[str]:
-    from medsimp.metrics.scoring import tokenize
+    from medsimp.text.words import lower_tokens as tokenize
 
     outputs = []
     for lo in range(0, len(sources), batch_size):

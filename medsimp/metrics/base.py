@@ -19,18 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from medsimp.text.words import tokenize as tokenize_words
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercased NLTK Treebank word tokens (`nltk.word_tokenize` without sentence splitting)."""
-    return list(_tokens(text.lower()))
-
-
-@functools.lru_cache(maxsize=65536)
-def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(tokenize_words(text))
-
+from medsimp.text.words import lower_tokens as tokenize
 
 Tokens = list[str]
 

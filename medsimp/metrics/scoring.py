@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from medsimp.metrics import Inputs, NotComputable, metrics, selection
 from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that import it from here
@@ -27,26 +26,13 @@ from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that
 )
 from medsimp.metrics.medlane import contains
 from medsimp.params_choices import ScoringMode
-from medsimp.text.medlane_refs import DEFAULT_PREPARATION, TERM_RE, reference_tokens
-
-
-@dataclass
-class EvalItem:
-    """One evaluation sentence: its source (may be None) and raw references (may hold `abbr[full]`)."""
-
-    source: str | None
-    references: list[str]
-    terms: list[tuple[str, list[str]]] = field(default_factory=list)  # filled by `attach_terms`
-
-
-def expand(ref: str) -> str:
-    """Reference text with each `abbr[full]` replaced by `full`."""
-    return TERM_RE.sub(lambda m: m.group(2).strip(), ref)
-
-
-def annotated_terms(ref: str) -> list[tuple[str, str]]:
-    """(abbreviation, expansion) pairs annotated in one reference, lowercased."""
-    return [(m.group(1).lower(), m.group(2).strip().lower()) for m in TERM_RE.finditer(ref)]
+from medsimp.text.medlane_refs import (  # EvalItem, expand, annotated_terms: for the scorers' callers
+    DEFAULT_PREPARATION,
+    EvalItem,
+    annotated_terms,
+    expand,
+    reference_tokens,
+)
 
 
 def attach_terms(items: Sequence[EvalItem], dictionary: dict[str, list[str]] | None = None) -> None:

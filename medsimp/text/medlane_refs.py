@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass, field
 from typing import Any
+
+from medsimp.text.multilingual import punkt_english
 
 # An annotated term `abbr[full form]` as medsimp reads it everywhere (the reader in
 # pipelines.sources.medlane and the scorer in medsimp.metrics.scoring): the abbreviation is the
@@ -50,22 +53,6 @@ _OLD_OPEN_QUOTE = (r"(?i)(\')(?!re|ve|ll|m|t|s|d)(\w)\b", r"\1 \2")
 
 class PreparationError(ValueError):
     """An unknown preparation name."""
-
-
-@functools.lru_cache(maxsize=1)
-def punkt_english() -> Any:
-    """NLTK's punkt sentence tokenizer with NLTK's English parameters."""
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-    from punkt.data import load_module
-
-    english = load_module("english")
-    params = PunktParameters()
-    params.abbrev_types = set(english.ABBREV_TYPES)
-    params.collocations = set(english.COLLOCATIONS)
-    params.sent_starters = set(english.SENT_STARTERS)
-    for word, flags in english.ORTHO_CONTEXT.items():
-        params.ortho_context[word] = flags
-    return PunktSentenceTokenizer(params)
 
 
 @functools.lru_cache(maxsize=1)
@@ -117,3 +104,24 @@ def reference_tokens(raw: str, preparation: str = DEFAULT_PREPARATION) -> tuple[
 def obtain_line(tokens: list[str]) -> str:
     """The authors' prepared reference line: each token followed by one space."""
     return "".join(w + " " for w in tokens)
+
+
+# An evaluation sentence and the annotation helpers the trainer and the scorer share (here, not in
+# medsimp.metrics.scoring, so training reads no metric's code).
+@dataclass
+class EvalItem:
+    """One evaluation sentence: its source (may be None) and raw references (may hold `abbr[full]`)."""
+
+    source: str | None
+    references: list[str]
+    terms: list[tuple[str, list[str]]] = field(default_factory=list)  # filled by `attach_terms`
+
+
+def expand(ref: str) -> str:
+    """Reference text with each `abbr[full]` replaced by `full`."""
+    return TERM_RE.sub(lambda m: m.group(2).strip(), ref)
+
+
+def annotated_terms(ref: str) -> list[tuple[str, str]]:
+    """(abbreviation, expansion) pairs annotated in one reference, lowercased."""
+    return [(m.group(1).lower(), m.group(2).strip().lower()) for m in TERM_RE.finditer(ref)]

@@ -25,9 +25,11 @@ Offsets are character offsets in the input text.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import pysbd
 
@@ -204,11 +206,26 @@ def split_sentences(text: str, language: str = "en", splitter: str = "pysbd") ->
     return [Sentence(s, e, text[s:e]) for s, e in spans]
 
 
+@functools.lru_cache(maxsize=1)
+def punkt_english() -> Any:
+    """NLTK's punkt sentence tokenizer with NLTK's English parameters (`nltk.sent_tokenize`'s
+    model; also MedLane's reference preparation, `medsimp.text.medlane_refs`)."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from punkt.data import load_module
+
+    english = load_module("english")
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    for word, flags in english.ORTHO_CONTEXT.items():
+        params.ortho_context[word] = flags
+    return PunktSentenceTokenizer(params)
+
+
 def punkt_sentences(text: str, language: str = "en") -> list[Sentence]:
     """NLTK's punkt with its English parameters, as `nltk.sent_tokenize` splits (Cao et al.
     §3.2 "We split the sentences using NLTK"), with offsets; English only."""
-    from medsimp.text.medlane_refs import punkt_english
-
     if language != "en":
         raise ValueError(f"the nltk splitter has English parameters only, not {language!r}")
     out = []

@@ -209,3 +209,14 @@ def tokenize(sentence: str) -> list[str]:
         pos = m.end()
     out += tok(sentence[pos:])
     return out
+
+
+def lower_tokens(text: str) -> list[str]:
+    """Lowercased NLTK Treebank word tokens (`nltk.word_tokenize` without sentence splitting): the
+    tokens the metrics score and the models train on (`medsimp.metrics.base.tokenize`)."""
+    return list(_lower_tokens(text.lower()))
+
+
+@functools.lru_cache(maxsize=65536)
+def _lower_tokens(text: str) -> tuple[str, ...]:
+    return tuple(tokenize(text))

@@ -21,7 +21,7 @@ from medsimp.errors import InputError
 from medsimp.params_schema import Align, Beam
 from medsimp.progress import ProgressSink, watch
 from medsimp.reviews import review_key
-from medsimp.schemas import PAIRS
+from medsimp.schemas import PAIRS, pair_sort_key
 from pipelines.jobs.beam_io import (
     ReadDocuments,
     counters,
@@ -52,11 +52,6 @@ _FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_ind
 # What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
 # stays narrow (the stage's full stats are its output's stats.json).
 HEADLINE = ("read", "kept", "filtered", "rejected")
-
-
-def pair_sort_key(row: Mapping[str, Any]):
-    doi, lang, n = row["pair_id"].rsplit(":", 2)
-    return (doi, lang, int(n))
 
 
 class AlignDocFn(beam.DoFn):

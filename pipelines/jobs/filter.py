@@ -10,8 +10,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import Beam, Filter
-from medsimp.schemas import FILTERED_PAIRS
-from pipelines.jobs.align import pair_sort_key
+from medsimp.schemas import FILTERED_PAIRS, pair_sort_key
 from pipelines.jobs.beam_io import ReadRows, new_pipeline
 from pipelines.jobs.common import Counter, Table, finish, prepare_dirs, stamp, write_tables
 from pipelines.sources.files import parquet_lineage

@@ -59,7 +59,7 @@ class AssembleFn(beam.DoFn):
         self.lookup = pcio_lookup(self.pcio)
         self.assemble = functools.partial(assemble, splitter=self.splitter)
         if self.splitter == "nltk":  # a worker without NLTK's punkt fails here, not per document
-            from medsimp.text.medlane_refs import punkt_english
+            from medsimp.text.multilingual import punkt_english
 
             punkt_english()
 

@@ -169,8 +169,8 @@ def _train_into(args, params: Align, cache: str | None, out: str) -> int:
     from alignment.selftrain import keep_pinned, pool_digest, self_train
     from medsimp.atomic import atomic_dir, write_json
     from medsimp.config import resolve_path, shown_path
-    from medsimp.corpora.writer import content_hash
     from medsimp.errors import InputError
+    from medsimp.provenance import content_hash
     from medsimp.stats import finish_stage, output_stats
 
     gold = args.gold or [resolve_path(g, args.params_dir) for g in gold_sources(params.gold)]
@@ -347,7 +347,7 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
 
     out = args.output or resolve_output(params.output, args.params_dir, "align.output")  # before any work
     from medsimp.atomic import atomic_dir
-    from medsimp.corpora.writer import used_aligner
+    from medsimp.provenance import used_aligner
     from pipelines.jobs import align as align_job
     from pipelines.jobs.beam_io import use_store
 
@@ -391,8 +391,8 @@ def _calibrate(args: argparse.Namespace, params: Align, cache: str | None) -> in
     from alignment.gold import read_golds
     from medsimp.atomic import write_json
     from medsimp.config import resolve_path, shown_path
-    from medsimp.corpora.writer import content_hash
     from medsimp.errors import InputError
+    from medsimp.provenance import content_hash
     from medsimp.reviews import MC_CLEAN_TEST_REVIEWS, review_key
     from medsimp.stats import print_summary
 

@@ -38,6 +38,20 @@ UPSTREAM = {
 }
 
 
+def code_modules(args: argparse.Namespace) -> list[str]:
+    """The modules a `medsimp build NAME` run imports by name: the builder's."""
+    from medsimp.corpora import builder_module
+
+    return [builder_module(args.name)]
+
+
+def params_sections(args: argparse.Namespace) -> list[str]:
+    """The params a `medsimp build NAME` run reads: `build.NAME`, and the sections of the stages
+    upstream of that builder (`UPSTREAM`), whose params hashes its card records (the build@NAME
+    stage's params in dvc.yaml, written by medsimp.cli.dvc_deps)."""
+    return [f"build.{args.name}", *UPSTREAM.get(args.name, ())]
+
+
 def card_provenance(
     args: argparse.Namespace, cfg, located, aligner_scores: Sequence[float] = ()
 ) -> dict[str, str]:
@@ -51,10 +65,11 @@ def card_provenance(
     params; hashes are of content, so the same inputs give the same card from any folder."""
     from alignment.calibration import estimate_line, filter_rule, find, model_folder, model_shown
     from medsimp.config import params_hash, resolve_path
-    from medsimp.corpora.writer import code_hash, content_hash
+    from medsimp.corpora.writer import code_hash
+    from medsimp.provenance import content_hash
 
     params = args.params_data
-    out: dict[str, Any] = {"code_sha256": code_hash()}
+    out: dict[str, Any] = {"code_sha256": code_hash(*code_modules(args))}
     for key, value in cfg:
         if isinstance(value, str) and value:
             out[f"input.{key}"] = f"{value} sha256:{content_hash(getattr(located, key))}"

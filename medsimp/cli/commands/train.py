@@ -21,27 +21,19 @@ if TYPE_CHECKING:
     from medsimp.params_schema import Train
 
 HELP = "train DECLARE or a baseline (bertmt, dictionary, copy) and write predictions"
-MODELS = ("declare", "bertmt", "dictionary", "copy")
+
+# Each model's step (`prepare(cfg)`, then `fit_predict(...)`), imported by name only when that
+# model runs, so `--model copy` loads neither torch nor DECLARE's code. A stage's code deps are
+# this command's import closure plus its model step's (`code_modules`, which
+# medsimp.cli.dvc_deps reads for each train@ stage): a comment in training/declare.py reruns
+# train@declare and train@bertmt, not the baselines.
+MODEL_STEPS = {"declare": "neural", "bertmt": "neural", "dictionary": "baselines", "copy": "baselines"}
+MODELS = tuple(MODEL_STEPS)
 
 
-# The model code; the checkpoint key carries the source of every training, text and pipelines
-# module it imports (examples, tokens, labels, network, loop), so a change there retrains
-# instead of resuming a stale checkpoint.
-MODEL_MODULES = ("training.data", "training.declare", "training.trainer")
-DATA_SHAPING = (
-    "training",
-    "medsimp.text",
-    "pipelines",
-    "medsimp.metrics.scoring",
-    "medsimp.metrics.base",
-)  # scoring: `abbr[full]`; base: tokens
-
-
-def checkpoint_code() -> list[str]:
-    """The modules whose source goes into the checkpoint key (sorted)."""
-    from medsimp.code_graph import closure
-
-    return sorted(m for m in closure(MODEL_MODULES)[0] if m.startswith(DATA_SHAPING))
+def code_modules(args: argparse.Namespace) -> list[str]:
+    """The modules a run with `args` imports by name: its model's step in `training`."""
+    return [f"training.{MODEL_STEPS[args.model]}"]
 
 
 # What `dvc metrics show` shows for this stage (the stage's full stats are its output's stats.json).
@@ -64,29 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _data_key(cfg: Train, model: str, base) -> str:
-    """Params hash of the train section, the model, the bytes of every input file (keyed by their
-    params value, so the key does not depend on where the checkout lives) and the code version of
-    what builds the examples and trains (a label-rule change must not resume a stale checkpoint)."""
-    import hashlib
-    from pathlib import Path
-
-    from medsimp.config import params_hash, resolve_path
-    from medsimp.doccache import code_version
-
-    data = cfg.data
-    named = [*cfg.dictionaries]
-    if data.format == "pairs":
-        folder = Path(resolve_path(data.pairs, base))
-        named += [f"{data.pairs.rstrip('/')}/{p.name}" for p in sorted(folder.glob("*.parquet"))]
-    else:
-        named += [data.train, data.validation, data.test]
-    paths = {f: Path(resolve_path(f, base)) for f in sorted(set(named))}
-    digests = {f: hashlib.sha256(p.read_bytes()).hexdigest() for f, p in paths.items() if p.is_file()}
-    code = code_version(*checkpoint_code())
-    return params_hash({"train": cfg.model_dump(), "model": model, "files": digests, "code": code})
-
-
 def data_lineage(cfg: Train, base: str | Path = ".") -> list[str]:
     """Lineage of the training data, recorded for the model and predictions trained on it:
     MedLane-format files are MedLane (MIMIC-III); pairs carry their own (`base`: the params
@@ -101,23 +70,19 @@ def data_lineage(cfg: Train, base: str | Path = ".") -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    import importlib
 
     from medsimp.atomic import atomic_dir, write_json
-    from medsimp.config import cache_path, resolve_path
-    from medsimp.metrics.scoring import tokenize
+    from medsimp.config import resolve_path
     from medsimp.progress import interactive
     from medsimp.stats import check_reconciles, finish_stage, output_stats
-    from training import baselines
+    from medsimp.text.words import lower_tokens as tokenize
     from training.data import load_splits, with_dataset
     from training.lexicon import load_dictionary
 
+    step = importlib.import_module(code_modules(args)[0])
     cfg = with_dataset(args.params_data.train, args.dataset, args.config, args.resplit)
-    if args.model in ("declare", "bertmt"):  # a device this machine lacks: one line, before any work
-        from training.trainer import select_device
-
-        device, precision = select_device(cfg.device, cfg.mixed_precision)  # resolved: in the checkpoint key
-        cfg = cfg.model_copy(update={"device": device.type, "mixed_precision": precision})
+    cfg = step.prepare(cfg)  # what this machine cannot run: one line, before any work
     splits = load_splits(cfg, args.params_dir)
     dictionary = load_dictionary([resolve_path(p, args.params_dir) for p in cfg.dictionaries])
     sources = {name: [tokenize(it.source or "") for it in items] for name, items in splits.eval.items()}
@@ -131,47 +96,18 @@ def run(args: argparse.Namespace) -> int:
         "splits": dict(splits.counts),
     }
     with atomic_dir(args.output, lineage=data_lineage(cfg, args.params_dir)) as tmp:
-        if args.model in ("declare", "bertmt"):
-            from training import trainer
-
-            cache_dir = cache_path(args.params_data, args.params_dir)
-            if cache_dir is None:
-                from medsimp.errors import UsageError
-
-                raise UsageError("train keeps its checkpoints under cache.dir: set it (it is null)")
-            cache = Path(cache_dir)
-            ckpt = cache / "checkpoints" / f"{args.model}-{_data_key(cfg, args.model, args.params_dir)}"
-            model, feat, log = trainer.train(
-                splits.train,
-                splits.validation,
-                dictionary if args.model == "declare" else {},  # BERT-MT reads no dictionary
-                cfg,
-                ckpt,
-                progress=not args.no_progress and interactive(),
-                val_terms=splits.validation_terms,
-                system=args.model,
-                device=cfg.device,
-                mixed_precision=cfg.mixed_precision,
-            )
-            preds = {name: trainer.predict(model, feat, srcs) for name, srcs in sources.items()}
-            # a warm rerun resumes from the last checkpoint and ends with the same model: where it
-            # resumed is how the run went (the run record), not part of the output
-            stats["resumed_from_epoch"] = log.pop("resumed_from", None)
-            trainer.save(model, feat, tmp, log)
-            stats["best_epoch"] = log["best_epoch"]
-            stats["best_val_loss"] = (
-                round(log["best_val_loss"], 6) if log["best_val_loss"] is not None else None
-            )
-            stats["epochs_run"] = len(log["epochs"])
-            stats["encoder"], stats["encoder_fallback"] = log["encoder"], log["encoder_fallback"]
-        elif args.model == "dictionary":
-            expansion, seed = cfg.dictionary_expansion, cfg.seed
-            preds = {
-                name: baselines.dictionary_baseline(srcs, dictionary, expansion, seed)
-                for name, srcs in sources.items()
-            }
-        else:
-            preds = {name: baselines.copy_source(srcs) for name, srcs in sources.items()}
+        preds = step.fit_predict(
+            args.model,
+            cfg,
+            splits,
+            dictionary,
+            sources,
+            tmp,
+            stats,
+            params=args.params_data,
+            base=args.params_dir,
+            progress=not args.no_progress and interactive(),
+        )
         (tmp / "predictions").mkdir()
         for name, lines in sorted(preds.items()):
             (tmp / "predictions" / f"{name}.txt").write_text(
