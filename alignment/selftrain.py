@@ -19,15 +19,25 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from alignment.bridge import english_sides
 from alignment.crf import CRFAligner
 from alignment.gold import DocPair
 from medsimp.params_schema import Crf, SelfTraining, updated
 from medsimp.progress import counting
 from medsimp.reviews import DEV_REVIEWS, MC_CLEAN_TEST_REVIEWS, review_key
+from pipelines.sources.tables import (
+    SENTENCE_FIELDS,
+    check_sentence_table,
+    grouped_by,
+    read_documents,
+    read_rows,
+    sentence_files,
+)
 
 
 @dataclass(frozen=True)
@@ -182,3 +192,27 @@ def self_train(
     pseudo = pseudo_documents(labeller, pool, params.min_posterior)
     info = {"pseudo_documents": len(pseudo), "pseudo_pairs": sum(len(d.pairs) for d in pseudo)}
     return CRFAligner.train([*gold, *pseudo], encoder, crf), info
+
+
+def english_documents(input_dir: str) -> Iterator[DocPair]:
+    """Every document of a sentence table as an unlabelled English DocPair (its English
+    abstract and PLS sentences, as the CRF aligns them), read through Beam's FileSystems outside
+    a pipeline: `align train`'s self-training pool. A table `cochrane` wrote is streamed a
+    document at a time; one whose documents span files is grouped in memory first."""
+    files = sentence_files(input_dir)
+    check_sentence_table(files)  # a column, cell or sentence amiss is one line, before any row is used
+    if grouped_by(files, ["doc_id"]):
+        docs: Iterator[tuple[str, list[dict]]] = (
+            (key[0], rows)
+            for f in files
+            for key, rows in read_documents(f, ["doc_id"], list(SENTENCE_FIELDS))
+        )
+    else:
+        by_doc: dict[str, list[dict]] = defaultdict(list)
+        for f in files:
+            for r in read_rows(f, list(SENTENCE_FIELDS)):
+                by_doc[r["doc_id"]].append(r)
+        docs = iter(sorted(by_doc.items()))
+    for doc_id, rows in docs:
+        complex_, simple = english_sides(rows)
+        yield DocPair(doc_id, complex_, simple, frozenset(), review_key(doc_id))

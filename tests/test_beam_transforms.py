@@ -399,7 +399,7 @@ def _doc_file(path: Path, docs: list[tuple[str, int]]) -> str:
 
 
 def test_read_documents_yields_each_document_once_in_file_order_across_batches(tmp_path):
-    from pipelines.jobs.beam_io import read_documents
+    from pipelines.sources.tables import read_documents
 
     path = _doc_file(tmp_path / "a.parquet", [("d2", 3), ("d1", 1), ("d3", 4)])
     docs = list(read_documents(path, ["doc_id"], ["i", "doc_id"], batch_rows=2))  # documents straddle batches
@@ -409,7 +409,8 @@ def test_read_documents_yields_each_document_once_in_file_order_across_batches(t
 
 
 def test_read_documents_transform_gives_what_a_group_by_key_gives(tmp_path):
-    from pipelines.jobs.beam_io import ReadDocuments, grouped_by
+    from pipelines.jobs.beam_io import ReadDocuments
+    from pipelines.sources.tables import grouped_by
 
     files = [
         _doc_file(tmp_path / "a.parquet", [("d1", 2), ("d3", 1)]),
@@ -449,7 +450,7 @@ def test_documents_of_one_file_spread_over_every_worker(tmp_path):
 
 
 def test_grouped_by_refuses_a_document_split_in_one_file_or_across_files(tmp_path):
-    from pipelines.jobs.beam_io import grouped_by
+    from pipelines.sources.tables import grouped_by
 
     split = _doc_file(tmp_path / "split.parquet", [("d1", 1), ("d2", 1), ("d1", 1)])
     assert not grouped_by([split], ["doc_id"])

@@ -39,6 +39,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from medsimp.errors import MedsimpError, UsageError
 from medsimp.params_schema import Beam
 from medsimp.stats import record_run
+from pipelines.sources.tables import read_documents, read_rows
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
 
@@ -1057,71 +1058,6 @@ def delete_runs(tmp_dir: str, prefix: str) -> None:
                 raise
     if list_run_files(tmp_dir, prefix):
         raise RuntimeError(f"run files of {prefix!r} are left in the output's staging folder")
-
-
-def _key_runs(path: str, key_columns: list[str], batch_rows: int) -> Iterator[tuple]:
-    """The key of each run of consecutive rows with equal `key_columns` in one parquet file."""
-    with FileSystems.open(path) as fh:
-        last: tuple | None = None
-        for batch in pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=key_columns):
-            for key in zip(*(batch.column(c).to_pylist() for c in key_columns)):
-                if key != last:
-                    yield key
-                    last = key
-
-
-def grouped_by(files: Iterable[str], key_columns: list[str], batch_rows: int = 10_000) -> bool:
-    """Whether every document (rows with equal `key_columns`) lies in one file, in consecutive
-    rows: then `ReadDocuments` streams the documents and no GroupByKey is needed. Reads only
-    the key columns; memory grows with the number of documents, not rows."""
-    seen: set[tuple] = set()
-    for path in files:
-        for key in _key_runs(path, key_columns, batch_rows):
-            if key in seen:
-                return False
-            seen.add(key)
-    return True
-
-
-def read_numbered_documents(
-    path: str, key_columns: list[str], columns: list[str] | None = None, batch_rows: int = 10_000
-) -> Iterator[tuple[tuple, list[tuple[int, dict]]]]:
-    """(key, [(row number, row), ...]) for each run of consecutive rows with equal
-    `key_columns` in one parquet file, in file order, reading `batch_rows` rows at a time (one
-    document and one batch in memory). Row numbers count from 1; rows hold `columns` (default:
-    all) in that order."""
-    with FileSystems.open(path) as fh:
-        current: tuple = ()
-        rows: list[tuple[int, dict]] = []
-        number = 0
-        for batch in pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=columns):
-            for row in batch.to_pylist():
-                number += 1
-                key = tuple(row[c] for c in key_columns)
-                if rows and key != current:
-                    yield current, rows
-                    rows = []
-                current = key
-                rows.append((number, {c: row[c] for c in columns} if columns else row))
-        if rows:
-            yield current, rows
-
-
-def read_documents(
-    path: str, key_columns: list[str], columns: list[str] | None = None, batch_rows: int = 10_000
-) -> Iterator[tuple[tuple, list[dict]]]:
-    """(key, rows) for each run of consecutive rows with equal `key_columns` in one parquet
-    file (`read_numbered_documents` without the row numbers)."""
-    for key, numbered in read_numbered_documents(path, key_columns, columns, batch_rows):
-        yield key, [row for _, row in numbered]
-
-
-def read_rows(path: str, columns: list[str] | None = None, batch_rows: int = 5_000) -> Iterator[dict]:
-    """The rows of one parquet file, `batch_rows` at a time as Python dicts (Beam's
-    ReadFromParquet converts a whole row group, up to ROW_GROUP_SIZE rows, at once)."""
-    with FileSystems.open(path) as fh:
-        for batch in pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=columns):
-            yield from batch.to_pylist()
 
 
 class ReadRows(beam.PTransform):
