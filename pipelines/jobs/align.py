@@ -16,12 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.params_schema import Align, Beam
 from medsimp.progress import ProgressSink, watch
 from medsimp.schemas import PAIRS, pair_sort_key
-from pipelines.jobs.beam_io import (
-    ReadDocuments,
-    counters,
-    new_pipeline,
-    trim_heap,
-)
+from pipelines.jobs.beam_io import counters, new_pipeline, trim_heap
 from pipelines.jobs.common import (
     Counter,
     Table,
@@ -31,6 +26,7 @@ from pipelines.jobs.common import (
     stamp,
     write_tables,
 )
+from pipelines.jobs.sorted_io import ReadDocuments
 from pipelines.sources.files import parquet_lineage
 from pipelines.sources.tables import SENTENCE_FIELDS, check_sentence_table, grouped_by, sentence_files
 

@@ -158,7 +158,7 @@ def _train(args, params: Align, cache: str | None) -> int:
     from medsimp.config import resolve_output, resolve_path, shown_path
     from medsimp.errors import InputError
     from medsimp.stats import finish_stage
-    from pipelines.jobs.beam_io import use_store
+    from pipelines.jobs.store import use_store
 
     out = args.output or resolve_output(params.model, args.params_dir, "align.model")  # before any work
     check_output_target(out, "align train", force=args.force)  # before minutes of training
@@ -204,7 +204,7 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
     from medsimp.atomic import atomic_dir
     from medsimp.provenance import used_aligner
     from pipelines.jobs import align as align_job
-    from pipelines.jobs.beam_io import use_store
+    from pipelines.jobs.store import use_store
 
     params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
     used = {
