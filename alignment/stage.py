@@ -4,6 +4,7 @@ params section and what it resolved; each returns the stage's stats and its summ
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from alignment.crf import CRFAligner
 from alignment.devgold import DESCRIPTION, FILES, dev_gold, is_dev_folder
 from alignment.encoders import make_encoder
 from alignment.gold import DocPair, read_golds
-from alignment.selftrain import Pool, choose_pool, english_documents, keep_pinned, pool_digest, self_train
+from alignment.selftrain import Pool, choose_pool, english_documents, keep_pinned, pool_record, self_train
+from medsimp import code_graph
 from medsimp.atomic import atomic_dir, write_json
 from medsimp.doccache import code_version, content_key
 from medsimp.errors import InputError
@@ -55,7 +57,7 @@ def train(params: Align, run: TrainRun) -> tuple[dict[str, Any], dict[str, Any]]
         raise InputError(f"no gold documents in {', '.join(map(str, run.gold)) or 'align.gold (empty list)'}")
     enabled = params.self_training.enabled
     previous = _previous_self_training(run.out) if enabled and not run.retrain else {}
-    watch = previous.get("pool_ids") if isinstance(previous.get("pool_ids"), list) else []
+    watch = list(previous["pool_docs"]) if isinstance(previous.get("pool_docs"), dict) else []
     pool = _pool(run, params, docs, watch) if enabled else None  # read before any work
     enc = make_encoder(params.crf.encoder, run.cache)
     gold_hashes = [content_hash(g) for g in run.gold]
@@ -63,7 +65,7 @@ def train(params: Align, run: TrainRun) -> tuple[dict[str, Any], dict[str, Any]]
     if pool is None:
         model = CRFAligner.train(docs, enc, params.crf)
     else:
-        recipe = _recipe(gold_hashes, params, enc)
+        recipe = _recipe(gold_hashes, run.gold_format, params, enc)
         why = (
             keep_pinned(previous, recipe, pool, params.self_training.retrain_after_new) if previous else None
         )
@@ -78,8 +80,7 @@ def train(params: Align, run: TrainRun) -> tuple[dict[str, Any], dict[str, Any]]
             **pool.stats(),
             **info,
             "recipe": recipe,  # what the model is a function of, beside its pool (keep_pinned)
-            "pool_ids": [d.doc_id for d in pool.documents],
-            "pool_digest": pool_digest(pool.documents),
+            **pool_record(pool),
         }
     stats = {
         "documents": len(docs),
@@ -92,6 +93,8 @@ def train(params: Align, run: TrainRun) -> tuple[dict[str, Any], dict[str, Any]]
     }
     with atomic_dir(run.out) as tmp:
         model.save(tmp)
+        if self_stats["enabled"]:  # a later run keeps the model only while these bytes are there
+            self_stats["weights"] = _weights_digest(tmp)
         # what decides its scores (alignment.calibration): its calibration is found by it
         stats["scoring_key"] = scoring_key(tmp, model)
         write_json(tmp / "stats.json", output_stats(stats))
@@ -104,19 +107,32 @@ def train(params: Align, run: TrainRun) -> tuple[dict[str, Any], dict[str, Any]]
     return stats, summary
 
 
-def _recipe(gold_hashes: list[str], params: Align, enc) -> str:
-    """What a self-trained model is a function of, besides its pool: the gold's content, params
-    align.crf, the self-training knobs that shape it, the encoder and the training code."""
+def _recipe(gold_hashes: list[str], gold_format: str, params: Align, enc) -> str:
+    """What a self-trained model is a function of, besides its pool: the gold's content in its
+    order and how it is read, params align.crf, the self-training knobs that shape it, the
+    encoder, and the code `align train` runs (this module's whole import closure, as DVC's
+    align_train stage lists it: a code change retrains)."""
     knobs = params.self_training
+    modules, _ = code_graph.closure([__name__])
     return content_key(
         "align-train",
-        sorted(gold_hashes),
+        gold_hashes,
+        gold_format,
         params.crf.model_dump(mode="json"),
         {"min_posterior": knobs.min_posterior, "max_documents": knobs.max_documents},
         enc.name,
         enc.fingerprint("en"),
-        code_version("alignment.crf", "alignment.selftrain", "alignment.features", "alignment.gold"),
+        code_version(*sorted(modules)),
     )
+
+
+def _weights_digest(folder: Path) -> str:
+    """sha256 over the files `CRFAligner.save` writes (model.pt, config.json)."""
+    h = hashlib.sha256()
+    for name in ("model.pt", "config.json"):
+        path = folder / name
+        h.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<missing>") + b"\0")
+    return h.hexdigest()
 
 
 def _previous_self_training(out: str) -> dict:
@@ -130,7 +146,9 @@ def _previous_self_training(out: str) -> dict:
     ):
         return {}
     info = _read_json(folder / "stats.json").get("self_training")
-    return info if isinstance(info, dict) else {}
+    if not isinstance(info, dict) or info.get("weights") != _weights_digest(folder):
+        return {}  # not a record, or the model's files changed since it was written: retrain
+    return info
 
 
 def _kept(run: TrainRun, previous: dict, pool: Pool, why: str) -> tuple[dict[str, Any], dict[str, Any]]:

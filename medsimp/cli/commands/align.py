@@ -180,9 +180,9 @@ def _train(args, params: Align, cache: str | None) -> int:
         cache=cache or None,
         shown=lambda path: shown_path(path, args.params_dir),
     )
-    with hold(out):  # from here to the swap: a second `align train` on `out` is refused now
+    with hold(out):  # from here to the metrics: a second `align train` on `out` is refused now
         stats, summary = train(params, run)
-    finish_stage("medsimp align train", stats, HEADLINE, args.metrics, summary=summary)
+        finish_stage("medsimp align train", stats, HEADLINE, args.metrics, summary=summary)
     return 0
 
 
