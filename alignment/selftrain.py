@@ -19,15 +19,25 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from alignment.bridge import english_sides
 from alignment.crf import CRFAligner
 from alignment.gold import DocPair
 from medsimp.params_schema import Crf, SelfTraining, updated
 from medsimp.progress import counting
 from medsimp.reviews import DEV_REVIEWS, MC_CLEAN_TEST_REVIEWS, review_key
+from pipelines.sources.tables import (
+    SENTENCE_FIELDS,
+    check_sentence_table,
+    grouped_by,
+    read_documents,
+    read_rows,
+    sentence_files,
+)
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,11 @@ class Pool:
     mc_clean_test: int
     dev: int
     over_cap: int
-    watched: frozenset[str] = frozenset()  # the `watch` ids found among the usable documents
+    # the `watch` ids found among the usable documents, with their content (`doc_digest`)
+    watched: Mapping[str, str] = field(default_factory=dict)
+    # every usable document, as the first 12 hex digits of the hash of its id (`keep_pinned`
+    # counts the reviews added since a model was trained by these)
+    keys: frozenset[str] = frozenset()
 
     @property
     def eligible(self) -> int:
@@ -75,7 +89,8 @@ def choose_pool(
     would depend on the order). `watch`: ids whose presence among the usable documents the
     returned pool reports (`watched`: a pinned model's pool, `pinned_model`)."""
     watch = frozenset(watch)
-    watched: set[str] = set()
+    watched: dict[str, str] = {}
+    keys: set[str] = set()
     gold_reviews = {review_key(d.doc_id) for d in gold}
     read = one_side = in_gold = in_test = in_dev = 0
     seen: set[str] = set()
@@ -96,8 +111,10 @@ def choose_pool(
             in_gold += 1
         else:
             if d.doc_id in watch:
-                watched.add(d.doc_id)
-            kept.append((_rank(d.doc_id), d.doc_id, d))
+                watched[d.doc_id] = doc_digest(d)
+            rank = _rank(d.doc_id)
+            keys.add(rank[:12])
+            kept.append((rank, d.doc_id, d))
             if max_documents and len(kept) >= 2 * max_documents:  # bounded memory: the lowest ranks
                 kept = heapq.nsmallest(max_documents, kept, key=lambda x: x[:2])
     eligible = read - one_side - in_test - in_dev - in_gold
@@ -110,8 +127,26 @@ def choose_pool(
         in_test,
         in_dev,
         eligible - len(chosen),
-        frozenset(watched),
+        watched,
+        frozenset(keys),
     )
+
+
+def doc_digest(d: DocPair) -> str:
+    """A content hash of one unlabelled document (its id and sentences)."""
+    return hashlib.sha256(
+        json.dumps([d.doc_id, list(d.complex), list(d.simple)], ensure_ascii=False).encode("utf-8")
+    ).hexdigest()
+
+
+def pool_record(pool: Pool) -> dict[str, Any]:
+    """What `align train` records of the pool a model learnt from (its stats.json's
+    `self_training`), for `keep_pinned` to compare the next run's pool with."""
+    return {
+        "pool_digest": pool_digest(pool.documents),
+        "pool_docs": {d.doc_id: doc_digest(d) for d in pool.documents},
+        "pool_keys": sorted(pool.keys),
+    }
 
 
 def pool_digest(documents: Sequence[DocPair]) -> str:
@@ -123,25 +158,24 @@ def pool_digest(documents: Sequence[DocPair]) -> str:
 
 
 def keep_pinned(previous: Mapping[str, Any], recipe: str, pool: Pool, retrain_after_new: int) -> str | None:
-    """Why the model `align train` wrote before (its stats.json's `self_training`, `previous`)
-    can stay as it is, or None to retrain (issue 55: a new review must not change the old
-    reviews' pairs). It stays when it was made by the same `recipe` (gold, align.crf, the
-    self-training knobs, encoder, code) and either its pool is today's pool (retraining would
-    give the same bytes) or, with `retrain_after_new` > 0, every review it learnt from is still
-    usable and fewer than `retrain_after_new` usable reviews were added since. `pool` was
-    chosen watching the previous pool's ids."""
+    """Why the model `align train` wrote before (its stats.json's `self_training`, `previous`,
+    with `pool_record`'s keys) can stay as it is, or None to retrain (issue 55: a new review must
+    not change the old reviews' pairs). It stays when it was made by the same `recipe` (gold,
+    align.crf, the self-training knobs, encoder, code) and either its pool is today's word for
+    word (retraining would give the same bytes) or, with `retrain_after_new` > 0, every review
+    it learnt from is still usable with the same sentences and fewer than `retrain_after_new`
+    usable reviews are new since it was trained. `pool` was chosen watching `pool_docs`."""
     if previous.get("recipe") != recipe:
         return None
-    ids = previous.get("pool_ids")
-    then = previous.get("pool_eligible")
-    if not isinstance(ids, list) or not isinstance(then, int) or isinstance(then, bool):
+    docs, then = previous.get("pool_docs"), previous.get("pool_keys")
+    if not isinstance(docs, dict) or not isinstance(then, list):
         return None
     if previous.get("pool_digest") == pool_digest(pool.documents):
         return "its pool is today's, word for word: retraining gives the same model"
-    added = pool.eligible - then
-    if retrain_after_new and len(pool.watched) == len(set(ids)) and added < retrain_after_new:
+    added = len(pool.keys - set(then))
+    if retrain_after_new and dict(pool.watched) == docs and added < retrain_after_new:
         return (
-            f"pinned: {max(added, 0)} usable review(s) added since it was trained, it retrains at "
+            f"pinned: {added} usable review(s) new since it was trained, it retrains at "
             f"{retrain_after_new} (align.self_training.retrain_after_new)"
         )
     return None
@@ -182,3 +216,27 @@ def self_train(
     pseudo = pseudo_documents(labeller, pool, params.min_posterior)
     info = {"pseudo_documents": len(pseudo), "pseudo_pairs": sum(len(d.pairs) for d in pseudo)}
     return CRFAligner.train([*gold, *pseudo], encoder, crf), info
+
+
+def english_documents(input_dir: str) -> Iterator[DocPair]:
+    """Every document of a sentence table as an unlabelled English DocPair (its English
+    abstract and PLS sentences, as the CRF aligns them), read through Beam's FileSystems outside
+    a pipeline: `align train`'s self-training pool. A table `cochrane` wrote is streamed a
+    document at a time; one whose documents span files is grouped in memory first."""
+    files = sentence_files(input_dir)
+    check_sentence_table(files)  # a column, cell or sentence amiss is one line, before any row is used
+    if grouped_by(files, ["doc_id"]):
+        docs: Iterator[tuple[str, list[dict]]] = (
+            (key[0], rows)
+            for f in files
+            for key, rows in read_documents(f, ["doc_id"], list(SENTENCE_FIELDS))
+        )
+    else:
+        by_doc: dict[str, list[dict]] = defaultdict(list)
+        for f in files:
+            for r in read_rows(f, list(SENTENCE_FIELDS)):
+                by_doc[r["doc_id"]].append(r)
+        docs = iter(sorted(by_doc.items()))
+    for doc_id, rows in docs:
+        complex_, simple = english_sides(rows)
+        yield DocPair(doc_id, complex_, simple, frozenset(), review_key(doc_id))

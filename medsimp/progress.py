@@ -207,5 +207,6 @@ def shown(label: str, total: int, read_done: Callable[[], int], unit: str = "doc
             yield
     finally:
         stop.set()
-        thread.join(timeout=10)
+        if thread.is_alive():  # not started when the bar itself failed to start
+            thread.join(timeout=10)
         _ACTIVE["live"] = was

@@ -225,30 +225,32 @@ def test_self_training_without_a_sentence_table_is_one_line(tmp_path, capsys):
 
 def test_a_pinned_model_stays_until_enough_new_reviews_or_a_lost_one():
     # issue 55: one new review changed every old pair, because the aligner retrained on it
-    from alignment.selftrain import keep_pinned, pool_digest
+    from alignment.selftrain import keep_pinned, pool_record
 
     table = [_doc(f"r{k}") for k in range(6)]
     pool = choose_pool(table, [], 3)
-    before = {"recipe": "R", "pool_ids": [d.doc_id for d in pool.documents], "pool_eligible": 6}
-    before["pool_digest"] = pool_digest(pool.documents)
+    before = {"recipe": "R", **pool_record(pool)}
+    watch = list(before["pool_docs"])
     assert keep_pinned(before, "R", pool, 0).startswith("its pool is today's")  # retraining: same bytes
     assert keep_pinned(before, "other recipe", pool, 500) is None
-    grown = choose_pool([*table, _doc("r6"), _doc("r7")], [], 3, before["pool_ids"])
-    assert grown.eligible == 8 and grown.watched == frozenset(before["pool_ids"])
-    if pool_digest(grown.documents) != before["pool_digest"]:  # a new review among the lowest hashes
+    grown = choose_pool([*table, _doc("r6"), _doc("r7")], [], 3, watch)
+    assert grown.eligible == 8 and set(grown.watched) == set(watch)
+    if grown.documents != pool.documents:  # a new review among the lowest hashes
         assert keep_pinned(before, "R", grown, 0) is None  # 0: retrain every run
-    assert keep_pinned(before, "R", grown, 3).startswith("pinned: 2 usable review(s) added")
+    assert keep_pinned(before, "R", grown, 3).startswith("pinned: 2 usable review(s) new")
     assert (
-        keep_pinned(before, "R", choose_pool([*table, *(_doc(f"n{k}") for k in range(3))], [], 3), 3) is None
+        keep_pinned(before, "R", choose_pool([*table, *(_doc(f"n{k}") for k in range(3))], [], 3, watch), 3)
+        is None
     )
-    changed = [
-        DocPair(d.doc_id, ["other"], d.simple) if d.doc_id == before["pool_ids"][0] else d for d in table
-    ]
-    assert (
-        keep_pinned(before, "R", choose_pool(changed, [], 3, before["pool_ids"]), 0) is None
-    )  # text changed
-    lost = [d for d in table if d.doc_id != before["pool_ids"][0]]
-    assert keep_pinned(before, "R", choose_pool([*lost, _doc("r6")], [], 3, before["pool_ids"]), 500) is None
+    # reviews swapped, not added: 2 gone (not learnt from) and 2 new still count as 2 new
+    unused = [d.doc_id for d in table if d.doc_id not in watch][:2]
+    swapped = [d for d in table if d.doc_id not in unused] + [_doc("s1"), _doc("s2")]
+    assert len(choose_pool(swapped, [], 3, watch).keys - set(before["pool_keys"])) == 2  # was 0 by count
+    # a review it learnt from, changed or gone: retrain
+    changed = [DocPair(d.doc_id, ["other"], d.simple) if d.doc_id == watch[0] else d for d in table]
+    assert keep_pinned(before, "R", choose_pool([*changed, _doc("r6")], [], 3, watch), 500) is None
+    lost = [d for d in table if d.doc_id != watch[0]]
+    assert keep_pinned(before, "R", choose_pool([*lost, _doc("r6")], [], 3, watch), 500) is None
 
 
 @pytest.mark.slow
@@ -271,7 +273,7 @@ def test_a_new_review_leaves_the_model_and_the_old_reviews_pairs_as_they_were(tm
     capsys.readouterr()
     assert main([*run, *train, "--input", str(tmp_path / "t2")]) == 0
     err = " ".join(capsys.readouterr().err.split())
-    assert "kept (pinned: 1 usable review(s) added since it was trained" in err
+    assert "kept (pinned: 1 usable review(s) new since it was trained" in err
     assert (tmp_path / "m" / "model.pt").read_bytes() == weights
     assert main([*run, *corpus, "--input", str(tmp_path / "t2"), "--output", str(tmp_path / "a2")]) == 0
 
@@ -280,6 +282,12 @@ def test_a_new_review_leaves_the_model_and_the_old_reviews_pairs_as_they_were(tm
         return sorted(json.dumps(r, sort_keys=True) for r in rows if r["doi"] != new[0])
 
     assert pairs(tmp_path / "a1") == pairs(tmp_path / "a2") != []
+    # the model's files changed since align train wrote them: never kept
+    (tmp_path / "m" / "model.pt").write_bytes(weights + b"edited")
+    capsys.readouterr()
+    assert main([*run, *train, "--input", str(tmp_path / "t2")]) == 0
+    assert " kept (" not in capsys.readouterr().err
+    assert (tmp_path / "m" / "model.pt").read_bytes() not in (weights + b"edited",)
     # retrain_after_new 0 (or --retrain): the model learns from the new review too
     assert (
         main(

@@ -23,7 +23,7 @@ from pipelines.jobs import msd as msd_job
 from pipelines.jobs import notes as notes_job
 from pipelines.jobs import plaba as plaba_job
 from pipelines.jobs import radiology as radiology_job
-from pipelines.jobs.beam_io import WriteSorted, fill_empty_shards
+from pipelines.jobs.sorted_io import WriteSorted, fill_empty_shards
 from pipelines.text.selection import load_lexicons
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,10 +131,10 @@ def test_read_and_join_cochrane_records(tmp_path):
 def test_group_sorted_gives_what_a_group_by_key_gives_through_run_files(tmp_path, monkeypatch):
     import random
 
-    from pipelines.jobs import beam_io
-    from pipelines.jobs.beam_io import GroupSorted, delete_runs
+    from pipelines.jobs import sorted_io
+    from pipelines.jobs.sorted_io import GroupSorted, delete_runs
 
-    monkeypatch.setattr(beam_io, "MERGE_FAN_IN", 4)  # the merges take several passes
+    monkeypatch.setattr(sorted_io, "MERGE_FAN_IN", 4)  # the merges take several passes
 
     pairs = [(f"k{i % 23}", {"v": i, "nested": [str(i)] * (i % 3)}) for i in range(500)]
     random.Random(1).shuffle(pairs)
@@ -273,7 +273,7 @@ def test_write_sorted_writes_sorted_shards_whatever_the_input_order(tmp_path):
 def test_write_sorted_merges_small_runs_into_the_bytes_of_one_in_memory_sort(tmp_path):
     import random
 
-    from pipelines.jobs.beam_io import stable_shard, table_bytes
+    from pipelines.jobs.sorted_io import stable_shard, table_bytes
 
     concept = pa.struct([("cui", pa.string()), ("term", pa.string())])
     schema = pa.schema([("k", pa.string()), ("v", pa.int64()), ("c", pa.list_(concept))])
@@ -319,12 +319,12 @@ def test_merge_runs_bounds_open_files_and_keeps_its_inputs_for_a_retry(tmp_path,
     import pickle
     import random
 
-    from pipelines.jobs import beam_io
+    from pipelines.jobs import sorted_io
 
-    monkeypatch.setattr(beam_io, "MERGE_FAN_IN", 3)
+    monkeypatch.setattr(sorted_io, "MERGE_FAN_IN", 3)
     opened: list[int] = []
     live = {"n": 0}
-    real_read_run = beam_io.read_run
+    real_read_run = sorted_io.read_run
 
     def counting_read_run(path):
         live["n"] += 1
@@ -334,7 +334,7 @@ def test_merge_runs_bounds_open_files_and_keeps_its_inputs_for_a_retry(tmp_path,
         finally:
             live["n"] -= 1
 
-    monkeypatch.setattr(beam_io, "read_run", counting_read_run)
+    monkeypatch.setattr(sorted_io, "read_run", counting_read_run)
     tmp_path = tmp_path / "o[1]"  # a folder named like a glob: its runs are still found and deleted
     tmp_path.mkdir()
     rng = random.Random(5)
@@ -348,13 +348,13 @@ def test_merge_runs_bounds_open_files_and_keeps_its_inputs_for_a_retry(tmp_path,
                 pickle.dump({"v": v}, fh)
         runs.append(str(path))
     key = lambda r: r["v"]  # noqa: E731
-    first = [r["v"] for r in beam_io.merge_runs(runs, key, str(tmp_path), "part", 0)]
+    first = [r["v"] for r in sorted_io.merge_runs(runs, key, str(tmp_path), "part", 0)]
     assert first == sorted(values)
     assert max(opened) <= 3
     # the inputs are still there and no intermediate run is left: a retry gives the same rows
     assert sorted(str(p) for p in tmp_path.iterdir()) == sorted(runs)
-    assert [r["v"] for r in beam_io.merge_runs(runs, key, str(tmp_path), "part", 0)] == first
-    beam_io.fill_empty_shards(str(tmp_path), "part", 1, fmt="jsonl")
+    assert [r["v"] for r in sorted_io.merge_runs(runs, key, str(tmp_path), "part", 0)] == first
+    sorted_io.fill_empty_shards(str(tmp_path), "part", 1, fmt="jsonl")
     assert [p.name for p in tmp_path.iterdir()] == ["part-00000-of-00001.jsonl"]
 
 
@@ -362,7 +362,7 @@ def test_merge_runs_bounds_open_files_and_keeps_its_inputs_for_a_retry(tmp_path,
 def test_streamed_parquet_is_byte_identical_to_the_in_memory_table(n):
     import io
 
-    from pipelines.jobs.beam_io import table_bytes, write_parquet_stream
+    from pipelines.jobs.sorted_io import table_bytes, write_parquet_stream
 
     schema = pa.schema([("k", pa.string()), ("c", pa.list_(pa.string()))]).with_metadata({b"x": b"y"})
     rows = [{"k": f"r{i}", "c": [str(i)] * (i % 3)} for i in range(n)]
@@ -378,19 +378,19 @@ def test_streamed_parquet_is_byte_identical_to_the_in_memory_table(n):
 def test_streamed_parquet_converts_a_chunk_at_a_time_into_the_same_bytes(n, group, chunk, monkeypatch):
     import io
 
-    from pipelines.jobs import beam_io
+    from pipelines.jobs import sorted_io
 
-    monkeypatch.setattr(beam_io, "ARROW_CHUNK", chunk)
+    monkeypatch.setattr(sorted_io, "ARROW_CHUNK", chunk)
     schema = pa.schema([("k", pa.string()), ("c", pa.list_(pa.string())), ("x", pa.float64())])
     # repeated strings (dictionary pages) and a row count past a row group
     rows = [{"k": f"doc{i % 97}", "c": [str(i % 11)] * (i % 3), "x": i / 7} for i in range(n)]
     sink = io.BytesIO()
-    assert beam_io.write_parquet_stream(sink, iter(rows), schema, row_group_size=group) == n
-    assert sink.getvalue() == beam_io.table_bytes(rows, schema, row_group_size=group)
+    assert sorted_io.write_parquet_stream(sink, iter(rows), schema, row_group_size=group) == n
+    assert sink.getvalue() == sorted_io.table_bytes(rows, schema, row_group_size=group)
 
 
 def _doc_file(path: Path, docs: list[tuple[str, int]]) -> str:
-    from pipelines.jobs.beam_io import table_bytes
+    from pipelines.jobs.sorted_io import table_bytes
 
     schema = pa.schema([("doc_id", pa.string()), ("i", pa.int64()), ("text", pa.string())])
     rows = [{"doc_id": d, "i": i, "text": f"{d} {i}"} for d, n in docs for i in range(n)]
@@ -399,7 +399,7 @@ def _doc_file(path: Path, docs: list[tuple[str, int]]) -> str:
 
 
 def test_read_documents_yields_each_document_once_in_file_order_across_batches(tmp_path):
-    from pipelines.jobs.beam_io import read_documents
+    from pipelines.sources.tables import read_documents
 
     path = _doc_file(tmp_path / "a.parquet", [("d2", 3), ("d1", 1), ("d3", 4)])
     docs = list(read_documents(path, ["doc_id"], ["i", "doc_id"], batch_rows=2))  # documents straddle batches
@@ -409,7 +409,8 @@ def test_read_documents_yields_each_document_once_in_file_order_across_batches(t
 
 
 def test_read_documents_transform_gives_what_a_group_by_key_gives(tmp_path):
-    from pipelines.jobs.beam_io import ReadDocuments, grouped_by
+    from pipelines.jobs.sorted_io import ReadDocuments
+    from pipelines.sources.tables import grouped_by
 
     files = [
         _doc_file(tmp_path / "a.parquet", [("d1", 2), ("d3", 1)]),
@@ -429,7 +430,8 @@ def test_documents_of_one_file_spread_over_every_worker(tmp_path):
     both worker processes of the local multi-process runner."""
     import os
 
-    from pipelines.jobs.beam_io import ReadDocuments, new_pipeline
+    from pipelines.jobs.beam_io import new_pipeline
+    from pipelines.jobs.sorted_io import ReadDocuments
 
     files = [_doc_file(tmp_path / "one.parquet", [(f"d{i:02d}", 2) for i in range(24)])]
     beam_params = Beam(runner="FnApiRunner", num_workers=2, running_mode="multi_processing")
@@ -449,7 +451,7 @@ def test_documents_of_one_file_spread_over_every_worker(tmp_path):
 
 
 def test_grouped_by_refuses_a_document_split_in_one_file_or_across_files(tmp_path):
-    from pipelines.jobs.beam_io import grouped_by
+    from pipelines.sources.tables import grouped_by
 
     split = _doc_file(tmp_path / "split.parquet", [("d1", 1), ("d2", 1), ("d1", 1)])
     assert not grouped_by([split], ["doc_id"])
@@ -605,7 +607,7 @@ def test_link_sentences_adds_concepts_and_readability_per_document_side(
 
 
 def test_run_files_are_found_and_removed_in_a_folder_named_like_a_glob(tmp_path):
-    from pipelines.jobs.beam_io import delete_runs, fill_empty_shards, list_run_files
+    from pipelines.jobs.sorted_io import delete_runs, fill_empty_shards, list_run_files
 
     out = tmp_path / "out[v2]*?"
     out.mkdir()

@@ -233,7 +233,7 @@ def test_private_push_into_an_existing_public_repo_is_refused_before_upload(hub,
 
 def test_builder_lineage_follows_its_inputs(tmp_path):
     """`--set build.msd.sentences=<a MIMIC table>` makes the builder MIMIC-derived."""
-    from medsimp.cli.commands.build import input_lineage
+    from medsimp.corpora.card import input_lineage
 
     _table(tmp_path / "clean" / "part-0.parquet", ["msd"])
     _table(tmp_path / "notes" / "part-0.parquet", ["mimic"])

@@ -132,7 +132,7 @@ def test_the_card_cites_a_held_out_score_only_for_the_exact_model_measured():
     machine; issue 53: not the folder's hash, which its stats.json moves), and says how to
     measure any other model instead of borrowing a number."""
     from medsimp import resources
-    from medsimp.cli.commands.build import heldout_score
+    from medsimp.corpora.card import heldout_score
 
     known = json.loads(resources.path("aligner_heldout.json").read_text(encoding="utf-8"))
     key = next(k for k in known if not k.startswith("_"))

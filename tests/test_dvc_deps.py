@@ -145,7 +145,7 @@ def test_stale_item_code_slots_are_put_right() -> None:
 def test_each_builder_lists_the_params_its_card_hashes() -> None:
     """build@NAME's params are build.NAME and the UPSTREAM sections of that builder (the card's
     params hashes), written from the code, not a hand list of every section."""
-    from medsimp.cli.commands.build import UPSTREAM
+    from medsimp.corpora.card import UPSTREAM
 
     items = yaml.safe_load(TEXT)["stages"]["build"]["foreach"]
     assert set(items) == set(UPSTREAM)

@@ -204,7 +204,7 @@ def test_a_signal_inside_the_in_process_runner_is_an_interrupt_not_a_crash(signu
 
 def test_write_error_names_the_fault():
     from medsimp.errors import UsageError
-    from pipelines.jobs.beam_io import write_error
+    from pipelines.jobs.pool import write_error
 
     worker = RuntimeError(
         "OSError: [Errno 28] No space left on device [while running 'Write_sentences/WriteShard']"

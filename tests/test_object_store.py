@@ -326,25 +326,25 @@ def test_a_clean_input_publishes_an_empty_dead_letter_file_and_leaves_no_upload(
 
 
 def test_a_failed_write_leaves_no_object_and_no_upload(s3, monkeypatch):
-    """beam_io.create_file on s3://: a file of several parts that fails half-way is aborted
+    """store.create_file on s3://: a file of several parts that fails half-way is aborted
     (no object, no unfinished upload); one that completes is the bytes written; an upload a
     killed writer left under a run prefix is aborted when the prefix is cleaned up."""
     env, client = s3
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    from pipelines.jobs import beam_io, objstore
+    from pipelines.jobs import objstore, store
 
-    monkeypatch.setattr(beam_io, "PART_BYTES", 5 << 20)  # S3's smallest part: two parts, quickly
+    monkeypatch.setattr(store, "PART_BYTES", 5 << 20)  # S3's smallest part: two parts, quickly
     data = os.urandom(7 << 20)
     with (
         pytest.raises(RuntimeError, match="half-way"),
-        beam_io.create_file(f"s3://{BUCKET}/fail/big.bin") as fh,
+        store.create_file(f"s3://{BUCKET}/fail/big.bin") as fh,
     ):
         fh.write(data)
         assert _uploads(client) == ["fail/big.bin"]  # the first part is up
         raise RuntimeError("half-way")
     assert _keys(client, "fail/") == [] and _uploads(client) == []
-    with beam_io.create_file(f"s3://{BUCKET}/fail/big.bin") as fh:
+    with store.create_file(f"s3://{BUCKET}/fail/big.bin") as fh:
         fh.write(data[:3])
         fh.write(data[3:])
     assert _objects(client, "fail/") == {"big.bin": data} and _uploads(client) == []

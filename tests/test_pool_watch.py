@@ -1,4 +1,4 @@
-"""`beam_io.wait_watching_pool`: a portable job on an EXTERNAL worker pool that stops accepting
+"""`pool.wait_watching_pool`: a portable job on an EXTERNAL worker pool that stops accepting
 connections ends in bounded time with one line, whatever Beam's cancel does; a job that finishes
 is a success even if its pool went away. A fake job result stands in for Beam's (the real
 cluster cases are in tests/test_runners.py, slow)."""
@@ -12,7 +12,8 @@ import pytest
 from loopback import free_port
 
 from medsimp.errors import StageFailed
-from pipelines.jobs import beam_io
+from pipelines.jobs import pool
+from pipelines.jobs.pool import endpoints_of
 
 
 class FakeResult:
@@ -39,9 +40,9 @@ class FakeResult:
 
 @pytest.fixture(autouse=True)
 def fast(monkeypatch):
-    monkeypatch.setattr(beam_io, "POOL_POLL_SECONDS", 0.05)
-    monkeypatch.setattr(beam_io, "ENDPOINT_SECONDS", 0.3)
-    monkeypatch.setattr(beam_io, "POOL_GRACE_SECONDS", 1.0)
+    monkeypatch.setattr(pool, "POOL_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(pool, "ENDPOINT_SECONDS", 0.3)
+    monkeypatch.setattr(pool, "POOL_GRACE_SECONDS", 1.0)
 
 
 def _dead_pool() -> list[tuple[str, str]]:
@@ -52,7 +53,7 @@ def test_a_pool_that_stops_answering_cancels_the_job_in_one_line():
     result = FakeResult()
     started = time.monotonic()
     with pytest.raises(StageFailed, match="external worker pool localhost:[0-9]+ stopped answering"):
-        beam_io.wait_watching_pool(result, _dead_pool(), "PortableRunner")
+        pool.wait_watching_pool(result, _dead_pool(), "PortableRunner")
     assert result.cancelled.is_set() and time.monotonic() - started < 5
 
 
@@ -63,13 +64,13 @@ def test_the_wait_is_bounded_when_the_cancel_does_not_end_the_job(cancel_raises)
     result = FakeResult(cancel_ends_it=False, cancel_raises=cancel_raises)
     started = time.monotonic()
     with pytest.raises(StageFailed, match="stopped answering"):
-        beam_io.wait_watching_pool(result, _dead_pool(), "PortableRunner")
+        pool.wait_watching_pool(result, _dead_pool(), "PortableRunner")
     assert result.cancelled.is_set() and 1.0 < time.monotonic() - started < 6
 
 
 def test_a_job_that_finishes_is_a_success_even_if_its_pool_went_away():
     result = FakeResult(ends_after=0.8, cancel_ends_it=False)  # Beam ignores a cancel of a finished job
-    beam_io.wait_watching_pool(result, _dead_pool(), "PortableRunner")
+    pool.wait_watching_pool(result, _dead_pool(), "PortableRunner")
     assert result.cancelled.is_set()  # the pool was seen gone while the job ran, and the job still counts
 
 
@@ -83,7 +84,7 @@ def test_a_live_pool_is_never_reported_gone():
     server.start()
     try:
         result = FakeResult(ends_after=1.0)
-        beam_io.wait_watching_pool(result, [("external worker pool", f"localhost:{port}")], "PortableRunner")
+        pool.wait_watching_pool(result, [("external worker pool", f"localhost:{port}")], "PortableRunner")
         assert not result.cancelled.is_set()
     finally:
         server.stop(0)
@@ -95,7 +96,7 @@ def test_a_job_error_without_a_pool_problem_is_raised_as_it_is():
             raise RuntimeError("Pipeline job-1 failed in state FAILED: boom")
 
     with pytest.raises(RuntimeError, match="state FAILED"):
-        beam_io.wait_watching_pool(Failing(), _dead_pool(), "PortableRunner")  # fails before a probe ends
+        pool.wait_watching_pool(Failing(), _dead_pool(), "PortableRunner")  # fails before a probe ends
 
 
 @pytest.mark.parametrize(
@@ -116,7 +117,7 @@ def test_the_external_pool_is_found_wherever_beam_reads_it(args, pool):
         ["--runner=PortableRunner", "--job_endpoint=localhost:8099", "--environment_type=EXTERNAL", *args]
     )
     expected = [("job endpoint", "localhost:8099")] + ([("external worker pool", pool)] if pool else [])
-    assert beam_io._endpoints(options) == expected
+    assert endpoints_of(options) == expected
 
 
 def test_a_flink_or_spark_pool_is_not_probed_from_the_launcher():
@@ -127,4 +128,4 @@ def test_a_flink_or_spark_pool_is_not_probed_from_the_launcher():
         options = PipelineOptions(
             [f"--runner={runner}", "--environment_type=EXTERNAL", "--environment_config=localhost:50000"]
         )
-        assert beam_io._endpoints(options) == []
+        assert endpoints_of(options) == []

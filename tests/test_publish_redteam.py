@@ -372,7 +372,7 @@ def test_set_override_to_a_notes_output_makes_the_builder_unpublishable(hub, tmp
     # a JSONL (no lineage at all) swapped in makes the lineage unknown: refused as well
     jsonl = tmp_path / "notes.jsonl"
     jsonl.write_text('{"text": "x"}\n')
-    from medsimp.cli.commands.build import input_lineage
+    from medsimp.corpora.card import input_lineage
 
     assert input_lineage({**cfg, "sentences": str(jsonl)}, False, "msd") is None
     assert accepted == []

@@ -13,7 +13,7 @@ import pytest
 
 from medsimp.cli import main
 from medsimp.errors import InputError
-from pipelines.jobs.align import check_sentence_table
+from pipelines.sources.tables import check_sentence_table
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "data" / "sample" / "align_gold.jsonl"

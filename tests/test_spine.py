@@ -68,7 +68,8 @@ def test_doccache_roundtrip_and_counts(tmp_path):
 def _run_write(out_dir: Path) -> dict[str, str]:
     import apache_beam as beam
 
-    from pipelines.jobs.beam_io import WriteSorted, fill_empty_shards, pipeline_options
+    from pipelines.jobs.beam_io import pipeline_options
+    from pipelines.jobs.sorted_io import WriteSorted, fill_empty_shards
 
     schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
     rows = [{"k": f"doc{i % 7}", "v": i} for i in range(60)]

@@ -16,7 +16,7 @@ def run_source_job(args, section_name: str, job) -> int:
     from medsimp.atomic import atomic_dir
     from medsimp.config import resolve_path
     from pipelines.jobs import objstore
-    from pipelines.jobs.beam_io import use_store
+    from pipelines.jobs.store import use_store
 
     params = getattr(args.params_data, section_name)  # the typed section (medsimp.params_schema)
     source = args.input or resolve_path(params.input, args.params_dir)

@@ -7,30 +7,16 @@ Counts documents: read = kept (aligned) + rejected (dead letter with the reason)
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.errors import InputError
 from medsimp.params_schema import Align, Beam
 from medsimp.progress import ProgressSink, watch
-from medsimp.reviews import review_key
 from medsimp.schemas import PAIRS, pair_sort_key
-from pipelines.jobs.beam_io import (
-    ReadDocuments,
-    counters,
-    grouped_by,
-    new_pipeline,
-    read_documents,
-    read_rows,
-    trim_heap,
-)
+from pipelines.jobs.beam_io import counters, new_pipeline, trim_heap
 from pipelines.jobs.common import (
     Counter,
     Table,
@@ -40,13 +26,11 @@ from pipelines.jobs.common import (
     stamp,
     write_tables,
 )
+from pipelines.jobs.sorted_io import ReadDocuments
 from pipelines.sources.files import parquet_lineage
-
-if TYPE_CHECKING:
-    from alignment.gold import DocPair
+from pipelines.sources.tables import SENTENCE_FIELDS, check_sentence_table, grouped_by, sentence_files
 
 NAMESPACE = "align"
-_FIELDS = ("sentence_id", "doc_id", "side", "language", "section", "sentence_index", "text")
 
 
 # What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
@@ -130,127 +114,13 @@ class AlignDocuments(beam.PTransform):
         else:
             docs = (
                 sentences
-                | "KeyByDoc" >> beam.Map(lambda r: (r["doc_id"], {k: r[k] for k in _FIELDS}))
+                | "KeyByDoc" >> beam.Map(lambda r: (r["doc_id"], {k: r[k] for k in SENTENCE_FIELDS}))
                 | "GroupByDoc" >> beam.GroupByKey()
             )
         aligned = docs | "Align" >> beam.ParDo(
             AlignDocFn(self.params, self.cache_root, self.progress)
         ).with_outputs("dead_letter", main="pairs")
         return {"pairs": aligned.pairs, "dead_letter": aligned.dead_letter}
-
-
-def sentence_files(input_dir: str) -> list[str]:
-    """The sentence table's parquet files (sorted); FileNotFoundError when there are none."""
-    pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
-    files = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    if not files:
-        raise FileNotFoundError(f"no sentence table at {pattern} (run `medsimp cochrane` first)")
-    return files
-
-
-# The kind each column of a sentence table must hold (the `cochrane`/`msd`/`plaba` schema).
-_KINDS = {
-    "sentence_id": "string",
-    "doc_id": "string",
-    "side": "string",
-    "language": "string",
-    "section": "string",
-    "sentence_index": "integer",
-    "text": "string",
-}
-_NOT_NULL = ("sentence_id", "doc_id", "side", "language", "sentence_index", "text")
-
-
-def _kind_of(dtype: pa.DataType) -> str:
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
-        return "string"
-    if pa.types.is_integer(dtype):
-        return "integer"
-    return str(dtype)
-
-
-def check_sentence_table(files: list[str]) -> int:
-    """InputError (one line naming the file, column and row) unless every file is a sentence
-    table whose cells are of the right kind: the columns of `_FIELDS`, strings and an integer
-    `sentence_index`, no null in `_NOT_NULL`, and no sentence (`sentence_id`) twice, in one file
-    or across part files (a part file copied twice would double every sentence of its
-    documents). Reads the schema, then only the id column and the null counts the files record
-    (a column whose statistics do not say is read), before any work."""
-    documents: set[str] = set()
-    first_seen: dict[str, tuple[str, int]] = {}
-    for path in files:
-        with FileSystems.open(path) as fh:
-            meta = pq.ParquetFile(fh).metadata
-            schema = meta.schema.to_arrow_schema()
-            missing = sorted(set(_FIELDS) - set(schema.names))
-            if missing:
-                raise InputError(f"{path}: not a sentence table (no column {', '.join(missing)})")
-            for column, kind in _KINDS.items():
-                found = _kind_of(schema.field(column).type)
-                if found != kind:
-                    raise InputError(f"{path}: column {column} holds {found} values, not {kind}s")
-            suspect = [c for c in _NOT_NULL if _may_hold_nulls(meta, schema.get_field_index(c))]
-        if suspect:
-            with FileSystems.open(path) as fh:
-                table = pq.read_table(fh, columns=suspect)
-            for column in suspect:
-                first = pc.index(table.column(column).is_null(), True).as_py()
-                if first >= 0:
-                    row = first + 1
-                    raise InputError(f"{path}: column {column}, row {row}: empty (null); every row needs one")
-        row = 0
-        for ids, docs in _id_batches(path):
-            documents.update(docs)
-            for sentence_id in ids:
-                row += 1
-                if sentence_id in first_seen:
-                    where, at = first_seen[sentence_id]
-                    raise InputError(
-                        f"{path}: column sentence_id, row {row}: the sentence {sentence_id!r} appears twice "
-                        f"(first in {where}, row {at}); remove the duplicate part file or rows"
-                    )
-                first_seen[sentence_id] = (path, row)
-    return len(documents)
-
-
-def _may_hold_nulls(meta: pq.FileMetaData, index: int) -> bool:
-    """Whether column `index` may hold a null: its statistics say so, or some row group has none."""
-    for g in range(meta.num_row_groups):
-        stats = meta.row_group(g).column(index).statistics
-        if stats is None or not stats.has_null_count or stats.null_count:
-            return True
-    return False
-
-
-def _id_batches(path: str) -> Iterator[tuple[list[str], list[str]]]:
-    with FileSystems.open(path) as fh:
-        for batch in pq.ParquetFile(fh).iter_batches(batch_size=50_000, columns=["sentence_id", "doc_id"]):
-            yield batch.column(0).to_pylist(), batch.column(1).to_pylist()
-
-
-def english_documents(input_dir: str) -> Iterator[DocPair]:
-    """Every document of a sentence table as an unlabelled English DocPair (its English
-    abstract and PLS sentences, as the CRF aligns them), read through Beam's FileSystems outside
-    a pipeline: `align train`'s self-training pool. A table `cochrane` wrote is streamed a
-    document at a time; one whose documents span files is grouped in memory first."""
-    from alignment.bridge import english_sides
-    from alignment.gold import DocPair
-
-    files = sentence_files(input_dir)
-    check_sentence_table(files)  # a column, cell or sentence amiss is one line, before any row is used
-    if grouped_by(files, ["doc_id"]):
-        docs: Iterator[tuple[str, list[dict]]] = (
-            (key[0], rows) for f in files for key, rows in read_documents(f, ["doc_id"], list(_FIELDS))
-        )
-    else:
-        by_doc: dict[str, list[dict]] = defaultdict(list)
-        for f in files:
-            for r in read_rows(f, list(_FIELDS)):
-                by_doc[r["doc_id"]].append(r)
-        docs = iter(sorted(by_doc.items()))
-    for doc_id, rows in docs:
-        complex_, simple = english_sides(rows)
-        yield DocPair(doc_id, complex_, simple, frozenset(), review_key(doc_id))
 
 
 def fallback_notes(result) -> list[str]:
@@ -289,11 +159,11 @@ def run(
     progress = FileSystems.join(out_dir, ".progress")  # removed before the output is published
     with watch(progress, documents, "align corpus"), new_pipeline(beam_params, beam_args) as p:
         if grouped_by(files, ["doc_id"]):  # a table `cochrane` wrote: stream its documents
-            docs = p | "Read" >> ReadDocuments(files, ["doc_id"], list(_FIELDS))
+            docs = p | "Read" >> ReadDocuments(files, ["doc_id"], list(SENTENCE_FIELDS))
             aligned = docs | "Key" >> beam.MapTuple(lambda key, rows: (key[0], rows))
             pairs = aligned | "AlignDocuments" >> AlignDocuments(params, cache_root, True, progress)
         else:
-            sentences = p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(_FIELDS))
+            sentences = p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(SENTENCE_FIELDS))
             pairs = sentences | "AlignDocuments" >> AlignDocuments(params, cache_root, False, progress)
         write_tables(pairs, tables, out_dir, shards)
     return finish(

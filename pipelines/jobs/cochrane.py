@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.params_schema import Beam, Cochrane
 from medsimp.schemas import COCHRANE_SENTENCES
 from medsimp.stats import dead_letter
-from pipelines.jobs.beam_io import GroupSorted, delete_runs, new_pipeline
+from pipelines.jobs.beam_io import new_pipeline
 from pipelines.jobs.common import (
     Counter,
     ParseFn,
@@ -30,6 +30,7 @@ from pipelines.jobs.common import (
     stamp,
     write_tables,
 )
+from pipelines.jobs.sorted_io import GroupSorted, delete_runs
 from pipelines.sources.cochrane import (
     FormatError,
     ReviewRecord,

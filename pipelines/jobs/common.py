@@ -21,7 +21,9 @@ from medsimp.atomic import canonical_json
 from medsimp.errors import InputError, StageFailed
 from medsimp.lineage import with_lineage
 from medsimp.stats import check_reconciles, dead_letter, finish_stage, output_stats
-from pipelines.jobs.beam_io import WriteSorted, counters, fill_empty_shards, glob_escape, write_file
+from pipelines.jobs.beam_io import counters
+from pipelines.jobs.sorted_io import WriteSorted, fill_empty_shards, glob_escape
+from pipelines.jobs.store import write_file
 from pipelines.sources.files import check_file, check_lines, iter_lines
 from pipelines.sources.records import FormatError, Line, guarded
 from pipelines.sources.rows import locator_key

@@ -11,8 +11,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.params_schema import Beam, Filter
 from medsimp.schemas import FILTERED_PAIRS, pair_sort_key
-from pipelines.jobs.beam_io import ReadRows, new_pipeline
+from pipelines.jobs.beam_io import new_pipeline
 from pipelines.jobs.common import Counter, Table, finish, prepare_dirs, stamp, write_tables
+from pipelines.jobs.sorted_io import ReadRows
 from pipelines.sources.files import parquet_lineage
 
 NAMESPACE = "filter"

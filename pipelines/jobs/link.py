@@ -24,7 +24,7 @@ from medsimp.params_schema import Beam, Link, Readability
 from medsimp.progress import ProgressSink, watch
 from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
 from medsimp.stats import dead_letter
-from pipelines.jobs.beam_io import grouped_by, new_pipeline, read_numbered_documents
+from pipelines.jobs.beam_io import new_pipeline
 from pipelines.jobs.common import (
     Counter,
     Table,
@@ -35,6 +35,7 @@ from pipelines.jobs.common import (
     write_tables,
 )
 from pipelines.sources.files import list_files, open_file, parquet_lineage
+from pipelines.sources.tables import grouped_by, read_numbered_documents
 from pipelines.text.umls import matcher_settings
 
 NAMESPACE = "link"

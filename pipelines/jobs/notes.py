@@ -11,7 +11,7 @@ DAG (each step a composite transform)::
                       consecutive notes of one byte range (GroupByKey: spreads the CPU work)
     SelectSentences:  per batch, minus duplicate-id notes (side input): split sentences +
                       Algorithm 1 -> one sorted parquet file
-    WriteDeadLetters: pipelines.jobs.beam_io.WriteSorted
+    WriteDeadLetters: pipelines.jobs.sorted_io.WriteSorted
 
 Sentences are written per batch, not through `WriteSorted`: a batch's content and file name
 (`part-<file>-<range>-<batch>.parquet`) depend only on the input and params, so outputs are
@@ -214,7 +214,7 @@ class _SentencesFn(beam.DoFn):
         self.processor = NoteProcessor(self.params, *self.lexicons)
 
     def process(self, element, duplicates):
-        from pipelines.jobs.beam_io import table_bytes
+        from pipelines.jobs.sorted_io import table_bytes
 
         key, packed = element
         records = [
@@ -284,7 +284,7 @@ def build(
     """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
     with `tags` (the release of the note tables) as the sentences' lineage.
     The caller creates `out_dir/sentences` and writes an empty part if the job wrote none."""
-    from pipelines.jobs.beam_io import WriteSorted
+    from pipelines.jobs.sorted_io import WriteSorted
 
     read = pipeline | "ReadNotes" >> ReadNotes(
         files, params.categories, params.num_ranges, params.max_text_chars
@@ -326,8 +326,10 @@ def run(
     reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
     from medsimp.atomic import canonical_json
     from medsimp.stats import finish_stage
-    from pipelines.jobs.beam_io import fill_empty_shards, glob_escape, new_pipeline, write_file
+    from pipelines.jobs.beam_io import new_pipeline
     from pipelines.jobs.common import check_rows, committed_counters, written_rows
+    from pipelines.jobs.sorted_io import fill_empty_shards, glob_escape
+    from pipelines.jobs.store import write_file
 
     sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
     FileSystems.mkdirs(sentences)
@@ -390,7 +392,7 @@ def raise_file_errors(dead_letter_dir: str) -> None:
     """InputError naming the first whole-file fault a reader met mid-file (e.g. a truncated
     .gz), found among the dead letters; nothing when there is none."""
     from medsimp.errors import InputError
-    from pipelines.jobs.beam_io import glob_escape
+    from pipelines.jobs.sorted_io import glob_escape
 
     for match in sorted(
         m.path

@@ -14,9 +14,9 @@ killed run leaves the marker as it was (the previous run, or none): readers see 
 and the next run sweeps the orphan prefix. `published_files` is how a reader checks a prefix:
 the marker's run, with every manifest file present at its size.
 
-On s3:// the files (and the marker) are written by `beam_io.create_file` (an empty file is an
+On s3:// the files (and the marker) are written by `store.create_file` (an empty file is an
 empty object; a failed write leaves no object and no unfinished upload), the store is checked
-before the work by `beam_io.check_store` (a missing bucket, an endpoint that does not answer:
+before the work by `store.check_store` (a missing bucket, an endpoint that does not answer:
 one line, in bounded time), and the unfinished uploads under a run prefix that is cleaned up
 (a killed writer's) are aborted with it.
 
@@ -41,7 +41,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.atomic import canonical_json, is_url
 from medsimp.errors import UsageError
 from medsimp.markers import MARKER
-from pipelines.jobs.beam_io import abort_uploads, check_store, write_file
+from pipelines.jobs.store import abort_uploads, check_store, write_file
 
 __all__ = ["is_url", "publish", "published_files", "read_marker"]
 

@@ -94,8 +94,8 @@ def build(
 ) -> None:
     """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
     with `tags` (the release of the note tables) as the sentences' lineage."""
-    from pipelines.jobs.beam_io import WriteSorted
     from pipelines.jobs.notes import ReadNotes, dead_letter_sort_key
+    from pipelines.jobs.sorted_io import WriteSorted
 
     read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], params.num_ranges, params.max_text_chars)
     (
@@ -163,10 +163,12 @@ def run(
     reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
     from medsimp.atomic import canonical_json
     from medsimp.stats import check_reconciles, finish_stage
-    from pipelines.jobs.beam_io import fill_empty_shards, new_pipeline, write_file
+    from pipelines.jobs.beam_io import new_pipeline
     from pipelines.jobs.common import check_rows, committed_counters, written_rows
     from pipelines.jobs.notes import NAMESPACE as NOTES_NS
     from pipelines.jobs.notes import raise_file_errors
+    from pipelines.jobs.sorted_io import fill_empty_shards
+    from pipelines.jobs.store import write_file
 
     sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
     pipeline = new_pipeline(beam_params, beam_args)

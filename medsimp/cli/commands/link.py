@@ -27,7 +27,7 @@ def run(args) -> int:
     from medsimp.atomic import atomic_dir
     from medsimp.config import cache_path, resolve_path
     from pipelines.jobs import link
-    from pipelines.jobs.beam_io import use_store
+    from pipelines.jobs.store import use_store
     from pipelines.text.umls import installation, read_manifest
 
     cache_root = cache_path(args.params_data, args.params_dir)
