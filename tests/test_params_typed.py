@@ -66,6 +66,7 @@ def test_domain_code_takes_typed_sections_without_round_trips():
         ("alignment/crf.py", "save"),
         ("training/trainer.py", "save"),
         ("training/neural.py", "data_key"),  # the checkpoint key
+        ("alignment/stage.py", "_recipe"),  # the pinned aligner's recipe key (issue 55)
         ("pipelines/text/umls.py", "matcher_settings"),
     }
     found = []

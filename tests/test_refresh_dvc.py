@@ -257,7 +257,13 @@ def test_a_copied_project_with_nothing_recorded_elsewhere_refreshes_only_what_a_
     assert report["stages"]["align"]["cache"] == {"hits": 2, "misses": 1}  # the copied cache
     assert report["fingerprints_changed"] == ["toy"]
     run_record = json.loads((moved / "metrics" / "extract.json.run.json").read_text())
-    assert run_record == {"input_bytes": (moved / "data" / "reviews.jsonl").stat().st_size}
+    assert run_record["input_bytes"] == (moved / "data" / "reviews.jsonl").stat().st_size
+    assert run_record["documents"] == 4 and set(run_record) == {
+        "input_bytes",
+        "documents",
+        "wall_seconds",
+        "cpu_seconds",
+    }
     assert (moved / "metrics" / "notes.json").read_bytes() == notes
     assert not (tmp_path / "state-there").exists()  # every record went to the project
 
