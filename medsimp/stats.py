@@ -3,6 +3,7 @@ tracks, and the summary printed on stderr (docs/metrics.md)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -41,7 +42,30 @@ def write_metrics(
     kept = output_stats(stats)
     write_json(path, {k: kept[k] for k in headline if k in kept})
     record = {**{k: stats[k] for k in RUN_KEYS if k in stats}, **_RUN_FACTS, **cost(stats), **(run or {})}
+    record["history"] = run_history(Path(str(path) + RUN_SUFFIX), record)
     write_json(Path(str(path) + RUN_SUFFIX), record)
+
+
+HISTORY_RUNS = 8  # runs a run record remembers for the refresh plan's fit (medsimp.refresh.plan)
+
+
+def run_history(path: Path, record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The last HISTORY_RUNS runs' CPU seconds, documents read and documents computed (`work`:
+    the cache's misses when the stage has a document cache, else the documents read), this run
+    last: the earlier ones from the run record at `path` (a regular file medsimp wrote; anything
+    else starts the history afresh)."""
+    past: list[dict[str, Any]] = []
+    try:
+        if path.is_file() and not path.is_symlink():
+            old = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(old, dict) and isinstance(old.get("history"), list):
+                past = [p for p in old["history"] if isinstance(p, dict)]
+    except (OSError, ValueError, RecursionError):
+        past = []
+    misses, documents = record.get("cache_misses"), record.get("documents")
+    work = misses if isinstance(misses, int) and not isinstance(misses, bool) else documents
+    point = {"cpu_seconds": record.get("cpu_seconds"), "documents": documents, "work": work}
+    return [*past, point][-HISTORY_RUNS:]
 
 
 def cost(stats: Mapping[str, Any]) -> dict[str, Any]:

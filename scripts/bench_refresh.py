@@ -4,8 +4,10 @@
 2. warm-up refresh: brings the copy up to date (and lets DVC re-hash the copied files);
 3. timed refresh with nothing changed: target < 10 s and "nothing to do" (exit 3);
 4. append one new review (all its language versions) to the embedded Cochrane input,
-   refresh again, and read the cache hits/misses from the report: only that review's
-   documents should miss.
+   `refresh --dry-run` (the forecast of each stage's CPU), refresh again, and read the cache
+   hits/misses and each stage's measured CPU from the report: only that review's documents
+   should miss, and each forecast should be within 2x of the measured CPU;
+5. the same with a second new review (its forecast fits on the runs so far).
 
 Prints a JSON summary. The repository itself is never modified.
     python scripts/bench_refresh.py [--repo .] [--workdir DIR] [--keep] [--reuse]
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -120,6 +123,42 @@ def add_review(input_path: Path) -> dict:
     }
 
 
+FORECAST = re.compile(r"^  (\S+): .*?(at most|about) ([0-9.e+]+) s CPU \((.*)\)$")
+
+
+def dry_run_forecast(root: Path, targets: list[str], timeout: float) -> dict:
+    """`refresh --dry-run` of the same targets: each stage's expected CPU seconds and basis."""
+    env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1", DVC_NO_ANALYTICS="1")
+    extra = ["--targets", *targets] if targets else []
+    cmd = [sys.executable, "-m", "medsimp.cli", "refresh", "--dry-run", *extra]
+    out = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout).stdout
+    found = {}
+    for line in out.splitlines():
+        if m := FORECAST.match(line):
+            found[m.group(1)] = {
+                "cpu_s": float(m.group(3)),
+                "bound": m.group(2) == "at most",
+                "basis": m.group(4),
+            }
+    return found
+
+
+def forecast_vs_measured(expected: dict, report: dict) -> dict:
+    """Per stage that ran: the dry run's CPU forecast, the CPU its run record measured, the ratio
+    (issue 55: within 2x)."""
+    rows = {}
+    for name, s in (report.get("stages") or {}).items():
+        spent = (s.get("cost") or {}).get("cpu_seconds")
+        if s.get("status") == "ran" and name in expected and spent:
+            rows[name] = {
+                **expected[name],
+                "measured_cpu_s": spent,
+                "ratio": round(expected[name]["cpu_s"] / spent, 2),
+            }
+    ratios = [r["ratio"] for r in rows.values()]
+    return {"stages": rows, "within_2x": sum(0.5 <= r <= 2 for r in ratios), "of": len(ratios)}
+
+
 def stage_view(report: dict | None) -> dict:
     if not report:
         return {}
@@ -176,16 +215,20 @@ def main() -> int:
         from medsimp.config import load_params
 
         cochrane_input = root / load_params(root / "params.yaml").cochrane.input
-        summary["added_review"] = add_review(cochrane_input)
-        one = timed_refresh(root, args.timeout, args.targets)
-        report = one["report"] or {}
-        summary["one_review"] = {k: one[k] for k in ("exit_code", "wall_s", "cpu_s", "stderr_tail")}
         summary["targets"] = args.targets
-        summary["one_review"].update(
-            stages=stage_view(report),
-            cache=report.get("cache"),
-            fingerprints_changed=report.get("fingerprints_changed"),
-        )
+        for key in ("one_review", "another_review"):  # the second forecast fits on the first run
+            added = add_review(cochrane_input)
+            expected = dry_run_forecast(root, args.targets, args.timeout)
+            one = timed_refresh(root, args.timeout, args.targets)
+            report = one["report"] or {}
+            summary[key] = {k: one[k] for k in ("exit_code", "wall_s", "cpu_s", "stderr_tail")}
+            summary[key].update(
+                added_review=added,
+                stages=stage_view(report),
+                cache=report.get("cache"),
+                fingerprints_changed=report.get("fingerprints_changed"),
+                forecast=forecast_vs_measured(expected, report),
+            )
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -263,7 +264,9 @@ def test_a_copied_project_with_nothing_recorded_elsewhere_refreshes_only_what_a_
         "documents",
         "wall_seconds",
         "cpu_seconds",
+        "history",  # the copied record's run and this one (medsimp.refresh.plan fits on them)
     }
+    assert [p["documents"] for p in run_record["history"]] == [3, 4]
     assert (moved / "metrics" / "notes.json").read_bytes() == notes
     assert not (tmp_path / "state-there").exists()  # every record went to the project
 
@@ -276,6 +279,60 @@ def test_a_copied_project_with_nothing_recorded_elsewhere_refreshes_only_what_a_
     assert (moved / "metrics" / "extract.json.run.json").read_text() == '{"mine": 1}\n'
 
 
+SCORE_STAGE = f"""  score:
+    cmd: {sys.executable} toy_stage.py score
+    deps: [toy_stage.py, out/extract]
+    outs: [out/score]
+    metrics: [{{metrics/score.json: {{cache: false}}}}]
+"""
+
+
+def _forecast(out: str, stage: str) -> tuple[float, str]:
+    """The CPU seconds the dry run expects for `stage`, and its line."""
+    line = next(x for x in out.splitlines() if x.startswith(f"  {stage}: "))
+    found = re.search(r"(?:at most|about) ([0-9.e+]+) s CPU", line)
+    assert found, line
+    return float(found.group(1)), line
+
+
+def test_the_dry_run_forecasts_each_stage_s_cpu_within_2x_of_the_run_that_follows(project: Path):
+    """Issue 55 §3: `refresh --dry-run` says, per stage that would rerun, the documents and the
+    CPU it expects from the runs measured here; each forecast is within 2x of the run that then
+    happens. `score` costs a start-up and 0.4 CPU-s per review its cache does not hold: the first
+    forecast has one cold run to go on (an upper bound), the next fits start-up and per-review
+    cost on the runs so far."""
+    with (project / "dvc.yaml").open("a") as fh:
+        fh.write(SCORE_STAGE)
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "score")
+    assert run_refresh(project)[0] == EXIT_OK  # cold: both reviews with a summary computed
+    new = [
+        {
+            **NEW_REVIEW,
+            "doi": f"10.1002/14651858.CD00001{i}",
+            "abstract": f"Zinc {i} shortens colds. Data are few",
+        }
+        for i in range(3)
+    ]
+    seen = []
+    for added in (new[:1], new[1:3]):
+        write_reviews(project, [*REVIEWS, *[r for r in new if r in added or r["doi"] in seen]])
+        seen += [r["doi"] for r in added]
+        code, out = run_refresh(project, "--dry-run")
+        assert code == EXIT_OK and "would run: extract, align, build, score" in out, out
+        expected, line = _forecast(out, "score")
+        assert run_refresh(project)[0] == EXIT_OK
+        spent = latest(project)["stages"]["score"]
+        assert spent["cache"]["misses"] == len(added)
+        measured = spent["cost"]["cpu_seconds"]
+        assert 0.5 <= expected / measured <= 2, (line, measured)
+        if len(seen) == 1:
+            assert "at most" in line and "one run gives no start-up cost" in line
+        else:
+            assert "fit of 2 runs here" in line and "documents" in line
+    assert "  together: about " in out
+
+
 def test_dry_run_and_targets(project: Path):
     code, out = run_refresh(project, "--dry-run")
     assert code == EXIT_OK and "would run: extract, align, build" in out
@@ -284,13 +341,14 @@ def test_dry_run_and_targets(project: Path):
     code, out = run_refresh(project, "--targets", "align")
     assert code == EXIT_OK, out
     write_reviews(project, [*REVIEWS, NEW_REVIEW])
-    code, out = run_refresh(project, "--dry-run")  # what each stage cost when it last ran here
+    code, out = run_refresh(project, "--dry-run")  # what each stage will cost, from its last run
     spent = latest(project)["stages"]["extract"]["cost"]
-    assert (
-        f"  extract: last run 3 documents, {spent['wall_seconds']:g} s wall, {spent['cpu_seconds']:g} s CPU"
-        in out
-    )
-    assert "  together: " in out
+    expected, line = _forecast(out, "extract")  # one run, more documents: scaled by the work
+    assert line.startswith("  extract: 4 documents, 4 to compute, about ")
+    assert f"the last run here ({spent['cpu_seconds']:g} s) scaled by the work" in line
+    assert spent["cpu_seconds"] < expected < 2 * spent["cpu_seconds"]
+    assert "  align: no record of an earlier run here" in out  # no run record: nothing claimed
+    assert "  together: about " in out
     write_reviews(project, REVIEWS)
     assert {n: s["status"] for n, s in latest(project)["stages"].items()} == {
         "extract": "ran",

@@ -29,6 +29,7 @@ from medsimp.errors import EXIT_REFUSED as EXIT_NOTHING_TO_DO
 from medsimp.errors import EXIT_USAGE as EXIT_ERROR  # noqa: F401  (setup outside a stage: dvc.yaml, DVC)
 from medsimp.params_schema import Refresh
 from medsimp.refresh.dvc import Dag, LockHeld, read_dag, restore_outputs, run_repro, stages_to_run
+from medsimp.refresh.plan import plan_lines
 
 
 @dataclass
@@ -225,7 +226,7 @@ def run_refresh(
             echo(
                 "nothing to do: every stage is up to date" if not would else "would run: " + ", ".join(would)
             )
-            for line in last_costs(cfg.root, dag, would):
+            for line in plan_lines(cfg.root, dag, status, would):
                 echo(line)
             return (EXIT_OK if would else EXIT_NOTHING_TO_DO), None
         with refresh_lock(cfg.lock):
@@ -251,33 +252,6 @@ def run_refresh(
     except LockHeld as exc:
         echo(f"refresh: {exc}")
         return EXIT_LOCK_HELD, None
-
-
-def last_costs(root: Path, dag: Dag, stages: list[str]) -> list[str]:
-    """For a dry run: what each stage that would run cost the last time it ran here, from its
-    run records (`medsimp.stats.cost`): documents, wall and CPU seconds, Beam workers. A measured
-    figure, not a forecast: a rerun that finds its documents in the cache costs less."""
-    from medsimp.refresh.report import COST_KEYS, read_metrics
-    from medsimp.stats import RUN_SUFFIX
-
-    lines, cpu = [], 0.0
-    for name in stages:
-        run = read_metrics(root, [p + RUN_SUFFIX for p in dag.metrics.get(name, [])])
-        if not any(k in run for k in COST_KEYS):
-            lines.append(f"  {name}: no record of an earlier run here")
-            continue
-        cpu += float(run.get("cpu_seconds", 0))
-        docs = f"{run['documents']:g} documents, " if "documents" in run else ""
-        workers = f", {run['workers']:g} workers" if "workers" in run else ""
-        lines.append(
-            f"  {name}: last run {docs}{run.get('wall_seconds', 0):g} s wall, "
-            f"{run.get('cpu_seconds', 0):g} s CPU{workers}"
-        )
-    if lines:
-        lines.append(
-            f"  together: {cpu:g} s CPU when they last ran (the document cache makes a rerun cheaper)"
-        )
-    return lines
 
 
 def _free_stamp(report_dir: Path, stamp: str) -> str:
