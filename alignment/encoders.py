@@ -124,6 +124,17 @@ class STEncoder:
         self._path = path
         self.batch_size = spec.batch_size
         self.name = f"st-{Path(path).name if spec.model != 'minilm' else 'minilm'}"
+        self.blas_threads: int | None = None
+        if spec.matmul == "blas":
+            from alignment.blas_linear import blas_linears
+            from medsimp.numerics import require_blas_pinned
+
+            require_blas_pinned()  # the products follow OpenBLAS's kernels
+            self.model = blas_linears(self.model)
+            self.blas_threads = spec.threads
+            # another sum order than torch's products: vectors cached by the one never answer
+            # the other (the name is the cache key's and the CRF model's record of its encoder)
+            self.name += f"+blas-threads-{spec.threads}"
         self.dim = (
             self.model.get_embedding_dimension()
             if hasattr(self.model, "get_embedding_dimension")
@@ -144,11 +155,18 @@ class STEncoder:
     def encode(self, texts: Sequence[str], lang: str | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, int(self.dim or 0)), np.float32)
-        return normalise(
-            self.model.encode(
-                list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        if self.blas_threads is None:
+            limit: Any = nullcontext()
+        else:  # per call, as USE does: the thread count splits OpenBLAS's sums
+            from threadpoolctl import threadpool_limits
+
+            limit = threadpool_limits(limits=self.blas_threads, user_api="blas")
+        with limit:
+            return normalise(
+                self.model.encode(
+                    list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+                )
             )
-        )
 
 
 class LaserEncoder:

@@ -73,3 +73,24 @@ def test_use_cache_key_names_its_blas_threads():
     one, two = (encoders.USEEncoder(UseSpec(threads=n)) for n in (1, 2))
     assert one.name == two.name  # the same model and cache namespace
     assert one.fingerprint("en") != two.fingerprint("en")
+
+
+def test_the_crf_encoder_runs_torch_s_products_by_default_and_blas_as_an_option():
+    """Issue 57 §3: `align.crf.encoder.matmul: blas` runs MiniLM's linear layers in numpy's
+    OpenBLAS (pinned to AVX2 on every x86-64 CPU) at about half the CPU. Its vectors are another
+    order of float sums than torch's: close, not equal, reproducible, and keyed apart in the
+    cache and in a CRF model's record of its encoder. The default stays torch's."""
+    import numpy as np
+    import torch
+
+    assert load_params(str(ROOT / "params.yaml"), []).align.crf.encoder.matmul == "torch"
+    texts = ["Aspirin lowers the risk of stroke.", "We are unsure.", "Side effects were rare in 12 trials."]
+    torch_enc = encoders.make_encoder(encoder_spec({"kind": "minilm", "model": "minilm"}), None).inner
+    blas_enc = encoders.make_encoder(
+        encoder_spec({"kind": "minilm", "model": "minilm", "matmul": "blas"}), None
+    )
+    a, b = torch_enc.encode(texts), blas_enc.inner.encode(texts)
+    assert a.shape == b.shape and np.abs(a - b).max() < 1e-6 and not np.array_equal(a, b)
+    assert np.array_equal(b, blas_enc.inner.encode(texts))
+    assert (torch_enc.name, blas_enc.name) == ("st-minilm", "st-minilm+blas-threads-1")
+    assert not any(isinstance(m, torch.nn.Linear) for m in blas_enc.inner.model.modules())

@@ -41,7 +41,11 @@ class STSpec(Section):
     kind: Literal["st", "minilm"] = "st"
     model: str = "minilm"
     batch_size: Positive = 64
-    threads: Positive | None = 1  # torch threads; null: torch's own
+    threads: Positive | None = 1  # torch threads (and OpenBLAS's with matmul: blas); null: their own
+    # where the linear layers' products run: `torch` (its MKL, pinned to the SSE2 branch every
+    # x86-64 CPU runs alike) or `blas` (numpy's OpenBLAS, pinned to its AVX2 kernels: 0.58x the
+    # encoder's CPU, vectors within 2e-7 of torch's; docs/alignment.md "English alignment CPU")
+    matmul: Literal["torch", "blas"] = "torch"
     languages: list[str] | None = None
 
 
