@@ -439,3 +439,31 @@ def test_the_rouge_tokenizer_is_a_params_knob_the_flag_overrides(tmp_path):
     assert theirs[1].startswith("rouge_l:rouge-score-f1+tok-rouge-score-default")
     assert theirs[0] != default[0]  # `résultats` is split by rouge-score's tokens, kept by NLTK's
     assert rouge("--set", "evaluate.rouge_tokenizer=nltk", "--rouge-tokenizer", "rouge-score") == theirs
+
+
+def test_the_language_model_read_from_the_cache_is_py3langids(tmp_path, monkeypatch):
+    """py3langid's model is read from a marshal table in the cache (issue 57: decompressing its
+    LZMA file cost 0.1-0.2 s a process): built by the first call, read by the next, the same
+    arrays, tables and verdicts as `LanguageIdentifier.from_pickled_model`."""
+    import numpy as np
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from medsimp.text import language
+
+    monkeypatch.setenv("MEDSIMP_CACHE", str(tmp_path))
+    stock = LanguageIdentifier.from_pickled_model(MODEL_FILE, norm_probs=True)
+    texts = ["the patient has high blood pressure", "le patient a une tension élevée", "el paciente", "ok"]
+    try:
+        for _ in range(2):  # built, then read from the cache
+            language._identifier.cache_clear()
+            ours = language._identifier()
+            for name in ("nb_ptc", "nb_pc"):
+                mine, theirs = getattr(ours, name), getattr(stock, name)
+                assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs)
+            assert (ours.nb_classes, ours.tk_nextmove, ours.tk_output) == (
+                stock.nb_classes, stock.tk_nextmove, stock.tk_output,
+            )  # fmt: skip
+            assert [ours.classify(t) for t in texts] == [stock.classify(t) for t in texts]
+        assert len(list((tmp_path / "py3langid").glob("*.marshal"))) == 1
+    finally:
+        language._identifier.cache_clear()
