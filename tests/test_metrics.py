@@ -47,7 +47,7 @@ def test_ascore_adds_1e8_to_a_zero_metric_as_the_paper():
 
 def test_medlane_mode_floors_at_1e4_like_the_authors_code():
     items = [S.EvalItem("x y z", ["1 completely different words"])]
-    scores = S.score("medlane", ["a b c"], items, set(), options={"meteor": False})
+    scores = S.score("medlane", ["a b c"], items, set(), options=base.ScoringOptions(meteor=False))
     assert scores["medlane_bleu"] == pytest.approx(1e-4)
     assert scores["ascore"] == pytest.approx(7.25 / (4 / 1e-4 + 2.25 / scores["hit"] + 1 / scores["cwr"]))
 
@@ -447,8 +447,8 @@ REFS = [
 
 
 def test_every_registered_metric_declares_its_identity_in_one_place():
+    from medsimp.evaluation.scorer import SCALES
     from medsimp.metrics import metrics, scales
-    from training.evaluation import SCALES
 
     registry = metrics()
     assert {"bleu", "medlane_bleu", "sari", "sari_xu2016", "sari_sentmean", "rouge_l", "ascore"} <= set(
@@ -605,7 +605,7 @@ def test_all_empty_references_make_sari_null_with_a_reason_issue_28():
         items,
         set(),
         ["sari", "sari_xu2016", "sari_sentmean", "bleu"],
-        {"meteor": False},
+        base.ScoringOptions(meteor=False),
         why=why,
     )
     assert got["sari"] is None and got["sari_xu2016"] is None and got["sari_sentmean"] is None
@@ -675,7 +675,7 @@ def test_rouge_labels_its_tokenization_and_rouge_scores_default_is_one_option_aw
     for kind, name in (("rouge1", "rouge_1"), ("rougeL", "rouge_l")):
         expected = sum(scorer.score(r[0], h)[kind].fmeasure for h, r in zip(hyps, refs)) / 2
         data = _inputs(hyps, refs)
-        data.options["rouge_tokenizer"] = "rouge-score"
+        data.options = data.options.replace(rouge_tokenizer="rouge-score")
         assert metrics()[name].corpus(data)[name] == pytest.approx(expected, abs=1e-12)
         assert metrics()[name].signature_label(data).endswith("+tok-rouge-score-default")
         nltk = _inputs(hyps, refs)
@@ -686,14 +686,16 @@ def test_rouge_labels_its_tokenization_and_rouge_scores_default_is_one_option_aw
 def test_medlane_mode_is_declared_by_the_metrics_themselves_issue_38():
     """Issue 38 item 5: a metric joins the authors' scorer by declaring `medlane_label` and
     `medlane()` in its own class; the one scoring loop and the signature read that, nothing else."""
+    from medsimp.evaluation.scorer import metric_names, signature
     from medsimp.metrics import metrics
-    from training.evaluation import metric_names, signature
 
     registry = metrics()
     compat = {n for n, m in registry.items() if m.medlane_label is not None}
     assert compat == {"medlane_bleu", "meteor", "rouge_l", "cider", "hit", "cwr", "ascore"}
     items = [S.EvalItem("pt has htn .", ["the patient has htn[hypertension] ."])]
-    got = S.score("medlane", ["the patient has hypertension ."], items, set(), options={"meteor": False})
+    got = S.score(
+        "medlane", ["the patient has hypertension ."], items, set(), options=base.ScoringOptions(meteor=False)
+    )
     assert set(got) == {k for n in compat for k in registry[n].keys}
     assert got["meteor"] is None and got["hit"] == pytest.approx(1.0)
     sig = signature("medlane", 1, metric_names(got))

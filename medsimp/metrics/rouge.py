@@ -1,6 +1,6 @@
 """ROUGE-1/2/L F1 (Lin 2004): rouge-score's `RougeScorer`, on a named tokenization.
 
-`tokenizer` option (`Inputs.options["rouge_tokenizer"]`, `--rouge-tokenizer`): `nltk` (default:
+`tokenizer` option (`ScoringOptions.rouge_tokenizer`: params `evaluate.rouge_tokenizer`, `--rouge-tokenizer`): `nltk` (default:
 lowercased NLTK Treebank tokens, punctuation kept, as every other default-mode metric) or
 `rouge-score` (rouge-score's own default: lowercase, every non-[a-z0-9] run a separator, no
 stemming). The signature names the one used.
@@ -21,7 +21,7 @@ import sys
 import types
 from collections.abc import Sequence
 
-from medsimp.metrics.base import Inputs, Metric, Tokens
+from medsimp.metrics.base import Inputs, Metric, ScoringOptions, Tokens
 
 TOKENIZERS = ("nltk", "rouge-score")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -33,7 +33,7 @@ def rouge_score_tokens(text: str) -> Tokens:
 
 
 def _tokens(data: Inputs) -> tuple[list[Tokens], list[list[Tokens]]]:
-    choice = data.options.get("rouge_tokenizer", "nltk")
+    choice = data.options.rouge_tokenizer
     if choice == "rouge-score":
         return [rouge_score_tokens(h) for h in data.hyps], [
             [rouge_score_tokens(r) for r in rs] for rs in data.references
@@ -49,7 +49,7 @@ class _Rouge(Metric):
     dist = "rouge-score"
 
     def signature_label(self, data=None):
-        choice = (data.options if data is not None else {}).get("rouge_tokenizer", "nltk")
+        choice = data.options.rouge_tokenizer if data is not None else ScoringOptions().rouge_tokenizer
         return f"{self.label}+tok-{'nltk-treebank-lc' if choice == 'nltk' else 'rouge-score-default'}"
 
     def corpus(self, data, done=None):
