@@ -68,12 +68,12 @@ def load(path: Path) -> tuple[list[str], list[str], list[str]]:
 def medsimp_scores(src: list[str], hyp: list[str], ref: list[str], lang: str) -> tuple[dict, dict]:
     """medsimp's values (registry metrics, cross-lingual allowed) and, without the permission,
     which of them `evaluate` refuses and why."""
-    from medsimp.metrics import Inputs, NotComputable, metrics
+    from medsimp.metrics import Inputs, NotComputable, ScoringOptions, metrics
     from medsimp.metrics.base import check_needs
 
     names = ("sari", "sari_xu2016", "sari_sentmean", "bleu", "rouge_1", "rouge_2", "rouge_l")
-    options = {"lang": lang, "src_lang": SOURCE_LANGUAGE, "rouge_tokenizer": "rouge-score"}
-    allowed = Inputs(hyp, [[r] for r in ref], src, options={**options, "allow_cross_lingual": True})
+    options = ScoringOptions(lang=lang, src_lang=SOURCE_LANGUAGE, rouge_tokenizer="rouge-score")
+    allowed = Inputs(hyp, [[r] for r in ref], src, options=options.replace(allow_cross_lingual=True))
     plain = Inputs(hyp, [[r] for r in ref], src, options=options)
     out: dict[str, float] = {}
     refused: dict[str, str] = {}

@@ -70,10 +70,10 @@ def released_run(folder: Path) -> dict | None:
     """Compat mode against the released run (see the module docstring); None if not there."""
     import tempfile
 
-    from medsimp.metrics.base import MEDLANE_REFERENCES
+    from medsimp.evaluation.stage import medlane_items
+    from medsimp.metrics.base import MEDLANE_REFERENCES, ScoringOptions
     from medsimp.metrics.scoring import score
     from medsimp.text.medlane_refs import PREPARATIONS, obtain_line, reference_tokens
-    from training.evaluate_stage import medlane_items
 
     read = _reader(folder)
     refs_text = [read(p) for p in RELEASED_REFS]
@@ -123,7 +123,7 @@ def released_run(folder: Path) -> dict | None:
                             items,
                             set(),
                             select,
-                            {"meteor": False, "medlane_references": prep},
+                            ScoringOptions(meteor=False, medlane_references=prep),
                         ).items()
                         if k != "medlane_bleu"
                     }
@@ -172,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from medsimp.atomic import canonical_json, write_json
     from medsimp.config import load_params, params_dir
-    from training.evaluate_stage import medlane_items
-    from training.evaluation import Scorer
+    from medsimp.evaluation.scorer import Scorer
+    from medsimp.evaluation.stage import medlane_items
 
     params = load_params(args.params)
     cfg = params.evaluate.model_copy(update={"meteor": not args.no_meteor and params.evaluate.meteor})

@@ -3,7 +3,6 @@ cross-lingual refusal or flag, the abbreviation dictionary's fit). docs/metrics.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -197,14 +196,16 @@ def test_default_dictionary_does_not_fit_other_languages_or_non_clinical_data(tm
     """HIT took its terms from the MIMIC abbreviation dictionary on any data; now the default
     dictionary fits English clinical notes only, and says so."""
     from medsimp.config import load_params
+    from medsimp.evaluation.scorer import Scorer
     from medsimp.metrics.scoring import EvalItem
-    from training.evaluation import Scorer
 
     monkeypatch.chdir(ROOT)
     p = load_params("params.yaml")
 
-    def run(options, cfg=None):
-        scorer = Scorer(cfg or p.evaluate, p.train, p.notes, ".", ["hit", "ascore"], p.link, options)
+    def run(flags, cfg=None):
+        cfg = (cfg or p.evaluate).model_copy(update={k: v for k, v in flags.items() if k == "lang"})
+        not_clinical = flags.get("not_clinical")
+        scorer = Scorer(cfg, p.train, p.notes, ".", ["hit", "ascore"], p.link, not_clinical=not_clinical)
         items = [EvalItem("pt had htn .", ["the patient had high blood pressure ."])]
         return scorer.evaluate(["the patient had hypertension ."], items, "default")
 
@@ -223,7 +224,7 @@ def test_default_dictionary_does_not_fit_other_languages_or_non_clinical_data(tm
 
 
 def test_a_builder_card_without_the_clinical_tag_is_not_clinical(tmp_path):
-    from medsimp.cli.commands.evaluate_files import _not_clinical
+    from medsimp.evaluation.files import not_clinical
 
     def card(tags):
         folder = tmp_path / "_".join(tags or ["none"])
@@ -231,10 +232,9 @@ def test_a_builder_card_without_the_clinical_tag_is_not_clinical(tmp_path):
         (folder / "README.md").write_text("---\n" + yaml.safe_dump({"tags": tags}) + "---\n# card\n")
         return str(folder)
 
-    ns = lambda d: argparse.Namespace(dataset=d)  # noqa: E731
-    assert _not_clinical(ns(card(["cochrane", "medical"]))).endswith("(its card is not tagged clinical)")
-    assert _not_clinical(ns(card(["clinical", "mimic"]))) is None
-    assert _not_clinical(ns(None)) is None
+    assert not_clinical(card(["cochrane", "medical"])).endswith("(its card is not tagged clinical)")
+    assert not_clinical(card(["clinical", "mimic"])) is None
+    assert not_clinical(None) is None
 
 
 EASSE_MIRROR = Path("/work/.mirror/feralvam+easse/repo")
@@ -327,7 +327,7 @@ def test_a_dataset_config_in_another_language_than_lang_is_refused(tmp_path, cap
     import pyarrow.parquet as pq
 
     from medsimp.errors import UsageError
-    from training.evaluate_files import check_dataset_language, dataset_language
+    from medsimp.evaluation.files import check_dataset_language, dataset_language
 
     for config, langs in (("fr", ["fr", "fr"]), ("mixed", ["fr", "es"])):
         (tmp_path / "b" / config).mkdir(parents=True)
@@ -439,3 +439,31 @@ def test_the_rouge_tokenizer_is_a_params_knob_the_flag_overrides(tmp_path):
     assert theirs[1].startswith("rouge_l:rouge-score-f1+tok-rouge-score-default")
     assert theirs[0] != default[0]  # `résultats` is split by rouge-score's tokens, kept by NLTK's
     assert rouge("--set", "evaluate.rouge_tokenizer=nltk", "--rouge-tokenizer", "rouge-score") == theirs
+
+
+def test_the_language_model_read_from_the_cache_is_py3langids(tmp_path, monkeypatch):
+    """py3langid's model is read from a marshal table in the cache (issue 57: decompressing its
+    LZMA file cost 0.1-0.2 s a process): built by the first call, read by the next, the same
+    arrays, tables and verdicts as `LanguageIdentifier.from_pickled_model`."""
+    import numpy as np
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from medsimp.text import language
+
+    monkeypatch.setenv("MEDSIMP_CACHE", str(tmp_path))
+    stock = LanguageIdentifier.from_pickled_model(MODEL_FILE, norm_probs=True)
+    texts = ["the patient has high blood pressure", "le patient a une tension élevée", "el paciente", "ok"]
+    try:
+        for _ in range(2):  # built, then read from the cache
+            language._identifier.cache_clear()
+            ours = language._identifier()
+            for name in ("nb_ptc", "nb_pc"):
+                mine, theirs = getattr(ours, name), getattr(stock, name)
+                assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs)
+            assert (ours.nb_classes, ours.tk_nextmove, ours.tk_output) == (
+                stock.nb_classes, stock.tk_nextmove, stock.tk_output,
+            )  # fmt: skip
+            assert [ours.classify(t) for t in texts] == [stock.classify(t) for t in texts]
+        assert len(list((tmp_path / "py3langid").glob("*.marshal"))) == 1
+    finally:
+        language._identifier.cache_clear()

@@ -411,8 +411,9 @@ def test_mutated_files_reconcile_or_fail_in_one_line(tmp_path):
     from hypothesis import HealthCheck, given, settings
 
     from medsimp.errors import InputError
+    from medsimp.evaluation.stage import medlane_items
+    from medsimp.metrics import ScoringOptions
     from medsimp.metrics import scoring as S
-    from training.evaluate_stage import medlane_items
 
     path = tmp_path / "m.txt"
 
@@ -435,7 +436,7 @@ def test_mutated_files_reconcile_or_fail_in_one_line(tmp_path):
                 assert len(ev.items) + len(ev.rejects) == ev.n_records == len(ev.split_positions)
             hyps = ev.align([it.source or "" for it in ev.items])
             if ev.items:
-                scores = S.score(mode, hyps, ev.items, set(), options={"meteor": False})
+                scores = S.score(mode, hyps, ev.items, set(), options=ScoringOptions(meteor=False))
                 assert scores["bleu_1"] is not None
 
     check()

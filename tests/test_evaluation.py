@@ -66,7 +66,7 @@ def test_every_result_carries_a_signature_and_one_scale_per_value(tmp_path, monk
 
 
 def test_api_score_matches_the_cli(tmp_path, monkeypatch):
-    from training.evaluation import score
+    from medsimp.evaluation.scorer import score
 
     monkeypatch.chdir(ROOT)
     out = tmp_path / "s.json"
@@ -96,10 +96,11 @@ def test_api_score_matches_the_cli(tmp_path, monkeypatch):
 
 def measures(sources: list[str], outputs: list[str]) -> dict:
     """Every measure of the registry through the scoring loop, as `--measures` computes them."""
+    from medsimp.metrics import ScoringOptions
     from medsimp.metrics.scoring import EvalItem, score
 
     items = [EvalItem(s, [s]) for s in sources]
-    return score("default", outputs, items, set(), [], {"lang": "en"}, measures=True, why={})
+    return score("default", outputs, items, set(), [], ScoringOptions(), measures=True, why={})
 
 
 def test_measures_are_registered_metrics_apart_from_all_metrics():
@@ -144,8 +145,8 @@ def test_multicochrane_copy_measures_hand_computed_issue_19():
     2023), computed by hand: token LCS over the longer length; BLEU-4 with the input as reference."""
     import math
 
+    from medsimp.evaluation.scorer import SCALES, signature
     from medsimp.metrics.quality import input_bleu, lcs_distance
-    from training.evaluation import SCALES, signature
 
     # "the patient has . " is the LCS (4) of 5 and 11 tokens: 1 - 4/11
     src, out = "The patient has hypertension .", "The patient has high blood pressure . It is bad ."
@@ -168,7 +169,7 @@ def test_multicochrane_copy_measures_hand_computed_issue_19():
 def test_a_measure_named_in_select_is_reported_with_the_measures():
     """A measure asked for by name (no --measures) is computed, signed and reported under
     extra.measures, not dropped; the other measures and the length buckets are not added."""
-    from training.evaluation import score
+    from medsimp.evaluation.scorer import score
 
     result = score(
         ["he is stable ."], [["he is stable ."]], sources=["he is stable ."],
@@ -266,11 +267,11 @@ def test_bootstrap_tests_the_difference_the_table_prints_issue_54():
     scores is (84.8 + 138.68) / 2 = 111.74, so the old bootstrap tested 26.94. Every metric with
     sentence statistics must resample the score it reports (CWR leaves an empty output out;
     AScore is a formula of corpus values)."""
-    from medsimp.metrics import Inputs, metrics
+    from medsimp.metrics import Inputs, ScoringOptions, metrics
     from medsimp.metrics.significance import collect, paired_bootstrap
 
     short, long_ = "gato casa", "yo no sé si tú ves el sol"
-    es = {"lang": "es"}
+    es = ScoringOptions(lang="es")
     a, b = (
         Inputs([short, long_], [["x"], ["y"]], options=es),
         Inputs([long_, long_], [["x"], ["y"]], options=es),
@@ -292,7 +293,7 @@ def test_bootstrap_tests_the_difference_the_table_prints_issue_54():
         [it.source for it in items],
         terms=terms,
         common={"the", "has", "and", "on", "day"},
-        options={"meteor": False},
+        options=ScoringOptions(meteor=False),
     )
     checked = set()
     for name, metric in metrics().items():
@@ -535,7 +536,7 @@ DOC_EXAMPLE = {  # docs/metrics.md's `score(...)` example
 def test_score_gives_the_checkouts_numbers_from_any_folder_issue_29(tmp_path, monkeypatch, capsys):
     """The params file's paths resolve against its folder, not the current one (issue 29: `hit`
     was 1.0 in the checkout and None, silently, anywhere else)."""
-    from training.evaluation import score
+    from medsimp.evaluation.scorer import score
 
     monkeypatch.chdir(ROOT)
     inside = score(**DOC_EXAMPLE).scores
@@ -547,8 +548,8 @@ def test_score_gives_the_checkouts_numbers_from_any_folder_issue_29(tmp_path, mo
 def test_score_without_a_params_file_gives_the_checkouts_numbers_issue_35(tmp_path, monkeypatch, capsys):
     """Issue 35 item 5: train.dictionaries defaulted to a checkout file, so the same score gave
     HIT 1.0 in the checkout and 0.5 elsewhere (with a warning). Every default is packaged."""
+    from medsimp.evaluation import scorer as evaluation
     from medsimp.params_schema import Train
-    from training import evaluation
 
     assert all(p.startswith("medsimp/resources/") for p in Train().dictionaries)
     monkeypatch.chdir(ROOT)
@@ -561,7 +562,7 @@ def test_score_without_a_params_file_gives_the_checkouts_numbers_issue_35(tmp_pa
 
 
 def test_hit_that_cannot_be_computed_says_why(tmp_path, monkeypatch, capsys):
-    from training import evaluation
+    from medsimp.evaluation import scorer as evaluation
 
     monkeypatch.setattr(evaluation, "_WARNED", set())
     result = evaluation.score(
@@ -592,8 +593,8 @@ def test_annotate_page_looks_for_the_params_model_beside_the_params_file(tmp_pat
 
 
 def test_report_template_escapes_names_and_prints_small_p_values_issue_29_30():
-    from medsimp.report.evaluate import render
-    from training.evaluation import SCALES
+    from medsimp.evaluation.report import render
+    from medsimp.evaluation.scorer import SCALES
 
     systems = {"<b>A</b>": {"bleu": 30.0, "fkgl": 8.0}, "B": {"bleu": 20.0, "fkgl": 6.0}}
     boot = {
@@ -643,3 +644,46 @@ def test_a_report_adds_no_measures_that_were_not_asked_for(tmp_path, monkeypatch
     assert all(k.startswith(("bleu", "sari")) for s in result["systems"].values() for k in s["scores"])
     assert all(not s.get("extra") for s in result["systems"].values()), "--report added measures"
     assert "Not computed: pass <code>--measures</code>" in report.read_text()
+
+
+def test_scoring_options_are_typed_and_each_metric_builds_its_signature():
+    """Issue 56 §4: the settings below `Scorer` are one typed `ScoringOptions` (a misspelt
+    setting is a TypeError, not a silently ignored key), and the signature is the metrics' own
+    parts (`Metric.signature`, sacrebleu's shape) after the run's. `score()` reads every setting
+    from params `evaluate` (overrides included): `rouge_tokenizer` was read only from the
+    command line, so `score(overrides={"rouge_tokenizer": ...})` scored with NLTK's tokens."""
+    from medsimp.evaluation.scorer import score
+    from medsimp.metrics import ScoringOptions, metrics
+
+    with pytest.raises(TypeError):
+        ScoringOptions(rouge_tokeniser="rouge-score")  # type: ignore[call-arg]
+    hyps, refs = ["Les résultats sont bons ."], [["les résultats sont clairs !"]]
+    nltk = score(hyps, refs, select=["rouge_l", "bleu"])
+    theirs = score(hyps, refs, select=["rouge_l", "bleu"], overrides={"rouge_tokenizer": "rouge-score"})
+    registry = metrics()
+    run_parts = nltk.signature.split("|")[:5]
+    assert nltk.signature == "|".join(
+        run_parts + [registry[m].signature(None, "default") for m in ("bleu", "rouge_l")]
+    )
+    assert "|rouge_l:rouge-score-f1+tok-nltk-treebank-lc@" in nltk.signature
+    assert "|rouge_l:rouge-score-f1+tok-rouge-score-default@" in theirs.signature
+    assert theirs.scores["rouge_l"] != nltk.scores["rouge_l"]  # `résultats` cut by rouge-score's tokens
+    assert registry["bleu"].signature(None, "medlane") is None  # not part of the authors' scorer
+    assert registry["rouge_l"].signature(None, "medlane").startswith("rouge_l:coco-rouge-beta1.2@")
+
+
+@pytest.mark.parametrize("name", ["evaluate", "evaluate_files"])
+def test_the_evaluate_command_modules_are_thin(name):
+    """Issue 56 §5: the commands parse and call one function of `medsimp.evaluation` (the checks of
+    the flags in `medsimp.evaluation.select`, the work in `files.evaluate_files` and
+    `stage.run_stage`): `add_arguments` and `run` only, none over 40 lines, no loop, about 100
+    lines in all (the rule tests/test_thin_commands.py applies)."""
+    import ast
+
+    source = (ROOT / "medsimp" / "cli" / "commands" / f"{name}.py").read_text()
+    tree = ast.parse(source)
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    assert {f.name for f in functions} == {"add_arguments", "run"}
+    assert max(f.end_lineno - f.lineno + 1 for f in functions) <= 40
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))]
+    assert len(source.splitlines()) <= 100

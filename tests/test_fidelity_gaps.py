@@ -90,8 +90,8 @@ def test_medlane_meteor_is_the_1_5_jar(params):
 def test_medlane_length_buckets_are_five_source_length_groups(params):
     """Figure 4 (App. D): "we divide the source sentences into five groups with different
     length"; the edges are in the figure, not the text."""
+    from medsimp.evaluation.scorer import BUCKET_METRICS
     from medsimp.metrics.scoring import EvalItem, length_buckets
-    from training.evaluation import BUCKET_METRICS
 
     edges = params.evaluate.length_buckets
     assert edges == [0, 10, 15, 20, 30]
@@ -205,6 +205,7 @@ def test_cao_table3_bleu_is_the_copy_baselines_bleu(params):
     BLEU for the pairs evaluated; the ED column is `evaluate.masked_edit_pair: gold`."""
     import sacrebleu
 
+    from medsimp.metrics import ScoringOptions
     from medsimp.metrics.scoring import EvalItem, score
     from training.baselines import copy_source
 
@@ -217,7 +218,7 @@ def test_cao_table3_bleu_is_the_copy_baselines_bleu(params):
     hyps = copy_source([s.split() for s in expert])
     assert hyps == expert
     items = [EvalItem(s, [r]) for s, r in zip(expert, layman, strict=True)]
-    got = score("default", hyps, items, set(), ["bleu"], {"meteor": False})["bleu"]
+    got = score("default", hyps, items, set(), ["bleu"], ScoringOptions(meteor=False))["bleu"]
     assert got == pytest.approx(sacrebleu.corpus_bleu(expert, [layman]).score)
     assert 0 < got < 100
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from medsimp.metrics import ScoringOptions
 from medsimp.metrics import scoring as S
 from medsimp.metrics.bleu import coco_bleu_n
 from medsimp.params_schema import Evaluate
@@ -84,9 +85,9 @@ def test_a_released_reference_scored_as_the_hypothesis_gives_bleu_one():
     raws = [CASES[r][0] for r in sorted(CASES)]
     items = [S.EvalItem(None, [raw, raw.replace(" .", " !")]) for raw in raws]
     hyps = [obtain_line(reference_tokens(raw)[0]) for raw in raws]  # the released ref0 lines
-    got = S.score("medlane", hyps, items, set(), ["medlane_bleu"], {"meteor": False})
+    got = S.score("medlane", hyps, items, set(), ["medlane_bleu"], ScoringOptions(meteor=False))
     assert [got[f"bleu_{n}"] for n in range(1, 5)] == pytest.approx([1.0] * 4)
-    options = {"meteor": False, "medlane_references": "bleu_eval_new"}
+    options = ScoringOptions(meteor=False, medlane_references="bleu_eval_new")
     old = S.score("medlane", hyps, items, set(), ["medlane_bleu"], options)
     assert old["bleu_4"] < 0.95  # the other preparation does not reproduce those lines
     assert coco_bleu_n(hyps, [[h.strip()] for h in hyps])[3] == pytest.approx(1.0)

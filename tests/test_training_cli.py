@@ -168,7 +168,7 @@ def test_evaluate_stage_mode_writes_metrics_and_plots(models, tmp_path, monkeypa
 def test_stage_metrics_folder_keeps_one_file_per_evaluated_model(tmp_path):
     from medsimp.atomic import write_json
     from medsimp.errors import UsageError
-    from training.evaluate_stage import write_model_metrics
+    from medsimp.evaluation.stage import write_model_metrics
 
     folder = tmp_path / "eval"
     write_model_metrics(folder, {"copy": {"sari": 1.5, "bleu": 9.0}, "old": {"sari": 2.0}})
@@ -191,7 +191,7 @@ def test_stage_metrics_folder_never_removes_what_another_command_wrote(tmp_path)
     the files of `evaluate files --json` and other commands too. Only its own go."""
     from medsimp import atomic
     from medsimp.atomic import write_json
-    from training.evaluate_stage import write_model_metrics
+    from medsimp.evaluation.stage import write_model_metrics
 
     folder = tmp_path / "eval"
     try:

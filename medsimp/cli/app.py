@@ -342,7 +342,7 @@ def _check_url_holds_no_input(output: str, inputs) -> None:
 
 
 # The flags through which commands name output files (besides --output, which may be a folder),
-# those of them that may name standard output (`-`, /dev/stdout: medsimp.report.evaluate), and
+# those of them that may name standard output (`-`, /dev/stdout: medsimp.evaluation.report), and
 # the folders (or, for `evaluate stage --plots`, a file) commands write into.
 OUTPUT_FILE_FLAGS = ("metrics", "json", "scores", "sentence_level", "report", "report_text")
 STDOUT_FLAGS = ("json", "sentence_level")

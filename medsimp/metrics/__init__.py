@@ -13,7 +13,15 @@ import importlib
 import pkgutil
 from collections.abc import Sequence
 
-from medsimp.metrics.base import REGISTRY, Inputs, MedlaneInputs, Metric, MetricUnavailable, NotComputable
+from medsimp.metrics.base import (
+    REGISTRY,
+    Inputs,
+    MedlaneInputs,
+    Metric,
+    MetricUnavailable,
+    NotComputable,
+    ScoringOptions,
+)
 
 __all__ = [
     "Inputs",
@@ -21,6 +29,7 @@ __all__ = [
     "Metric",
     "MetricUnavailable",
     "NotComputable",
+    "ScoringOptions",
     "metrics",
     "names",
     "selection",

@@ -11,21 +11,23 @@ any of them exactly as sacrebleu resamples BLEU. Subclassing registers the metri
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from medsimp.text.medlane_refs import DEFAULT_PREPARATION
 from medsimp.text.words import lower_tokens as tokenize
 
 Tokens = list[str]
 
 # Every input a metric may need: sources, references, terms (HIT's source terms),
 # common (the common-word list), model (a local model folder), java (METEOR's jar), resource
-# (something the caller loads from its settings and hands over in `options["resources"]`: a
+# (something the caller loads from its settings and hands over in `ScoringOptions.resources`: a
 # trained classifier, a language model, a concept linker; see `Metric.resource`).
 INPUTS = frozenset({"sources", "references", "terms", "common", "model", "java", "resource"})
 
@@ -43,6 +45,36 @@ def ngrams(tokens: Sequence[str], n: int) -> Counter:
     return Counter(zip(*(tokens[i:] for i in range(n))))
 
 
+@dataclass(frozen=True)
+class ScoringOptions:
+    """The settings the metrics read, typed: what `medsimp.evaluation.scorer.Scorer` derives from
+    params `evaluate` (and the flags that override it) for one scoring call. The defaults are
+    the params' defaults; a metric reads only its own fields.
+
+    `lang`, `src_lang` (None: `lang`): the outputs' and the sources' languages;
+    `allow_cross_lingual`: compute source-vs-output metrics across languages, flagged;
+    `rouge_tokenizer`: ROUGE's tokens (`nltk` or `rouge-score`); `meteor`: run METEOR;
+    `bertscore_model`: BERTScore's model folder (None: not computed), `bertscore_english_only`:
+    that model is the English MiniLM; `medlane_references`: compat mode's reference
+    preparation; `dictionary_unfit`: why the abbreviation dictionary does not fit the data (HIT's
+    note); `resources`: what the caller loaded for a measure, by metric name (`Metric.resource`).
+    """
+
+    lang: str = "en"
+    src_lang: str | None = None
+    allow_cross_lingual: bool = False
+    rouge_tokenizer: str = "nltk"
+    meteor: bool = True
+    bertscore_model: str | None = None
+    bertscore_english_only: bool = False
+    medlane_references: str = DEFAULT_PREPARATION
+    dictionary_unfit: str | None = None
+    resources: Mapping[str, Any] = field(default_factory=dict)
+
+    def replace(self, **changes: Any) -> ScoringOptions:
+        return dataclasses.replace(self, **changes)
+
+
 @dataclass
 class Inputs:
     """One system's evaluation data, prepared once and shared by every metric.
@@ -50,8 +82,8 @@ class Inputs:
     `hyps`: raw outputs; `sources`: raw sources (None when not given); `references`: raw
     references with `abbr[full]` replaced by the full form; the token views are the default
     mode's lowercased NLTK Treebank tokens. `terms[i]`: sentence i's source terms with their
-    accepted expansions; `common`: the common-word list; `options`: per-metric
-    settings (e.g. `rouge_tokenizer`, `bertscore_model`).
+    accepted expansions; `common`: the common-word list; `options`: the settings the
+    metrics read (`ScoringOptions`).
     """
 
     hyps: list[str]
@@ -59,7 +91,7 @@ class Inputs:
     sources: list[str] | None = None
     terms: list[list[tuple[str, list[str]]]] = field(default_factory=list)
     common: set[str] = field(default_factory=set)
-    options: dict[str, Any] = field(default_factory=dict)
+    options: ScoringOptions = field(default_factory=ScoringOptions)
 
     def __len__(self) -> int:
         return len(self.hyps)
@@ -145,7 +177,7 @@ class Metric:
     # signature and the distribution whose version is recorded; None: not part of that mode.
     medlane_label: ClassVar[str | None] = None
     medlane_dist: ClassVar[str | None] = None
-    # needs "resource": `options["resources"][name]` holds it; this says how to configure it.
+    # needs "resource": `options.resources[name]` holds it; this says how to configure it.
     not_configured: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -156,6 +188,17 @@ class Metric:
             REGISTRY[cls.name] = cls
             if not cls.keys:
                 cls.keys = (cls.name,)
+
+    def signature(self, data: Inputs | None = None, mode: str = "default") -> str | None:
+        """This metric's part of the evaluation signature, in sacrebleu's shape: its name, its
+        implementation with its settings, the version (`bleu:sacrebleu-bleu[...]@2.6.0`). In
+        MedLane compat mode a metric with that mode names its `medlane_label`; None for one not
+        part of the authors' scorer."""
+        if mode == "medlane" and self.medlane_label is not None:
+            return f"{self.name}:{self.medlane_label}@{dist_version(self.medlane_dist)}"
+        if mode == "medlane" and not self.measure:
+            return None
+        return f"{self.name}:{self.signature_label(data)}@{dist_version(self.distribution(data))}"
 
     def signature_label(self, data: Inputs | None = None) -> str:
         """`label` plus the tokenization: `name:label+tok-...@version` in the signature."""
@@ -174,9 +217,9 @@ class Metric:
         raise NotImplementedError
 
     def resource(self, data: Inputs) -> Any:
-        """What the caller loaded for this metric (`options["resources"][name]`): its object, or
+        """What the caller loaded for this metric (`options.resources[name]`): its object, or
         NotComputable with `not_configured` when the settings name none."""
-        found = data.options.get("resources", {}).get(self.name)
+        found = data.options.resources.get(self.name)
         if found is None:
             raise NotComputable(
                 self.not_configured or f"{self.name} needs a resource the caller did not load"
@@ -207,7 +250,7 @@ def check_needs(metric: Metric, data: Inputs) -> None:
         raise NotComputable(
             f"{metric.name} is defined for {'/'.join(metric.languages)} text; the outputs are {lang} (--lang)"
         )
-    if cross_lingual(metric, data) and not data.options.get("allow_cross_lingual"):
+    if cross_lingual(metric, data) and not data.options.allow_cross_lingual:
         raise NotComputable(
             f"the sources are {source_language(data)} and the outputs {lang}: {metric.name} compares "
             "output and source words, which is meaningless across languages "
@@ -216,15 +259,26 @@ def check_needs(metric: Metric, data: Inputs) -> None:
 
 
 def output_language(data: Inputs) -> str:
-    """The outputs' (and references') language: `options["lang"]`, default en."""
-    return str(data.options.get("lang") or "en")
+    """The outputs' (and references') language: `options.lang`, default en."""
+    return data.options.lang or "en"
 
 
 def source_language(data: Inputs) -> str:
-    """The sources' language: `options["src_lang"]`, default the output language."""
-    return str(data.options.get("src_lang") or output_language(data))
+    """The sources' language: `options.src_lang`, default the output language."""
+    return data.options.src_lang or output_language(data)
 
 
 def cross_lingual(metric: Metric, data: Inputs) -> bool:
     """Whether `metric` compares outputs with sources written in another language."""
     return metric.same_language and source_language(data) != output_language(data)
+
+
+@functools.cache
+def dist_version(dist: str | None) -> str:
+    """The installed version of distribution `dist` (None: medsimp), `unknown` when not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist or "medsimp")
+    except PackageNotFoundError:
+        return "unknown"

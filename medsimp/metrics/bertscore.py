@@ -18,11 +18,11 @@ class BERTScore(Metric):
     order = 55
 
     def corpus(self, data, done=None):
-        model = data.options.get("bertscore_model")
+        model = data.options.bertscore_model
         if not model:
             return {"bertscore_f1": None}
         lang = output_language(data)
-        if data.options.get("bertscore_english_only") and lang != "en":
+        if data.options.bertscore_english_only and lang != "en":
             raise NotComputable(
                 f"the default BERTScore model (MiniLM) is English and the outputs are {lang}: set "
                 "evaluate.bertscore_model to a multilingual model folder to score them"

@@ -39,7 +39,7 @@ class HIT(Metric):
 
         terms = data.terms or [[] for _ in data.hyps]
         value = hit(data.hyp_tokens, [[(t, [tokenize(e) for e in exps]) for t, exps in ts] for ts in terms])
-        unfit = data.options.get("dictionary_unfit")
+        unfit = data.options.dictionary_unfit
         if value is None and data.hyps and unfit:
             raise NotComputable(f"no reference carries an abbr[full] annotation and {unfit}")
         if value is None and data.hyps:

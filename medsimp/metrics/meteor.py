@@ -22,7 +22,7 @@ class METEOR(Metric):
     order = 20
 
     def corpus(self, data, done=None):
-        if not data.options.get("meteor", True):
+        if not data.options.meteor:
             return {"meteor": None}
         h_join = [" ".join(t) for t in data.hyp_tokens]
         r_join = [[" ".join(t) for t in rs] for rs in data.ref_tokens]

@@ -18,6 +18,7 @@ from medsimp.metrics import Inputs, NotComputable, metrics, selection
 from medsimp.metrics.base import (  # tokenize: re-exported for the scorers that import it from here
     MEDLANE_REFERENCES,
     MedlaneInputs,
+    ScoringOptions,
     check_needs,
     cross_lingual,
     output_language,
@@ -62,7 +63,7 @@ def attach_terms(items: Sequence[EvalItem], dictionary: dict[str, list[str]] | N
 
 
 def inputs(
-    hyps: Sequence[str], items: Sequence[EvalItem], common: set[str], options: dict | None = None
+    hyps: Sequence[str], items: Sequence[EvalItem], common: set[str], options: ScoringOptions | None = None
 ) -> Inputs:
     """The prepared data every default-mode metric reads (`attach_terms` first for HIT)."""
     sources = None if any(it.source is None for it in items) else [str(it.source) for it in items]
@@ -72,7 +73,7 @@ def inputs(
         sources,
         [list(it.terms) for it in items],
         common,
-        dict(options or {}),
+        options or ScoringOptions(),
     )
 
 
@@ -82,23 +83,22 @@ def score(
     items: Sequence[EvalItem],
     common: set[str],
     select: Sequence[str] | None = None,
-    options: dict | None = None,
+    options: ScoringOptions | None = None,
     pro_words: set[str] | frozenset[str] = frozenset(),
     measures: bool = False,
     why: dict[str, str] | None = None,
     flagged: dict[str, str] | None = None,
 ) -> dict[str, float | None]:
-    """The selected metrics (`select`, None = every metric listed for `options["lang"]`; the
+    """The selected metrics (`select`, None = every metric listed for `options.lang`; the
     measures by name, or all of them with `measures`) in `mode`, in table order; each is computed
     (and its library imported) only when selected. `default`: `Metric.corpus` on `inputs`
     (`attach_terms` first for HIT). `medlane`: `Metric.medlane` on `medlane_inputs` for the
     metrics that have that mode (`pro_words`: CWR's dictionary terms), the measures as in
     default mode, the rest not at all. A metric that cannot be computed reports null, with its
     reason in `why` (or on stderr); one computed across languages on request gets a note in
-    `flagged`. `options`: per-metric settings (`lang`, `meteor`, `bertscore_model`,
-    `medlane_references`, `resources`, ...)."""
-    options = dict(options or {})
-    want = selection(select, str(options.get("lang") or "en"), measures)
+    `flagged`. `options`: the settings the metrics read (`ScoringOptions`)."""
+    options = options or ScoringOptions()
+    want = selection(select, options.lang or "en", measures)
     chosen = [
         m
         for n, m in metrics().items()
@@ -140,13 +140,13 @@ def medlane_reference(raw: str, preparation: str = DEFAULT_PREPARATION) -> tuple
 
 def medlane_inputs(
     hyps: Sequence[str], items: Sequence[EvalItem], common: set[str], pro_words: set[str] | frozenset[str],
-    options: dict,
+    options: ScoringOptions,
 ) -> MedlaneInputs:  # fmt: skip
     """The data the authors' `bleu_eval_new.get_score` scores: nlg-eval gets the first 4
     prepared references of each record (their scorer writes `ref0..ref3.txt`), stripped, and the
     stripped outputs; HIT reads every reference line's annotations (`options`:
     `medlane_references`, the preparation; `meteor`)."""
-    preparation = str(options.get("medlane_references") or DEFAULT_PREPARATION)
+    preparation = options.medlane_references or DEFAULT_PREPARATION
     prepared = [[medlane_reference(r, preparation) for r in it.references] for it in items]
     return MedlaneInputs(
         [h.strip() for h in hyps],
@@ -154,7 +154,7 @@ def medlane_inputs(
         [[p[1] for p in ps] for ps in prepared],
         set(common),
         set(pro_words),
-        bool(options.get("meteor", True)),
+        options.meteor,
     )
 
 

@@ -26,8 +26,8 @@
   `medsimp/metrics/quality.py`: one implementation.
 
 The three are measures (`Metric.measure`, computed with `--measures`) whose resource the caller
-loads from its settings (`training.evaluation.Scorer`: params `evaluate`) and hands over as a
-`Loaded` in `options["resources"]`; without one they are null with what to set.
+loads from its settings (`medsimp.evaluation.scorer.Scorer`: params `evaluate`) and hands over as a
+`Loaded` in `ScoringOptions.resources`; without one they are null with what to set.
 """
 
 from __future__ import annotations

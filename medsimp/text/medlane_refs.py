@@ -31,8 +31,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from medsimp.text.multilingual import punkt_english
-
 # An annotated term `abbr[full form]` as medsimp reads it everywhere (the reader in
 # pipelines.sources.medlane and the scorer in medsimp.metrics.scoring): the abbreviation is the
 # run of non-space, non-bracket characters before `[`; the expansion holds at least one
@@ -70,6 +68,8 @@ def _word_tokenizer_2021() -> Any:
 def word_tokenize_2021(text: str) -> list[str]:
     """`nltk.word_tokenize(text)` as the released run had it: punkt sentences, then NLTK's word
     tokenizer with the pre-#3687 opening-quote rule on each."""
+    from medsimp.text.multilingual import punkt_english  # pysbd: only for compat mode's references
+
     tok = _word_tokenizer_2021()
     return [w for sentence in punkt_english().tokenize(text) for w in tok.tokenize(sentence)]
 

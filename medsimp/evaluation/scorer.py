@@ -1,17 +1,19 @@
 """The typed evaluation API: `score(...)` -> `Evaluation` (scores, scales, signature).
 
-    from training.evaluation import score
+    from medsimp.evaluation.scorer import score
     result = score(["the patient has high blood pressure ."], [["the patient has high blood pressure ."]],
                    sources=["pt has htn ."], select=["bleu", "sari"])
     result.scores["sari"], result.scales["sari"], result.signature
 
-`medsimp evaluate files` is a thin wrapper over `Scorer` and `signature`; `medsimp evaluate stage`
-runs training/evaluate_stage.py (docs/metrics.md).
+`Scorer` holds what both scoring modes share, loaded once (word lists, the abbreviation dictionary,
+the measures' resources), and hands the metrics their typed settings (`ScoringOptions`, built from
+params `evaluate`); `signature` joins the run's parts and each metric's own (`Metric.signature`).
+`medsimp evaluate files` (medsimp/evaluation/files.py) and `medsimp evaluate stage`
+(medsimp/evaluation/stage.py) score through it (docs/metrics.md).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -19,9 +21,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medsimp.metrics import Inputs, metric_of, selection
+from medsimp.metrics import Inputs, ScoringOptions, metric_of, selection
 from medsimp.metrics import metrics as all_metrics
 from medsimp.metrics import scales as metric_scales
+from medsimp.metrics.base import dist_version
 from medsimp.metrics.style import Loaded
 from medsimp.params_schema import Evaluate, Link, Notes, ScoringMode, Train, updated
 
@@ -33,29 +36,19 @@ _TOKENIZER = {"default": "per-metric", "medlane": "whitespace+bert-basic-refs"}
 _CASE = {"default": "per-metric", "medlane": "lc-refs"}
 
 
-@functools.cache
-def _version(dist: str | None) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist or "medsimp")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def signature(
     mode: str, n_refs: int, metrics: Sequence[str], data: Inputs | None = None, language: str | None = None
 ) -> str:
     """A sacrebleu-like string naming, for each metric or measure computed, its implementation and
     version, plus the tokenizer, casing, mode and reference count:
     `medsimp:0.1.0|mode:default|tok:per-metric|case:per-metric|refs:4|bleu:sacrebleu-bleu[...]@2.6.0|...`.
-    Each metric names its own implementation and tokenization (`data`: the scored inputs, for
-    sacrebleu's reference count and the measures' loaded resources); in MedLane compat mode a
-    metric with that mode names its `medlane_label`. `language`: `lang:fr` (or `lang:en>fr`,
+    Each metric builds its own part (`Metric.signature`: its implementation, tokenization and
+    version; `data`: the scored inputs, for sacrebleu's reference count and the measures' loaded
+    resources); in MedLane compat mode a metric with that mode names its `medlane_label`. `language`: `lang:fr` (or `lang:en>fr`,
     sources > outputs) after `refs`; absent for English outputs of English sources.
     """
     parts = [
-        f"medsimp:{_version(None)}",
+        f"medsimp:{dist_version(None)}",
         f"mode:{mode}",
         f"tok:{_TOKENIZER[mode]}",
         f"case:{_CASE[mode]}",
@@ -64,16 +57,8 @@ def signature(
     if language:
         parts.append(f"lang:{language}")
     registry = all_metrics()
-    for name in metrics:
-        metric = registry.get(name)
-        if metric is None:
-            continue  # not a registered metric: nothing to name
-        if mode == "medlane" and metric.medlane_label is not None:
-            parts.append(f"{name}:{metric.medlane_label}@{_version(metric.medlane_dist)}")
-        elif mode == "medlane" and not metric.measure:
-            continue  # not part of the authors' scorer
-        else:
-            parts.append(f"{name}:{metric.signature_label(data)}@{_version(metric.distribution(data))}")
+    found = (registry[name].signature(data, mode) for name in metrics if name in registry)
+    parts += [part for part in found if part is not None]  # None: not part of the MedLane scorer
     return "|".join(parts)
 
 
@@ -113,14 +98,14 @@ class Scorer:
         base: str | Path = ".",
         select: Sequence[str] | None = None,
         link_cfg: Link | None = None,
-        options: dict | None = None,
         from_file: bool = True,
+        not_clinical: str | None = None,
     ):
-        """`base`: the params file's folder, which relative params paths are resolved against;
-        `link_cfg`: the QuickUMLS matcher settings (params `link`) for `masked_edit_distance`;
-        `options`: per-metric settings (`rouge_tokenizer`: nltk or rouge-score; `lang`, `src_lang`,
-        `allow_cross_lingual`: default the params'; `not_clinical`: what the data is when it is
-        known not to be clinical notes, e.g. a builder whose card lacks the `clinical` tag). `from_file`
+        """`cfg`: params `evaluate` (a command's flags applied over it); `base`:
+        the params file's folder, which relative params paths are resolved against; `link_cfg`:
+        the QuickUMLS matcher settings (params `link`) for `masked_edit_distance`; `not_clinical`:
+        what the data is when it is known not to be clinical notes, e.g. a builder whose card
+        lacks the `clinical` tag. The metrics get `ScoringOptions` built from these. `from_file`
         False: there is no params file, the settings are the defaults; a default dictionary
         that is not here (a checkout's sample file) is left out with a one-line warning.
         The sections are typed (`medsimp.params_schema`); no `link_cfg`: the schema's defaults."""
@@ -146,20 +131,20 @@ class Scorer:
             else None
         )
         self.cfg, self.base, self.link_cfg = cfg, base, link_cfg or Link()
-        self.options = dict(options or {})
-        self.lang = str(self.options.get("lang") or cfg.lang)
-        self.src_lang = str(self.options.get("src_lang") or cfg.src_lang or self.lang)
-        self.options.update(
+        self.lang = str(cfg.lang)
+        self.src_lang = str(cfg.src_lang or self.lang)
+        self.dictionary_unfit = _dictionary_unfit(
+            cfg.dictionaries is not None, self.lang, self.src_lang, not_clinical
+        )
+        # what every scoring call's metrics read; `_options` adds METEOR, BERTScore and the resources
+        self.options = ScoringOptions(
             lang=self.lang,
             src_lang=self.src_lang,
-            allow_cross_lingual=bool(self.options.get("allow_cross_lingual") or cfg.allow_cross_lingual),
+            allow_cross_lingual=cfg.allow_cross_lingual,
+            rouge_tokenizer=cfg.rouge_tokenizer,
+            dictionary_unfit=self.dictionary_unfit,
+            bertscore_english_only=cfg.bertscore_model == "minilm",
         )
-        self.dictionary_unfit = _dictionary_unfit(
-            cfg.dictionaries is not None, self.lang, self.src_lang, self.options.get("not_clinical")
-        )
-        if self.dictionary_unfit:
-            self.options["dictionary_unfit"] = self.dictionary_unfit
-        self.options["bertscore_english_only"] = cfg.bertscore_model == "minilm"
         self.unavailable: dict[str, str] = {}  # metric or measure -> why it is not computed
         self.flagged: dict[str, str] = {}  # metric -> why its value needs a caveat (cross-lingual)
         self._loaded: dict[str, Any] = {}
@@ -199,18 +184,17 @@ class Scorer:
         registry = all_metrics()
         return any("terms" in registry[name].needs for name in selection(self.select, self.lang, extras))
 
-    def _options(self, full: bool = True, extras: bool = False) -> dict:
-        """The per-metric settings of one scoring call (`extras`: the measures' resources)."""
-        options = {
-            **self.options,
-            "bertscore_model": self.bert if full else None,
-            "meteor": self.meteor and full,
-            "medlane_references": self.cfg.medlane_references,
-        }
+    def _options(self, full: bool = True, extras: bool = False) -> ScoringOptions:
+        """The settings of one scoring call (`full`: METEOR and BERTScore too; `extras`: the
+        measures' resources)."""
         wanted = selection(self.select, self.lang, extras)
         loaded = {name: self._resource(name) for name in LOADED_MEASURES if name in wanted}
-        options["resources"] = {name: found for name, found in loaded.items() if found is not None}
-        return options
+        return self.options.replace(
+            bertscore_model=self.bert if full else None,
+            meteor=self.meteor and full,
+            medlane_references=self.cfg.medlane_references,
+            resources={name: found for name, found in loaded.items() if found is not None},
+        )
 
     @property
     def term_dictionary(self) -> dict[str, list[str]] | None:
@@ -430,12 +414,12 @@ def score(
     select: Sequence[str] | None = None,
     params: str | Path = "params.yaml",
     overrides: dict | None = None,
-    options: dict | None = None,
 ) -> Evaluation:
     """Score one system: `hyps[i]` against `references[i]` (a list; `abbr[full]` annotations
     allowed) and `sources[i]` (needed for SARI and default-mode HIT). `select` names the
     metrics (None = params `evaluate.select`, null = all); `params` is read for the word
-    lists and the METEOR/BERTScore switches, `overrides` replaces `evaluate` keys."""
+    lists and the METEOR/BERTScore switches, `overrides` replaces `evaluate` keys (e.g.
+    `{"lang": "fr", "rouge_tokenizer": "rouge-score"}`)."""
     from medsimp.config import load_params, params_dir
     from medsimp.metrics.scoring import EvalItem
 
@@ -446,16 +430,7 @@ def score(
     from_file = Path(params).is_file()
     data = load_params(params)
     cfg = updated(data.evaluate, overrides)  # overrides checked
-    scorer = Scorer(
-        cfg,
-        data.train,
-        data.notes,
-        params_dir(params),
-        select,
-        data.link,
-        options,
-        from_file=from_file,
-    )
+    scorer = Scorer(cfg, data.train, data.notes, params_dir(params), select, data.link, from_file=from_file)
     items = [
         EvalItem(sources[i] if sources is not None else None, list(references[i])) for i in range(len(hyps))
     ]

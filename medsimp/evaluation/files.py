@@ -1,6 +1,7 @@
-"""`medsimp evaluate files`: the evaluation set (reference files, a builder config's split), the
-checks that outputs are in its language and its order, and the paired bootstrap across systems.
-A check that fails is one line (UsageError / InputError): nothing is scored."""
+"""`medsimp evaluate files`: the evaluation set (reference files, a MedLane file, a builder
+config's split), the checks that outputs are in its language and its order, every system scored,
+the paired bootstrap across systems, and what is written (`evaluate_files`, the stage function the
+command calls). A check that fails is one line (UsageError / InputError): nothing is scored."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medsimp.errors import InputError, UsageError
+from medsimp.evaluation.scorer import Evaluation, Scorer
+from medsimp.evaluation.stage import medlane_items  # MedLane files are read as the stage reads them
 from medsimp.inputs import read_lines
 from medsimp.metrics.roworder import MIN_SHARE, own_row_share
 from medsimp.metrics.scoring import EvalItem
 from medsimp.metrics.significance import paired_bootstrap
-from medsimp.params_schema import Evaluate, ScoringMode, TrainData
+from medsimp.params_schema import Evaluate, Params, ScoringMode, TrainData
 from medsimp.text.language import detect
 from training.data import load_pairs
-from training.evaluate_stage import medlane_items  # MedLane files are read as the stage reads them
-from training.evaluation import Evaluation, Scorer
 
 
 def dataset_items(dataset: str, config: str, split: str | None, data: TrainData, n: int) -> list[EvalItem]:
@@ -232,3 +233,96 @@ def score_systems(
             file=sys.stderr,
         )
     return scored
+
+
+@dataclass(frozen=True)
+class FilesRequest:
+    """What `evaluate files` was asked: the systems (name, output file), what they are scored
+    against, the mode, `measures` (the EASSE, copy and style measures too) and the outputs."""
+
+    systems: list[tuple[str, str]]
+    against: Against
+    mode: ScoringMode = "default"
+    measures: bool = False
+    json: str | None = None
+    sentence_level: str | None = None
+    report: str | None = None
+    report_text: bool = False
+
+
+def evaluate_files(
+    request: FilesRequest, params: Params, base: str | Path, select: list[str] | None,
+    from_file: bool = True, not_clinical: str | None = None,
+) -> Scored:  # fmt: skip
+    """Score every system of `request` against the same evaluation set and report it: the
+    table on standard output (standard error when `--json -` takes standard output), `--json`,
+    `--sentence-level`, `--report`. `params`: its `evaluate` section with the command's flags
+    over it; `base`: the params file's folder; `select`: as `Scorer` takes it; `not_clinical`: what the data is when it is known not to be clinical
+    notes. A ValueError from the data (a bad file, a mismatch) is an InputError (one line)."""
+    from medsimp.atomic import check_file_target, is_stdout
+    from medsimp.evaluation.report import print_results, write_out, write_report
+
+    if request.json and not is_stdout(request.json):
+        check_file_target(request.json)  # refuse a file medsimp did not write before scoring
+    cfg, mode, against = params.evaluate, request.mode, request.against
+    scorer = Scorer(cfg, params.train, params.notes, base, select, params.link, from_file, not_clinical)
+    try:
+        if mode == "medlane" and scorer.lang_tag:
+            raise UsageError(
+                f"--mode medlane is the MedLane authors' English scorer; the outputs are {scorer.lang} and the "
+                f"sources {scorer.src_lang} (--lang/--src-lang, params evaluate.lang): use --mode default"
+            )
+        if request.sentence_level and (mode != "default" or against.medlane):
+            raise UsageError("--sentence-level scores --hyp against --ref/--src in --mode default")
+        check_dataset_language(against.dataset, against.config, scorer.lang)
+        if (request.report or len(request.systems) > 1) and mode == "medlane":
+            raise UsageError("comparing systems (several --hyp or --report) uses --mode default")
+        scored = score_systems(
+            request.systems, against, scorer, cfg, params.train.data, mode, request.measures
+        )
+        bootstrap, not_tested = scored.bootstrap(scorer, cfg)
+        if request.sentence_level:
+            write_out(request.sentence_level, scored.sentence_lines(scorer))
+        if request.json:
+            write_out(request.json, scored.as_json(bootstrap, not_tested))
+        n_systems = len(request.systems)
+        title = f"evaluate ({mode}, n={len(scored.items)}" + (
+            f", {n_systems} systems)" if n_systems > 1 else ")"
+        )
+        # results on stdout unless --json - took it (then the table goes to stderr)
+        out = sys.stderr if is_stdout(request.json) or is_stdout(request.sentence_level) else sys.stdout
+        print_results(title, scored, bootstrap, not_tested, scorer, out)
+        if request.report:
+            write_report(
+                request.report, scored.results, bootstrap, scored.items, scored.hyp_lists, request.report_text
+            )
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return scored
+
+
+def not_clinical(dataset: str | None) -> str | None:
+    """What `--dataset` is when its card does not tag it `clinical` (the default abbreviation
+    dictionary then does not fit it; docs/metrics.md); None for clinical builders, MedLane files
+    and `--ref` files (the user's own data)."""
+    if not dataset:
+        return None
+    from medsimp.report.data import read_card
+
+    try:
+        tags = read_card(Path(dataset)).get("tags") or []
+    except InputError:
+        tags = []  # no card: load_pairs reports a folder that is not a builder
+    return None if "clinical" in tags else f"{dataset.rstrip('/')} (its card is not tagged clinical)"
+
+
+def systems_of(hyp: list[str], names: list[str]) -> list[tuple[str, str]]:
+    """(name, path) per `--hyp` (a folder stands for its *.txt files, named by stem); `--name`
+    renames."""
+    paths = [str(p) for h in hyp for p in (sorted(Path(h).glob("*.txt")) if Path(h).is_dir() else [h])]
+    names = names or ["stdin" if p == "-" else Path(p).stem for p in paths]
+    if len(names) != len(paths):
+        raise UsageError(f"{len(names)} --name for {len(paths)} system output files: give one per --hyp")
+    if len(set(names)) != len(names):
+        raise UsageError(f"system names must differ: {', '.join(names)} (use --name)")
+    return list(zip(names, paths))

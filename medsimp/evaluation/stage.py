@@ -146,20 +146,17 @@ def run_stage(
     scores: str | Path | None = None,
     mode: ScoringMode | None = None,
     select: list[str] | None = None,
-    options: dict | None = None,
     from_file: bool = True,
 ) -> StageResult:
     """Score every model of `params.evaluate.models` and write the stage's files (module doc)."""
     from medsimp.atomic import write_json
     from medsimp.config import resolve_path
     from medsimp.errors import InputError
+    from medsimp.evaluation.scorer import BUCKET_METRICS, SCALES, Scorer, warn_once
     from medsimp.metrics import metrics as all_metrics
-    from training.evaluation import BUCKET_METRICS, SCALES, Scorer, warn_once
 
     cfg, train_cfg = params.evaluate, params.train
-    scorer = Scorer(
-        cfg, train_cfg, params.notes, params_dir, select, params.link, options, from_file=from_file
-    )
+    scorer = Scorer(cfg, train_cfg, params.notes, params_dir, select, params.link, from_file)
     split = cfg.split
     data = train_cfg.data
     modes: list[ScoringMode] = [mode] if mode else list(get_args(ScoringMode))

@@ -13,9 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from medsimp.atomic import is_stdout, write_text
+from medsimp.evaluation.scorer import SCALES
 from medsimp.metrics import direction, metric_of
 from medsimp.metrics.significance import format_p
-from training.evaluation import SCALES
 
 
 def best(systems: dict[str, dict], metric: str) -> set[str]:

@@ -1,0 +1,50 @@
+"""What an `evaluate` command line asks for, checked before any scoring code is imported (a
+refused command line costs no start-up): the metrics `--select` names, and which evaluation
+set the flags name (reference files, a MedLane file or a builder's split) with no flag that set
+would ignore. Each refusal is one line (UsageError, exit 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from medsimp.errors import UsageError
+
+
+def parse_select(text: str | None, default: Sequence[str] | None) -> list[str] | None:
+    """`--select` as a list (None: `default`, params evaluate.select); an unknown metric is a
+    UsageError naming the registry's metrics."""
+    from medsimp.metrics import selection
+
+    select = [m.strip() for m in text.split(",") if m.strip()] if text else None
+    try:
+        selection(select if select is not None else default)
+    except ValueError as exc:
+        raise UsageError(f"--select: {exc}") from None
+    return select
+
+
+def check_sources(
+    medlane: str | None, dataset: str | None, config: str | None, split: str | None,
+    refs: Sequence[str], src: str | None,
+) -> None:  # fmt: skip
+    """Refuse a flag the chosen evaluation set would ignore, and a set that is not named."""
+    given = {"--ref": bool(refs), "--src": bool(src), "--dataset": bool(dataset), "--config": bool(config)}
+    given["--split"] = bool(split)
+    unused: list[str] = []
+    if medlane:
+        unused += [f for f in ("--ref", "--src", "--dataset", "--config") if given[f]]
+    elif dataset:
+        unused += [f for f in ("--ref", "--src") if given[f]]
+        if not config:
+            raise UsageError("--dataset needs --config (e.g. --dataset builders/multicochrane --config en)")
+    else:
+        unused += [f for f in ("--split", "--config") if given[f]]
+        if not refs:
+            raise UsageError(
+                "give --ref FILE (repeatable), --medlane FILE or --dataset DIR --config C with --hyp"
+            )
+    if unused:
+        with_ = " --medlane" if medlane else " --dataset" if dataset else ""
+        raise UsageError(
+            f"{', '.join(unused)} cannot be used with --hyp{with_}: drop {'them' if len(unused) > 1 else 'it'}"
+        )
