@@ -110,3 +110,15 @@ def test_an_answered_instruction_is_untouched(monkeypatch):
 
     future, _ = _owed(monkeypatch, answers)
     assert future.get(timeout=5).instruction_id == "bundle-1"
+
+
+def test_a_portable_job_may_run_longer_than_beams_job_server_timeout():
+    """Beam's PortableRunner gives the job's state stream `--job_server_timeout` (300 s) as its
+    deadline: a longer job failed with DEADLINE_EXCEEDED. medsimp passes a week unless given."""
+    from pipelines.jobs.beam_io import JOB_STATE_SECONDS
+
+    options = pipeline_options(Beam(), PORTABLE).get_all_options()
+    assert options["job_server_timeout"] == JOB_STATE_SECONDS == 7 * 24 * 3600
+    given = pipeline_options(Beam(), [*PORTABLE, "--job-server-timeout=60"]).get_all_options()
+    assert given["job_server_timeout"] == 60
+    assert pipeline_options(Beam()).get_all_options()["job_server_timeout"] == 300  # local: Beam's

@@ -53,7 +53,8 @@ def pipeline_options(beam_params: Beam | None = None, extra_args: Iterable[str] 
     worker processes (`running_mode: multi_processing`, the default for more than one worker),
     or Beam's `in_memory` / `multi_threading` modes. On the PortableRunner, `num_workers` is
     Beam's `--sdk_worker_parallelism` unless that is given (the SDK workers of each job:
-    medsimp's job server, `pipelines.jobs.job_server`, honours it). Pass e.g.
+    medsimp's job server, `pipelines.jobs.job_server`, honours it), and `--job_server_timeout`
+    is JOB_STATE_SECONDS unless given. Pass e.g.
     `--beam-arg=--runner=FlinkRunner --beam-arg=--flink_master=host:8081`
     to run the same job elsewhere.
     """
@@ -65,12 +66,21 @@ def pipeline_options(beam_params: Beam | None = None, extra_args: Iterable[str] 
     args.append(f"--default_sdk_harness_log_level={beam_params.log_level}")
     args += [str(a) for a in beam_params.options]
     args += list(extra_args)
-    options = PipelineOptions(args)
-    if options.view_as(StandardOptions).runner in PORTABLE_RUNNERS and not any(
-        str(a).split("=")[0] == "--sdk_worker_parallelism" for a in args
-    ):
-        options = PipelineOptions([*args, f"--sdk_worker_parallelism={beam_params.num_workers}"])
-    return options
+    if PipelineOptions(args).view_as(StandardOptions).runner in PORTABLE_RUNNERS:
+        given = {str(a).split("=")[0].replace("-", "_") for a in args}
+        if "__sdk_worker_parallelism" not in given:
+            args.append(f"--sdk_worker_parallelism={beam_params.num_workers}")
+        if "__job_server_timeout" not in given:
+            args.append(f"--job_server_timeout={JOB_STATE_SECONDS}")
+    return PipelineOptions(args)
+
+
+# Beam's PortableRunner opens the job's state and message streams with `--job_server_timeout`
+# (default 300 s) as their gRPC deadline, so a job that runs longer than that fails with
+# DEADLINE_EXCEEDED however well it runs (measured: `align corpus` on 8 synthetic reviews, one
+# worker, failed at 7 of 8 documents). medsimp passes a week unless the flag is given; the
+# services are checked (`pool.check_endpoints`) and the pool watched while the job runs.
+JOB_STATE_SECONDS = 7 * 24 * 3600
 
 
 def workers_of(options: PipelineOptions) -> int:
