@@ -51,17 +51,32 @@ DIE_SCRIPT = textwrap.dedent(
     from medsimp.params_schema import Beam
     from pipelines.jobs.beam_io import new_pipeline
 
-    class Die(beam.DoFn):  # an OOM kill, as the kernel does it
+    retries, once, total = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+
+    class Die(beam.DoFn):  # an OOM kill, as the kernel does it: every run, or the first only
         def process(self, x):
-            if x == 3:
+            if x == 3 and not os.path.exists(once):
+                if once != "always":
+                    open(once, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(0.1)
             yield x
 
+    def write_total(n):
+        with open(total, "w") as fh:
+            fh.write(str(n))
+
     configure_logging(verbose=False)
     try:
-        with new_pipeline(Beam(num_workers=2)) as p:
-            p | beam.Create(list(range(20))) | beam.Reshuffle() | beam.ParDo(Die())
+        with new_pipeline(Beam(num_workers=2, retries=retries)) as p:
+            (
+                p
+                | beam.Create(list(range(20)))
+                | beam.Reshuffle()
+                | beam.ParDo(Die())
+                | beam.CombineGlobally(sum)
+                | beam.Map(write_total)
+            )
     except MedsimpError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -69,19 +84,51 @@ DIE_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
-def test_sigkilled_worker_fails_the_run_in_one_line(tmp_path):
-    """Before: Beam's thread that started the worker raised and the main thread waited forever."""
+def _die(tmp_path: Path, retries: int, once: bool) -> subprocess.CompletedProcess:
     script = tmp_path / "die.py"
     script.write_text(DIE_SCRIPT)
-    start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT
+    mark = str(tmp_path / "died") if once else "always"
+    return subprocess.run(
+        [sys.executable, str(script), str(retries), mark, str(tmp_path / "total")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+        cwd=ROOT,
     )
+
+
+@pytest.mark.slow
+def test_sigkilled_worker_fails_the_run_in_one_line(tmp_path):
+    """Before: Beam's thread that started the worker raised and the main thread waited forever.
+    A worker that dies on every run: `beam.retries` more runs, then one line."""
+    start = time.monotonic()
+    proc = _die(tmp_path, retries=1, once=False)
     assert proc.returncode == 4, proc.stderr[-2000:]
-    assert time.monotonic() - start < 60
-    assert "error: a Beam worker process was killed by SIGKILL (out of memory?)" in proc.stderr
+    assert time.monotonic() - start < 90
+    assert proc.stderr.count("running the job again") == 1
+    assert (
+        "error: a Beam worker process was killed by SIGKILL (out of memory?); the stage stopped and "
+        "wrote no output (2 runs, beam.retries: 1)"
+    ) in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "total").exists()
+
+
+@pytest.mark.slow
+def test_a_sigkilled_worker_is_retried_on_the_local_runner(tmp_path):
+    """Issue 55: a worker killed once: the job runs again (params.yaml's beam.retries) and gives
+    every element once. Before: the run failed (exit 4)."""
+    from medsimp.config import load_params
+    from medsimp.params_schema import Beam
+
+    retries = load_params(ROOT / "params.yaml").beam.retries
+    assert retries == Beam().retries == 2  # the documented default (docs/refresh.md "Workers and retries")
+    proc = _die(tmp_path, retries=retries, once=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "medsimp: an SDK worker died under the Beam job; running the job again (run 2 of 3" in proc.stderr
+    assert (tmp_path / "died").exists()  # it did die once
+    assert (tmp_path / "total").read_text() == str(sum(range(20)))
 
 
 def _synth_notes(path: Path, rows: int) -> None:
@@ -91,7 +138,9 @@ def _synth_notes(path: Path, rows: int) -> None:
 def _start_notes(notes: Path, out: Path) -> subprocess.Popen:
     return subprocess.Popen(
         # two worker processes (params.yaml's sample profile runs one in-process): one is killed
-        [sys.executable, "-m", "medsimp.cli", *BASE, "--set", "beam.num_workers=2", "notes"]
+        # no retry (beam.retries=0): the killed worker fails the run
+        [sys.executable, "-m", "medsimp.cli", *BASE, "--set", "beam.num_workers=2", "--set", "beam.retries=0"]
+        + ["notes"]
         + ["--input", str(notes), "--output", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,8 +1,10 @@
 """Every Beam job gives byte-identical outputs on the default runner, on the PortableRunner in
-LOOPBACK mode (the job-service path Flink and Spark use), and on a cluster on this machine: Beam's
-standalone job server and an EXTERNAL worker pool started from another folder, whose medsimp is
-the wheel built from this checkout (installed with --no-deps into a folder first on the workers'
-path), not the checkout (issue 36 item 4; the recipe is docs/refresh.md's). Run through the CLI.
+LOOPBACK mode (the job-service path Flink and Spark use), and on a cluster on this machine:
+medsimp's job server (Beam's, running as many SDK workers as asked) and an EXTERNAL worker pool
+started from another folder, whose medsimp is the wheel built from this checkout (installed with
+--no-deps into a folder first on the workers' path), not the checkout (issue 36 item 4; the
+recipe is docs/refresh.md's). Run through the CLI. On the cluster, two SDK workers run at once,
+and a worker killed mid-job is retried with the same bytes out (issue 55 section 3).
 """
 
 from __future__ import annotations
@@ -78,8 +80,8 @@ def _wheel_site(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """A job server and an EXTERNAL worker pool (2 workers per job) on loopback; yields the
-    --beam-arg flags that send a job there and the workers' environment."""
+    """medsimp's job server and an EXTERNAL worker pool (2 workers per job) on loopback; yields
+    the --beam-arg flags that send a job there and the workers' environment."""
     tmp = tmp_path_factory.mktemp("cluster")
     site = _wheel_site(tmp)
     home = tmp / "workers"  # the workers' current folder: not the launcher's, not the checkout
@@ -105,7 +107,8 @@ def cluster(tmp_path_factory):
             ),
             (
                 "jobs",
-                ["apache_beam.runners.portability.local_job_service_main", f"--port={job_port}"],
+                # medsimp's job server: Beam's, running the SDK workers a job asks for
+                ["pipelines.jobs.job_server", f"--port={job_port}"],
                 job_port,
             ),
         ):
@@ -126,9 +129,15 @@ def cluster(tmp_path_factory):
             f"--beam-arg=--job_endpoint=localhost:{job_port}",
             "--beam-arg=--environment_type=EXTERNAL",
             f"--beam-arg=--environment_config=localhost:{pool_port}",
-            "--beam-arg=--sdk_worker_parallelism=2",
-        ]
-        yield {"flags": flags, "env": env, "site": site, "home": home, "pool_port": pool_port}
+        ]  # 2 SDK workers per job: BASE's beam.num_workers, which medsimp passes as --sdk_worker_parallelism
+        yield {
+            "flags": flags,
+            "env": env,
+            "site": site,
+            "home": home,
+            "pool_port": pool_port,
+            "pool_pid": procs[0].pid,
+        }
     finally:
         for proc in procs:
             proc.terminate()
@@ -347,4 +356,135 @@ def test_a_worker_pool_killed_mid_run_is_one_line_and_nothing_published(cluster,
     )
     assert "Traceback" not in err
     assert time.monotonic() - started < 180
+    assert not (tmp_path / "out" / "cochrane").exists()
+
+
+# A job whose DoFn records, for every element, the worker process that ran it and when (a side
+# channel in a folder the test owns: the outputs stay the job's). Run as a script so that its
+# DoFn is pickled by value: the cluster's workers import only Beam and the medsimp wheel.
+BUSY_SCRIPT = """
+import json, os, sys, time
+import apache_beam as beam
+from medsimp.cli.app import configure_logging
+from medsimp.errors import MedsimpError
+from medsimp.params_schema import Beam
+from pipelines.jobs.beam_io import new_pipeline
+
+folder = sys.argv[1]
+
+class Busy(beam.DoFn):
+    def process(self, x):
+        start = time.time()
+        time.sleep(0.5)
+        with open(os.path.join(folder, f"{x}.json"), "w") as fh:
+            json.dump({"pid": os.getpid(), "start": start, "end": time.time()}, fh)
+        yield x
+
+configure_logging(verbose=False)
+try:
+    with new_pipeline(Beam(num_workers=2), sys.argv[2:]) as p:
+        p | beam.Create(list(range(16))) | beam.Reshuffle() | beam.ParDo(Busy())
+except MedsimpError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)
+"""
+
+
+def test_two_workers_are_busy_at_once_on_the_external_pool(cluster, tmp_path):
+    """`beam.num_workers: 2` on the PortableRunner with an EXTERNAL pool: two SDK worker
+    processes each run elements, at the same time. Before: Beam's job server ran every job on
+    one worker (its FnApiRunner never reads a worker count), so one pid did all 16 elements."""
+    import json
+
+    script, folder = tmp_path / "busy.py", tmp_path / "busy"
+    script.write_text(BUSY_SCRIPT, encoding="utf-8")
+    folder.mkdir()
+    flags = [f.removeprefix("--beam-arg=") for f in cluster["flags"]]
+    result = subprocess.run(
+        [sys.executable, str(script), str(folder), *flags],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    runs = [json.loads(p.read_text()) for p in folder.glob("*.json")]
+    assert len(runs) == 16
+    by_pid: dict[int, list] = {}
+    for run in runs:
+        by_pid.setdefault(run["pid"], []).append((run["start"], run["end"]))
+    assert len(by_pid) == 2, sorted(by_pid)
+    first, second = by_pid.values()
+    overlapping = [(a, b) for a in first for b in second if a[0] < b[1] and b[0] < a[1]]
+    assert overlapping, "the two workers never ran an element at the same time"
+
+
+def _live_workers(pool_pid: int) -> list:
+    """The pool's SDK worker processes that are running (not the zombies of earlier jobs)."""
+    import psutil
+
+    try:
+        children = psutil.Process(pool_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    live = []
+    for proc in children:
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE and any(
+                c.status == psutil.CONN_ESTABLISHED for c in proc.net_connections(kind="tcp")
+            ):
+                live.append(proc)
+    return live
+
+
+def _kill_one_worker_mid_job(cluster, tmp_path: Path, extra: list[str]) -> tuple[subprocess.Popen, str]:
+    """`medsimp cochrane` on the cluster; once its two SDK workers are connected, one of them
+    is SIGKILLed (as the kernel's OOM killer would). Returns the finished command and stderr."""
+    import signal
+
+    job = subprocess.Popen(
+        [sys.executable, "-m", "medsimp.cli", *BASE, *extra, "cochrane", "--output", "out/cochrane"]
+        + cluster["flags"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started = time.monotonic()
+    try:
+        while len(workers := _live_workers(cluster["pool_pid"])) < 2:
+            assert job.poll() is None and time.monotonic() - started < 120, "no two workers connected"
+            time.sleep(0.05)
+        workers[0].send_signal(signal.SIGKILL)
+        _, err = job.communicate(timeout=240)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    return job, err
+
+
+def test_a_killed_worker_is_retried_and_gives_the_same_bytes(cluster, tmp_path):
+    """One of the job's two SDK workers SIGKILLed mid-job: Beam's job server would have waited
+    forever for the bundle it had sent (its control channel's reader ends without failing the
+    bundle); medsimp's job server fails the job at once and the launcher runs it again
+    (beam.retries), which gives the in-process runner's bytes."""
+    default = tmp_path / "default"
+    assert main(BASE + ["--set", "beam.num_workers=1", "cochrane", "--output", str(default)]) == 0
+    job, err = _kill_one_worker_mid_job(cluster, tmp_path, [])
+    assert job.returncode == 0, err[-2000:]
+    assert "an SDK worker died under the Beam job; running the job again (run 2 of 3" in err
+    assert "Traceback" not in err
+    assert _files(tmp_path / "out" / "cochrane") == _files(default)
+
+
+def test_a_killed_worker_past_the_retry_limit_is_one_line_and_nothing_published(cluster, tmp_path):
+    job, err = _kill_one_worker_mid_job(cluster, tmp_path, ["--set", "beam.retries=0"])
+    assert job.returncode == 4, err[-2000:]
+    assert err.strip().splitlines()[-1] == (
+        "medsimp cochrane: the Beam job failed on the PortableRunner: an SDK worker died "
+        "(beam.retries: 0); nothing is published (check the worker pool's log: out of memory?)"
+    )
+    assert "Traceback" not in err and "running the job again" not in err
     assert not (tmp_path / "out" / "cochrane").exists()

@@ -1,7 +1,8 @@
 """A Beam job's services and workers: the portable job service and external worker pool checked
 before the job (`check_endpoints`) and watched while it runs (`wait_watching_pool`), the local
 runner's worker processes watched and stopped (`watch_workers`, `stop_workers`), and their
-failures said in one line (`service_error`, `write_error`)."""
+failures said in one line (`service_error`, `write_error`); which failures are a dead worker, which
+the launcher retries (`worker_lost`, `WorkerLost`)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,43 @@ from typing import Any
 import psutil
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from medsimp.errors import UsageError
+from medsimp.errors import StageFailed, UsageError
 
 ENDPOINT_SECONDS = 30
+
+# What medsimp's job server (pipelines.jobs.job_server) fails a bundle with when its SDK worker's
+# control channel closed before answering; Beam's data plane says "Channel closed prematurely."
+# when a worker's data channel closes the same way. Either, in a portable job's error, is a
+# dead worker (or a dead pool, which `services_answer` tells apart), never a step's own error.
+DEAD_WORKER = "an SDK worker's control channel closed before it answered (the worker died)"
+_WORKER_GONE = (DEAD_WORKER, "Channel closed prematurely")
+
+
+class WorkerLost(StageFailed):
+    """A local worker process died under the job (killed, out of memory, crashed)."""
+
+
+def worker_lost(exc: BaseException) -> bool:
+    """Whether a failed job failed because an SDK worker died: a local worker process
+    (`WorkerLost`, from `watch_workers`) or a portable job's worker (the job's error says so).
+    A step that raised is not: running it again would raise again."""
+    if isinstance(exc, WorkerLost):
+        return True
+    if isinstance(exc, StageFailed) or not isinstance(exc, RuntimeError):
+        return False  # medsimp's own failures (a pool that stopped answering) are final
+    text = str(exc)
+    return any(sign in text for sign in _WORKER_GONE)
+
+
+# How long `services_answer` waits for each service before a retry: a pool that is gone, not
+# one worker, fails the job for good instead of being retried.
+RETRY_PROBE_SECONDS = 5.0
+
+
+def services_answer(endpoints: list[tuple[str, str]]) -> bool:
+    """Whether every service of a portable job (job endpoint, external worker pool) still accepts
+    a connection within RETRY_PROBE_SECONDS."""
+    return all(_answers(address, RETRY_PROBE_SECONDS) for _, address in endpoints)
 
 
 def endpoints_of(options: PipelineOptions) -> list[tuple[str, str]]:
@@ -125,13 +160,14 @@ def wait_watching_pool(result: Any, endpoints: list[tuple[str, str]], runner: st
     raise errors[0]
 
 
-def _answers(address: str) -> bool:
-    """Whether a gRPC server at `address` accepts a connection within ENDPOINT_SECONDS."""
+def _answers(address: str, seconds: float | None = None) -> bool:
+    """Whether a gRPC server at `address` accepts a connection within `seconds` (by default
+    ENDPOINT_SECONDS, read at the call)."""
     import grpc
 
     channel = grpc.insecure_channel(address)
     try:
-        grpc.channel_ready_future(channel).result(timeout=ENDPOINT_SECONDS)
+        grpc.channel_ready_future(channel).result(timeout=ENDPOINT_SECONDS if seconds is None else seconds)
         return True
     except grpc.FutureTimeoutError:
         return False
@@ -147,8 +183,6 @@ def _cancel(result: Any) -> None:
 
 
 def _pool_gone(runner: str, address: str) -> Exception:
-    from medsimp.errors import StageFailed
-
     return StageFailed(
         f"the Beam job failed on the {runner}: the external worker pool {address} stopped answering "
         f"(no connection for {ENDPOINT_SECONDS} s); medsimp asked the job service to cancel the job "
@@ -160,8 +194,6 @@ def service_error(exc: BaseException) -> Exception | None:
     """A `StageFailed` in one line for a portable job whose job service or workers stopped
     answering (a gRPC error or timeout), None for any other failure."""
     import grpc
-
-    from medsimp.errors import StageFailed
 
     chain: BaseException | None = exc
     while chain is not None:
@@ -258,22 +290,20 @@ def _worker_death(message: str) -> str:
 
 @contextmanager
 def watch_workers() -> Iterator[None]:
-    """Fail the run, in one line, when a local worker process dies (an OOM kill, a crash), and
-    let SIGTERM and Ctrl-C end it.
+    """Fail the run, in one line, when a local worker process dies (an OOM kill, a crash:
+    `WorkerLost`, which the launcher may retry), and let SIGTERM and Ctrl-C end it.
 
     Beam's FnApiRunner notices a dead worker only in the thread that started it, which raises
     and ends while the main thread waits for the worker's results forever; and on any exception
     its clean-up joins the threads of the live workers, which never end (so SIGTERM hung too).
     Here the dead worker's thread wakes the main thread (SIGUSR1); that, SIGTERM and SIGINT first
-    kill every worker (so Beam's clean-up finds them gone), then raise: `StageFailed`, or what
+    kill every worker (so Beam's clean-up finds them gone), then raise: `WorkerLost`, or what
     the previous handler raises (the CLI's SystemExit(143), KeyboardInterrupt). Thread errors
     and Beam's error logs after that are echoes of the stop and are not shown. Signals reach
     only the main thread: elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from medsimp.errors import StageFailed
-
     died: list[str] = []
     main_ident = threading.main_thread().ident
     old_hook = threading.excepthook
@@ -304,7 +334,7 @@ def watch_workers() -> Iterator[None]:
     def on_death(signum, frame) -> None:
         if died:
             stop()
-            raise StageFailed(f"a Beam worker process {died[0]}; the stage stopped and wrote no output")
+            raise WorkerLost(f"a Beam worker process {died[0]}; the stage stopped and wrote no output")
 
     def stop_then(previous):
         def handler(signum, frame) -> None:

@@ -1,0 +1,124 @@
+"""medsimp's portable job server: Beam's Python job server, running as many SDK workers as a
+job asks for.
+
+`python -m pipelines.jobs.job_server --port=J` serves Beam's Job API like
+`python -m apache_beam.runners.portability.local_job_service_main --port=J` (Beam's
+`LocalJobServicer`, the same staging and artifact service). The difference is the number of SDK
+workers per job. Beam's job runs each pipeline with `FnApiRunner().run_via_runner_api(...)`
+(`local_job_service.BeamJob._invoke_runner`), which never reads a worker count: only
+`FnApiRunner.run_pipeline`, the in-process path, sets it from `--direct_num_workers`. So every
+job of Beam's job server asks its environment (an EXTERNAL worker pool, a process, Docker) for
+ONE worker, whatever `--sdk_worker_parallelism` or `--direct_num_workers` say (measured: one
+worker process per job on the pool). Here each job runs on `--sdk_worker_parallelism` workers
+(Beam's portable option for "SDK worker processes per worker node"; 0 = this machine's CPU
+count; medsimp's launcher sets it from `beam.num_workers`), and the FnApiRunner splits every
+stage's bundle between them (its ParallelBundleManager, as in `multi_processing` mode).
+
+A dead worker. Beam's FnApiRunner does not retry a bundle whose worker died, and worse, it may
+not notice: a worker's control channel is read by a thread (`worker_handlers.ControlConnection`)
+that ends with an error when the worker is killed, leaving the runner waiting forever for the
+answer to the bundle it had sent (measured: an SDK worker SIGKILLed mid-job, the job still
+RUNNING minutes later). Here the instructions a closed control channel still owes fail instead
+(`fail_owed_instructions`), so the job FAILS at once and medsimp's launcher retries the whole job
+(`beam.retries`, `pipelines.jobs.beam_io`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions
+from apache_beam.portability.api import beam_job_api_pb2
+from apache_beam.runners.portability import local_job_service
+from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+from pipelines.jobs.pool import DEAD_WORKER
+
+
+def sdk_workers(options: PipelineOptions) -> int:
+    """The SDK workers a job asks for: `--sdk_worker_parallelism` (Beam's default 1; 0 = the
+    CPU count). Beam declares the option without a type, so it arrives as text or a number."""
+    value = options.view_as(PortableOptions).sdk_worker_parallelism
+    try:
+        count = int(float(value))
+    except (TypeError, ValueError):
+        count = 1
+    return count if count > 0 else (os.cpu_count() or 1)
+
+
+def fail_owed_instructions() -> None:
+    """Make a worker's control channel fail what it still owes when it closes (once per
+    process): Beam's reader thread of the channel (`ControlConnection._read`) only hands out
+    answers, so a worker that dies mid-bundle leaves the bundle's future unanswered forever."""
+    from apache_beam.runners.portability.fn_api_runner import worker_handlers
+
+    connection = worker_handlers.ControlConnection
+    if getattr(connection, "_medsimp_fails_owed", False):
+        return
+    read, push = connection._read, connection.push
+
+    def _read(self) -> None:
+        try:
+            read(self)
+        except Exception as exc:  # the stream broke: the worker was killed or lost its network
+            logging.getLogger(__name__).warning(
+                "an SDK worker's control channel broke (%s)", type(exc).__name__
+            )
+        finally:
+            self._medsimp_closed = True  # before the abort: a push from now on fails at once
+            if self._futures_by_id:  # asked and never answered: the worker is gone
+                self.abort(RuntimeError(DEAD_WORKER))
+
+    def _push(self, req):
+        future = push(self, req)
+        if future is not None and getattr(self, "_medsimp_closed", False):
+            future.abort(RuntimeError(DEAD_WORKER))
+        return future
+
+    setattr(connection, "_read", _read)  # noqa: B010 - Beam's class, patched in this process only
+    setattr(connection, "push", _push)  # noqa: B010
+    setattr(connection, "_medsimp_fails_owed", True)  # noqa: B010
+
+
+class ParallelBeamJob(local_job_service.BeamJob):
+    """Beam's job, run on the number of SDK workers the job's options ask for."""
+
+    def _invoke_runner(self):
+        self.set_state(beam_job_api_pb2.JobState.RUNNING)
+        options = self.pipeline_options()
+        runner = fn_runner.FnApiRunner(provision_info=self._provision_info)
+        # what FnApiRunner.run_pipeline does with --direct_num_workers; run_via_runner_api,
+        # the job-service path, has no argument for it
+        if not hasattr(runner, "_num_workers"):
+            raise RuntimeError("this Beam's FnApiRunner has no worker count (medsimp's job server needs one)")
+        runner._num_workers = sdk_workers(options)
+        return runner.run_via_runner_api(self._pipeline_proto, options)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.jobs.job_server", description=__doc__)
+    parser.add_argument("-p", "--port", "--job_port", type=int, default=0, help="port of the Job API")
+    parser.add_argument("--staging_dir", help="where staged artifacts go (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    fail_owed_instructions()
+    servicer = local_job_service.LocalJobServicer(args.staging_dir, beam_job_type=ParallelBeamJob)
+    port = servicer.start_grpc_server(args.port)
+    logging.getLogger(__name__).info("medsimp job server listening on port %d", port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        servicer.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
