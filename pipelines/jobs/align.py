@@ -14,6 +14,9 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from alignment.bridge import DocumentError, align_document
+from alignment.crf import CRFAligner
+from alignment.encoders import PairEncoders, make_encoder
 from alignment.stage import corpus_scoring_key
 from medsimp.atomic import atomic_dir
 from medsimp.params_schema import Align, Beam
@@ -50,9 +53,6 @@ class AlignDocFn(beam.DoFn):
         self.progress = ProgressSink(progress)  # documents done, for the launcher's display
 
     def setup(self):
-        from alignment.crf import CRFAligner
-        from alignment.encoders import PairEncoders, make_encoder
-
         crf_p = self.params.crf
         self.crf_encoder = make_encoder(crf_p.encoder, self.cache_root)
         self.crf = CRFAligner.load(self.params.model, self.crf_encoder, crf_p.merge)
@@ -61,8 +61,6 @@ class AlignDocFn(beam.DoFn):
         self.count = Counter(NAMESPACE)
 
     def process(self, element):
-        from alignment.bridge import DocumentError, align_document
-
         doi, rows = element
         rows = sorted(rows, key=lambda r: r["sentence_id"])
         self.count.inc("read")

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import psutil
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions, StandardOptions
 
-from medsimp.errors import UsageError
+from medsimp.errors import StageFailed, UsageError
 
 ENDPOINT_SECONDS = 30
 
@@ -34,7 +34,6 @@ def endpoints_of(options: PipelineOptions) -> list[tuple[str, str]]:
     Only the PortableRunner's services are probed. A Flink or Spark runner's worker pool address
     is what its task managers dial (often a sidecar at localhost:50000 on each of them), which the
     launcher cannot reach, so probing it from here would refuse good jobs."""
-    from apache_beam.options.pipeline_options import PortableOptions
     from apache_beam.transforms.environments import looks_like_json
 
     portable = options.view_as(PortableOptions)
@@ -147,8 +146,6 @@ def _cancel(result: Any) -> None:
 
 
 def _pool_gone(runner: str, address: str) -> Exception:
-    from medsimp.errors import StageFailed
-
     return StageFailed(
         f"the Beam job failed on the {runner}: the external worker pool {address} stopped answering "
         f"(no connection for {ENDPOINT_SECONDS} s); medsimp asked the job service to cancel the job "
@@ -160,8 +157,6 @@ def service_error(exc: BaseException) -> Exception | None:
     """A `StageFailed` in one line for a portable job whose job service or workers stopped
     answering (a gRPC error or timeout), None for any other failure."""
     import grpc
-
-    from medsimp.errors import StageFailed
 
     chain: BaseException | None = exc
     while chain is not None:
@@ -272,8 +267,6 @@ def watch_workers() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from medsimp.errors import StageFailed
-
     died: list[str] = []
     main_ident = threading.main_thread().ident
     old_hook = threading.excepthook

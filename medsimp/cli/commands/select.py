@@ -9,6 +9,7 @@ params `notes:` section.
 from __future__ import annotations
 
 import argparse
+import os
 
 HELP = "score sentences with MedLane's Algorithm 1 (n, abb, unc, ratio, keep) as JSON lines"
 
@@ -25,7 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
 
     from pipelines.text.notes import score_lines
 
