@@ -460,6 +460,19 @@ def counts() -> dict[str, int]:
     return dict(out.most_common())
 
 
-if __name__ == "__main__":
+def suggested(module: str, imported: str) -> str | None:
+    """The reason the code shows for an unlisted import (None: it defers nothing: move it up)."""
+    if imported.split(".")[0] in PACKAGES and module in _loaded_by_import(imported)[0]:
+        return "cycle"
+    libs = heavy(module, imported)
+    if libs:
+        return "heavy: " + ", ".join(libs[:2])
+    return "todo: evalpkg" if module.startswith(EVALPKG) else None
+
+
+if __name__ == "__main__":  # the counts, and what the code says of each unlisted import
     c = counts()
     print(sum(c.values()), c)
+    for m, names in sorted(_found().items()):
+        for i in sorted(names - set(ALLOWED.get(m, {}))):
+            print(f"{m}: {i!r}: {suggested(m, i)!r}")
