@@ -42,7 +42,10 @@ from typing import Any
 import numpy as np
 
 from medsimp import resources
+from medsimp.config import resolve_path
+from medsimp.doccache import code_version, content_key
 from medsimp.errors import MedsimpError
+from medsimp.params_schema import AlignCalibration
 
 HELDOUT = "aligner_heldout.json"
 SUFFIX = ".calibration.json"
@@ -57,8 +60,6 @@ def scoring_key(model_dir: str | Path, aligner: Any) -> str:
     `model_dir/model.pt`, the merge, jump_cap, hidden and threads it runs with, its encoder's
     name and content fingerprint (as the embedding cache keys it), the features' code and stop
     words, and the deletion prior when there is one. Not the folder's path or its stats.json."""
-    from medsimp.doccache import code_version, content_key
-
     weights = hashlib.sha256((Path(model_dir) / "model.pt").read_bytes()).hexdigest()
     cfg = aligner.config
     key = content_key(
@@ -154,8 +155,6 @@ class Calibration:
     ) -> Calibration:
         """From each gold document's rows (crf_score, correctness, kept by the filter);
         `knobs`: params `align.calibration` (folds, bootstrap, seed; None: the schema's)."""
-        from medsimp.params_schema import AlignCalibration
-
         knobs = knobs or AlignCalibration()
         rows = tuple(
             (i, round(float(s), 6), round(float(c), 6))
@@ -387,8 +386,6 @@ def model_shown(model: str) -> str | None:
 def model_folder(model: str, params_dir: str | Path) -> str | None:
     """The model folder of align's `<path> sha256:<hash>` model field (stats.json, the card),
     resolved as params paths are; None when align recorded none."""
-    from medsimp.config import resolve_path
-
     path = model.rpartition(" sha256:")[0].strip() if " sha256:" in model else ""
     return resolve_path(path, params_dir) if path else None
 

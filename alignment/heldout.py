@@ -25,6 +25,7 @@ from alignment.selftrain import self_train
 from alignment.text import content_tokens
 from medsimp.params_schema import Crf, SelfTraining
 from medsimp.reviews import review_key
+from medsimp.text import multilingual
 
 Similarity = Callable[[DocPair], np.ndarray]
 
@@ -106,8 +107,6 @@ def cochrane_gold(pairs_path: Path, test_dir: Path) -> tuple[list[DocPair], dict
     most of its pairs' sentences; both sides are split by the project's splitter
     (`medsimp.text.multilingual`, as `medsimp cochrane`), and a gold pair is kept when both
     of its sentences are in that document (Background/Methods sentences are not)."""
-    from medsimp.text import multilingual
-
     rows = json.loads(pairs_path.read_text(encoding="utf-8"))
     src = devaraj_test_file(test_dir, "source").read_text(encoding="utf-8").splitlines()
     tgt = devaraj_test_file(test_dir, "target").read_text(encoding="utf-8").splitlines()

@@ -23,12 +23,14 @@ caller passing them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import json
 import os
 import re
 import shutil
 import stat
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from typing import Any
 from medsimp import ownership
 from medsimp.errors import UsageError
 from medsimp.lineage import read_lineage
+from medsimp.locks import Busy, Foreign, exclusive
 from medsimp.markers import MARKER, marker_of
 from medsimp.places import LOCK_SUFFIX
 
@@ -340,8 +343,6 @@ def _writing(final: Path, flag: str = "--output") -> Iterator[None]:
     file carries `LOCK_SIGNATURE`; a same-named file without it is the user's and is refused
     untouched (an empty one is locked and left empty). Already held by this command (`hold`,
     from its checks on): nothing more to take."""
-    from medsimp.locks import Busy, Foreign, exclusive
-
     if Path(os.path.abspath(final)) in _HELD:
         yield
         return
@@ -463,8 +464,6 @@ def exchange(a: Path, b: Path) -> bool:
     glibc): no moment where either name is missing. False where the system or the file
     system does not offer it (the caller then renames twice)."""
     import ctypes
-    import errno
-    import sys
 
     if not sys.platform.startswith("linux"):
         return False

@@ -6,14 +6,17 @@ import copy
 import hashlib
 import json
 import os
+import stat
+import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from medsimp import resources
+from medsimp import params_schema, resources, yamlsafe
 from medsimp.errors import UsageError
 from medsimp.params_schema import Params
+from medsimp.places import check_writable_folder
 
 
 class ParamsError(UsageError, ValueError):
@@ -35,8 +38,6 @@ def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
 def apply_overrides(params: dict, overrides: list[str]) -> dict:
     """Return a copy of a raw params mapping with `key.sub=value` overrides applied (values
     parsed as bounded YAML, `medsimp.yamlsafe`)."""
-    from medsimp import yamlsafe
-
     out = copy.deepcopy(params)
     for item in overrides:
         if "=" not in item:
@@ -56,8 +57,6 @@ def read_params_file(path: str | Path, required: bool) -> dict:
     """The mapping a params file holds; a missing file is {} only when not `required`.
     Every way a file can be unusable (missing, a folder, not UTF-8, not YAML, an alias bomb,
     nested too deep, a duplicate key) is a one-line ParamsError."""
-    from medsimp import yamlsafe
-
     p = Path(path)
     try:
         text = _read_regular_text(p)
@@ -90,8 +89,6 @@ MAX_PARAMS_BYTES = 16 << 20  # a params file is a few kB; more is not a params f
 def _read_regular_text(p: Path) -> str:
     """The UTF-8 text of a regular file: a FIFO or a device is refused before anything is read
     (issue 35 item 10: /dev/zero was read to a MemoryError, a FIFO hung)."""
-    import stat
-
     fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         mode = os.fstat(fh.fileno()).st_mode
@@ -112,9 +109,6 @@ def _implicit_params_trusted(p: Path, data: dict) -> dict:
     another user owns it or everyone can write it (group-writable is allowed: a per-user group under
     umask 002): it decides every path medsimp reads and writes
     (cache.dir, outputs), so it must be as private as the command's own arguments."""
-    import stat
-    import sys
-
     sections = set(Params.model_fields)
     if data and not sections & set(data):
         print(
@@ -143,8 +137,6 @@ def load_params(
     types and out-of-range values are a one-line ParamsError (exit 2). A missing file is an error
     unless it is the implicit `params.yaml` (`required=None`) or `required=False`.
     `Params.raw` keeps the mapping as written (what `params_hash` hashes)."""
-    from medsimp import params_schema
-
     if required is None:
         required = str(path) != DEFAULT_PATH
     p = Path(path)
@@ -228,8 +220,6 @@ def check_cache_dir(folder: str) -> None:
     this user can write in or can create (`places.check_writable_folder`): before, a cache.dir
     below a file or under /proc failed after the work as an internal error or "not found"
     (issue 54)."""
-    from medsimp.places import check_writable_folder
-
     check_writable_folder(folder, "cache.dir")
 
 

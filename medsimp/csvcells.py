@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from medsimp.errors import InputError
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -41,8 +43,6 @@ def cell_unescape(value: Any) -> Any:
 def csv_errors(path: str | Path) -> Iterator[None]:
     """Turn the csv module's errors while reading `path` (a cell over `csv.field_size_limit()`,
     131,072 characters; a NUL byte) into one line naming the file (InputError, exit 2)."""
-    from medsimp.errors import InputError
-
     try:
         yield
     except csv.Error as exc:

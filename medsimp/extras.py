@@ -11,6 +11,8 @@ line naming it (medsimp.cli.app); tests/test_extras.py checks this table against
 
 from __future__ import annotations
 
+import importlib.util
+
 # import name -> the extra that installs its distribution
 EXTRAS: dict[str, str] = {
     "dvc": "refresh",
@@ -26,8 +28,6 @@ EXTRAS: dict[str, str] = {
 
 def missing_extra(exc: ModuleNotFoundError) -> str | None:
     """One line for a module an extra installs and this environment lacks; None for any other."""
-    import importlib.util
-
     top = (exc.name or "").split(".")[0]
     extra = EXTRAS.get(top)
     if extra is None or importlib.util.find_spec(top) is not None:  # installed: another fault

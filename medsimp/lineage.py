@@ -12,6 +12,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterable
+from pathlib import Path
 
 from medsimp.markers import marker_of
 
@@ -123,8 +124,6 @@ _NO_MARKER = ("<no marker lineage>",)
 def marker_lineage(path) -> tuple[str, ...] | None:
     """Lineage recorded in the marker of the output folder holding `path` (the nearest
     `.medsimp-output` at or above it): tags, None (recorded as unknown), or _NO_MARKER."""
-    from pathlib import Path
-
     here = Path(path).absolute()
     for folder in ([here] if here.is_dir() else []) + list(here.parents):
         marker = marker_of(folder)
@@ -142,8 +141,6 @@ def read_lineage(path) -> tuple[str, ...] | None:
     with the lineage in the marker of the output folder holding it (all there is for JSONL
     or CSV outputs). None (unknown, so restricted) when neither is found or a table lacks it.
     """
-    from pathlib import Path
-
     import pyarrow.parquet as pq
 
     root = Path(path)

@@ -41,10 +41,13 @@ import hashlib
 import json
 import os
 import posixpath
+import shlex
 import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+
+from medsimp.errors import UsageError
 
 LEGACY_SUFFIX = ".medsimp-owner"  # `.<name>.medsimp-owner` beside the file (before 2026-11)
 
@@ -104,8 +107,6 @@ def check_state_folder() -> None:
     """UsageError (one line) when the state folder or its `owned/` is a link or not a folder, or
     another user owns it or everyone can write it: its records decide which files medsimp may
     replace, so a record planted there would let medsimp overwrite a user's file."""
-    from medsimp.errors import UsageError
-
     root = state_dir()
     for folder in (root, root / "owned"):
         why = _unfit(folder)
@@ -143,8 +144,6 @@ def _places(path: Path) -> list[tuple[Path, str]]:
     """Where the records of `path` may be, the one written first: (record file, the name the
     record must carry). A bad state folder is one line, unless the file is in a project whose
     own store holds its records (then the state folder is only read, when it can be trusted)."""
-    from medsimp.errors import UsageError
-
     project = _project_place(path)
     try:
         check_state_folder()
@@ -217,8 +216,6 @@ LOCK_BYTES = 64 << 20  # a dvc.lock of 25 stages is about 250 KB
 def _runs_medsimp(cmd: object) -> bool:
     """Whether a dvc.lock `cmd` (a string or a list of them) runs medsimp: `medsimp ...` (the
     console script, by any path) or `<python> -m medsimp[.cli] ...`."""
-    import shlex
-
     for line in cmd if isinstance(cmd, list) else [cmd]:
         try:
             words = shlex.split(str(line))
@@ -387,8 +384,6 @@ def _write_record(path: Path, record: dict) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:  # a file or a dangling link in the way, a read-only or full disk
-        from medsimp.errors import UsageError
-
         state = target.parent == state_dir() / "owned"
         raise UsageError(
             f"medsimp's {'state' if state else 'record'} folder {target.parent}: cannot record what "
@@ -419,8 +414,6 @@ def adopt(root: str | Path) -> int:
     state folder (by absolute path) for files of this project that still match them, so that they
     travel with it from now on (`refresh` calls this first); the number moved. A record of a
     file changed since, of another project or of a temp file stays where it is."""
-    from medsimp.errors import UsageError
-
     try:
         check_state_folder()
     except UsageError:

@@ -25,11 +25,13 @@ plus the same key and value in `params.yaml` (see docs/architecture.md, "Params"
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
 from pydantic import Field, PrivateAttr, ValidationError
 
+from medsimp import yamlsafe
 from medsimp.sections.align import (
     Align,
     AlignCalibration,
@@ -301,8 +303,6 @@ def _apply_alias_in_file(data: dict, old: str, new: str) -> None:
 def check_file(data: Any, source: str = "params") -> dict:
     """A copy of a params file's contents with deprecated keys moved (ALIASES), checked against
     the schema. Raises SchemaError prefixed with `source`."""
-    import copy
-
     if data is None:
         data = {}
     try:
@@ -322,8 +322,6 @@ def parse_override(item: str) -> tuple[str, Any]:
     `5e-5` is a number); a deprecated key is renamed. A string-typed key keeps the raw text when
     YAML would read a number or boolean (`--set simplify.openai.model=4` is the string '4').
     The value's type and range are checked when the whole params are validated."""
-    from medsimp import yamlsafe
-
     if "=" not in item:
         raise SchemaError(f"override {short(item)} must look like key.sub=value")
     key, raw = (s.strip() for s in item.split("=", 1))

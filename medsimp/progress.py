@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 
 _ACTIVE = {"live": False}
@@ -67,8 +70,6 @@ class ProgressSink:
     def tick(self, n: int = 1) -> None:
         if not self.folder:
             return
-        import time
-
         self._done += n
         now = time.monotonic()
         if now - self._written_at >= WRITE_EVERY:
@@ -78,8 +79,6 @@ class ProgressSink:
     def flush(self) -> None:
         if not self.folder or not self._done:
             return
-        import uuid
-
         from apache_beam.io.filesystems import FileSystems
 
         if self._path is None:
@@ -158,9 +157,6 @@ def shown(label: str, total: int, read_done: Callable[[], int], unit: str = "doc
     """While the block runs: on a terminal a bar with `read_done()` of `total` `unit`, the rate
     and the time left; in a log a line at most every `LOG_EVERY` seconds once the block has run
     a minute (shorter steps print nothing). Inside another display, only the outer one draws."""
-    import threading
-    import time
-
     stop = threading.Event()
     start = time.monotonic()
     tty = interactive() and not _ACTIVE["live"]

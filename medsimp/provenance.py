@@ -12,6 +12,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from medsimp.config import shown_path
+
 
 def content_hash(path: str | Path) -> str:
     """sha256 (first 16 hex digits) of a file, or of a folder's files (relative names and bytes,
@@ -41,8 +43,6 @@ def used_aligner(model_dir: str, params_dir: str) -> dict[str, object]:
     """What a dataset card records of the CRF model `align corpus` used (issue 35 item 4: the card
     named params' model even after `--model OTHER`): its path as params would name it, its content
     hash, the gold it was trained on and its self-training (the model's own stats.json)."""
-    from medsimp.config import shown_path
-
     trained = Path(model_dir) / "stats.json"
     stats = json.loads(trained.read_text(encoding="utf-8")) if trained.is_file() else {}
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,6 @@ def cost(stats: Mapping[str, Any]) -> dict[str, Any]:
     worker processes it waited for (Beam's local workers; an external pool's are not seen), and
     the documents it read (`read`, else `documents`)."""
     import resource
-    import time
 
     import psutil
 

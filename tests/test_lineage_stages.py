@@ -82,8 +82,8 @@ def test_marker_lineage_is_the_union_of_the_tables_written(tmp_path):
 
 
 def test_train_outputs_carry_the_training_data_lineage(tmp_path):
-    from medsimp.cli.commands.train import data_lineage
     from medsimp.params_schema import Train, TrainData
+    from training.stage import data_lineage
 
     pairs = tmp_path / "pairs"
     pairs.mkdir()

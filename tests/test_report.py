@@ -372,3 +372,35 @@ def test_semantic_types_from_a_demo_vocabulary_say_so_on_the_card_chart_and_page
     assert 'class="vocabulary"' in html
     card, md, html = pages[False]
     assert "UMLS index of 3500000 terms" in card and "demo vocabulary" not in md + html
+
+
+def test_the_report_describes_the_filter_the_card_recorded_not_todays_params(tmp_path, capsys):
+    """Issue 56 section 1: a stage reads upstream facts from what upstream wrote. The threshold
+    and the near-copy overlap the report draws and counts are those the card recorded of the
+    filter the corpus went through (`filter.recorded`), whatever today's params say; a card that
+    does not record them is read with today's params, and the report says so once."""
+    from medsimp.params_schema import AnnotateReport, Filter
+    from medsimp.report.stage import Inputs, Outputs, Sections, report
+
+    folder = crafted_builder(tmp_path / "in", "cochrane", mimic_derived=False)
+    today = Sections(AnnotateReport(), Filter(threshold=0.9, copy_overlap=0.99), ["en"])
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    recorded = {"threshold": 0.6, "comparison": "gt", "aligner_min": None, "drop_copies": "none"}
+    recorded["copy_overlap"] = 0.8
+    (folder / "README.md").write_text(
+        text.replace(
+            "mimic_derived: false\n", f"mimic_derived: false\n  filter.recorded: {json.dumps(recorded)}\n"
+        ),
+        encoding="utf-8",
+    )
+    report(Inputs(folder), Outputs(str(tmp_path / "recorded")), today)
+    en = json.loads((tmp_path / "recorded" / "report.json").read_text())["configs"]["en"]
+    assert en["overlap_r"]["threshold"] == 0.6 and en["overlap_r"]["above"] == en["overlap_r"]["n"]
+    assert "does not record the filter" not in capsys.readouterr().err
+    (folder / "README.md").write_text(
+        text.replace("mimic_derived: false\n", "mimic_derived: false\n  aligner.model: m\n"), encoding="utf-8"
+    )
+    report(Inputs(folder), Outputs(str(tmp_path / "today")), today)
+    en = json.loads((tmp_path / "today" / "report.json").read_text())["configs"]["en"]
+    assert en["overlap_r"]["threshold"] == 0.9 and en["overlap_r"]["above"] == 0  # every r is 0.7
+    assert capsys.readouterr().err.count("does not record the filter the corpus went through") == 1

@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medsimp.config import resolve_path
+from medsimp.errors import UsageError
 from medsimp.params_schema import Train
 from medsimp.text.medlane_refs import EvalItem, annotated_terms, expand
 from medsimp.text.words import lower_tokens as tokenize
+from pipelines.sources.medlane import read_medlane_eval, read_medlane_train
 
 
 @dataclass
@@ -52,8 +55,6 @@ def _terms_from_eval(items: list[EvalItem]) -> list[dict[str, str]]:
 
 def load_medlane(train: str, validation: str, test: str) -> Splits:
     """MedLane train file (source, target, second-person target) and two evaluation files."""
-    from pipelines.sources.medlane import read_medlane_eval, read_medlane_train
-
     rejects: list[dict] = []
     train_recs = read_medlane_train(train, rejects)
     evals = {}
@@ -145,8 +146,6 @@ def load_pairs(
 
 def data_path(value: str, base: str | Path = ".") -> str:
     """A `train.data` path resolved against `base`, the params file's folder."""
-    from medsimp.config import resolve_path
-
     return resolve_path(value, base)
 
 
@@ -175,8 +174,6 @@ def load_splits(cfg: Train, base: str | Path = ".") -> Splits:
 
 def with_dataset(cfg: Train, dataset: str | None, config: str | None, resplit: bool) -> Train:
     """The train section pointed at `<dataset>/<config>` (`--dataset`/`--config`) as pairs."""
-    from medsimp.errors import UsageError
-
     if (dataset is None) != (config is None):
         raise UsageError(
             "--dataset and --config go together (e.g. --dataset builders/multicochrane --config en)"

@@ -9,6 +9,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from medsimp.text.lemmas import lemmatize
+
 
 def load_dictionary(paths: Sequence[str | Path]) -> dict[str, list[str]]:
     """Merge `abbreviation -> [expansions]` JSON files (keys lowercased, order kept, no duplicates).
@@ -35,8 +37,6 @@ def load_dictionary(paths: Sequence[str | Path]) -> dict[str, list[str]]:
 
 def lemma(word: str) -> str:
     """Lowercased lookup lemma (spaCy's English lemma table; no POS needed, works offline)."""
-    from medsimp.text.lemmas import lemmatize
-
     return lemmatize(word)
 
 

@@ -7,8 +7,13 @@ baselines' stages do not run (nor depend on) DECLARE's code.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from medsimp.code_graph import closure
+from medsimp.config import cache_path, params_hash, resolve_path
+from medsimp.errors import UsageError
 
 if TYPE_CHECKING:
     from medsimp.params_schema import Params, Train
@@ -23,8 +28,6 @@ DATA_SHAPING = ("training", "medsimp.text", "pipelines")  # text: `abbr[full]` a
 
 def checkpoint_code() -> list[str]:
     """The modules whose source goes into the checkpoint key (sorted)."""
-    from medsimp.code_graph import closure
-
     return sorted(m for m in closure(MODEL_MODULES)[0] if m.startswith(DATA_SHAPING))
 
 
@@ -32,9 +35,6 @@ def data_key(cfg: Train, model: str, base) -> str:
     """Params hash of the train section, the model, the bytes of every input file (keyed by their
     params value, so the key does not depend on where the checkout lives) and the code version of
     what builds the examples and trains (a label-rule change must not resume a stale checkpoint)."""
-    import hashlib
-
-    from medsimp.config import params_hash, resolve_path
     from medsimp.doccache import code_version
 
     data = cfg.data
@@ -74,13 +74,10 @@ def fit_predict(
 ) -> dict[str, list[str]]:
     """Train `model` (resuming from its checkpoint under cache.dir), save it in `out`, record the
     run in `stats` and return its predictions of each evaluation split."""
-    from medsimp.config import cache_path
     from training import trainer
 
     cache_dir = cache_path(params, base)
     if cache_dir is None:
-        from medsimp.errors import UsageError
-
         raise UsageError("train keeps its checkpoints under cache.dir: set it (it is null)")
     ckpt = Path(cache_dir) / "checkpoints" / f"{model}-{data_key(cfg, model, base)}"
     net, feat, log = trainer.train(

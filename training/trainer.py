@@ -9,14 +9,17 @@ the GPU when present, a tqdm bar showing the loss.
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
 
+from medsimp.errors import UsageError
 from medsimp.numerics import require_pinned
 from medsimp.params_schema import Train
+from medsimp.resources import resolve_model
 from training.declare import BertMT, Declare, Encoded, partial_translate
 from training.labels import (
     MODIFY,
@@ -55,11 +58,7 @@ def load_backbone(encoder: str, fallback: str | None = None):
     """(tokenizer, encoder, the name used) by name or path (`minilm` = the packaged MiniLM), span
     markers added. When `encoder` cannot be loaded here (offline and not cached, a wrong path)
     and a `fallback` is given, the fallback is used and a warning says so once."""
-    import logging
-
     from transformers import AutoModel, AutoTokenizer
-
-    from medsimp.resources import resolve_model
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolve_model(encoder))
@@ -223,8 +222,6 @@ def _resume(last: Path) -> dict | None:
     never code), or None with a warning when it cannot be loaded that way (training restarts).
     Every tensor lands on the CPU: the random states must be CPU tensors, and `load_state_dict`
     copies the model's and the optimizer's onto the training device."""
-    import logging
-
     try:
         return torch.load(last, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001  an unreadable or foreign checkpoint is not resumed
@@ -245,8 +242,6 @@ def select_device(device: str, mixed_precision: str) -> tuple[torch.device, str]
     ask for (`auto`: CUDA when torch sees one; fp16 there, off on CPU). What cannot be had here is
     one line (UsageError): CUDA without a visible device, mixed precision off CUDA, bf16 on a GPU
     without it."""
-    from medsimp.errors import UsageError
-
     cuda = torch.cuda.is_available()
     if device == "cuda" and not cuda:
         raise UsageError("train.device is cuda but torch sees no CUDA device here: set it to auto or cpu")
@@ -278,8 +273,6 @@ def train(
     (params train.device / train.mixed_precision, `select_device`); returns the best model (lowest
     validation loss) and a log. `val_terms`: the annotated terms of each validation pair
     (locator labels, DNLI gold)."""
-    import logging
-
     from torch.utils.data import DataLoader
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup

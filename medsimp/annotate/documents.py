@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from medsimp.errors import InputError
+from medsimp.inputs import read_lines
+from medsimp.lineage import read_lineage
 
 
 def _parquet_rows(folder: Path, columns: list[str] | None = None) -> list[dict]:
@@ -167,8 +169,6 @@ def from_gold(
         )
     except (GoldFormatError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise InputError(f"{path}: not a {fmt} gold file ({exc})") from None
-    from medsimp.lineage import read_lineage
-
     return _from_docpairs(docs, "gold"), read_lineage(path)
 
 
@@ -178,7 +178,6 @@ def from_vecalign(
     """One document from sentence-per-line files and an optional Vecalign-format alignment file."""
     from alignment.gold import DocPair, GoldFormatError, read_blocks
     from alignment.score import blocks_to_pairs
-    from medsimp.inputs import read_lines
 
     complex_, simple = read_lines(str(src), "--src"), read_lines(str(tgt), "--tgt")
     pairs: set[tuple[int, int]] = set()

@@ -7,6 +7,9 @@ lower median of the annotators' values. Agreement, as MultiCochrane reports it: 
 annotator's pair F1 against the majority vote of the other annotators (same rule), macro
 averaged; plus Krippendorff's alpha (nominal) over every (complex, simple) cell of documents
 with two or more annotators, and alpha (interval) per label over gold pairs.
+
+`ingest` is the `annotate ingest` stage: exports -> `gold.jsonl`, `labels.jsonl`, `vecalign/`
+(Vecalign files and their index), `agreement.json` and `stats.json` in one output folder.
 """
 
 from __future__ import annotations
@@ -15,8 +18,16 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from alignment.gold import DocPair
+from alignment.score import format_block, pair_prf, pairs_to_blocks
+from medsimp.atomic import atomic_dir, write_json, write_jsonl
 from medsimp.errors import InputError
+from medsimp.humaneval.schema import ALIGNMENT_PER_PAIR
+from medsimp.lineage import union
+from medsimp.params_schema import Annotate
+from medsimp.stats import check_reconciles, output_stats
 
 FORMAT = "medsimp-annotations"
 
@@ -33,8 +44,6 @@ class Work:
 def read_exports(paths: list[Path]) -> tuple[dict[str, dict], dict[str, list[Work]], list | None]:
     """Documents (texts) by id, each document's finished work, and the union of the lineages
     (None when any export's lineage is unknown)."""
-    from medsimp.lineage import union
-
     docs: dict[str, dict] = {}
     work: dict[str, list[Work]] = defaultdict(list)
     seen: set[str] = set()
@@ -165,8 +174,6 @@ def agreement(
     docs: dict[str, dict], work: dict[str, list[Work]], share: float, label_names: list[str]
 ) -> dict:
     """F1 of each annotator against the majority of the others (macro average), and alphas."""
-    from alignment.score import pair_prf
-
     per: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     cells: list[tuple[str, str, object]] = []
     label_rows: dict[str, list] = defaultdict(list)
@@ -201,3 +208,61 @@ def agreement(
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
+
+
+def ingest(roots: list[Path], out: str, params: Annotate) -> dict[str, Any]:
+    """Read the exports in `roots` (files, or folders of `*.json`), write the majority gold
+    (share params `annotate.majority`) and the agreement into the folder `out`. -> the stats."""
+    share = float(params.majority)
+    files = []
+    for root in roots:
+        if not root.exists():
+            raise InputError(f"{root}: no such file or folder")
+        files += sorted(root.glob("*.json")) if root.is_dir() else [root]
+    docs, work, lineage = read_exports(files)
+    names = [q.qid for q in ALIGNMENT_PER_PAIR]
+    golds = gold(docs, work, share)
+    agree = agreement(docs, work, share, names)
+    stats = {
+        "files": len(files),
+        "read": len(docs),
+        "kept": len(golds),
+        "filtered": len(docs) - len(golds),
+        "rejected": 0,
+        "gold_pairs": sum(len(g["pairs"]) for g in golds),
+        "annotators": len({w.annotator for ws in work.values() for w in ws}),
+        **{k: v for k, v in agree.items() if not isinstance(v, dict)},
+    }
+    check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
+    with atomic_dir(out, inputs=roots, lineage=lineage) as tmp:
+        write_jsonl(
+            tmp / "gold.jsonl",
+            [DocPair(g["doc_id"], g["complex"], g["simple"], frozenset(g["pairs"])).to_json() for g in golds],
+        )
+        write_jsonl(
+            tmp / "labels.jsonl",
+            [
+                {"doc_id": g["doc_id"], "c": c, "s": s, "labels": lab}
+                for g in golds
+                for (c, s), lab in g["labels"].items()
+            ],
+        )
+        _write_vecalign(tmp / "vecalign", golds)
+        write_json(tmp / "agreement.json", agree)
+        write_json(tmp / "stats.json", output_stats(stats))
+    return stats
+
+
+def _write_vecalign(vec: Path, golds: list[dict]) -> None:
+    """Each gold document as Vecalign files (`<n>.complex.txt`, `<n>.simple.txt`, `<n>.align`)
+    and `index.tsv` (file stem -> document id)."""
+    vec.mkdir()
+    index = []
+    for n, g in enumerate(golds):
+        stem = f"{n:05d}"
+        (vec / f"{stem}.complex.txt").write_text("".join(t + "\n" for t in g["complex"]), encoding="utf-8")
+        (vec / f"{stem}.simple.txt").write_text("".join(t + "\n" for t in g["simple"]), encoding="utf-8")
+        blocks = pairs_to_blocks(g["pairs"], len(g["complex"]), len(g["simple"]))
+        (vec / f"{stem}.align").write_text("".join(format_block(b) + "\n" for b in blocks), encoding="utf-8")
+        index.append(f"{stem}\t{g['doc_id']}\n")
+    (vec / "index.tsv").write_text("".join(index), encoding="utf-8")

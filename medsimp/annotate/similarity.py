@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from alignment.encoders import PairEncoders, make_encoder
 from medsimp.params_schema import Align
+from medsimp.text.lemmas import lemma_set
 
 MEASURES = ("overlap", "cosine", "crf")
 
 
 def overlap_matrix(complex_: Sequence[str], simple: Sequence[str], language: str) -> np.ndarray:
     """r = |Lc ∩ Ls| / |Ls| for every (complex, simple) pair (simple lemmas in `language`)."""
-    from medsimp.text.lemmas import lemma_set
-
     lc = [lemma_set(t, "en") for t in complex_]
     ls = [lemma_set(t, language) for t in simple]
     out = np.zeros((len(lc), len(ls)))
@@ -73,8 +73,6 @@ class Scorer:
         self._crf: Any = None
 
     def _encoder(self, language: str):
-        from alignment.encoders import PairEncoders, make_encoder
-
         if self._encoders is None:
             crf, vec = self.params.crf.encoder, self.params.vecalign.encoder
             self._encoders = (make_encoder(crf, self.cache), PairEncoders(vec, self.cache))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import stat
 
 GLOBAL_HELP = {
     "params": "params file (default: $MEDSIMP_PARAMS or ./params.yaml; an implicit ./params.yaml is used only "
@@ -75,7 +78,6 @@ WORKER_PATH_DESTS = ("input", "output", "index", "model")
 
 def absolute_worker_paths(args: argparse.Namespace) -> None:
     """Make the local paths in `WORKER_PATH_DESTS` absolute (URLs, '' and '-' are kept)."""
-    import os
 
     def absolute(value):
         if isinstance(value, list):
@@ -144,8 +146,6 @@ def command_inputs(args, section: dict | None = None, base=".") -> tuple[list[st
     """(paths the command line names as inputs, paths its params `section` names), each one
     that exists. An output folder may neither be nor hold the first; it may not hold the second
     (a params key can be one subcommand's output and another's input, e.g. humaneval.forms)."""
-    import os
-
     named = [
         s
         for dest, value in vars(args).items()
@@ -171,10 +171,6 @@ _FD_PATH = r"^/(?:dev|proc/self)/fd/\d+$"
 def _special_kind(path: str) -> str | None:
     """'a FIFO' or 'a device or socket' when `path` is one (worded as medsimp.inputs words it);
     None for anything else, an absent path, `/dev/null` and a shell's `<(cmd)`."""
-    import os
-    import re
-    import stat
-
     if not path or "\0" in path or path == os.devnull:
         return None
     try:
@@ -192,8 +188,6 @@ def check_special_inputs(args, section: dict | None = None, base=".") -> None:
     (`/dev/zero` never ends) or a socket, before the command runs: every command, whichever
     reader it uses. `/dev/null` (empty) and `<(cmd)` (`/dev/fd/N`, refused later by readers
     that cannot read a pipe once) pass."""
-    import os
-
     from medsimp.errors import InputError
 
     for dest, value in vars(args).items():

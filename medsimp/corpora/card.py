@@ -10,7 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medsimp import lineage
+from medsimp.config import params_hash, resolve_path
 from medsimp.corpora import builder_module
+from medsimp.corpora.writer import code_hash
+from medsimp.provenance import content_hash
 
 if TYPE_CHECKING:
     from medsimp.params_schema import Params
@@ -37,9 +41,6 @@ def card_provenance(
     interval, or why there is none, and the filter threshold. Paths are as written in
     params; hashes are of content, so the same inputs give the same card from any folder."""
     from alignment.calibration import estimate_line, filter_rule, find, model_folder, model_shown
-    from medsimp.config import params_hash, resolve_path
-    from medsimp.corpora.writer import code_hash
-    from medsimp.provenance import content_hash
 
     out: dict[str, Any] = {"code_sha256": code_hash(builder_module(name))}
     for key, value in cfg:
@@ -140,8 +141,6 @@ def input_lineage(cfg: dict, mimic_derived: bool, name: str = "") -> tuple[str, 
     input's own lineage; any other file or folder is MIMIC when the builder's own inputs are
     (`mimic_derived`), a declared public source (RAW_PUBLIC_INPUTS), else unknown. So a
     MIMIC table or file swapped in by `--set` keeps the output restricted."""
-    from medsimp import lineage
-
     found: list[tuple[str, ...] | None] = [(lineage.MIMIC,)] if mimic_derived else []
     for key, value in sorted(cfg.items()):
         if not isinstance(value, str) or not value or not Path(value).exists():

@@ -23,6 +23,7 @@ from medsimp.corpora.common import (
     side_annotations,
     table_from_rows,
 )
+from medsimp.corpora.stats import SIDES, side_stats
 from medsimp.params_schema import BuildMsd, Split
 from medsimp.schemas import CONCEPT, READABILITY
 from medsimp.stats import dead_letter
@@ -168,8 +169,6 @@ def table2_statistics(rows: list[dict], *, annotations: int) -> dict[str, float 
     when one is missing), as Table 2's "Avg. Readability" (14.57 = (12.61 + 18.43 + 12.66) / 3);
     `annotations_<expert|layman>` = `annotations`, the number of parallel annotations ("#Annotation":
     675 per style in MSD Test, 0 in Train; one annotation may hold several sentences)."""
-    from medsimp.corpora.stats import SIDES, side_stats
-
     out: dict[str, float | int | None] = {}
     for side, name in SIDES:
         stats = side_stats([r for r in rows if r["side"] == side])

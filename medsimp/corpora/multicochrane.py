@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from alignment.overlap import describe_cost, drop_cost
+from alignment.overlap import describe_cost, drop_cost, filter_row
 from medsimp.corpora.common import (
     CHUNK_ROWS,
     BuildError,
@@ -388,8 +388,6 @@ def gold_rows(
     `filter_settings`). The English gold is read with `alignment.gold.read_mc_clean` (its
     assumed layout: docs/alignment.md).
     """
-    from alignment.overlap import filter_row
-
     settings = filter_params or Filter()
     from alignment.gold import GoldFormatError, read_mc_clean
     from alignment.score import pairs_to_blocks

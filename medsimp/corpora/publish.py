@@ -14,8 +14,13 @@ flags and calls `publish`.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+from medsimp import lineage
+from medsimp.errors import InputError, Refused, UsageError
+from medsimp.markers import MARKER, marker_of
 
 TEXT_FILES = ("README.md", "stats.json")  # checked for MIMIC shapes; every other file is Parquet
 
@@ -33,12 +38,6 @@ def upload_files(folder: Path) -> list[str]:
     """Relative paths that would be uploaded: every regular file but the output marker and
     dead letters (never uploaded). Refused: symbolic links, hidden entries, special files
     (FIFOs, devices) and names with glob characters."""
-    import os
-    import stat
-
-    from medsimp.errors import Refused
-    from medsimp.markers import MARKER
-
     out = []
     for root, dirs, names in os.walk(folder, followlinks=False):
         base = Path(root)
@@ -64,11 +63,6 @@ def upload_files(folder: Path) -> list[str]:
 
 def _open(path: Path):
     """`path` opened for reading without following a symbolic link; a regular file only."""
-    import os
-    import stat
-
-    from medsimp.errors import Refused
-
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -83,8 +77,6 @@ def _string_arrays(array):
     """Every string array inside `array` (nested, dictionary, extension types); binary
     data cannot be checked and is refused."""
     import pyarrow as pa
-
-    from medsimp.errors import Refused
 
     t = array.type
     if isinstance(t, pa.ExtensionType):
@@ -121,9 +113,6 @@ def _copy_parquet(src: Path, rel: str, dest: Path) -> None:
     """Check one Parquet table and write a re-encoded copy of its checked content to `dest`
     (so bytes the check did not read, e.g. forged statistics, are never uploaded)."""
     import pyarrow.parquet as pq
-
-    from medsimp import lineage
-    from medsimp.errors import Refused
 
     with _open(src) as fh:
         try:
@@ -173,9 +162,6 @@ def _copy_parquet(src: Path, rel: str, dest: Path) -> None:
 
 def _copy_text(src: Path, rel: str, dest: Path) -> None:
     """Check the card or stats file (UTF-8 text without NUL or placeholders) and copy it."""
-    from medsimp import lineage
-    from medsimp.errors import Refused
-
     with _open(src) as fh:
         data = fh.read()
     try:
@@ -193,10 +179,6 @@ def check_publishable(folder: Path, snapshot: Path | None = None) -> list[str]:
     With `snapshot`, the checked content is written there (what `run` uploads), so a file
     changed after the check is never what gets uploaded.
     """
-    from medsimp import lineage
-    from medsimp.errors import Refused
-    from medsimp.markers import MARKER, marker_of
-
     marker = marker_of(folder) or {}
     if "lineage" in marker and lineage.is_restricted(marker["lineage"]):
         raise Refused(
@@ -227,8 +209,6 @@ def publish(folder: Path, repo_id: str, private: bool = False) -> str:
     dataset repository `repo_id` in one commit; the commit's URL. Refused, before any network
     call, unless every file is provably free of MIMIC-derived text; never pushes a `private`
     publish into an existing public repository."""
-    from medsimp.errors import InputError, Refused, UsageError
-
     if not (folder / "README.md").is_file():
         raise InputError(f"{folder} is not a built dataset folder (no README.md); run medsimp build")
     with tempfile.TemporaryDirectory(prefix="medsimp-publish-") as snapshot:

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from statistics import fmean
 from typing import Any
+
+from medsimp.atomic import canonical_json
+from medsimp.errors import InputError
 
 ROWS = (
     "sentences",
@@ -111,3 +115,20 @@ def print_table(title: str, table: dict[str, Any]) -> None:
             *("-" if table[c][key] is None else str(table[c][key]) for c in ("expert", "layman", "ratio")),
         )
     Console().print(out)
+
+
+def show(table: str, language: str | None = None, as_json: bool = False) -> None:
+    """`medsimp stats`: print the statistics of the linked table `table` (one table per
+    language, never pooled; `language`: only that one) as tables, or canonical JSON."""
+    rows = load_rows(table)
+    langs = [language] if language else languages(rows)
+    if language and language not in languages(rows):
+        raise InputError(
+            f"{table} has no layman sentences in {language!r} (it has {', '.join(languages(rows))})"
+        )
+    tables = {lang: corpus_stats(language_rows(rows, lang)) for lang in langs}
+    if as_json:  # one language: its table; several: one table per language, never pooled
+        sys.stdout.write(canonical_json(tables[langs[0]] if len(langs) == 1 else tables))
+    else:
+        for lang, one in tables.items():
+            print_table(f"{table} ({lang})", one)

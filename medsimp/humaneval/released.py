@@ -21,12 +21,14 @@ filtered), `system3_plain` / `gpt_plain` (GPT-3, plain prompt), `flan_t5`, `flan
 
 from __future__ import annotations
 
+import csv
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medsimp.csvcells import csv_errors
 from medsimp.humaneval.agreement import alpha_masi, randolph_kappa
 
 SCALES = {"factuality": (0, 1, 2), "fluency": (0, 1, 2), "simplicity": (-2, -1, 0, 1, 2)}
@@ -346,10 +348,6 @@ def is_yang(root: str | Path) -> bool:
 
 
 def _read_csv(path: Path) -> list[list[str]]:
-    import csv
-
-    from medsimp.csvcells import csv_errors
-
     with open(path, newline="", encoding="utf-8-sig") as fh, csv_errors(path):
         return list(csv.reader(fh))
 

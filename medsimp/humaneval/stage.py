@@ -22,8 +22,13 @@ from typing import Any
 
 from medsimp import lineage
 from medsimp.atomic import atomic_dir, atomic_file, write_json
+from medsimp.config import shown_path
 from medsimp.csvcells import cell_escape, csv_errors
 from medsimp.errors import InputError
+from medsimp.humaneval import plots, tables
+from medsimp.humaneval import released as rel
+from medsimp.humaneval.design import build_manifest, load_items
+from medsimp.humaneval.ingest import IngestError, ingest
 from medsimp.params_schema import Humaneval
 from medsimp.stats import check_reconciles
 
@@ -46,7 +51,6 @@ class Outcome:
 def forms(hp: Humaneval, src: Path, out: str) -> Outcome:
     """The forms for the items of `src` (a CSV of sentence_id|item_id, variant|system, source,
     output) in `out`; skipped when `src` does not exist."""
-    from medsimp.humaneval.design import build_manifest, load_items
     from medsimp.humaneval.forms import write_forms
 
     if not src.exists():
@@ -85,10 +89,6 @@ def analyze(
     filled CSVs in `responses` for the forms of `forms_dir`, in `out` (DVC plots data in
     `plots_dir` when given); skipped when there is no manifest or no filled CSV (the reason
     names the folders relative to `base`, the params file's folder)."""
-    from medsimp.config import shown_path
-    from medsimp.humaneval import plots, tables
-    from medsimp.humaneval.ingest import IngestError, ingest
-
     files = sorted(responses.glob("*.csv")) if responses.is_dir() else []
     if not (forms_dir / "manifest.json").exists() or not files:
         manifest_at, responses_at = shown_path(forms_dir / "manifest.json", base), shown_path(responses, base)
@@ -141,8 +141,6 @@ def analyze(
 
 def released(root: Path, out: str) -> Outcome:
     """The released ratings in `root` (Yang et al.'s or MultiCochrane's), read as released."""
-    from medsimp.humaneval import released as rel
-
     if not root.is_dir():
         raise InputError(f"{root}: no such folder")
     if rel.is_yang(root):
@@ -189,8 +187,6 @@ def released(root: Path, out: str) -> Outcome:
 def _released_yang(root: Path, out: str) -> Outcome:
     """Yang et al.'s Tables 1-3 and alpha from their released files, beside the paper's numbers
     (numbers only: the files' sentences derive from MIMIC-III and are never written)."""
-    from medsimp.humaneval import released as rel
-
     try:
         data = rel.load_yang(root)
     except (OSError, ValueError, IndexError, UnicodeDecodeError) as exc:

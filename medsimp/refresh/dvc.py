@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medsimp.errors import UsageError
+
 DVC_LOCK_BUSY = "Unable to acquire lock"
 
 
@@ -35,8 +37,6 @@ def find_root(start: Path) -> Path:
     so refresh never creates `.dvc/tmp` where it would make (or move) a DVC root."""
     from dvc.exceptions import NotDvcRepoError
     from dvc.repo import Repo
-
-    from medsimp.errors import UsageError
 
     try:
         return Path(Repo.find_root(str(start)))

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from medsimp import ownership
+from medsimp.atomic import write_json, write_text
 from medsimp.stats import RUN_SUFFIX
 
 CARD = "README.md"
@@ -262,8 +264,6 @@ STAMP = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
 def _reports_written(report_dir: Path) -> list[Path]:
     """`<stamp>.json` reports in `report_dir` that refresh wrote (named as a stamp, with an
     ownership record matching their bytes), oldest first. Anything else is the user's."""
-    from medsimp import ownership
-
     found = []
     for path in report_dir.glob("*.json"):
         match = STAMP.match(path.stem)
@@ -277,9 +277,6 @@ def write_report(report_dir: Path, report: dict[str, Any], stamp: str, keep: int
 
     Pruning removes only reports refresh wrote (`_reports_written`), with their `.md`/`.log`,
     and never the one just written."""
-    from medsimp import ownership
-    from medsimp.atomic import write_json, write_text
-
     report_dir.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(report)
     path = report_dir / f"{stamp}.json"

@@ -16,20 +16,36 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medsimp import ownership
+from medsimp.config import load_params, params_hash
 from medsimp.errors import EXIT_FAILED as EXIT_STAGE_FAILED
 from medsimp.errors import EXIT_LOCKED as EXIT_LOCK_HELD  # EX_TEMPFAIL: try again later
-from medsimp.errors import EXIT_OK
+from medsimp.errors import EXIT_OK, UsageError
 from medsimp.errors import EXIT_REFUSED as EXIT_NOTHING_TO_DO
-from medsimp.errors import EXIT_USAGE as EXIT_ERROR  # noqa: F401  (setup outside a stage: dvc.yaml, DVC)
-from medsimp.params_schema import Refresh
-from medsimp.refresh.dvc import Dag, LockHeld, read_dag, restore_outputs, run_repro, stages_to_run
+from medsimp.errors import EXIT_USAGE as EXIT_ERROR  # setup outside a stage: dvc.yaml, DVC, --set
+from medsimp.locks import Busy, Foreign, exclusive
+from medsimp.params_schema import Params, Refresh
+from medsimp.places import check_writable_folder
+from medsimp.refresh import report as rr
+from medsimp.refresh.dvc import (
+    Dag,
+    DvcError,
+    LockHeld,
+    find_root,
+    read_dag,
+    restore_outputs,
+    run_repro,
+    stages_to_run,
+)
 from medsimp.refresh.plan import plan_lines
+from medsimp.refresh.report import write_report
 
 
 @dataclass
@@ -79,9 +95,6 @@ def refresh_lock(path: Path) -> Iterator[None]:
 
     The holder (pid, start time) is written in the lock file itself, nothing beside it; a file
     at `path` that is neither empty nor a refresh lock is the user's and is refused untouched."""
-    from medsimp.errors import UsageError
-    from medsimp.locks import Busy, Foreign, exclusive
-
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or path.is_dir():
         raise UsageError(f"refresh.lock {path} is a folder or a link; name a file medsimp may create")
@@ -161,9 +174,6 @@ def _repro(
 def _report(
     cfg: RefreshConfig, dag: Dag, result: RunResult, params: dict[str, Any], t0: float, stamp: str
 ) -> dict[str, Any]:
-    from medsimp.config import params_hash
-    from medsimp.refresh import report as rr
-
     previous = rr.load_previous(cfg.report_dir)
     fingerprints = rr.fingerprint_builders(cfg.builders_dir)
     stages = rr.stage_entries(cfg.root, result.stages, dag.metrics, previous)
@@ -213,9 +223,6 @@ def run_refresh(
 
     `cfg.root` is the DVC repository root (`medsimp.refresh.dvc.find_root`); a `dry_run` takes
     no lock and writes no report."""
-    from medsimp.errors import UsageError
-    from medsimp.refresh.report import write_report
-
     if not (cfg.root / ".dvc").is_dir():  # never create .dvc/tmp where it would make a DVC root
         raise UsageError(f"{cfg.root} is not a DVC repository root (no .dvc/ folder)")
     t0 = time.time()
@@ -230,8 +237,6 @@ def run_refresh(
                 echo(line)
             return (EXIT_OK if would else EXIT_NOTHING_TO_DO), None
         with refresh_lock(cfg.lock):
-            from medsimp import ownership
-
             ownership.adopt(cfg.root)  # older records, by absolute path, into the project (issue 55)
             dag, status = read_dag(cfg.root, cfg.targets)
             stamp = _free_stamp(cfg.report_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t0)))
@@ -261,3 +266,62 @@ def _free_stamp(report_dir: Path, stamp: str) -> str:
         n += 1
         candidate = f"{stamp}-{n}"
     return candidate
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `medsimp refresh` was asked: the params file (`params_named`: named by --params or
+    MEDSIMP_PARAMS, else the implicit params.yaml), the --set overrides, --report-dir, --targets
+    and --dry-run."""
+
+    params_file: str
+    params_named: bool
+    overrides: list[str]
+    report_dir: str | None
+    targets: list[str] | None
+    dry_run: bool
+
+
+def refresh(request: Request, params_data: Params) -> int:
+    """The `medsimp refresh` stage, from the DVC root (found from the current folder; from a
+    subfolder it runs as from the root): `params_data` is the params the command loaded. -> the
+    exit code (`run_refresh`'s, or EXIT_ERROR with one line on stderr)."""
+    foreign = [o for o in request.overrides if not o.strip().startswith("refresh.")]
+    if foreign:
+        print(
+            f"refresh: --set {foreign[0]!r} would not reach the stages: dvc repro reads "
+            f"{request.params_file} from disk; edit it instead (only refresh.* may be overridden)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    here = Path.cwd()
+    root = find_root(here)  # before anything is written: never a .dvc/ of our own making
+    report_dir = str(here / request.report_dir) if request.report_dir else None  # as typed, from here
+    # from a subfolder, refresh runs as from the root (stage names, the params.yaml DVC reads)
+    with contextlib.chdir(root):
+        if request.params_named:  # as named: never the implicit rule
+            params = load_params(here / request.params_file, required=True)
+        else:  # the root's params.yaml (the one DVC reads), by the implicit rule
+            if root != here:
+                params_data = load_params(request.params_file, request.overrides)
+            params = load_params(request.params_file, required=False)
+        cfg = RefreshConfig.from_params(params_data.refresh, root, report_dir, request.targets)
+        if not request.dry_run:  # before any stage runs, not when the report is written after them
+            try:
+                check_writable_folder(
+                    cfg.report_dir, "--report-dir" if request.report_dir else "refresh.report_dir"
+                )
+            except UsageError as exc:
+                print(f"refresh: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+        try:
+            code, _report = run_refresh(
+                cfg,
+                params.raw,
+                request.dry_run,
+                echo=lambda line: print(line, flush=True),
+            )
+        except DvcError as exc:
+            print(f"refresh: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+    return code

@@ -36,8 +36,13 @@ from typing import Any
 import yaml
 
 from alignment.overlap import describe_cost, drop_cost
+from medsimp import resources
 from medsimp.errors import InputError
+from medsimp.lineage import has_mimic_shapes
+from medsimp.params_schema import AnnotateReport
 from medsimp.text.boundaries import internal_boundaries
+from medsimp.text.copies import copy_kind, judged_pair
+from medsimp.text.readability import scores, tokens
 
 # kept rows' CRF scores -> (estimate or None, the sentence): alignment.calibration.estimate_line
 Estimator = Callable[[Sequence[float]], tuple[dict[str, Any] | None, str]]
@@ -174,8 +179,6 @@ def unaligned(rows: list[dict], sentences: list[dict] | None) -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def semantic_type_names() -> dict[str, str]:
     """UMLS Semantic Network TUI -> name (the 127 types of SRDEF), `resources/semantic_types.tsv`."""
-    from medsimp import resources
-
     lines = resources.path("semantic_types.tsv").read_text(encoding="utf-8").splitlines()
     return dict(line.split("\t", 1) for line in lines[1:] if line)
 
@@ -215,8 +218,6 @@ def _cut(text: str) -> str:
 
 def _quotable(*texts: str) -> bool:
     """A second line of defence: never quote text with a MIMIC de-identification placeholder."""
-    from medsimp.lineage import has_mimic_shapes
-
     return not any(has_mimic_shapes(t) for t in texts)
 
 
@@ -268,8 +269,6 @@ def near_copies(
     """Pairs whose simple side barely rewrites the complex one (`medsimp.text.copies.copy_kind`
     with `overlap` = filter.copy_overlap: identical pairs and near copies). `mostly`:
     more than half of the pairs are such copies, which a simplification model learns to copy."""
-    from medsimp.text.copies import copy_kind
-
     if not pairs:
         return None
     hits = [(c, s) for c, s in pairs if copy_kind(c, s, overlap)]
@@ -456,10 +455,6 @@ def config_stats(
     length_ratio, clip_percentile; the schema's defaults when None); outlier and identical-pair
     examples quote text only when `show_text`; `estimator`: the aligner's calibration, for the
     expected precision of its kept rows (`expected_row_precision`; None: a corpus without it)."""
-    from medsimp.params_schema import AnnotateReport
-    from medsimp.text.copies import judged_pair
-    from medsimp.text.readability import scores, tokens
-
     checks = checks or AnnotateReport()
     sides: dict[str, dict[str, Any]] = {}
     scored: dict[str, list[tuple[str, int, int]]] = {}

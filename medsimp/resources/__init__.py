@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import marshal
 import os
 import re
 import sys
 from collections.abc import Callable
+from importlib.metadata import version
 from importlib.resources import files
 from pathlib import Path
 from types import CodeType
@@ -93,14 +95,10 @@ def code_key(function: Callable[..., Any]) -> bytes:
 
 
 def dist_version(name: str) -> str:
-    from importlib.metadata import version
-
     return version(name)
 
 
 def _stopwords_text(lang_module: str) -> str:
-    import importlib
-
     words = importlib.import_module(f"spacy.lang.{lang_module}.stop_words").STOP_WORDS
     return "".join(w + "\n" for w in sorted(words))
 

@@ -20,6 +20,7 @@ from urllib3.exceptions import InvalidHeader
 from urllib3.util.retry import Retry
 
 from medsimp.doccache import file_fingerprint
+from medsimp.numerics import require_pinned
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -259,8 +260,6 @@ class LocalChat:
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from medsimp.numerics import require_pinned
 
         require_pinned(torch)
         self.path, self.temperature, self.max_tokens, self.seed = path, temperature, max_tokens, seed

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from medsimp import lineage
 from medsimp.csvcells import cell_escape, cell_unescape
 from medsimp.selfcorrect.backends import BackendError
 from medsimp.selfcorrect.cache import CachedChat
@@ -207,8 +208,6 @@ def input_restricted(path: str | Path, rows: list[tuple[str, str]]) -> tuple[boo
     restricted. Text with MIMIC de-identification placeholders is restricted whatever its
     lineage says.
     """
-    from medsimp import lineage
-
     tags = lineage.read_lineage(path)
     restricted = lineage.is_restricted(tags) or any(lineage.has_mimic_shapes(t) for _, t in rows)
     return restricted, (list(tags) if tags is not None else None)

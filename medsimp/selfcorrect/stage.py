@@ -17,6 +17,7 @@ from medsimp.atomic import atomic_dir, write_json, write_jsonl
 from medsimp.config import load_params, resolve_path
 from medsimp.errors import InputError, UsageError
 from medsimp.params_schema import Simplify
+from medsimp.progress import interactive
 from medsimp.selfcorrect import egress
 from medsimp.selfcorrect.backends import BackendError, ChatBackend, LocalChat, OpenAIChat
 from medsimp.selfcorrect.cache import CachedChat
@@ -206,8 +207,6 @@ def _run(
 ) -> tuple[list[dict], list[dict]]:
     """(records, failures) of the four variants over `usable`, with a progress bar on a terminal."""
     from tqdm import tqdm
-
-    from medsimp.progress import interactive
 
     with tqdm(
         total=len(usable), desc="simplify", unit="sent", file=sys.stderr, disable=not interactive()

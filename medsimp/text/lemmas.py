@@ -16,6 +16,7 @@ uses lower-cased surface tokens.
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 from pathlib import Path
 
@@ -25,8 +26,6 @@ def lemma_lookup() -> dict[str, str]:
     """spaCy's English lookup-lemmatizer table (spacy-lookups-data `en_lemma_lookup`), read
     directly: the same table `spacy.lookups.load_lookups("en", ["lemma_lookup"])` gives,
     without importing spaCy (seconds per Beam worker)."""
-    import gzip
-
     import spacy_lookups_data
 
     path = Path(spacy_lookups_data.__file__).parent / "data" / "en_lemma_lookup.json.gz"

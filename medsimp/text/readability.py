@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from medsimp.resources import cmudict_syllables
 from medsimp.text.words import tokenize
 
 _WORD = re.compile(r"\w")
@@ -96,8 +97,6 @@ def _word_syllables(word: str, language: str) -> int:
     """One lowercased word: CMUdict's count for English (textstat's `get_cmudict` serves the
     `en` root only), else pyphen's hyphenation points + 1."""
     if language.split("_")[0] == "en":
-        from medsimp.resources import cmudict_syllables
-
         count = cmudict_syllables().get(word)
         if count is not None:
             return count

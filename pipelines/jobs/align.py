@@ -8,13 +8,20 @@ Counts documents: read = kept (aligned) + rejected (dead letter with the reason)
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from alignment.bridge import DocumentError, align_document
+from alignment.crf import CRFAligner
+from alignment.encoders import PairEncoders, make_encoder
+from alignment.stage import corpus_scoring_key
+from medsimp.atomic import atomic_dir
 from medsimp.params_schema import Align, Beam
 from medsimp.progress import ProgressSink, watch
+from medsimp.provenance import used_aligner
 from medsimp.schemas import PAIRS, pair_sort_key
 from pipelines.jobs.beam_io import counters, new_pipeline, trim_heap
 from pipelines.jobs.common import (
@@ -27,6 +34,7 @@ from pipelines.jobs.common import (
     write_tables,
 )
 from pipelines.jobs.sorted_io import ReadDocuments
+from pipelines.jobs.store import use_store
 from pipelines.sources.files import parquet_lineage
 from pipelines.sources.tables import SENTENCE_FIELDS, check_sentence_table, grouped_by, sentence_files
 
@@ -45,9 +53,6 @@ class AlignDocFn(beam.DoFn):
         self.progress = ProgressSink(progress)  # documents done, for the launcher's display
 
     def setup(self):
-        from alignment.crf import CRFAligner
-        from alignment.encoders import PairEncoders, make_encoder
-
         crf_p = self.params.crf
         self.crf_encoder = make_encoder(crf_p.encoder, self.cache_root)
         self.crf = CRFAligner.load(self.params.model, self.crf_encoder, crf_p.merge)
@@ -56,8 +61,6 @@ class AlignDocFn(beam.DoFn):
         self.count = Counter(NAMESPACE)
 
     def process(self, element):
-        from alignment.bridge import DocumentError, align_document
-
         doi, rows = element
         rows = sorted(rows, key=lambda r: r["sentence_id"])
         self.count.inc("read")
@@ -179,3 +182,39 @@ def run(
         notes=fallback_notes(p.result),
         headline=HEADLINE,
     )
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How `align_corpus` runs besides params `align`: Beam's params and extra arguments, the
+    cache folder, the params file's folder (paths are recorded relative to it) and the metrics
+    file (DVC metrics; None: none)."""
+
+    beam: Beam
+    beam_args: list[str]
+    cache: str | None
+    base: str = "."
+    metrics: str | None = None
+
+
+def align_corpus(table: str, out: str, params: Align, runtime: Runtime) -> dict:
+    """The `align` stage: the sentence table `table` (an s3:// one too) aligned into the folder
+    `out` with the model `params.model`; its stats.json records the aligner it used (the model,
+    its scoring key and the merge: the card reads them, not today's params). -> the stats."""
+    used = {
+        **used_aligner(params.model, runtime.base),
+        "scoring_key": corpus_scoring_key(params, runtime.cache or None),
+        "merge": params.crf.merge,  # what this run merged by: the card reads it, not today's params
+    }
+    use_store(runtime.beam, runtime.beam_args, {"--input": table})  # an s3:// table
+    with atomic_dir(out) as tmp:
+        return run(
+            table,
+            str(tmp),
+            params,
+            runtime.beam,
+            runtime.beam_args,
+            runtime.metrics,
+            runtime.cache,
+            extra={"aligner": used},
+        )

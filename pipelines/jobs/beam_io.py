@@ -16,8 +16,9 @@ import apache_beam as beam
 import psutil
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from medsimp.errors import MedsimpError
+from medsimp.errors import MedsimpError, StageFailed
 from medsimp.params_schema import Beam
+from medsimp.progress import live
 from medsimp.stats import record_run
 from pipelines.jobs.pool import (
     check_endpoints,
@@ -111,8 +112,6 @@ class _LivePipeline(beam.Pipeline):
     retries = 0  # set by new_pipeline from beam.retries
 
     def run(self, test_runner_api="AUTO"):
-        from medsimp.progress import live
-
         beam_log = logging.getLogger("apache_beam")
         level = beam_log.level
         quiet = beam_log.getEffectiveLevel() >= logging.ERROR  # not -v: a failure is raised, in one line
@@ -202,8 +201,6 @@ def runner_error(runner: str, exc: BaseException) -> Exception | None:
     """A `StageFailed` in one line for a job a remote runner reports as failed (it raises a
     RuntimeError carrying the job's last error, e.g. "Channel closed prematurely." when the
     worker pool went away), without its text, which may quote data; None for local runners."""
-    from medsimp.errors import StageFailed
-
     if runner in (
         "FnApiRunner",
         "DirectRunner",

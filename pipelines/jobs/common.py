@@ -14,6 +14,7 @@ from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
@@ -165,8 +166,6 @@ def prepare_dirs(out_dir: str, tables: Mapping[str, Table]) -> None:
 
 def written_rows(folder: str, parquet: bool) -> int:
     """Rows in a table's shard files as written (Parquet footers, JSONL lines)."""
-    import pyarrow.parquet as pq
-
     suffix = ".parquet" if parquet else ".jsonl"
     pattern = FileSystems.join(glob_escape(folder), f"part-*{suffix}")
     rows = 0

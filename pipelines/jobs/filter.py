@@ -9,8 +9,10 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from medsimp.errors import UsageError
 from medsimp.params_schema import Beam, Filter
 from medsimp.schemas import FILTERED_PAIRS, pair_sort_key
+from medsimp.text.lemmas import lemma_set
 from pipelines.jobs.beam_io import new_pipeline
 from pipelines.jobs.common import Counter, Table, finish, prepare_dirs, stamp, write_tables
 from pipelines.jobs.sorted_io import ReadRows
@@ -31,8 +33,6 @@ class FilterFn(beam.DoFn):
         self.params = params
 
     def setup(self):
-        from medsimp.text.lemmas import lemma_set
-
         lemma_set("warm up", "en")  # load the spaCy lookup tables once per worker
         self.count = Counter(NAMESPACE)
 
@@ -91,8 +91,6 @@ def run(
     try:  # an unknown comparison fails here, in one line, before the pipeline runs
         passes(0.0, 0.5, comparison)
     except ValueError as exc:
-        from medsimp.errors import UsageError
-
         raise UsageError(str(exc)) from None
     tables = {  # every scored pair, and the kept ones
         n: Table(n, FILTERED_PAIRS, lambda r: r["doi"], pair_sort_key, counter=c)

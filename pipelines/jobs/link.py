@@ -22,6 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.doccache import DocCache, code_version, content_key
 from medsimp.params_schema import Beam, Link, Readability
 from medsimp.progress import ProgressSink, watch
+from medsimp.resources import cmudict_syllables
 from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
 from medsimp.stats import dead_letter
 from pipelines.jobs.beam_io import new_pipeline
@@ -36,7 +37,14 @@ from pipelines.jobs.common import (
 )
 from pipelines.sources.files import list_files, open_file, parquet_lineage
 from pipelines.sources.tables import grouped_by, read_numbered_documents
-from pipelines.text.umls import matcher_settings
+from pipelines.text.umls import (
+    DEMO_TERMS,
+    ConceptLinker,
+    demo_note,
+    index_terms,
+    matcher_settings,
+    read_manifest,
+)
 
 NAMESPACE = "link"
 _NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")
@@ -177,9 +185,6 @@ class LinkFn(beam.DoFn):
         self.progress = ProgressSink(progress)  # sentences done, for the launcher's display
 
     def setup(self):
-        from medsimp.resources import cmudict_syllables
-        from pipelines.text.umls import ConceptLinker
-
         self.linker = ConceptLinker(self.index_dir, self.link_params)
         self.cache = DocCache(self.cache_root, "link/quickumls")
         cmudict_syllables()  # build or load the syllable table once per worker, not inside process()
@@ -294,8 +299,6 @@ def run(
     beam_args: list[str],
     metrics_file: str | None,
 ) -> dict:
-    from pipelines.text.umls import DEMO_TERMS, demo_note, index_terms, read_manifest
-
     files = sentence_files(input_path)
     manifest = read_manifest(index_dir)  # fail early with a clear message
     tables = {

@@ -10,6 +10,7 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.params_schema import Beam, Msd
 from medsimp.schemas import MSD_GROUPS, MSD_SENTENCES
 from medsimp.stats import dead_letter
+from medsimp.text.multilingual import punkt_english
 from pipelines.jobs.beam_io import new_pipeline
 from pipelines.jobs.common import (
     Counter,
@@ -59,8 +60,6 @@ class AssembleFn(beam.DoFn):
         self.lookup = pcio_lookup(self.pcio)
         self.assemble = functools.partial(assemble, splitter=self.splitter)
         if self.splitter == "nltk":  # a worker without NLTK's punkt fails here, not per document
-            from medsimp.text.multilingual import punkt_english
-
             punkt_english()
 
     def process(self, element):

@@ -37,12 +37,17 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from medsimp.lineage import MIMIC, with_lineage
+from medsimp.atomic import canonical_json
+from medsimp.errors import InputError
+from medsimp.lineage import MIMIC, MIMIC_III, MIMIC_IV_NOTE, normalise, with_lineage
 from medsimp.params_schema import Beam, Notes
 from medsimp.schemas import NOTES_SENTENCES
+from medsimp.stats import check_reconciles, finish_stage
 from pipelines.sources import noteevents
 from pipelines.sources.files import open_file
+from pipelines.sources.noteevents import NoteFileError, check_file
 from pipelines.text.notes import NoteProcessor, section_record
+from pipelines.text.sections import extractor_from_params
 
 NAMESPACE = "notes"
 
@@ -176,8 +181,6 @@ class _SectionsFn(beam.DoFn):
         self.batch = self.params.batch_notes
 
     def setup(self):
-        from pipelines.text.sections import extractor_from_params
-
         self.extractor = extractor_from_params(self.params)
 
     def process(self, element):
@@ -324,8 +327,6 @@ def run(
 ) -> dict:
     """The notes job end to end into `out_dir` (fresh): sentences/, dead_letter/, stats.json
     reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
-    from medsimp.atomic import canonical_json
-    from medsimp.stats import finish_stage
     from pipelines.jobs.beam_io import new_pipeline
     from pipelines.jobs.common import check_rows, committed_counters, written_rows
     from pipelines.jobs.sorted_io import fill_empty_shards, glob_escape
@@ -355,8 +356,6 @@ def note_files(patterns: list[str], expand_dirs: bool) -> list[tuple[str, str, i
     """(path, display name, size) of every file matching `patterns` (a folder gives its
     *.csv* files when `expand_dirs`), each checked up front by `noteevents.check_file`.
     Raises InputError (one line, naming the file, never its content)."""
-    from medsimp.errors import InputError
-
     found = []
     for pattern in patterns:
         if FileSystems.exists(pattern) and os.path.isdir(pattern):
@@ -391,7 +390,6 @@ def note_files(patterns: list[str], expand_dirs: bool) -> list[tuple[str, str, i
 def raise_file_errors(dead_letter_dir: str) -> None:
     """InputError naming the first whole-file fault a reader met mid-file (e.g. a truncated
     .gz), found among the dead letters; nothing when there is none."""
-    from medsimp.errors import InputError
     from pipelines.jobs.sorted_io import glob_escape
 
     for match in sorted(
@@ -448,11 +446,6 @@ def stats_from_counters(counts: dict[str, int], inputs: list[str], params: Notes
 def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
     """Release tags of MIMIC note tables, from each file's header: MIMIC-III NOTEEVENTS ->
     mimic-iii, MIMIC-IV-Note -> mimic-iv-note, anything unreadable -> mimic."""
-    from apache_beam.io.filesystems import FileSystems
-
-    from medsimp.lineage import MIMIC, MIMIC_III, MIMIC_IV_NOTE, normalise
-    from pipelines.sources.noteevents import NoteFileError, check_file
-
     releases = {"mimic3": MIMIC_III, "mimic4": MIMIC_IV_NOTE}
     tags = set()
     for path in paths:
@@ -465,8 +458,6 @@ def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
 
 
 def check_stats(stats: dict) -> None:
-    from medsimp.stats import check_reconciles
-
     check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
     check_reconciles(stats, "kept", ["notes_with_sections", "notes_without_sections"])
     check_reconciles(stats, "sentences", ["sentences_selected", "sentences_not_selected"])

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psutil
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions, StandardOptions
 
 from medsimp.errors import StageFailed, UsageError
 
@@ -69,7 +69,6 @@ def endpoints_of(options: PipelineOptions) -> list[tuple[str, str]]:
     Only the PortableRunner's services are probed. A Flink or Spark runner's worker pool address
     is what its task managers dial (often a sidecar at localhost:50000 on each of them), which the
     launcher cannot reach, so probing it from here would refuse good jobs."""
-    from apache_beam.options.pipeline_options import PortableOptions
     from apache_beam.transforms.environments import looks_like_json
 
     portable = options.view_as(PortableOptions)

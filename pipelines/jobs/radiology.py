@@ -20,9 +20,13 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from medsimp.atomic import canonical_json
 from medsimp.lineage import MIMIC, with_lineage
 from medsimp.params_schema import Beam, Radiology
 from medsimp.schemas import RADIOLOGY_SENTENCES
+from medsimp.stats import check_reconciles, finish_stage
+from pipelines.jobs.notes import NAMESPACE as NOTES_NS
+from pipelines.jobs.notes import ReadNotes, dead_letter_sort_key, note_counts, raise_file_errors
 from pipelines.text.radiology import (
     RadiologyExtractor,
     dedup_key,
@@ -94,7 +98,6 @@ def build(
 ) -> None:
     """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
     with `tags` (the release of the note tables) as the sentences' lineage."""
-    from pipelines.jobs.notes import ReadNotes, dead_letter_sort_key
     from pipelines.jobs.sorted_io import WriteSorted
 
     read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], params.num_ranges, params.max_text_chars)
@@ -133,8 +136,6 @@ def stats_from(notes: dict[str, int], rad: dict[str, int], inputs: list[str]) ->
     """stats.json: note rows (read = kept + filtered + rejected, reasons in `filtered_by` /
     `rejected_by`) and sentences (sentences = sentences_kept + sentences_duplicate +
     sentences_filtered, reasons in `sentences_filtered_by`)."""
-    from pipelines.jobs.notes import note_counts
-
     filtered = {
         k.removeprefix(REASONS_PREFIX): v for k, v in sorted(rad.items()) if k.startswith(REASONS_PREFIX)
     }
@@ -161,12 +162,8 @@ def run(
 ) -> dict:
     """The radiology job end to end into `out_dir` (fresh): sentences/, dead_letter/, stats.json
     reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
-    from medsimp.atomic import canonical_json
-    from medsimp.stats import check_reconciles, finish_stage
     from pipelines.jobs.beam_io import new_pipeline
     from pipelines.jobs.common import check_rows, committed_counters, written_rows
-    from pipelines.jobs.notes import NAMESPACE as NOTES_NS
-    from pipelines.jobs.notes import raise_file_errors
     from pipelines.jobs.sorted_io import fill_empty_shards
     from pipelines.jobs.store import write_file
 

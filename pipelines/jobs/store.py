@@ -13,7 +13,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, S3Options
 
 from medsimp.errors import UsageError
 from medsimp.params_schema import Beam
@@ -41,7 +41,6 @@ def split_s3(path: str) -> tuple[str, str]:
 def _s3_settings() -> tuple:
     """The S3 settings Beam's S3FileSystem is given (the options the launcher or worker set on
     FileSystems, else the runtime options) and the AWS environment, as a hashable tuple."""
-    from apache_beam.options.pipeline_options import S3Options
     from apache_beam.options.value_provider import RuntimeValueProvider
 
     options = FileSystems._pipeline_options  # what Beam's own get_filesystem hands S3FileSystem

@@ -31,6 +31,8 @@ import sys
 import threading
 import time
 
+from medsimp import siblings
+
 # How often a worker checks that the command that started it is alive (seconds).
 PARENT_POLL = 0.5
 
@@ -78,8 +80,6 @@ def main(argv: list[str]) -> None:
         watch_parent(int(pid), started=float(started)) if pid else watch_parent(None)
     except ValueError:  # not ours: watch the parent
         watch_parent(None)
-    from medsimp import siblings
-
     clash = siblings.check()  # the same packages as the command that started it, or none
     if clash:
         print(f"medsimp worker: {clash}", file=sys.__stderr__)

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from medsimp.errors import InputError
+from medsimp.lineage import from_metadata, union
 
 BOM = b"\xef\xbb\xbf"
 CHUNK = 1 << 20
@@ -64,8 +65,6 @@ def open_file(path: str):
 def parquet_lineage(path: str) -> tuple[str, ...] | None:
     """`medsimp.lineage.read_lineage` on any Beam filesystem: the union of the lineage of a
     Parquet file or of every `*.parquet` below a folder (None: unknown)."""
-    from medsimp.lineage import from_metadata, union
-
     files = [path] if path.endswith(".parquet") else list_files(FileSystems.join(path, "**.parquet"))
     if not files:
         return None

@@ -31,6 +31,7 @@ are not seekable: a ``.gz`` file is one range (offsets then count decompressed b
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import os
@@ -74,8 +75,6 @@ class Reject:
 
     def as_dict(self) -> dict:
         """The dead-letter record (the raw row as base64, under the output's MIMIC lineage)."""
-        import base64
-
         raw = None if self.raw is None else base64.b64encode(self.raw).decode("ascii")
         return {
             "source": self.source,

@@ -8,13 +8,16 @@ features. The Beam job and the benchmark baseline both call these.
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from medsimp.params_schema import Notes
 from medsimp.text.sentences import splitter
 from pipelines.sources.noteevents import Note
 from pipelines.text.sections import SectionExtractor
-from pipelines.text.selection import Selector
+from pipelines.text.selection import Selector, load_lexicons
 
 SOURCE = "notes"
 
@@ -77,3 +80,17 @@ class NoteProcessor:
                     }
                 )
         return rows
+
+
+def score_lines(params: Notes, base: str | Path, file: str) -> None:
+    """`medsimp select`: Algorithm 1's features of each non-blank line of `file` (`-` = stdin),
+    one JSON line each on stdout (`base`: the params file's folder, for the lexicons)."""
+    selector = NoteProcessor(params, *load_lexicons(params, base)).selector
+    stream = sys.stdin if file == "-" else open(file, encoding="utf-8")
+    with stream:
+        for line in stream:
+            text = line.rstrip("\r\n")
+            if not text.strip():
+                continue
+            out = {"text": text, **selector.features(text).as_dict()}
+            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")

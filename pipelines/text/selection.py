@@ -40,6 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from medsimp.config import resolve_path
 from medsimp.params_schema import Algorithm1Reading, Notes
 from medsimp.text.lemmas import lemmatize
 from medsimp.text.words import tokenize
@@ -170,8 +171,6 @@ class Selector:
 def load_lexicons(params: Notes, root: str | Path = ".") -> tuple[list[str], list[str]]:
     """(abbreviations A, common words T) named by the `notes` params (paths relative to
     `root`, the params file's folder; `medsimp.config.resolve_path`)."""
-    from medsimp.config import resolve_path
-
     abbreviations = load_abbreviations(resolve_path(params.abbreviations, root))
     common = load_common_words(resolve_path(params.common_words, root))
     return sorted(abbreviations), sorted(common)

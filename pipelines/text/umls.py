@@ -19,6 +19,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -54,8 +55,6 @@ MANIFEST = "index.json"
 
 def prepare_quickumls(lats: list[str]) -> None:
     """Saved blank spaCy pipelines + NLTK stopwords, and QuickUMLS's model map pointed at them."""
-    import shutil
-
     import spacy
     from quickumls import constants
 

@@ -17,10 +17,6 @@ exit codes:
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from pathlib import Path
-
 HELP = "run the DAG on a schedule: lock, dvc repro of what changed, run report"
 
 
@@ -42,48 +38,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from medsimp.config import load_params
-    from medsimp.errors import UsageError
-    from medsimp.places import check_writable_folder
-    from medsimp.refresh.dvc import DvcError, find_root
-    from medsimp.refresh.run import EXIT_ERROR, RefreshConfig, run_refresh
+    from medsimp.refresh.run import Request, refresh
 
-    foreign = [o for o in args.overrides if not o.strip().startswith("refresh.")]
-    if foreign:
-        print(
-            f"refresh: --set {foreign[0]!r} would not reach the stages: dvc repro reads "
-            f"{args.params} from disk; edit it instead (only refresh.* may be overridden)",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    here = Path.cwd()
-    root = find_root(here)  # before anything is written: never a .dvc/ of our own making
-    report_dir = str(here / args.report_dir) if args.report_dir else None  # as typed, from here
-    # from a subfolder, refresh runs as from the root (stage names, the params.yaml DVC reads)
-    with contextlib.chdir(root):
-        if args.params_named:  # as named: never the implicit rule
-            params_data = args.params_data
-            params = load_params(here / args.params, required=True)
-        else:  # the root's params.yaml (the one DVC reads), by the implicit rule
-            params_data = args.params_data if root == here else load_params(args.params, args.overrides)
-            params = load_params(args.params, required=False)
-        cfg = RefreshConfig.from_params(params_data.refresh, root, report_dir, args.targets)
-        if not args.dry_run:  # before any stage runs, not when the report is written after them
-            try:
-                check_writable_folder(
-                    cfg.report_dir, "--report-dir" if args.report_dir else "refresh.report_dir"
-                )
-            except UsageError as exc:
-                print(f"refresh: {exc}", file=sys.stderr)
-                return EXIT_ERROR
-        try:
-            code, _report = run_refresh(
-                cfg,
-                params.raw,
-                args.dry_run,
-                echo=lambda line: print(line, flush=True),
-            )
-        except DvcError as exc:
-            print(f"refresh: {exc}", file=sys.stderr)
-            return EXIT_ERROR
-    return code
+    request = Request(
+        args.params, args.params_named, args.overrides, args.report_dir, args.targets, args.dry_run
+    )
+    return refresh(request, args.params_data)

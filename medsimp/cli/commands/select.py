@@ -9,6 +9,7 @@ params `notes:` section.
 from __future__ import annotations
 
 import argparse
+import os
 
 HELP = "score sentences with MedLane's Algorithm 1 (n, abb, unc, ratio, keep) as JSON lines"
 
@@ -25,12 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    import os
-    import sys
 
-    from pipelines.text.notes import NoteProcessor
-    from pipelines.text.selection import load_lexicons
+    from pipelines.text.notes import score_lines
 
     update: dict = {}
     if args.abbreviations:  # flags are relative to the current folder, params to theirs
@@ -39,14 +36,5 @@ def run(args: argparse.Namespace) -> int:
         update["common_words"] = os.path.abspath(args.common_words)
     if args.case_insensitive:
         update["case_sensitive"] = False
-    params = args.params_data.notes.model_copy(update=update)
-    selector = NoteProcessor(params, *load_lexicons(params, args.params_dir)).selector
-    stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
-    with stream:
-        for line in stream:
-            text = line.rstrip("\r\n")
-            if not text.strip():
-                continue
-            out = {"text": text, **selector.features(text).as_dict()}
-            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    score_lines(args.params_data.notes.model_copy(update=update), args.params_dir, args.file)
     return 0

@@ -21,22 +21,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import sys
+    from medsimp.corpora.stats import show
 
-    from medsimp.atomic import canonical_json
-    from medsimp.corpora.stats import corpus_stats, language_rows, languages, load_rows, print_table
-    from medsimp.errors import InputError
-
-    rows = load_rows(args.input)
-    langs = [args.language] if args.language else languages(rows)
-    if args.language and args.language not in languages(rows):
-        raise InputError(
-            f"{args.input} has no layman sentences in {args.language!r} (it has {', '.join(languages(rows))})"
-        )
-    tables = {lang: corpus_stats(language_rows(rows, lang)) for lang in langs}
-    if args.json:  # one language: its table; several: one table per language, never pooled
-        sys.stdout.write(canonical_json(tables[langs[0]] if len(langs) == 1 else tables))
-    else:
-        for lang, table in tables.items():
-            print_table(f"{args.input} ({lang})", table)
+    show(args.input, args.language, args.json)
     return 0

@@ -10,6 +10,7 @@ in en/es/fr/fa per review (`scripts/bench_scale.py` runs the chain on it).
 from __future__ import annotations
 
 import argparse
+import time
 
 from medsimp.cli.args import global_options
 
@@ -35,7 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
 
     from medsimp.atomic import atomic_file
     from medsimp.errors import UsageError

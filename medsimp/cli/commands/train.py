@@ -13,12 +13,6 @@ Interrupted DECLARE / BERT-MT runs resume from the last checkpoint under
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from medsimp.params_schema import Train
 
 HELP = "train DECLARE or a baseline (bertmt, dictionary, copy) and write predictions"
 
@@ -56,67 +50,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def data_lineage(cfg: Train, base: str | Path = ".") -> list[str]:
-    """Lineage of the training data, recorded for the model and predictions trained on it:
-    MedLane-format files are MedLane (MIMIC-III); pairs carry their own (`base`: the params
-    file's folder)."""
-    from medsimp import lineage
-    from medsimp.config import resolve_path
-
-    data = cfg.data
-    if data.format == "pairs":
-        return lineage.marker_tags(lineage.read_lineage(resolve_path(data.pairs, base)))
-    return [lineage.MIMIC_III]
-
-
 def run(args: argparse.Namespace) -> int:
-    import importlib
-
-    from medsimp.atomic import atomic_dir, write_json
-    from medsimp.config import resolve_path
     from medsimp.progress import interactive
-    from medsimp.stats import check_reconciles, finish_stage, output_stats
-    from medsimp.text.words import lower_tokens as tokenize
-    from training.data import load_splits, with_dataset
-    from training.lexicon import load_dictionary
+    from medsimp.stats import finish_stage
+    from training.data import with_dataset
+    from training.stage import Runtime, train
 
-    step = importlib.import_module(code_modules(args)[0])
     cfg = with_dataset(args.params_data.train, args.dataset, args.config, args.resplit)
-    cfg = step.prepare(cfg)  # what this machine cannot run: one line, before any work
-    splits = load_splits(cfg, args.params_dir)
-    dictionary = load_dictionary([resolve_path(p, args.params_dir) for p in cfg.dictionaries])
-    sources = {name: [tokenize(it.source or "") for it in items] for name, items in splits.eval.items()}
-    stats: dict = {
-        "model": args.model,
-        "dictionary_terms": len(dictionary),
-        "read": sum(splits.counts.values()),
-        "kept": splits.counts["train"] + splits.counts["validation"] + splits.counts["test"],
-        "filtered": 0,
-        "rejected": splits.counts["rejected"],
-        "splits": dict(splits.counts),
-    }
-    with atomic_dir(args.output, lineage=data_lineage(cfg, args.params_dir)) as tmp:
-        preds = step.fit_predict(
-            args.model,
-            cfg,
-            splits,
-            dictionary,
-            sources,
-            tmp,
-            stats,
-            params=args.params_data,
-            base=args.params_dir,
-            progress=not args.no_progress and interactive(),
-        )
-        (tmp / "predictions").mkdir()
-        for name, lines in sorted(preds.items()):
-            (tmp / "predictions" / f"{name}.txt").write_text(
-                "".join(line + "\n" for line in lines), encoding="utf-8"
-            )
-            stats[f"predictions_{name}"] = len(lines)
-        stats["paper_deviations"] = cfg.paper_deviations(args.model)  # e.g. params.yaml's sample profile
-        check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
-        write_json(tmp / "stats.json", output_stats(stats))
+    progress = not args.no_progress and interactive()
+    runtime = Runtime(code_modules(args)[0], args.params_data, args.params_dir, progress)
+    stats = train(args.model, args.output, cfg, runtime)
     shown = {k: v for k, v in stats.items() if k != "model"}
     finish_stage(f"train {args.model}", stats, HEADLINE, args.metrics, summary=shown)
     return 0
