@@ -154,6 +154,17 @@ MIMIC4 = Schema(
 )
 SCHEMAS = (MIMIC3, MIMIC4)
 _RECORDS = {s.name: s.record for s in SCHEMAS}
+# Runs of whole rows of a schema (blank lines between them allowed, as the scan skips them),
+# each ended by a newline and followed by a byte within the match window (so that neither a
+# CRLF nor a row is cut by the window's end): `_Reader.first_row_start`.
+_BULK = {
+    s.name: re.compile(
+        rb"(?:[\r\n]*+"
+        + b",".join([_FIELD.replace(b"(", b"(?:", 1)] * len(s.columns))
+        + rb"(?:\r\n|\n|\r(?!\n))(?=[\s\S]))*"
+    )
+    for s in SCHEMAS
+}
 # MIMIC-IV note_type -> the MIMIC-III category it corresponds to.
 MIMIC4_TYPES = {"DS": "Discharge summary", "AD": "Discharge summary", "RR": "Radiology", "AR": "Radiology"}
 EXPECTED_HEADERS = " or ".join(f"{s.name} ({','.join(s.columns)})" for s in SCHEMAS)
@@ -479,6 +490,44 @@ class _Reader:
             eof = not chunk
             buf += chunk
 
+    def first_row_start(self, target: int, known: int = 0) -> int | None:
+        """The first row start at or after `target` that the grammar scan from the file's
+        start finds (None: no row starts there), given `known`, a row start (or 0) before it.
+        Runs of well-formed rows are passed over in bulk (`_BULK`, one regex call for up to
+        `CHUNK` bytes): after a row the scan is back at a row start, in the state it has there;
+        the grammar scan (`cuts`) takes over from the last such row end, for the rows at the
+        target and for whatever the bulk pattern does not pass (a blank line at a buffer's end,
+        a malformed or a larger row)."""
+        with contextlib.ExitStack() as stack:
+            fh = _open_stream(self.path, self.opener, stack, self.name)
+            head = _read(fh, MAX_HEADER_BYTES, self.name, 0)
+            layout = _layout(head, self.name)
+            bulk = _BULK[layout.schema.name]
+            if known > layout.data_start:
+                fh.seek(known)
+                base, buf = known, b""
+            else:
+                base, buf = layout.data_start, head[layout.data_start :]
+            pos, eof = 0, False
+            while base + pos < target:
+                window = min(len(buf), pos + CHUNK, target - base)
+                m = bulk.match(buf, pos, window)
+                if m is not None and m.end() > pos:
+                    pos = m.end()
+                    continue
+                if eof or window - pos >= min(CHUNK, target - base - pos):
+                    break  # not a run of whole rows within reach: the grammar scan's turn
+                base, buf, pos = base + pos, buf[pos:], 0
+                chunk = _read(fh, CHUNK, self.name, base + len(buf))
+                eof = not chunk
+                buf += chunk
+            known = base + pos
+        for _, cut in self.cuts(known, None, wanted=lambda schema, category: False):
+            offset = cut if isinstance(cut, int) else cut.offset
+            if offset >= target:
+                return offset
+        return None
+
     def records(self, start: int, end: int | None) -> Iterator[Record]:
         wanted = None if self.categories is None else self._wants
         for layout, cut in self.cuts(start, end, wanted):
@@ -629,21 +678,19 @@ def plan_ranges(
     path: str, size: int, parts: int, opener: Callable[[str], BinaryIO] | None = None
 ) -> list[tuple[int, int | None]]:
     """Byte ranges for `parts` parallel readers, cut at row starts found by a sequential
-    grammar scan (one range for gzip or tiny files)."""
+    grammar scan (one range for gzip or tiny files): each cut is the first row start at or
+    after a multiple of size / parts (`_Reader.first_row_start`)."""
     if path.endswith(".gz") or parts <= 1 or size < CHUNK:
         return [(0, None)]
     reader = _Reader(path, None, "", opener or (lambda p: open(p, "rb")))
     step = -(-size // parts)
-    targets = [i * step for i in range(1, parts)]
     starts = [0]
-    for _, cut in reader.cuts(0, None, wanted=lambda schema, category: False):
-        offset = cut if isinstance(cut, int) else cut.offset
-        while targets and offset >= targets[0]:
-            targets.pop(0)
-            if offset > starts[-1]:
-                starts.append(offset)
-        if not targets:
+    for target in (i * step for i in range(1, parts)):
+        start = reader.first_row_start(target, starts[-1])
+        if start is None:
             break
+        if start > starts[-1]:
+            starts.append(start)
     return [(a, b) for a, b in zip(starts, [*starts[1:], None])]
 
 
