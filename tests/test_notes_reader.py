@@ -163,6 +163,34 @@ def test_cuts_are_the_grammar_scans_first_row_starts(tmp_path, monkeypatch, newl
         assert [a for a, _ in ranges] == expected, parts
 
 
+@pytest.mark.parametrize("chunk", [16, 64, 1000])
+def test_runs_of_filtered_rows_count_the_rows_one_by_one_reading_gives(tmp_path, monkeypatch, chunk):
+    """`iter_records(runs=True)` gives consecutive rows filtered by category as one Filtered
+    whose `rows` counts them: expanded, the records are the row-by-row reading's, in order, in
+    every byte range, across malformed rows, blank lines and buffer edges."""
+    monkeypatch.setattr(noteevents, "CHUNK", chunk)
+    cats = ["Radiology", "Nursing/other", "Discharge summary", "ECG"]
+    rows = [row(i, b'"t, ' + b"y" * (i % 13) + b'\n"', cat=cats[i * 7 % 11 % 4]) for i in range(1, 90)]
+    rows[5] = row(6, b'"open', cat="Radiology")
+    rows[20] = b"\n" + rows[20]
+    rows[33] = row(34, b'"x"', cat="Discharge summary", iserror="1")
+    path = write(tmp_path, *rows)
+    size = Path(path).stat().st_size
+
+    def expanded(rg):
+        for r in iter_records(path, byte_range=rg, runs=True):
+            yield from [Filtered(r.reason)] * r.rows if isinstance(r, Filtered) else [r]
+
+    for parts in (1, 2, 5):
+        for rg in plan_ranges(path, size, parts) if parts > 1 else [(0, None)]:
+            one_by_one = list(iter_records(path, byte_range=rg))
+            assert list(expanded(rg)) == one_by_one
+    runs = [r for r in iter_records(path, runs=True) if isinstance(r, Filtered)]
+    assert max(r.rows for r in runs) > 1 and sum(r.rows for r in runs) == sum(
+        isinstance(r, Filtered) for r in iter_records(path)
+    )
+
+
 def test_gzip_is_one_range_and_reads_the_same(tmp_path):
     plain = write(tmp_path, row(1, b'"a\nb"'), row(2, b'"c"'))
     gz = tmp_path / "NOTEEVENTS.csv.gz"

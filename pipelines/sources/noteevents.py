@@ -88,9 +88,18 @@ class Reject:
 
 @dataclass(frozen=True, slots=True)
 class Filtered:
-    """A valid row that is not wanted: reason `category` or `iserror`."""
+    """A valid row that is not wanted: reason `category` or `iserror`; `rows` consecutive
+    rows of that reason when `iter_records(runs=True)` gives them as one."""
 
     reason: str
+    rows: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """`rows` consecutive well-formed rows whose category `wanted` refused (`cuts(runs=True)`)."""
+
+    rows: int
 
 
 FILTERED_CATEGORY = Filtered("category")
@@ -396,11 +405,16 @@ class _Reader:
         self._wanted: dict[bytes, bool] = {}  # category field as written -> kept
 
     def cuts(
-        self, start: int, end: int | None, wanted: Callable[[Schema, bytes], bool] | None = None
-    ) -> Iterator[tuple[Layout, _Cut | int]]:
+        self,
+        start: int,
+        end: int | None,
+        wanted: Callable[[Schema, bytes], bool] | None = None,
+        runs: bool = False,
+    ) -> Iterator[tuple[Layout, _Cut | int | _Refused]]:
         """Rows starting in [start, end) (start must be a row start or 0). With `wanted`, a
         well-formed row (the right field count, within MAX_RECORD_BYTES) whose category
-        field (as written) `wanted` refuses is only its offset: no bytes are copied."""
+        field (as written) `wanted` refuses is only its offset: no bytes are copied; with
+        `runs` too, consecutive such rows are one `_Refused` (their number, no offsets)."""
         with contextlib.ExitStack() as stack:
             fh = _open_stream(self.path, self.opener, stack, self.name)
             head = _read(fh, MAX_HEADER_BYTES, self.name, 0)
@@ -410,7 +424,7 @@ class _Reader:
                 base, buf = start, b""
             else:
                 base, buf = layout.data_start, head[layout.data_start :]
-            for cut in self._scan(fh, layout.schema, base, buf, end, wanted):
+            for cut in self._scan(fh, layout.schema, base, buf, end, wanted, runs):
                 yield layout, cut
 
     def _scan(
@@ -421,7 +435,8 @@ class _Reader:
         buf: bytes,
         end: int | None,
         wanted: Callable[[Schema, bytes], bool] | None,
-    ) -> Iterator[_Cut | int]:
+        runs: bool = False,
+    ) -> Iterator[_Cut | int | _Refused]:
         """`base` is the file offset of buf[0], which is a row start."""
         record, fields = _RECORDS[schema.name], len(schema.columns) + 1
         category = schema.category_index + 1
@@ -455,6 +470,20 @@ class _Reader:
                             and m.end() - pos <= MAX_RECORD_BYTES
                             and not wanted(schema, m.group(category))
                         ):
+                            if runs:  # the rows after it that `wanted` refuses too, counted here
+                                rows, pos = 1, m.end()
+                                while pos < len(buf) and (end is None or base + pos < end):
+                                    m = record.match(buf, pos)
+                                    if (
+                                        m is None
+                                        or (m.end() == len(buf) and not eof)
+                                        or m.end() - pos > MAX_RECORD_BYTES
+                                        or wanted(schema, m.group(category))
+                                    ):
+                                        break
+                                    rows, pos = rows + 1, m.end()
+                                yield _Refused(rows)
+                                continue
                             yield base + pos
                         else:
                             yield _cut(
@@ -523,16 +552,19 @@ class _Reader:
                 buf += chunk
             known = base + pos
         for _, cut in self.cuts(known, None, wanted=lambda schema, category: False):
-            offset = cut if isinstance(cut, int) else cut.offset
+            offset = cut if isinstance(cut, int) else cast(_Cut, cut).offset
             if offset >= target:
                 return offset
         return None
 
-    def records(self, start: int, end: int | None) -> Iterator[Record]:
+    def records(self, start: int, end: int | None, runs: bool = False) -> Iterator[Record]:
         wanted = None if self.categories is None else self._wants
-        for layout, cut in self.cuts(start, end, wanted):
+        for layout, cut in self.cuts(start, end, wanted, runs):
             if isinstance(cut, int):  # most rows: a category not asked for
                 yield FILTERED_CATEGORY
+                continue
+            if isinstance(cut, _Refused):
+                yield Filtered("category", cut.rows)
                 continue
             try:
                 yield self._classify(layout, cut)
@@ -702,6 +734,7 @@ def iter_records(
     source: str = "",
     opener: Callable[[str], BinaryIO] | None = None,
     max_text_chars: int | None = None,
+    runs: bool = False,
 ) -> Iterator[Record]:
     """Yield every record of `path` (within `byte_range`, which `plan_ranges` makes) as Note,
     Reject or Filtered.
@@ -711,11 +744,12 @@ def iter_records(
     `source`: the file name used in locators (default: the basename of `path`).
     `opener`: opens `path` for binary reading (default: `open(path, "rb")`; pass e.g.
     Beam's `FileSystems.open` for remote files). `max_text_chars`: a longer TEXT is rejected
-    (`text_too_long`), which bounds the work per note downstream. Raises NoteFileError on a
-    whole-file fault.
+    (`text_too_long`), which bounds the work per note downstream. `runs`: consecutive rows
+    filtered by category (most rows of a note table) come as one Filtered whose `rows` counts
+    them, counted without a Python step per row. Raises NoteFileError on a whole-file fault.
     """
     reader = _Reader(path, categories, source, opener or (lambda p: open(p, "rb")), max_text_chars)
-    return reader.records(*byte_range)
+    return reader.records(*byte_range, runs=runs)
 
 
 def iter_notes(path: str, **kwargs) -> Iterator[Note | Reject]:
