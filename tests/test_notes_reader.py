@@ -130,6 +130,67 @@ def test_byte_ranges_yield_exactly_the_sequential_records(tmp_path, monkeypatch,
     assert split == sequential and len(sequential) == 39
 
 
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+@pytest.mark.parametrize("chunk", [16, 64, 1000])
+def test_cuts_are_the_grammar_scans_first_row_starts(tmp_path, monkeypatch, newline, chunk):
+    """`plan_ranges` passes runs of whole rows in bulk: its cuts are still, for each multiple of
+    size / parts, the first row start at or after it that the row-by-row grammar scan finds,
+    across blank lines, malformed and too-large rows, any newline and buffer edges."""
+    import random
+
+    monkeypatch.setattr(noteevents, "CHUNK", chunk)
+    monkeypatch.setattr(noteevents, "MAX_RECORD_BYTES", 300)
+    rnd = random.Random(chunk)
+    rows = [row(i, b'"a, b\n' + b"x" * rnd.randint(0, 60) + b'\n""q"" 2. HTN:"') for i in range(1, 80)]
+    rows[7] = row(8, b'"never closed\nstill')
+    rows[15] = b"\n\n" + rows[15]  # blank lines
+    rows[30] = row(31, b'"' + b"z" * 400 + b'"')  # over MAX_RECORD_BYTES
+    rows[44] = row(45, b'"text" after the quote')
+    rows[60] = b"1,2,3\n"  # too few fields
+    path = write(tmp_path, *(r.replace(b"\n", newline) for r in rows))
+    size = Path(path).stat().st_size
+    offsets = [
+        c if isinstance(c, int) else c.offset
+        for _, c in noteevents._Reader(path, None, "", lambda p: open(p, "rb")).cuts(
+            0, None, wanted=lambda schema, category: False
+        )
+    ]
+    for parts in (2, 3, 7, 19):
+        step = -(-size // parts)
+        firsts = [next((o for o in offsets if o >= i * step), None) for i in range(1, parts)]
+        expected = sorted({0, *(o for o in firsts if o is not None)})
+        ranges = plan_ranges(path, size, parts)
+        assert [a for a, _ in ranges] == expected, parts
+
+
+@pytest.mark.parametrize("chunk", [16, 64, 1000])
+def test_runs_of_filtered_rows_count_the_rows_one_by_one_reading_gives(tmp_path, monkeypatch, chunk):
+    """`iter_records(runs=True)` gives consecutive rows filtered by category as one Filtered
+    whose `rows` counts them: expanded, the records are the row-by-row reading's, in order, in
+    every byte range, across malformed rows, blank lines and buffer edges."""
+    monkeypatch.setattr(noteevents, "CHUNK", chunk)
+    cats = ["Radiology", "Nursing/other", "Discharge summary", "ECG"]
+    rows = [row(i, b'"t, ' + b"y" * (i % 13) + b'\n"', cat=cats[i * 7 % 11 % 4]) for i in range(1, 90)]
+    rows[5] = row(6, b'"open', cat="Radiology")
+    rows[20] = b"\n" + rows[20]
+    rows[33] = row(34, b'"x"', cat="Discharge summary", iserror="1")
+    path = write(tmp_path, *rows)
+    size = Path(path).stat().st_size
+
+    def expanded(rg):
+        for r in iter_records(path, byte_range=rg, runs=True):
+            yield from [Filtered(r.reason)] * r.rows if isinstance(r, Filtered) else [r]
+
+    for parts in (1, 2, 5):
+        for rg in plan_ranges(path, size, parts) if parts > 1 else [(0, None)]:
+            one_by_one = list(iter_records(path, byte_range=rg))
+            assert list(expanded(rg)) == one_by_one
+    runs = [r for r in iter_records(path, runs=True) if isinstance(r, Filtered)]
+    assert max(r.rows for r in runs) > 1 and sum(r.rows for r in runs) == sum(
+        isinstance(r, Filtered) for r in iter_records(path)
+    )
+
+
 def test_gzip_is_one_range_and_reads_the_same(tmp_path):
     plain = write(tmp_path, row(1, b'"a\nb"'), row(2, b'"c"'))
     gz = tmp_path / "NOTEEVENTS.csv.gz"

@@ -201,9 +201,11 @@ def test_tokenizer_matches_stock_nltk_on_random_text():
     ]
     rnd = random.Random(15)
     stock = NLTKWordTokenizer()
+    ascii_pieces = [p for p in pieces if p.isascii()]  # an ASCII text takes `_ASCII_TWINS`
     for _ in range(3000):
-        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 25)))
-        assert word_tokenizer().tokenize(text) == stock.tokenize(text), repr(text)
+        for alphabet in (pieces, ascii_pieces):
+            text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 25)))
+            assert word_tokenizer().tokenize(text) == stock.tokenize(text), repr(text)
 
 
 def test_tokenizer_rules_are_nltks():
@@ -238,8 +240,26 @@ def test_tokenizer_skip_hints_are_keyed_by_nltks_patterns():
     rules = S.STARTING_QUOTES + S.PUNCTUATION + S.ENDING_QUOTES + [S.PARENS_BRACKETS, S.DOUBLE_DASHES]
     patterns = [S.nltk_pattern(rx) for rx, _ in rules]
     assert len(patterns) == len(set(patterns))
-    assert set(S._NEEDS) <= set(patterns) and S._FROM_LAST_PERIOD <= set(patterns)
-    assert len(S._NEEDS) == 17 and len(S._FROM_LAST_PERIOD) == 2
+    hinted = [S._NEEDS, S._WHITESPACE_ONLY, S._FROM_LAST_PERIOD, S._FROM_LAST_TWO, S._LITERAL, S._ASCII_TWINS]
+    assert all(set(h) <= set(patterns) for h in hinted)
+    assert [len(h) for h in hinted] == [20, 1, 2, 1, 9, 1]
+    assert S._LITERAL <= set(S._NEEDS)  # a literal rule replaces each of its needed substrings
+
+
+def test_tokenizer_literal_rules_replace_like_their_patterns():
+    """A rule run as `str.replace` (`_LITERAL`) matches exactly its needed substrings: every
+    character of a sample of Unicode and every pair of them is rewritten as the rule's regex
+    rewrites it."""
+    from medsimp.text import words as S
+
+    alphabet = [chr(c) for c in range(0x250)] + [chr(c) for c in range(0x2000, 0x2070)] + ["--", "''"]
+    for step in S._HEAD + S._TAIL:
+        rx, sub, literal = step[0], step[1], step[5]
+        if not literal:
+            continue
+        for a in alphabet:
+            for text in (a, f"x{a}y", f"{a}{a}", f"{a}-{a}'"):
+                assert S._apply([step], text) == rx.sub(sub, text), (S.nltk_pattern(rx), text)
 
 
 def test_tokenizer_tables_are_labelled_as_vendored_nltk():

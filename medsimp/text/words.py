@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import TypeAlias
 
 import regex
@@ -99,13 +100,21 @@ _CONTRACTION_LETTERS = re.compile(r"cannot|ye|gimme|gonna|gotta|lemme|more|wanna
 
 
 def _may_contract(text: str) -> bool:
-    """A cheap test before `_CONTRACTION_LETTERS` (a case-blind alternation, slow to scan):
-    every contraction has an apostrophe or a doubled m, n or t (cannot, gimme, gonna, gotta,
-    lemme, wanna), letters that `re.I` matches in their two ASCII cases only."""
+    """Whether a contraction rule may match: `_CONTRACTION_LETTERS` (a case-blind alternation,
+    slow to scan) after cheap tests. Without an apostrophe the only contractions are cannot,
+    gimme, gonna, gotta, lemme and wanna, whose letters `re.I` matches in their two ASCII cases
+    only (and "i" also in U+0130 and U+0131, not ASCII): an ASCII text holds one lower-cased."""
     if "'" in text:
-        return True
+        return bool(_CONTRACTION_LETTERS.search(text))
     low = text.lower()
-    return "mm" in low or "nn" in low or "tt" in low
+    if "mm" not in low and "nn" not in low and "tt" not in low:
+        return False
+    if text.isascii():
+        return any(w in low for w in _BARE_CONTRACTIONS)
+    return bool(_CONTRACTION_LETTERS.search(text))
+
+
+_BARE_CONTRACTIONS = ("cannot", "gimme", "gonna", "gotta", "lemme", "wanna")
 
 
 # Substrings of which every match of a rule contains one, by the rule's pattern (as NLTK spells
@@ -125,9 +134,13 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     r"([:,])$": (":", ","),
     r"\.{2,}": ("..",),
     r"[;@#$%&]": tuple(";@#$%&"),
+    r"[\u2012-\u2015]": tuple("\u2012\u2013\u2014\u2015"),
     r"[?!]": ("?", "!"),
     r"([^'])' ": ("' ",),
     r"[*]": ("*",),
+    # PARENS_BRACKETS, DOUBLE_DASHES
+    r"[\]\[\(\)\{\}\<\>]": tuple("[](){}<>"),
+    r"--": ("--",),
     # ENDING_QUOTES
     "([»”’])": tuple("»”’"),
     r"''": ("''",),
@@ -135,16 +148,73 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     r"([^' ])('[sS]|'[mM]|'[dD]|') ": ("'",),
     r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ": ("'",),
 }
-# The two final-period rules (PUNCTUATION) match `([^\.])(\.)` followed by closing brackets,
-# quotes and spaces only, up to the end: their period is the text's last one, so they run on
-# the text from the character before it.
+# ENDING_QUOTES' `\s+` -> " " changes only whitespace, which the final `split()` ignores (it
+# leaves U+001C..U+001F, which `split()` also splits at); it matters to the rules after it that
+# read single spaces, and each of those needs an apostrophe (the two rules above, MacIntyre's
+# " 't" contractions). So it runs only on a text with an apostrophe.
+_WHITESPACE_ONLY: dict[str, tuple[str, ...]] = {r"\s+": ("'",)}
+# Rules that can match only near the end of the text, by pattern: they run on the text from
+# where a match can start (`_tail_start`). The two final-period rules (PUNCTUATION) match
+# `([^\.])(\.)` followed by closing brackets, quotes and spaces only, up to the end: their
+# period is the text's last one, so they run from the character before it. `([:,])$` matches
+# the last character, or the one before a final newline (`$`).
 _FROM_LAST_PERIOD = frozenset(
     {
         r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*+)\s*$",
         r'([^\.])(\.)([\]\)}>"\']*)\s*$',
     }
 )
-_Steps = list[tuple[_Pattern, str, tuple[str, ...], bool]]
+_FROM_LAST_TWO = frozenset({r"([:,])$"})
+_TAIL_CACHED = 8  # tails up to this long are memoised: few distinct ones ("d.", "s.  ", ",")
+# Rules whose every match is one of their needed substrings, replaced whatever surrounds it
+# (a class of single characters, or one literal string): they run as `str.replace` of each
+# (what the rule writes for it alone; leftmost and non-overlapping, as `re.sub`).
+_LITERAL = frozenset(
+    {
+        r"[;@#$%&]",
+        r"[\u2012-\u2015]",
+        r"[?!]",
+        r"[*]",
+        r"[\]\[\(\)\{\}\<\>]",
+        r"--",
+        "([»”’])",
+        r"''",
+        r'"',
+    }
+)
+
+
+# A `regex` rule as frequent as commas, and its twin for an ASCII text (where `regex`'s `\d` is
+# [0-9]): stdlib `re` with the replacement as a function (no template expansion in Python).
+_COMMA_COLON = re.compile(r"([:,])([^0-9])")
+_ASCII_TWINS: dict[str, Callable[[str], str]] = {
+    r"([:,])([^\d])": functools.partial(_COMMA_COLON.sub, lambda m: f" {m[1]} {m[2]}")
+}
+
+
+def _tail_start(kind: str, text: str) -> int:
+    """Where a rule of `kind` ("period", "end") may start matching in `text`; -1: nowhere."""
+    if kind == "period":
+        i = text.rfind(".")
+        return i - 1 if i > 0 else -1
+    return max(len(text) - 2, 0)
+
+
+# (rule, replacement, needed substrings (none: always runs), their first characters, tail kind,
+# (needed, written) pairs of a `_LITERAL` rule, its `_ASCII_TWINS` function, the characters the
+# replacement writes that were not in the match ("``" for a '"'), the rule's number)
+_Step = tuple[
+    _Pattern,
+    str,
+    tuple[str, ...],
+    frozenset[str],
+    str,
+    tuple[tuple[str, str], ...],
+    Callable[[str], str] | None,
+    frozenset[str],
+    int,
+]
+_GROUP_REF = re.compile(r"\\(?:\d+|g<\w+>)")
 
 
 def nltk_pattern(rx: _Pattern) -> str:
@@ -152,29 +222,68 @@ def nltk_pattern(rx: _Pattern) -> str:
     return rx.pattern.replace(_RE_SPACE, r"\s")
 
 
-def _steps(rules: _Rules) -> _Steps:
-    return [
-        (rx, sub, _NEEDS.get(nltk_pattern(rx), ()), nltk_pattern(rx) in _FROM_LAST_PERIOD)
-        for rx, sub in rules
-    ]
+def _steps(rules: _Rules, first: int = 0) -> list[_Step]:
+    out: list[_Step] = []
+    for i, (rx, sub) in enumerate(rules, first):
+        pattern = nltk_pattern(rx)
+        needs = _NEEDS.get(pattern) or _WHITESPACE_ONLY.get(pattern, ())
+        tail = "period" if pattern in _FROM_LAST_PERIOD else "end" if pattern in _FROM_LAST_TWO else ""
+        literal = tuple((n, rx.sub(sub, n)) for n in needs) if pattern in _LITERAL else ()
+        written = frozenset(_GROUP_REF.sub("", sub)) - {" "}
+        twin = _ASCII_TWINS.get(pattern)
+        out.append((rx, sub, needs, frozenset(n[0] for n in needs), tail, literal, twin, written, i))
+    return out
 
 
-_HEAD = _steps(STARTING_QUOTES) + _steps(PUNCTUATION) + _steps([PARENS_BRACKETS, DOUBLE_DASHES])
-_TAIL = _steps(ENDING_QUOTES)
+_HEAD = _steps(STARTING_QUOTES + PUNCTUATION + [PARENS_BRACKETS, DOUBLE_DASHES])
+_TAIL = _steps(ENDING_QUOTES, len(_HEAD))
+# Every character a rule of `_HEAD` or `_TAIL` needs first: a text's set of them picks its rules.
+_TRIGGERS = frozenset(c for step in _HEAD + _TAIL for c in step[3])
 
 
-def _apply(steps: _Steps, text: str) -> str:
-    for regexp, substitution, needs, from_last_period in steps:
+@functools.lru_cache(maxsize=4096)
+def _plan(present: frozenset[str]) -> tuple[list[_Step], list[_Step]]:
+    """The steps of `_HEAD` and of `_TAIL` that may change a text whose trigger characters are
+    `present`: those that need nothing, or one of whose needed substrings starts with a
+    character of the text by then (`present`, plus what the steps before may have written; a
+    step removes no character but a '"' it replaces, so this is a superset)."""
+    plans: tuple[list[_Step], list[_Step]] = ([], [])
+    for plan, steps in zip(plans, (_HEAD, _TAIL)):
+        for step in steps:
+            if not step[2] or not step[3].isdisjoint(present):
+                plan.append(step)
+                present = present | step[7]
+    return plans
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _sub_tail(step: int, tail: str) -> str:
+    rx, sub = (_HEAD + _TAIL)[step][:2]
+    return rx.sub(sub, tail)
+
+
+def _apply(steps: list[_Step], text: str) -> str:
+    for regexp, substitution, needs, _, tail, literal, twin, _, index in steps:
+        if literal:
+            for old, new in literal:
+                if old in text:
+                    text = text.replace(old, new)
+            continue
         if needs:
             for n in needs:
                 if n in text:
                     break
             else:
                 continue
-        if from_last_period:
-            i = text.rfind(".")
-            if i > 0:
-                text = text[: i - 1] + regexp.sub(substitution, text[i - 1 :])
+        if tail:
+            i = _tail_start(tail, text)
+            if i < 0:
+                continue
+            end = text[i:]
+            end = _sub_tail(index, end) if len(end) <= _TAIL_CACHED else regexp.sub(substitution, end)
+            text = text[:i] + end
+        elif twin is not None and text.isascii():
+            text = twin(text)
         else:
             text = regexp.sub(substitution, text)
     return text
@@ -185,8 +294,9 @@ class WordTokenizer:
     tokenizer of the toolkit (selection, readability, the metrics)."""
 
     def tokenize(self, text: str) -> list[str]:
-        text = _apply(_TAIL, " " + _apply(_HEAD, text) + " ")
-        if _may_contract(text) and _CONTRACTION_LETTERS.search(text):
+        head, tail = _plan(_TRIGGERS.intersection(text))
+        text = _apply(tail, " " + _apply(head, text) + " ")
+        if _may_contract(text):
             for regexp in CONTRACTIONS:
                 text = regexp.sub(r" \1 \2 ", text)
         return text.split()

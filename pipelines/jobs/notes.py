@@ -92,15 +92,16 @@ class _ReadRangeFn(beam.DoFn):
             source=name,
             opener=open_file,
             max_text_chars=self.max_text_chars,
+            runs=True,
         )
         try:
             for rec in records:
+                if isinstance(rec, noteevents.Filtered):  # most rows, in runs
+                    counts["rows_read"] += rec.rows
+                    counts[f"notes_filtered_{rec.reason}"] += rec.rows
+                    continue
                 counts["rows_read"] += 1
-                if rec is noteevents.FILTERED_CATEGORY:
-                    counts["notes_filtered_category"] += 1
-                elif rec is noteevents.FILTERED_ISERROR:
-                    counts["notes_filtered_iserror"] += 1
-                elif isinstance(rec, noteevents.Note):
+                if isinstance(rec, noteevents.Note):
                     yield beam.pvalue.TaggedOutput(
                         "ids", (rec.note_id, (key, counts["notes_kept"], rec.locator))
                     )

@@ -87,9 +87,18 @@ class Reject:
 
 @dataclass(frozen=True, slots=True)
 class Filtered:
-    """A valid row that is not wanted: reason `category` or `iserror`."""
+    """A valid row that is not wanted: reason `category` or `iserror`; `rows` consecutive
+    rows of that reason when `iter_records(runs=True)` gives them as one."""
 
     reason: str
+    rows: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """`rows` consecutive well-formed rows whose category `wanted` refused (`cuts(runs=True)`)."""
+
+    rows: int
 
 
 FILTERED_CATEGORY = Filtered("category")
@@ -153,6 +162,17 @@ MIMIC4 = Schema(
 )
 SCHEMAS = (MIMIC3, MIMIC4)
 _RECORDS = {s.name: s.record for s in SCHEMAS}
+# Runs of whole rows of a schema (blank lines between them allowed, as the scan skips them),
+# each ended by a newline and followed by a byte within the match window (so that neither a
+# CRLF nor a row is cut by the window's end): `_Reader.first_row_start`.
+_BULK = {
+    s.name: re.compile(
+        rb"(?:[\r\n]*+"
+        + b",".join([_FIELD.replace(b"(", b"(?:", 1)] * len(s.columns))
+        + rb"(?:\r\n|\n|\r(?!\n))(?=[\s\S]))*"
+    )
+    for s in SCHEMAS
+}
 # MIMIC-IV note_type -> the MIMIC-III category it corresponds to.
 MIMIC4_TYPES = {"DS": "Discharge summary", "AD": "Discharge summary", "RR": "Radiology", "AR": "Radiology"}
 EXPECTED_HEADERS = " or ".join(f"{s.name} ({','.join(s.columns)})" for s in SCHEMAS)
@@ -384,11 +404,16 @@ class _Reader:
         self._wanted: dict[bytes, bool] = {}  # category field as written -> kept
 
     def cuts(
-        self, start: int, end: int | None, wanted: Callable[[Schema, bytes], bool] | None = None
-    ) -> Iterator[tuple[Layout, _Cut | int]]:
+        self,
+        start: int,
+        end: int | None,
+        wanted: Callable[[Schema, bytes], bool] | None = None,
+        runs: bool = False,
+    ) -> Iterator[tuple[Layout, _Cut | int | _Refused]]:
         """Rows starting in [start, end) (start must be a row start or 0). With `wanted`, a
         well-formed row (the right field count, within MAX_RECORD_BYTES) whose category
-        field (as written) `wanted` refuses is only its offset: no bytes are copied."""
+        field (as written) `wanted` refuses is only its offset: no bytes are copied; with
+        `runs` too, consecutive such rows are one `_Refused` (their number, no offsets)."""
         with contextlib.ExitStack() as stack:
             fh = _open_stream(self.path, self.opener, stack, self.name)
             head = _read(fh, MAX_HEADER_BYTES, self.name, 0)
@@ -398,7 +423,7 @@ class _Reader:
                 base, buf = start, b""
             else:
                 base, buf = layout.data_start, head[layout.data_start :]
-            for cut in self._scan(fh, layout.schema, base, buf, end, wanted):
+            for cut in self._scan(fh, layout.schema, base, buf, end, wanted, runs):
                 yield layout, cut
 
     def _scan(
@@ -409,7 +434,8 @@ class _Reader:
         buf: bytes,
         end: int | None,
         wanted: Callable[[Schema, bytes], bool] | None,
-    ) -> Iterator[_Cut | int]:
+        runs: bool = False,
+    ) -> Iterator[_Cut | int | _Refused]:
         """`base` is the file offset of buf[0], which is a row start."""
         record, fields = _RECORDS[schema.name], len(schema.columns) + 1
         category = schema.category_index + 1
@@ -443,6 +469,20 @@ class _Reader:
                             and m.end() - pos <= MAX_RECORD_BYTES
                             and not wanted(schema, m.group(category))
                         ):
+                            if runs:  # the rows after it that `wanted` refuses too, counted here
+                                rows, pos = 1, m.end()
+                                while pos < len(buf) and (end is None or base + pos < end):
+                                    m = record.match(buf, pos)
+                                    if (
+                                        m is None
+                                        or (m.end() == len(buf) and not eof)
+                                        or m.end() - pos > MAX_RECORD_BYTES
+                                        or wanted(schema, m.group(category))
+                                    ):
+                                        break
+                                    rows, pos = rows + 1, m.end()
+                                yield _Refused(rows)
+                                continue
                             yield base + pos
                         else:
                             yield _cut(
@@ -478,11 +518,52 @@ class _Reader:
             eof = not chunk
             buf += chunk
 
-    def records(self, start: int, end: int | None) -> Iterator[Record]:
+    def first_row_start(self, target: int, known: int = 0) -> int | None:
+        """The first row start at or after `target` that the grammar scan from the file's
+        start finds (None: no row starts there), given `known`, a row start (or 0) before it.
+        Runs of well-formed rows are passed over in bulk (`_BULK`, one regex call for up to
+        `CHUNK` bytes): after a row the scan is back at a row start, in the state it has there;
+        the grammar scan (`cuts`) takes over from the last such row end, for the rows at the
+        target and for whatever the bulk pattern does not pass (a blank line at a buffer's end,
+        a malformed or a larger row)."""
+        with contextlib.ExitStack() as stack:
+            fh = _open_stream(self.path, self.opener, stack, self.name)
+            head = _read(fh, MAX_HEADER_BYTES, self.name, 0)
+            layout = _layout(head, self.name)
+            bulk = _BULK[layout.schema.name]
+            if known > layout.data_start:
+                fh.seek(known)
+                base, buf = known, b""
+            else:
+                base, buf = layout.data_start, head[layout.data_start :]
+            pos, eof = 0, False
+            while base + pos < target:
+                window = min(len(buf), pos + CHUNK, target - base)
+                m = bulk.match(buf, pos, window)
+                if m is not None and m.end() > pos:
+                    pos = m.end()
+                    continue
+                if eof or window - pos >= min(CHUNK, target - base - pos):
+                    break  # not a run of whole rows within reach: the grammar scan's turn
+                base, buf, pos = base + pos, buf[pos:], 0
+                chunk = _read(fh, CHUNK, self.name, base + len(buf))
+                eof = not chunk
+                buf += chunk
+            known = base + pos
+        for _, cut in self.cuts(known, None, wanted=lambda schema, category: False):
+            offset = cut if isinstance(cut, int) else cast(_Cut, cut).offset
+            if offset >= target:
+                return offset
+        return None
+
+    def records(self, start: int, end: int | None, runs: bool = False) -> Iterator[Record]:
         wanted = None if self.categories is None else self._wants
-        for layout, cut in self.cuts(start, end, wanted):
+        for layout, cut in self.cuts(start, end, wanted, runs):
             if isinstance(cut, int):  # most rows: a category not asked for
                 yield FILTERED_CATEGORY
+                continue
+            if isinstance(cut, _Refused):
+                yield Filtered("category", cut.rows)
                 continue
             try:
                 yield self._classify(layout, cut)
@@ -628,21 +709,19 @@ def plan_ranges(
     path: str, size: int, parts: int, opener: Callable[[str], BinaryIO] | None = None
 ) -> list[tuple[int, int | None]]:
     """Byte ranges for `parts` parallel readers, cut at row starts found by a sequential
-    grammar scan (one range for gzip or tiny files)."""
+    grammar scan (one range for gzip or tiny files): each cut is the first row start at or
+    after a multiple of size / parts (`_Reader.first_row_start`)."""
     if path.endswith(".gz") or parts <= 1 or size < CHUNK:
         return [(0, None)]
     reader = _Reader(path, None, "", opener or (lambda p: open(p, "rb")))
     step = -(-size // parts)
-    targets = [i * step for i in range(1, parts)]
     starts = [0]
-    for _, cut in reader.cuts(0, None, wanted=lambda schema, category: False):
-        offset = cut if isinstance(cut, int) else cut.offset
-        while targets and offset >= targets[0]:
-            targets.pop(0)
-            if offset > starts[-1]:
-                starts.append(offset)
-        if not targets:
+    for target in (i * step for i in range(1, parts)):
+        start = reader.first_row_start(target, starts[-1])
+        if start is None:
             break
+        if start > starts[-1]:
+            starts.append(start)
     return [(a, b) for a, b in zip(starts, [*starts[1:], None])]
 
 
@@ -654,6 +733,7 @@ def iter_records(
     source: str = "",
     opener: Callable[[str], BinaryIO] | None = None,
     max_text_chars: int | None = None,
+    runs: bool = False,
 ) -> Iterator[Record]:
     """Yield every record of `path` (within `byte_range`, which `plan_ranges` makes) as Note,
     Reject or Filtered.
@@ -663,11 +743,12 @@ def iter_records(
     `source`: the file name used in locators (default: the basename of `path`).
     `opener`: opens `path` for binary reading (default: `open(path, "rb")`; pass e.g.
     Beam's `FileSystems.open` for remote files). `max_text_chars`: a longer TEXT is rejected
-    (`text_too_long`), which bounds the work per note downstream. Raises NoteFileError on a
-    whole-file fault.
+    (`text_too_long`), which bounds the work per note downstream. `runs`: consecutive rows
+    filtered by category (most rows of a note table) come as one Filtered whose `rows` counts
+    them, counted without a Python step per row. Raises NoteFileError on a whole-file fault.
     """
     reader = _Reader(path, categories, source, opener or (lambda p: open(p, "rb")), max_text_chars)
-    return reader.records(*byte_range)
+    return reader.records(*byte_range, runs=runs)
 
 
 def iter_notes(path: str, **kwargs) -> Iterator[Note | Reject]:

@@ -55,10 +55,13 @@ class NoteProcessor:
         """Every sentence of the record's sections, numbered across sections."""
         rows: list[dict] = []
         doc = record["note_id"]
+        subject, hadm, category = record["subject_id"], record["hadm_id"], record["category"]
+        counts = self.selector.counts
         for name, text, start in record["sections"]:
             for a, b in self.split(text):
                 sentence = text[a:b]
                 index = len(rows)
+                n, abb, unc, ratio, keep = counts(sentence)
                 rows.append(
                     {
                         "sentence_id": f"{SOURCE}:{doc}:complex:en:{index}",
@@ -72,11 +75,15 @@ class NoteProcessor:
                         "char_end": b,
                         "text": sentence,
                         "note_id": doc,
-                        "subject_id": record["subject_id"],
-                        "hadm_id": record["hadm_id"],
-                        "category": record["category"],
+                        "subject_id": subject,
+                        "hadm_id": hadm,
+                        "category": category,
                         "section_start": start,
-                        **self.selector.features(sentence).as_dict(),
+                        "n": n,
+                        "abb": abb,
+                        "unc": unc,
+                        "ratio": ratio,
+                        "keep": keep,
                     }
                 )
         return rows

@@ -48,6 +48,8 @@ from medsimp.text.words import tokenize
 _WORD = re.compile(r"[^\W_]")
 ABBREVIATION_COUNTING = typing.get_args(Algorithm1Reading)  # params `notes.abbreviation_counting`
 SELECTION_RULES = typing.get_args(Algorithm1Reading)  # params `notes.selection_rule`
+_PACK = 32  # bits per packed count: a sentence has fewer tokens than characters (notes.max_text_chars)
+_MASK = (1 << _PACK) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +138,9 @@ class Selector:
         self.abbreviations = frozenset(a if case_sensitive else a.lower() for a in abbreviations)
         self.common = frozenset(w.lower() for w in common_words)
         self.min_tokens, self.min_ratio, self.max_ratio = min_tokens, min_ratio, max_ratio
-        # Token -> its (n, abb, unc) increments; bounded, tokens repeat with Zipf frequencies.
-        self._counts = functools.lru_cache(maxsize=1 << 17)(self._token_counts)
+        # Token -> its abb, unc and com increments packed in one int (`_PACK` bits each, so a
+        # sentence's counts are one C-level `sum`); bounded, tokens repeat with Zipf frequencies.
+        self._codes = functools.lru_cache(maxsize=1 << 17)(self._token_code)
 
     def is_abbreviation(self, token: str) -> bool:
         return (token if self.case_sensitive else token.lower()) in self.abbreviations
@@ -151,21 +154,27 @@ class Selector:
             return 1, 1, uncommon if self.count_abbreviations_twice else 0, 1 - uncommon
         return 1, 0, uncommon, 1 - uncommon
 
-    def features(self, sentence: str) -> Features:
-        n = abb = unc = com = 0
-        counts = self._counts
-        for token in tokenize(sentence):
-            dn, da, du, dc = counts(token)
-            n += dn
-            abb += da
-            unc += du
-            com += dc
+    def _token_code(self, token: str) -> int:
+        _, abb, unc, com = self._token_counts(token)
+        return abb | unc << _PACK | com << 2 * _PACK
+
+    def counts(self, sentence: str) -> tuple[int, int, int, float, bool]:
+        """(n, abb, unc, ratio, keep) of a sentence: `features` without the record."""
+        return self._decide(tokenize(sentence))[:5]
+
+    def _decide(self, tokens: list[str]) -> tuple[int, int, int, float, bool, int]:
+        n = len(tokens)  # every token counts in n
+        packed = sum(map(self._codes, tokens))
+        abb, unc, com = packed & _MASK, packed >> _PACK & _MASK, packed >> 2 * _PACK
         ratio = (unc + abb) / n if n else 0.0
         if self.prose_rule:  # Section 3.1's text: three separate strict tests
             keep = n > self.min_tokens and abb / n < self.max_ratio and com / n > self.min_ratio
         else:  # Algorithm 1, line 11: reject n < 10 or ratio > 0.5 or ratio < 0.1
             keep = n >= self.min_tokens and self.min_ratio <= ratio <= self.max_ratio
-        return Features(n, abb, unc, ratio, keep, com)
+        return n, abb, unc, ratio, keep, com
+
+    def features(self, sentence: str) -> Features:
+        return Features(*self._decide(tokenize(sentence)))
 
 
 def load_lexicons(params: Notes, root: str | Path = ".") -> tuple[list[str], list[str]]:
