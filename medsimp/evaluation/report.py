@@ -5,14 +5,17 @@ paired bootstrap is `medsimp.metrics.significance`.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from medsimp.atomic import is_stdout, write_text
+from medsimp import resources
+from medsimp.atomic import is_stdout, write_json, write_text
 from medsimp.evaluation.scorer import SCALES
 from medsimp.metrics import direction, metric_of
 from medsimp.metrics.significance import format_p
@@ -84,8 +87,6 @@ def render(
     -> flat scores; `sample`: rows {source, references, outputs: {name: text}} or None (text left
     out: evaluation text may be MIMIC-derived)."""
     import jinja2
-
-    from medsimp import resources
 
     metrics = [
         m
@@ -192,8 +193,6 @@ def print_results(title: str, scored, bootstrap: dict, not_tested: dict, scorer,
     """`evaluate files`' console: the table (`title`, the language tag when set), the paired
     bootstrap, then on stderr the notes (metrics left out of the bootstrap, signatures, measures
     not computed, cross-lingual values)."""
-    import sys
-
     if scorer.lang_tag:
         title = f"{title[:-1]}, {scorer.lang_tag})"
     systems = {n: {**r.scores, **r.extra.get("measures", {})} for n, r in scored.results.items()}
@@ -216,11 +215,6 @@ def print_results(title: str, scored, bootstrap: dict, not_tested: dict, scorer,
 
 def write_out(path: str, content: str | dict) -> None:
     """Text, or a dict as JSON, to `path` atomically, or to standard output for `-`."""
-    import json
-    import sys
-
-    from medsimp.atomic import write_json
-
     if is_stdout(path):
         text = content if isinstance(content, str) else json.dumps(content, indent=2, sort_keys=True) + "\n"
         sys.stdout.write(text)

@@ -16,17 +16,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medsimp.metrics import Inputs, ScoringOptions, metric_of, selection
+from medsimp.config import load_params, params_dir, resolve_path
+from medsimp.metrics import Inputs, NotComputable, ScoringOptions, metric_of, scoring, selection
 from medsimp.metrics import metrics as all_metrics
 from medsimp.metrics import scales as metric_scales
-from medsimp.metrics.base import dist_version
+from medsimp.metrics import style as st
+from medsimp.metrics.base import check_needs, dist_version
+from medsimp.metrics.scoring import EvalItem, attach_terms, inputs, length_buckets
+from medsimp.metrics.significance import collect
 from medsimp.metrics.style import Loaded
 from medsimp.params_schema import Evaluate, Link, Notes, ScoringMode, Train, updated
+from medsimp.resources import resolve_model
+from pipelines.text.umls import ConceptLinker
+from training.lexicon import load_common_words, load_dictionary
 
 # One declared scale per reported value (docs/metrics.md), declared by each metric and measure
 # (medsimp.metrics). The numbers keep the scales the papers and libraries report them on.
@@ -109,10 +117,6 @@ class Scorer:
         False: there is no params file, the settings are the defaults; a default dictionary
         that is not here (a checkout's sample file) is left out with a one-line warning.
         The sections are typed (`medsimp.params_schema`); no `link_cfg`: the schema's defaults."""
-        from medsimp.config import resolve_path
-        from medsimp.resources import resolve_model
-        from training.lexicon import load_common_words, load_dictionary
-
         self.common = load_common_words(resolve_path(cfg.common_words or notes_cfg.common_words, base))
         dictionaries = [resolve_path(p, base) for p in cfg.dictionaries or train_cfg.dictionaries]
         if not from_file:
@@ -154,8 +158,6 @@ class Scorer:
     ) -> dict:
         """Every selected metric in `mode` (`scoring.score`); `full` False leaves out METEOR and
         BERTScore (the length buckets); `extras`: every measure too, with its resource loaded."""
-        from medsimp.metrics import scoring
-
         if len(hyps) != len(items):
             raise ValueError(f"{len(hyps)} outputs for {len(items)} evaluation sentences")
         if mode == "medlane" and self.lang_tag:
@@ -221,8 +223,6 @@ class Scorer:
         `extras`: also every measure (`Metric.measure`: the EASSE and copy measures, Cao et al.'s
         style-transfer measures; in `extra["measures"]`) and, with sources, the MedLane
         length-bucket breakdown (default mode, MedLane BLEU/HIT/CWR/AScore per source-length bucket)."""
-        from medsimp.metrics.scoring import inputs
-
         found = _rounded(self.score(hyps, items, mode, extras=extras))
         registry = all_metrics()
         measured = {k for k in found if (m := metric_of(k)) is not None and registry[m.name].measure}
@@ -256,9 +256,6 @@ class Scorer:
         return self._loaded[name]
 
     def _load(self, name: str) -> Loaded | None:
-        from medsimp.config import resolve_path
-        from medsimp.metrics import style as st
-
         cfg = self.cfg
         path = lambda key: resolve_path(getattr(cfg, key), self.base)  # noqa: E731
         try:
@@ -282,8 +279,6 @@ class Scorer:
                     "transformers",
                 )
             if name == "masked_edit_distance" and cfg.umls_index:
-                from pipelines.text.umls import ConceptLinker
-
                 linker = ConceptLinker(path("umls_index"), self.link_cfg)
                 pair = "gold" if cfg.masked_edit_pair == "gold" else "output-input"
                 unit = cfg.masked_edit_unit if pair == "gold" else "word"
@@ -299,8 +294,6 @@ class Scorer:
 
     def buckets(self, hyps: list[str], items, edges: Sequence[int]) -> list[dict]:
         """One row per source-length bucket: {bucket, n, medlane_bleu, hit, cwr, ascore} (default mode)."""
-        from medsimp.metrics.scoring import length_buckets
-
         labels = length_buckets(items, edges)
         rows = []
         why = dict(self.unavailable)  # a bucket without terms says nothing about the whole set
@@ -320,10 +313,6 @@ class Scorer:
     def per_sentence(self, hyps: list[str], items) -> list[dict]:
         """One row per output line: every selected metric with a sentence reading (`Metric.sentence`),
         default mode; BLEU is sacrebleu's smoothed sentence BLEU, as sacrebleu's `--sentence-level`."""
-        from medsimp.metrics import NotComputable
-        from medsimp.metrics.base import check_needs
-        from medsimp.metrics.scoring import attach_terms, inputs
-
         if self._needs_terms():
             attach_terms(items, self.term_dictionary)
         data = inputs(hyps, items, self.common, self.options)
@@ -346,11 +335,6 @@ class Scorer:
         """{metric: (Metric, SystemStats)} for every selected metric with a sentence reading whose
         sentence scores are all defined (default mode), for `significance.paired_bootstrap`. A
         metric left out because a sentence score is undefined gets its reason in `skipped`."""
-        from medsimp.metrics import NotComputable
-        from medsimp.metrics.base import check_needs
-        from medsimp.metrics.scoring import attach_terms, inputs
-        from medsimp.metrics.significance import collect
-
         if self._needs_terms():
             attach_terms(items, self.term_dictionary)
         data = inputs(hyps, items, self.common, self.options)
@@ -395,8 +379,6 @@ _WARNED: set[str] = set()
 
 def warn_once(message: str) -> None:
     """`warning: message` on stderr, once per process (a notebook scoring in a loop sees it once)."""
-    import sys
-
     if message not in _WARNED:
         _WARNED.add(message)
         print(f"warning: {message}", file=sys.stderr)
@@ -420,9 +402,6 @@ def score(
     metrics (None = params `evaluate.select`, null = all); `params` is read for the word
     lists and the METEOR/BERTScore switches, `overrides` replaces `evaluate` keys (e.g.
     `{"lang": "fr", "rouge_tokenizer": "rouge-score"}`)."""
-    from medsimp.config import load_params, params_dir
-    from medsimp.metrics.scoring import EvalItem
-
     if len(references) != len(hyps) or (sources is not None and len(sources) != len(hyps)):
         raise ValueError("hyps, references and sources need one entry per sentence")
     # no params file (the implicit params.yaml, elsewhere than a checkout): the defaults, whose

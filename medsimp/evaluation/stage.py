@@ -19,8 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
+from medsimp import ownership
+from medsimp.atomic import check_file_target, current_command, write_json
+from medsimp.config import resolve_path
+from medsimp.errors import InputError, UsageError
 from medsimp.inputs import read_lines
 from medsimp.params_schema import ScoringMode
+from pipelines.sources.medlane import MedLaneFormatError, read_medlane_authors, read_medlane_eval
 
 if TYPE_CHECKING:
     from medsimp.params_schema import Params
@@ -48,8 +53,6 @@ class MedLaneEval:
 
     def align(self, hyps: list[str]) -> list[str]:
         """The output lines of the scored items (dead-lettered records' lines dropped)."""
-        from medsimp.errors import InputError
-
         if len(hyps) == self.n_records:
             return [hyps[p] for p in self.positions]
         if len(hyps) == len(self.split_positions):
@@ -73,9 +76,7 @@ def medlane_items(path: str, split: str | None, mode: str = "default") -> MedLan
     odd records are dead-lettered (and their output lines skipped), and the first
     `n_records // 2` records are validation.
     """
-    from medsimp.errors import InputError
     from medsimp.metrics.scoring import EvalItem
-    from pipelines.sources.medlane import MedLaneFormatError, read_medlane_authors, read_medlane_eval
 
     if not Path(path).is_file():
         raise InputError(f"--medlane {path}: not a file")
@@ -117,10 +118,6 @@ def write_model_metrics(metrics_dir: str | Path, per_model: dict[str, dict[str, 
     model no longer evaluated is removed, so the folder lists exactly these models; a file
     another command wrote (`evaluate files --json`, a `--metrics` file) or the user's is never
     touched: inside a folder written into, a command touches only what it writes."""
-    from medsimp import ownership
-    from medsimp.atomic import check_file_target, current_command, write_json
-    from medsimp.errors import UsageError
-
     folder = Path(metrics_dir)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--metrics {folder} is a file; give the folder the per-model files go in")
@@ -149,9 +146,6 @@ def run_stage(
     from_file: bool = True,
 ) -> StageResult:
     """Score every model of `params.evaluate.models` and write the stage's files (module doc)."""
-    from medsimp.atomic import write_json
-    from medsimp.config import resolve_path
-    from medsimp.errors import InputError
     from medsimp.evaluation.scorer import BUCKET_METRICS, SCALES, Scorer, warn_once
     from medsimp.metrics import metrics as all_metrics
 

@@ -16,12 +16,14 @@ import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
 import numpy as np
 
 from medsimp.text.medlane_refs import DEFAULT_PREPARATION
 from medsimp.text.words import lower_tokens as tokenize
+from medsimp.text.words import word_tokenizer
 
 Tokens = list[str]
 
@@ -140,8 +142,6 @@ class MedlaneInputs:
     @functools.cached_property
     def token_texts(self) -> list[str]:
         """Each output as the authors tokenize it for HIT and CWR: word tokens joined by spaces."""
-        from medsimp.text.words import word_tokenizer
-
         return [" ".join(word_tokenizer().tokenize(h)) for h in self.hyps]
 
 
@@ -276,8 +276,6 @@ def cross_lingual(metric: Metric, data: Inputs) -> bool:
 @functools.cache
 def dist_version(dist: str | None) -> str:
     """The installed version of distribution `dist` (None: medsimp), `unknown` when not installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(dist or "medsimp")
     except PackageNotFoundError:

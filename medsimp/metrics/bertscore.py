@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from medsimp.metrics.base import Metric, NotComputable, output_language
+from medsimp.numerics import require_pinned
 
 
 class BERTScore(Metric):
@@ -40,8 +41,6 @@ def bertscore_f1(
     """Mean BERTScore F1 (Zhang et al. 2020), best reference, no idf, no baseline rescaling."""
     import torch
     from bert_score import score
-
-    from medsimp.numerics import require_pinned
 
     require_pinned(torch)  # the CPU-independent kernels (oneDNN off even when torch came after medsimp)
 

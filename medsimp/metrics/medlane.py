@@ -18,8 +18,13 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import regex
 
-from medsimp.metrics.base import Metric, NotComputable, Tokens
+from medsimp.metrics.base import Metric, NotComputable, Tokens, output_language, tokenize
+from medsimp.metrics.bleu import MedLaneBLEU
+from medsimp.text.lemmas import lemmatize
+from medsimp.text.stopwords import stop_words
+from medsimp.text.words import word_tokenizer
 
 ZERO_SHIFT = 1e-8  # the paper (Luo et al. 2022, Sec. 5): a zero metric gets 1e-8 before AScore
 MEDLANE_FLOOR = 1e-4  # the authors' bleu_eval_new.py floors BLEU, HIT and CWR at 1e-4 instead
@@ -35,8 +40,6 @@ class HIT(Metric):
     same_language = True
 
     def corpus(self, data, done=None):
-        from medsimp.metrics.base import tokenize
-
         terms = data.terms or [[] for _ in data.hyps]
         value = hit(data.hyp_tokens, [[(t, [tokenize(e) for e in exps]) for t, exps in ts] for ts in terms])
         unfit = data.options.dictionary_unfit
@@ -55,8 +58,6 @@ class HIT(Metric):
 
     def stats(self, data):
         """(ratio, 1) for a sentence whose source has terms, (0, 0) for one without."""
-        from medsimp.metrics.base import tokenize
-
         terms = data.terms or [[] for _ in data.hyps]
         return _ratio_rows(
             hit([hyp], [[(t, [tokenize(e) for e in exps]) for t, exps in ts]]) if ts else None
@@ -75,9 +76,6 @@ class CWR(Metric):
     order = 61
 
     def corpus(self, data, done=None):
-        from medsimp.metrics.base import output_language
-        from medsimp.text.lemmas import lemmatize
-
         lang = output_language(data)
         if lang != "en":
             raise NotComputable(
@@ -88,18 +86,12 @@ class CWR(Metric):
         return {"cwr": cwr(data.hyp_tokens, lambda w: lemmatize(w) in common)}
 
     def medlane(self, data, done):
-        from medsimp.text.lemmas import lemmatize
-        from medsimp.text.stopwords import stop_words
-        from medsimp.text.words import word_tokenizer
-
         common = data.common | stop_words("en")
         value = medlane_cwr(data.token_texts, word_tokenizer().tokenize, lemmatize, common, data.pro_words)
         return {"cwr": max(value, MEDLANE_FLOOR)}
 
     def stats(self, data):
         """(ratio, 1) for a non-empty output, (0, 0) for an empty one (CWR leaves it out)."""
-        from medsimp.text.lemmas import lemmatize
-
         common = data.common
         return _ratio_rows(
             cwr([hyp], lambda w: lemmatize(w) in common) if hyp else None for hyp in data.hyp_tokens
@@ -123,8 +115,6 @@ class AScore(Metric):
         for name, metric in (("medlane_bleu", None), ("hit", HIT), ("cwr", CWR)):
             if name not in got:
                 if metric is None:
-                    from medsimp.metrics.bleu import MedLaneBLEU
-
                     got.update(MedLaneBLEU().corpus(data))
                 else:
                     got.update(metric().corpus(data))
@@ -138,13 +128,9 @@ class AScore(Metric):
 
     def stats(self, data):
         """MedLane BLEU's n-gram statistics, then HIT's and CWR's (ratio, counted) pairs."""
-        from medsimp.metrics.bleu import MedLaneBLEU
-
         return np.hstack([MedLaneBLEU().stats(data), HIT().stats(data), CWR().stats(data)])
 
     def from_stats(self, summed, n):
-        from medsimp.metrics.bleu import MedLaneBLEU
-
         bleu = MedLaneBLEU().from_stats(summed[:-4], n)
         return ascore(bleu, _ratio_of(summed[-4:-2]), _ratio_of(summed[-2:]))
 
@@ -223,8 +209,6 @@ def _regex_found(pattern: str, text: str) -> bool:
     """`re.findall(pattern, text)` as the authors call it, through `regex` (the same syntax in
     its default VERSION0 mode) for its time limit. An invalid pattern, or one still running
     after `REGEX_TIMEOUT` (catastrophic backtracking), is matched literally."""
-    import regex
-
     try:
         return bool(regex.findall(pattern, text, timeout=REGEX_TIMEOUT))
     except (regex.error, TimeoutError):

@@ -29,8 +29,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+import numpy as np
+
 from medsimp.metrics.base import Inputs, Metric, Tokens, output_language
+from medsimp.metrics.bleu import corpus_bleu_n
 from medsimp.metrics.rouge import lcs_length
+from medsimp.text.stopwords import stop_words
 
 ZIPF_CEILING = 8.0  # above wordfreq's highest Zipf value ("the" is ~7.7)
 
@@ -131,8 +135,6 @@ class LexicalComplexity(_Measure):
     order = 206
 
     def value(self, data, i):
-        from medsimp.text.stopwords import stop_words
-
         lang = output_language(data)
         return lexical_complexity(data.hyp_tokens[i], lang, stop_words(lang))
 
@@ -181,8 +183,6 @@ def lcs_distance(source: Sequence[str], output: Sequence[str]) -> float:
 
 def input_bleu(sources: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> float:
     """Corpus BLEU-4 of the outputs against their complex input as the only reference."""
-    from medsimp.metrics.bleu import corpus_bleu_n
-
     return corpus_bleu_n([list(o) for o in outputs], [[list(s)] for s in sources])[3]
 
 
@@ -198,7 +198,6 @@ def lexical_complexity(
     tokens: Sequence[str], language: str, stopwords: set[str] | frozenset[str]
 ) -> float | None:
     """3rd quartile of `8 - zipf_frequency` over the content words; None without any."""
-    import numpy as np
     from wordfreq import zipf_frequency
 
     values = [

@@ -19,19 +19,22 @@ from collections.abc import Sequence
 import numpy as np
 
 from medsimp.metrics.base import Metric, NotComputable, output_language
+from medsimp.text.readability import (
+    READING_FORMULA,
+    corpus_fkgl,
+    corpus_reading_ease,
+    formula_of_counts,
+    line_counts,
+)
 
 
 class _CountFormula(Metric):
     """A readability formula of summed line counts (`medsimp.text.readability.line_counts`)."""
 
     def stats(self, data):
-        from medsimp.text.readability import line_counts
-
         return np.array([line_counts(h, self._language()) for h in data.hyps], dtype=float)
 
     def from_stats(self, summed, n):
-        from medsimp.text.readability import formula_of_counts
-
         n_words, syllables, n_sentences = (int(v) for v in summed)
         return formula_of_counts(self.name, n_words, syllables, n_sentences)
 
@@ -49,8 +52,6 @@ class FKGL(_CountFormula):
     order = 50
 
     def corpus(self, data, done=None):
-        from medsimp.text.readability import READING_FORMULA
-
         lang = output_language(data)
         if lang != "en":
             other = READING_FORMULA.get(lang)
@@ -75,8 +76,6 @@ class _ReadingEase(_CountFormula):
     tokenizer = "readability-words"
 
     def corpus(self, data, done=None):
-        from medsimp.text.readability import corpus_reading_ease
-
         assert self.languages is not None
         return {self.name: corpus_reading_ease(self.name, data.hyps, self.languages[0])}
 
@@ -101,6 +100,4 @@ class FernandezHuerta(_ReadingEase):
 
 def fkgl(sentences: Sequence[str]) -> float:
     """Corpus Flesch-Kincaid grade, one sentence per line: the toolkit's readability module."""
-    from medsimp.text.readability import corpus_fkgl
-
     return corpus_fkgl(sentences)

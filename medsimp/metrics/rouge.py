@@ -22,6 +22,7 @@ import types
 from collections.abc import Sequence
 
 from medsimp.metrics.base import Inputs, Metric, ScoringOptions, Tokens
+from medsimp.metrics.bleu import coco_inputs
 
 TOKENIZERS = ("nltk", "rouge-score")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -185,8 +186,6 @@ def rouge_f1(hyps: Sequence[Tokens], refs: Sequence[Sequence[Tokens]], kind: str
 def coco_rouge_l(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
     """ROUGE-L as nlg-eval: pycocoevalcap Rouge (LCS F with beta=1.2, best reference), mean."""
     from pycocoevalcap.rouge.rouge import Rouge
-
-    from medsimp.metrics.bleu import coco_inputs
 
     gts, res = coco_inputs(hyps, refs)
     score, _ = Rouge().compute_score(gts, res)

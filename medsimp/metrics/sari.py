@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from medsimp.metrics.base import Inputs, Metric, NotComputable, Tokens, check_needs, ngrams
+from medsimp.metrics.bleu import sacrebleu_bleu
 
 NGRAM_ORDER = 4
 
@@ -36,8 +37,6 @@ def _tokenizer_13a():
     """sacrebleu's 13a tokenizer: the very instance `bleu` tokenizes with when it is 13a, so
     the lines both read alike (lowercase text, as MedLane's) are tokenized once (its cache)."""
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-    from medsimp.metrics.bleu import sacrebleu_bleu
 
     shared = sacrebleu_bleu().tokenizer
     return shared if type(shared) is Tokenizer13a else Tokenizer13a()

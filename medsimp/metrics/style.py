@@ -33,6 +33,8 @@ loads from its settings (`medsimp.evaluation.scorer.Scorer`: params `evaluate`) 
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,9 +168,6 @@ class FastTextStyle:
 def train_fasttext_classifier(texts: Sequence[str], labels: Sequence[int]) -> FastTextStyle:
     """fastText supervised (its defaults; one thread, seed 13: the same rows give the same
     model), trained on the rows in the given order."""
-    import os
-    import tempfile
-
     import fasttext
 
     with tempfile.TemporaryDirectory() as tmp:

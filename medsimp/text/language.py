@@ -12,9 +12,14 @@ is refused on its account.
 from __future__ import annotations
 
 import functools
+import lzma
+import pickle
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from medsimp.resources import cached_table, code_key, dist_version
 
 MIN_LETTERS = 200  # fewer letters than this (a few words) decide nothing
 MIN_PROBABILITY = 0.95
@@ -31,9 +36,6 @@ class Detected:
 def _model_parts(model: Path) -> tuple:
     """py3langid's model as `LanguageIdentifier.from_pickled_model` unpickles it from the LZMA
     file (0.1-0.2 s), in plain values: the arrays as (typecode, bytes)."""
-    import lzma
-    import pickle
-
     with lzma.open(model) as handle:
         nb_ptc, nb_pc, nb_classes, tk_nextmove, tk_output = pickle.load(handle)
     arrays = [(a.typecode, a.tobytes()) for a in (nb_ptc, nb_pc, tk_nextmove)]
@@ -44,12 +46,8 @@ def _model_parts(model: Path) -> tuple:
 def _identifier():
     """py3langid's identifier with its own model and normalised probabilities, the model read
     from a `medsimp.resources.cached_table` (a few ms) rather than decompressed each process."""
-    from array import array
-
     import numpy as np
     from py3langid import langid
-
-    from medsimp.resources import cached_table, code_key, dist_version
 
     model = Path(langid.__file__).parent / langid.MODEL_FILE
     key = f"{dist_version('py3langid')}\0{model.stat().st_size}\0".encode() + code_key(_model_parts)

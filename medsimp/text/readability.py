@@ -27,9 +27,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-from medsimp.resources import cmudict_syllables
+from medsimp.resources import cached_table, cmudict_syllables, code_key, dist_version
 from medsimp.text.words import tokenize
 
 _WORD = re.compile(r"\w")
@@ -57,8 +58,6 @@ def words(text: str, lowercase: bool = False) -> list[str]:
 def _hyphenation_patterns(path: str) -> tuple[dict, int] | None:
     """pyphen's parsed patterns of one `hyph_*.dic` (`HyphDict.patterns`, `maxlen`) in plain
     values; None when a pattern holds a nonstandard hyphenation (not a plain int: not cached)."""
-    from pathlib import Path
-
     from pyphen import HyphDict
 
     parsed = HyphDict(Path(path))
@@ -76,8 +75,6 @@ def _pyphen(language: str) -> Any:
     `medsimp.resources.cached_table` rather than parsed from the dictionary file (0.07 s a
     process; tests/test_syllables.py checks the positions equal a fresh pyphen's)."""
     import pyphen
-
-    from medsimp.resources import cached_table, code_key, dist_version
 
     path = pyphen.LANGUAGES[pyphen.language_fallback(language)]
     if path not in pyphen.hdcache:

@@ -14,8 +14,14 @@ from typing import Any
 
 import apache_beam as beam
 import psutil
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    PipelineOptions,
+    PortableOptions,
+    StandardOptions,
+)
 
+from medsimp.atomic import current_command
 from medsimp.errors import MedsimpError, StageFailed
 from medsimp.params_schema import Beam
 from medsimp.progress import live
@@ -87,8 +93,6 @@ JOB_STATE_SECONDS = 7 * 24 * 3600
 def workers_of(options: PipelineOptions) -> int:
     """The worker count a job asks for: the PortableRunner's `sdk_worker_parallelism`, else the
     local runner's `direct_num_workers` (the run record's `workers`)."""
-    from apache_beam.options.pipeline_options import PortableOptions
-
     if options.view_as(StandardOptions).runner in PORTABLE_RUNNERS:
         try:
             return int(options.view_as(PortableOptions).sdk_worker_parallelism)
@@ -172,8 +176,6 @@ def _not_beam(record: logging.LogRecord) -> bool:
 
 
 def _command() -> str:
-    from medsimp.atomic import current_command
-
     return f"medsimp {current_command()}".strip()
 
 
@@ -184,8 +186,6 @@ def _runs(attempt: int) -> str:
 def lost_worker_error(runner: str, attempt: int, gone: bool = False) -> Exception:
     """A `StageFailed` in one line for a portable job whose SDK worker died on its last run
     (`gone`: and its job service or worker pool no longer answers, so it was not run again)."""
-    from medsimp.errors import StageFailed
-
     if gone:
         return StageFailed(
             f"the Beam job failed on the {runner}: an SDK worker died and the job endpoint or worker "

@@ -35,7 +35,7 @@ import threading
 from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions
 from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.runners.portability import local_job_service
-from apache_beam.runners.portability.fn_api_runner import fn_runner
+from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
 
 from pipelines.jobs.pool import DEAD_WORKER
 
@@ -55,8 +55,6 @@ def fail_owed_instructions() -> None:
     """Make a worker's control channel fail what it still owes when it closes (once per
     process): Beam's reader thread of the channel (`ControlConnection._read`) only hands out
     answers, so a worker that dies mid-bundle leaves the bundle's future unanswered forever."""
-    from apache_beam.runners.portability.fn_api_runner import worker_handlers
-
     connection = worker_handlers.ControlConnection
     if getattr(connection, "_medsimp_fails_owed", False):
         return
