@@ -61,8 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     corpus = sub.add_parser(
         "corpus", help="align a sentence table (Beam job; the DVC `align` stage)", parents=[global_options(2)]
     )
-    corpus.add_argument("--input", help="stage output holding sentences/ (default: params align.input)")
-    corpus.add_argument("--output", help="output dir (default: params align.output)")
+    corpus.add_argument(
+        "--input",
+        help="stage output holding sentences/, or the object-store prefix it was published to "
+        "(default: params align.input)",
+    )
+    corpus.add_argument(
+        "--output",
+        help="output dir, or an object-store prefix for public data (default: params align.output)",
+    )
     corpus.add_argument("--model", help="CRF model directory (default: params align.model)")
     corpus.add_argument("--metrics", help="also write stats here (DVC metrics)")
     add_beam_arguments(corpus)
@@ -155,10 +162,10 @@ def _train(args, params: Align, cache: str | None) -> int:
     from alignment.gold import gold_sources
     from alignment.stage import TrainRun, train
     from medsimp.atomic import check_output_target, hold
+    from medsimp.cli.source_job import stage_input
     from medsimp.config import resolve_output, resolve_path, shown_path
     from medsimp.errors import InputError
     from medsimp.stats import finish_stage
-    from pipelines.jobs.store import use_store
 
     out = args.output or resolve_output(params.model, args.params_dir, "align.model")  # before any work
     check_output_target(out, "align train", force=args.force)  # before minutes of training
@@ -170,7 +177,7 @@ def _train(args, params: Align, cache: str | None) -> int:
         (args.input or resolve_path(params.input, args.params_dir)) if params.self_training.enabled else None
     )
     if table:  # an object-store table (s3://...) is reached with the params' Beam options, as the jobs do
-        use_store(args.params_data.beam, (), {"--input": table})
+        table = stage_input(args, {"--input": table})["--input"]
     run = TrainRun(
         gold=args.gold or [resolve_path(g, args.params_dir) for g in gold_sources(params.gold)],
         gold_format=args.gold_format or params.gold_format,
@@ -201,20 +208,20 @@ def _corpus(args: argparse.Namespace, params: Align, cache: str | None) -> int:
 
     out = args.output or resolve_output(params.output, args.params_dir, "align.output")  # before any work
     from alignment.stage import corpus_scoring_key
-    from medsimp.atomic import atomic_dir
+    from medsimp.cli.source_job import stage_input, stage_output
     from medsimp.provenance import used_aligner
     from pipelines.jobs import align as align_job
-    from pipelines.jobs.store import use_store
 
+    named = {"--input": args.input or resolve_path(params.input, args.params_dir)}
+    table = stage_input(args, named, args.beam_arg)["--input"]  # an s3:// table
+    output = stage_output(args, out, named)  # public data only in a store
     params = params.model_copy(update={"model": args.model or resolve_path(params.model, args.params_dir)})
     used = {
         **used_aligner(params.model, args.params_dir),
         "scoring_key": corpus_scoring_key(params, cache or None),
         "merge": params.crf.merge,  # what this run merged by: the card reads it, not today's params
     }
-    table = args.input or resolve_path(params.input, args.params_dir)
-    use_store(args.params_data.beam, args.beam_arg, {"--input": table})  # an s3:// table
-    with atomic_dir(out) as tmp:
+    with output as tmp:
         align_job.run(
             table,
             str(tmp),
