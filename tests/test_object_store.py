@@ -546,3 +546,40 @@ def test_a_file_of_several_parts_publishes_whole_and_one_failing_half_way_leaves
     assert _uploads(client) == []
     assert objstore.download(url, str(tmp_path / "back")) == str(tmp_path / "back")
     assert (tmp_path / "back" / "table" / "big.parquet").read_bytes() == data
+
+
+def test_a_builder_and_its_report_of_public_data_publish_to_the_store(s3, tmp_path):
+    """`build multicochrane` from local tables to `s3://` publishes the local build's bytes, and
+    `report` of that published builder (read from a local copy) into `s3://` publishes the local
+    report's bytes but for the builder folder it names (the URL). A report of a MIMIC-derived
+    builder never goes there (tests/test_output_urls.py)."""
+    env, client = s3
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "builders"))
+    import upstream
+
+    cfg = upstream.write_cochrane(tmp_path / "up")
+    sets = [a for key, value in cfg.items() for a in ("--set", f"build.multicochrane.{key}={value}")]
+    sets += ["--set", "build.multicochrane.split={seed: 13, validation: 0.2, test: 0.2}"]
+    for out in (str(tmp_path / "mc"), f"s3://{BUCKET}/mc"):
+        built = _cli(env, tmp_path, *sets, "build", "multicochrane", "--output", out)
+        assert built.returncode == 0, built.stderr[-1500:]
+    expected = _local(tmp_path / "mc")
+    assert len(expected) > 4 and _published(client, "mc") == expected
+    assert _marker(client, "mc")["lineage"] == ["cochrane"] and _marker(client, "mc")["command"] == (
+        "build multicochrane"
+    )
+    sentences = ["--sentences", cfg["sentences"]]
+    for folder, out in (
+        (str(tmp_path / "mc"), str(tmp_path / "report")),
+        (f"s3://{BUCKET}/mc", f"s3://{BUCKET}/report"),
+    ):
+        made = _cli(env, tmp_path, "report", folder, *sentences, "--output", out)
+        assert made.returncode == 0, made.stderr[-1500:]
+    local = _local(tmp_path / "report")
+    published = {
+        rel: data.replace(f"s3://{BUCKET}/mc".encode(), str(tmp_path / "mc").encode())
+        for rel, data in _published(client, "report").items()
+    }
+    assert set(local) == {"index.html", "report.md", "report.json"} and published == local
+    assert json.loads(_published(client, "report")["report.json"])["folder"] == f"s3://{BUCKET}/mc"
+    assert _marker(client, "report")["lineage"] == ["cochrane"]

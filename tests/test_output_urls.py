@@ -73,11 +73,11 @@ def _table(folder: Path, lineage: list[str] | None) -> Path:
 @pytest.mark.parametrize(
     "lineage", [["mimic-iii"], ["cochrane", "mimic-iv-note"], None, ["cochrane", "umls"]]
 )
-@pytest.mark.parametrize("stage", ["link", "align corpus", "filter", "build multicochrane"])
+@pytest.mark.parametrize("stage", ["link", "align corpus", "filter", "build multicochrane", "report"])
 def test_a_later_stage_of_data_not_public_never_reaches_a_store(
     stage, lineage, tmp_path, monkeypatch, capsys
 ):
-    """`link`, `align corpus`, `filter` and `build` publish to a store only data of public
+    """`link`, `align corpus`, `filter`, `build` and `report` publish to a store only data of public
     lineage: a MIMIC-derived input, one of unknown lineage or with a tag outside the public sources
     is one line, exit 2, before the store is reached (the endpoint here is a closed port, which
     would say "did not answer"), and no local folder is made."""
@@ -95,6 +95,8 @@ def test_a_later_stage_of_data_not_public_never_reaches_a_store(
     argv = ["--params", str(ROOT / "params.yaml")]
     if stage == "build multicochrane":
         argv += ["--set", f"build.multicochrane.pairs={data / 'pairs'}", "build", "multicochrane"]
+    elif stage == "report":
+        argv += ["report", str(data)]
     else:
         argv += [*stage.split(), "--input", str(data)]
     if stage == "link":
@@ -103,7 +105,9 @@ def test_a_later_stage_of_data_not_public_never_reaches_a_store(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "local folders only" in err[-1], err  # the command's line, then the refusal
     assert "MIMIC-derived text never leaves the machine" in err[-1] and "did not answer" not in err[-1]
-    named = "build.multicochrane are" if stage.startswith("build") else f"input --input {data} is"
+    named = {"build multicochrane": "build.multicochrane are", "report": f"input FOLDER {data} is"}.get(
+        stage, f"input --input {data} is"
+    )
     shown = {None: "unknown", "umls": "cochrane, 1 unlisted tag(s)"}.get(
         lineage[-1] if lineage else None, ", ".join(lineage or [])
     )

@@ -107,7 +107,7 @@ def add_job_arguments(parser, input_help: str, default_output: str) -> None:
 # never leaves the machine (PhysioNet DUA): notes and radiology keep local folders, and a later
 # stage whose input is MIMIC-derived or of unknown lineage is refused in one line.
 URL_OUTPUT_COMMANDS = frozenset(
-    {"cochrane", "msd", "plaba", "link", "align corpus", "filter"}
+    {"cochrane", "msd", "plaba", "link", "align corpus", "filter", "report"}
     | {f"build {name}" for name in ("multicochrane", "medlane", "msd", "plaba", "radiology")}
 )
 

@@ -161,8 +161,9 @@ def input_lineage(path: str, flag: str = "--input") -> tuple[str, ...] | None:
     """The lineage of an input, local or in a store (None: unknown): locally
     `medsimp.lineage.read_lineage` (its folder's marker and its Parquet tables); in a store the
     lineage the published output's marker records joined with its Parquet tables'
-    (`parquet_lineage`), or the tables' alone when no marker holds it."""
-    from pipelines.sources.files import parquet_lineage
+    (`parquet_lineage`; a table without one makes it unknown), or the tables' alone when no
+    marker holds it."""
+    from pipelines.sources.files import list_files, parquet_lineage
 
     if not is_url(path):
         return tags_of.read_lineage(path)
@@ -170,6 +171,8 @@ def input_lineage(path: str, flag: str = "--input") -> tuple[str, ...] | None:
     tables = parquet_lineage(read)
     if marker is None:
         return tables
+    if tables is None and (read.endswith(".parquet") or list_files(FileSystems.join(read, "**.parquet"))):
+        return None  # a table that records no lineage: unknown, whatever the marker says
     value = marker.get("lineage")
     recorded = (
         tags_of.normalise(value)

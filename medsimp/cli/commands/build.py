@@ -119,6 +119,7 @@ def _build_to_store(args: argparse.Namespace, cfg, located, params, output: str,
 
     from medsimp import lineage
     from medsimp.atomic import current_command
+    from medsimp.cli.source_job import stage_input
     from medsimp.corpora.card import input_lineage
     from medsimp.errors import UsageError
     from pipelines.jobs import objstore
@@ -137,6 +138,7 @@ def _build_to_store(args: argparse.Namespace, cfg, located, params, output: str,
     if error is not None:  # before the store is touched
         raise error
     folder = os.path.join(scratch, "built")
+    stage_input(args, {})  # the store reached with the params' Beam options (also with local inputs)
     with objstore.publish(output, current_command(), lineage.marker_tags(tags), force=args.force) as prefix:
         # uploaded before the stage's metrics are written: they never describe an unpublished run
         return _build(

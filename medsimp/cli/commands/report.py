@@ -2,6 +2,8 @@
 `report.md`, `report.json`, and one PNG per config in --plots (DVC plots):
     medsimp report builders/multicochrane --sentences out/cochrane/sentences --output out/report/multicochrane --plots plots/report/multicochrane
 MIMIC-derived builders show no text unless --show-restricted (then under a do-not-share banner).
+The builder and --sentences may be in an object store (read from a local copy), and so may the
+report of a builder of public data (docs/refresh.md "Outputs in an object store").
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("folder", help="builder folder, e.g. builders/multicochrane")
+    parser.add_argument(
+        "folder",
+        help="builder folder, e.g. builders/multicochrane, or the object-store prefix it was published to",
+    )
     parser.add_argument(
         "--sentences",
         help="sentence table of a pair builder (deletion and "
         "elaboration ratios), e.g. out/cochrane/sentences",
     )
-    parser.add_argument("--output", help="report folder (default: out/report/<builder>)")
+    parser.add_argument(
+        "--output",
+        help="report folder (default: out/report/<builder>), or an object-store prefix for a builder of "
+        "public data (s3://bucket/x; docs/refresh.md)",
+    )
     parser.add_argument("--plots", help="folder for the PNG plots (DVC plots)")
     parser.add_argument(
         "--show-restricted",
@@ -35,6 +44,73 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from medsimp.atomic import is_url
+
+    if any(is_url(value) for value in (args.folder, args.sentences, args.output) if value):
+        return _with_store(args)
+    return _report(args, args.folder, args.sentences, args.output)
+
+
+def _with_store(args: argparse.Namespace) -> int:
+    """The report of a builder folder (and sentence table) in an object store, read from a local
+    copy (`objstore.download`), and/or into a store: written in a local scratch folder, then
+    uploaded to a fresh run prefix and published (`objstore.publish`), for a builder of public
+    data only (`objstore.check_public`, and the card's `mimic_derived`): one line, exit 2, before
+    the store is written, otherwise."""
+    import os
+    import tempfile
+
+    from medsimp.atomic import current_command, is_url
+    from medsimp.cli.source_job import stage_input
+    from medsimp.errors import UsageError
+    from medsimp.report import data as report
+    from pipelines.jobs import objstore
+
+    with tempfile.TemporaryDirectory(prefix="medsimp-report-") as scratch:
+        named = {
+            flag: value for flag, value in (("FOLDER", args.folder), ("--sentences", args.sentences)) if value
+        }
+        urls = {flag: value for flag, value in named.items() if is_url(value)}
+        stage_input(args, urls)  # the store reached with the params' Beam options; buckets checked
+        local = {
+            flag: objstore.download(url, os.path.join(scratch, str(n)), flag)
+            for n, (flag, url) in enumerate(sorted(urls.items()))
+        }
+        folder, sentences = local.get("FOLDER", args.folder), local.get("--sentences", args.sentences)
+        shown = args.folder if is_url(args.folder) else None
+        if not args.output or not is_url(args.output):
+            return _report(args, folder, sentences, args.output, shown)
+        tags = objstore.check_public(args.output, named)  # before the store is written
+        if (report.read_card(Path(folder)).get("medsimp") or {}).get("mimic_derived", True):
+            raise UsageError(
+                f"--output {args.output}: this output goes to local folders only: the builder {args.folder} "
+                "is MIMIC-derived (its card); MIMIC-derived text never leaves the machine (docs/refresh.md)"
+            )
+        built = os.path.join(scratch, "report")
+        with objstore.publish(args.output, current_command(), tags, force=args.force) as prefix:
+            return _report(
+                args,
+                folder,
+                sentences,
+                built,
+                shown,
+                then=lambda: objstore.upload(built, prefix),
+                shown_out=args.output,
+            )
+
+
+def _report(
+    args: argparse.Namespace,
+    folder_path: str,
+    sentences_path: str | None,
+    output: str | None,
+    shown: str | None = None,
+    then=None,
+    shown_out: str | None = None,
+) -> int:
+    """The report of the local builder folder `folder_path` into the local folder `output`
+    (default out/report/<builder>); `shown` names the folder in the report when it is a copy
+    (its URL); `then()` runs once the folder is written, before the plots and the summary."""
     import jinja2
     import pyarrow.parquet as pq
 
@@ -49,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.stats import print_summary
 
     start = time.perf_counter()
-    folder = Path(args.folder)
+    folder = Path(folder_path)
     card = report.read_card(folder)
     meta = card.get("medsimp") or {}
     builder = str(meta.get("builder") or folder.name)
@@ -74,13 +150,13 @@ def run(args: argparse.Namespace) -> int:
         )
     syll = args.params_data.readability.syllable_languages
     sentences = None
-    if args.sentences:
+    if sentences_path:
         try:
             sentences = pq.read_table(
-                args.sentences, columns=["sentence_id", "doc_id", "side", "language"]
+                sentences_path, columns=["sentence_id", "doc_id", "side", "language"]
             ).to_pylist()
         except (OSError, ValueError, KeyError):
-            raise InputError(f"{args.sentences}: not a sentence table") from None
+            raise InputError(f"{sentences_path}: not a sentence table") from None
     # the aligner's calibration beside the model the card names, found by what decides its
     # scores (alignment.calibration): the kept rows' expected precision, or why there is none
     estimator = None
@@ -151,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     counts = {k: v for k, v in stats.items() if not isinstance(v, (dict, list))}
     data = {
         "builder": builder,
-        "folder": shown_path(folder, args.params_dir),  # not as typed: the same from any folder
+        "folder": shown or shown_path(folder, args.params_dir),  # not as typed: the same from any folder
         "lineage": list(lineage) if lineage else None,
         "restricted": restricted,
         "show_text": args.show_restricted or not restricted,
@@ -168,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
         r={**data, "images": images},
         semtype_tables={c: report.semtype_table(st["semtypes"]) for c, st in configs.items()},
     )
-    out = args.output or f"out/report/{report.plain_name(builder, folder, 'builder')}"
+    out = output or f"out/report/{report.plain_name(builder, folder, 'builder')}"
     plots = {name: Path(args.plots) / f"{name}.png" for name in pngs} if args.plots else {}
     for name, target in plots.items():  # a PNG medsimp did not write: refused before any write
         if check_file_target(target, same_content_ok=True) and target.read_bytes() != pngs[name]:
@@ -177,6 +253,8 @@ def run(args: argparse.Namespace) -> int:
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / "report.md").write_text(markdown(data), encoding="utf-8")
         write_json(tmp / "report.json", data)
+    if then is not None:
+        then()
     for name, target in plots.items():
         with atomic_file(target, same_content_ok=True) as tmp:
             tmp.write_bytes(pngs[name])
@@ -185,5 +263,5 @@ def run(args: argparse.Namespace) -> int:
         f"medsimp report {builder}",
         {"configs": len(configs), "html_bytes": len(html.encode("utf-8")), "seconds": round(seconds, 2)},
     )
-    print(f"wrote {Path(out) / 'index.html'}", file=sys.stderr)
+    print(f"wrote {shown_out + '/index.html' if shown_out else Path(out) / 'index.html'}", file=sys.stderr)
     return 0
