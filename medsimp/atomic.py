@@ -126,8 +126,8 @@ def check_local(path: str | Path, flag: str = "") -> None:
     if is_url(path):
         raise UsageError(
             f"{flag + ' ' if flag else ''}{path}: this output goes to local folders only (only the "
-            "cochrane, msd and plaba jobs publish to object stores; MIMIC-derived text never leaves "
-            "the machine; docs/refresh.md)"
+            "--output of cochrane, msd, plaba, and of link, align corpus, filter, build and report on "
+            "public data, goes to object stores; MIMIC-derived text never leaves the machine; docs/refresh.md)"
         )
 
 

@@ -129,13 +129,18 @@ def _duration(seconds: float) -> str:
 @contextlib.contextmanager
 def watch(folder: str, total: int, label: str, unit: str = "documents") -> Iterator[None]:
     """While the block runs (a Beam job whose DoFns tick a `ProgressSink(folder)`): `shown` with
-    the `unit`s the workers count in `folder`. The folder is removed on exit."""
+    the `unit`s the workers count in `folder`. The folder is removed on exit (its files first:
+    in an object store a "folder" is only their common prefix, which a published output would
+    otherwise list)."""
     from apache_beam.io.filesystems import FileSystems
 
     try:
         with shown(label, total, lambda: _read_done(folder), unit):
             yield
     finally:
+        with contextlib.suppress(Exception):  # nothing was written: no file to remove
+            counts = FileSystems.match([FileSystems.join(folder, "*")])[0].metadata_list
+            FileSystems.delete([m.path for m in counts])
         with contextlib.suppress(Exception):  # nothing was written: no folder to remove
             FileSystems.delete([folder])
 

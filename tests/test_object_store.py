@@ -261,8 +261,9 @@ def test_a_store_that_accepts_but_never_answers_is_one_line_within_a_minute(tmp_
 
 
 def test_align_train_self_trains_on_a_table_in_the_store_as_on_a_local_one(s3, tmp_path):
-    """`align train`'s self-training pool read through Beam's FileSystems: the published run of
-    `cochrane --output s3://...` gives the model a local table gives, byte for byte; and
+    """`align train`'s self-training pool read through Beam's FileSystems: the prefix
+    `cochrane --output s3://...` published to (its marker followed to the run) gives the model a
+    local table gives, byte for byte; and
     `align corpus` on it aligns what it aligns on the local table."""
     env, client = s3
     for out in ("local", f"s3://{BUCKET}/pool"):
@@ -271,9 +272,8 @@ def test_align_train_self_trains_on_a_table_in_the_store_as_on_a_local_one(s3, t
     gold = tmp_path / "gold.jsonl"  # two gold reviews: the sample's others are the pool
     lines = (ROOT / "data" / "sample" / "align_gold.jsonl").read_text(encoding="utf-8").splitlines(True)
     gold.write_text("".join(lines[:2]), encoding="utf-8")
-    run = _marker(client, "pool")["run"]
-    models = {}
-    for name, table in (("local", "local"), ("store", f"s3://{BUCKET}/pool/runs/{run}")):
+    models = {}  # the store table named by its prefix: the marker leads to the published run
+    for name, table in (("local", "local"), ("store", f"s3://{BUCKET}/pool")):
         args = ["--set", "align.crf.epochs=5", "--set", f"cache.dir={tmp_path / 'cache'}", "align", "train"]
         args += ["--gold", str(gold), "--input", table, "--output", f"m-{name}"]
         trained = _cli(env, tmp_path, *args)
@@ -282,7 +282,9 @@ def test_align_train_self_trains_on_a_table_in_the_store_as_on_a_local_one(s3, t
         stats = json.loads((tmp_path / f"m-{name}" / "stats.json").read_text())["self_training"]
         assert stats["pool_used"] > 0 and stats["pseudo_pairs"] > 0
     assert models["store"] == models["local"]
-    # `align corpus --input s3://...` (exit 4 before: the store settings never reached Beam)
+    # `align corpus --input s3://...` (exit 4 before: the store settings never reached Beam),
+    # a run named by hand read as given
+    run = _marker(client, "pool")["run"]
     for name, table in (("local", "local"), ("store", f"s3://{BUCKET}/pool/runs/{run}")):
         args = [
             "--set",
@@ -381,3 +383,203 @@ def test_link_reads_a_table_in_the_store_as_a_local_one(s3, tmp_path):
         linked = _cli(env, tmp_path, *args, "--output", f"linked-{name}", "--index", "umls")
         assert linked.returncode == 0, linked.stderr[-1500:]
     assert _local(tmp_path / "linked-store") == _local(tmp_path / "linked-local") != {}
+
+
+def _english_sample(tmp_path: Path) -> Path:
+    """The sample's English records (and its bad ones): the English chain, without Vecalign."""
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    english = tmp_path / "english.jsonl"
+    english.write_text("".join(line for line in lines if '"language": "en"' in line), encoding="utf-8")
+    return english
+
+
+def _chain(env, tmp_path: Path, where: dict[str, str], model: Path, index: Path) -> None:
+    """link, align corpus, filter and build multicochrane from `where["cochrane"]` to
+    `where["build"]`, each stage reading the one before it as named in `where` (a local folder or
+    the store prefix the stage published to, never a run)."""
+    cache = ["--set", f"cache.dir={tmp_path / ('cache-' + where['name'])}"]
+    steps = [
+        ["link", "--input", where["cochrane"], "--output", where["link"], "--index", str(index)],
+        ["align", "corpus", "--input", where["cochrane"], "--output", where["align"], "--model", str(model)],
+        ["filter", "--input", where["align"], "--output", where["filter"]],
+        [
+            *("--set", f"build.multicochrane.pairs={where['filter']}/pairs"),
+            *("--set", f"build.multicochrane.sentences={where['cochrane']}/sentences"),
+            *("--set", f"build.multicochrane.linked={where['link']}"),
+            *("--set", f"align.output={where['align']}"),
+            *("build", "multicochrane", "--output", where["build"]),
+        ],
+    ]
+    for step in steps:
+        done = _cli(env, tmp_path, *cache, *step)
+        assert done.returncode == 0, (step, done.stderr[-1500:])
+
+
+def _card(text: bytes, names: dict[str, str], local: dict[str, str]) -> tuple[dict, list[str]]:
+    """A builder card's YAML header and body with the inputs' names made local and the params
+    hashes left out."""
+    import yaml
+
+    card = text.decode("utf-8")
+    for stage, name in names.items():
+        if stage != "name":
+            card = card.replace(name, local[stage])
+    head, body = card[4:].split("\n---\n", 1)
+    meta = yaml.safe_load(head)
+    differ = ("params_hash", "params_hash.align")
+    meta["medsimp"] = {k: v for k, v in meta["medsimp"].items() if k not in differ}
+    return meta, [line for line in body.splitlines() if not any(f"| {k} |" in line for k in differ)]
+
+
+def test_the_english_chain_from_a_store_to_a_store_equals_the_local_chain(s3, tmp_path, monkeypatch):
+    """`link`, `align corpus`, `filter` and `build multicochrane` read `s3://` inputs (the
+    prefixes the stages before them published to: the marker leads to the run) and publish to
+    `s3://` (public lineage): every stage's files are the local chain's bytes, the builder's card
+    differs only in naming its inputs by URL, and `datasets.load_dataset` reads the builder folder
+    downloaded by `objstore.download`. (Before: "local folders only" for every output after
+    cochrane; build read an s3:// input as a local path.)"""
+    env, client = s3
+    english = _english_sample(tmp_path)
+    gold = tmp_path / "gold.jsonl"
+    lines = (ROOT / "data" / "sample" / "align_gold.jsonl").read_text(encoding="utf-8").splitlines(True)
+    gold.write_text("".join(lines[:2]), encoding="utf-8")
+    shared = [  # the index and the model both chains use (self-training off: the gold alone)
+        ["umls-index", "--output", "umls"],
+        ["--set", "align.crf.epochs=5", "--set", "align.self_training.enabled=false"]
+        + ["align", "train", "--gold", str(gold), "--output", "model"],
+    ]
+    for step in shared:
+        done = _cli(env, tmp_path, *step)
+        assert done.returncode == 0, done.stderr[-1500:]
+    stages = ("cochrane", "link", "align", "filter", "build")
+    local = {"name": "local", **{s: str(tmp_path / f"local-{s}") for s in stages}}
+    store = {"name": "store", **{s: f"s3://{BUCKET}/chain/{s}" for s in stages}}
+    for where in (local, store):
+        made = _cli(env, tmp_path, "cochrane", "--input", str(english), "--output", where["cochrane"])
+        assert made.returncode == 0, made.stderr[-1500:]
+        _chain(env, tmp_path, where, tmp_path / "model", tmp_path / "umls")
+    for stage in ("link", "align", "filter"):
+        expected = _local(Path(local[stage]))
+        assert expected and _published(client, f"chain/{stage}") == expected, stage
+        marker = _marker(client, f"chain/{stage}")
+        assert marker["lineage"] == ["cochrane"] and marker["command"] == (
+            "align corpus" if stage == "align" else stage
+        )
+    built = _published(client, "chain/build")
+    expected = _local(Path(local["build"]))
+    assert set(built) == set(expected) and len(expected) > 4
+    for rel, data in expected.items():
+        if rel != "README.md":
+            assert built[rel] == data, rel
+    # the card names its inputs as params named them (URLs; so the params hashes of build and
+    # align, whose output the card reads, differ); all else, their content hashes too, is equal
+    (ours, ours_body), (theirs, theirs_body) = (
+        _card(built["README.md"], store, local),
+        _card(expected["README.md"], local, local),
+    )
+    differ = [k for k in {*ours, *theirs} if k != "medsimp" and ours.get(k) != theirs.get(k)] + [
+        (k, ours["medsimp"].get(k), theirs["medsimp"].get(k))
+        for k in {*ours["medsimp"], *theirs["medsimp"]}
+        if ours["medsimp"].get(k) != theirs["medsimp"].get(k)
+    ]
+    assert not differ and ours_body == theirs_body, differ
+    assert _marker(client, "chain/build")["lineage"] == ["cochrane"]
+    # a user's copy of the published builder folder loads as the local one does
+    from datasets import load_dataset
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    from pipelines.jobs import objstore
+    from pipelines.jobs.store import use_store
+
+    use_store(None, (), {})  # Beam's S3 filesystem, as the commands set it up
+    folder = objstore.download(f"s3://{BUCKET}/chain/build", str(tmp_path / "downloaded"))
+    assert _local(Path(folder)) == built
+    for config in ("en", "en-filtered"):
+        ours = load_dataset(folder, config, cache_dir=str(tmp_path / "hf"))
+        theirs = load_dataset(local["build"], config, cache_dir=str(tmp_path / "hf-local"))
+        assert {s: ours[s].to_list() for s in ours} == {s: theirs[s].to_list() for s in theirs}
+        assert sum(ours[s].num_rows for s in ours) > 0
+
+
+def test_a_file_of_several_parts_publishes_whole_and_one_failing_half_way_leaves_nothing(
+    s3, tmp_path, monkeypatch
+):
+    """At the real part size (`store.PART_BYTES`, not lowered): a file of four parts put in a
+    run prefix (`objstore.upload`) and published reads back byte-identical, as one object of four
+    parts; a run whose file fails after two parts have gone up publishes nothing: the marker
+    still names the first run, no object of the failed run and no unfinished upload is left."""
+    env, client = s3
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipelines.jobs import objstore, store
+
+    store.use_store(None, (), {})
+    data = os.urandom(3 * store.PART_BYTES + 12345)
+    (tmp_path / "out" / "table").mkdir(parents=True)
+    (tmp_path / "out" / "table" / "big.parquet").write_bytes(data)
+    url = f"s3://{BUCKET}/multipart"
+    with objstore.publish(url, "cochrane", ["cochrane"]) as prefix:
+        objstore.upload(str(tmp_path / "out"), prefix)
+    run = _marker(client, "multipart")["run"]
+    read, files = objstore.published_files(url)
+    assert files == {"table/big.parquet": len(data)}
+    with FileSystems.open(FileSystems.join(read, "table/big.parquet")) as fh:
+        assert fh.read() == data
+    head = client.head_object(Bucket=BUCKET, Key=f"multipart/runs/{run}/table/big.parquet")
+    assert head["ContentLength"] == len(data) and head["ETag"].endswith('-4"')  # four parts
+    assert _uploads(client) == []
+    with (
+        pytest.raises(RuntimeError, match="half-way"),
+        objstore.publish(url, "cochrane", ["cochrane"]) as prefix,
+    ):
+        with store.create_file(FileSystems.join(prefix, "table/big.parquet")) as fh:
+            fh.write(data[: 2 * store.PART_BYTES + 1])
+            assert _uploads(client) == [
+                "multipart/" + prefix.split("/multipart/", 1)[1] + "/table/big.parquet"
+            ]
+            raise RuntimeError("half-way")
+    assert _marker(client, "multipart")["run"] == run
+    assert {k.split("/")[0] for k in _keys(client, "multipart/runs/")} == {run}
+    assert _uploads(client) == []
+    assert objstore.download(url, str(tmp_path / "back")) == str(tmp_path / "back")
+    assert (tmp_path / "back" / "table" / "big.parquet").read_bytes() == data
+
+
+def test_a_builder_and_its_report_of_public_data_publish_to_the_store(s3, tmp_path):
+    """`build multicochrane` from local tables to `s3://` publishes the local build's bytes, and
+    `report` of that published builder (read from a local copy) into `s3://` publishes the local
+    report's bytes but for the builder folder it names (the URL). A report of a MIMIC-derived
+    builder never goes there (tests/test_output_urls.py)."""
+    env, client = s3
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "builders"))
+    import upstream
+
+    cfg = upstream.write_cochrane(tmp_path / "up")
+    sets = [a for key, value in cfg.items() for a in ("--set", f"build.multicochrane.{key}={value}")]
+    sets += ["--set", "build.multicochrane.split={seed: 13, validation: 0.2, test: 0.2}"]
+    for out in (str(tmp_path / "mc"), f"s3://{BUCKET}/mc"):
+        built = _cli(env, tmp_path, *sets, "build", "multicochrane", "--output", out)
+        assert built.returncode == 0, built.stderr[-1500:]
+    expected = _local(tmp_path / "mc")
+    assert len(expected) > 4 and _published(client, "mc") == expected
+    assert _marker(client, "mc")["lineage"] == ["cochrane"] and _marker(client, "mc")["command"] == (
+        "build multicochrane"
+    )
+    sentences = ["--sentences", cfg["sentences"]]
+    for folder, out in (
+        (str(tmp_path / "mc"), str(tmp_path / "report")),
+        (f"s3://{BUCKET}/mc", f"s3://{BUCKET}/report"),
+    ):
+        made = _cli(env, tmp_path, "report", folder, *sentences, "--output", out)
+        assert made.returncode == 0, made.stderr[-1500:]
+    local = _local(tmp_path / "report")
+    published = {
+        rel: data.replace(f"s3://{BUCKET}/mc".encode(), str(tmp_path / "mc").encode())
+        for rel, data in _published(client, "report").items()
+    }
+    assert set(local) == {"index.html", "report.md", "report.json"} and published == local
+    assert json.loads(_published(client, "report")["report.json"])["folder"] == f"s3://{BUCKET}/mc"
+    assert _marker(client, "report")["lineage"] == ["cochrane"]

@@ -1,6 +1,8 @@
 """An output named by a URL is refused with one line, exit 2, and no local folder named after it
 (issue 36 item 2: `--output gs://bucket/x` used to exit 0 and write `./gs:/bucket/x`), except
-the --output of the public source jobs, which publish to object stores (test_object_store.py)."""
+the --output of the public source jobs, and of link, align corpus, filter and build on public
+data, which publish to object stores (test_object_store.py). MIMIC-derived data, or data of
+unknown lineage, is refused before the store is reached (issue 55 §1)."""
 
 from __future__ import annotations
 
@@ -18,13 +20,20 @@ SAMPLE = ROOT / "data" / "sample"
     "argv",
     [
         ["radiology", "--input", str(SAMPLE / "NOTEEVENTS.csv"), "--output", "gs://bucket/x"],
-        ["filter", "--output", "s3://bucket/x"],
+        ["filter", "--input", str(SAMPLE / "no-such-align-output"), "--output", "s3://bucket/x"],
         ["plaba", "--input", str(SAMPLE / "plaba.json"), "--output", "out", "--metrics", "s3://b/m.json"],
         ["build", "medlane", "--output", "file://x/medlane"],
         ["--set", "notes.output=gs://b/notes", "notes", "--input", str(SAMPLE / "NOTEEVENTS.csv")],
         ["evaluate", "stage", "--metrics", "m", "--plots", "gs://b/plots.json"],
     ],
-    ids=["gs-output", "s3-output", "s3-metrics", "file-url-output", "url-from-params", "gs-plots"],
+    ids=[
+        "gs-output",
+        "s3-output-unknown-lineage",
+        "s3-metrics",
+        "file-url-output",
+        "url-from-params",
+        "gs-plots",
+    ],
 )
 def test_a_url_output_is_one_line_exit_2_and_no_local_folder(argv, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -44,3 +53,63 @@ def test_the_atomic_writers_refuse_a_url_before_any_folder(tmp_path, monkeypatch
             with writer("gs://bucket/x.json"):
                 pass
     assert list(tmp_path.iterdir()) == []
+
+
+def _table(folder: Path, lineage: list[str] | None) -> Path:
+    """A one-row Parquet table under `folder` with `lineage` in its schema (None: none recorded)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from medsimp.lineage import with_lineage
+
+    folder.mkdir(parents=True)
+    table = pa.table({"doc_id": ["d1"]})
+    if lineage is not None:
+        table = table.replace_schema_metadata(with_lineage(table.schema, lineage).metadata)
+    pq.write_table(table, folder / "part-00000-of-00001.parquet")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "lineage", [["mimic-iii"], ["cochrane", "mimic-iv-note"], None, ["cochrane", "umls"]]
+)
+@pytest.mark.parametrize("stage", ["link", "align corpus", "filter", "build multicochrane", "report"])
+def test_a_later_stage_of_data_not_public_never_reaches_a_store(
+    stage, lineage, tmp_path, monkeypatch, capsys
+):
+    """`link`, `align corpus`, `filter`, `build` and `report` publish to a store only data of public
+    lineage: a MIMIC-derived input, one of unknown lineage or with a tag outside the public sources
+    is one line, exit 2, before the store is reached (the endpoint here is a closed port, which
+    would say "did not answer"), and no local folder is made."""
+    from loopback import free_port
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    data = tmp_path / "in"
+    sub = {"link": "sentences", "align corpus": "sentences", "filter": "pairs"}.get(stage, "pairs")
+    _table(data / sub, lineage)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    argv = ["--params", str(ROOT / "params.yaml")]
+    if stage == "build multicochrane":
+        argv += ["--set", f"build.multicochrane.pairs={data / 'pairs'}", "build", "multicochrane"]
+    elif stage == "report":
+        argv += ["report", str(data)]
+    else:
+        argv += [*stage.split(), "--input", str(data)]
+    if stage == "link":
+        argv += ["--index", str(tmp_path / "no-index")]
+    assert main([*argv, "--output", "s3://bucket/x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "local folders only" in err[-1], err  # the command's line, then the refusal
+    assert "MIMIC-derived text never leaves the machine" in err[-1] and "did not answer" not in err[-1]
+    named = {"build multicochrane": "build.multicochrane are", "report": f"input FOLDER {data} is"}.get(
+        stage, f"input --input {data} is"
+    )
+    shown = {None: "unknown", "umls": "cochrane, 1 unlisted tag(s)"}.get(
+        lineage[-1] if lineage else None, ", ".join(lineage or [])
+    )
+    assert f"{named} not public data (lineage: {shown})" in err[-1], err  # which input, and why
+    assert list(work.iterdir()) == [], "a local folder was made for a URL output"

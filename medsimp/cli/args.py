@@ -103,10 +103,16 @@ def add_job_arguments(parser, input_help: str, default_output: str) -> None:
     add_beam_arguments(parser)
 
 
-# Commands whose --output may be an object-store URL: the source jobs of public data. MIMIC-derived
-# text never leaves the machine (PhysioNet DUA), so notes, radiology and every stage after a
-# source job keep local folders.
-URL_OUTPUT_COMMANDS = frozenset({"cochrane", "msd", "plaba"})
+# Commands whose --output may be an object-store URL: the source jobs of public data, and the
+# stages after them that publish through pipelines.jobs.objstore once their inputs' lineage is
+# public (`pipelines.jobs.objstore.stage_output`; a builder's, `medsimp.corpora.stage.build`; a
+# report's, `medsimp.report.stage.report`). MIMIC-derived text never leaves the machine (PhysioNet
+# DUA): notes and radiology keep local folders, and a later stage whose input is MIMIC-derived or
+# of unknown lineage is refused in one line.
+URL_OUTPUT_COMMANDS = frozenset(
+    {"cochrane", "msd", "plaba", "link", "align corpus", "filter", "report"}
+    | {f"build {name}" for name in ("multicochrane", "medlane", "msd", "plaba", "radiology")}
+)
 
 
 # Arguments naming what a command writes; every other path argument is an input, which no

@@ -1,12 +1,18 @@
-"""`medsimp cochrane|msd|plaba`: run a source job into a local folder or an object store.
+"""Where a job's output goes: a local folder, or an object store for public data.
 
-Its own module (not medsimp.cli.args) so that only these three stages depend on the
-object-store code (dvc.yaml lists each stage's import closure).
+`run_source_job` runs `medsimp cochrane|msd|plaba`; `stage_input` and `stage_output` are how
+`link`, `filter` and `align train --input` read a published output and publish their own: the
+command's flags handed to `pipelines.jobs.objstore.stage_input`/`stage_output`, which the stage
+functions of `align corpus` (`pipelines.jobs.align.align_corpus`), `build`
+(`medsimp.corpora.stage`) and `report` (`medsimp.report.stage`) call with plain values. Its own module (not medsimp.cli.args)
+so that only the stages that may use a store depend on the object-store code (dvc.yaml lists
+each stage's import closure).
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from typing import Any
 
 
 def run_source_job(args, section_name: str, job) -> int:
@@ -37,3 +43,20 @@ def run_source_job(args, section_name: str, job) -> int:
             args.metrics,
         )
     return 0
+
+
+def stage_input(args, inputs: dict[str, str], beam_args=()) -> dict[str, str]:
+    """`objstore.stage_input` with the command's params `beam`: the stage's inputs (flag ->
+    path) as its job reads them (an object-store input checked, a published prefix read from
+    its run)."""
+    from pipelines.jobs import objstore
+
+    return objstore.stage_input(args.params_data.beam, beam_args, inputs)
+
+
+def stage_output(args, output: str, inputs: dict[str, str]) -> AbstractContextManager[Any]:
+    """`objstore.stage_output` with the command's --force: a local atomic folder, or an
+    object-store prefix published when the block ends, for inputs of public data only."""
+    from pipelines.jobs import objstore
+
+    return objstore.stage_output(output, inputs, force=args.force)

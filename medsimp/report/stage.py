@@ -2,6 +2,11 @@
 (`<output>/index.html`, `report.md`, `report.json`, one PNG per config in the plots folder). The
 command (`medsimp.cli.commands.report`) parses its flags and calls `report`.
 
+The builder folder and the sentence table may be in an object store (read from a local copy,
+`pipelines.jobs.objstore.download`), and so may the report of a builder of public data: written
+in a local scratch folder, then uploaded to a fresh run prefix and published
+(`objstore.publish`; docs/refresh.md "Outputs in an object store").
+
 Upstream facts are read from what upstream wrote: the filter the corpus went through from the
 card (`filter.recorded`, which `medsimp build` took from the filter stage's stats.json) and the
 merge the aligner used from the card (`aligner.merge`, from align's stats.json). A card without
@@ -11,9 +16,12 @@ them (built before 2026-12-06) is read with today's params, and the report says 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,43 +30,113 @@ import pyarrow.parquet as pq
 
 from alignment.calibration import estimate_line, filter_rule, find, model_folder, model_shown
 from medsimp import resources
-from medsimp.atomic import NOT_OURS, atomic_dir, atomic_file, check_file_target, write_json
+from medsimp.atomic import (
+    NOT_OURS,
+    atomic_dir,
+    atomic_file,
+    check_file_target,
+    current_command,
+    is_url,
+    write_json,
+)
 from medsimp.config import shown_path
 from medsimp.errors import InputError, UsageError
 from medsimp.lineage import is_restricted, read_lineage
-from medsimp.params_schema import AnnotateReport, Filter
+from medsimp.params_schema import AnnotateReport, Beam, Filter
 from medsimp.report import data as report_data
 from medsimp.report.markdown import markdown
 
 
 @dataclass(frozen=True)
 class Inputs:
-    folder: Path  # the builder folder
+    folder: str | Path  # the builder folder, or the object-store prefix it was published to
     sentences: str | None = None  # the sentence table of a pair builder
     show_restricted: bool = False  # show a MIMIC-derived builder's text (do-not-share banner)
 
 
 @dataclass(frozen=True)
 class Outputs:
-    folder: str | None = None  # the report folder (None: out/report/<builder>)
+    folder: str | None = None  # the report folder (None: out/report/<builder>), or a store prefix
     plots: str | None = None  # the folder for the PNG plots (DVC plots)
+    force: bool = False  # write a store prefix another command wrote
 
 
 @dataclass(frozen=True)
 class Sections:
     """The params the report reads: `annotate.report`, `filter` (a card that does not record
-    its filter only) and `readability.syllable_languages`."""
+    its filter only), `readability.syllable_languages` and `beam` (how an object store is
+    reached, when a folder is in one)."""
 
     report: AnnotateReport
     filter: Filter
     syllable_languages: list[str]
+    beam: Beam | None = None
 
 
 def report(inputs: Inputs, outputs: Outputs, sections: Sections, base: str = ".") -> dict[str, Any]:
     """Write the report; `base`: the params file's folder (paths are shown relative to it).
     -> the summary (`builder`, `configs`, `html_bytes`, `seconds`, `index`: the page written)."""
+    if any(is_url(str(value)) for value in (inputs.folder, inputs.sentences, outputs.folder) if value):
+        return _with_store(inputs, outputs, sections, base)
+    return _report(inputs, outputs, sections, base)
+
+
+def _with_store(inputs: Inputs, outputs: Outputs, sections: Sections, base: str) -> dict[str, Any]:
+    """The report of a builder folder (and sentence table) in an object store, read from a local
+    copy (`objstore.download`), and/or into a store: written in a local scratch folder, then
+    uploaded to a fresh run prefix and published (`objstore.publish`), for a builder of public
+    data only (`objstore.check_public`, and the card's `mimic_derived`): one line, exit 2, before
+    the store is written, otherwise."""
+    from pipelines.jobs import objstore
+
+    given = str(inputs.folder)
+    with tempfile.TemporaryDirectory(prefix="medsimp-report-") as scratch:
+        named = {
+            flag: value for flag, value in (("FOLDER", given), ("--sentences", inputs.sentences)) if value
+        }
+        urls = {flag: value for flag, value in named.items() if is_url(value)}
+        objstore.stage_input(sections.beam, (), urls)  # the store reached with the params' Beam options
+        local = {
+            flag: objstore.download(url, os.path.join(scratch, str(n)), flag)
+            for n, (flag, url) in enumerate(sorted(urls.items()))
+        }
+        folder = Path(local.get("FOLDER", given))
+        copy = replace(inputs, folder=folder, sentences=local.get("--sentences", inputs.sentences))
+        shown = given if is_url(given) else None
+        if not outputs.folder or not is_url(outputs.folder):
+            return _report(copy, outputs, sections, base, shown)
+        tags = objstore.check_public(outputs.folder, named)  # before the store is written
+        if (report_data.read_card(folder).get("medsimp") or {}).get("mimic_derived", True):
+            raise UsageError(
+                f"--output {outputs.folder}: this output goes to local folders only: the builder {given} "
+                "is MIMIC-derived (its card); MIMIC-derived text never leaves the machine (docs/refresh.md)"
+            )
+        built = os.path.join(scratch, "report")
+        with objstore.publish(outputs.folder, current_command(), tags, force=outputs.force) as prefix:
+            summary = _report(
+                copy,
+                replace(outputs, folder=built),
+                sections,
+                base,
+                shown,
+                lambda: objstore.upload(built, prefix),
+            )
+        return {**summary, "index": f"{outputs.folder.rstrip('/')}/index.html"}
+
+
+def _report(
+    inputs: Inputs,
+    outputs: Outputs,
+    sections: Sections,
+    base: str,
+    shown: str | None = None,
+    then: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """The report of the local builder folder `inputs.folder` into the local folder
+    `outputs.folder` (None: out/report/<builder>); `shown` names the folder in the report when it
+    is a copy (its URL); `then()` runs once the folder is written, before the plots."""
     start = time.perf_counter()
-    folder = inputs.folder
+    folder = Path(inputs.folder)
     card = report_data.read_card(folder)
     meta = card.get("medsimp") or {}
     builder = str(meta.get("builder") or folder.name)
@@ -129,7 +207,7 @@ def report(inputs: Inputs, outputs: Outputs, sections: Sections, base: str = "."
     counts = {k: v for k, v in stats.items() if not isinstance(v, (dict, list))}
     data = {
         "builder": builder,
-        "folder": shown_path(folder, base),  # not as typed: the same from any folder
+        "folder": shown or shown_path(folder, base),  # not as typed: the same from any folder
         "lineage": list(lineage) if lineage else None,
         "restricted": restricted,
         "show_text": show_text,
@@ -155,6 +233,8 @@ def report(inputs: Inputs, outputs: Outputs, sections: Sections, base: str = "."
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / "report.md").write_text(markdown(data), encoding="utf-8")
         write_json(tmp / "report.json", data)
+    if then is not None:
+        then()
     for name, target in plots.items():
         with atomic_file(target, same_content_ok=True) as tmp:
             tmp.write_bytes(pngs[name])

@@ -18,11 +18,11 @@ from alignment.bridge import DocumentError, align_document
 from alignment.crf import CRFAligner
 from alignment.encoders import PairEncoders, make_encoder
 from alignment.stage import corpus_scoring_key
-from medsimp.atomic import atomic_dir
 from medsimp.params_schema import Align, Beam
 from medsimp.progress import ProgressSink, watch
 from medsimp.provenance import used_aligner
 from medsimp.schemas import PAIRS, pair_sort_key
+from pipelines.jobs import objstore
 from pipelines.jobs.beam_io import counters, new_pipeline, trim_heap
 from pipelines.jobs.common import (
     Counter,
@@ -34,7 +34,6 @@ from pipelines.jobs.common import (
     write_tables,
 )
 from pipelines.jobs.sorted_io import ReadDocuments
-from pipelines.jobs.store import use_store
 from pipelines.sources.files import parquet_lineage
 from pipelines.sources.tables import SENTENCE_FIELDS, check_sentence_table, grouped_by, sentence_files
 
@@ -187,29 +186,34 @@ def run(
 @dataclass(frozen=True)
 class Runtime:
     """How `align_corpus` runs besides params `align`: Beam's params and extra arguments, the
-    cache folder, the params file's folder (paths are recorded relative to it) and the metrics
-    file (DVC metrics; None: none)."""
+    cache folder, the params file's folder (paths are recorded relative to it), the metrics
+    file (DVC metrics; None: none) and --force (an object-store output another command wrote)."""
 
     beam: Beam
     beam_args: list[str]
     cache: str | None
     base: str = "."
     metrics: str | None = None
+    force: bool = False
 
 
 def align_corpus(table: str, out: str, params: Align, runtime: Runtime) -> dict:
-    """The `align` stage: the sentence table `table` (an s3:// one too) aligned into the folder
-    `out` with the model `params.model`; its stats.json records the aligner it used (the model,
-    its scoring key and the merge: the card reads them, not today's params). -> the stats."""
+    """The `align` stage: the sentence table `table` (or the object-store prefix a stage
+    published it to) aligned into the folder `out` (or, for public data only, an object-store
+    prefix it is published to: `objstore.stage_output`) with the model `params.model`; its
+    stats.json records the aligner it used (the model, its scoring key and the merge: the card
+    reads them, not today's params). -> the stats."""
+    named = {"--input": table}
+    read = objstore.stage_input(runtime.beam, runtime.beam_args, named)["--input"]  # an s3:// table
+    output = objstore.stage_output(out, named, runtime.force)  # public data only in a store
     used = {
         **used_aligner(params.model, runtime.base),
         "scoring_key": corpus_scoring_key(params, runtime.cache or None),
         "merge": params.crf.merge,  # what this run merged by: the card reads it, not today's params
     }
-    use_store(runtime.beam, runtime.beam_args, {"--input": table})  # an s3:// table
-    with atomic_dir(out) as tmp:
+    with output as tmp:
         return run(
-            table,
+            read,
             str(tmp),
             params,
             runtime.beam,

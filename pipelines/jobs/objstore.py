@@ -23,6 +23,17 @@ one line, in bounded time), and the unfinished uploads under a run prefix that i
 Guards, as locally: a prefix that holds objects but no medsimp marker is never written into,
 and one written by another command needs --force. Object stores offer medsimp no lock: run one
 writer per prefix (the last to publish wins).
+
+Reading a published output: `published_input` turns a URL at or under a marked prefix
+(`s3://b/x`, `s3://b/x/pairs`) into the same path under the published run
+(`s3://b/x/runs/<run>/pairs`), so a later stage's `--input` names the prefix a stage
+published to, never a run; `download` copies the published output holding a URL into a local
+folder (what `build` reads, and how a user fetches a builder folder for `load_dataset`).
+
+Only public data goes to a store (`check_public`): an output's lineage is the union of its
+inputs' (the published marker's and the Parquet tables'), and anything MIMIC-derived, of unknown
+lineage, or of a source outside `medsimp.lineage.PUBLIC` stays in local folders (PhysioNet's
+data use agreement: MIMIC-derived text never leaves the machine).
 """
 
 from __future__ import annotations
@@ -38,12 +49,24 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from medsimp.atomic import canonical_json, is_url
+from medsimp import lineage as tags_of
+from medsimp.atomic import atomic_dir, canonical_json, current_command, is_url
 from medsimp.errors import UsageError
 from medsimp.markers import MARKER
-from pipelines.jobs.store import abort_uploads, check_store, write_file
+from medsimp.params_schema import Beam
+from pipelines.jobs.store import abort_uploads, check_store, use_store, write_file
 
-__all__ = ["is_url", "publish", "published_files", "read_marker"]
+__all__ = [
+    "check_public",
+    "download",
+    "input_lineage",
+    "is_url",
+    "publish",
+    "published_files",
+    "published_input",
+    "read_marker",
+    "upload",
+]
 
 RUNS = "runs"  # URL/runs/<run>/: one run's files
 # How long the first listing of an output prefix may take. Beam's S3 and GCS clients retry an
@@ -58,7 +81,7 @@ def _short(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def _listing(url: str) -> dict[str, int]:
+def _listing(url: str, flag: str = "--output") -> dict[str, int]:
     """Relative path -> bytes of every object under `url/` (one line, exit 2, when the store
     cannot be reached or listed: no credentials, no such bucket, a scheme Beam lacks)."""
     root = url.rstrip("/") + "/"
@@ -66,7 +89,7 @@ def _listing(url: str) -> dict[str, int]:
         FileSystems.get_filesystem(root)
         found = FileSystems.match([root + "**"])[0].metadata_list
     except Exception as exc:  # the clients raise their own types; each is one line here
-        raise UsageError(f"--output {url}: cannot list it ({_short(exc)})") from None
+        raise UsageError(f"{flag} {url}: cannot list it ({_short(exc)})") from None
     return {m.path[len(root) :]: m.size_in_bytes for m in found if m.path.startswith(root)}
 
 
@@ -83,18 +106,165 @@ def read_marker(url: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("tool") == "medsimp" else None
 
 
-def published_files(url: str) -> tuple[str, dict[str, int]]:
+def published_files(url: str, flag: str = "") -> tuple[str, dict[str, int]]:
     """(the published run's prefix, its manifest) after checking that every manifest file is
     there at its size; UsageError when `url` holds no complete medsimp output."""
+    where = f"{flag} {url}".strip()
     marker = read_marker(url)
     if marker is None or not isinstance(marker.get("run"), str) or not isinstance(marker.get("files"), dict):
-        raise UsageError(f"{url}: no published medsimp output there (no {MARKER} naming a run)")
+        raise UsageError(f"{where}: no published medsimp output there (no {MARKER} naming a run)")
     prefix = FileSystems.join(url.rstrip("/"), RUNS, marker["run"])
-    there = _listing(prefix)
+    there = _listing(prefix, flag or "--input")
     missing = sorted(rel for rel, size in marker["files"].items() if there.get(rel) != size)
     if missing:
-        raise UsageError(f"{url}: published run {marker['run']} is incomplete ({len(missing)} files missing)")
+        raise UsageError(
+            f"{where}: published run {marker['run']} is incomplete ({len(missing)} files missing)"
+        )
     return prefix, dict(marker["files"])
+
+
+def _output_holding(url: str) -> tuple[str, str, dict[str, Any]] | None:
+    """(the prefix, the rest of `url` below it, its marker) of the nearest prefix at or above
+    `url` that holds a medsimp marker; None when there is none (or `url` names a run's files
+    itself: `.../runs/<run>/...`, read as given)."""
+    scheme, _, rest = url.rstrip("/").partition("://")
+    parts = rest.split("/")
+    for depth in range(len(parts), 0, -1):
+        below = parts[depth:]
+        if below[:1] == [RUNS]:  # a run's files named by hand: read as given
+            return None
+        root = f"{scheme}://{'/'.join(parts[:depth])}"
+        marker = read_marker(root)
+        if marker is not None:
+            return root, "/".join(below), marker
+    return None
+
+
+def _published(url: str, flag: str) -> tuple[str, dict[str, Any] | None]:
+    """(`url` as read, the marker of the published output holding it, else None): see
+    `published_input`."""
+    found = _output_holding(url) if is_url(url) else None
+    if found is None:
+        return url, None
+    root, below, marker = found
+    prefix, _ = published_files(root, flag)
+    return (FileSystems.join(prefix, below) if below else prefix), marker
+
+
+def published_input(url: str, flag: str = "--input") -> str:
+    """`url` as a job reads it: a URL at or under a prefix that holds a medsimp marker is read
+    from the published run (`s3://b/x/pairs` -> `s3://b/x/runs/<run>/pairs`), and UsageError
+    when that prefix has no complete published run; any other path is read as given."""
+    return _published(url, flag)[0]
+
+
+def input_lineage(path: str, flag: str = "--input") -> tuple[str, ...] | None:
+    """The lineage of an input, local or in a store (None: unknown): locally
+    `medsimp.lineage.read_lineage` (its folder's marker and its Parquet tables); in a store the
+    lineage the published output's marker records joined with its Parquet tables'
+    (`parquet_lineage`; a table without one makes it unknown), or the tables' alone when no
+    marker holds it."""
+    from pipelines.sources.files import list_files, parquet_lineage
+
+    if not is_url(path):
+        return tags_of.read_lineage(path)
+    read, marker = _published(path, flag)
+    tables = parquet_lineage(read)
+    if marker is None:
+        return tables
+    if tables is None and (read.endswith(".parquet") or list_files(FileSystems.join(read, "**.parquet"))):
+        return None  # a table that records no lineage: unknown, whatever the marker says
+    value = marker.get("lineage")
+    recorded = (
+        tags_of.normalise(value)
+        if isinstance(value, list) and all(isinstance(t, str) for t in value)
+        else None
+    )
+    return tags_of.union(recorded, tables) if tables is not None else recorded
+
+
+def check_public(output: str, inputs: dict[str, str]) -> list[str]:
+    """The lineage tags an object-store `output` records: the union of its `inputs`' (flag ->
+    path). UsageError, one line and before any write, when any input is MIMIC-derived, of unknown
+    lineage or of a source outside medsimp.lineage.PUBLIC: such data stays in local folders."""
+    found: list[tuple[str, ...] | None] = []
+    for flag, path in inputs.items():
+        tags = input_lineage(path, flag)
+        if tags_of.is_restricted(tags):
+            raise UsageError(
+                f"--output {output}: this output goes to local folders only: its input {flag} {path} "
+                f"is not public data (lineage: {tags_of.describe(tags)}); MIMIC-derived text never "
+                "leaves the machine (docs/refresh.md)"
+            )
+        found.append(tags)
+    return tags_of.marker_tags(tags_of.union(*found))
+
+
+def stage_input(beam: Beam | None, beam_args: Iterable[str], inputs: dict[str, str]) -> dict[str, str]:
+    """A stage's inputs (flag -> path) as its job reads them: every object-store input is
+    checked reachable (`store.use_store`, which also hands Beam the job's store options, params
+    `beam` and `beam_args`), and one at or under a prefix a medsimp stage published to is read
+    from its published run (`published_input`). Local paths are returned as they are."""
+    use_store(beam, beam_args, dict(inputs))
+    return {flag: published_input(path, flag) for flag, path in inputs.items()}
+
+
+def stage_output(
+    output: str, inputs: dict[str, str], force: bool = False
+) -> contextlib.AbstractContextManager[Any]:
+    """The folder a stage writes into: a local atomic folder (`atomic_dir`), or for a URL a fresh
+    run prefix that is published when the block ends (`publish`), after checking, before any
+    write, that every input (flag -> path, as named) is public data (`check_public`:
+    MIMIC-derived or unknown lineage is one line, exit 2); `force`: the command's --force."""
+    if not is_url(output):
+        return atomic_dir(output)
+    return publish(output, current_command(), check_public(output, inputs), force=force)
+
+
+def download(url: str, folder: str, flag: str = "--input") -> str:
+    """Copy the published output holding `url` (`published_input`: the whole run, so files
+    beside it, e.g. a stage's stats.json, come too), or the objects at and under an unmarked
+    `url`, into the local `folder`; the local path that stands for `url`."""
+    import os
+
+    found = _output_holding(url)
+    if found is not None:
+        root, below, _ = found
+        prefix, files = published_files(root, flag)
+    else:
+        prefix, below = url.rstrip("/"), ""
+        files = _listing(prefix, flag)
+        if not files:  # one object, not a prefix
+            prefix, below = FileSystems.split(prefix)
+            files = {below: 0}
+    for rel in sorted(files):
+        target = os.path.join(folder, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            with FileSystems.open(FileSystems.join(prefix, rel)) as src, open(target, "wb") as dst:
+                while block := src.read(1 << 20):
+                    dst.write(block)
+        except Exception as exc:  # the clients raise their own types; each is one line here
+            raise UsageError(f"{flag} {url}: cannot read {rel} ({_short(exc)})") from None
+    return os.path.join(folder, *below.split("/")) if below else folder
+
+
+def upload(folder: str, prefix: str) -> None:
+    """Copy a local folder's files (not its `.`-names: markers, locks) under `prefix`, each
+    whole or not at all (`store.write_file`'s writer): how an output built locally is put in a
+    run prefix that `publish` then publishes."""
+    from pathlib import Path
+
+    from pipelines.jobs.store import create_file
+
+    root = Path(folder)
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if not path.is_file() or any(part.startswith(".") for part in rel.parts):
+            continue
+        with path.open("rb") as src, create_file(FileSystems.join(prefix, *rel.parts)) as dst:
+            while block := src.read(1 << 20):
+                dst.write(block)
 
 
 def _write_marker(url: str, marker: dict[str, Any]) -> None:

@@ -37,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
     from alignment.gold import gold_sources
     from alignment.stage import TrainRun, train
     from medsimp.atomic import check_output_target, hold
+    from medsimp.cli.source_job import stage_input
     from medsimp.config import cache_path, resolve_output, resolve_path, shown_path
     from medsimp.errors import InputError
     from medsimp.stats import finish_stage
-    from pipelines.jobs.store import use_store
 
     params = args.params_data.align
     out = args.output or resolve_output(params.model, args.params_dir, "align.model")  # before any work
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         )
     table = (args.input or resolve_path(params.input, args.params_dir)) if enabled else None
     if table:  # an object-store table (s3://...) is reached with the params' Beam options, as the jobs do
-        use_store(args.params_data.beam, (), {"--input": table})
+        table = stage_input(args, {"--input": table})["--input"]  # a published prefix: its run
     run = TrainRun(
         gold=args.gold or [resolve_path(g, args.params_dir) for g in gold_sources(params.gold)],
         gold_format=args.gold_format or params.gold_format,

@@ -5,7 +5,8 @@
 
 Inputs and options come from the params section `build.<name>` (override with
 `--set build.<name>.<key>=...`). The folder is written atomically and
-deterministically; `datasets.load_dataset(folder, config)` then works offline.
+deterministically; `datasets.load_dataset(folder, config)` then works offline. Inputs may be
+in an object store, and so may --output for a corpus of public data (docs/refresh.md).
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ HEADLINE = ("read", "kept", "filtered", "rejected")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", help="builder: multicochrane, medlane, msd, plaba or radiology")
-    parser.add_argument("--output", help="dataset folder to write (default: builders/<name>)")
+    parser.add_argument(
+        "--output",
+        help="dataset folder to write (default: builders/<name>), or an object-store prefix for a "
+        "corpus of public data (s3://bucket/x; docs/refresh.md)",
+    )
     parser.add_argument("--metrics", help="also write the stats JSON here (DVC metrics)")
 
 
@@ -47,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.corpora.writer import git_revision
     from medsimp.stats import finish_stage
 
-    stats = build(args.name, args.output, args.params_data, args.params_dir)
+    stats = build(args.name, args.output, args.params_data, args.params_dir, args.force)
     flat = {k: v for k, v in stats.items() if k not in ("builder", "splits")}
     flat.update({f"rows {cfg}": splits for cfg, splits in stats["splits"].items()})
     finish_stage(
