@@ -199,6 +199,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "alignment.gold": "heavy: pysbd",
         "alignment.score": "heavy: pysbd, sentalign",
     },
+    "medsimp.corpora.stage": {"pipelines.jobs.objstore": "heavy: apache_beam, psutil"},
     "medsimp.corpora.publish": {
         "huggingface_hub": "heavy: huggingface_hub",
         "pyarrow": "heavy: pyarrow",
@@ -285,6 +286,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "yaml": "heavy: yaml",
     },
     "medsimp.refresh.plan": {"yaml": "heavy: yaml"},
+    "medsimp.report.stage": {"pipelines.jobs.objstore": "heavy: apache_beam, psutil"},
     "medsimp.report.data": {
         "matplotlib": "heavy: matplotlib",
         "matplotlib.pyplot": "heavy: matplotlib",
@@ -333,6 +335,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "pipelines.jobs.filter": {"alignment.overlap": "heavy: regex"},
     "pipelines.jobs.link": {"medsimp.text.readability": "heavy: regex"},
+    "pipelines.jobs.objstore": {"pipelines.sources.files": "heavy: pyarrow"},
     "pipelines.jobs.notes": {
         "pipelines.jobs.beam_io": "heavy: psutil",
         "pipelines.jobs.common": "heavy: psutil, pysbd",

@@ -40,11 +40,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import secrets
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
@@ -54,7 +56,7 @@ from medsimp.atomic import atomic_dir, canonical_json, current_command, is_url
 from medsimp.errors import UsageError
 from medsimp.markers import MARKER
 from medsimp.params_schema import Beam
-from pipelines.jobs.store import abort_uploads, check_store, use_store, write_file
+from pipelines.jobs.store import abort_uploads, check_store, create_file, use_store, write_file
 
 __all__ = [
     "check_public",
@@ -225,7 +227,6 @@ def download(url: str, folder: str, flag: str = "--input") -> str:
     """Copy the published output holding `url` (`published_input`: the whole run, so files
     beside it, e.g. a stage's stats.json, come too), or the objects at and under an unmarked
     `url`, into the local `folder`; the local path that stands for `url`."""
-    import os
 
     found = _output_holding(url)
     if found is not None:
@@ -253,10 +254,6 @@ def upload(folder: str, prefix: str) -> None:
     """Copy a local folder's files (not its `.`-names: markers, locks) under `prefix`, each
     whole or not at all (`store.write_file`'s writer): how an output built locally is put in a
     run prefix that `publish` then publishes."""
-    from pathlib import Path
-
-    from pipelines.jobs.store import create_file
-
     root = Path(folder)
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
