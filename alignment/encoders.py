@@ -26,6 +26,7 @@ from medsimp.doccache import (
     distribution_fingerprint,
     file_fingerprint,
 )
+from medsimp.errors import UsageError
 from medsimp.numerics import require_blas_pinned, require_pinned
 from medsimp.params_schema import E5Spec, EncoderSpec, LaserSpec, STSpec, UseSpec
 from medsimp.resources import resolve_model
@@ -122,10 +123,17 @@ class STEncoder:
         self.batch_size = spec.batch_size
         self.name = f"st-{Path(path).name if spec.model != 'minilm' else 'minilm'}"
         self.blas_threads: int | None = None
+        self._fingerprint: str | None = None
         if spec.matmul == "blas":
             from alignment.blas_linear import blas_linears
 
+            if spec.threads is None:  # OpenBLAS's own count is the machine's: other sums elsewhere
+                raise UsageError(
+                    "align.crf.encoder: matmul: blas needs a thread count (threads: 1, say): OpenBLAS's "
+                    "sums depend on it, so the machine's own would give other vectors on another machine"
+                )
             require_blas_pinned()  # the products follow OpenBLAS's kernels
+            self._fingerprint = self.fingerprint()  # of the weights as loaded, before the swap
             self.model = blas_linears(self.model)
             self.blas_threads = spec.threads
             # another sum order than torch's products: vectors cached by the one never answer
@@ -139,6 +147,8 @@ class STEncoder:
 
     def fingerprint(self, lang: str | None = None) -> str:
         """The model folder's files; for a hub name loaded from the local hub cache, its weights."""
+        if self._fingerprint is not None:
+            return self._fingerprint
         if Path(self._path).is_dir():
             return file_fingerprint(self._path)
         digest = hashlib.sha256(self._path.encode())

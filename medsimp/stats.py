@@ -66,6 +66,8 @@ def run_history(path: Path, record: Mapping[str, Any]) -> list[dict[str, Any]]:
     misses, documents = record.get("cache_misses"), record.get("documents")
     work = misses if isinstance(misses, int) and not isinstance(misses, bool) else documents
     point = {"cpu_seconds": record.get("cpu_seconds"), "documents": documents, "work": work}
+    if record.get("runner"):  # a portable runner's CPU is the launcher's only: fitted apart
+        point["runner"] = record["runner"]
     return [*past, point][-HISTORY_RUNS:]
 
 

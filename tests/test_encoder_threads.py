@@ -94,3 +94,14 @@ def test_the_crf_encoder_runs_torch_s_products_by_default_and_blas_as_an_option(
     assert np.array_equal(b, blas_enc.inner.encode(texts))
     assert (torch_enc.name, blas_enc.name) == ("st-minilm", "st-minilm+blas-threads-1")
     assert not any(isinstance(m, torch.nn.Linear) for m in blas_enc.inner.model.modules())
+
+
+def test_blas_products_need_a_thread_count():
+    """OpenBLAS's sums depend on its thread count, so `matmul: blas` with the machine's own
+    (`threads: null`) would give other vectors on another machine under the same cache key."""
+    from medsimp.errors import UsageError
+
+    with pytest.raises(UsageError, match="matmul: blas needs a thread count"):
+        encoders.make_encoder(
+            encoder_spec({"kind": "minilm", "model": "minilm", "matmul": "blas", "threads": None})
+        )

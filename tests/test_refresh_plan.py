@@ -42,3 +42,23 @@ def test_a_run_record_keeps_the_last_runs_and_starts_afresh_from_a_foreign_file(
     assert run_history(tmp_path / "other.json.run.json", {"documents": 3}) == [
         {"cpu_seconds": None, "documents": 3, "work": 3}
     ]
+
+
+def test_odd_run_records_give_no_figure_rather_than_a_wrong_one():
+    """Review of issue 55's plan: a run that computed nothing bounds nothing; figures that are not
+    finite, negative or bools are not measurements; a portable run (its record sees the launcher's
+    CPU only) is not fitted with local ones."""
+    assert cpu_for([{"work": 0, "cpu_seconds": 2.0}], 10_000) == (
+        None,
+        "no run here computed a document: no cost per document to go on",
+        False,
+    )
+    assert cpu_for([{"work": 0, "cpu_seconds": 2.0}], 0)[0] == 2.0  # nothing new: as the last run
+    odd = [{"work": w, "cpu_seconds": 1.0} for w in (float("nan"), float("inf"), -1, True)]
+    assert cpu_for(odd, 5)[0] is None
+    assert fit([(1e-200, 1.0), (2e-200, 2.0)]) is None  # too close to tell apart: no division by 0
+    mixed = [
+        {"work": 10, "cpu_seconds": 30.0, "runner": "FnApiRunner"},
+        {"work": 20, "cpu_seconds": 1.0, "runner": "PortableRunner"},
+    ]
+    assert cpu_for(mixed, 20) == (1.0, "the last run here (1 s) scaled by the work", False)  # not a fit

@@ -130,3 +130,31 @@ def test_cached_hyphenation_patterns_hyphenate_as_a_fresh_pyphen(tmp_path, monke
     finally:
         R._pyphen.cache_clear()
         pyphen.hdcache.clear()
+
+
+def test_threads_filling_one_cached_table_at_once_all_get_it_whole(tmp_path, monkeypatch):
+    """Review of issue 57's cached tables: writers of the same entry in one process (Beam's bundle
+    threads) used one temp name (`.tmp-<pid>`), so one's rename published or took away another's
+    half-written file. Each writer now has its own temp file."""
+    import threading
+
+    from medsimp.resources import cached_table
+
+    monkeypatch.setenv("MEDSIMP_CACHE", str(tmp_path))
+    table = {f"w{i}": list(range(50)) for i in range(3000)}
+    errors, got = [], []
+
+    def fill(n: int) -> None:
+        try:
+            for k in range(20):
+                got.append(cached_table("race", b"key-%d" % k, lambda: table) == table)
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=fill, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and all(got) and len(got) == 80
+    assert not [p for p in (tmp_path / "race").iterdir() if p.name.startswith(".")]  # no temp left

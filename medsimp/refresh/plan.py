@@ -23,6 +23,7 @@ refresh report records what each stage did cost (`stages.<name>.cost`).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -64,7 +65,10 @@ def fit(points: Iterable[tuple[float, float]]) -> tuple[float, float] | None:
         return None
     n = len(pts)
     mw, mc = sum(w for w, _ in pts) / n, sum(c for _, c in pts) / n
-    b = sum((w - mw) * (c - mc) for w, c in pts) / sum((w - mw) ** 2 for w, _ in pts)
+    spread = sum((w - mw) ** 2 for w, _ in pts)
+    if not spread > 0:  # work values too close to tell apart
+        return None
+    b = sum((w - mw) * (c - mc) for w, c in pts) / spread
     if b <= 0:
         return mc, 0.0
     a = mc - b * mw
@@ -73,13 +77,20 @@ def fit(points: Iterable[tuple[float, float]]) -> tuple[float, float] | None:
     return a, b
 
 
+def _figure(value: Any) -> bool:
+    """A usable measured figure: a finite number at least 0 (not a bool)."""
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    )
+
+
 def cpu_for(history: list[Mapping[str, Any]], work: float) -> tuple[float | None, str, bool]:
     """(CPU seconds, basis, upper bound?) for `work` documents computed, from a run history."""
-    points = [
-        (p["work"], p["cpu_seconds"])
-        for p in history
-        if isinstance(p.get("work"), int | float) and isinstance(p.get("cpu_seconds"), int | float)
-    ]
+    usable = [p for p in history if _figure(p.get("work")) and _figure(p.get("cpu_seconds"))]
+    if usable:  # runs on the last run's runner only: a portable run's record sees the launcher alone
+        runner = usable[-1].get("runner")
+        usable = [p for p in usable if p.get("runner") == runner]
+    points = [(p["work"], p["cpu_seconds"]) for p in usable]
     if not points:
         return None, "no record of an earlier run here", False
     line = fit(points)
@@ -89,7 +100,9 @@ def cpu_for(history: list[Mapping[str, Any]], work: float) -> tuple[float | None
     last_work, last_cpu = points[-1]
     if last_work > 0 and work >= last_work:
         return last_cpu * work / last_work, f"the last run here ({last_cpu:g} s) scaled by the work", False
-    return last_cpu, f"the last run here computed {last_work:g}; one run gives no start-up cost", True
+    if last_work > 0 or work == 0:
+        return last_cpu, f"the last run here computed {last_work:g}; one run gives no start-up cost", True
+    return None, "no run here computed a document: no cost per document to go on", False
 
 
 def _size(path: Path) -> int | None:
@@ -198,6 +211,9 @@ def forecast(root: Path, dag: Dag, status: Mapping[str, Any], stages: list[str])
             result.append(Forecast(name, None, None, None, "no record of an earlier run here"))
             continue
         cpu, basis, bound = cpu_for(run["history"], work)
+        if cpu is None:
+            result.append(Forecast(name, expected_docs, work, None, basis))
+            continue
         all_new = isinstance(hits, int) and name in invalid  # some may still be in the cache
         result.append(Forecast(name, expected_docs, work, cpu, basis, bound or all_new))
     return result

@@ -29,6 +29,7 @@ import marshal
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable
 from importlib.metadata import version
 from importlib.resources import files
@@ -56,14 +57,18 @@ def cache_dir() -> Path:
 
 
 def _write_if_missing(path: Path, content: str | bytes) -> None:
+    """Write `path` whole (a temp file of this writer's own, then a rename) unless it exists:
+    threads and processes writing the same entry at once each publish a complete file."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-        if isinstance(content, bytes):
-            tmp.write_bytes(content)
-        else:
-            tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, path)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(content if isinstance(content, bytes) else content.encode("utf-8"))
+            os.replace(name, path)
+        except BaseException:
+            Path(name).unlink(missing_ok=True)
+            raise
 
 
 def cached_table(kind: str, key: bytes, build: Callable[[], Any]) -> Any:
@@ -85,7 +90,9 @@ def cached_table(kind: str, key: bytes, build: Callable[[], Any]) -> Any:
 
 def code_key(function: Callable[..., Any]) -> bytes:
     """What identifies a builder's logic for `cached_table`: its bytecode, constants and names
-    (not its line numbers, so an edit elsewhere in the file keeps the cache)."""
+    (not its line numbers, so an edit elsewhere in the file keeps the cache). Only the function's
+    own code: a builder keyed by it must be self-contained (call no function of ours, read no
+    module constant), as the three builders are."""
 
     def key(code: CodeType) -> bytes:
         consts = [key(c) if isinstance(c, CodeType) else repr(c).encode("utf-8") for c in code.co_consts]

@@ -58,6 +58,12 @@ def fail_owed_instructions() -> None:
     connection = worker_handlers.ControlConnection
     if getattr(connection, "_medsimp_fails_owed", False):
         return
+    missing = [name for name in ("_read", "push") if not callable(getattr(connection, name, None))]
+    if missing:  # another Beam than the one this was written for: refuse rather than hang again
+        raise SystemExit(
+            f"medsimp job server: this Beam's ControlConnection has no {', '.join(missing)}; "
+            "use Beam's own job server (one SDK worker per job, no dead-worker detection)"
+        )
     read, push = connection._read, connection.push
 
     def _read(self) -> None:
@@ -69,8 +75,9 @@ def fail_owed_instructions() -> None:
             )
         finally:
             self._medsimp_closed = True  # before the abort: a push from now on fails at once
-            if self._futures_by_id:  # asked and never answered: the worker is gone
-                self.abort(RuntimeError(DEAD_WORKER))
+            # asked and never answered: the worker is gone (a copy: pushes may add meanwhile)
+            for future in list(getattr(self, "_futures_by_id", {}).values()):
+                future.abort(RuntimeError(DEAD_WORKER))
 
     def _push(self, req):
         future = push(self, req)
@@ -104,6 +111,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--staging_dir", help="where staged artifacts go (default: a temporary folder)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
+    # Beam logs its SDK workers' log entries here (worker_handlers.BasicLoggingService), which can
+    # quote a document in a DoFn's traceback: MIMIC-derived text never reaches a log, so only
+    # this server's own records are kept (as the launcher keeps only its own: beam_io._not_beam)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(lambda record: f"{os.sep}apache_beam{os.sep}" not in record.pathname)
     fail_owed_instructions()
     servicer = local_job_service.LocalJobServicer(args.staging_dir, beam_job_type=ParallelBeamJob)
     port = servicer.start_grpc_server(args.port)
