@@ -108,7 +108,7 @@ def cluster(tmp_path_factory):
             (
                 "jobs",
                 # medsimp's job server: Beam's, running the SDK workers a job asks for
-                ["pipelines.jobs.job_server", f"--port={job_port}"],
+                ["pipelines.jobs.job_server", f"--port={job_port}", "--worker_connect_seconds=60"],
                 job_port,
             ),
         ):
@@ -420,16 +420,24 @@ def test_two_workers_are_busy_at_once_on_the_external_pool(cluster, tmp_path):
     assert overlapping, "the two workers never ran an element at the same time"
 
 
-def _live_workers(pool_pid: int) -> list:
-    """The pool's SDK worker processes that are running (not the zombies of earlier jobs)."""
+def _pool_children(pool_pid: int) -> list:
     import psutil
 
     try:
-        children = psutil.Process(pool_pid).children(recursive=True)
+        return psutil.Process(pool_pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
+
+
+def _live_workers(pool_pid: int, earlier: frozenset[int] = frozenset()) -> list:
+    """The pool's SDK worker processes that are running and connected (not the zombies of earlier
+    jobs, nor a process in `earlier`: another job's)."""
+    import psutil
+
     live = []
-    for proc in children:
+    for proc in _pool_children(pool_pid):
+        if proc.pid in earlier:
+            continue
         with contextlib.suppress(psutil.Error):
             if proc.status() != psutil.STATUS_ZOMBIE and any(
                 c.status == psutil.CONN_ESTABLISHED for c in proc.net_connections(kind="tcp")
@@ -440,9 +448,12 @@ def _live_workers(pool_pid: int) -> list:
 
 def _kill_one_worker_mid_job(cluster, tmp_path: Path, extra: list[str]) -> tuple[subprocess.Popen, str]:
     """`medsimp cochrane` on the cluster; once its two SDK workers are connected, one of them
-    is SIGKILLed (as the kernel's OOM killer would). Returns the finished command and stderr."""
+    is SIGKILLed (as the kernel's OOM killer would): one that has its control channel open (the
+    job server fails what it owes at once) or one still opening it (the job server fails it after
+    --worker_connect_seconds), whichever the kill lands on. Returns the finished command and stderr."""
     import signal
 
+    earlier = frozenset(proc.pid for proc in _pool_children(cluster["pool_pid"]))
     job = subprocess.Popen(
         [sys.executable, "-m", "medsimp.cli", *BASE, *extra, "cochrane", "--output", "out/cochrane"]
         + cluster["flags"],
@@ -454,7 +465,7 @@ def _kill_one_worker_mid_job(cluster, tmp_path: Path, extra: list[str]) -> tuple
     )
     started = time.monotonic()
     try:
-        while len(workers := _live_workers(cluster["pool_pid"])) < 2:
+        while len(workers := _live_workers(cluster["pool_pid"], earlier)) < 2:
             assert job.poll() is None and time.monotonic() - started < 120, "no two workers connected"
             time.sleep(0.05)
         workers[0].send_signal(signal.SIGKILL)
@@ -488,3 +499,73 @@ def test_a_killed_worker_past_the_retry_limit_is_one_line_and_nothing_published(
     )
     assert "Traceback" not in err and "running the job again" not in err
     assert not (tmp_path / "out" / "cochrane").exists()
+
+
+def test_a_worker_that_never_connects_fails_the_job_in_bounded_time_and_is_retried(cluster, tmp_path):
+    """A pool whose workers die before they open their control channel (its container
+    executable is `true`: it starts and exits at once). Beam's job server waits forever for the
+    channel; medsimp's fails the job after --worker_connect_seconds, the launcher runs it again
+    (beam.retries), and past the limit it is one line, exit 4, nothing published."""
+    true = shutil.which("true")
+    assert true
+    ports = {"pool": free_port(), "jobs": free_port()}
+    argv = {
+        "pool": [
+            "apache_beam.runners.worker.worker_pool_main",
+            f"--service_port={ports['pool']}",
+            f"--container_executable={true}",
+        ],
+        "jobs": ["pipelines.jobs.job_server", f"--port={ports['jobs']}", "--worker_connect_seconds=3"],
+    }
+    procs = []
+    try:
+        for name in ("pool", "jobs"):
+            log = tmp_path / f"{name}.log"
+            with open(log, "wb") as sink:
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-P", "-m", *argv[name]],
+                        cwd=cluster["home"],
+                        env=cluster["env"],
+                        stdout=sink,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+            wait_for_port(ports[name], procs[-1], log)
+        flags = [
+            "--beam-arg=--runner=PortableRunner",
+            f"--beam-arg=--job_endpoint=localhost:{ports['jobs']}",
+            "--beam-arg=--environment_type=EXTERNAL",
+            f"--beam-arg=--environment_config=localhost:{ports['pool']}",
+        ]
+        started = time.monotonic()
+        job = subprocess.run(
+            [sys.executable, "-m", "medsimp.cli", *BASE, "--set", "beam.retries=1", "cochrane"]
+            + ["--output", "out/cochrane", *flags],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    err = job.stderr
+    assert job.returncode == 4, err[-2000:]
+    assert "an SDK worker died under the Beam job; running the job again (run 2 of 2" in err
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith("medsimp cochrane: the Beam job failed on the PortableRunner: an SDK worker died (2 runs")
+    ), err[-2000:]
+    assert "Traceback" not in err
+    assert not (tmp_path / "out" / "cochrane").exists()
+    assert elapsed < 120
+    assert "did not open its control channel within 3 s" in (tmp_path / "jobs.log").read_text()

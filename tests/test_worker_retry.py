@@ -4,6 +4,8 @@ The real job server, pool and killed workers: tests/test_runners.py and tests/te
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from medsimp.errors import StageFailed
 from medsimp.params_schema import Beam
 from pipelines.jobs import job_server
 from pipelines.jobs.beam_io import pipeline_options, workers_of
-from pipelines.jobs.pool import DEAD_WORKER, WorkerLost, worker_lost
+from pipelines.jobs.pool import DEAD_WORKER, NO_WORKER, WorkerLost, worker_lost
 
 PORTABLE = ["--runner=PortableRunner", "--job_endpoint=localhost:1", "--environment_type=EXTERNAL"]
 
@@ -60,6 +62,7 @@ def test_zero_workers_is_the_cpu_count():
         (WorkerLost("a Beam worker process was killed by SIGKILL"), True),
         (RuntimeError(f"Pipeline x failed in state FAILED: RuntimeError: {DEAD_WORKER}"), True),
         (RuntimeError("Pipeline x failed in state FAILED: RuntimeError: Channel closed prematurely."), True),
+        (RuntimeError(f"Pipeline x failed in state FAILED: RuntimeError: {NO_WORKER}"), True),
         # a step's own error: a second run would raise it again
         (
             RuntimeError("Pipeline x failed in state FAILED: ValueError: bad row [while running 'Parse']"),
@@ -74,14 +77,19 @@ def test_which_failures_are_a_dead_worker(exc, lost):
     assert worker_lost(exc) is lost
 
 
-def _owed(monkeypatch, answers) -> tuple[Any, Any]:
-    """A control connection with one instruction sent, whose worker's stream yields `answers`."""
+def _patched(monkeypatch, connect_seconds: float = job_server.WORKER_CONNECT_SECONDS) -> Any:
+    """Beam's ControlConnection with the job server's patch (restored after the test)."""
     connection_cls = worker_handlers.ControlConnection
-    for name in ("_read", "push"):  # restored after the test: the patch is the job server's
+    for name in ("_read", "push"):
         monkeypatch.setattr(connection_cls, name, getattr(connection_cls, name))
     monkeypatch.setattr(connection_cls, "_medsimp_fails_owed", False, raising=False)
-    job_server.fail_owed_instructions()
-    connection = connection_cls()
+    job_server.fail_owed_instructions(connect_seconds)
+    return connection_cls
+
+
+def _owed(monkeypatch, answers) -> tuple[Any, Any]:
+    """A control connection with one instruction sent, whose worker's stream yields `answers`."""
+    connection = _patched(monkeypatch)()
     future = connection.push(beam_fn_api_pb2.InstructionRequest(instruction_id="bundle-1"))
     connection.set_input(answers())
     connection._read_thread.join(timeout=10)
@@ -90,18 +98,44 @@ def _owed(monkeypatch, answers) -> tuple[Any, Any]:
 
 def test_a_worker_that_dies_mid_bundle_fails_the_bundle(monkeypatch):
     """Beam's reader of a worker's control channel ends with the stream's error, and the bundle
-    it owes waits forever (on medsimp's job server: the job fails, and is retried)."""
+    it owes waits forever (on medsimp's job server: the bundle is answered as failed, as a worker
+    answers a failed instruction, so the job fails and is retried)."""
 
     def dead():
         raise RuntimeError("Socket closed")  # what gRPC's stream raises when the worker is killed
         yield  # pragma: no cover
 
     future, connection = _owed(monkeypatch, dead)
-    with pytest.raises(RuntimeError, match="the worker died"):
-        future.get(timeout=5)
+    assert future.is_done()  # what the runner's wait for the bundle's output data checks
+    assert future.get(timeout=5).error == DEAD_WORKER
     later = connection.push(beam_fn_api_pb2.InstructionRequest(instruction_id="bundle-2"))
-    with pytest.raises(RuntimeError, match="the worker died"):  # sent after the close: fails too
-        later.get(timeout=5)
+    assert later.get(timeout=5).error == DEAD_WORKER  # sent after the close: fails too
+
+
+def test_a_worker_that_never_connects_fails_what_was_sent_to_it(monkeypatch):
+    """The pool started the worker, which died before it opened its control channel: Beam waits
+    for it forever; the job server answers its instructions as failed after the deadline."""
+    connection = _patched(monkeypatch, connect_seconds=0.2)()
+    future = connection.push(beam_fn_api_pb2.InstructionRequest(instruction_id="register"))
+    assert future.get(timeout=10).error == NO_WORKER
+    later = connection.push(beam_fn_api_pb2.InstructionRequest(instruction_id="bundle-1"))
+    assert later.get(timeout=5).error == NO_WORKER
+
+
+def test_a_worker_that_connects_in_time_is_untouched(monkeypatch):
+    connection = _patched(monkeypatch, connect_seconds=0.5)()
+    future = connection.push(beam_fn_api_pb2.InstructionRequest(instruction_id="bundle-1"))
+    release = threading.Event()
+
+    def answers():
+        release.wait(5)  # answered after the deadline passed: the worker had connected in time
+        yield beam_fn_api_pb2.InstructionResponse(instruction_id="bundle-1")
+
+    connection.set_input(answers())
+    time.sleep(1.0)
+    release.set()
+    assert future.get(timeout=5).error == ""
+    connection._read_thread.join(timeout=10)
 
 
 def test_an_answered_instruction_is_untouched(monkeypatch):

@@ -20,7 +20,10 @@ that ends with an error when the worker is killed, leaving the runner waiting fo
 answer to the bundle it had sent (measured: an SDK worker SIGKILLed mid-job, the job still
 RUNNING minutes later). Here the instructions a closed control channel still owes fail instead
 (`fail_owed_instructions`), so the job FAILS at once and medsimp's launcher retries the whole job
-(`beam.retries`, `pipelines.jobs.beam_io`).
+(`beam.retries`, `pipelines.jobs.beam_io`). A worker can also die after the pool started it but
+before it opened its control channel (its TCP connection may already be up): Beam then waits
+forever for a channel that never comes, so instructions pushed to a worker that has not connected
+within `--worker_connect_seconds` (default 120) fail the same way.
 """
 
 from __future__ import annotations
@@ -33,11 +36,14 @@ import sys
 import threading
 
 from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions
-from apache_beam.portability.api import beam_job_api_pb2
+from apache_beam.portability.api import beam_fn_api_pb2, beam_job_api_pb2
 from apache_beam.runners.portability import local_job_service
 from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
 
-from pipelines.jobs.pool import DEAD_WORKER
+from pipelines.jobs.pool import DEAD_WORKER, NO_WORKER
+
+# How long a worker the pool was asked for may take to open its control channel (--worker_connect_seconds)
+WORKER_CONNECT_SECONDS = 120.0
 
 
 def sdk_workers(options: PipelineOptions) -> int:
@@ -51,10 +57,12 @@ def sdk_workers(options: PipelineOptions) -> int:
     return count if count > 0 else (os.cpu_count() or 1)
 
 
-def fail_owed_instructions() -> None:
-    """Make a worker's control channel fail what it still owes when it closes (once per
+def fail_owed_instructions(connect_seconds: float = WORKER_CONNECT_SECONDS) -> None:
+    """Make a worker's control channel fail what it still owes when it closes, or when the worker
+    has not opened it `connect_seconds` after the first instruction was pushed (once per
     process): Beam's reader thread of the channel (`ControlConnection._read`) only hands out
-    answers, so a worker that dies mid-bundle leaves the bundle's future unanswered forever."""
+    answers, so a worker that dies mid-bundle leaves the bundle's future unanswered forever, and
+    one that dies before it connects leaves every instruction queued for it unanswered."""
     connection = worker_handlers.ControlConnection
     if getattr(connection, "_medsimp_fails_owed", False):
         return
@@ -66,6 +74,21 @@ def fail_owed_instructions() -> None:
         )
     read, push = connection._read, connection.push
 
+    def _fail(self, reason: str) -> None:
+        if not getattr(self, "_medsimp_closed", False):
+            setattr(self, "_medsimp_reason", reason)  # noqa: B010 - the first reason stands
+        self._medsimp_closed = True  # before the answers: a push from now on fails at once
+        # asked and never answered: the worker is gone (a copy: pushes may add meanwhile)
+        for future in list(getattr(self, "_futures_by_id", {}).values()):
+            _answer_failed(future, self._medsimp_reason)
+
+    def _unconnected(self) -> None:
+        if getattr(self, "_input", None) is None and not getattr(self, "_medsimp_closed", False):
+            logging.getLogger(__name__).warning(
+                "an SDK worker did not open its control channel within %g s", connect_seconds
+            )
+            _fail(self, NO_WORKER)
+
     def _read(self) -> None:
         try:
             read(self)
@@ -74,20 +97,32 @@ def fail_owed_instructions() -> None:
                 "an SDK worker's control channel broke (%s)", type(exc).__name__
             )
         finally:
-            self._medsimp_closed = True  # before the abort: a push from now on fails at once
-            # asked and never answered: the worker is gone (a copy: pushes may add meanwhile)
-            for future in list(getattr(self, "_futures_by_id", {}).values()):
-                future.abort(RuntimeError(DEAD_WORKER))
+            _fail(self, DEAD_WORKER)
 
     def _push(self, req):
         future = push(self, req)
-        if future is not None and getattr(self, "_medsimp_closed", False):
-            future.abort(RuntimeError(DEAD_WORKER))
+        if future is None:  # the end-of-stream marker
+            return future
+        if getattr(self, "_medsimp_closed", False):
+            _answer_failed(future, getattr(self, "_medsimp_reason", DEAD_WORKER))
+        elif getattr(self, "_input", None) is None and not hasattr(self, "_medsimp_deadline"):
+            deadline = threading.Timer(connect_seconds, _unconnected, args=(self,))
+            deadline.daemon = True
+            setattr(self, "_medsimp_deadline", deadline)  # noqa: B010
+            deadline.start()
         return future
 
     setattr(connection, "_read", _read)  # noqa: B010 - Beam's class, patched in this process only
     setattr(connection, "push", _push)  # noqa: B010
     setattr(connection, "_medsimp_fails_owed", True)  # noqa: B010
+
+
+def _answer_failed(future, reason: str) -> None:
+    """Answer an instruction as a worker answers one that failed (an `InstructionResponse` with an
+    error), not with `ControlFuture.abort`: the runner's wait for a bundle's output data ends only
+    on an answer with an error (or on its data channel closing, which a worker that never
+    connected never opens), and then it fails the job with `reason`."""
+    future.set(beam_fn_api_pb2.InstructionResponse(instruction_id=future.instruction_id, error=reason))
 
 
 class ParallelBeamJob(local_job_service.BeamJob):
@@ -109,6 +144,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m pipelines.jobs.job_server", description=__doc__)
     parser.add_argument("-p", "--port", "--job_port", type=int, default=0, help="port of the Job API")
     parser.add_argument("--staging_dir", help="where staged artifacts go (default: a temporary folder)")
+    parser.add_argument(
+        "--worker_connect_seconds",
+        type=float,
+        default=WORKER_CONNECT_SECONDS,
+        help="fail a job whose SDK worker has not connected this long after its first instruction "
+        "(default %(default)g; it died or could not start)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     # Beam logs its SDK workers' log entries here (worker_handlers.BasicLoggingService), which can
@@ -116,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     # this server's own records are kept (as the launcher keeps only its own: beam_io._not_beam)
     for handler in logging.getLogger().handlers:
         handler.addFilter(lambda record: f"{os.sep}apache_beam{os.sep}" not in record.pathname)
-    fail_owed_instructions()
+    fail_owed_instructions(args.worker_connect_seconds)
     servicer = local_job_service.LocalJobServicer(args.staging_dir, beam_job_type=ParallelBeamJob)
     port = servicer.start_grpc_server(args.port)
     logging.getLogger(__name__).info("medsimp job server listening on port %d", port)

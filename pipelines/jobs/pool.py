@@ -30,7 +30,10 @@ ENDPOINT_SECONDS = 30
 # when a worker's data channel closes the same way. Either, in a portable job's error, is a
 # dead worker (or a dead pool, which `services_answer` tells apart), never a step's own error.
 DEAD_WORKER = "an SDK worker's control channel closed before it answered (the worker died)"
-_WORKER_GONE = (DEAD_WORKER, "Channel closed prematurely")
+# ... and what it fails them with when the worker it asked the pool for never opened its control
+# channel (it died, or could not start, before it connected)
+NO_WORKER = "an SDK worker never opened its control channel (it died or could not start)"
+_WORKER_GONE = (DEAD_WORKER, NO_WORKER, "Channel closed prematurely")
 
 
 class WorkerLost(StageFailed):
