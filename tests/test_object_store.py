@@ -133,6 +133,29 @@ def test_cochrane_to_s3_publishes_the_bytes_of_a_local_run(s3, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["local"], "a local folder was made for the URL"
 
 
+def test_store_settings_given_only_as_beam_options_reach_the_local_runners_workers(s3, tmp_path):
+    """The endpoint and region only as `--beam-arg=--s3_*` (the environment holds just the
+    credentials), on the local runner's two worker processes: the workers write where the
+    launcher reads, the bytes of a local run (they went to AWS itself before, exit 4: Beam's
+    worker got the log level as its only option; pipelines.jobs.store_dofn)."""
+    env, client = s3
+    local = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", "local")
+    assert local.returncode == 0, local.stderr[-1500:]
+    credentials = {name: env[name] for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    options = [
+        f"--beam-arg=--s3_endpoint_url={env['AWS_ENDPOINT_URL']}",
+        "--beam-arg=--s3_region_name=us-east-1",
+    ]
+    done = _cli(
+        credentials,
+        tmp_path,
+        *("--set", "beam.num_workers=2", "cochrane", "--input", str(SAMPLE)),
+        *("--output", f"s3://{BUCKET}/options", *options),
+    )
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert _published(client, "options") == _local(tmp_path / "local") != {}
+
+
 def test_a_killed_run_publishes_nothing(s3, tmp_path):
     env, client = s3
     done = _cli(env, tmp_path, "cochrane", "--input", str(SAMPLE), "--output", f"s3://{BUCKET}/killed")

@@ -2,10 +2,10 @@
 `<!-- runbook-chain`), on the sample's English reviews, from `s3://` prefixes to an `s3://`
 builder and report on moto's S3 server (default runner), and the published builder loads with
 `datasets.load_dataset` from a downloaded copy. Step 3's portable runs of the chain's `filter` and
-`cochrane` (medsimp's job server, an external worker pool, the store settings in the workers'
-environment and as Beam's S3 options) are strict xfails: Beam's Python worker pool gives its
-workers' file systems no options, so Beam's S3 filesystem cannot open `s3://` there
-(docs/refresh.md, step 3).
+`cochrane` (medsimp's job server, Beam's Python worker pool, the credentials in the workers'
+environment, the store settings as Beam's S3 options) publish the default runner's bytes: the
+pool gives its workers' file systems no options, and the jobs' DoFns carry the store settings to
+them (pipelines.jobs.store_dofn; docs/refresh.md, step 3).
 
 Slow (moto's server, a wheel for the workers, seven stages); the fixtures are
 tests/test_object_store.py's `s3` and tests/test_runners.py's `cluster`.
@@ -28,12 +28,6 @@ MARK = "<!-- runbook-chain"
 # the runbook's placeholders -> this test's
 STORE, SHARED = "s3://b/", "/shared/medsimp/"
 PREFIX = f"s3://{BUCKET}/runbook/"
-# measured: the portable runs below fail so (docs/refresh.md, step 3); strict, so a fix shows
-GAP = (
-    "Beam's Python worker pool starts SdkHarness without sdk_worker_main, so the workers' "
-    "FileSystems get no options and Beam's S3 filesystem cannot open s3:// there: "
-    "'Must provide one of client or options'"
-)
 
 
 def runbook_chain() -> list[list[str]]:
@@ -84,7 +78,8 @@ def _ours(argv: list[str], names: dict[str, str]) -> list[str]:
 
 def _portable(env: dict[str, str], cluster: dict) -> list[str]:  # noqa: F811
     """Step 3's flags: medsimp's job server and the external pool, two workers, and the store
-    settings as Beam's S3 options too."""
+    settings as Beam's S3 options too (step 2: the credentials among them serve the launcher;
+    the workers take theirs from their environment, `pool_env`)."""
     return [
         *("--set", "beam.num_workers=2", *cluster["flags"]),
         f"--beam-arg=--s3_endpoint_url={env['AWS_ENDPOINT_URL']}",
@@ -96,11 +91,15 @@ def _portable(env: dict[str, str], cluster: dict) -> list[str]:  # noqa: F811
 
 @pytest.fixture(scope="module")
 def pool_env(s3):  # noqa: F811
-    """The store's AWS environment in this process while the module's `cluster` starts, so its
-    job server and worker pool inherit it, as workers given credentials by their image would."""
+    """The store's credentials, and no other AWS setting, in this process's environment while
+    the module's `cluster` starts, so its job server and worker pool inherit them, as workers
+    given credentials by their image would: the endpoint and region reach the workers only
+    as the job's S3 options (`_portable`), carried by the jobs' DoFns."""
     env, _ = s3
-    before = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
+    before = {name: os.environ.get(name) for name in {*env, *(n for n in os.environ if n.startswith("AWS_"))}}
+    for name in before:
+        os.environ.pop(name, None)
+    os.environ.update({name: env[name] for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")})
     yield
     for name, value in before.items():
         if value is None:
@@ -157,7 +156,6 @@ def test_the_runbook_chain_runs_from_the_store_to_the_store(s3, chain, tmp_path,
         assert sum(loaded[split].num_rows for split in loaded) > 0, config
 
 
-@pytest.mark.xfail(strict=True, reason=GAP)
 def test_the_runbook_filter_on_the_job_server_and_external_pool_publishes_the_default_runners_bytes(
     s3,  # noqa: F811
     chain,
@@ -165,8 +163,8 @@ def test_the_runbook_filter_on_the_job_server_and_external_pool_publishes_the_de
     cluster,  # noqa: F811
 ):
     """Step 3's portable run: the chain's `filter` on medsimp's job server and an external pool
-    (two workers; the store settings in their environment and as Beam's S3 options, step 2)
-    publishes the default runner's bytes."""
+    (two workers; the credentials in their environment, the endpoint and region as Beam's S3
+    options, step 2) publishes the default runner's bytes."""
     env, client = s3
     argv = next(a for a in runbook_chain() if _command(a) == "filter")
     args = [arg.replace(f"{PREFIX}filter", f"{PREFIX}filter-pool") for arg in _ours(argv, chain["names"])]
@@ -176,7 +174,6 @@ def test_the_runbook_filter_on_the_job_server_and_external_pool_publishes_the_de
     assert _published(client, "runbook/filter-pool") == _published(client, "runbook/filter") != {}
 
 
-@pytest.mark.xfail(strict=True, reason=GAP)
 def test_the_runbook_cochrane_on_the_job_server_and_external_pool_publishes_the_default_runners_bytes(
     s3,  # noqa: F811
     pool_env,
@@ -184,8 +181,9 @@ def test_the_runbook_cochrane_on_the_job_server_and_external_pool_publishes_the_
     tmp_path,
 ):
     """The chain's first command (a local input, an `s3://` output) on medsimp's job server and
-    an external pool of two workers publishes what the default runner publishes. (Measured:
-    its workers write their spill runs to the store, then fail reading them back.)"""
+    an external pool of two workers publishes what the default runner publishes: its workers
+    write their spill runs to the store and read them back (they failed to before the DoFns
+    carried the store settings: "Must provide one of client or options")."""
     env, client = s3
     argv = next(a for a in runbook_chain() if _command(a) == "cochrane")
     names = {STORE: f"s3://{BUCKET}/runbook-pool/", "reviews.jsonl": str(_english_sample(tmp_path))}

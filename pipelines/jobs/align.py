@@ -33,7 +33,8 @@ from pipelines.jobs.common import (
     stamp,
     write_tables,
 )
-from pipelines.jobs.sorted_io import ReadDocuments
+from pipelines.jobs.sorted_io import ReadDocuments, ReadRows
+from pipelines.jobs.store_dofn import StoreDoFn
 from pipelines.sources.files import parquet_lineage
 from pipelines.sources.tables import SENTENCE_FIELDS, check_sentence_table, grouped_by, sentence_files
 
@@ -45,13 +46,15 @@ NAMESPACE = "align"
 HEADLINE = ("read", "kept", "filtered", "rejected")
 
 
-class AlignDocFn(beam.DoFn):
+class AlignDocFn(StoreDoFn):
     def __init__(self, params: Align, cache_root: str | None, progress: str | None = None):
+        super().__init__()
         self.params = params
         self.cache_root = cache_root
         self.progress = ProgressSink(progress)  # documents done, for the launcher's display
 
     def setup(self):
+        super().setup()  # the progress files may be in the store
         crf_p = self.params.crf
         self.crf_encoder = make_encoder(crf_p.encoder, self.cache_root)
         self.crf = CRFAligner.load(self.params.model, self.crf_encoder, crf_p.merge)
@@ -150,7 +153,6 @@ def run(
     (the command passes the aligner model actually used, which the dataset card reads)."""
     files = sentence_files(input_dir)
     documents = check_sentence_table(files)
-    pattern = FileSystems.join(input_dir, "sentences", "*.parquet")
     shards = params.num_shards
     tables = {
         "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key, counter="pairs_total"),
@@ -165,7 +167,9 @@ def run(
             aligned = docs | "Key" >> beam.MapTuple(lambda key, rows: (key[0], rows))
             pairs = aligned | "AlignDocuments" >> AlignDocuments(params, cache_root, True, progress)
         else:
-            sentences = p | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(SENTENCE_FIELDS))
+            # not Beam's ReadFromParquet: its workers would list and read without the store's
+            # settings (pipelines.jobs.store_dofn); the same rows
+            sentences = p | "Read" >> ReadRows(files, list(SENTENCE_FIELDS))
             pairs = sentences | "AlignDocuments" >> AlignDocuments(params, cache_root, False, progress)
         write_tables(pairs, tables, out_dir, shards)
     return finish(

@@ -31,6 +31,7 @@ from pipelines.jobs.common import (
     write_tables,
 )
 from pipelines.jobs.sorted_io import GroupSorted, delete_runs
+from pipelines.jobs.store_dofn import FilesFn
 from pipelines.sources.cochrane import (
     FormatError,
     ReviewRecord,
@@ -160,7 +161,7 @@ class ReadRecords(beam.PTransform):
         parsed = (
             pbegin
             | "Specs" >> beam.Create(self.specs)
-            | "Read" >> beam.FlatMap(read_spec)
+            | "Read" >> beam.ParDo(FilesFn(read_spec))
             | "Parse"
             >> beam.ParDo(ParseFn(SOURCE, lambda r: doi_key(r.doi))).with_outputs("dead", main="records")
         )

@@ -35,6 +35,7 @@ from pipelines.jobs.common import (
     stamp,
     write_tables,
 )
+from pipelines.jobs.store_dofn import FilesFn, StoreDoFn
 from pipelines.sources.files import list_files, open_file, parquet_lineage
 from pipelines.sources.tables import grouped_by, read_numbered_documents
 from pipelines.text.umls import (
@@ -171,7 +172,7 @@ CODE = (
 )
 
 
-class LinkFn(beam.DoFn):
+class LinkFn(StoreDoFn):
     def __init__(
         self,
         index_dir: str,
@@ -180,11 +181,13 @@ class LinkFn(beam.DoFn):
         cache_root: str | None,
         progress: str | None = None,
     ):
+        super().__init__()
         self.index_dir, self.link_params = index_dir, link_params
         self.syllable_languages, self.cache_root = syllable_languages, cache_root
         self.progress = ProgressSink(progress)  # sentences done, for the launcher's display
 
     def setup(self):
+        super().setup()  # the progress files may be in the store
         self.linker = ConceptLinker(self.index_dir, self.link_params)
         self.cache = DocCache(self.cache_root, "link/quickumls")
         cmudict_syllables()  # build or load the syllable table once per worker, not inside process()
@@ -263,14 +266,14 @@ class LinkSentences(beam.PTransform):
         if self.streamed:  # each document side in consecutive rows: no grouping held in memory
             docs = (
                 files
-                | "ReadDocuments" >> beam.FlatMap(read_document_sides)
+                | "ReadDocuments" >> beam.ParDo(FilesFn(read_document_sides))
                 | "Validate" >> beam.ParDo(ValidateDocumentFn()).with_outputs("dead", main="rows")
             )
             grouped, dead = docs.rows, docs.dead
         else:
             valid = (
                 files
-                | "Read" >> beam.FlatMap(read_rows)
+                | "Read" >> beam.ParDo(FilesFn(read_rows))
                 | "ReshuffleRows" >> beam.Reshuffle()
                 | "Validate" >> beam.ParDo(ValidateFn()).with_outputs("dead", main="rows")
             )

@@ -24,6 +24,7 @@ from pipelines.jobs.common import (
     stamp,
     write_tables,
 )
+from pipelines.jobs.store_dofn import FilesFn
 from pipelines.sources.files import list_inputs
 from pipelines.sources.msd import assemble, parse_line, pcio_lookup
 from pipelines.sources.records import FormatError, guarded
@@ -102,7 +103,7 @@ class ParseManuals(beam.PTransform):
         parsed = (
             pbegin
             | "Files" >> beam.Create(self.files)
-            | "Read" >> beam.FlatMap(read_file, self.paired_markers, self.pair_key)
+            | "Read" >> beam.ParDo(FilesFn(read_file, self.paired_markers, self.pair_key))
             | "Reshuffle" >> beam.Reshuffle()
             | "Parse" >> beam.ParDo(ParseFn(SOURCE, lambda r: r.doc_id)).with_outputs("dead", main="records")
         )

@@ -43,6 +43,7 @@ from medsimp.lineage import MIMIC, MIMIC_III, MIMIC_IV_NOTE, normalise, with_lin
 from medsimp.params_schema import Beam, Notes
 from medsimp.schemas import NOTES_SENTENCES
 from medsimp.stats import check_reconciles, finish_stage
+from pipelines.jobs.store_dofn import StoreDoFn
 from pipelines.sources import noteevents
 from pipelines.sources.files import open_file
 from pipelines.sources.noteevents import NoteFileError, check_file
@@ -58,10 +59,11 @@ def _count(counts: Mapping[str, int]) -> None:
             Metrics.counter(NAMESPACE, name).inc(value)
 
 
-class _PlanFn(beam.DoFn):
+class _PlanFn(StoreDoFn):
     """(file index, path, name, size) -> (range_key, path, name, start, end) per byte range."""
 
     def __init__(self, num_ranges: int):
+        super().__init__()
         self.num_ranges = num_ranges
 
     def process(self, element):
@@ -74,12 +76,13 @@ class _PlanFn(beam.DoFn):
             yield f"{i:03d}-{j:03d}", path, name, a, b
 
 
-class _ReadRangeFn(beam.DoFn):
+class _ReadRangeFn(StoreDoFn):
     """(range_key, path, name, start, end) -> (range_key, seq, Note) (main), Reject dicts
     (tagged 'rejects', a whole-file fault as reason `file_error`) and (note_id, (range_key,
     seq, locator)) (tagged 'ids'); filtered rows are only counted. `seq` numbers kept notes."""
 
     def __init__(self, categories: list[str] | None, max_text_chars: int | None):
+        super().__init__()
         self.categories, self.max_text_chars = categories, max_text_chars
 
     def process(self, element):
@@ -203,7 +206,7 @@ class ExtractSections(beam.PTransform):
         return notes | "Sections" >> beam.ParDo(_SectionsFn(self.params)) | "Batch" >> beam.GroupByKey()
 
 
-class _SentencesFn(beam.DoFn):
+class _SentencesFn(StoreDoFn):
     def __init__(
         self,
         params: Notes,
@@ -211,10 +214,12 @@ class _SentencesFn(beam.DoFn):
         out_dir: str,
         tags: tuple[str, ...] = (MIMIC,),
     ):
+        super().__init__()
         self.params = params
         self.lexicons, self.out_dir, self.tags = lexicons, out_dir, tags
 
     def setup(self):
+        super().setup()
         self.processor = NoteProcessor(self.params, *self.lexicons)
 
     def process(self, element, duplicates):

@@ -21,6 +21,7 @@ from pipelines.jobs.common import (
     stamp,
     write_tables,
 )
+from pipelines.jobs.store_dofn import FilesFn
 from pipelines.sources.files import check_file, read_text
 from pipelines.sources.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents, top_members
 from pipelines.sources.records import FormatError, guarded
@@ -89,7 +90,7 @@ class ParsePlaba(beam.PTransform):
         docs = (
             pbegin
             | "Files" >> beam.Create([self.path])
-            | "Read" >> beam.FlatMap(read_file)
+            | "Read" >> beam.ParDo(FilesFn(read_file))
             | "Reshuffle" >> beam.Reshuffle()
             | "Docs" >> beam.ParDo(DocFn()).with_outputs("dead", "pairs", main="rows")
         )

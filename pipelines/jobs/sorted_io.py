@@ -2,7 +2,8 @@
 hash of a key (`stable_shard`), sorted inside each shard through bounded run files and merges
 (`WriteSorted`, `GroupSorted`), written as parquet or JSON lines through Beam's FileSystems,
 and parquet files read a batch or a document at a time (`ReadRows`, `ReadDocuments`). The same
-bytes on every run and runner."""
+bytes on every run and runner. Every step that touches files is a `store_dofn.StoreDoFn`, so a
+worker reaches the job's object store."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.jobs.store import create_file
+from pipelines.jobs.store_dofn import FilesFn, StoreDoFn
 from pipelines.sources.tables import read_documents, read_rows
 
 
@@ -108,12 +110,13 @@ def read_run(path: str) -> Iterator[dict]:
                 return
 
 
-class _SpillRunsFn(beam.DoFn):
+class _SpillRunsFn(StoreDoFn):
     """Rows -> (shard, run file): rows are routed to their shard and buffered; every
     `run_rows` rows, and at the end of a bundle, each shard's buffer is written sorted as a
     run (a pickle stream). A worker holds at most `run_rows` rows, whatever the data size."""
 
     def __init__(self, out_dir, prefix, num_shards, shard_key, sort_key, run_rows):
+        super().__init__()
         self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
         self.shard_key, self.sort_key, self.run_rows = shard_key, sort_key, run_rows
 
@@ -173,11 +176,12 @@ def merge_runs(runs: list[str], sort_key: Callable[[dict], Any], out_dir: str, p
             delete_files(sorted(made))
 
 
-class _MergeShardFn(beam.DoFn):
+class _MergeShardFn(StoreDoFn):
     """(shard, run files) -> the shard's file: the runs merged in sort order and written as
     they stream (a parquet row group at a time)."""
 
     def __init__(self, out_dir, prefix, num_shards, schema, sort_key, fmt):
+        super().__init__()
         self.out_dir, self.prefix, self.num_shards = out_dir, prefix, num_shards
         self.schema, self.sort_key, self.fmt = schema, sort_key, fmt
 
@@ -248,10 +252,11 @@ def _first(kv: tuple) -> Any:
     return kv[0]
 
 
-class _MergeGroupsFn(beam.DoFn):
+class _MergeGroupsFn(StoreDoFn):
     """(shard, run files of (key, value) pairs sorted by key) -> (key, [values]) per key."""
 
     def __init__(self, tmp_dir: str, prefix: str):
+        super().__init__()
         self.tmp_dir, self.prefix = tmp_dir, prefix
 
     def process(self, element):
@@ -310,12 +315,11 @@ class ReadRows(beam.PTransform):
         self.files, self.columns = list(files), columns
 
     def expand(self, pbegin):
-        columns = self.columns
         return (
             pbegin
             | "Files" >> beam.Create(self.files)
             | "Reshuffle" >> beam.Reshuffle()
-            | "Rows" >> beam.FlatMap(lambda path: read_rows(path, columns))
+            | "Rows" >> beam.ParDo(FilesFn(read_rows, self.columns))
         )
 
 
@@ -331,12 +335,11 @@ class ReadDocuments(beam.PTransform):
         self.files, self.key_columns, self.columns = list(files), list(key_columns), columns
 
     def expand(self, pbegin):
-        key_columns, columns = self.key_columns, self.columns
         return (
             pbegin
             | "Files" >> beam.Create(self.files)
             | "Reshuffle" >> beam.Reshuffle()
-            | "Documents" >> beam.FlatMap(lambda path: read_documents(path, key_columns, columns))
+            | "Documents" >> beam.ParDo(FilesFn(read_documents, self.key_columns, self.columns))
             | "SpreadDocuments" >> beam.Reshuffle()
         )
 

@@ -2,7 +2,8 @@
 under `PART_BYTES`, else a multipart upload aborted on any error), unfinished uploads aborted
 (`abort_uploads`), and every `s3://` input or output checked before the work with a client
 bounded in time (`check_store`, `use_store`: one line for a missing bucket or an unreachable
-endpoint)."""
+endpoint). The jobs' workers reach the same store with the settings their DoFns carry
+(`pipelines.jobs.store_dofn`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, S3Options
 from medsimp.errors import UsageError
 from medsimp.params_schema import Beam
 from pipelines.jobs.beam_io import pipeline_options
+from pipelines.jobs.store_dofn import filesystem_options
 
 # --- Object stores --------------------------------------------------------------------------
 # Beam's S3 filesystem writes every file as a multipart upload (an empty file becomes an upload
@@ -43,7 +45,7 @@ def _s3_settings() -> tuple:
     FileSystems, else the runtime options) and the AWS environment, as a hashable tuple."""
     from apache_beam.options.value_provider import RuntimeValueProvider
 
-    options = FileSystems._pipeline_options  # what Beam's own get_filesystem hands S3FileSystem
+    options = filesystem_options()  # what Beam's own get_filesystem hands S3FileSystem
     if options is None:
         options = PipelineOptions.from_dictionary(dict(RuntimeValueProvider.runtime_options or {}))
     s3 = options.view_as(S3Options)
