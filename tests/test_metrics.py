@@ -547,6 +547,25 @@ def test_sari_sentence_stats_equal_easses_counter_arithmetic_issue_57():
         assert SA.sentence_stats(orig, sys_sent, refs) == _easse_compute_ngram_stats(orig, sys_sent, refs)
 
 
+def test_sari_stats_table_of_a_corpus_equals_easse_sentence_by_sentence_issue_57():
+    """`stats_table` counts the whole corpus at once in numpy (issue 57): each row is EASSE's
+    Counter arithmetic on that sentence alone, for 3,000 random sentences of a small vocabulary
+    (n-grams shared across sentences and lines) and 3,000 of an 8,000-word one (the n-gram codes
+    then pass int64 and are numbered first), 0 to 5 references each, empty lines included."""
+    import random
+
+    rng = random.Random(5757)
+    for vocab in (
+        ["a", "b", "c", "d", "e", ".", ",", "the", "of"],
+        [f"w{i}" for i in range(8000)] + ["a", "b"] * 500,
+    ):
+        line = lambda words=vocab: " ".join(rng.choice(words) for _ in range(rng.randint(0, 14)))  # noqa: E731
+        rows = [(line(), line(), [line() for _ in range(rng.randint(0, 5))]) for _ in range(3000)]
+        table = SA.stats_table(*zip(*rows))
+        assert table.shape == (3000, 36)
+        assert table.tolist() == [_easse_compute_ngram_stats(*row) for row in rows]
+
+
 def test_sari_normalize_is_13a_of_the_lowercased_line_issue_57():
     """SARI's `normalize` reads BLEU's tokens lowercased where that is the same (ASCII lines
     without 13a's case-sensitive `&...;` and `<skipped>`): equal to sacrebleu's 13a of the
