@@ -145,3 +145,23 @@ def test_text_only_scoring_imports_only_what_its_metrics_need(tmp_path):
     code, new, err = json.loads(out.stdout)[" ".join(argv)]
     assert code == 0, err
     assert sorted(new) == sorted([*PARAMS_LOADED, "numpy", "py3langid", "rich", "sacrebleu"])
+
+
+def test_pydantic_plugins_are_off_unless_the_user_sets_them(monkeypatch):
+    """medsimp uses no pydantic plugin: `main` turns pydantic's plugin scan off (it reads every
+    installed distribution's entry points when the first model is built: 15-20 ms of every
+    command that reads params, issue 57 §4), unless PYDANTIC_DISABLE_PLUGINS is set already."""
+    import os
+
+    import pytest
+
+    from medsimp.cli.app import main
+
+    for given, expected in ((None, "__all__"), ("", "")):
+        if given is None:
+            monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+        else:
+            monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", given)
+        with pytest.raises(SystemExit):
+            main(["--help"])
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == expected
