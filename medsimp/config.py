@@ -1,4 +1,8 @@
-"""Loading `params.yaml` with command-line overrides, and a stable params hash."""
+"""Loading `params.yaml` with command-line overrides, and a stable params hash.
+
+The params schema (pydantic) and the YAML reader are imported when first needed, not with this
+module: a params file that is not there, a folder or not readable is refused before either loads
+(issue 57 §4: a refusal costs no start-up; tests/test_startup.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +13,16 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from medsimp import params_schema, resources, yamlsafe
+from medsimp import resources
 from medsimp.errors import UsageError
-from medsimp.params_schema import Params
 from medsimp.places import check_writable_folder
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from medsimp.params_schema import Params
 
 
 class ParamsError(UsageError, ValueError):
@@ -38,6 +44,8 @@ def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
 def apply_overrides(params: dict, overrides: list[str]) -> dict:
     """Return a copy of a raw params mapping with `key.sub=value` overrides applied (values
     parsed as bounded YAML, `medsimp.yamlsafe`)."""
+    from medsimp import yamlsafe
+
     out = copy.deepcopy(params)
     for item in overrides:
         if "=" not in item:
@@ -72,6 +80,8 @@ def read_params_file(path: str | Path, required: bool) -> dict:
         raise ParamsError(
             f"params file {str(p)!r} cannot be read ({exc.strerror or type(exc).__name__})"
         ) from None
+    from medsimp import yamlsafe  # once the file is read: a missing one costs no YAML reader
+
     try:
         data = yamlsafe.load(text)
     except yamlsafe.YamlError as exc:
@@ -109,6 +119,8 @@ def _implicit_params_trusted(p: Path, data: dict) -> dict:
     another user owns it or everyone can write it (group-writable is allowed: a per-user group under
     umask 002): it decides every path medsimp reads and writes
     (cache.dir, outputs), so it must be as private as the command's own arguments."""
+    from medsimp.params_schema import Params
+
     sections = set(Params.model_fields)
     if data and not sections & set(data):
         print(
@@ -143,6 +155,8 @@ def load_params(
     data = read_params_file(p, required)
     if str(path) == DEFAULT_PATH and not required and data:
         data = _implicit_params_trusted(p, data)
+    from medsimp import params_schema
+
     try:
         data = params_schema.check_file(data, str(p))
         for item in overrides or []:
@@ -231,6 +245,10 @@ def params_dir(params_file: str | Path) -> Path:
 def params_hash(params: Params | BaseModel | dict) -> str:
     """sha256 of the canonical JSON of `params` (first 16 hex digits): of a loaded `Params`, the
     file as written (`raw`); of a typed section, its values (defaults filled in)."""
+    from pydantic import BaseModel
+
+    from medsimp.params_schema import Params
+
     if isinstance(params, Params):
         params = params.raw
     elif isinstance(params, BaseModel):

@@ -43,6 +43,18 @@ def _read_path(path: str, flag: str) -> bytes:
         return _read_bounded(fh, path, flag)
 
 
+def check_present(path: str, flag: str) -> None:
+    """Refuse a named input that is not there before any work (the line `read_lines` gives for
+    it later; `-`, standard input, is always there): a command that imports its work's libraries
+    first refuses it without that start-up (issue 57 §4)."""
+    if path == "-":
+        return
+    try:
+        os.stat(path)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: {exc.strerror or type(exc).__name__}") from None
+
+
 def read_lines(path: str, flag: str) -> list[str]:
     """The lines of a text file (universal newlines, as iterating a text file gives them; a BOM
     dropped), `-` = standard input (once per command), `<(cmd)` read once; a missing,

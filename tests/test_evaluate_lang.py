@@ -467,3 +467,71 @@ def test_the_language_model_read_from_the_cache_is_py3langids(tmp_path, monkeypa
         assert len(list((tmp_path / "py3langid").glob("*.marshal"))) == 1
     finally:
         language._identifier.cache_clear()
+
+
+def _texts() -> list[str]:
+    """Lines in many scripts, random code points (lone surrogates included), the shortest texts
+    (0-4 bytes) and one byte n-gram repeated past py3langid's uint16 counts."""
+    import random
+
+    rng = random.Random(57)
+    texts = [
+        (ROOT / "data/sample/medlane/test.txt").read_text(encoding="utf-8"),
+        FR_SRC + FR_HYP + FR_REF,
+        "Привет, мир. " * 20000,  # 0xd0/0xd1 lead bytes: over 65,535 each
+        "日本語のテキストです。" * 3000,
+        "",
+        "a",
+        "ab",
+        "abc",
+        "abcd",
+        "\udcff x",
+    ]
+    for _ in range(300):
+        texts.append(
+            "".join(
+                chr(
+                    rng.choice([rng.randrange(32, 127), rng.randrange(0, 0x3000), rng.randrange(0, 0x110000)])
+                )
+                for _ in range(rng.randrange(0, 400))
+            )
+        )
+    return texts
+
+
+def test_language_features_counted_in_numpy_are_py3langids():
+    """`language.features` (numpy, issue 57) equals py3langid's `instance2fv` (its Python walk
+    over every byte) array for array, dtype and uint16 wrap-around included, and `classify` its
+    verdict and probability, on many scripts, random code points and the shortest texts."""
+    import warnings
+
+    import numpy as np
+
+    from medsimp.text import language
+
+    ident = language._identifier()
+    for text in _texts():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # numpy on py3langid's uint16 wrap
+            theirs = ident.instance2fv(text)
+            verdict = ident.classify(text)
+        ours = language.features(text)
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), text[:40]
+        assert language.classify(text) == verdict, text[:40]
+
+
+@pytest.mark.slow
+def test_py3langids_tokenizer_is_4_definite():
+    """What `language.features` rests on: after any 4 bytes, py3langid's tokenizer state does not
+    depend on the state before them. From the set of every state, each byte maps each set to the
+    set of next states; after 4 bytes every set holds one state (about 12 s)."""
+    import numpy as np
+
+    from medsimp.text import language
+
+    moves = np.asarray(language._identifier().tk_nextmove)
+    moves = moves.reshape(len(moves) >> 8, 256)
+    sets = {tuple(range(len(moves)))}
+    for _ in range(3):
+        sets = {tuple(np.unique(column)) for s in sets for column in moves[list(s)].T}
+    assert all((moves[list(s)] == moves[s[0]]).all() for s in sets)

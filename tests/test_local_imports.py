@@ -191,6 +191,11 @@ ALLOWED: dict[str, dict[str, str]] = {
         "alignment.features": "heavy: pysbd, scipy",
     },
     "medsimp.atomic": {"ctypes": "optional: platform"},
+    "medsimp.config": {  # a params file that is not there is refused before these load (issue 57 §4)
+        "medsimp.params_schema": "heavy: pydantic, pydantic_core",
+        "medsimp.yamlsafe": "heavy: yaml",
+        "pydantic": "heavy: pydantic",
+    },
     "medsimp.corpora.card": {
         "alignment.calibration": "heavy: numpy",
         "medsimp.corpora.multicochrane": "heavy: regex",

@@ -103,6 +103,37 @@ def test_bleu_matches_sacrebleu():
     assert coco == pytest.approx(ours, abs=1e-6)
 
 
+def test_bleu_statistics_counted_in_numpy_are_sacrebleus_issue_57():
+    """`sacrebleu_stats` counts BLEU's statistics for the whole corpus at once (issue 57): per
+    sentence the same integers as sacrebleu's `_extract_corpus_statistics` (lengths, closest
+    reference length with its ties, clipped matches, totals) on 3,000 random lines of a small
+    vocabulary with punctuation and case (n-grams shared across sentences and references), 1 to
+    4 references per sentence, empty lines included, and on the embedded MedLane sample; and
+    `bleu` the same float as sacrebleu's `corpus_score`."""
+    import random
+
+    from sacrebleu.metrics import BLEU
+
+    from medsimp.metrics import metrics
+
+    rng = random.Random(5758)
+    vocab = ["a", "b", "C", "d", ".", ",", "the", "Of", "1.5", "x-ray", "(", ")", "é"]
+    line = lambda: " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12)))  # noqa: E731
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "data/sample/medlane/test.txt"), encoding="utf-8") as handle:
+        sample = [b.splitlines() for b in handle.read().split("\n\n") if b.strip()]
+    for hyps, refs in (
+        ([line() for _ in range(3000)], [[line() for _ in range(rng.randint(1, 4))] for _ in range(3000)]),
+        ([b[0] for b in sample], [b[1:] or [""] for b in sample]),
+    ):
+        stock = BLEU()
+        streams = [[rs[k] if k < len(rs) else None for rs in refs] for k in range(max(map(len, refs)))]
+        expected = stock._extract_corpus_statistics(hyps, streams)
+        assert B.sacrebleu_stats(hyps, refs).tolist() == expected
+        data = _inputs(hyps, refs)
+        assert metrics()["bleu"].corpus(data)["bleu"] == stock.corpus_score(hyps, streams).score
+
+
 # ---------------------------------------------------------------- SARI
 def _13a(text: str) -> list[str]:
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
@@ -545,6 +576,25 @@ def test_sari_sentence_stats_equal_easses_counter_arithmetic_issue_57():
     for _ in range(3000):
         orig, sys_sent, refs = line(), line(), [line() for _ in range(rng.randint(0, 5))]
         assert SA.sentence_stats(orig, sys_sent, refs) == _easse_compute_ngram_stats(orig, sys_sent, refs)
+
+
+def test_sari_stats_table_of_a_corpus_equals_easse_sentence_by_sentence_issue_57():
+    """`stats_table` counts the whole corpus at once in numpy (issue 57): each row is EASSE's
+    Counter arithmetic on that sentence alone, for 3,000 random sentences of a small vocabulary
+    (n-grams shared across sentences and lines) and 3,000 of an 8,000-word one (the n-gram codes
+    then pass int64 and are numbered first), 0 to 5 references each, empty lines included."""
+    import random
+
+    rng = random.Random(5757)
+    for vocab in (
+        ["a", "b", "c", "d", "e", ".", ",", "the", "of"],
+        [f"w{i}" for i in range(8000)] + ["a", "b"] * 500,
+    ):
+        line = lambda words=vocab: " ".join(rng.choice(words) for _ in range(rng.randint(0, 14)))  # noqa: E731
+        rows = [(line(), line(), [line() for _ in range(rng.randint(0, 5))]) for _ in range(3000)]
+        table = SA.stats_table(*zip(*rows))
+        assert table.shape == (3000, 36)
+        assert table.tolist() == [_easse_compute_ngram_stats(*row) for row in rows]
 
 
 def test_sari_normalize_is_13a_of_the_lowercased_line_issue_57():

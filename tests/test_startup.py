@@ -2,7 +2,7 @@
 
 Which heavy libraries each command imports before it starts work is pinned here, per command:
 while it parses its arguments (and refuses an unknown one), when it refuses a params file that is
-not there (after the params schema is loaded), and for `evaluate files` when it refuses its flags
+not there (nothing: the params schema is not loaded yet), and for `evaluate files` when it refuses its flags
 or an unknown metric. One subprocess per case list; a command that starts importing torch,
 NLTK, Beam... at that point fails with its name and the modules (docs/metrics.md, "Start-up").
 """
@@ -74,9 +74,9 @@ def test_help_and_every_refused_option_import_nothing_heavy():
         assert line.endswith("--help") or ": error: " in err, line  # argparse's usage error
 
 
-def test_every_command_refuses_a_missing_params_file_with_only_the_schema_loaded(tmp_path):
-    """A `--params` file that is not there is refused (exit 2) once the params schema is loaded:
-    pydantic and the YAML reader, nothing else heavy, whichever command. Commands with required
+def test_every_command_refuses_a_missing_params_file_with_nothing_heavy_loaded(tmp_path):
+    """A `--params` file that is not there is refused (exit 2) before the params schema and the
+    YAML reader load (issue 57 §4: they cost 0.15-0.25 s), whichever command. Commands with required
     flags get `--help`-free dummies for them (argparse refuses a missing required flag first)."""
     cases = []
     for path, parser in command_leaves(build_parser()):
@@ -87,25 +87,31 @@ def test_every_command_refuses_a_missing_params_file_with_only_the_schema_loaded
                 argv += [action.option_strings[0], value] if action.option_strings else [value]
         cases.append(argv)
     found = _imports(cases)
-    assert found.pop(" ".join(cases[0]))[:2] == [2, PARAMS_LOADED], cases[0]
     for line, (code, new, err) in found.items():
         assert (code, new) == (2, []), line
         assert "no-such-params.yaml" in err, (line, err)
 
 
 def test_evaluate_files_refuses_its_flags_before_importing_the_metrics(tmp_path):
-    """`evaluate files` checks which references it was given before it imports the scoring code
-    (numpy, sacrebleu, rich...); an unknown metric is refused with the registry only (numpy)."""
+    """`evaluate files` checks which references it was given, and that every named file is there,
+    before it imports the scoring code (numpy, sacrebleu, rich...; issue 57 §4: a missing --ref
+    took 0.5-0.8 s to refuse); an unknown metric is refused with the registry only (numpy)."""
     hyp = tmp_path / "hyp.txt"
     hyp.write_text("a\n")
+    gone = str(tmp_path / "gone.txt")
     found = _imports(
         [
             ["evaluate", "files", "--hyp", str(hyp)],  # no --ref / --medlane / --dataset
+            ["evaluate", "files", "--hyp", str(hyp), "--ref", gone],  # files that are not there
+            ["evaluate", "files", "--hyp", str(hyp), "--ref", str(hyp), "--src", gone],
+            ["evaluate", "files", "--hyp", gone, "--ref", str(hyp)],
             ["evaluate", "files", "--hyp", str(hyp), "--ref", str(hyp), "--select", "bleu,nope"],
         ]
     )
-    (no_ref, no_ref_err), (unknown, unknown_err) = ((v[:2], v[2]) for v in found.values())
+    (no_ref, no_ref_err), *missing, (unknown, unknown_err) = ((v[:2], v[2]) for v in found.values())
     assert no_ref == [2, PARAMS_LOADED] and "give --ref FILE" in no_ref_err
+    for (code_new, err), flag in zip(missing, ("--ref", "--src", "--hyp")):
+        assert code_new == [2, []] and f"{flag} {gone}: No such file or directory" in err
     assert unknown == [2, ["numpy"]] and "--select: unknown metric(s) nope" in unknown_err
 
 
@@ -139,3 +145,23 @@ def test_text_only_scoring_imports_only_what_its_metrics_need(tmp_path):
     code, new, err = json.loads(out.stdout)[" ".join(argv)]
     assert code == 0, err
     assert sorted(new) == sorted([*PARAMS_LOADED, "numpy", "py3langid", "rich", "sacrebleu"])
+
+
+def test_pydantic_plugins_are_off_unless_the_user_sets_them(monkeypatch):
+    """medsimp uses no pydantic plugin: `main` turns pydantic's plugin scan off (it reads every
+    installed distribution's entry points when the first model is built: 15-20 ms of every
+    command that reads params, issue 57 §4), unless PYDANTIC_DISABLE_PLUGINS is set already."""
+    import os
+
+    import pytest
+
+    from medsimp.cli.app import main
+
+    for given, expected in ((None, "__all__"), ("", "")):
+        if given is None:
+            monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+        else:
+            monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", given)
+        with pytest.raises(SystemExit):
+            main(["--help"])
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == expected

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from medsimp.errors import UsageError
+from medsimp.inputs import check_present
 
 
 def parse_select(text: str | None, default: Sequence[str] | None) -> list[str] | None:
@@ -25,9 +26,10 @@ def parse_select(text: str | None, default: Sequence[str] | None) -> list[str] |
 
 def check_sources(
     medlane: str | None, dataset: str | None, config: str | None, split: str | None,
-    refs: Sequence[str], src: str | None,
+    refs: Sequence[str], src: str | None, hyps: Sequence[str] = (),
 ) -> None:  # fmt: skip
-    """Refuse a flag the chosen evaluation set would ignore, and a set that is not named."""
+    """Refuse a flag the chosen evaluation set would ignore, a set that is not named, and a named
+    file that is not there (`--hyp`, `--medlane`, `--ref`, `--src`)."""
     given = {"--ref": bool(refs), "--src": bool(src), "--dataset": bool(dataset), "--config": bool(config)}
     given["--split"] = bool(split)
     unused: list[str] = []
@@ -48,3 +50,7 @@ def check_sources(
         raise UsageError(
             f"{', '.join(unused)} cannot be used with --hyp{with_}: drop {'them' if len(unused) > 1 else 'it'}"
         )
+    for flag, paths in (("--hyp", hyps), ("--medlane", [medlane]), ("--ref", refs), ("--src", [src])):
+        for path in paths:
+            if path:
+                check_present(path, flag)

@@ -47,6 +47,34 @@ def ngrams(tokens: Sequence[str], n: int) -> Counter:
     return Counter(zip(*(tokens[i:] for i in range(n))))
 
 
+def ngram_codes(lines: Sequence[str], max_order: int, groups: int) -> tuple[np.ndarray, list[tuple]]:
+    """The whitespace tokens' n-grams of every line, n = 1..max_order, as integers for numpy
+    (SARI's and BLEU's counts over a whole corpus at once, issue 57): (each line's number of
+    tokens, [(line of each n-gram, its code, size) per order]). Equal n-grams have equal codes
+    across lines, every code is below `size`, and `group * size + code` fits in int64 for any
+    group below `groups`. A token's code is its id; an n-gram's, the (n-1)-gram's code times the
+    vocabulary's size plus its last token's id (the codes numbered 0.. first when that product
+    could pass the bound). An n-gram never spans two lines."""
+    tokens = [line.split() for line in lines]
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    flat = [t for line in tokens for t in line]
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    line_of = np.repeat(np.arange(len(lines), dtype=np.int64), lengths)
+    width = max(len(vocab), 1)
+    codes, size, out = ids, width, []
+    for order in range(1, max_order + 1):
+        starts = max(len(ids) - order + 1, 0)
+        if order > 1:  # the n-gram starting at p: the (n-1)-gram at p, then the token at p + n - 1
+            if size * width * max(groups, 1) >= 1 << 62:
+                found, numbered = np.unique(codes, return_inverse=True)
+                codes, size = numbered.reshape(-1), max(len(found), 1)
+            codes, size = codes[:starts] * width + ids[order - 1 :], size * width
+        inside = line_of[:starts] == line_of[order - 1 :]  # the n-gram's tokens on one line
+        out.append((line_of[:starts][inside], codes[:starts][inside], size))
+    return lengths, out
+
+
 @dataclass(frozen=True)
 class ScoringOptions:
     """The settings the metrics read, typed: what `medsimp.evaluation.scorer.Scorer` derives from

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from medsimp.metrics.base import Inputs, Metric, Tokens, ngrams
+from medsimp.metrics.base import Inputs, Metric, Tokens, ngram_codes, ngrams
 
 
 @functools.cache
@@ -101,7 +101,12 @@ class SacreBLEU(Metric):
         return f"sacrebleu-bleu[{sig.replace('|', ',')}]"
 
     def corpus(self, data, done=None):
-        return {"bleu": float(sacrebleu_bleu().corpus_score(data.hyps, _ref_streams(data.references)).score)}
+        stats = sacrebleu_stats(data.hyps, data.references)
+        if stats is None:  # a sentence without a reference: sacrebleu's own call, its own error
+            return {
+                "bleu": float(sacrebleu_bleu().corpus_score(data.hyps, _ref_streams(data.references)).score)
+            }
+        return {"bleu": self.from_stats(stats.sum(axis=0).tolist(), len(data.hyps))}
 
     def sentence(self, data, i):
         """sacrebleu's `sentence_score` (exponential smoothing, effective order), as `--sentence-level`."""
@@ -109,14 +114,17 @@ class SacreBLEU(Metric):
         return float(sacrebleu_bleu(True).sentence_score(data.hyps[i], refs).score)
 
     def stats(self, data):
-        """Per sentence: sacrebleu's own sufficient statistics, read from its public `BLEUScore`
-        (sys_len, ref_len, n-gram matches 1-4, n-gram totals 1-4); they sum over any subset."""
+        """Per sentence: sacrebleu's sufficient statistics (sys_len, ref_len, n-gram matches 1-4,
+        n-gram totals 1-4; `sacrebleu_stats`); they sum over any subset."""
         bleu = sacrebleu_bleu()
-        rows = []
-        for hyp, refs in zip(data.hyps, data.references, strict=True):
-            score = bleu.corpus_score([hyp], [[r] for r in refs])
-            rows.append([score.sys_len, score.ref_len, *score.counts, *score.totals])
-        return np.array(rows, dtype="float32").reshape(len(rows), 2 + 2 * bleu.max_ngram_order)
+        stats = sacrebleu_stats(data.hyps, data.references)
+        if stats is None:
+            rows = []
+            for hyp, refs in zip(data.hyps, data.references, strict=True):
+                score = bleu.corpus_score([hyp], [[r] for r in refs])
+                rows.append([score.sys_len, score.ref_len, *score.counts, *score.totals])
+            stats = np.array(rows)
+        return stats.astype("float32").reshape(len(data.hyps), 2 + 2 * bleu.max_ngram_order)
 
     def from_stats(self, summed, n):
         """sacrebleu's public `BLEU.compute_bleu` on summed statistics, with the corpus settings."""
@@ -135,6 +143,46 @@ class SacreBLEU(Metric):
                 max_ngram_order=k,
             ).score
         )
+
+
+def sacrebleu_stats(hyps: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray | None:
+    """sacrebleu `BLEU()`'s per-sentence statistics, as its `_extract_corpus_statistics` makes them
+    (sys_len, the closest reference length (ties to the shorter), clipped n-gram matches 1..4,
+    n-gram totals 1..4, on its own preprocessed segments), counted for the whole corpus at once
+    in numpy (`base.ngram_codes`; issue 57: about 4x faster than sacrebleu's Counter per segment
+    and reference). Its reference n-gram counts are the maximum over the references, a match the
+    minimum of the output's count and that. None without outputs or when a sentence has no
+    reference (sacrebleu's own call then decides). tests/test_metrics.py checks the integers equal sacrebleu's on random
+    and sample lines, 1-4 references, and the BLEU the same float."""
+    bleu = sacrebleu_bleu()
+    n, k = len(hyps), bleu.max_ngram_order
+    if not n or len(references) != n or any(not rs for rs in references):
+        return None
+    owner = np.repeat(np.arange(n, dtype=np.int64), [len(rs) for rs in references])
+    lines = [bleu._preprocess_segment(h) for h in hyps]
+    lines += [bleu._preprocess_segment(r) for rs in references for r in rs]
+    sentence = np.concatenate([np.arange(n, dtype=np.int64), owner])
+    lengths, orders = ngram_codes(lines, k, len(lines))
+    out = np.zeros((n, 2 + 2 * k), dtype=np.int64)
+    hyp_len, ref_len = lengths[:n], lengths[n:]
+    span = int(ref_len.max(initial=0)) + 1  # closest: the least (distance, length)
+    best = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(best, owner, np.abs(hyp_len[owner] - ref_len) * span + ref_len)
+    out[:, 0], out[:, 1] = hyp_len, best % span
+    for order, (line, codes, size) in enumerate(orders):
+        pairs, per_pair = np.unique(line * size + codes, return_inverse=True)
+        count = np.bincount(per_pair.reshape(-1), minlength=len(pairs))
+        pair_line, pair_code = pairs // size, pairs % size
+        keys, per_key = np.unique(sentence[pair_line] * size + pair_code, return_inverse=True)
+        per_key = per_key.reshape(-1)
+        is_hyp = pair_line < n
+        hyp_count = np.bincount(per_key[is_hyp], weights=count[is_hyp], minlength=len(keys))
+        ref_max = np.zeros(len(keys))
+        np.maximum.at(ref_max, per_key[~is_hyp], count[~is_hyp])
+        owner_of_key = keys // size
+        out[:, 2 + order] = np.bincount(owner_of_key, weights=np.minimum(hyp_count, ref_max), minlength=n)
+        out[:, 2 + k + order] = np.bincount(owner_of_key, weights=hyp_count, minlength=n)
+    return out
 
 
 def sacrebleu_signature(data: Inputs | None) -> str:

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from medsimp.metrics.base import Inputs, Metric, NotComputable, Tokens, check_needs, ngrams
+from medsimp.metrics.base import Inputs, Metric, NotComputable, Tokens, check_needs, ngram_codes, ngrams
 from medsimp.metrics.bleu import sacrebleu_bleu
 
 NGRAM_ORDER = 4
@@ -54,53 +54,55 @@ def normalize(sentence: str) -> str:
     return tokenizer(sentence.lower())
 
 
-def _extract_ngrams(line: str) -> list[Counter]:
-    """Counts of the 1..4-grams of the whitespace tokens (tuples: the same distinct n-grams as
-    EASSE's space-joined strings, since tokens hold no space)."""
-    tokens = line.split()
-    return [Counter(zip(*(tokens[i:] for i in range(n)))) for n in range(1, NGRAM_ORDER + 1)]
+def stats_table(origs: Sequence[str], syss: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
+    """EASSE's `compute_ngram_stats` for every sentence (normalized text), one row of 36 counts
+    each, in the order add (correct, sys total, ref total) x 4 orders, keep x 4, del x 4.
+
+    EASSE builds them per sentence with Counter arithmetic on the source's and the output's
+    n-gram counts times the number of references. Here the whole corpus is counted at once in
+    numpy (issue 57: 2.5-4x faster than the same sums per sentence in Python): each n-gram gets
+    an integer code (`base.ngram_codes`), each (sentence, n-gram) its counts on the source, output
+    and reference side, and the per-n-gram terms (o = source count x refs, s = output count x
+    refs, r = the references' count; Counter `&` is min, `-` is the difference floored at 0) are
+    summed per sentence. Tests check the integers against
+    EASSE's Counter arithmetic, sentence by sentence and for a corpus at once."""
+    n = len(origs)
+    if len(syss) != n or len(refs) != n:
+        raise ValueError(
+            f"{n} sources, {len(syss)} outputs and {len(refs)} reference sets: one each per sentence"
+        )
+    num_refs = np.array([len(r) for r in refs], dtype=np.int64)
+    lines = [*origs, *syss, *(r for rs in refs for r in rs)]
+    side = np.repeat(np.array([0, 1, 2], dtype=np.int8), [n, n, len(lines) - 2 * n])
+    sentence = np.concatenate([np.arange(n), np.arange(n), np.repeat(np.arange(n), num_refs)]).astype(
+        np.int64
+    )
+    out = np.zeros((n, 9 * NGRAM_ORDER), dtype=np.int64)
+    for order, (where, codes, size) in enumerate(ngram_codes(lines, NGRAM_ORDER, n)[1], 1):
+        keys, row = np.unique(sentence[where] * size + codes, return_inverse=True)
+        row = row.reshape(-1)
+        grams = len(keys)
+        o_n, s_n, r = (np.bincount(row[side[where] == k], minlength=grams) for k in (0, 1, 2))
+        sent = keys // size
+        refs_of = num_refs[sent]
+        o, s = o_n * refs_of, s_n * refs_of
+        o_s, o_r = np.minimum(o, s), np.minimum(o, r)
+        sys_add = (s_n > 0) & (o_n == 0)
+        columns = [
+            sys_add & (r > 0), sys_add, (r > 0) & (o_n == 0),  # add: correct, output, references
+            np.minimum(o_s, o_r), o_s, o_r,  # keep: kept, by the output, by the references
+            np.minimum(o - o_s, o - o_r), o - o_s, o - o_r,  # deleted: both, by the output, by the refs
+        ]  # fmt: skip
+        for k, values in enumerate(columns):
+            block, part = divmod(k, 3)
+            column = block * 3 * NGRAM_ORDER + 3 * (order - 1) + part
+            out[:, column] = np.bincount(sent, weights=values, minlength=n).astype(np.int64)
+    return out
 
 
 def sentence_stats(orig: str, sys: str, refs: Sequence[str]) -> list[int]:
-    """EASSE's `compute_ngram_stats` for one sentence (normalized text): 36 counts, in the order
-    add (correct, sys total, ref total) x 4 orders, keep x 4, del x 4. EASSE builds them with
-    Counter arithmetic on the source and output counts times the number of references; here one
-    pass over the source's n-grams sums the same integers (issue 57: 2-3x faster; a test checks
-    them against EASSE's Counter arithmetic)."""
-    orig_ngrams, sys_ngrams = _extract_ngrams(orig), _extract_ngrams(sys)
-    refs_ngrams: list[Counter] = [Counter() for _ in range(NGRAM_ORDER)]
-    for ref in refs:
-        for n, grams in enumerate(_extract_ngrams(ref)):
-            refs_ngrams[n].update(grams)
-    num_refs = len(refs)
-    add: list[int] = []
-    keep: list[int] = []
-    dele: list[int] = []
-    for n in range(NGRAM_ORDER):
-        o_counts, s_counts, r_counts = orig_ngrams[n], sys_ngrams[n], refs_ngrams[n]
-        sys_add = s_counts.keys() - o_counts.keys()
-        add += [len(sys_add & r_counts.keys()), len(sys_add), len(r_counts.keys() - o_counts.keys())]
-        # per source n-gram: o = its count x refs, s = the output's count x refs, r = the
-        # references' count; Counter `&` is min(.,.) (kept if > 0) and `-` is max(difference, 0),
-        # so o & s = min(o, s), o - s = o - min(o, s) (the same for r)
-        s_get, r_get = s_counts.get, r_counts.get
-        total = kept = kept_sys = kept_ref = deleted = 0
-        for gram, count in o_counts.items():
-            o = count * num_refs
-            s = s_get(gram, 0) * num_refs
-            r = r_get(gram, 0)
-            o_s = o if o < s else s
-            o_r = o if o < r else r
-            total += o
-            kept += o_s if o_s < o_r else o_r
-            kept_sys += o_s
-            kept_ref += o_r
-            not_s, not_r = o - o_s, o - o_r
-            deleted += not_s if not_s < not_r else not_r
-        deleted_sys, deleted_ref = total - kept_sys, total - kept_ref
-        keep += [kept, kept_sys, kept_ref]
-        dele += [deleted, deleted_sys, deleted_ref]
-    return add + keep + dele
+    """`stats_table` of one sentence: its 36 counts."""
+    return stats_table([orig], [sys], [refs])[0].tolist()
 
 
 def _prf(correct: float, sys_total: float, ref_total: float) -> tuple[float, float, float]:
@@ -126,10 +128,12 @@ def corpus_sari(
     origs: Sequence[str], syss: Sequence[str], refs: Sequence[Sequence[str]], f1_deletion: bool = True
 ) -> dict[str, float]:
     """EASSE's `corpus_sari` (and its operation scores) with `refs[i]` the references of sentence i."""
-    total = np.zeros(9 * NGRAM_ORDER)
-    for o, s, rs in zip(origs, syss, refs, strict=True):
-        total += sentence_stats(normalize(o), normalize(s), [normalize(r) for r in rs])
-    return from_stats(list(total), f1_deletion)
+    table = stats_table(
+        [normalize(o) for o in origs],
+        [normalize(s) for s in syss],
+        [[normalize(r) for r in rs] for rs in refs],
+    )
+    return from_stats(table.sum(axis=0, dtype=float).tolist(), f1_deletion)
 
 
 def _check(metric: Metric, data: Inputs) -> None:
@@ -168,13 +172,11 @@ class EasseSARI(Metric):
 
     def stats(self, data):
         assert data.sources is not None
-        return np.array(
-            [
-                sentence_stats(normalize(o), normalize(s), [normalize(r) for r in rs])
-                for o, s, rs in zip(data.sources, data.hyps, data.references, strict=True)
-            ],
-            dtype=float,
-        )
+        return stats_table(
+            [normalize(o) for o in data.sources],
+            [normalize(s) for s in data.hyps],
+            [[normalize(r) for r in rs] for rs in data.references],
+        ).astype(float)
 
     def from_stats(self, summed, n):
         return from_stats(list(summed), self.f1_deletion)["sari"]

@@ -4,9 +4,10 @@ default `--lang en`).
 
 py3langid (Lui & Baldwin's langid.py, its naive Bayes model shipped inside the wheel; 97
 languages; deterministic) classifies the distinct lines joined, as one text, with normalised
-probabilities. A verdict needs enough letters to mean something (`MIN_LETTERS`) and a
-probability of at least `MIN_PROBABILITY`; otherwise the language is left undecided and nothing
-is refused on its account.
+probabilities; its byte n-gram features are counted in numpy instead of py3langid's per-byte
+Python loop (`features`: the same counts, 0.045 -> 0.005 s on 200,000 characters). A verdict
+needs enough letters to mean something (`MIN_LETTERS`) and a probability of at least
+`MIN_PROBABILITY`; otherwise the language is left undecided and nothing is refused on its account.
 """
 
 from __future__ import annotations
@@ -66,6 +67,53 @@ def _identifier():
     )
 
 
+@functools.cache
+def _outputs() -> tuple:
+    """py3langid's state -> features table as two parallel arrays (state, feature index), one
+    row per feature a state emits (tk_output), for `features`."""
+    import numpy as np
+
+    table = _identifier().tk_output
+    states = [s for s, found in table.items() for _ in found]
+    found = [f for s in table for f in table[s]]
+    return np.array(states, dtype=np.intp), np.array(found, dtype=np.intp)
+
+
+def features(text: str):
+    """`LanguageIdentifier.instance2fv(text)` (the uint16 count of each byte n-gram feature, with
+    its wrap-around past 65,535), counted in numpy. py3langid walks its tokenizer's state machine
+    byte by byte in Python; that machine is 4-definite (the state after any 4 bytes does not
+    depend on the state before them: checked on the model by `tests/test_evaluate_lang.py`, each
+    set of states narrowed to one after 4 bytes), so the state at byte i >= 3 is the walk from
+    state 0 over bytes i-3..i, 4 array lookups for all positions at once; bytes 0-2 are walked."""
+    import numpy as np
+
+    ident = _identifier()
+    data = np.frombuffer(text.encode("utf8", errors="surrogatepass"), dtype=np.uint8).astype(np.intp)
+    nextmove = np.asarray(ident.tk_nextmove)
+    head, state = [], 0
+    for byte in data[:3].tolist():  # the first bytes: from state 0 as the walk reads them
+        state = int(nextmove[(state << 8) + byte])
+        head.append(state)
+    tail = np.zeros(max(len(data) - 3, 0), dtype=np.intp)
+    for k in range(4):
+        tail = nextmove[(tail << 8) + data[k : k + len(tail)]].astype(np.intp)
+    visits = np.bincount(np.concatenate([np.array(head, dtype=np.intp), tail]), minlength=len(nextmove) >> 8)
+    states, found = _outputs()
+    counts = np.bincount(found, weights=visits[states], minlength=ident.nb_numfeats)
+    return counts.astype(np.int64).astype(np.uint16)  # py3langid's datatype, wrapping as it does
+
+
+def classify(text: str) -> tuple[str, float]:
+    """`LanguageIdentifier.classify(text)` (language, normalised probability) on `features`."""
+    import numpy as np
+
+    ident = _identifier()
+    probs = ident.norm_probs(ident.nb_classprobs(features(text)))
+    best = np.argmax(probs)
+    return ident.nb_classes[best], probs[best]
+
+
 def detect(lines: Iterable[str | None]) -> Detected:
     """The language of `lines` taken together (see the module doc)."""
     text, size, seen = [], 0, set()
@@ -77,9 +125,9 @@ def detect(lines: Iterable[str | None]) -> Detected:
             if size >= MAX_CHARS:
                 break
     joined = "\n".join(text)[:MAX_CHARS]
-    letters = sum(ch.isalpha() for ch in joined)
+    letters = sum(map(str.isalpha, joined))
     if letters < MIN_LETTERS:
         return Detected(None, 0.0, letters)
-    lang, probability = _identifier().classify(joined)
+    lang, probability = classify(joined)
     probability = float(probability)
     return Detected(str(lang) if probability >= MIN_PROBABILITY else None, probability, letters)

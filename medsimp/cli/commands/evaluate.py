@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from medsimp.params_schema import updated
 
     if args.action == "files":  # before the metrics' registry is imported
-        check_sources(args.medlane, args.dataset, args.config, args.split, args.ref, args.src)
+        check_sources(args.medlane, args.dataset, args.config, args.split, args.ref, args.src, args.hyp)
     select = parse_select(args.select, args.params_data.evaluate.select)
     flags = {"rouge_tokenizer": args.rouge_tokenizer}  # every one a params `evaluate` key it overrides
     if args.action == "files":
