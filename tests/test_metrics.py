@@ -752,3 +752,40 @@ def test_medlane_mode_is_declared_by_the_metrics_themselves_issue_38():
     for name in compat - {"meteor"}:
         assert f"|{name}:{registry[name].medlane_label}@" in sig
     assert "sari" not in sig and "bleu:" not in sig.replace("medlane_bleu:", "")
+
+
+@pytest.mark.parametrize("groups", [3, 2**40, 2**45])
+def test_ngram_codes_key_equal_ngrams_alike_however_many_groups(groups):
+    """Each (group, n-gram) key `group * size + code` identifies the n-gram within its group, also
+    when the codes would pass int64 (the reviewer's case: 2**40 groups wrapped and collided)."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(4000)]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 30))) for _ in range(300)]
+    lengths, orders = base.ngram_codes(lines, 4, groups)
+    assert lengths.tolist() == [len(line.split()) for line in lines]
+    group_of = [i % 3 for i in range(len(lines))]  # any group below `groups`: here 0..2, scaled
+    scale = groups - 3
+    for n, (line, codes, size) in enumerate(orders, 1):
+        keys = (np.array(group_of)[line] + scale) * size + codes
+        assert (keys >= 0).all()
+        want = {}
+        for i, text in enumerate(lines):
+            toks = text.split()
+            for p in range(len(toks) - n + 1):
+                want.setdefault((group_of[i], tuple(toks[p : p + n])), len(want))
+        got = {}
+        flat = [(i, p) for i, text in enumerate(lines) for p in range(len(text.split()) - n + 1)]
+        assert len(flat) == len(codes)
+        for (i, p), key in zip(flat, keys.tolist(), strict=True):
+            gram = (group_of[i], tuple(lines[i].split()[p : p + n]))
+            assert got.setdefault(gram, key) == key  # equal n-grams, equal keys
+        assert len(set(got.values())) == len(want)  # unequal n-grams, unequal keys
+
+
+def test_ngram_codes_refuse_keys_past_int64():
+    with pytest.raises(ValueError, match="do not fit in int64"):
+        base.ngram_codes(["a b c", "d e f"], 4, 2**61)

@@ -157,6 +157,7 @@ def test_pydantic_plugins_are_off_unless_the_user_sets_them(monkeypatch):
 
     from medsimp.cli.app import main
 
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "x")  # recorded, so teardown restores the session's value
     for given, expected in ((None, "__all__"), ("", "")):
         if given is None:
             monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)

@@ -53,8 +53,9 @@ def ngram_codes(lines: Sequence[str], max_order: int, groups: int) -> tuple[np.n
     tokens, [(line of each n-gram, its code, size) per order]). Equal n-grams have equal codes
     across lines, every code is below `size`, and `group * size + code` fits in int64 for any
     group below `groups`. A token's code is its id; an n-gram's, the (n-1)-gram's code times the
-    vocabulary's size plus its last token's id (the codes numbered 0.. first when that product
-    could pass the bound). An n-gram never spans two lines."""
+    vocabulary's size plus its last token's id, or, when that could pass the bound, the number
+    of its ((n-1)-gram code, last token id) pair among the distinct pairs (then `size` is their
+    count, at most the number of tokens). An n-gram never spans two lines."""
     tokens = [line.split() for line in lines]
     lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
     flat = [t for line in tokens for t in line]
@@ -66,10 +67,14 @@ def ngram_codes(lines: Sequence[str], max_order: int, groups: int) -> tuple[np.n
     for order in range(1, max_order + 1):
         starts = max(len(ids) - order + 1, 0)
         if order > 1:  # the n-gram starting at p: the (n-1)-gram at p, then the token at p + n - 1
-            if size * width * max(groups, 1) >= 1 << 62:
-                found, numbered = np.unique(codes, return_inverse=True)
+            if size * width * max(groups, 1) < 1 << 62:
+                codes, size = codes[:starts] * width + ids[order - 1 :], size * width
+            else:  # dense codes: the distinct (prefix, last token) pairs, numbered
+                pairs = np.stack([codes[:starts], ids[order - 1 :]], axis=1)
+                found, numbered = np.unique(pairs, axis=0, return_inverse=True)
                 codes, size = numbered.reshape(-1), max(len(found), 1)
-            codes, size = codes[:starts] * width + ids[order - 1 :], size * width
+        if size * max(groups, 1) >= 1 << 62:  # more lines times tokens than memory holds
+            raise ValueError(f"{groups} groups of n-gram codes below {size} do not fit in int64")
         inside = line_of[:starts] == line_of[order - 1 :]  # the n-gram's tokens on one line
         out.append((line_of[:starts][inside], codes[:starts][inside], size))
     return lengths, out

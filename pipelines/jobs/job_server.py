@@ -67,6 +67,8 @@ def fail_owed_instructions(connect_seconds: float = WORKER_CONNECT_SECONDS) -> N
     if getattr(connection, "_medsimp_fails_owed", False):
         return
     missing = [name for name in ("_read", "push") if not callable(getattr(connection, name, None))]
+    # the state the patch reads: whether the worker's stream arrived, and what it still owes
+    missing += [name for name in ("_input", "_futures_by_id") if not hasattr(connection(), name)]
     if missing:  # another Beam than the one this was written for: refuse rather than hang again
         raise SystemExit(
             f"medsimp job server: this Beam's ControlConnection has no {', '.join(missing)}; "
@@ -79,11 +81,13 @@ def fail_owed_instructions(connect_seconds: float = WORKER_CONNECT_SECONDS) -> N
             setattr(self, "_medsimp_reason", reason)  # noqa: B010 - the first reason stands
         self._medsimp_closed = True  # before the answers: a push from now on fails at once
         # asked and never answered: the worker is gone (a copy: pushes may add meanwhile)
-        for future in list(getattr(self, "_futures_by_id", {}).values()):
+        for future in list(self._futures_by_id.values()):
             _answer_failed(future, self._medsimp_reason)
 
     def _unconnected(self) -> None:
-        if getattr(self, "_input", None) is None and not getattr(self, "_medsimp_closed", False):
+        with connection._lock:  # the lock `set_input` holds while the worker's stream arrives
+            if self._input is not None or getattr(self, "_medsimp_closed", False):
+                return
             logging.getLogger(__name__).warning(
                 "an SDK worker did not open its control channel within %g s", connect_seconds
             )
@@ -105,7 +109,7 @@ def fail_owed_instructions(connect_seconds: float = WORKER_CONNECT_SECONDS) -> N
             return future
         if getattr(self, "_medsimp_closed", False):
             _answer_failed(future, getattr(self, "_medsimp_reason", DEAD_WORKER))
-        elif getattr(self, "_input", None) is None and not hasattr(self, "_medsimp_deadline"):
+        elif self._input is None and not hasattr(self, "_medsimp_deadline"):
             deadline = threading.Timer(connect_seconds, _unconnected, args=(self,))
             deadline.daemon = True
             setattr(self, "_medsimp_deadline", deadline)  # noqa: B010
