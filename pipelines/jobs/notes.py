@@ -290,13 +290,8 @@ class NoteSentences(beam.PTransform):
         tags: tuple[str, ...] = (MIMIC,),
     ):
         super().__init__()
-        self.files, self.out_dir, self.params, self.lexicons, self.tags = (
-            files,
-            out_dir,
-            params,
-            lexicons,
-            tags,
-        )
+        self.files, self.out_dir, self.params = files, out_dir, params
+        self.lexicons, self.tags = lexicons, tags
 
     def expand(self, pbegin):
         p = self.params

@@ -1,25 +1,19 @@
 """A Beam job declared and run: `JobSpec` says what a job writes and counts, `run_job` runs it.
 
 A job module holds its composite PTransforms (PBegin -> {tag: PCollection}: `expand()` reads
-like the DAG) and its tables; its `run()` checks its inputs, declares the run and hands both to
-`run_job`, as Beam's own examples build options and apply one composite::
+like the DAG) and its tables; its `run()` checks its inputs and hands the composite and its
+`JobSpec` to `run_job`, as Beam's own examples build options and apply one composite::
 
-    TABLES = {"sentences": Table("sentences", SCHEMA, shard_key, sort_key, counter="sentences"),
-              "dead": dead_letter_table()}
+    spec = JobSpec("cochrane", TABLES, ("cochrane",), num_shards=params.num_shards)
+    return run_job(spec, CochraneSentences(specs, out_dir), out_dir, beam_params, beam_args, metrics)
 
-    def run(input_path, out_dir, params, beam_params, beam_args, metrics_file):
-        spec = JobSpec("cochrane", TABLES, ("cochrane",), num_shards=params.num_shards)
-        job = CochraneSentences(input_specs(input_path), out_dir)
-        return run_job(spec, job, out_dir, beam_params, beam_args, metrics_file)
-
-`run_job` owns what every job shares: the tables' Parquet schemas stamped with the lineage
-(`stamp`), their folders, the pipeline (`beam_io.new_pipeline`) with a sorted, sharded writer
-per table (`write_tables`), the progress display (`medsimp.progress.watch`) when declared, then
-`finish`: empty shards filled, Beam counters turned into a reconciled stats.json that agrees
-with the rows written, and the stage's summary (`medsimp.stats.finish_stage`). Counter names
-may contain one dot (`rejected.bad_json`): they become nested maps. The caller owns where the
-output is published (`medsimp.atomic.atomic_dir`, `objstore.stage_output`): `out_dir` is the
-folder being staged.
+`run_job` owns what every job shares: the tables' Parquet schemas stamped with the lineage,
+their folders, the pipeline (`beam_io.new_pipeline`) with a sorted, sharded writer per table,
+the progress display when declared, then `finish`: empty shards filled, Beam counters turned
+into a reconciled stats.json that agrees with the rows written, and the stage's summary
+(`medsimp.stats.finish_stage`). Counter names may contain one dot (`rejected.bad_json`): they
+become nested maps. The caller publishes the output (`medsimp.atomic.atomic_dir`,
+`objstore.stage_output`): `out_dir` is the folder being staged.
 """
 
 from __future__ import annotations
@@ -220,32 +214,26 @@ def written_rows(folder: str, parquet: bool) -> int:
     return rows
 
 
-def counted(flat: Mapping[str, int], counter: str) -> int:
-    """A counter's value; `name.*` sums the counters `name.<part>` (per-side counts)."""
-    if counter.endswith(".*"):
-        return sum(v for k, v in flat.items() if k.startswith(counter[:-1]))
-    return flat.get(counter, 0)
-
-
-def check_written(flat: Mapping[str, Any], written: Mapping[str, int], tables: Mapping[str, Table]) -> None:
-    """The rows written equal the counters that name them (`check_rows`)."""
+def check_written(counts: Mapping[str, Any], written: Mapping[str, int], tables: Mapping[str, Table]) -> None:
+    """Fail the job (nothing is published) when a table's rows written differ from the counter
+    that names them (`name.*` sums the counters `name.<part>`): a runner whose workers wrote
+    somewhere else (another current folder) must not publish empty tables with stats that say
+    they are full."""
     for table in tables.values():
-        if table.counter is not None:
-            check_rows(
-                table.name or "the output", written[table.name], table.counter, counted(flat, table.counter)
-            )
-
-
-def check_rows(table: str, written: int, counter: str, counted: int) -> None:
-    """Fail the job (nothing is published) when the rows written differ from the rows counted:
-    a runner whose workers wrote somewhere else (another current folder) must not publish
-    empty tables with stats that say they are full."""
-    if written != counted:
-        raise StageFailed(
-            f"{written} rows written to {table} but the job counted {counted} ({counter}): rows were "
-            "lost between the workers and the output (workers that cannot see the output path?); "
-            "nothing is published"
+        if table.counter is None:
+            continue
+        name, rows = table.counter, written[table.name]
+        counted = (
+            sum(v for k, v in counts.items() if k.startswith(name[:-1]))
+            if name.endswith(".*")
+            else counts.get(name, 0)
         )
+        if rows != counted:
+            raise StageFailed(
+                f"{rows} rows written to {table.name or 'the output'} but the job counted {counted} "
+                f"({name}): rows were lost between the workers and the output (workers that cannot "
+                "see the output path?); nothing is published"
+            )
 
 
 def committed_counters(result, namespace: str) -> dict[str, int]:
