@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from alignment.bridge import DocumentError, align_document
 from alignment.crf import CRFAligner
@@ -26,7 +25,7 @@ from pipelines.jobs import objstore
 from pipelines.jobs.beam_io import trim_heap
 from pipelines.jobs.common import Counter
 from pipelines.jobs.runtime import JobSpec, Progress, Table, dead_letter_table, progress_folder, run_job
-from pipelines.jobs.sorted_io import ReadDocuments
+from pipelines.jobs.sorted_io import ReadDocuments, ReadRows
 from pipelines.sources.files import parquet_lineage
 from pipelines.sources.tables import SENTENCE_FIELDS, check_sentence_table, grouped_by, sentence_files
 
@@ -118,22 +117,15 @@ class AlignDocuments(beam.PTransform):
 
 
 class AlignCorpus(beam.PTransform):
-    """The sentence table of `input_dir` (its parquet `files`) -> 'pairs' and 'dead_letter'
-    (AlignDocuments). A table whose documents are consecutive rows of one file (`grouped`: what
-    `cochrane` writes) is streamed a document at a time; anything else is read row by row and
-    grouped."""
+    """A sentence table's parquet `files` -> 'pairs' and 'dead_letter' (AlignDocuments). A
+    table whose documents are consecutive rows of one file (`grouped`: what `cochrane` writes) is
+    streamed a document at a time; anything else is read row by row and grouped."""
 
     def __init__(
-        self,
-        input_dir: str,
-        files: list[str],
-        params: Align,
-        cache_root: str | None,
-        grouped: bool,
-        progress: str | None,
+        self, files: list[str], params: Align, cache_root: str | None, grouped: bool, progress: str | None
     ):
         super().__init__()
-        self.input_dir, self.files, self.params, self.cache_root = input_dir, files, params, cache_root
+        self.files, self.params, self.cache_root = files, params, cache_root
         self.grouped, self.progress = grouped, progress
 
     def expand(self, pbegin):
@@ -142,8 +134,7 @@ class AlignCorpus(beam.PTransform):
             docs = pbegin | "Read" >> ReadDocuments(self.files, ["doc_id"], list(SENTENCE_FIELDS))
             keyed = docs | "Key" >> beam.MapTuple(lambda key, rows: (key[0], rows))
             return keyed | "AlignDocuments" >> align
-        pattern = FileSystems.join(self.input_dir, "sentences", "*.parquet")
-        sentences = pbegin | "Read" >> beam.io.ReadFromParquet(pattern, columns=list(SENTENCE_FIELDS))
+        sentences = pbegin | "Read" >> ReadRows(self.files, list(SENTENCE_FIELDS))
         return sentences | "AlignDocuments" >> align
 
 
@@ -171,7 +162,7 @@ def run(
     files = sentence_files(input_dir)
     documents = check_sentence_table(files)
     grouped = grouped_by(files, ["doc_id"])
-    job = AlignCorpus(input_dir, files, params, cache_root, grouped, progress_folder(out_dir))
+    job = AlignCorpus(files, params, cache_root, grouped, progress_folder(out_dir))
     spec = JobSpec(
         NAMESPACE,
         TABLES,
