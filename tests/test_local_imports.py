@@ -341,21 +341,9 @@ ALLOWED: dict[str, dict[str, str]] = {
     "pipelines.jobs.filter": {"alignment.overlap": "heavy: regex"},
     "pipelines.jobs.link": {"medsimp.text.readability": "heavy: regex"},
     "pipelines.jobs.objstore": {"pipelines.sources.files": "heavy: pyarrow"},
-    "pipelines.jobs.notes": {
-        "pipelines.jobs.beam_io": "heavy: psutil",
-        "pipelines.jobs.common": "heavy: psutil, pysbd",
-        "pipelines.jobs.sorted_io": "heavy: psutil",
-        "pipelines.jobs.store": "heavy: psutil",
-    },
     "pipelines.jobs.pool": {
         "apache_beam.transforms.environments": "heavy: apache_beam.transforms.environments",
         "grpc": "heavy: grpc",
-    },
-    "pipelines.jobs.radiology": {
-        "pipelines.jobs.beam_io": "heavy: psutil",
-        "pipelines.jobs.common": "heavy: psutil",
-        "pipelines.jobs.sorted_io": "heavy: psutil",
-        "pipelines.jobs.store": "heavy: psutil",
     },
     "pipelines.jobs.sorted_io": {"apache_beam.transforms.window": "heavy: apache_beam.transforms.window"},
     "pipelines.jobs.store": {

@@ -19,7 +19,6 @@ from pipelines.jobs import cochrane, msd
 from pipelines.jobs import filter as filter_job
 from pipelines.jobs import notes as notes_job
 from pipelines.jobs import plaba as plaba_job
-from pipelines.jobs.beam_io import new_pipeline
 from pipelines.sources.files import list_files, parquet_lineage
 from pipelines.text.selection import load_lexicons
 
@@ -193,12 +192,11 @@ def test_notes_job_reads_and_writes_memfs(memfs):
     params = load_params(ROOT / "params.yaml").notes
     path = _put(memfs, "NOTEEVENTS.csv")
     files = [(path, "NOTEEVENTS.csv", len(memfs[path]))]
-    pipeline = new_pipeline(BEAM)
-    notes_job.build(pipeline, files, "memfs://out/notes", params, load_lexicons(params, ROOT))
-    pipeline.run().wait_until_finish()
+    stats = notes_job.run(files, "memfs://out/notes", params, BEAM, [], None, load_lexicons(params, ROOT))
     rows = _parquet_rows(memfs, "memfs://out/notes/sentences")
-    assert any(r["keep"] for r in rows)
+    assert any(r["keep"] for r in rows) and len(rows) == stats["sentences"]
     assert list_files("memfs://out/notes/dead_letter/*.jsonl")
+    assert json.loads(memfs["memfs://out/notes/stats.json"])["rejected"] == stats["rejected"] > 0
 
 
 def test_link_reads_and_writes_memfs(memfs, tmp_path):

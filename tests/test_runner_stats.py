@@ -13,7 +13,7 @@ from apache_beam.metrics.metricbase import MetricName
 
 from medsimp.params_schema import Beam, Cochrane
 from pipelines.jobs import beam_io, cochrane
-from pipelines.jobs.common import Table, dead_letter_table, finish
+from pipelines.jobs.runtime import JobSpec, Table, dead_letter_table, finish
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow  # one cochrane job
@@ -63,15 +63,16 @@ def job(tmp_path_factory):
     return out, stats
 
 
-def _tables() -> dict[str, Table]:
+def _spec() -> JobSpec:
     from medsimp.schemas import COCHRANE_SENTENCES
 
-    return {
+    tables = {
         "sentences": Table(
             "sentences", COCHRANE_SENTENCES, lambda r: r["doc_id"], lambda r: r, counter="sentences"
         ),
         "dead": dead_letter_table(),
     }
+    return JobSpec("cochrane", tables, ("cochrane",), num_shards=2)
 
 
 def _copy(job, tmp_path: Path) -> Path:
@@ -83,7 +84,7 @@ def _copy(job, tmp_path: Path) -> Path:
 def test_without_committed_counters_stats_count_the_rows_written(job, tmp_path):
     _, committed = job
     out = _copy(job, tmp_path)
-    stats = finish(_Results(None), "cochrane", str(out), _tables(), 2, None)
+    stats = finish(_Results(None), _spec(), str(out), None)
     assert stats["counted_from"] == "outputs"
     assert stats["sentences"] == committed["sentences"] == 273
     assert stats["rejected"] == committed["rejected"] == 5
@@ -99,7 +100,7 @@ def test_committed_counters_that_the_outputs_contradict_fail_the_job(job, tmp_pa
     counted = [_counter(k, v, None) for k, v in committed.items() if isinstance(v, int)]
     counted = [c if c.key.metric.name != "sentences" else _counter("sentences", 274, None) for c in counted]
     with pytest.raises(StageFailed, match="273 rows written to sentences but the job counted 274"):
-        finish(_Results(counted), "cochrane", str(out), _tables(), 2, None)
+        finish(_Results(counted), _spec(), str(out), None)
 
 
 def test_threads_sharing_a_worker_split_the_same_sentences(job, tmp_path):

@@ -12,38 +12,29 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from alignment.bridge import DocumentError, align_document
 from alignment.crf import CRFAligner
 from alignment.encoders import PairEncoders, make_encoder
 from alignment.stage import corpus_scoring_key
 from medsimp.params_schema import Align, Beam
-from medsimp.progress import ProgressSink, watch
+from medsimp.progress import ProgressSink
 from medsimp.provenance import used_aligner
 from medsimp.schemas import PAIRS, pair_sort_key
 from pipelines.jobs import objstore
-from pipelines.jobs.beam_io import counters, new_pipeline, trim_heap
-from pipelines.jobs.common import (
-    Counter,
-    Table,
-    dead_letter_table,
-    finish,
-    prepare_dirs,
-    stamp,
-    write_tables,
-)
+from pipelines.jobs.beam_io import trim_heap
+from pipelines.jobs.common import Counter
+from pipelines.jobs.runtime import JobSpec, Progress, Table, dead_letter_table, progress_folder, run_job
 from pipelines.jobs.sorted_io import ReadDocuments, ReadRows
 from pipelines.jobs.store_dofn import StoreDoFn
 from pipelines.sources.files import parquet_lineage
 from pipelines.sources.tables import SENTENCE_FIELDS, check_sentence_table, grouped_by, sentence_files
 
 NAMESPACE = "align"
-
-
-# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
-# stays narrow (the stage's full stats are its output's stats.json).
-HEADLINE = ("read", "kept", "filtered", "rejected")
+TABLES = {
+    "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key, counter="pairs_total"),
+    "dead_letter": dead_letter_table(),
+}
 
 
 class AlignDocFn(StoreDoFn):
@@ -128,14 +119,34 @@ class AlignDocuments(beam.PTransform):
         return {"pairs": aligned.pairs, "dead_letter": aligned.dead_letter}
 
 
-def fallback_notes(result) -> list[str]:
+class AlignCorpus(beam.PTransform):
+    """A sentence table's parquet `files` -> 'pairs' and 'dead_letter' (AlignDocuments). A
+    table whose documents are consecutive rows of one file (`grouped`: what `cochrane` writes) is
+    streamed a document at a time; anything else is read row by row and grouped."""
+
+    def __init__(
+        self, files: list[str], params: Align, cache_root: str | None, grouped: bool, progress: str | None
+    ):
+        super().__init__()
+        self.files, self.params, self.cache_root = files, params, cache_root
+        self.grouped, self.progress = grouped, progress
+
+    def expand(self, pbegin):
+        align = AlignDocuments(self.params, self.cache_root, self.grouped, self.progress)
+        if self.grouped:
+            docs = pbegin | "Read" >> ReadDocuments(self.files, ["doc_id"], list(SENTENCE_FIELDS))
+            keyed = docs | "Key" >> beam.MapTuple(lambda key, rows: (key[0], rows))
+            return keyed | "AlignDocuments" >> align
+        sentences = pbegin | "Read" >> ReadRows(self.files, list(SENTENCE_FIELDS))
+        return sentences | "AlignDocuments" >> align
+
+
+def fallback_notes(stats: Mapping[str, Any]) -> list[str]:
     """A summary note per language pair that a fallback encoder aligned."""
-    fallback = counters(result, NAMESPACE) or {}  # no committed counters: no note (stats say why)
-    fallback = {k.split(".", 1)[1]: v for k, v in fallback.items() if k.startswith("encoder_fallback.")}
     return [
         f"the first encoder in align.vecalign.encoder does not cover {pair}; a fallback encoder "
         f"aligned it {n} time(s) (check its quality for that language pair)"
-        for pair, n in sorted(fallback.items())
+        for pair, n in sorted(stats.get("encoder_fallback_by", {}).items())
     ]
 
 
@@ -153,38 +164,20 @@ def run(
     (the command passes the aligner model actually used, which the dataset card reads)."""
     files = sentence_files(input_dir)
     documents = check_sentence_table(files)
-    shards = params.num_shards
-    tables = {
-        "pairs": Table("pairs", PAIRS, lambda r: r["doi"], pair_sort_key, counter="pairs_total"),
-        "dead_letter": dead_letter_table(),
-    }
-    tables = stamp(tables, parquet_lineage(input_dir))
-    prepare_dirs(out_dir, tables)
-    progress = FileSystems.join(out_dir, ".progress")  # removed before the output is published
-    with watch(progress, documents, "align corpus"), new_pipeline(beam_params, beam_args) as p:
-        if grouped_by(files, ["doc_id"]):  # a table `cochrane` wrote: stream its documents
-            docs = p | "Read" >> ReadDocuments(files, ["doc_id"], list(SENTENCE_FIELDS))
-            aligned = docs | "Key" >> beam.MapTuple(lambda key, rows: (key[0], rows))
-            pairs = aligned | "AlignDocuments" >> AlignDocuments(params, cache_root, True, progress)
-        else:
-            # not Beam's ReadFromParquet: its workers would list and read without the store's
-            # settings (pipelines.jobs.store_dofn); the same rows
-            sentences = p | "Read" >> ReadRows(files, list(SENTENCE_FIELDS))
-            pairs = sentences | "AlignDocuments" >> AlignDocuments(params, cache_root, False, progress)
-        write_tables(pairs, tables, out_dir, shards)
-    return finish(
-        p.result,
+    grouped = grouped_by(files, ["doc_id"])
+    job = AlignCorpus(files, params, cache_root, grouped, progress_folder(out_dir))
+    spec = JobSpec(
         NAMESPACE,
-        out_dir,
-        tables,
-        shards,
-        metrics_file,
-        extra=extra,
-        reconcile=("read", ["kept", "rejected"]),
+        TABLES,
+        parquet_lineage(input_dir),
+        num_shards=params.num_shards,
+        reconcile=(("read", ("kept", "rejected")),),
         zero=("cache_hits", "cache_misses", "pairs_total"),
-        notes=fallback_notes(p.result),
-        headline=HEADLINE,
+        extra=extra or {},
+        notes=fallback_notes,
+        progress=Progress(documents, "align corpus"),
     )
+    return run_job(spec, job, out_dir, beam_params, beam_args, metrics_file)
 
 
 @dataclass(frozen=True)

@@ -17,19 +17,8 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp.params_schema import Beam, Cochrane
 from medsimp.schemas import COCHRANE_SENTENCES
 from medsimp.stats import dead_letter
-from pipelines.jobs.beam_io import new_pipeline
-from pipelines.jobs.common import (
-    Counter,
-    ParseFn,
-    Table,
-    check_json_lines,
-    dead_letter_table,
-    finish,
-    prepare_dirs,
-    read_records,
-    stamp,
-    write_tables,
-)
+from pipelines.jobs.common import Counter, ParseFn, check_json_lines, read_records
+from pipelines.jobs.runtime import JobSpec, Table, dead_letter_table, run_job
 from pipelines.jobs.sorted_io import GroupSorted, delete_runs
 from pipelines.jobs.store_dofn import FilesFn
 from pipelines.sources.cochrane import (
@@ -48,11 +37,16 @@ from pipelines.sources.rows import document_rows
 
 SOURCE = "cochrane"
 GROUP_PREFIX = "group"  # JoinReviews' run files in the output's staging folder (deleted after)
-
-
-# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
-# stays narrow (the stage's full stats are its output's stats.json).
-HEADLINE = ("read", "kept", "filtered", "rejected")
+TABLES = {
+    "sentences": Table(
+        "sentences",
+        COCHRANE_SENTENCES,
+        lambda r: r["doc_id"],
+        lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
+        counter="sentences",
+    ),
+    "dead": dead_letter_table(),
+}
 
 
 def input_specs(path: str) -> list[tuple[str, str]]:
@@ -187,6 +181,21 @@ class JoinReviews(beam.PTransform):
         return {"rows": joined.rows, "dead": joined.dead}
 
 
+class CochraneSentences(beam.PTransform):
+    """Input specs -> 'sentences' (the rows of every joined review) and 'dead' (lines that do
+    not parse, records no review could use); the joins' run files go to `tmp_dir`."""
+
+    def __init__(self, specs: list[tuple[str, str]], tmp_dir: str):
+        super().__init__()
+        self.specs, self.tmp_dir = specs, tmp_dir
+
+    def expand(self, pbegin):
+        parsed = pbegin | "ReadRecords" >> ReadRecords(self.specs)
+        joined = parsed["records"] | "JoinReviews" >> JoinReviews(self.tmp_dir)
+        dead = (parsed["dead"], joined["dead"]) | "Dead" >> beam.Flatten()
+        return {"sentences": joined["rows"], "dead": dead}
+
+
 def run(
     input_path: str,
     out_dir: str,
@@ -195,25 +204,12 @@ def run(
     beam_args: list[str],
     metrics_file: str | None,
 ) -> dict:
-    specs = input_specs(input_path)
-    num_shards = params.num_shards
-    tables = {
-        "sentences": Table(
-            "sentences",
-            COCHRANE_SENTENCES,
-            lambda r: r["doc_id"],
-            lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
-            counter="sentences",
-        ),
-        "dead": dead_letter_table(),
-    }
-    tables = stamp(tables, ["cochrane"])
-    prepare_dirs(out_dir, tables)
-    with new_pipeline(beam_params, beam_args) as p:
-        parsed = p | "ReadRecords" >> ReadRecords(specs)
-        joined = parsed["records"] | "JoinReviews" >> JoinReviews(out_dir)
-        dead = (parsed["dead"], joined["dead"]) | "Dead" >> beam.Flatten()
-        write_tables({"sentences": joined["rows"], "dead": dead}, tables, out_dir, num_shards)
-    result = p.result
-    delete_runs(out_dir, GROUP_PREFIX)
-    return finish(result, SOURCE, out_dir, tables, num_shards, metrics_file, headline=HEADLINE)
+    job = CochraneSentences(input_specs(input_path), out_dir)
+    spec = JobSpec(
+        SOURCE,
+        TABLES,
+        ("cochrane",),
+        num_shards=params.num_shards,
+        after_run=lambda out: delete_runs(out, GROUP_PREFIX),
+    )
+    return run_job(spec, job, out_dir, beam_params, beam_args, metrics_file)

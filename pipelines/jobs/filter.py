@@ -13,17 +13,16 @@ from medsimp.errors import UsageError
 from medsimp.params_schema import Beam, Filter
 from medsimp.schemas import FILTERED_PAIRS, pair_sort_key
 from medsimp.text.lemmas import lemma_set
-from pipelines.jobs.beam_io import new_pipeline
-from pipelines.jobs.common import Counter, Table, finish, prepare_dirs, stamp, write_tables
+from pipelines.jobs.common import Counter
+from pipelines.jobs.runtime import JobSpec, Table, run_job
 from pipelines.jobs.sorted_io import ReadRows
 from pipelines.sources.files import parquet_lineage
 
 NAMESPACE = "filter"
-
-
-# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
-# stays narrow (the stage's full stats are its output's stats.json).
-HEADLINE = ("read", "kept", "filtered", "rejected")
+TABLES = {  # every scored pair, and the kept ones
+    n: Table(n, FILTERED_PAIRS, lambda r: r["doi"], pair_sort_key, counter=c)
+    for n, c in (("pairs", "read"), ("kept", "kept"))
+}
 
 
 class FilterFn(beam.DoFn):
@@ -73,6 +72,17 @@ class FilterOverlap(beam.PTransform):
         return {"pairs": scored, "kept": scored | "KeptView" >> beam.Filter(lambda r: r["keep"])}
 
 
+class FilterPairs(beam.PTransform):
+    """Aligned pair parquet files -> FilterOverlap's 'pairs' and 'kept'."""
+
+    def __init__(self, files: list[str], params: Filter):
+        super().__init__()
+        self.files, self.params = files, params
+
+    def expand(self, pbegin):
+        return pbegin | "Read" >> ReadRows(self.files) | "FilterOverlap" >> FilterOverlap(self.params)
+
+
 def run(
     input_dir: str,
     out_dir: str,
@@ -82,39 +92,24 @@ def run(
     metrics_file: str | None,
 ) -> dict:
     pattern = FileSystems.join(input_dir, "pairs", "*.parquet")
-    if not FileSystems.match([pattern])[0].metadata_list:
+    files = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    if not files:
         raise FileNotFoundError(f"no aligned pairs at {pattern} (run `medsimp align` first)")
     from alignment.overlap import passes
 
-    shards = params.num_shards
-    comparison = params.comparison
     try:  # an unknown comparison fails here, in one line, before the pipeline runs
-        passes(0.0, 0.5, comparison)
+        passes(0.0, 0.5, params.comparison)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    tables = {  # every scored pair, and the kept ones
-        n: Table(n, FILTERED_PAIRS, lambda r: r["doi"], pair_sort_key, counter=c)
-        for n, c in (("pairs", "read"), ("kept", "kept"))
-    }
-    tables = stamp(tables, parquet_lineage(input_dir))
-    prepare_dirs(out_dir, tables)
-    with new_pipeline(beam_params, beam_args) as p:
-        scored = (
-            p
-            | "Read" >> ReadRows(sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list))
-            | "FilterOverlap" >> FilterOverlap(params)
-        )
-        write_tables(scored, tables, out_dir, shards)
-    return finish(
-        p.result,
+    spec = JobSpec(
         NAMESPACE,
-        out_dir,
-        tables,
-        shards,
-        metrics_file,
+        TABLES,
+        parquet_lineage(input_dir),
+        num_shards=params.num_shards,
+        zero=("filtered", "rejected"),
         extra={
             "threshold": float(params.threshold),
-            "comparison": comparison,
+            "comparison": params.comparison,
             # the paper's rule leaves stats.json as it was; the option says what it kept by
             **(
                 {"rule": params.rule, "aligner_min": params.aligner_floor()} if params.aligner_floor() else {}
@@ -124,6 +119,5 @@ def run(
             "drop_copies": params.drop_copies,
             "copy_overlap": float(params.copy_overlap),
         },
-        zero=("filtered", "rejected"),
-        headline=HEADLINE,
     )
+    return run_job(spec, FilterPairs(files, params), out_dir, beam_params, beam_args, metrics_file)

@@ -21,20 +21,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from medsimp.doccache import DocCache, code_version, content_key
 from medsimp.params_schema import Beam, Link, Readability
-from medsimp.progress import ProgressSink, watch
+from medsimp.progress import ProgressSink
 from medsimp.resources import cmudict_syllables
 from medsimp.schemas import LINKED_DOCUMENTS, LINKED_SENTENCES
 from medsimp.stats import dead_letter
-from pipelines.jobs.beam_io import new_pipeline
-from pipelines.jobs.common import (
-    Counter,
-    Table,
-    dead_letter_table,
-    finish,
-    prepare_dirs,
-    stamp,
-    write_tables,
-)
+from pipelines.jobs.common import Counter
+from pipelines.jobs.runtime import JobSpec, Progress, Table, dead_letter_table, progress_folder, run_job
 from pipelines.jobs.store_dofn import FilesFn, StoreDoFn
 from pipelines.sources.files import list_files, open_file, parquet_lineage
 from pipelines.sources.tables import grouped_by, read_numbered_documents
@@ -50,11 +42,19 @@ from pipelines.text.umls import (
 NAMESPACE = "link"
 _NEEDED = ("sentence_id", "source", "doc_id", "side", "language", "section", "sentence_index", "text")
 _DOC_KEY = ["source", "doc_id", "side", "language"]  # one document side: what LinkFn links at once
-
-
-# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
-# stays narrow (the stage's full stats are its output's stats.json).
-HEADLINE = ("read", "kept", "filtered", "rejected")
+TABLES = {
+    "sentences": Table(
+        "",
+        LINKED_SENTENCES,
+        lambda r: r["doc_id"],
+        lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
+        counter="kept",
+    ),
+    "documents": Table(
+        "documents", LINKED_DOCUMENTS, lambda r: r["doc_id"], lambda r: r["doc_key"], counter="documents"
+    ),
+    "dead": dead_letter_table(),
+}
 
 
 def sentence_files(path: str) -> list[str]:
@@ -304,37 +304,17 @@ def run(
 ) -> dict:
     files = sentence_files(input_path)
     manifest = read_manifest(index_dir)  # fail early with a clear message
-    tables = {
-        "sentences": Table(
-            "",
-            LINKED_SENTENCES,
-            lambda r: r["doc_id"],
-            lambda r: (r["doc_id"], r["side"], r["language"], r["sentence_index"]),
-            counter="kept",
-        ),
-        "documents": Table(
-            "documents", LINKED_DOCUMENTS, lambda r: r["doc_id"], lambda r: r["doc_key"], counter="documents"
-        ),
-        "dead": dead_letter_table(),
-    }
-    tables = stamp(tables, parquet_lineage(input_path))
-    prepare_dirs(out_dir, tables)
     syllables = list(readability_params.syllable_languages)
-    progress = FileSystems.join(out_dir, ".progress")  # removed before the output is published
-    total = sum(_rows_of(f) for f in files)  # parquet footers: no row is read for the count
-    with watch(progress, total, "link", "sentences"), new_pipeline(beam_params, beam_args) as p:
-        streamed = document_files(files)
-        linked = p | "LinkSentences" >> LinkSentences(
-            files, index_dir, link_params, syllables, cache_root, streamed=streamed, progress=progress
-        )
-        write_tables(linked, tables, out_dir, num_shards)
-    return finish(
-        p.result,
+    streamed = document_files(files)
+    job = LinkSentences(
+        files, index_dir, link_params, syllables, cache_root, streamed, progress_folder(out_dir)
+    )
+    spec = JobSpec(
         NAMESPACE,
-        out_dir,
-        tables,
-        num_shards,
-        metrics_file,
+        TABLES,
+        parquet_lineage(input_path),
+        num_shards=num_shards,
+        zero=("cache_hits", "cache_misses", "sentences_without_index", "concepts"),
         extra={
             "index_fingerprint": manifest["fingerprint"],
             "index_languages": sorted(manifest["languages"]),
@@ -342,7 +322,8 @@ def run(
             "index_terms": index_terms(manifest),
             "index_demo": index_terms(manifest) < DEMO_TERMS,
         },
-        notes=demo_note(manifest),
-        zero=("cache_hits", "cache_misses", "sentences_without_index", "concepts"),
-        headline=HEADLINE,
+        notes=lambda _: demo_note(manifest),
+        # parquet footers: no row is read for the count
+        progress=Progress(sum(_rows_of(f) for f in files), "link", "sentences"),
     )
+    return run_job(spec, job, out_dir, beam_params, beam_args, metrics_file)

@@ -11,30 +11,25 @@ from medsimp.params_schema import Beam, Msd
 from medsimp.schemas import MSD_GROUPS, MSD_SENTENCES
 from medsimp.stats import dead_letter
 from medsimp.text.multilingual import punkt_english
-from pipelines.jobs.beam_io import new_pipeline
-from pipelines.jobs.common import (
-    Counter,
-    ParseFn,
-    Table,
-    check_json_lines,
-    dead_letter_table,
-    finish,
-    prepare_dirs,
-    read_records,
-    stamp,
-    write_tables,
-)
+from pipelines.jobs.common import Counter, ParseFn, check_json_lines, read_records
+from pipelines.jobs.runtime import JobSpec, Table, dead_letter_table, run_job
 from pipelines.jobs.store_dofn import FilesFn
 from pipelines.sources.files import list_inputs
 from pipelines.sources.msd import assemble, parse_line, pcio_lookup
 from pipelines.sources.records import FormatError, guarded
 
 SOURCE = "msd"
-
-
-# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
-# stays narrow (the stage's full stats are its output's stats.json).
-HEADLINE = ("read", "kept", "filtered", "rejected")
+TABLES = {
+    "sentences": Table(
+        "sentences",
+        MSD_SENTENCES,
+        lambda r: r["doc_id"],
+        lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
+        counter="sentences.*",
+    ),
+    "pairs": Table("pairs", MSD_GROUPS, lambda r: r["doc_id"], lambda r: r["group_id"], counter="groups"),
+    "dead": dead_letter_table(),
+}
 
 
 def input_files(path: str) -> list[str]:
@@ -126,28 +121,6 @@ def run(
     metrics_file: str | None,
 ) -> dict:
     files = input_files(input_path)
-    num_shards = params.num_shards
-    markers = list(params.paired_files)
-    pair_key = params.pair_key
-    tables = {
-        "sentences": Table(
-            "sentences",
-            MSD_SENTENCES,
-            lambda r: r["doc_id"],
-            lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
-            counter="sentences.*",
-        ),
-        "pairs": Table("pairs", MSD_GROUPS, lambda r: r["doc_id"], lambda r: r["group_id"], counter="groups"),
-        "dead": dead_letter_table(),
-    }
-    tables = stamp(tables, ["msd"])
-    prepare_dirs(out_dir, tables)
-    pcio = dict(params.pcio)
-    with new_pipeline(beam_params, beam_args) as p:
-        write_tables(
-            p | "ParseManuals" >> ParseManuals(files, markers, pair_key, pcio, params.splitter),
-            tables,
-            out_dir,
-            num_shards,
-        )
-    return finish(p.result, SOURCE, out_dir, tables, num_shards, metrics_file, headline=HEADLINE)
+    job = ParseManuals(files, list(params.paired_files), params.pair_key, dict(params.pcio), params.splitter)
+    spec = JobSpec(SOURCE, TABLES, ("msd",), num_shards=params.num_shards)
+    return run_job(spec, job, out_dir, beam_params, beam_args, metrics_file)

@@ -11,7 +11,9 @@ DAG (each step a composite transform)::
                       consecutive notes of one byte range (GroupByKey: spreads the CPU work)
     SelectSentences:  per batch, minus duplicate-id notes (side input): split sentences +
                       Algorithm 1 -> one sorted parquet file
-    WriteDeadLetters: pipelines.jobs.sorted_io.WriteSorted
+    NoteSentences:    the three above, one composite; `run` hands it to
+                      `pipelines.jobs.runtime.run_job`, which writes the dead letters
+                      (`WriteSorted`) and the stats
 
 Sentences are written per batch, not through `WriteSorted`: a batch's content and file name
 (`part-<file>-<range>-<batch>.parquet`) depend only on the input and params, so outputs are
@@ -37,12 +39,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from medsimp.atomic import canonical_json
 from medsimp.errors import InputError
 from medsimp.lineage import MIMIC, MIMIC_III, MIMIC_IV_NOTE, normalise, with_lineage
 from medsimp.params_schema import Beam, Notes
 from medsimp.schemas import NOTES_SENTENCES
-from medsimp.stats import check_reconciles, finish_stage
+from pipelines.jobs.runtime import JobSpec, Table, committed_counters, run_job
+from pipelines.jobs.sorted_io import glob_escape, table_bytes
 from pipelines.jobs.store_dofn import StoreDoFn
 from pipelines.sources import noteevents
 from pipelines.sources.files import open_file
@@ -223,8 +225,6 @@ class _SentencesFn(StoreDoFn):
         self.processor = NoteProcessor(self.params, *self.lexicons)
 
     def process(self, element, duplicates):
-        from pipelines.jobs.sorted_io import table_bytes
-
         key, packed = element
         records = [
             record
@@ -282,43 +282,45 @@ def dead_letter_sort_key(row: Mapping) -> tuple:
     return (source, int(offset) if offset.isdigit() else -1, row["reason"])
 
 
-def build(
-    pipeline: beam.Pipeline,
-    files: list[tuple[str, str, int]],
-    out_dir: str,
-    params: Notes,
-    lexicons: tuple[list[str], list[str]],
-    tags: tuple[str, ...] = (MIMIC,),
-) -> None:
-    """Add the notes job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
-    with `tags` (the release of the note tables) as the sentences' lineage.
-    The caller creates `out_dir/sentences` and writes an empty part if the job wrote none."""
-    from pipelines.jobs.sorted_io import WriteSorted
+class NoteSentences(beam.PTransform):
+    """Note files -> 'sentences' (the parquet files SelectSentences wrote under
+    `out_dir/sentences`, with `tags` as their lineage) and 'dead' (every rejected row)."""
 
-    read = pipeline | "ReadNotes" >> ReadNotes(
-        files, params.categories, params.num_ranges, params.max_text_chars
-    )
-    (
-        read["notes"]
-        | "ExtractSections" >> ExtractSections(params)
-        | "SelectSentences"
-        >> SelectSentences(params, lexicons, FileSystems.join(out_dir, "sentences"), read["duplicates"], tags)
-    )
-    (
-        read["rejects"]
-        | "WriteDeadLetters"
-        >> WriteSorted(
-            FileSystems.join(out_dir, "dead_letter"),
-            prefix="part",
-            num_shards=1,
-            shard_key=lambda r: r["locator"],
-            sort_key=dead_letter_sort_key,
-            fmt="jsonl",
+    def __init__(
+        self,
+        files: list[tuple[str, str, int]],
+        out_dir: str,
+        params: Notes,
+        lexicons: tuple[list[str], list[str]],
+        tags: tuple[str, ...] = (MIMIC,),
+    ):
+        super().__init__()
+        self.files, self.out_dir, self.params = files, out_dir, params
+        self.lexicons, self.tags = lexicons, tags
+
+    def expand(self, pbegin):
+        p = self.params
+        read = pbegin | "ReadNotes" >> ReadNotes(self.files, p.categories, p.num_ranges, p.max_text_chars)
+        sentences = (
+            read["notes"]
+            | "ExtractSections" >> ExtractSections(p)
+            | "SelectSentences"
+            >> SelectSentences(
+                p, self.lexicons, FileSystems.join(self.out_dir, "sentences"), read["duplicates"], self.tags
+            )
         )
-    )
+        return {"sentences": sentences, "dead": read["rejects"]}
 
 
-HEADLINE = ("read", "kept", "filtered", "rejected")  # what `dvc metrics show` shows of the stage
+DEAD_LETTERS = Table(
+    "dead_letter", None, lambda r: r["locator"], dead_letter_sort_key, counter="rejected"
+)  # in file and byte order (the radiology job's too)
+TABLES = {"sentences": Table("sentences", NOTES_SENTENCES, counter="sentences"), "dead": DEAD_LETTERS}
+RECONCILE = (
+    ("read", ("kept", "filtered", "rejected")),
+    ("kept", ("notes_with_sections", "notes_without_sections")),
+    ("sentences", ("sentences_selected", "sentences_not_selected")),
+)
 
 
 def run(
@@ -333,29 +335,18 @@ def run(
 ) -> dict:
     """The notes job end to end into `out_dir` (fresh): sentences/, dead_letter/, stats.json
     reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
-    from pipelines.jobs.beam_io import new_pipeline
-    from pipelines.jobs.common import check_rows, committed_counters, written_rows
-    from pipelines.jobs.sorted_io import fill_empty_shards, glob_escape
-    from pipelines.jobs.store import write_file
-
-    sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
-    FileSystems.mkdirs(sentences)
-    pipeline = new_pipeline(beam_params, beam_args)
-    build(pipeline, files, out_dir, params, lexicons, tags)
-    result = pipeline.run()
-    result.wait_until_finish()
-    raise_file_errors(dead)
-    if not FileSystems.match([FileSystems.join(glob_escape(sentences), "*")])[0].metadata_list:
-        fill_empty_shards(sentences, "part", 1, with_lineage(NOTES_SENTENCES, tags))  # no sentence at all
-    fill_empty_shards(dead, "part", 1, fmt="jsonl")
-    stats = stats_from_counters(committed_counters(result, NAMESPACE), [name for _, name, _ in files], params)
-    check_stats(stats)
-    check_rows("sentences", written_rows(sentences, True), "sentences", stats["sentences"])
-    check_rows("dead_letter", written_rows(dead, False), "rejected", stats["rejected"])
-    write_file(FileSystems.join(out_dir, "stats.json"), canonical_json(stats).encode("utf-8"))
-    shown = {k: v for k, v in stats.items() if k not in ("inputs", "categories")}
-    finish_stage("medsimp notes", stats, HEADLINE, metrics_file, summary=shown)
-    return stats
+    inputs = [name for _, name, _ in files]
+    spec = JobSpec(
+        NAMESPACE,
+        TABLES,
+        tags,
+        reconcile=RECONCILE,
+        hidden=("inputs", "categories"),
+        after_run=lambda out: raise_file_errors(FileSystems.join(out, "dead_letter")),
+        stats=lambda result: stats_from_counters(committed_counters(result, NAMESPACE), inputs, params),
+    )
+    job = NoteSentences(files, out_dir, params, lexicons, tags)
+    return run_job(spec, job, out_dir, beam_params, beam_args, metrics_file)
 
 
 def note_files(patterns: list[str], expand_dirs: bool) -> list[tuple[str, str, int]]:
@@ -396,8 +387,6 @@ def note_files(patterns: list[str], expand_dirs: bool) -> list[tuple[str, str, i
 def raise_file_errors(dead_letter_dir: str) -> None:
     """InputError naming the first whole-file fault a reader met mid-file (e.g. a truncated
     .gz), found among the dead letters; nothing when there is none."""
-    from pipelines.jobs.sorted_io import glob_escape
-
     for match in sorted(
         m.path
         for m in FileSystems.match([FileSystems.join(glob_escape(dead_letter_dir), "*.jsonl")])[
@@ -461,9 +450,3 @@ def note_lineage(paths: Iterable[str]) -> tuple[str, ...]:
         except (OSError, EOFError, NoteFileError, ValueError):
             tags.add(MIMIC)
     return normalise(tags or [MIMIC])
-
-
-def check_stats(stats: dict) -> None:
-    check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
-    check_reconciles(stats, "kept", ["notes_with_sections", "notes_without_sections"])
-    check_reconciles(stats, "sentences", ["sentences_selected", "sentences_not_selected"])

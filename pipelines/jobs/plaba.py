@@ -11,24 +11,30 @@ from medsimp.errors import InputError
 from medsimp.params_schema import Beam, Plaba
 from medsimp.schemas import PLABA_PAIRS, PLABA_SENTENCES
 from medsimp.stats import dead_letter
-from pipelines.jobs.beam_io import new_pipeline
-from pipelines.jobs.common import (
-    Counter,
-    Table,
-    dead_letter_table,
-    finish,
-    prepare_dirs,
-    stamp,
-    write_tables,
-)
+from pipelines.jobs.common import Counter
+from pipelines.jobs.runtime import JobSpec, Table, dead_letter_table, run_job
 from pipelines.jobs.store_dofn import FilesFn
 from pipelines.sources.files import check_file, read_text
 from pipelines.sources.plaba import SOURCE, document_sentence_rows, gold_pairs, iter_documents, top_members
 from pipelines.sources.records import FormatError, guarded
 
-# What `dvc metrics show` shows for this stage: the counts every data stage shares, so the table
-# stays narrow (the stage's full stats are its output's stats.json).
-HEADLINE = ("read", "kept", "filtered", "rejected")
+TABLES = {
+    "sentences": Table(
+        "sentences",
+        PLABA_SENTENCES,
+        lambda r: r["doc_id"],
+        lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
+        counter="sentences.*",
+    ),
+    "pairs": Table(
+        "pairs",
+        PLABA_PAIRS,
+        lambda r: r["pair_id"],
+        lambda r: (r["question_id"], r["pmid"], r["adaptation"], r["sentence_number"]),
+        counter="pairs",
+    ),
+    "dead": dead_letter_table(),
+}
 
 
 def check_input(path: str) -> None:
@@ -106,28 +112,5 @@ def run(
     metrics_file: str | None,
 ) -> dict:
     check_input(input_path)
-    num_shards = params.num_shards
-    tables = {
-        "sentences": Table(
-            "sentences",
-            PLABA_SENTENCES,
-            lambda r: r["doc_id"],
-            lambda r: (r["doc_id"], r["side"], r["sentence_index"]),
-            counter="sentences.*",
-        ),
-        "pairs": Table(
-            "pairs",
-            PLABA_PAIRS,
-            lambda r: r["pair_id"],
-            lambda r: (r["question_id"], r["pmid"], r["adaptation"], r["sentence_number"]),
-            counter="pairs",
-        ),
-        "dead": dead_letter_table(),
-    }
-    tables = stamp(tables, ["plaba"])
-    prepare_dirs(out_dir, tables)
-    with new_pipeline(beam_params, beam_args) as p:
-        write_tables(p | "ParsePlaba" >> ParsePlaba(input_path), tables, out_dir, num_shards)
-    return finish(
-        p.result, SOURCE, out_dir, tables, num_shards, metrics_file, extra={"filtered": 0}, headline=HEADLINE
-    )
+    spec = JobSpec(SOURCE, TABLES, ("plaba",), num_shards=params.num_shards, extra={"filtered": 0})
+    return run_job(spec, ParsePlaba(input_path), out_dir, beam_params, beam_args, metrics_file)

@@ -1,13 +1,13 @@
 """The radiology Beam job: MIMIC-III NOTEEVENTS (category Radiology) and MIMIC-IV-Note
 radiology tables -> de-duplicated FINDINGS / IMPRESSION finding sentences with metadata.
 
-DAG::
+DAG (RadiologySentences; `run` hands it to `pipelines.jobs.runtime.run_job`, which writes
+each output with `WriteSorted`)::
 
     ReadNotes (pipelines.jobs.notes, categories=[Radiology]) -> notes | rejects | duplicates
     notes -> FindingSentences: Extract (pipelines.text.radiology.RadiologyExtractor), key by
-          dedup_key -> GroupByKey -> merge_duplicates (minus duplicate-id notes)
-          -> WriteSorted(sentences/)
-    rejects -> WriteSorted(dead_letter/)
+          dedup_key -> GroupByKey -> merge_duplicates (minus duplicate-id notes) -> sentences/
+    rejects -> dead_letter/
 
 Counters: the reader's `notes` namespace (rows_read = notes_kept + notes_filtered_* +
 rejected_*) and `radiology` (sentences = kept + duplicates + filtered_*); the command turns
@@ -20,13 +20,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from medsimp.atomic import canonical_json
-from medsimp.lineage import MIMIC, with_lineage
+from medsimp.lineage import MIMIC
 from medsimp.params_schema import Beam, Radiology
 from medsimp.schemas import RADIOLOGY_SENTENCES
-from medsimp.stats import check_reconciles, finish_stage
+from pipelines.jobs.notes import DEAD_LETTERS, ReadNotes, note_counts, raise_file_errors
 from pipelines.jobs.notes import NAMESPACE as NOTES_NS
-from pipelines.jobs.notes import ReadNotes, dead_letter_sort_key, note_counts, raise_file_errors
+from pipelines.jobs.runtime import JobSpec, Table, committed_counters, run_job
 from pipelines.text.radiology import (
     RadiologyExtractor,
     dedup_key,
@@ -88,47 +87,32 @@ class FindingSentences(beam.PTransform):
         )
 
 
-def build(
-    pipeline: beam.Pipeline,
-    files: list[tuple[str, str, int]],
-    out_dir: str,
-    params: Radiology,
-    lexicons,
-    tags: tuple[str, ...] = (MIMIC,),
-) -> None:
-    """Add the radiology job to `pipeline`, writing under `out_dir` (sentences/, dead_letter/),
-    with `tags` (the release of the note tables) as the sentences' lineage."""
-    from pipelines.jobs.sorted_io import WriteSorted
+class RadiologySentences(beam.PTransform):
+    """Note files -> 'sentences' (FindingSentences) and 'dead' (every rejected row)."""
 
-    read = pipeline | "ReadNotes" >> ReadNotes(files, ["Radiology"], params.num_ranges, params.max_text_chars)
-    (
-        read["notes"]
-        | "FindingSentences" >> FindingSentences(params, lexicons, read["duplicates"])
-        | "WriteSentences"
-        >> WriteSorted(
-            FileSystems.join(out_dir, "sentences"),
-            prefix="part",
-            num_shards=params.num_shards,
-            shard_key=lambda r: r["doc_id"],
-            sort_key=row_order,
-            schema=with_lineage(RADIOLOGY_SENTENCES, tags),
+    def __init__(self, files: list[tuple[str, str, int]], params: Radiology, lexicons):
+        super().__init__()
+        self.files, self.params, self.lexicons = files, params, lexicons
+
+    def expand(self, pbegin):
+        p = self.params
+        read = pbegin | "ReadNotes" >> ReadNotes(self.files, ["Radiology"], p.num_ranges, p.max_text_chars)
+        sentences = read["notes"] | "FindingSentences" >> FindingSentences(
+            p, self.lexicons, read["duplicates"]
         )
-    )
-    (
-        read["rejects"]
-        | "WriteDeadLetters"
-        >> WriteSorted(
-            FileSystems.join(out_dir, "dead_letter"),
-            prefix="part",
-            num_shards=1,
-            shard_key=lambda r: r["locator"],
-            sort_key=dead_letter_sort_key,
-            fmt="jsonl",
-        )
-    )
+        return {"sentences": sentences, "dead": read["rejects"]}
 
 
-HEADLINE = ("read", "kept", "filtered", "rejected")  # what `dvc metrics show` shows of the stage
+TABLES = {
+    "sentences": Table(
+        "sentences", RADIOLOGY_SENTENCES, lambda r: r["doc_id"], row_order, counter="sentences_kept"
+    ),
+    "dead": DEAD_LETTERS,
+}
+RECONCILE = (
+    ("read", ("kept", "filtered", "rejected")),
+    ("sentences", ("sentences_kept", "sentences_duplicate", "sentences_filtered")),
+)
 REASONS_PREFIX = "filtered_"
 
 
@@ -162,29 +146,18 @@ def run(
 ) -> dict:
     """The radiology job end to end into `out_dir` (fresh): sentences/, dead_letter/, stats.json
     reconciled with the rows written, then the stage's summary (and `metrics_file`)."""
-    from pipelines.jobs.beam_io import new_pipeline
-    from pipelines.jobs.common import check_rows, committed_counters, written_rows
-    from pipelines.jobs.sorted_io import fill_empty_shards
-    from pipelines.jobs.store import write_file
-
-    sentences, dead = FileSystems.join(out_dir, "sentences"), FileSystems.join(out_dir, "dead_letter")
-    pipeline = new_pipeline(beam_params, beam_args)
-    build(pipeline, files, out_dir, params, lexicons, tags)
-    result = pipeline.run()
-    result.wait_until_finish()
-    raise_file_errors(dead)
-    fill_empty_shards(sentences, "part", params.num_shards, with_lineage(RADIOLOGY_SENTENCES, tags))
-    fill_empty_shards(dead, "part", 1, fmt="jsonl")
-    stats = stats_from(
-        committed_counters(result, NOTES_NS),
-        committed_counters(result, NAMESPACE),
-        [name for _, name, _ in files],
+    inputs = [name for _, name, _ in files]
+    spec = JobSpec(
+        NAMESPACE,
+        TABLES,
+        tags,
+        num_shards=params.num_shards,
+        reconcile=RECONCILE,
+        hidden=("inputs",),
+        after_run=lambda out: raise_file_errors(FileSystems.join(out, "dead_letter")),
+        stats=lambda result: stats_from(
+            committed_counters(result, NOTES_NS), committed_counters(result, NAMESPACE), inputs
+        ),
     )
-    check_rows("sentences", written_rows(sentences, True), "sentences_kept", stats["sentences_kept"])
-    check_rows("dead_letter", written_rows(dead, False), "rejected", stats["rejected"])
-    check_reconciles(stats, "read", ["kept", "filtered", "rejected"])
-    check_reconciles(stats, "sentences", ["sentences_kept", "sentences_duplicate", "sentences_filtered"])
-    write_file(FileSystems.join(out_dir, "stats.json"), canonical_json(stats).encode("utf-8"))
-    shown = {k: v for k, v in stats.items() if k != "inputs"}
-    finish_stage("medsimp radiology", stats, HEADLINE, metrics_file, summary=shown)
-    return stats
+    job = RadiologySentences(files, params, lexicons)
+    return run_job(spec, job, out_dir, beam_params, beam_args, metrics_file)
