@@ -97,51 +97,54 @@ def cluster(tmp_path_factory):
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     }
     pool_port, job_port = free_port(), free_port()
-    procs = []
-    try:
-        for name, argv, port in (
-            (
-                "pool",
-                ["apache_beam.runners.worker.worker_pool_main", f"--service_port={pool_port}"],
-                pool_port,
-            ),
-            (
-                "jobs",
-                # medsimp's job server: Beam's, running the SDK workers a job asks for
-                ["pipelines.jobs.job_server", f"--port={job_port}", "--worker_connect_seconds=60"],
-                job_port,
-            ),
-        ):
-            log = tmp / f"{name}.log"
-            with open(log, "wb") as sink:
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-P", "-m", *argv],
-                        cwd=home,
-                        env=env,
-                        stdout=sink,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-            wait_for_port(port, procs[-1], log)
-        flags = [
-            "--beam-arg=--runner=PortableRunner",
-            f"--beam-arg=--job_endpoint=localhost:{job_port}",
-            "--beam-arg=--environment_type=EXTERNAL",
-            f"--beam-arg=--environment_config=localhost:{pool_port}",
-        ]  # 2 SDK workers per job: BASE's beam.num_workers, which medsimp passes as --sdk_worker_parallelism
+    services = {
+        "pool": ["apache_beam.runners.worker.worker_pool_main", f"--service_port={pool_port}"],
+        # medsimp's job server: Beam's, running the SDK workers a job asks for
+        "jobs": ["pipelines.jobs.job_server", f"--port={job_port}", "--worker_connect_seconds=60"],
+    }
+    with _serving(services, {"pool": pool_port, "jobs": job_port}, home, env, tmp) as procs:
+        # 2 SDK workers per job: BASE's beam.num_workers, which medsimp passes as --sdk_worker_parallelism
         yield {
-            "flags": flags,
+            "flags": _cluster_flags(job_port, pool_port),
             "env": env,
             "site": site,
             "home": home,
             "pool_port": pool_port,
-            "pool_pid": procs[0].pid,
+            "pool_pid": procs["pool"].pid,
         }
+
+
+def _cluster_flags(job_port: int, pool_port: int) -> list[str]:
+    return [
+        "--beam-arg=--runner=PortableRunner",
+        f"--beam-arg=--job_endpoint=localhost:{job_port}",
+        "--beam-arg=--environment_type=EXTERNAL",
+        f"--beam-arg=--environment_config=localhost:{pool_port}",
+    ]
+
+
+@contextlib.contextmanager
+def _serving(services: dict[str, list[str]], ports: dict[str, int], home: Path, env: dict, logs: Path):
+    """`python -P -m <argv>` of each service, from `home` with `env`, logging to `logs/<name>.log`,
+    each waited for on its port; stopped (terminate, then kill) on the way out."""
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        for name, argv in services.items():
+            log = logs / f"{name}.log"
+            with open(log, "wb") as sink:
+                procs[name] = subprocess.Popen(
+                    [sys.executable, "-P", "-m", *argv],
+                    cwd=home,
+                    env=env,
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                )
+            wait_for_port(ports[name], procs[name], log)
+        yield procs
     finally:
-        for proc in procs:
+        for proc in procs.values():
             proc.terminate()
-        for proc in procs:
+        for proc in procs.values():
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -509,7 +512,7 @@ def test_a_worker_that_never_connects_fails_the_job_in_bounded_time_and_is_retri
     true = shutil.which("true")
     assert true
     ports = {"pool": free_port(), "jobs": free_port()}
-    argv = {
+    services = {
         "pool": [
             "apache_beam.runners.worker.worker_pool_main",
             f"--service_port={ports['pool']}",
@@ -517,31 +520,11 @@ def test_a_worker_that_never_connects_fails_the_job_in_bounded_time_and_is_retri
         ],
         "jobs": ["pipelines.jobs.job_server", f"--port={ports['jobs']}", "--worker_connect_seconds=3"],
     }
-    procs = []
-    try:
-        for name in ("pool", "jobs"):
-            log = tmp_path / f"{name}.log"
-            with open(log, "wb") as sink:
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-P", "-m", *argv[name]],
-                        cwd=cluster["home"],
-                        env=cluster["env"],
-                        stdout=sink,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-            wait_for_port(ports[name], procs[-1], log)
-        flags = [
-            "--beam-arg=--runner=PortableRunner",
-            f"--beam-arg=--job_endpoint=localhost:{ports['jobs']}",
-            "--beam-arg=--environment_type=EXTERNAL",
-            f"--beam-arg=--environment_config=localhost:{ports['pool']}",
-        ]
+    with _serving(services, ports, cluster["home"], cluster["env"], tmp_path):
         started = time.monotonic()
         job = subprocess.run(
             [sys.executable, "-m", "medsimp.cli", *BASE, "--set", "beam.retries=1", "cochrane"]
-            + ["--output", "out/cochrane", *flags],
+            + ["--output", "out/cochrane", *_cluster_flags(ports["jobs"], ports["pool"])],
             cwd=tmp_path,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             capture_output=True,
@@ -549,14 +532,6 @@ def test_a_worker_that_never_connects_fails_the_job_in_bounded_time_and_is_retri
             timeout=240,
         )
         elapsed = time.monotonic() - started
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
     err = job.stderr
     assert job.returncode == 4, err[-2000:]
     assert "an SDK worker died under the Beam job; running the job again (run 2 of 2" in err
