@@ -13,6 +13,7 @@ from pathlib import Path
 
 from medsimp.atomic import check_file_target, is_stdout
 from medsimp.errors import InputError, UsageError
+from medsimp.evaluation import store
 from medsimp.evaluation.scorer import Evaluation, Scorer
 from medsimp.evaluation.stage import medlane_items  # MedLane files are read as the stage reads them
 from medsimp.inputs import read_lines
@@ -263,8 +264,6 @@ def evaluate_files(
     over it; `base`: the params file's folder; `select`: as `Scorer` takes it; `not_clinical`: what the data is when it is known not to be clinical
     notes. A ValueError from the data (a bad file, a mismatch) is an InputError (one line).
     Inputs or outputs in an object store: `medsimp.evaluation.store`."""
-    from medsimp.evaluation import store
-
     if store.uses_store(request):
         run = partial(evaluate_files, params=params, base=base, select=select, from_file=from_file,
                       not_clinical=not_clinical)  # fmt: skip
