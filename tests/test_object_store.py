@@ -639,9 +639,10 @@ def _eval_files(folder: Path) -> dict[str, Path]:
 def test_evaluate_files_scores_store_files_and_publishes_its_scores_whole(s3, tmp_path, monkeypatch):
     """`evaluate files` with `--hyp/--ref/--src s3://...` (plain text a user keeps in a bucket,
     no lineage) writes the JSON and per-line scores a run on the same local files writes, byte
-    for byte; `--json s3://...` and `--sentence-level s3://...` of one folder are published there
-    whole (marker `evaluate files`, lineage `unknown`, a manifest of both) with the local bytes,
-    and read back through the marker (`objstore.download` of the file's URL)."""
+    for byte; `--json s3://...` and `--sentence-level s3://...` of one folder, from local files
+    or from the bucket's, are published there whole (marker `evaluate files`, lineage `unknown`,
+    a manifest of both) with the local bytes, and read back through the marker
+    (`objstore.download` of the file's URL)."""
     env, client = s3
     files = _eval_files(tmp_path / "in")
     for name, path in files.items():
@@ -653,6 +654,10 @@ def test_evaluate_files_scores_store_files_and_publishes_its_scores_whole(s3, tm
         "local": (local, {flag: str(tmp_path / name) for flag, name in outputs.items()}),
         "from-store": (remote, {flag: str(tmp_path / f"store-{name}") for flag, name in outputs.items()}),
         "to-store": (local, {flag: f"s3://{BUCKET}/evalout/{name}" for flag, name in outputs.items()}),
+        "store-to-store": (
+            remote,
+            {flag: f"s3://{BUCKET}/evalboth/{name}" for flag, name in outputs.items()},
+        ),
     }
     for inputs, where in runs.values():
         done = _cli(env, tmp_path, *EVAL, *inputs, *[a for item in where.items() for a in item])
@@ -660,7 +665,8 @@ def test_evaluate_files_scores_store_files_and_publishes_its_scores_whole(s3, tm
     expected = {name: (tmp_path / name).read_bytes() for name in outputs.values()}
     assert json.loads(expected["scores.json"])["n"] == 3 and expected["lines.jsonl"].count(b"\n") == 3
     assert {name: (tmp_path / f"store-{name}").read_bytes() for name in outputs.values()} == expected
-    assert _published(client, "evalout") == expected
+    assert _published(client, "evalout") == expected and _published(client, "evalboth") == expected
+    assert _marker(client, "evalboth")["lineage"] == ["unknown"]
     marker = _marker(client, "evalout")
     assert marker["command"] == "evaluate files" and marker["lineage"] == ["unknown"]
     assert marker["files"] == {name: len(data) for name, data in expected.items()}

@@ -7,9 +7,10 @@ follows its `.medsimp-output` marker: `objstore.download("s3://b/eval/scores.jso
 
 What may go there (docs/refresh.md "Outputs in an object store"), checked before the store is
 written: an input whose lineage is known (a file in a medsimp output folder or published
-prefix, a builder's card and tables, MedLane, which is MIMIC-derived) must be public data; a
-plain text file that records no lineage (the user's own system outputs and references) passes,
-the marker then records `unknown`, since the scores, the per-line scores and a report without
+prefix, a builder's card and tables, MedLane, which is MIMIC-derived) must be public data, and
+so must any input in a medsimp output; a plain text file outside every medsimp output
+(`objstore.in_output`: the user's own system outputs and references) passes, and the marker
+then records `unknown`, since the scores, the per-line scores and a report without
 `--report-text` carry numbers and system names, no text. A report with `--report-text` carries
 text: then every input must be of known public lineage. A refusal is one line, exit 2, and
 nothing is written to the store.

@@ -54,13 +54,14 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp import lineage as tags_of
 from medsimp.atomic import atomic_dir, canonical_json, current_command, is_url
 from medsimp.errors import UsageError
-from medsimp.markers import MARKER
+from medsimp.markers import MARKER, marker_of
 from medsimp.params_schema import Beam
 from pipelines.jobs.store import abort_uploads, check_store, create_file, use_store, write_file
 
 __all__ = [
     "check_public",
     "download",
+    "in_output",
     "input_lineage",
     "is_url",
     "publish",
@@ -185,6 +186,18 @@ def input_lineage(path: str, flag: str = "--input") -> tuple[str, ...] | None:
     return tags_of.union(recorded, tables) if tables is not None else recorded
 
 
+def in_output(path: str) -> bool:
+    """True when `path` is in an output medsimp wrote: a local folder with a marker at or above
+    it (finished or being written), or a store prefix at or above it with a medsimp marker (a
+    run's files named by hand included)."""
+    if not is_url(path):
+        here = Path(path).absolute()
+        return any(marker_of(folder) is not None for folder in (here, *here.parents))
+    scheme, _, rest = path.rstrip("/").partition("://")
+    parts = rest.split("/")
+    return any(read_marker(f"{scheme}://{'/'.join(parts[:depth])}") for depth in range(len(parts), 0, -1))
+
+
 def check_public(
     output: str,
     inputs: Mapping[str, str] | Iterable[tuple[str, str]],
@@ -194,14 +207,15 @@ def check_public(
     """The lineage tags an object-store `output` (named by `flag`) records: the union of its
     `inputs`' (flag -> path, or (flag, path) pairs when a flag repeats). UsageError, one line and
     before any write, when any input is MIMIC-derived, of unknown lineage or of a source outside
-    medsimp.lineage.PUBLIC: such data stays in local folders. `unknown_ok`: an input whose
-    lineage nothing records passes (the output then records `unknown`); `evaluate files`' scores
-    of a user's plain text files (docs/refresh.md). A recorded lineage that is not public is
+    medsimp.lineage.PUBLIC: such data stays in local folders. `unknown_ok`: an input of no
+    recorded lineage outside every medsimp output (`in_output`: a user's own file) passes, and
+    the output records `unknown` (`evaluate files`' scores of a user's plain text files,
+    docs/refresh.md); one in a medsimp output, or whose recorded lineage is not public, is
     refused all the same."""
     found: list[tuple[str, ...] | None] = []
     for name, path in inputs.items() if isinstance(inputs, Mapping) else inputs:
         tags = input_lineage(path, name)
-        if tags is None and unknown_ok:
+        if tags is None and unknown_ok and not in_output(path):
             found.append(None)
             continue
         if tags_of.is_restricted(tags):
