@@ -127,7 +127,8 @@ def check_local(path: str | Path, flag: str = "") -> None:
         raise UsageError(
             f"{flag + ' ' if flag else ''}{path}: this output goes to local folders only (only the "
             "--output of cochrane, msd, plaba, and of link, align corpus, filter, build and report on "
-            "public data, goes to object stores; MIMIC-derived text never leaves the machine; docs/refresh.md)"
+            "public data, and evaluate files' --json, --sentence-level and --report, go to object stores; "
+            "MIMIC-derived text never leaves the machine; docs/refresh.md)"
         )
 
 

@@ -222,6 +222,10 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "medsimp.evaluation.report": {"jinja2": "heavy: jinja2"},
     "medsimp.evaluation.select": {"medsimp.metrics": "heavy: numpy, regex"},
+    "medsimp.evaluation.store": {
+        "pipelines.jobs.objstore": "heavy: apache_beam, psutil",
+        "pipelines.jobs.store": "heavy: apache_beam, psutil",
+    },
     "medsimp.evaluation.stage": {
         "medsimp.evaluation.scorer": "heavy: numpy, regex",
         "medsimp.metrics": "heavy: numpy, regex",

@@ -606,3 +606,110 @@ def test_a_builder_and_its_report_of_public_data_publish_to_the_store(s3, tmp_pa
     assert set(local) == {"index.html", "report.md", "report.json"} and published == local
     assert json.loads(_published(client, "report")["report.json"])["folder"] == f"s3://{BUCKET}/mc"
     assert _marker(client, "report")["lineage"] == ["cochrane"]
+
+
+EVAL_LINES = {
+    "hyp": [
+        "the patient was given water and rest after the long walk home",
+        "her blood pressure was high so the doctor gave her a new pill",
+        "he has a cough and a fever and will see the doctor again next week",
+    ],
+    "ref": [
+        "the patient was given fluids and rest after the long walk home",
+        "her blood pressure was high so the doctor prescribed a new medicine",
+        "he has a cough and a fever and will return to the clinic next week",
+    ],
+    "src": [
+        "the patient received intravenous fluids and bed rest following prolonged ambulation",
+        "owing to hypertension the physician prescribed a new antihypertensive agent",
+        "he presents with cough and pyrexia and will be reassessed at follow-up next week",
+    ],
+}
+EVAL = ["evaluate", "files", "--select", "bleu,sari,fkgl"]
+
+
+def _eval_files(folder: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {name: folder / f"{name}.txt" for name in EVAL_LINES}
+    for name, path in paths.items():
+        path.write_text("\n".join(EVAL_LINES[name]) + "\n", encoding="utf-8")
+    return paths
+
+
+def test_evaluate_files_scores_store_files_and_publishes_its_scores_whole(s3, tmp_path, monkeypatch):
+    """`evaluate files` with `--hyp/--ref/--src s3://...` (plain text a user keeps in a bucket,
+    no lineage) writes the JSON and per-line scores a run on the same local files writes, byte
+    for byte; `--json s3://...` and `--sentence-level s3://...` of one folder, from local files
+    or from the bucket's, are published there whole (marker `evaluate files`, lineage `unknown`,
+    a manifest of both) with the local bytes, and read back through the marker
+    (`objstore.download` of the file's URL)."""
+    env, client = s3
+    files = _eval_files(tmp_path / "in")
+    for name, path in files.items():
+        client.put_object(Bucket=BUCKET, Key=f"evalin/{name}.txt", Body=path.read_bytes())
+    local = [a for name in ("hyp", "ref", "src") for a in (f"--{name}", str(files[name]))]
+    remote = [a for name in ("hyp", "ref", "src") for a in (f"--{name}", f"s3://{BUCKET}/evalin/{name}.txt")]
+    outputs = {"--json": "scores.json", "--sentence-level": "lines.jsonl"}
+    runs = {
+        "local": (local, {flag: str(tmp_path / name) for flag, name in outputs.items()}),
+        "from-store": (remote, {flag: str(tmp_path / f"store-{name}") for flag, name in outputs.items()}),
+        "to-store": (local, {flag: f"s3://{BUCKET}/evalout/{name}" for flag, name in outputs.items()}),
+        "store-to-store": (
+            remote,
+            {flag: f"s3://{BUCKET}/evalboth/{name}" for flag, name in outputs.items()},
+        ),
+    }
+    for inputs, where in runs.values():
+        done = _cli(env, tmp_path, *EVAL, *inputs, *[a for item in where.items() for a in item])
+        assert done.returncode == 0, done.stderr[-1500:]
+    expected = {name: (tmp_path / name).read_bytes() for name in outputs.values()}
+    assert json.loads(expected["scores.json"])["n"] == 3 and expected["lines.jsonl"].count(b"\n") == 3
+    assert {name: (tmp_path / f"store-{name}").read_bytes() for name in outputs.values()} == expected
+    assert _published(client, "evalout") == expected and _published(client, "evalboth") == expected
+    assert _marker(client, "evalboth")["lineage"] == ["unknown"]
+    marker = _marker(client, "evalout")
+    assert marker["command"] == "evaluate files" and marker["lineage"] == ["unknown"]
+    assert marker["files"] == {name: len(data) for name, data in expected.items()}
+    assert sorted(_keys(client, "evalout/")) == sorted(
+        [".medsimp-output", *(f"runs/{marker['run']}/{name}" for name in expected)]
+    )
+    for name, value in env.items():  # this process reads the store too
+        monkeypatch.setenv(name, value)
+    from pipelines.jobs import objstore
+    from pipelines.jobs.store import use_store
+
+    use_store(None, (), {})  # Beam's S3 filesystem, as the commands set it up
+    back = objstore.download(f"s3://{BUCKET}/evalout/scores.json", str(tmp_path / "back"))
+    assert Path(back).read_bytes() == expected["scores.json"]
+
+
+def test_evaluate_files_of_data_not_public_never_reaches_the_store(s3, tmp_path):
+    """An `s3://` output of `evaluate files` whose inputs are known not to be public data is one
+    line, exit 2, and nothing is written to the bucket: outputs of a model whose folder records a
+    MIMIC lineage, a MedLane file (MIMIC-derived), and `--report-text` (text in the report) of
+    plain text files that record no lineage."""
+    env, client = s3
+    files = _eval_files(tmp_path / "in")
+    model = tmp_path / "model"
+    (model / "predictions").mkdir(parents=True)
+    (model / ".medsimp-output").write_text(
+        json.dumps({"command": "train", "lineage": ["mimic-iii"], "tool": "medsimp"})
+    )
+    (model / "predictions" / "test.txt").write_bytes(files["hyp"].read_bytes())
+    medlane = tmp_path / "medlane.json"
+    medlane.write_text("[]\n")
+    refs = ["--ref", str(files["ref"]), "--src", str(files["src"])]
+    cases = [
+        (
+            ["--hyp", str(model / "predictions" / "test.txt"), *refs, "--json"],
+            "is not public data (lineage: mimic-iii)",
+        ),
+        (["--hyp", str(files["hyp"]), "--medlane", str(medlane), "--json"], "is MedLane, MIMIC-derived"),
+        (["--hyp", str(files["hyp"]), *refs, "--report-text", "--report"], "--report-text puts its text"),
+    ]
+    for n, (argv, says) in enumerate(cases):
+        refused = _cli(env, tmp_path, *EVAL, *argv, f"s3://{BUCKET}/refused{n}/out")
+        _one_line_exit_2(refused, says)
+        assert "local folders only" in refused.stderr.strip().splitlines()[-1]
+        assert _keys(client, f"refused{n}") == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "medlane.json", "model"]

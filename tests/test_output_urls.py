@@ -113,3 +113,89 @@ def test_a_later_stage_of_data_not_public_never_reaches_a_store(
     )
     assert f"{named} not public data (lineage: {shown})" in err[-1], err  # which input, and why
     assert list(work.iterdir()) == [], "a local folder was made for a URL output"
+
+
+def _lines(path: Path) -> str:
+    path.write_text("the patient was given water and rest\nher blood pressure was high\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "case, says",
+    [
+        ("mimic-hyp", "its input --hyp {model} is not public data (lineage: mimic-iii)"),
+        ("medlane", "its input --medlane {medlane} is MedLane, MIMIC-derived"),
+        ("report-text", "--report-text puts its text in the report"),
+        ("unknown-output", "its input --hyp {simplified} is not public data (lineage: unknown)"),
+        ("two-folders", "the object-store outputs of one command go in one folder"),
+        ("one-name", "name one file: one output would replace the other"),
+        ("no-file", "name a file in a bucket"),
+        ("dataset-url", "--dataset s3://bucket/builder: a local path only"),
+    ],
+    ids=[
+        "mimic-hyp",
+        "medlane",
+        "report-text",
+        "unknown-output",
+        "two-folders",
+        "one-name",
+        "no-file",
+        "dataset-url",
+    ],
+)
+def test_evaluate_files_store_outputs_refused_before_the_store(case, says, tmp_path, monkeypatch, capsys):
+    """`evaluate files` publishes `--json`/`--sentence-level`/`--report` to a store (test_object_store.py)
+    but not when an input is known not to be public data (a file in an output folder whose marker
+    records a MIMIC lineage, a MedLane file), nor from a medsimp output that records no lineage
+    (only a user's own files, outside every medsimp output, pass), nor `--report-text` of files
+    that record no lineage,
+    nor outputs it cannot publish as one folder: one line, exit 2, before the store is reached
+    (the endpoint is a closed port, which would say "did not answer"), no local folder made."""
+    from loopback import free_port
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    model = tmp_path / "model"
+    (model / "predictions").mkdir(parents=True)
+    (model / ".medsimp-output").write_text(
+        '{"command": "train", "lineage": ["mimic-iii"], "tool": "medsimp"}'
+    )
+    (tmp_path / "simplified").mkdir()  # a medsimp output that records no lineage: not a user's own file
+    (tmp_path / "simplified" / ".medsimp-output").write_text('{"command": "simplify", "tool": "medsimp"}')
+    paths = {
+        "hyp": _lines(tmp_path / "hyp.txt"),
+        "ref": _lines(tmp_path / "ref.txt"),
+        "model": _lines(model / "predictions" / "test.txt"),
+        "simplified": _lines(tmp_path / "simplified" / "test.txt"),
+        "medlane": str(tmp_path / "medlane.json"),
+    }
+    Path(paths["medlane"]).write_text("[]\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    plain = ["--hyp", paths["hyp"], "--ref", paths["ref"]]
+    argv = {
+        "mimic-hyp": ["--hyp", paths["model"], "--ref", paths["ref"], "--json", "s3://bucket/e/s.json"],
+        "medlane": ["--hyp", paths["hyp"], "--medlane", paths["medlane"], "--json", "s3://bucket/e/s.json"],
+        "report-text": [*plain, "--report", "s3://bucket/e/r.html", "--report-text"],
+        "unknown-output": [
+            "--hyp",
+            paths["simplified"],
+            "--ref",
+            paths["ref"],
+            "--json",
+            "s3://bucket/e/s.json",
+        ],
+        "two-folders": [*plain, "--json", "s3://bucket/a/s.json", "--report", "s3://bucket/b/r.html"],
+        "one-name": [*plain, "--json", "s3://bucket/a/s", "--sentence-level", "s3://bucket/a/s"],
+        "no-file": [*plain, "--json", "s3://bucket/a/"],
+        "dataset-url": ["--hyp", paths["hyp"], "--dataset", "s3://bucket/builder", "--config", "en"],
+    }[case]
+    assert main(["--params", str(ROOT / "params.yaml"), "evaluate", "files", "--select", "bleu", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and says.format(**paths) in err[-1], err  # the command's line, then the refusal
+    assert "did not answer" not in err[-1] and "Traceback" not in "\n".join(err)
+    if case in ("mimic-hyp", "medlane", "report-text", "unknown-output"):
+        assert "this output goes to local folders only" in err[-1]
+    assert list(work.iterdir()) == [], "a local folder was made for a URL output"

@@ -366,12 +366,16 @@ def _check_no_empty(args: argparse.Namespace) -> None:
             raise UsageError(f"{_flag(dest)} is empty: give a value (or leave the flag out for the default)")
 
 
-def _check_outputs(args: argparse.Namespace, url_ok: bool) -> list[tuple[str, str]]:
+def _check_outputs(
+    args: argparse.Namespace, url_ok: bool, url_files: frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
     """Every output path the command line names, checked one by one and as a set before any
     work (issue 54): each where an output can be written (`places.check_output_path`); a file
     not a link, folder, device or input, nor a file medsimp did not write (decided when written:
-    same bytes or not); no two naming one path, none inside another. Returns (flag, path) for
-    the local ones, whose locks the command holds while it runs."""
+    same bytes or not); no two naming one path, none inside another. A URL is refused unless
+    the command publishes it (`url_ok`: its --output; `url_files`: those file flags, checked by
+    the command). Returns (flag, path) for the local ones, whose locks the command holds while
+    it runs."""
     from medsimp import atomic
     from medsimp.errors import UsageError
     from medsimp.places import check_output_path
@@ -393,6 +397,8 @@ def _check_outputs(args: argparse.Namespace, url_ok: bool) -> list[tuple[str, st
         value = getattr(args, dest, None)
         if not isinstance(value, str) or (dest in STDOUT_FLAGS and atomic.is_stdout(value)):
             continue
+        if dest in url_files and atomic.is_url(value):
+            continue  # published by the command (pipelines.jobs.objstore), which checks it
         atomic.check_local(value, _flag(dest))
         found.append((dest, value))
     for dest, value in found:
@@ -535,6 +541,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from medsimp import atomic, stats
     from medsimp.cli.args import (
         URL_OUTPUT_COMMANDS,
+        URL_OUTPUT_FILES,
         absolute_worker_paths,
         check_special_inputs,
         command_inputs,
@@ -560,7 +567,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             check_special_inputs(args, section, args.params_dir)
             named, from_params = command_inputs(args, section, args.params_dir)
             atomic.configure(command_name(args), args.force, inputs=named, params_inputs=from_params)
-            outputs = _check_outputs(args, url_ok=command_name(args) in URL_OUTPUT_COMMANDS)
+            name = command_name(args)
+            outputs = _check_outputs(
+                args, name in URL_OUTPUT_COMMANDS, URL_OUTPUT_FILES.get(name, frozenset())
+            )
             for dest, value in outputs:  # held from here until the command ends (issue 54)
                 held.enter_context(atomic.hold(value, _flag(dest)))
             _announce(args)

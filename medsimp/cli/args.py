@@ -114,6 +114,11 @@ URL_OUTPUT_COMMANDS = frozenset(
     | {f"build {name}" for name in ("multicochrane", "medlane", "msd", "plaba", "radiology")}
 )
 
+# Output file flags (dests) that may be object-store URLs, by command: `evaluate files` writes
+# them locally and publishes them under their one folder (`medsimp.evaluation.store`), refused
+# there when an input is known to be MIMIC-derived or of another non-public source.
+URL_OUTPUT_FILES = {"evaluate files": frozenset({"json", "sentence_level", "report"})}
+
 
 # Arguments naming what a command writes; every other path argument is an input, which no
 # output folder may hold (medsimp.atomic checks them all, whichever command runs).

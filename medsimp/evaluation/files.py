@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from medsimp.atomic import check_file_target, is_stdout
 from medsimp.errors import InputError, UsageError
+from medsimp.evaluation import store
 from medsimp.evaluation.scorer import Evaluation, Scorer
 from medsimp.evaluation.stage import medlane_items  # MedLane files are read as the stage reads them
 from medsimp.inputs import read_lines
@@ -260,7 +262,12 @@ def evaluate_files(
     table on standard output (standard error when `--json -` takes standard output), `--json`,
     `--sentence-level`, `--report`. `params`: its `evaluate` section with the command's flags
     over it; `base`: the params file's folder; `select`: as `Scorer` takes it; `not_clinical`: what the data is when it is known not to be clinical
-    notes. A ValueError from the data (a bad file, a mismatch) is an InputError (one line)."""
+    notes. A ValueError from the data (a bad file, a mismatch) is an InputError (one line).
+    Inputs or outputs in an object store: `medsimp.evaluation.store`."""
+    if store.uses_store(request):
+        run = partial(evaluate_files, params=params, base=base, select=select, from_file=from_file,
+                      not_clinical=not_clinical)  # fmt: skip
+        return store.evaluate_in_store(request, params.beam, run)
     from medsimp.evaluation.report import print_results, write_out, write_report
 
     if request.json and not is_stdout(request.json):

@@ -1,12 +1,15 @@
 """What an `evaluate` command line asks for, checked before any scoring code is imported (a
 refused command line costs no start-up): the metrics `--select` names, and which evaluation
 set the flags name (reference files, a MedLane file or a builder's split) with no flag that set
-would ignore. Each refusal is one line (UsageError, exit 2)."""
+would ignore. Each refusal is one line (UsageError, exit 2). `--hyp`, `--ref` and `--src` may
+name objects in a store (`s3://`: checked and read when the command runs,
+`medsimp.evaluation.store`); `--medlane` and `--dataset` are local paths."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from medsimp.atomic import is_url
 from medsimp.errors import UsageError
 from medsimp.inputs import check_present
 
@@ -28,8 +31,9 @@ def check_sources(
     medlane: str | None, dataset: str | None, config: str | None, split: str | None,
     refs: Sequence[str], src: str | None, hyps: Sequence[str] = (),
 ) -> None:  # fmt: skip
-    """Refuse a flag the chosen evaluation set would ignore, a set that is not named, and a named
-    file that is not there (`--hyp`, `--medlane`, `--ref`, `--src`)."""
+    """Refuse a flag the chosen evaluation set would ignore, a set that is not named, a named
+    local file that is not there (`--hyp`, `--medlane`, `--ref`, `--src`), and a `--medlane` or
+    `--dataset` named by a URL."""
     given = {"--ref": bool(refs), "--src": bool(src), "--dataset": bool(dataset), "--config": bool(config)}
     given["--split"] = bool(split)
     unused: list[str] = []
@@ -50,7 +54,13 @@ def check_sources(
         raise UsageError(
             f"{', '.join(unused)} cannot be used with --hyp{with_}: drop {'them' if len(unused) > 1 else 'it'}"
         )
+    for flag, path in (("--medlane", medlane), ("--dataset", dataset)):
+        if is_url(path):
+            raise UsageError(
+                f"{flag} {path}: a local path only (copy it down first: docs/refresh.md "
+                '"Outputs in an object store"); --hyp, --ref and --src may be s3:// files'
+            )
     for flag, paths in (("--hyp", hyps), ("--medlane", [medlane]), ("--ref", refs), ("--src", [src])):
         for path in paths:
-            if path:
+            if path and not is_url(path):  # an object in a store: checked when it is read
                 check_present(path, flag)

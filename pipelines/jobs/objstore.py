@@ -45,7 +45,7 @@ import queue
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +54,14 @@ from apache_beam.io.filesystems import FileSystems
 from medsimp import lineage as tags_of
 from medsimp.atomic import atomic_dir, canonical_json, current_command, is_url
 from medsimp.errors import UsageError
-from medsimp.markers import MARKER
+from medsimp.markers import MARKER, marker_of
 from medsimp.params_schema import Beam
 from pipelines.jobs.store import abort_uploads, check_store, create_file, use_store, write_file
 
 __all__ = [
     "check_public",
     "download",
+    "in_output",
     "input_lineage",
     "is_url",
     "publish",
@@ -185,16 +186,41 @@ def input_lineage(path: str, flag: str = "--input") -> tuple[str, ...] | None:
     return tags_of.union(recorded, tables) if tables is not None else recorded
 
 
-def check_public(output: str, inputs: dict[str, str]) -> list[str]:
-    """The lineage tags an object-store `output` records: the union of its `inputs`' (flag ->
-    path). UsageError, one line and before any write, when any input is MIMIC-derived, of unknown
-    lineage or of a source outside medsimp.lineage.PUBLIC: such data stays in local folders."""
+def in_output(path: str) -> bool:
+    """True when `path` is in an output medsimp wrote: a local folder with a marker at or above
+    it (finished or being written), or a store prefix at or above it with a medsimp marker (a
+    run's files named by hand included)."""
+    if not is_url(path):
+        here = Path(path).absolute()
+        return any(marker_of(folder) is not None for folder in (here, *here.parents))
+    scheme, _, rest = path.rstrip("/").partition("://")
+    parts = rest.split("/")
+    return any(read_marker(f"{scheme}://{'/'.join(parts[:depth])}") for depth in range(len(parts), 0, -1))
+
+
+def check_public(
+    output: str,
+    inputs: Mapping[str, str] | Iterable[tuple[str, str]],
+    flag: str = "--output",
+    unknown_ok: bool = False,
+) -> list[str]:
+    """The lineage tags an object-store `output` (named by `flag`) records: the union of its
+    `inputs`' (flag -> path, or (flag, path) pairs when a flag repeats). UsageError, one line and
+    before any write, when any input is MIMIC-derived, of unknown lineage or of a source outside
+    medsimp.lineage.PUBLIC: such data stays in local folders. `unknown_ok`: an input of no
+    recorded lineage outside every medsimp output (`in_output`: a user's own file) passes, and
+    the output records `unknown` (`evaluate files`' scores of a user's plain text files,
+    docs/refresh.md); one in a medsimp output, or whose recorded lineage is not public, is
+    refused all the same."""
     found: list[tuple[str, ...] | None] = []
-    for flag, path in inputs.items():
-        tags = input_lineage(path, flag)
+    for name, path in inputs.items() if isinstance(inputs, Mapping) else inputs:
+        tags = input_lineage(path, name)
+        if tags is None and unknown_ok and not in_output(path):
+            found.append(None)
+            continue
         if tags_of.is_restricted(tags):
             raise UsageError(
-                f"--output {output}: this output goes to local folders only: its input {flag} {path} "
+                f"{flag} {output}: this output goes to local folders only: its input {name} {path} "
                 f"is not public data (lineage: {tags_of.describe(tags)}); MIMIC-derived text never "
                 "leaves the machine (docs/refresh.md)"
             )
@@ -268,19 +294,19 @@ def _write_marker(url: str, marker: dict[str, Any]) -> None:
     write_file(FileSystems.join(url, MARKER), canonical_json(marker).encode("utf-8"))  # whole or absent
 
 
-def _reach(url: str) -> dict[str, int]:
+def _reach(url: str, flag: str = "--output") -> dict[str, int]:
     """`_listing(url)` within REACH_SECONDS, else one line: a scheme Beam cannot reach (e.g.
     gs:// without apache-beam[gcp]), no credentials, or an endpoint that does not answer."""
     try:
         FileSystems.get_filesystem(url)
     except Exception as exc:
-        raise UsageError(f"--output {url}: {_short(exc)}") from None
-    check_store(url, "--output")  # s3://: the bucket exists and answers, in bounded time
+        raise UsageError(f"{flag} {url}: {_short(exc)}") from None
+    check_store(url, flag)  # s3://: the bucket exists and answers, in bounded time
     answer: queue.Queue = queue.Queue(maxsize=1)
 
     def list_it() -> None:
         try:
-            answer.put((True, _listing(url)))
+            answer.put((True, _listing(url, flag)))
         except BaseException as exc:  # handed to the caller
             answer.put((False, exc))
 
@@ -290,7 +316,7 @@ def _reach(url: str) -> dict[str, int]:
         ok, value = answer.get(timeout=REACH_SECONDS)
     except queue.Empty:
         raise UsageError(
-            f"--output {url}: the store did not answer within {REACH_SECONDS} s "
+            f"{flag} {url}: the store did not answer within {REACH_SECONDS} s "
             "(check its endpoint and credentials, e.g. AWS_ENDPOINT_URL and AWS_ACCESS_KEY_ID)"
         ) from None
     if not ok:
@@ -298,22 +324,22 @@ def _reach(url: str) -> dict[str, int]:
     return value
 
 
-def _claim(url: str, command: str, force: bool) -> None:
+def _claim(url: str, command: str, force: bool, flag: str = "--output") -> None:
     """Refuse a prefix medsimp may not write (see the module docstring); claim an empty one with
     a marker that names no run yet, so a run killed before its first publish leaves a prefix
     that is medsimp's (no published output) rather than one that looks foreign."""
-    objects = _reach(url)
+    objects = _reach(url, flag)
     marker = read_marker(url)
     if marker is None:
         if objects:
             raise UsageError(
-                f"--output {url} holds {len(objects)} objects medsimp did not write (no {MARKER}); "
+                f"{flag} {url} holds {len(objects)} objects medsimp did not write (no {MARKER}); "
                 "choose a new prefix"
             )
         _write_marker(url, {"command": command, "tool": "medsimp", "run": None, "files": {}})
     elif marker.get("command") != command and not force:
         raise UsageError(
-            f"--output {url} was written by `medsimp {marker.get('command')}`; "
+            f"{flag} {url} was written by `medsimp {marker.get('command')}`; "
             "choose another prefix or pass --force to replace it"
         )
 
@@ -340,20 +366,23 @@ def _delete_runs(url: str, keep: str | None = None, only: str | None = None) -> 
 
 
 @contextlib.contextmanager
-def publish(url: str, command: str, lineage: Iterable[str], force: bool = False) -> Iterator[str]:
-    """Yield a fresh run prefix under `url`; when the body returns, point `url`'s marker at it.
+def publish(
+    url: str, command: str, lineage: Iterable[str], force: bool = False, flag: str = "--output"
+) -> Iterator[str]:
+    """Yield a fresh run prefix under `url`; when the body returns, point `url`'s marker at it
+    (`flag`: the option naming `url`, in messages).
 
     On an exception (or SIGTERM, which the CLI turns into one) the prefix is deleted and the
     marker is left as it was; a SIGKILL leaves an orphan prefix no marker names."""
     url = url.rstrip("/")
-    _claim(url, command, force)
+    _claim(url, command, force, flag)
     run = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(4)
     prefix = FileSystems.join(url, RUNS, run)
     try:
         yield prefix
         files = _listing(prefix)
         if not files:
-            raise UsageError(f"--output {url}: the job wrote nothing under {prefix}")
+            raise UsageError(f"{flag} {url}: the job wrote nothing under {prefix}")
         marker = {
             "command": command,
             "tool": "medsimp",

@@ -1,7 +1,8 @@
 """`medsimp evaluate files`: score system output files against reference files (`--ref`, `--src`),
 a MedLane-format evaluation file (`--medlane`, `--split`) or a builder config's split (`--dataset`,
 `--config`, `--split`); print the table (and the paired bootstrap for several systems), write
-`--json`, `--sentence-level`, `--report`. The work is `medsimp.evaluation.files.evaluate_files`.
+`--json`, `--sentence-level`, `--report`. The work is `medsimp.evaluation.files.evaluate_files`
+(files in an object store: `medsimp.evaluation.store`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     # fmt: off
     add("--hyp", required=True, action="append", default=[], help="system output, one sentence per line "
-        "(repeatable to compare systems; a folder = its *.txt; - = stdin)")
+        "(repeatable to compare systems; a folder = its *.txt; - = stdin; s3://bucket/x.txt: read from a copy)")
     add("--name", action="append", default=[], help="system name per --hyp (default: file stem)")
     add("--report", help="write a self-contained HTML report here (metric table, charts, bootstrap)")
     add("--report-text", action="store_true", help="include a sample of source/reference/output text in "
@@ -35,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--config", help="the builder config, e.g. en (with --dataset)")
     add("--split", choices=("validation", "test"), help="with --medlane: the authors' first (validation) or "
         "second (test) half; with --dataset: the builder's split (default test)")
-    add("--json", help="write the scores here (- = stdout)")
+    add("--json", help="write the scores here (- = stdout); this, --sentence-level and --report may be "
+        "s3:// files of one folder, published there unless an input is MIMIC-derived (docs/refresh.md)")
     add("--sentence-level", metavar="FILE", help="also write per-line scores here as JSON Lines (BLEU, "
         "ROUGE-L, SARI, FKGL, HIT, CWR, AScore of each output line alone; default mode)")
     add("--lang", choices=LANGUAGES, help="the outputs' and references' language (default: params "
