@@ -95,6 +95,8 @@ def test_a_later_stage_of_data_not_public_never_reaches_a_store(
     argv = ["--params", str(ROOT / "params.yaml")]
     if stage == "build multicochrane":
         argv += ["--set", f"build.multicochrane.pairs={data / 'pairs'}", "build", "multicochrane"]
+        for other in ("sentences", "linked"):  # not the checkout's outputs: only this table's lineage
+            argv[2:2] = ["--set", f"build.multicochrane.{other}={tmp_path / 'absent' / other}"]
     elif stage == "report":
         argv += ["report", str(data)]
     else:
