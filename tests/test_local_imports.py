@@ -221,7 +221,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "pyarrow.parquet": "heavy: pyarrow",
     },
     "medsimp.evaluation.report": {"jinja2": "heavy: jinja2"},
-    "medsimp.evaluation.select": {"medsimp.metrics": "heavy: numpy, regex"},
+    "medsimp.evaluation.select": {"medsimp.metrics": "heavy: numpy, regex", "numpy": "heavy: numpy"},
     "medsimp.evaluation.store": {
         "pipelines.jobs.objstore": "heavy: apache_beam, psutil",
         "pipelines.jobs.store": "heavy: apache_beam, psutil",

@@ -166,3 +166,34 @@ def test_pydantic_plugins_are_off_unless_the_user_sets_them(monkeypatch):
         with pytest.raises(SystemExit):
             main(["--help"])
         assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == expected
+
+
+_BLAS_PROBE = """
+import contextlib, io, json, os, sys
+from medsimp.cli.app import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(json.loads(sys.argv[1]))
+from threadpoolctl import threadpool_info
+numpy_blas = [p for p in threadpool_info() if p["internal_api"] == "openblas" and "numpy" in p["filepath"]]
+print(json.dumps([code, os.environ.get("OPENBLAS_NUM_THREADS"), [p["num_threads"] for p in numpy_blas]]))
+"""
+
+
+def test_evaluate_files_loads_numpy_with_one_blas_thread_and_leaves_the_environment_as_it_was(tmp_path):
+    """`evaluate files` starts numpy's OpenBLAS with one thread (its pool cost 0.2-0.3 CPU-s of
+    every run, issue 57 §1) without leaving OPENBLAS_NUM_THREADS set for what the process starts
+    later; a user's own setting is kept."""
+    import os
+
+    text = tmp_path / "x.txt"
+    text.write_text("the patient was given water and rest after the long walk home\n", encoding="utf-8")
+    argv = ["evaluate", "files", "--hyp", str(text), "--ref", str(text), "--select", "bleu"]
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    for user, threads in ((None, 1), ("2", 2)):
+        run_env = env if user is None else {**env, "OPENBLAS_NUM_THREADS": user}
+        out = subprocess.run(
+            [sys.executable, "-c", _BLAS_PROBE, json.dumps(argv)],
+            capture_output=True, text=True, check=True, env=run_env, cwd=tmp_path,
+        )  # fmt: skip
+        code, left, pools = json.loads(out.stdout.strip().splitlines()[-1])
+        assert (code, left, pools) == (0, user, [threads])

@@ -1,5 +1,5 @@
 """The `medsimp` command: argument parsing, logging, exit codes, one module per subcommand."""
 
-from medsimp.cli.app import main
+from medsimp.cli.app import console, main
 
-__all__ = ["main"]
+__all__ = ["console", "main"]

@@ -1,7 +1,5 @@
 """`python -m medsimp.cli`: the `medsimp` command."""
 
-import sys
+from medsimp.cli.app import console
 
-from medsimp.cli.app import main
-
-sys.exit(main())
+console()

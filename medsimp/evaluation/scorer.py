@@ -227,7 +227,8 @@ class Scorer:
         registry = all_metrics()
         measured = {k for k in found if (m := metric_of(k)) is not None and registry[m.name].measure}
         scores = {k: v for k, v in found.items() if k not in measured}
-        data = inputs(hyps, items, self.common, self._options(extras=extras))
+        # the signature reads the reference counts and the options only: no references expanded again
+        data = Inputs(list(hyps), [list(it.references) for it in items], options=self._options(extras=extras))
         n_refs = max((len(it.references) for it in items), default=0)
         if mode == "medlane":
             n_refs = min(n_refs, 4)

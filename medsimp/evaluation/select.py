@@ -7,11 +7,28 @@ name objects in a store (`s3://`: checked and read when the command runs,
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 
 from medsimp.atomic import is_url
 from medsimp.errors import UsageError
 from medsimp.inputs import check_present
+
+
+def import_numpy_single_threaded() -> None:
+    """Import numpy with one OpenBLAS thread unless the user set OPENBLAS_NUM_THREADS: scoring's
+    numpy work is small vector arithmetic, and the thread pool OpenBLAS starts when numpy loads
+    cost 0.2-0.3 CPU-s of every `evaluate files` run and up to 0.15 s of its wall on a busy 2-core
+    machine (scripts/bench_evaluate.py). OpenBLAS reads the variable only when it loads, so it is
+    unset again at once: nothing this process starts inherits it."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def parse_select(text: str | None, default: Sequence[str] | None) -> list[str] | None:

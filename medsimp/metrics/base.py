@@ -127,6 +127,8 @@ class Inputs:
     terms: list[list[tuple[str, list[str]]]] = field(default_factory=list)
     common: set[str] = field(default_factory=set)
     options: ScoringOptions = field(default_factory=ScoringOptions)
+    # what a metric computed once for this data and reads again (SARI's per-sentence table)
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.hyps)

@@ -166,17 +166,22 @@ class EasseSARI(Metric):
         return {self.name: parts["sari"], **{f"{self.name}_{k}": parts[k] for k in ("keep", "del", "add")}}
 
     def sentence(self, data, i):
-        """EASSE's `sentence_sari`: the corpus formula on sentence i alone."""
+        """EASSE's `sentence_sari`: the corpus formula on sentence i alone, whose counts are row i
+        of the corpus table (`stats`, made once per data: a table per sentence cost 0.68 ms a
+        sentence against 0.40 for EASSE's Counters)."""
         _check(self, data.subset([i]))
-        return from_stats(list(self.stats(data.subset([i]))[0]), self.f1_deletion)["sari"]
+        return from_stats(list(self.stats(data)[i]), self.f1_deletion)["sari"]
 
     def stats(self, data):
+        """`stats_table` of the data, counted once (`Inputs.derived`) for every reading of it."""
         assert data.sources is not None
-        return stats_table(
-            [normalize(o) for o in data.sources],
-            [normalize(s) for s in data.hyps],
-            [[normalize(r) for r in rs] for rs in data.references],
-        ).astype(float)
+        if "easse_sari" not in data.derived:
+            data.derived["easse_sari"] = stats_table(
+                [normalize(o) for o in data.sources],
+                [normalize(s) for s in data.hyps],
+                [[normalize(r) for r in rs] for rs in data.references],
+            ).astype(float)
+        return data.derived["easse_sari"]
 
     def from_stats(self, summed, n):
         return from_stats(list(summed), self.f1_deletion)["sari"]

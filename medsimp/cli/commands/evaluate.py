@@ -49,11 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from medsimp.evaluation.select import check_sources, parse_select
+    from medsimp.evaluation.select import check_sources, import_numpy_single_threaded, parse_select
     from medsimp.params_schema import updated
 
     if args.action == "files":  # before the metrics' registry is imported
         check_sources(args.medlane, args.dataset, args.config, args.split, args.ref, args.src, args.hyp)
+        import_numpy_single_threaded()
     select = parse_select(args.select, args.params_data.evaluate.select)
     flags = {"rouge_tokenizer": args.rouge_tokenizer}  # every one a params `evaluate` key it overrides
     if args.action == "files":
