@@ -116,6 +116,7 @@ def test_vecalign_blocks_and_pairs():
     assert DocPair.from_json(DocPair("d", ["a"], ["b"], frozenset({(0, 0)})).to_json()).pairs == {(0, 0)}
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_overlap_r_hand_computed():
     # Lc = {the, patient, be, treat, with, drug}; Ls = {patient, be, treat} -> r = 3/3
     assert lemma_set("The patients were treated with drugs.") == {

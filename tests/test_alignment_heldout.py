@@ -62,6 +62,7 @@ def test_default_model_is_params_align_model_when_it_exists(tmp_path):
     assert folder == tmp_path / "models" / "crf" and label.startswith("crf_default (")
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_check_real_data_says_why_it_skips_the_alignment_check(tmp_path):
     """No Devaraj test split beside the MultiCochrane pairs: one line saying what it needs."""
     (tmp_path / "multicochrane").mkdir()

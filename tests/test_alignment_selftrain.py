@@ -96,6 +96,7 @@ def test_the_pool_is_the_same_whatever_the_tables_order_and_holds_at_most_max_do
     assert len(choose_pool(docs, [], max_documents=0).documents) == 60
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_pseudo_documents_keep_the_pairs_at_or_above_the_posterior_floor():
     from alignment.crf import CRFAligner
     from alignment.encoders import make_encoder

@@ -316,6 +316,7 @@ def _half_sent(port: int, n: int) -> list[socket.socket]:
     return held
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_clients_that_send_half_a_request_without_the_token_do_not_starve_annotators(tmp_path):
     """Issue 54: 16 half-sent requests without the token held every slot, and 20 of 20
     annotators' requests were refused for 40 s. Now they hold only the pending pool (the
@@ -536,6 +537,7 @@ def test_unfinished_documents_are_left_out_and_bad_exports_are_one_line_errors(t
     assert "not a medsimp annotation export" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_page_opens_on_the_multicochrane_es_builder_config(tmp_path):
     import yaml
 
@@ -651,6 +653,7 @@ def test_a_serve_of_another_page_never_replaces_work_saved_on_the_first(tmp_path
     assert (tmp_path / "saved" / "annotations-ann.json").read_bytes() == first
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_trickling_connections_are_cut_at_the_request_deadline(tmp_path):
     with _serving(tmp_path, timeout=1.0, connections=2, deadline=2.0) as server:
         port = server.server_address[1]

@@ -102,6 +102,7 @@ def _cochrane_file(tmp_path: Path) -> list[tuple[str, str]]:
     return cochrane.input_specs(str(path))
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_read_and_join_cochrane_records(tmp_path):
     specs = _cochrane_file(tmp_path)
     with BeamTestPipeline() as p:
@@ -213,6 +214,7 @@ def test_filter_overlap_or_aligner_keeps_what_the_crf_is_sure_of():
         assert_that(scored["kept"] | beam.Map(lambda r: r["crf_score"]), equal_to([0.95]))
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_filter_drop_copies_is_off_by_default_and_drops_the_kinds_it_names():
     """Issue 53: identical and near-copy pairs (`alignment.overlap.copy_kind`) are kept by the
     paper's rule (params default `none`); `identical` drops the first kind, `near_copy` both."""
@@ -425,6 +427,7 @@ def test_read_documents_transform_gives_what_a_group_by_key_gives(tmp_path):
         )
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_documents_of_one_file_spread_over_every_worker(tmp_path):
     """Parallel by document, not by file (issue 36 item 1): one input file's documents reach
     both worker processes of the local multi-process runner."""
@@ -478,6 +481,7 @@ def test_a_file_that_breaks_mid_read_is_one_file_error_dead_letter(tmp_path):
         )
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_parse_manuals_groups_both_versions_by_pcio_section(tmp_path):
     def manual(audience, sections):
         return json.dumps(
@@ -570,6 +574,7 @@ def umls_index(tmp_path_factory):
 @pytest.mark.parametrize(
     ("layout", "streamed"), [("consecutive", True), ("consecutive", False), ("split", False)]
 )
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_link_sentences_adds_concepts_and_readability_per_document_side(
     umls_index, tmp_path, layout, streamed
 ):

@@ -43,6 +43,7 @@ def _cal(key: str = "k" * 16, merge: str = "union") -> Calibration:
     return Calibration.fit(key, "hand gold", merge, RULE, docs, {"f1": 0.5})
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_isotonic_fit_on_kept_rows_estimates_their_mean_calibrated_correctness_with_an_interval():
     cal = _cal()
     assert len(cal.rows) == 8 and cal.documents == 4  # the row the filter dropped is left out
@@ -272,6 +273,7 @@ def _stats(folder: Path) -> dict:
     return json.loads((folder / "stats.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_align_calibrate_writes_beside_the_model_and_the_same_weights_find_it(trained, capsys):
     root, p = trained, ["--params", str(trained / "params.yaml")]
     package = content_hash(resources.path("aligner_heldout.json").parent)
@@ -340,6 +342,7 @@ def test_align_calibrate_refuses_bad_gold_in_one_line(trained, capsys, gold, why
     assert len(err) == 2 and err[1].startswith("medsimp align") and why in err[1]
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_the_card_and_the_data_report_give_the_kept_rows_precision_or_say_why_not(tmp_path):
     """The card (`medsimp build`) and the data report (`medsimp report`) find the calibration
     beside the model align used, by its scoring key, and estimate the kept English rows (8 of the

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
 from medsimp.cli import main
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "builders"))
 import upstream  # noqa: E402
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_one_runs_counts_agree_from_the_filter_to_the_card_and_the_report(tmp_path):
     root = tmp_path / "up"
     paths = upstream.write_cochrane(root)

@@ -100,6 +100,7 @@ def test_every_avx512_target_of_the_installed_numpy_is_pinned_off():
     assert PINNED_ENV["NPY_DISABLE_CPU_FEATURES"].split() == list(NUMPY_AVX512)
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_torch_kernels_chosen_before_medsimp_are_refused(tmp_path):
     """A process that ran torch kernels before importing medsimp cannot be pinned any more: the
     trainer says so in one line instead of writing machine-dependent weights."""
@@ -122,6 +123,7 @@ def test_torch_kernels_chosen_before_medsimp_are_refused(tmp_path):
     assert done.stdout.startswith("refused: torch already chose CPU kernels"), done.stdout
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_medsimp_import_pins_the_kernels_for_this_process_and_its_children(tmp_path):
     code = (
         "import medsimp, os, torch, numpy, scipy.linalg\n"  # numpy's and scipy's own OpenBLAS
@@ -139,6 +141,7 @@ def test_medsimp_import_pins_the_kernels_for_this_process_and_its_children(tmp_p
     assert done.stdout.split() == ["DEFAULT", "False", "default", "COMPATIBLE", "Haswell", "Haswell,Haswell"]
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_numpy_loaded_before_medsimp_with_other_blas_kernels_is_refused(tmp_path):
     """numpy's OpenBLAS reads its kernel choice when numpy is imported: a process that imported
     numpy before medsimp, on kernels other than the pinned ones, is refused in one line."""

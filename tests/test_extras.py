@@ -52,6 +52,7 @@ def _stage_modules() -> set[str]:
     return {f"medsimp.cli.commands.{COMMANDS[c]}" for c in commands - {"evaluate"}}
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_the_data_and_training_stages_import_without_the_extras():
     """The Beam jobs, the aligners and training load with the runtime dependencies alone (a
     cluster worker installs the wheel without extras): in a process where every module of the
@@ -75,7 +76,9 @@ def test_the_data_and_training_stages_import_without_the_extras():
     [
         ("pycocoevalcap", ["evaluate", "files", "--select", "cider"], "eval"),
         ("rouge_score", ["evaluate", "files", "--select", "rouge_1"], "eval"),  # ROUGE-L: computed here
-        ("bert_score", ["evaluate", "files", "--select", "bertscore"], "eval"),
+        pytest.param(
+            "bert_score", ["evaluate", "files", "--select", "bertscore"], "eval", marks=pytest.mark.slow
+        ),  # over ~2 s
         ("dvc", ["refresh", "--dry-run"], "refresh"),
     ],
 )

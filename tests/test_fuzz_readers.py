@@ -11,6 +11,7 @@ FAST = settings(
 )
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("reader", ["cochrane", "devaraj", "msd", "plaba"])
 def test_mutated_records_reconcile_or_exit_2(reader, capfd):

@@ -199,6 +199,7 @@ def test_notes_job_reads_and_writes_memfs(memfs):
     assert json.loads(memfs["memfs://out/notes/stats.json"])["rejected"] == stats["rejected"] > 0
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_link_reads_and_writes_memfs(memfs, tmp_path):
     """link over a memfs sentence table (the QuickUMLS index is a local worker resource)."""
     from pipelines.jobs import link

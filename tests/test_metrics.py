@@ -564,6 +564,7 @@ def _easse_compute_ngram_stats(orig: str, sys: str, refs: list[str]) -> list[int
     return add + keep + dele
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_sari_sentence_stats_equal_easses_counter_arithmetic_issue_57():
     """`sentence_stats` sums EASSE's 36 counts in one pass over the source's n-grams (issue 57):
     the same integers as EASSE's Counter arithmetic on 3,000 random sentences with repeated
@@ -578,6 +579,7 @@ def test_sari_sentence_stats_equal_easses_counter_arithmetic_issue_57():
         assert SA.sentence_stats(orig, sys_sent, refs) == _easse_compute_ngram_stats(orig, sys_sent, refs)
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_sari_stats_table_of_a_corpus_equals_easse_sentence_by_sentence_issue_57():
     """`stats_table` counts the whole corpus at once in numpy (issue 57): each row is EASSE's
     Counter arithmetic on that sentence alone, for 3,000 random sentences of a small vocabulary

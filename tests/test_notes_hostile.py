@@ -129,6 +129,7 @@ def test_whole_file_fault_is_one_line_exit_2(tmp_path, capfd, name):
     assert_no_leak(text, out)
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_newline_conventions_read_like_lf(tmp_path, capfd):
     texts = {}
     for name in ("crlf.csv", "cr_only.csv", "bom.csv"):

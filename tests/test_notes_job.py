@@ -58,6 +58,7 @@ def files(d: Path) -> dict[str, bytes]:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_outputs_identical_across_runs_and_worker_counts(runs):
     one, two = runs
     a, b = files(one), files(two)

@@ -276,6 +276,7 @@ def test_tokenizer_tables_are_labelled_as_vendored_nltk():
     assert "Apache License, Version 2.0" in source
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_tokens_readability_and_rouge_do_not_import_nltk():
     """The metrics' tokens, FKGL's counts and ROUGE are computed without NLTK (its import costs
     about 1.3 s). ROUGE is rouge-score's own scorer (issue 38), whose module imports NLTK at its

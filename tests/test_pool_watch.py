@@ -57,6 +57,7 @@ def test_a_pool_that_stops_answering_cancels_the_job_in_one_line():
     assert result.cancelled.is_set() and time.monotonic() - started < 5
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 @pytest.mark.parametrize("cancel_raises", [True, False], ids=["cancel-fails", "cancel-ignored"])
 def test_the_wait_is_bounded_when_the_cancel_does_not_end_the_job(cancel_raises):
     """Beam's local job server only marks a job cancelled; a cancel RPC can fail: either way the

@@ -66,6 +66,7 @@ def test_align_corpus_shows_progress_in_a_log_and_writes_the_same_output(tmp_pat
             assert (tmp_path / "quiet" / rel).read_bytes() == (tmp_path / "shown" / rel).read_bytes(), rel
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_align_train_shows_each_step_in_a_log_and_trains_the_same_model(tmp_path, monkeypatch, capsys):
     # issue 53 item 4: `align train` (12 min on 480 real reviews) printed nothing until it ended
     fast = ["--set", "align.crf.encoder={kind: e5}", "--set", "align.crf.epochs=2"]

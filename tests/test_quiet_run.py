@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from medsimp.stats import summary_notes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +56,7 @@ def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_a_beam_stage_prints_only_what_it_did(tmp_path):
     done = _run(tmp_path, "--set", "beam.num_workers=2")  # worker processes: their start-up chatter
     assert done.returncode == 0, done.stderr

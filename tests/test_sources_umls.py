@@ -158,6 +158,7 @@ def _sentence_table(path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=sentence_schema()), path / "part-00000-of-00001.parquet")
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_link_job_cache_and_stats(index, tmp_path, capsys):
     _sentence_table(tmp_path / "src" / "sentences")
     base = [

@@ -84,6 +84,7 @@ def store():
         server.stop()
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_a_worker_without_options_reads_and_writes_the_store_with_the_launchers_settings(
     store, fresh_filesystems, tmp_path
 ):

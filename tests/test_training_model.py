@@ -317,6 +317,7 @@ def test_declare_defaults_are_the_papers():
     assert train.locator_labels == "annotation" and "bertmt" in train.models
 
 
+@pytest.mark.slow  # over ~2 s: not in the fast loop
 def test_warm_rerun_writes_the_same_model_and_reports_the_resume(tiny_encoder, tmp_path):
     """`medsimp train --model declare` a second time with the same cache resumes from its last
     checkpoint: same output bytes and metrics (DVC sees no change); the resume is in the run record."""
