@@ -78,6 +78,13 @@ PINNED_ENV = {
     "OPENBLAS_CORETYPE": "Haswell",
     "NPY_DISABLE_CPU_FEATURES": " ".join(NUMPY_AVX512),
 }
+# Not a kernel choice (it moves no bit) but how PyTorch's OpenMP threads wait between parallel
+# regions: passively (asleep) instead of spinning. On a machine with as many threads wanted as
+# cores, e.g. two 2-thread trainings, or training beside Beam workers or pytest-xdist workers on 2
+# cores, spinning threads burn the core their partner waits for: one DECLARE training step beside
+# another took 10.1 s (11.7 CPU-s) spinning and 4.0 s (5.6 CPU-s) passive, and alone the same
+# either way (docs/refresh.md "Same numbers on any CPU"). A value the user sets is kept.
+IDLE_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 PINNED_CAPABILITY = "DEFAULT"  # what torch.backends.cpu.get_cpu_capability() reports once pinned
 BLAS_FLAGS = ("avx2", "fma")  # what OpenBLAS's Haswell kernels execute
 
@@ -110,6 +117,8 @@ def pin() -> None:
     """Set the kernel choices in this process's environment (children inherit them). Has effect
     only while torch has run no kernel in this process; `require_pinned` checks that it did."""
     os.environ.update(_pinned_env())
+    for key, value in IDLE_ENV.items():
+        os.environ.setdefault(key, value)
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.backends.mkldnn.enabled = False
