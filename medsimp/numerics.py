@@ -115,7 +115,9 @@ def _pinned_env() -> dict[str, str]:
 
 def pin() -> None:
     """Set the kernel choices in this process's environment (children inherit them). Has effect
-    only while torch has run no kernel in this process; `require_pinned` checks that it did."""
+    only while torch has run no kernel in this process; `require_pinned` checks that it did.
+    `IDLE_ENV` (OpenMP's wait policy) is read when torch loads: it takes effect for a torch
+    imported after this call, and in children."""
     os.environ.update(_pinned_env())
     for key, value in IDLE_ENV.items():
         os.environ.setdefault(key, value)

@@ -791,3 +791,47 @@ def test_ngram_codes_key_equal_ngrams_alike_however_many_groups(groups):
 def test_ngram_codes_refuse_keys_past_int64():
     with pytest.raises(ValueError, match="do not fit in int64"):
         base.ngram_codes(["a b c", "d e f"], 4, 2**61)
+
+
+def test_bleus_group_maximum_equals_numpys_maximum_at():
+    """`_group_max` (sort + reduceat, in place of numpy 1.26's slow `np.maximum.at`) gives the
+    very array `np.maximum.at` does: empty input, one group, missing groups, ties."""
+    import numpy as np
+
+    rng = np.random.default_rng(57)
+    cases = [(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 3)]
+    cases += [(np.zeros(5, dtype=np.int64), np.array([3, 1, 3, 0, 2]), 1)]
+    for _ in range(300):
+        size = int(rng.integers(1, 30))
+        n = int(rng.integers(0, 80))
+        cases.append((rng.integers(0, size, n), rng.integers(0, 9, n), size))
+    for index, values, size in cases:
+        expected = np.zeros(size)
+        np.maximum.at(expected, index, values)
+        assert np.array_equal(B._group_max(index, values, size), expected)
+
+
+def test_sentence_sari_read_from_the_corpus_table_equals_the_sentence_scored_alone():
+    """`EasseSARI.sentence` reads row i of the corpus table (made once per data): the same float
+    as the corpus formula on sentence i alone, for every sentence; a sentence whose references
+    are all empty is NotComputable as before; the shared table is read-only."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(575)
+    vocab = ["the", "patient", "was", "given", "fluids", ".", ",", "bp", "blood", "pressure"]
+    line = lambda: " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 12)))  # noqa: E731
+    items = [S.EvalItem(line(), [line() for _ in range(rng.randint(1, 4))]) for _ in range(200)]
+    items.append(S.EvalItem(line(), ["", " "]))
+    hyps = [line() for _ in items]
+    data = S.inputs(hyps, items, set())
+    sari = SA.EasseSARI()
+    for i in range(len(items) - 1):
+        alone = S.inputs([hyps[i]], [items[i]], set())
+        assert sari.sentence(data, i) == sari.corpus(alone)["sari"]
+    with pytest.raises(base.NotComputable):
+        sari.sentence(data, len(items) - 1)
+    with pytest.raises(ValueError):
+        sari.stats(data)[0, 0] = 1.0
+    assert isinstance(sari.stats(data), np.ndarray)

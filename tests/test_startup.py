@@ -188,12 +188,20 @@ def test_evaluate_files_loads_numpy_with_one_blas_thread_and_leaves_the_environm
     text = tmp_path / "x.txt"
     text.write_text("the patient was given water and rest after the long walk home\n", encoding="utf-8")
     argv = ["evaluate", "files", "--hyp", str(text), "--ref", str(text), "--select", "bleu"]
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    for user, threads in ((None, 1), ("2", 2)):
-        run_env = env if user is None else {**env, "OPENBLAS_NUM_THREADS": user}
+    from medsimp.evaluation.select import BLAS_THREAD_VARIABLES
+
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
+    # a user's 2 (OpenBLAS caps it at the cores) is kept, not made 1; OpenBLAS reads OMP_NUM_THREADS too
+    mine = min(2, os.cpu_count() or 1)
+    for variable, user, threads in (
+        (None, None, 1),
+        ("OPENBLAS_NUM_THREADS", "2", mine),
+        ("OMP_NUM_THREADS", "2", mine),
+    ):
+        run_env = env if variable is None else {**env, variable: user}
         out = subprocess.run(
             [sys.executable, "-c", _BLAS_PROBE, json.dumps(argv)],
             capture_output=True, text=True, check=True, env=run_env, cwd=tmp_path,
         )  # fmt: skip
         code, left, pools = json.loads(out.stdout.strip().splitlines()[-1])
-        assert (code, left, pools) == (0, user, [threads])
+        assert (code, left, pools) == (0, user if variable == "OPENBLAS_NUM_THREADS" else None, [threads])

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 from medsimp.cli.args import GLOBAL_HELP, global_options
 
@@ -502,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = real
 
 
-def console() -> None:
+def console() -> NoReturn:
     """The `medsimp` program (its console script and `python -m medsimp.cli`): `main`, then exit
     with its code. Before exiting, every object is frozen out of the garbage collector's reach
     (`gc.freeze`), so the interpreter's last full collection does not walk the tables a command

@@ -15,14 +15,17 @@ from medsimp.atomic import is_url
 from medsimp.errors import UsageError
 from medsimp.inputs import check_present
 
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")  # OpenBLAS's order
+
 
 def import_numpy_single_threaded() -> None:
-    """Import numpy with one OpenBLAS thread unless the user set OPENBLAS_NUM_THREADS: scoring's
+    """Import numpy with one OpenBLAS thread unless the user set its thread count (any of
+    `BLAS_THREAD_VARIABLES`, which OpenBLAS reads in that order): scoring's
     numpy work is small vector arithmetic, and the thread pool OpenBLAS starts when numpy loads
     cost 0.2-0.3 CPU-s of every `evaluate files` run and up to 0.15 s of its wall on a busy 2-core
     machine (scripts/bench_evaluate.py). OpenBLAS reads the variable only when it loads, so it is
     unset again at once: nothing this process starts inherits it."""
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+    if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREAD_VARIABLES):
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:

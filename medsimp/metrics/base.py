@@ -128,7 +128,8 @@ class Inputs:
     common: set[str] = field(default_factory=set)
     options: ScoringOptions = field(default_factory=ScoringOptions)
     # what a metric computed once for this data and reads again (SARI's per-sentence table)
-    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # (not an init field: `dataclasses.replace` of other sentences starts empty)
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.hyps)

@@ -176,11 +176,13 @@ class EasseSARI(Metric):
         """`stats_table` of the data, counted once (`Inputs.derived`) for every reading of it."""
         assert data.sources is not None
         if "easse_sari" not in data.derived:
-            data.derived["easse_sari"] = stats_table(
+            table = stats_table(
                 [normalize(o) for o in data.sources],
                 [normalize(s) for s in data.hyps],
                 [[normalize(r) for r in rs] for rs in data.references],
             ).astype(float)
+            table.setflags(write=False)  # shared by every reading of this data
+            data.derived["easse_sari"] = table
         return data.derived["easse_sari"]
 
     def from_stats(self, summed, n):
