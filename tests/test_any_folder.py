@@ -42,8 +42,13 @@ _VAR = re.compile(r"\$\{([^}]+)\}")
 pytestmark = pytest.mark.slow  # the whole DAG, training shortened (minutes)
 
 # No training, the same in both runs: epoch 0 on short sequences reads the same params paths as
-# the DAG's full training (one epoch here cost 3-7 CPU-min of `make test` for DECLARE alone).
-FAST = {"train": ("--set", "train.epochs=0", "--set", "train.max_length=24")}
+# the DAG's full training (one epoch here cost 3-7 CPU-min of `make test` for DECLARE alone), and
+# the untrained decoder writes at most 2 tokens per span (it would write 16, max_span, each time).
+# Evaluate without METEOR, whose jar is a packaged file and no params path (a JVM per run).
+FAST = {
+    "train": ("--set", "train.epochs=0", "--set", "train.max_length=24", "--set", "train.max_span=2"),
+    "evaluate": ("--set", "evaluate.meteor=false"),
+}
 # foreach items running the same command as a compared one (link@cochrane, report@multicochrane)
 # on another source, which no later stage reads: they add minutes and no params path.
 SAME_COMMAND = frozenset(

@@ -70,8 +70,10 @@ def test_a_lost_store_needs_the_files_the_index_was_built_from(index, tmp_path, 
 
 def test_concept_spans_on_a_known_sentence(index):
     linker = ConceptLinker(index, PARAMS)
+    assert linker.has_language("en") and linker.has_language("es") and linker.matchers == {}
     text = "Patients with type 2 diabetes and high blood pressure had dyspnea, chest pain and diarrhoea."
     got = [(text[c["start"] : c["end"]], c["cui"], c["semtypes"]) for c in linker.link(text, "en")]
+    assert sorted(linker.matchers) == ["en"]  # a language's tokenizer loads at its first text
     assert got == [
         ("Patients", "C0030705", ["T101"]),
         ("type 2 diabetes", "C0011860", ["T047"]),

@@ -252,39 +252,53 @@ class ConceptLinker:
     `params` (the `link` section): overlapping_criteria, threshold, similarity_name,
     window, min_match_length, accepted_semtypes (a list, or null for all types),
     reject_negation_flips (drop candidates whose term negates the text, see `negation_flip`).
+
+    A language's matcher (its spaCy tokenizer and databases) loads at its first `link`: loading
+    the French tokenizer alone costs about 3 CPU-s (its exception patterns compile into one large
+    regular expression), which an English-only table, or a run whose documents all come from the
+    cache, never needs.
     """
 
     def __init__(self, index_dir: str | Path, params: Link):
-        from quickumls import QuickUMLS
-
         self.manifest = read_manifest(index_dir)
-        store = installation(self.manifest)
-        prepare_quickumls(sorted(self.manifest["languages"]))
-        semtypes = params.accepted_semtypes  # null: every type
+        self.store = installation(self.manifest)
+        self.params = params
         self.reject_flips = params.reject_negation_flips
-        self.matchers = {}
-        with contextlib.redirect_stdout(io.StringIO()):
-            for lat in sorted(self.manifest["languages"]):
-                self.matchers[SPACY_LANG[lat]] = QuickUMLS(
-                    str(store / lat),
-                    overlapping_criteria=params.overlapping_criteria,
-                    threshold=float(params.threshold),
-                    window=params.window,
-                    similarity_name=params.similarity_name,
-                    min_match_length=params.min_match_length,
+        self.languages = {SPACY_LANG[lat]: lat for lat in self.manifest["languages"]}
+        self.matchers: dict[str, Any] = {}
+
+    def matcher(self, language: str):
+        """The QuickUMLS matcher of `language` (an ISO code `has_language` accepts), loaded once."""
+        found = self.matchers.get(language)
+        if found is None:
+            from quickumls import QuickUMLS
+
+            lat = self.languages[language]
+            prepare_quickumls([lat])
+            semtypes = self.params.accepted_semtypes  # null: every type
+            with contextlib.redirect_stdout(io.StringIO()):
+                found = QuickUMLS(
+                    str(self.store / lat),
+                    overlapping_criteria=self.params.overlapping_criteria,
+                    threshold=float(self.params.threshold),
+                    window=self.params.window,
+                    similarity_name=self.params.similarity_name,
+                    min_match_length=self.params.min_match_length,
                     accepted_semtypes=set(semtypes) if semtypes is not None else None,
                 )
+            self.matchers[language] = found
+        return found
 
     @property
     def fingerprint(self) -> str:
         return self.manifest["fingerprint"]
 
     def has_language(self, language: str) -> bool:
-        return language in self.matchers
+        return language in self.languages
 
     def link(self, text: str, language: str) -> list[dict]:
         """Concepts {start, end, term, cui, semtypes, similarity}, one per mention, by start."""
-        matches = self.matchers[language].match(text, best_match=True, ignore_syntax=False)
+        matches = self.matcher(language).match(text, best_match=True, ignore_syntax=False)
         out = []
         for candidates in matches:
             if self.reject_flips:
