@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from medsimp.metrics.base import Metric, NotComputable, output_language
@@ -39,11 +40,6 @@ def bertscore_f1(
     batch_size: int = 32,
 ) -> float:
     """Mean BERTScore F1 (Zhang et al. 2020), best reference, no idf, no baseline rescaling."""
-    import torch
-    from bert_score import score
-
-    require_pinned(torch)  # the CPU-independent kernels (oneDNN off even when torch came after medsimp)
-
     if not hyps:
         return 0.0
     # an empty output (or one with only empty references) scores 0, as bert_score documents
@@ -53,16 +49,23 @@ def bertscore_f1(
     scored = [(i, h, rs) for i, h, rs in pairs if h.strip() and rs]
     f1s = [0.0] * len(hyps)
     if scored:
-        _, _, f1 = score(
-            [h for _, h, _ in scored],
-            [rs for _, _, rs in scored],
-            model_type=model_path,
-            num_layers=num_layers,
-            batch_size=batch_size,
-            verbose=False,
+        _, _, f1 = _scorer(model_path, num_layers).score(
+            [h for _, h, _ in scored], [rs for _, _, rs in scored], batch_size=batch_size
         )
         if len(scored) == len(hyps):
             return float(f1.mean())
         for (i, _, _), value in zip(scored, f1.tolist()):
             f1s[i] = value
     return float(sum(f1s) / len(f1s))
+
+
+@functools.lru_cache(maxsize=2)
+def _scorer(model_path: str, num_layers: int):
+    """bert_score's scorer (tokenizer and model loaded once a process: the evaluate stage scores
+    every system with it; `bert_score.score` loaded them again for each). Its `score` runs what
+    `bert_score.score` runs, the same numbers."""
+    import torch
+    from bert_score import BERTScorer
+
+    require_pinned(torch)  # the CPU-independent kernels (oneDNN off even when torch came after medsimp)
+    return BERTScorer(model_type=model_path, num_layers=num_layers)
