@@ -1,7 +1,10 @@
 """docs/refresh.md's runbook runs as written: the English chain of its step 4 (the block after
 `<!-- runbook-chain`), on the sample's English reviews, from `s3://` prefixes to an `s3://`
 builder and report on moto's S3 server (default runner), and the published builder loads with
-`datasets.load_dataset` from a downloaded copy. Step 3's portable runs of the chain's `filter` and
+`datasets.load_dataset` from a downloaded copy. The same chain with a local folder for the store
+(the store's model and index) writes, stage by stage, the bytes the store's prefixes hold (the
+builder's card differs only in naming its inputs by URL), and its builder loads as the downloaded
+one does. Step 3's portable runs of the chain's `filter` and
 `cochrane` (medsimp's job server, Beam's Python worker pool, the credentials in the workers'
 environment, the store settings as Beam's S3 options) publish the default runner's bytes: the
 pool gives its workers' file systems no options, and the jobs' DoFns carry the store settings to
@@ -18,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from docs_blocks import ROOT, blocks, commands
-from test_object_store import BUCKET, _cli, _english_sample, _marker, _published, s3  # noqa: F401
+from test_object_store import BUCKET, _cli, _english_sample, _local, _marker, _published, s3  # noqa: F401
 from test_runners import cluster  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -130,7 +133,14 @@ def chain(s3, tmp_path_factory):  # noqa: F811
         assert argv[0] == "medsimp", argv
         done = _cli(env, tmp, *small, *_ours(argv, names), timeout=600)
         assert done.returncode == 0, (argv, done.stderr[-2000:])
-    return {"names": names, "small": small, "tmp": tmp}
+    # the chain again with a local folder for the store: the store's model and index (not
+    # trained again), the same document cache; no report (it names its own folder)
+    local = {**names, STORE: f"{tmp / 'local'}/"}
+    for argv in runbook_chain():
+        if _command(argv) not in ("align train", "report"):
+            done = _cli(env, tmp, *small, *_ours(argv, local), timeout=600)
+            assert done.returncode == 0, (argv, done.stderr[-2000:])
+    return {"names": names, "small": small, "tmp": tmp, "local": tmp / "local"}
 
 
 def test_the_runbook_chain_runs_from_the_store_to_the_store(s3, chain, tmp_path, monkeypatch):  # noqa: F811
@@ -150,10 +160,63 @@ def test_the_runbook_chain_runs_from_the_store_to_the_store(s3, chain, tmp_path,
 
     use_store(None, (), {})  # Beam's S3 filesystem, as the commands set it up
     folder = objstore.download(f"{PREFIX}multicochrane", str(tmp_path / "multicochrane"))
-    assert Path(folder, "README.md").is_file()
+    assert _local(Path(folder)) == _published(client, "runbook/multicochrane")
     for config in ("en", "en-filtered"):
-        loaded = load_dataset(folder, config, cache_dir=str(tmp_path / "hf"))
-        assert sum(loaded[split].num_rows for split in loaded) > 0, config
+        ours = load_dataset(folder, config, cache_dir=str(tmp_path / "hf"))
+        theirs = load_dataset(
+            str(chain["local"] / "multicochrane"), config, cache_dir=str(tmp_path / "hf-local")
+        )
+        assert {s: ours[s].to_list() for s in ours} == {s: theirs[s].to_list() for s in theirs}
+        assert sum(ours[split].num_rows for split in ours) > 0, config
+
+
+def test_every_stage_in_the_store_holds_the_bytes_the_chain_writes_locally(s3, chain):  # noqa: F811
+    """`link`, `align corpus` and `filter` published the local chain's files byte for byte (they
+    read `s3://` inputs: the prefixes the stages before them published to, the marker leading to
+    the run), of public lineage and named by their command; `build multicochrane` too, but for
+    its card, which names its inputs by URL (so the params hashes of build and of align, whose
+    output the card reads, differ): all else in it, their content hashes too, is equal.
+    (Before: "local folders only" for every output after cochrane; build read an s3:// input as
+    a local path.)"""
+    _, client = s3
+    local = chain["local"]
+    for stage, command in (("linked", "link"), ("align", "align corpus"), ("filter", "filter")):
+        expected = _local(local / stage)
+        assert expected and _published(client, f"runbook/{stage}") == expected, stage
+        marker = _marker(client, f"runbook/{stage}")
+        assert marker["lineage"] == ["cochrane"] and marker["command"] == command, marker
+    built, expected = _published(client, "runbook/multicochrane"), _local(local / "multicochrane")
+    assert set(built) == set(expected) and len(expected) > 4
+    assert [rel for rel, data in expected.items() if rel != "README.md" and built[rel] != data] == []
+    # the inputs as the card names them (the model's self-training pool, `cochrane/runs/...` in
+    # the store, is the same model's in both cards: not renamed)
+    inputs = ("cochrane/sentences", "linked", "align", "filter", "multicochrane")
+    store, here = {s: f"{PREFIX}{s}" for s in inputs}, {s: str(local / s) for s in inputs}
+    (ours, ours_body), (theirs, theirs_body) = (
+        _card(built["README.md"], store, here),
+        _card(expected["README.md"], here, here),
+    )
+    differ = [k for k in {*ours, *theirs} if k != "medsimp" and ours.get(k) != theirs.get(k)] + [
+        (k, ours["medsimp"].get(k), theirs["medsimp"].get(k))
+        for k in {*ours["medsimp"], *theirs["medsimp"]}
+        if ours["medsimp"].get(k) != theirs["medsimp"].get(k)
+    ]
+    assert not differ and ours_body == theirs_body, differ
+
+
+def _card(text: bytes, names: dict[str, str], local: dict[str, str]) -> tuple[dict, list[str]]:
+    """A builder card's YAML header and body with the inputs' names made local and the params
+    hashes left out."""
+    import yaml
+
+    card = text.decode("utf-8")
+    for stage, name in names.items():
+        card = card.replace(name, local[stage])
+    head, body = card[4:].split("\n---\n", 1)
+    meta = yaml.safe_load(head)
+    differ = ("params_hash", "params_hash.align")
+    meta["medsimp"] = {k: v for k, v in meta["medsimp"].items() if k not in differ}
+    return meta, [line for line in body.splitlines() if not any(f"| {k} |" in line for k in differ)]
 
 
 def test_the_runbook_filter_on_the_job_server_and_external_pool_publishes_the_default_runners_bytes(
