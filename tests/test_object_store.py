@@ -312,7 +312,7 @@ def test_align_train_self_trains_on_a_table_in_the_store_as_on_a_local_one(s3, t
     for name, table in (("local", "local"), ("store", f"s3://{BUCKET}/pool/runs/{run}")):
         args = [
             "--set",
-            f"cache.dir={tmp_path / 'cache-corpus'}",  # the store's run finds the local run's vectors
+            f"cache.dir={tmp_path / ('cache-corpus-' + name)}",
             "align",
             "corpus",
             "--input",

@@ -10,7 +10,7 @@ environment, the store settings as Beam's S3 options) publish the default runner
 pool gives its workers' file systems no options, and the jobs' DoFns carry the store settings to
 them (pipelines.jobs.store_dofn; docs/refresh.md, step 3).
 
-Slow (moto's server, a wheel for the workers, seven stages); the fixtures are
+Slow (moto's server, a wheel for the workers, the seven stages and five of them again locally); the fixtures are
 tests/test_object_store.py's `s3` and tests/test_runners.py's `cluster`.
 """
 
@@ -134,11 +134,13 @@ def chain(s3, tmp_path_factory):  # noqa: F811
         done = _cli(env, tmp, *small, *_ours(argv, names), timeout=600)
         assert done.returncode == 0, (argv, done.stderr[-2000:])
     # the chain again with a local folder for the store: the store's model and index (not
-    # trained again), the same document cache; no report (it names its own folder)
+    # trained again), a document cache of its own (both chains compute every document); no
+    # report (it names its own folder)
     local = {**names, STORE: f"{tmp / 'local'}/"}
+    own_cache = [*small[:-2], "--set", f"cache.dir={tmp / 'cache-local'}"]
     for argv in runbook_chain():
         if _command(argv) not in ("align train", "report"):
-            done = _cli(env, tmp, *small, *_ours(argv, local), timeout=600)
+            done = _cli(env, tmp, *own_cache, *_ours(argv, local), timeout=600)
             assert done.returncode == 0, (argv, done.stderr[-2000:])
     return {"names": names, "small": small, "tmp": tmp, "local": tmp / "local"}
 

@@ -40,6 +40,9 @@ def bertscore_f1(
     batch_size: int = 32,
 ) -> float:
     """Mean BERTScore F1 (Zhang et al. 2020), best reference, no idf, no baseline rescaling."""
+    import torch
+
+    require_pinned(torch)  # the CPU-independent kernels (oneDNN off even when torch came after medsimp)
     if not hyps:
         return 0.0
     # an empty output (or one with only empty references) scores 0, as bert_score documents
@@ -63,9 +66,8 @@ def bertscore_f1(
 def _scorer(model_path: str, num_layers: int):
     """bert_score's scorer (tokenizer and model loaded once a process: the evaluate stage scores
     every system with it; `bert_score.score` loaded them again for each). Its `score` runs what
-    `bert_score.score` runs, the same numbers."""
-    import torch
+    `bert_score.score` runs, the same numbers. Keyed by the path as given: a model folder
+    rewritten in place is not read again by the same process."""
     from bert_score import BERTScorer
 
-    require_pinned(torch)  # the CPU-independent kernels (oneDNN off even when torch came after medsimp)
     return BERTScorer(model_type=model_path, num_layers=num_layers)

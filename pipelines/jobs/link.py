@@ -2,8 +2,9 @@
 
 Sentences are grouped by document side (source, doc_id, side, language): a table whose
 document sides are consecutive rows of one file (what `cochrane` writes) is read a document
-side at a time, anything else through a GroupByKey. One DoFn per worker loads the QuickUMLS
-matchers in setup(). Results per document side go through DocCache
+side at a time, anything else through a GroupByKey. One DoFn per worker opens the QuickUMLS
+index in setup() and loads a language's matcher at its first document side that is not in the
+cache (pipelines.text.umls.ConceptLinker). Results per document side go through DocCache
 (key: its sentences, the index fingerprint and the link/readability params).
 """
 
@@ -243,7 +244,8 @@ class LinkFn(StoreDoFn):
 class LinkSentences(beam.PTransform):
     """Sentence-table parquet files -> 'sentences' (each row with its concepts and
     readability), 'documents' (readability per document side) and 'dead' (rows missing a
-    field). The QuickUMLS matchers load once per worker (LinkFn.setup). `streamed` (see
+    field). A language's QuickUMLS matcher loads once per worker, at its first uncached document
+    side (LinkFn). `streamed` (see
     `document_files`): read each file a document side at a time instead of grouping rows."""
 
     def __init__(

@@ -22,6 +22,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -246,6 +247,9 @@ def matcher_settings(params: Link) -> dict[str, Any]:
     return params.model_dump(include=set(MATCHER_SETTINGS))
 
 
+_LOADING = threading.Lock()  # QuickUMLS matchers are built one at a time in a process (ConceptLinker.load)
+
+
 class ConceptLinker:
     """QuickUMLS matchers per language; `link(text, lang)` -> best concept per mention.
 
@@ -253,7 +257,8 @@ class ConceptLinker:
     window, min_match_length, accepted_semtypes (a list, or null for all types),
     reject_negation_flips (drop candidates whose term negates the text, see `negation_flip`).
 
-    A language's matcher (its spaCy tokenizer and databases) loads at its first `link`: loading
+    A language's matcher (its spaCy tokenizer and databases) loads at its first `link` (or
+    `load`): loading
     the French tokenizer alone costs about 3 CPU-s (its exception patterns compile into one large
     regular expression), which an English-only table, or a run whose documents all come from the
     cache, never needs.
@@ -267,25 +272,28 @@ class ConceptLinker:
         self.languages = {SPACY_LANG[lat]: lat for lat in self.manifest["languages"]}
         self.matchers: dict[str, Any] = {}
 
-    def matcher(self, language: str):
-        """The QuickUMLS matcher of `language` (an ISO code `has_language` accepts), loaded once."""
+    def load(self, language: str):
+        """The QuickUMLS matcher of `language` (an ISO code `has_language` accepts), loaded once.
+        Loading redirects stdout (QuickUMLS prints) and may save a blank spaCy pipeline: one
+        thread at a time (Beam's multi-threaded workers run a DoFn instance per thread)."""
         found = self.matchers.get(language)
         if found is None:
             from quickumls import QuickUMLS
 
-            lat = self.languages[language]
-            prepare_quickumls([lat])
-            semtypes = self.params.accepted_semtypes  # null: every type
-            with contextlib.redirect_stdout(io.StringIO()):
-                found = QuickUMLS(
-                    str(self.store / lat),
-                    overlapping_criteria=self.params.overlapping_criteria,
-                    threshold=float(self.params.threshold),
-                    window=self.params.window,
-                    similarity_name=self.params.similarity_name,
-                    min_match_length=self.params.min_match_length,
-                    accepted_semtypes=set(semtypes) if semtypes is not None else None,
-                )
+            with _LOADING:
+                lat = self.languages[language]
+                prepare_quickumls([lat])
+                semtypes = self.params.accepted_semtypes  # null: every type
+                with contextlib.redirect_stdout(io.StringIO()):
+                    found = QuickUMLS(
+                        str(self.store / lat),
+                        overlapping_criteria=self.params.overlapping_criteria,
+                        threshold=float(self.params.threshold),
+                        window=self.params.window,
+                        similarity_name=self.params.similarity_name,
+                        min_match_length=self.params.min_match_length,
+                        accepted_semtypes=set(semtypes) if semtypes is not None else None,
+                    )
             self.matchers[language] = found
         return found
 
@@ -298,7 +306,7 @@ class ConceptLinker:
 
     def link(self, text: str, language: str) -> list[dict]:
         """Concepts {start, end, term, cui, semtypes, similarity}, one per mention, by start."""
-        matches = self.matcher(language).match(text, best_match=True, ignore_syntax=False)
+        matches = self.load(language).match(text, best_match=True, ignore_syntax=False)
         out = []
         for candidates in matches:
             if self.reject_flips:
