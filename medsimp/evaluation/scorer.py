@@ -282,7 +282,7 @@ class Scorer:
             if name == "masked_edit_distance" and cfg.umls_index:
                 linker = ConceptLinker(path("umls_index"), self.link_cfg)
                 if linker.has_language(self.lang):
-                    linker.load(self.lang)  # an unreadable installation: the error below, now
+                    linker.load(self.lang)  # now: an unreadable installation is the one-line error below
                 pair = "gold" if cfg.masked_edit_pair == "gold" else "output-input"
                 unit = cfg.masked_edit_unit if pair == "gold" else "word"
                 return Loaded(

@@ -257,11 +257,10 @@ class ConceptLinker:
     window, min_match_length, accepted_semtypes (a list, or null for all types),
     reject_negation_flips (drop candidates whose term negates the text, see `negation_flip`).
 
-    A language's matcher (its spaCy tokenizer and databases) loads at its first `link` (or
-    `load`): loading
-    the French tokenizer alone costs about 3 CPU-s (its exception patterns compile into one large
-    regular expression), which an English-only table, or a run whose documents all come from the
-    cache, never needs.
+    A language's matcher (its spaCy tokenizer and databases) loads at its first `link` or
+    `load`: the French tokenizer alone costs about 3 CPU-s (its exception patterns compile into
+    one large regular expression), which an English-only table, or a run whose documents all come
+    from the cache, never needs.
     """
 
     def __init__(self, index_dir: str | Path, params: Link):
